@@ -1,0 +1,399 @@
+"""Settings: one TOML file, overridden by ``SYNCD_*`` environment variables, secrets from files.
+
+Precedence, highest first: environment (``SYNCD_PLATFORM__BATCH_SIZE=500``; nested keys
+joined by ``__``), the TOML file (``--config`` or ``SYNCD_CONFIG``), defaults. A secret
+(``platform.client_secret``, ``source.ldap.bind_password``) may also come from the file
+named by its ``*_file`` key, or from systemd's ``$CREDENTIALS_DIRECTORY/<name>``
+(``client_secret``, ``bind_password``). Unknown keys are errors, not silently ignored:
+a typo in a safety setting must not fall back to a default.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from syncd.errors import ConfigError
+
+CONFIG_ENV = "SYNCD_CONFIG"
+DEFAULT_STATE_DIR = Path("/var/lib/syncd")
+
+PositiveInt = Annotated[int, Field(gt=0)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ---------------------------------------------------------------- sources
+
+
+class CsvEmployeeColumns(Section):
+    """Header names of the employee file, by model field. Any header text works (Chinese too)."""
+
+    id: str = "id"
+    username: str = "username"
+    name: str = "name"
+    department: str = "department"  # an id (layout two_files) or a path (layout paths)
+    positions: str | None = None  # secondary departments, joined by positions_separator
+    en_name: str | None = "en_name"
+    email: str | None = "email"
+    mobile: str | None = "mobile"
+    tel: str | None = "tel"
+    sn: str | None = "sn"
+    gender: str | None = "gender"
+    birthday: str | None = "birthday"
+    job_title: str | None = "job_title"
+    sort_order: str | None = "sort_order"
+    senior: str | None = "senior"
+    status: str | None = "status"
+
+
+class CsvDepartmentColumns(Section):
+    id: str = "id"
+    name: str = "name"
+    parent_id: str = "parent_id"
+    sort_order: str | None = "sort_order"
+    sn: str | None = "sn"
+    en_name: str | None = "en_name"
+
+
+class CsvSource(Section):
+    layout: Literal["two_files", "paths"] = "two_files"
+    employees: Path
+    departments: Path | None = None  # required by layout two_files
+    encoding: str = "auto"  # auto: UTF-8 (with or without BOM), else GB18030
+    delimiter: str = "auto"  # auto: sniffed among , ; tab |
+    path_separator: str = "/"  # layout paths: "Head Office/R&D/Backend"
+    positions_separator: str = ";"
+    departed_values: list[str] = ["离职", "inactive", "departed", "disabled"]
+    columns: CsvEmployeeColumns = CsvEmployeeColumns()
+    department_columns: CsvDepartmentColumns = CsvDepartmentColumns()
+    extra_columns: dict[str, str] = {}  # header -> extra attribute name
+
+    @model_validator(mode="after")
+    def _departments_file_for_two_files(self) -> CsvSource:
+        if self.layout == "two_files" and self.departments is None:
+            raise ValueError("layout 'two_files' needs source.csv.departments (the departments file)")
+        return self
+
+
+class LdapSource(Section):
+    urls: list[str] = Field(min_length=1)  # several for failover: ldaps://dc1, ldaps://dc2
+    flavor: Literal["openldap", "active_directory"] = "openldap"
+    start_tls: bool = False  # for ldap:// URLs
+    verify_tls: bool = True
+    ca_file: Path | None = None
+    bind_dn: str | None = None
+    bind_password: SecretStr | None = None
+    bind_password_file: Path | None = None
+    users_base: str
+    users_filter: str | None = None  # default per flavor
+    departments_from: Literal["ou_tree", "attribute"] = "ou_tree"
+    departments_base: str | None = None  # default: users_base
+    department_name_attribute: str = "ou"  # or "description"
+    department_attribute: str | None = None  # departments_from = attribute: holds a path
+    department_path_separator: str = "/"
+    departed_filter: str | None = None  # OpenLDAP: e.g. "(pwdAccountLockedTime=*)"
+    page_size: Annotated[int, Field(gt=0, le=1000)] = 500
+    connect_timeout: PositiveFloat = 10.0
+    read_timeout: PositiveFloat = 60.0
+    attributes: dict[str, str] = {}  # model field -> LDAP attribute, over the flavor's preset
+    extra_attributes: dict[str, str] = {}  # LDAP attribute -> extra attribute name
+
+
+class SourceSettings(Section):
+    kind: Literal["csv", "ldap"]
+    csv: CsvSource | None = None
+    ldap: LdapSource | None = None
+
+    @model_validator(mode="after")
+    def _section_for_kind(self) -> SourceSettings:
+        if getattr(self, self.kind) is None:
+            raise ValueError(f"source.kind is {self.kind!r} but there is no [source.{self.kind}] section")
+        return self
+
+
+# ---------------------------------------------------------------- platform
+
+
+class PlatformSettings(Section):
+    base_url: str
+    domain_id: str
+    org_code: str
+    client_id: str
+    client_secret: SecretStr | None = None
+    client_secret_file: Path | None = None
+    org_id: str | None = None  # an organization application...
+    owner_id: str | None = None  # ...or a domain application (the domain id)
+    api_version: Literal["v3", "v4"] = "v3"  # v4: departures use disable/enable
+    verify_tls: bool = True
+    ca_file: Path | None = None
+    timeout: PositiveFloat = 30.0
+    connect_timeout: PositiveFloat = 10.0
+    retry_attempts: Annotated[int, Field(ge=1, le=20)] = 5
+    retry_backoff: PositiveFloat = 0.5  # first wait, doubled each attempt, with jitter
+    retry_backoff_max: PositiveFloat = 30.0
+    batch_size: Annotated[int, Field(gt=0, le=1000)] = 200
+    concurrency: Annotated[int, Field(gt=0, le=32)] = 4
+
+    @model_validator(mode="after")
+    def _one_owner(self) -> PlatformSettings:
+        if not self.org_id and not self.owner_id:
+            raise ValueError("set platform.org_id (organization app) or platform.owner_id (domain app)")
+        return self
+
+
+# ---------------------------------------------------------------- sync
+
+
+class Exclusions(Section):
+    """Records syncd never touches, matched as exact values or shell patterns (``svc-*``)."""
+
+    usernames: list[str] = []
+    departments: list[str] = []  # source ids or name paths below the root
+
+
+class SyncSettings(Section):
+    leaver_policy: Literal["lock", "remove", "lock_then_remove"] = "lock_then_remove"
+    remove_after_days: Annotated[int, Field(ge=0)] = 30
+    max_removals: Annotated[int, Field(ge=0)] = 50
+    max_removal_ratio: Annotated[float, Field(ge=0, le=1)] = 0.10
+    exclude: Exclusions = Exclusions()
+    manage_unowned: bool = False  # also remove platform records syncd did not create
+    username_change: Literal["conflict", "remove_and_create"] = "conflict"
+    extended_fields: dict[str, str] = {}  # extra attribute name -> platform field
+    drift_check: bool = True
+
+
+class ScheduleSettings(Section):
+    interval_minutes: PositiveInt = 15
+    cron: str | None = None  # replaces interval_minutes: "*/10 7-20 * * 1-5"
+    full_cron: str = "0 2 * * *"  # LDAP: the full read that finds leavers
+    jitter_seconds: Annotated[int, Field(ge=0)] = 30
+    misfire_grace_seconds: PositiveInt = 300
+    stop_timeout_seconds: PositiveInt = 60
+
+
+class ReportSettings(Section):
+    keep_days: Annotated[int, Field(ge=1)] = 90
+    notify_usernames: list[str] = []  # admins told of failed or blocked runs
+
+
+class MetricsSettings(Section):
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(gt=0, lt=65536)] = 9464
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="SYNCD_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+    )
+
+    state_dir: Path = DEFAULT_STATE_DIR
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["text", "json"] = "text"
+    source: SourceSettings
+    platform: PlatformSettings
+    sync: SyncSettings = SyncSettings()
+    schedule: ScheduleSettings = ScheduleSettings()
+    reports: ReportSettings = ReportSettings()
+    metrics: MetricsSettings = MetricsSettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # init carries the TOML file's content: the environment overrides it.
+        return env_settings, init_settings
+
+    @property
+    def database(self) -> Path:
+        return self.state_dir / "syncd.db"
+
+    def secret_values(self) -> list[str]:
+        """Every secret in these settings, for log and report redaction."""
+        secrets = [self.platform.client_secret]
+        if self.source.ldap is not None:
+            secrets.append(self.source.ldap.bind_password)
+        return [s.get_secret_value() for s in secrets if s is not None and s.get_secret_value()]
+
+
+def config_path(explicit: Path | None) -> Path | None:
+    if explicit is not None:
+        return explicit
+    from_env = os.environ.get(CONFIG_ENV)
+    return Path(from_env) if from_env else None
+
+
+def load_settings(path: Path | None = None, *, warn: Any = None) -> Settings:
+    """Read, validate and complete the settings, or raise one ConfigError naming file and key.
+
+    ``warn`` is called with a message for problems that do not stop syncd (a settings
+    file readable by others that holds a secret).
+    """
+    path = config_path(path)
+    data: dict[str, Any] = {}
+    where = "environment"
+    if path is not None:
+        where = str(path)
+        data = _with_paths_resolved(_read_toml(path), path.parent)
+        if warn is not None and _holds_secret(data) and _readable_by_others(path):
+            warn(f"{path} holds a secret and is readable by other users: chmod 600 it")
+    try:
+        settings = Settings(**data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(where, exc)) from None
+    return _with_secrets(settings)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: settings file not found") from None
+    except PermissionError:
+        raise ConfigError(f"{path}: settings file is not readable (permission denied)") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a settings file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not valid TOML: the file is not UTF-8") from None
+
+
+_PATH_KEYS = (
+    ("state_dir",),
+    ("source", "csv", "employees"),
+    ("source", "csv", "departments"),
+    ("source", "ldap", "ca_file"),
+    ("source", "ldap", "bind_password_file"),
+    ("platform", "ca_file"),
+    ("platform", "client_secret_file"),
+)
+
+
+def _with_paths_resolved(data: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Relative paths in a settings file are relative to the file's own directory."""
+    for keys in _PATH_KEYS:
+        parent: Any = data
+        for key in keys[:-1]:
+            parent = parent.get(key) if isinstance(parent, dict) else None
+        value = parent.get(keys[-1]) if isinstance(parent, dict) else None
+        if isinstance(value, str) and value and not Path(value).is_absolute():
+            parent[keys[-1]] = str(base / value)
+    return data
+
+
+def _describe(where: str, exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors(include_url=False):
+        key = ".".join(str(part) for part in err["loc"]) or "(top level)"
+        message = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        if err["type"] == "missing":
+            message = "required key is missing"
+        given = err.get("input")
+        shown = "" if err["type"] in ("missing", "extra_forbidden") or isinstance(given, dict) else f" (got {given!r})"
+        if "secret" in key or "password" in key:
+            shown = ""
+        env_name = "SYNCD_" + "__".join(str(part) for part in err["loc"]).upper()
+        origin = f" (from environment variable {env_name})" if env_name in os.environ else ""
+        problems.append(f"key {key}: {message}{shown}{origin}")
+    return f"{where}: invalid settings: " + "; ".join(problems)
+
+
+_SECRETS = (
+    # (section getter, value field, file field, systemd credential name, dotted key)
+    ("platform", "client_secret", "client_secret_file", "client_secret", "platform.client_secret"),
+    ("source.ldap", "bind_password", "bind_password_file", "bind_password", "source.ldap.bind_password"),
+)
+
+
+def _with_secrets(settings: Settings) -> Settings:
+    """Fill secrets from their *_file key or systemd credentials; a platform secret is required."""
+    updates: dict[str, Any] = {}
+    for section_name, value_key, file_key, credential, dotted in _SECRETS:
+        section = _section(settings, section_name)
+        if section is None or getattr(section, value_key) is not None:
+            continue
+        secret_file = getattr(section, file_key)
+        if secret_file is None:
+            creds = os.environ.get("CREDENTIALS_DIRECTORY")
+            candidate = Path(creds) / credential if creds else None
+            if candidate is not None and candidate.exists():
+                secret_file = candidate
+        if secret_file is None:
+            if dotted == "platform.client_secret":
+                raise ConfigError(
+                    f"{dotted} is not set: give it in the settings file, in "
+                    f"{file_key.replace('_file', '')}_file, as SYNCD_PLATFORM__CLIENT_SECRET, "
+                    f"or as the systemd credential '{credential}'"
+                )
+            continue
+        value = _read_secret(secret_file, dotted)
+        updates[section_name] = section.model_copy(update={value_key: SecretStr(value)})
+    if not updates:
+        return settings
+    if "source.ldap" in updates:
+        source = settings.source.model_copy(update={"ldap": updates.pop("source.ldap")})
+        updates["source"] = source
+    return settings.model_copy(update=updates)
+
+
+def _section(settings: Settings, name: str) -> Any:
+    obj: Any = settings
+    for part in name.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _read_secret(path: Path, key: str) -> str:
+    try:
+        value = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(f"{key}: cannot read secret file {path}: {exc.strerror}") from None
+    if not value:
+        raise ConfigError(f"{key}: secret file {path} is empty")
+    return value
+
+
+def _holds_secret(data: dict[str, Any]) -> bool:
+    platform = data.get("platform", {})
+    ldap = data.get("source", {}).get("ldap", {}) if isinstance(data.get("source"), dict) else {}
+    return bool(
+        isinstance(platform, dict) and platform.get("client_secret")
+        or isinstance(ldap, dict) and ldap.get("bind_password")
+    )
+
+
+def _readable_by_others(path: Path) -> bool:
+    try:
+        return bool(path.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH))
+    except OSError:
+        return False

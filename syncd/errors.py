@@ -1,0 +1,73 @@
+"""The one user-facing error type, and its kinds.
+
+Every failure a user should see is a ``SyncdError``; third-party exceptions are
+translated into one at the edge where they happen, with the file, key, host or
+endpoint that explains them. The exit code travels with the error::
+
+    SyncdError (exit 3: could not run)
+    ├── ConfigError         settings file, environment or secret files are wrong
+    ├── StateError          the state directory or database cannot be used
+    ├── LockHeld            another syncd process holds the run lock
+    ├── SourceError         the source could not be read completely
+    ├── PlatformError       the platform answered a non-zero envelope status
+    │   └── TokenError      the platform refused the application's credentials or token
+    ├── PlatformUnavailable the platform could not be reached, even after retries
+    └── GuardBlocked        (exit 2) a safety guard stopped the run before anything was sent
+
+Exit codes of a run: 0 everything applied, 1 some items failed, 2 blocked by a guard,
+3 could not run.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_PARTIAL = 1
+EXIT_BLOCKED = 2
+EXIT_FAILED = 3
+
+
+class SyncdError(Exception):
+    """An error meant for the operator: its text says what went wrong and where."""
+
+    exit_code: int = EXIT_FAILED
+
+
+class ConfigError(SyncdError):
+    pass
+
+
+class StateError(SyncdError):
+    pass
+
+
+class LockHeld(SyncdError):
+    pass
+
+
+class SourceError(SyncdError):
+    pass
+
+
+class PlatformError(SyncdError):
+    """A non-zero envelope status; carries the status, message and endpoint (never the token)."""
+
+    def __init__(self, status: int, message: str, endpoint: str) -> None:
+        super().__init__(f"{endpoint}: platform status {status}: {message}")
+        self.status = status
+        self.message = message
+        self.endpoint = endpoint
+
+    def __reduce__(self) -> tuple[type[PlatformError], tuple[int, str, str]]:
+        return (type(self), (self.status, self.message, self.endpoint))
+
+
+class TokenError(PlatformError):
+    pass
+
+
+class PlatformUnavailable(SyncdError):
+    pass
+
+
+class GuardBlocked(SyncdError):
+    exit_code = EXIT_BLOCKED

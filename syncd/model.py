@@ -1,0 +1,283 @@
+"""What a source says the company looks like: departments and employees as frozen values.
+
+Records are keyed by a stable source id (entryUUID, objectGUID, an HR id, or a
+department path), never by DN or display name. ``build_directory`` validates what a
+source read and sets aside, with a reason, every record the platform must not see:
+the rest of the data is still used.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+PATH_SEPARATOR = "/"  # the platform joins node names with it into name paths
+
+
+class Kind(StrEnum):
+    DEPARTMENT = "department"
+    EMPLOYEE = "employee"
+
+
+class State(StrEnum):
+    ACTIVE = "active"
+    DEPARTED = "departed"
+
+
+@dataclass(frozen=True, slots=True)
+class Department:
+    id: str
+    name: str
+    parent_id: str | None = None  # None: a top-level department, under the platform root
+    sort_order: int | None = None
+    sn: str | None = None  # node number
+    en_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    department_id: str | None  # None: the platform root organization itself
+    job_title: str | None = None
+    primary: bool = False
+    chief: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Employee:
+    id: str
+    username: str
+    name: str
+    positions: tuple[Position, ...] = ()  # none: placed at the root organization
+    en_name: str | None = None
+    email: str | None = None
+    mobile: str | None = None
+    tel: str | None = None
+    sn: str | None = None  # work number
+    gender: str | None = None  # MALE or FEMALE, see normalize_gender
+    birthday: str | None = None  # ISO date, YYYY-MM-DD
+    job_title: str | None = None
+    sort_order: int | None = None
+    senior: bool = False
+    state: State = State.ACTIVE
+    extra: tuple[tuple[str, str], ...] = ()  # attributes that settings map to extended fields
+
+
+@dataclass(frozen=True, slots=True)
+class RejectedRow:
+    where: str  # "employees.csv:17" or a DN
+    reason: str
+    kind: Kind = Kind.EMPLOYEE
+    key: str | None = None  # the source id, when the row had one
+    username: str | None = None
+
+
+@dataclass(frozen=True)
+class Directory:
+    departments: Mapping[str, Department]
+    employees: Mapping[str, Employee]
+    rejected: tuple[RejectedRow, ...] = ()
+    complete: bool = True  # a full read; False for a delta (incremental) read
+    source: str = ""  # where it was read from, for reports
+    cursor: str | None = None  # the new high-water mark of an incremental-capable source
+    _paths: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def leavers_known(self) -> bool:
+        """Whether people absent from this read may be treated as leavers.
+
+        Only a complete read whose every rejected employee row still names its person can
+        say who is gone: a row that could not even be identified might be anyone.
+        """
+        if not self.complete:
+            return False
+        return all(r.key or r.username for r in self.rejected if r.kind is Kind.EMPLOYEE)
+
+    def rejected_keys(self, kind: Kind) -> frozenset[str]:
+        """Source ids and usernames of rejected rows: they are kept as they are, never removed."""
+        keys: set[str] = set()
+        for row in self.rejected:
+            if row.kind is kind:
+                if row.key:
+                    keys.add(row.key)
+                if row.username:
+                    keys.add(row.username.casefold())
+        return frozenset(keys)
+
+    def path(self, department_id: str) -> tuple[str, ...]:
+        """Names from the top-level department down to this one (the root not included)."""
+        cached = self._paths.get(department_id)
+        if cached is not None:
+            return cached
+        chain: list[str] = []
+        current: str | None = department_id
+        while current is not None:
+            known = self._paths.get(current)
+            if known is not None:
+                chain.reverse()
+                result = known + tuple(chain)
+                break
+            department = self.departments[current]
+            chain.append(department.name)
+            current = department.parent_id
+        else:
+            chain.reverse()
+            result = tuple(chain)
+        self._paths[department_id] = result
+        return result
+
+
+GENDERS = {
+    "male": "MALE", "m": "MALE", "man": "MALE", "男": "MALE", "1": "MALE",
+    "female": "FEMALE", "f": "FEMALE", "woman": "FEMALE", "女": "FEMALE", "2": "FEMALE",
+}  # fmt: skip
+
+
+def normalize_gender(value: str | None) -> str | None:
+    """MALE, FEMALE, or None for anything else (the platform knows no other value)."""
+    if not value:
+        return None
+    return GENDERS.get(value.strip().casefold())
+
+
+def build_directory(
+    departments: Iterable[tuple[str, Department]],
+    employees: Iterable[tuple[str, Employee]],
+    *,
+    rejected: Iterable[RejectedRow] = (),
+    complete: bool = True,
+    source: str = "",
+    cursor: str | None = None,
+) -> Directory:
+    """Validate what a source read: each item comes with where it was read (file:line or DN).
+
+    Rejected, each with its reason: departments without id or name, with a ``/`` in the
+    name, whose id appears twice, in a cycle, under an unknown or rejected parent, or with
+    a sibling of the same name (the platform's name path would be ambiguous); employees
+    without id, username or name, whose id or username appears twice (all copies), with
+    more than one primary position, or with a position in an unknown or rejected department.
+    """
+    out_rejected = list(rejected)
+    good_departments = _valid_departments(list(departments), out_rejected)
+    good_employees = _valid_employees(list(employees), good_departments, out_rejected)
+    return Directory(
+        departments=good_departments,
+        employees=good_employees,
+        rejected=tuple(out_rejected),
+        complete=complete,
+        source=source,
+        cursor=cursor,
+    )
+
+
+def _valid_departments(
+    items: list[tuple[str, Department]], rejected: list[RejectedRow]
+) -> dict[str, Department]:
+    def reject(where: str, d: Department, reason: str) -> None:
+        rejected.append(RejectedRow(where, reason, Kind.DEPARTMENT, d.id or None))
+
+    counts = Counter(d.id for _, d in items)
+    by_id: dict[str, Department] = {}
+    where_of: dict[str, str] = {}
+    for where, d in items:
+        if not d.id:
+            reject(where, d, "department has no id")
+        elif not d.name or not d.name.strip():
+            reject(where, d, f"department {d.id!r} has no name")
+        elif PATH_SEPARATOR in d.name:
+            reject(where, d, f"department name {d.name!r} contains '/', the platform's path separator")
+        elif counts[d.id] > 1:
+            reject(where, d, f"department id {d.id!r} appears {counts[d.id]} times")
+        else:
+            by_id[d.id] = d
+            where_of[d.id] = where
+
+    # A department is kept only if its whole chain of parents is kept.
+    children: dict[str | None, list[str]] = defaultdict(list)
+    for d in by_id.values():
+        children[d.parent_id].append(d.id)
+    siblings_named: dict[tuple[str | None, str], int] = Counter(
+        (d.parent_id, d.name) for d in by_id.values()
+    )
+    kept: dict[str, Department] = {}
+    ambiguous: set[str] = set()
+    stack: list[str] = list(children[None])
+    while stack:
+        current = by_id[stack.pop()]
+        if siblings_named[(current.parent_id, current.name)] > 1:
+            ambiguous.add(current.id)
+            reject(
+                where_of[current.id],
+                current,
+                f"two sibling departments are named {current.name!r}: the name path is ambiguous",
+            )
+            continue
+        kept[current.id] = current
+        stack.extend(children.get(current.id, ()))
+
+    for d in by_id.values():
+        if d.id not in kept and d.id not in ambiguous:
+            reject(where_of[d.id], d, _why_unreachable(d, by_id, ambiguous))
+    return kept
+
+
+def _why_unreachable(
+    d: Department, by_id: Mapping[str, Department], ambiguous: set[str]
+) -> str:
+    seen = {d.id}
+    current = d
+    while current.parent_id is not None:
+        parent = by_id.get(current.parent_id)
+        if parent is None:
+            if current is d:
+                return f"parent department {current.parent_id!r} is unknown or was rejected"
+            return f"ancestor department {current.id!r} has an unknown parent {current.parent_id!r}"
+        if parent.id in ambiguous:
+            return f"ancestor department {parent.id!r} was rejected (ambiguous name)"
+        if parent.id in seen:
+            return "department is in, or under, a parent cycle"
+        seen.add(parent.id)
+        current = parent
+    return "department is unreachable from the root"  # not reached: kept or rejected above
+
+
+def _valid_employees(
+    items: list[tuple[str, Employee]],
+    departments: Mapping[str, Department],
+    rejected: list[RejectedRow],
+) -> dict[str, Employee]:
+    ids = Counter(e.id for _, e in items)
+    usernames = Counter(e.username.casefold() for _, e in items if e.username)
+    kept: dict[str, Employee] = {}
+    for where, e in items:
+        reason = _employee_problem(e, ids, usernames, departments)
+        if reason:
+            rejected.append(RejectedRow(where, reason, Kind.EMPLOYEE, e.id or None, e.username or None))
+        else:
+            kept[e.id] = e
+    return kept
+
+
+def _employee_problem(
+    e: Employee,
+    ids: Counter[str],
+    usernames: Counter[str],
+    departments: Mapping[str, Department],
+) -> str | None:
+    if not e.id:
+        return "employee has no id"
+    if not e.username or not e.username.strip():
+        return f"employee {e.id!r} has no username"
+    if not e.name or not e.name.strip():
+        return f"employee {e.username!r} has no name"
+    if ids[e.id] > 1:
+        return f"employee id {e.id!r} appears {ids[e.id]} times"
+    if usernames[e.username.casefold()] > 1:
+        return f"username {e.username!r} is used by {usernames[e.username.casefold()]} people"
+    if sum(p.primary for p in e.positions) > 1:
+        return f"employee {e.username!r} has more than one primary position"
+    for p in e.positions:
+        if p.department_id is not None and p.department_id not in departments:
+            return f"employee {e.username!r} is placed in department {p.department_id!r}, which is unknown or was rejected"
+    return None

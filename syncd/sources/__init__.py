@@ -1,0 +1,34 @@
+"""Sources turn what the company has (CSV exports, LDAP, Active Directory) into a Directory.
+
+A source never talks to the platform. It either returns a whole Directory (with the
+rows it rejected and why) or raises SourceError: a read that fails part-way never
+passes for a complete one.
+"""
+
+from __future__ import annotations
+
+from syncd.config import SourceSettings
+from syncd.model import Directory
+
+
+def read_directory(settings: SourceSettings, *, since: str | None = None) -> Directory:
+    """Read the configured source; ``since`` asks an LDAP source for changes after that mark."""
+    if settings.kind == "csv":
+        from syncd.sources.csv import read_csv
+
+        assert settings.csv is not None
+        return read_csv(settings.csv)
+    from syncd.sources.ldap import read_ldap
+
+    assert settings.ldap is not None
+    return read_ldap(settings.ldap, since=since)
+
+
+def describe(settings: SourceSettings) -> str:
+    """Where the source reads from, for reports: never a secret."""
+    if settings.kind == "csv":
+        assert settings.csv is not None
+        files = [settings.csv.employees, settings.csv.departments]
+        return "csv:" + ",".join(str(f) for f in files if f is not None)
+    assert settings.ldap is not None
+    return "ldap:" + ",".join(settings.ldap.urls)
