@@ -129,9 +129,17 @@ class Directory:
 
 
 GENDERS = {
-    "male": "MALE", "m": "MALE", "man": "MALE", "男": "MALE", "1": "MALE",
-    "female": "FEMALE", "f": "FEMALE", "woman": "FEMALE", "女": "FEMALE", "2": "FEMALE",
-}  # fmt: skip
+    "male": "MALE",
+    "m": "MALE",
+    "man": "MALE",
+    "男": "MALE",
+    "1": "MALE",
+    "female": "FEMALE",
+    "f": "FEMALE",
+    "woman": "FEMALE",
+    "女": "FEMALE",
+    "2": "FEMALE",
+}
 
 
 def normalize_gender(value: str | None) -> str | None:
@@ -186,7 +194,9 @@ def _valid_departments(
         elif not d.name or not d.name.strip():
             reject(where, d, f"department {d.id!r} has no name")
         elif PATH_SEPARATOR in d.name:
-            reject(where, d, f"department name {d.name!r} contains '/', the platform's path separator")
+            reject(
+                where, d, f"department name {d.name!r} contains '/', the platform's path separator"
+            )
         elif counts[d.id] > 1:
             reject(where, d, f"department id {d.id!r} appears {counts[d.id]} times")
         else:
@@ -222,9 +232,7 @@ def _valid_departments(
     return kept
 
 
-def _why_unreachable(
-    d: Department, by_id: Mapping[str, Department], ambiguous: set[str]
-) -> str:
+def _why_unreachable(d: Department, by_id: Mapping[str, Department], ambiguous: set[str]) -> str:
     seen = {d.id}
     current = d
     while current.parent_id is not None:
@@ -253,7 +261,9 @@ def _valid_employees(
     for where, e in items:
         reason = _employee_problem(e, ids, usernames, departments)
         if reason:
-            rejected.append(RejectedRow(where, reason, Kind.EMPLOYEE, e.id or None, e.username or None))
+            rejected.append(
+                RejectedRow(where, reason, Kind.EMPLOYEE, e.id or None, e.username or None)
+            )
         else:
             kept[e.id] = e
     return kept
@@ -279,5 +289,8 @@ def _employee_problem(
         return f"employee {e.username!r} has more than one primary position"
     for p in e.positions:
         if p.department_id is not None and p.department_id not in departments:
-            return f"employee {e.username!r} is placed in department {p.department_id!r}, which is unknown or was rejected"
+            return (
+                f"employee {e.username!r} is placed in department {p.department_id!r}, "
+                "which is unknown or was rejected"
+            )
     return None

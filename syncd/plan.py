@@ -1,0 +1,855 @@
+"""The plan: what must change on the platform, as a value, and the guards that check it.
+
+``plan()`` is a pure function of the Directory (what the source says), the Snapshot
+(what syncd last wrote, and the platform ids it learned), a PlatformView (what the
+platform holds now, as far as asked) and the Policy. It does no I/O and reads no
+clock: the time comes in as ``now_ms``. It returns changes in the order the
+executor applies them:
+
+1. create departments, parents first;  2. update and move departments;
+3. create and update employees;  4. unlock, then lock;  5. remove employees;
+6. delete departments, children first.
+
+Only records in the snapshot are ever updated, locked, removed or deleted; nodes and
+people found on the platform are adopted (matched by serial_no, name path or username)
+and updated like the rest; what the source never named is left alone and listed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from syncd.model import Department, Directory, Employee, Kind, State
+
+DAY_MS = 86_400_000
+
+
+class Action(StrEnum):
+    CREATE = "create"
+    ADOPT = "adopt"  # found on the platform as it should be: recorded, nothing sent
+    UPDATE = "update"
+    MOVE = "move"
+    UNLOCK = "unlock"
+    LOCK = "lock"
+    REMOVE = "remove"
+    DELETE = "delete"
+
+
+REMOVING = frozenset({Action.LOCK, Action.REMOVE, Action.DELETE})
+
+
+# ---------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True, slots=True)
+class SyncedDepartment:
+    """What syncd last wrote for a department, and where it lives on the platform."""
+
+    source_id: str
+    node_id: int
+    name_path: str  # root name first: "Acme/R&D"
+    hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class SyncedEmployee:
+    source_id: str
+    username: str
+    employee_id: int | None
+    hash: str
+    locked: bool = False
+    lock_reason: str | None = None
+    locked_since: int | None = None
+
+
+def _no_fields(kind: Kind, source_id: str) -> Mapping[str, Any] | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    departments: Mapping[str, SyncedDepartment] = field(default_factory=dict)
+    employees: Mapping[str, SyncedEmployee] = field(default_factory=dict)
+    # The fields syncd last wrote, looked up only for the records that changed.
+    fields: Callable[[Kind, str], Mapping[str, Any] | None] = _no_fields
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformNode:
+    id: int
+    name: str
+    parent_id: int | None
+    serial_no: str | None = None
+    sort_order: int | None = None
+    last_modified: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformPerson:
+    id: int
+    username: str
+    locked: bool = False
+
+
+@dataclass(frozen=True)
+class PlatformView:
+    """What the runner read from the platform before planning."""
+
+    root_id: int
+    root_name: str
+    nodes: Mapping[int, PlatformNode] = field(default_factory=dict)
+    complete_listing: bool = False  # nodes holds every node (else: those changed lately)
+    people: Mapping[str, PlatformPerson] = field(default_factory=dict)  # casefolded username
+    _paths: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def name_paths(self) -> dict[int, str]:
+        """Node id -> name path ("Acme/R&D"), for the nodes listed (orphans and cycles left out)."""
+        if self._paths or not self.nodes:
+            return self._paths
+        cache: dict[int, str] = {self.root_id: self.root_name}
+        for node_id in self.nodes:
+            chain: list[PlatformNode] = []
+            current: int | None = node_id
+            while current is not None and current not in cache:
+                node = self.nodes.get(current)
+                if node is None or len(chain) > len(self.nodes):
+                    break
+                chain.append(node)
+                current = node.parent_id
+            if current is None or current not in cache:
+                continue
+            prefix = cache[current]
+            for node in reversed(chain):
+                prefix = f"{prefix}/{node.name}"
+                cache[node.id] = prefix
+        del cache[self.root_id]
+        self._paths.update(cache)
+        return self._paths
+
+
+@dataclass(frozen=True)
+class Policy:
+    leaver_policy: str = "lock_then_remove"  # lock, remove, lock_then_remove
+    remove_after_days: int = 30
+    exclude_usernames: tuple[str, ...] = ()
+    exclude_departments: tuple[str, ...] = ()  # source ids or name paths below the root
+    username_change: str = "conflict"  # or remove_and_create
+    extended_fields: Mapping[str, str] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- outputs
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    kind: Kind
+    action: Action
+    key: str  # source id
+    display: str  # department: full name path as it is now; employee: username
+    record: Department | Employee | None = None  # the wanted state
+    hash: str = ""  # of the wanted fields
+    target_id: int | None = None  # platform node or employee id, when known
+    new_path: str = ""  # department: full name path once applied
+    depth: int = 0  # department: 1 for a top-level department
+    reason: str = ""
+    previous_key: str | None = None  # employee: the source id this record was synced under
+    platform_before: Mapping[str, Any] | None = None  # adoption and drift: the platform's values
+    lookup: Callable[[Kind, str], Mapping[str, Any] | None] = _no_fields
+    extended_fields: Mapping[str, str] | None = None
+
+    @property
+    def before(self) -> Mapping[str, Any] | None:
+        if self.platform_before is not None:
+            return self.platform_before
+        if self.action in (Action.CREATE, Action.ADOPT):
+            return None
+        return self.lookup(self.kind, self.key)
+
+    @property
+    def after(self) -> Mapping[str, Any] | None:
+        if isinstance(self.record, Department):
+            return department_fields(self.record)
+        if isinstance(self.record, Employee):
+            return employee_fields(self.record, self.extended_fields or {})
+        return None
+
+    @property
+    def message(self) -> str:
+        """One human sentence: what will be done, and why."""
+        text = _describe(self)
+        return f"{text}: {self.reason}" if self.reason else text
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """Something the report must say that is not a change: a conflict, a drift, a skip."""
+
+    kind: str  # conflict, drift, unowned, skipped, leavers
+    key: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    changes: tuple[Change, ...]
+    notes: tuple[Note, ...] = ()
+
+    @property
+    def removals(self) -> int:
+        """Locks, removals and department deletions: what the removal guard counts."""
+        return sum(1 for c in self.changes if c.action in REMOVING)
+
+    def counts(self) -> Counter[tuple[Kind, Action]]:
+        return Counter((c.kind, c.action) for c in self.changes)
+
+    def by_action(self, kind: Kind, *actions: Action) -> list[Change]:
+        return [c for c in self.changes if c.kind is kind and c.action in actions]
+
+
+# ---------------------------------------------------------------- fields and hashes
+
+
+def _digest(values: tuple[Any, ...]) -> str:
+    return hashlib.blake2b(repr(values).encode(), digest_size=12).hexdigest()
+
+
+def department_fields(d: Department) -> dict[str, Any]:
+    return {
+        "name": d.name,
+        "parent": d.parent_id,
+        "sort_order": d.sort_order,
+        "sn": d.sn,
+        "en_name": d.en_name,
+    }
+
+
+def department_hash(d: Department) -> str:
+    return _digest((d.name, d.parent_id, d.sort_order, d.sn, d.en_name))
+
+
+def _extended(e: Employee, mapping: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    if not mapping or not e.extra:
+        return ()
+    return tuple(sorted((mapping[k], v) for k, v in e.extra if k in mapping))
+
+
+def employee_fields(e: Employee, extended_fields: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        "username": e.username,
+        "name": e.name,
+        "en_name": e.en_name,
+        "email": e.email,
+        "mobile": e.mobile,
+        "tel": e.tel,
+        "sn": e.sn,
+        "gender": e.gender,
+        "birthday": e.birthday,
+        "job_title": e.job_title,
+        "sort_order": e.sort_order,
+        "senior": e.senior,
+        "positions": [
+            {
+                "department": p.department_id,
+                "job_title": p.job_title,
+                "primary": p.primary,
+                "chief": p.chief,
+            }
+            for p in e.positions
+        ],
+        "extended": dict(_extended(e, extended_fields)),
+    }
+
+
+def employee_hash(e: Employee, extended_fields: Mapping[str, str]) -> str:
+    # The lock state is not hashed: it is kept, and changed, on its own.
+    return _digest(
+        (
+            e.username,
+            e.name,
+            e.en_name,
+            e.email,
+            e.mobile,
+            e.tel,
+            e.sn,
+            e.gender,
+            e.birthday,
+            e.job_title,
+            e.sort_order,
+            e.senior,
+            e.positions,
+            _extended(e, extended_fields),
+        )
+    )
+
+
+# ---------------------------------------------------------------- the plan
+
+
+def plan(
+    directory: Directory,
+    snapshot: Snapshot,
+    view: PlatformView,
+    policy: Policy,
+    now_ms: int,
+) -> Plan:
+    """Compare what the source says with what syncd wrote and the platform holds."""
+    notes: list[Note] = []
+    departments = _DepartmentPlanner(directory, snapshot, view, policy, notes).run()
+    employees = _EmployeePlanner(directory, snapshot, view, policy, notes, now_ms).run()
+    creates, updates, deletes = departments
+    replaced, upserts, unlocks, locks, removes = employees
+    return Plan(
+        changes=(*creates, *updates, *replaced, *upserts, *unlocks, *locks, *removes, *deletes),
+        notes=tuple(notes),
+    )
+
+
+def _excluded(value: str, patterns: Sequence[str]) -> bool:
+    folded = value.casefold()
+    return any(fnmatch.fnmatchcase(folded, p.casefold()) for p in patterns)
+
+
+class _DepartmentPlanner:
+    def __init__(
+        self,
+        directory: Directory,
+        snapshot: Snapshot,
+        view: PlatformView,
+        policy: Policy,
+        notes: list[Note],
+    ) -> None:
+        self.directory = directory
+        self.snapshot = snapshot
+        self.view = view
+        self.policy = policy
+        self.notes = notes
+        self.root = view.root_name
+        self.by_serial = {n.serial_no: n for n in view.nodes.values() if n.serial_no}
+        self.owned_nodes = {d.node_id for d in snapshot.departments.values()}
+        self.skipped: set[str] = set()  # not planned, so neither is their subtree
+
+    def path(self, source_id: str) -> str:
+        return "/".join((self.root, *self.directory.path(source_id)))
+
+    def excluded(self, source_id: str, relative_path: str) -> bool:
+        patterns = self.policy.exclude_departments
+        return bool(patterns) and (
+            _excluded(source_id, patterns) or _excluded(relative_path, patterns)
+        )
+
+    def run(self) -> tuple[list[Change], list[Change], list[Change]]:
+        creates: list[Change] = []
+        updates: list[Change] = []
+        platform_paths = self._platform_paths() if self.view.complete_listing else {}
+        ambiguous = {p for p, ids in platform_paths.items() if len(ids) > 1}
+        # Parents before children, so a skipped parent skips its subtree; then by path, for
+        # a plan that reads the same every time.
+        ordered = sorted(
+            self.directory.departments,
+            key=lambda i: (len(self.directory.path(i)), self.directory.path(i)),
+        )
+        for source_id in ordered:
+            d = self.directory.departments[source_id]
+            relative = "/".join(self.directory.path(source_id))
+            if self.excluded(source_id, relative):
+                self.skip(source_id, f"department {relative} is excluded by settings")
+            elif d.parent_id is not None and d.parent_id in self.skipped:
+                self.skip(source_id, f"department {relative}: its parent department is not synced")
+            else:
+                change = self._plan_one(d, platform_paths, ambiguous)
+                if change is not None:
+                    (creates if change.action is Action.CREATE else updates).append(change)
+        # Moves and renames in order of their new depth: a new parent is always in place first.
+        updates.sort(key=lambda c: c.depth)
+        return creates, updates, self._deletes()
+
+    def skip(self, source_id: str, why: str, kind: str = "skipped") -> None:
+        self.skipped.add(source_id)
+        self.notes.append(Note(kind, source_id, why))
+
+    def _plan_one(
+        self, d: Department, platform_paths: Mapping[str, list[int]], ambiguous: set[str]
+    ) -> Change | None:
+        wanted = department_hash(d)
+        path = self.path(d.id)
+        depth = len(self.directory.path(d.id))
+        synced = self.snapshot.departments.get(d.id)
+        if synced is not None:
+            return self._plan_synced(d, synced, wanted, path, depth)
+        node = self.by_serial.get(d.id)
+        how = "serial_no"
+        if node is None and path in platform_paths:
+            if path in ambiguous:
+                self.skip(
+                    d.id,
+                    f"{path}: several nodes on the platform have this name path; the "
+                    "department and its subtree are not synced until one is renamed",
+                    "conflict",
+                )
+                return None
+            node = self.view.nodes[platform_paths[path][0]]
+            how = "name path"
+            if node.id in self.owned_nodes or (node.serial_no and node.serial_no != d.id):
+                node = None  # that node belongs to another department
+        if node is None:
+            return Change(
+                Kind.DEPARTMENT, Action.CREATE, d.id, path, d, wanted, new_path=path, depth=depth
+            )
+        return self._adopt(d, node, wanted, path, depth, how)
+
+    def _plan_synced(
+        self, d: Department, synced: SyncedDepartment, wanted: str, path: str, depth: int
+    ) -> Change | None:
+        node = self.view.nodes.get(synced.node_id)
+        if node is None and self.view.complete_listing:
+            self.notes.append(
+                Note(
+                    "drift", d.id, f"{synced.name_path} was deleted on the platform: recreating it"
+                )
+            )
+            return Change(
+                Kind.DEPARTMENT,
+                Action.CREATE,
+                d.id,
+                path,
+                d,
+                wanted,
+                new_path=path,
+                depth=depth,
+                reason="deleted on the platform",
+            )
+        drift = self._drift(d, synced, node) if node is not None else None
+        if synced.hash == wanted and drift is None:
+            return None
+        action = Action.UPDATE
+        before = self.snapshot.fields(Kind.DEPARTMENT, d.id)
+        if before is None or before.get("parent") != d.parent_id:
+            action = Action.MOVE
+        if drift is not None:
+            self.notes.append(
+                Note("drift", d.id, f"{synced.name_path}: {drift} on the platform; putting it back")
+            )
+            action = Action.MOVE if "moved" in drift else action
+        return Change(
+            Kind.DEPARTMENT,
+            action,
+            d.id,
+            synced.name_path,
+            d,
+            wanted,
+            synced.node_id,
+            new_path=path,
+            depth=depth,
+            reason=f"drift: {drift}" if drift else "",
+            lookup=self.snapshot.fields,
+        )
+
+    def _drift(self, d: Department, synced: SyncedDepartment, node: PlatformNode) -> str | None:
+        """How the platform's node differs from what syncd last wrote, if it does."""
+        written = self.snapshot.fields(Kind.DEPARTMENT, d.id) or {}
+        found = []
+        if "name" in written and node.name != written["name"]:
+            found.append(f"renamed to {node.name!r}")
+        parent = written.get("parent")
+        expected_parent = (
+            self.view.root_id
+            if parent is None
+            else getattr(self.snapshot.departments.get(parent), "node_id", None)
+        )
+        if expected_parent is not None and node.parent_id != expected_parent:
+            found.append("moved")
+        if written.get("sort_order") is not None and node.sort_order != written["sort_order"]:
+            found.append("sort order changed")
+        return ", ".join(found) or None
+
+    def _adopt(
+        self, d: Department, node: PlatformNode, wanted: str, path: str, depth: int, how: str
+    ) -> Change:
+        parent_node = self.view.root_id
+        if d.parent_id is not None:
+            synced_parent = self.snapshot.departments.get(d.parent_id)
+            parent_node = synced_parent.node_id if synced_parent else -1
+        before = {
+            "name": node.name,
+            "parent_node": node.parent_id,
+            "sort_order": node.sort_order,
+            "serial_no": node.serial_no,
+        }
+        same = (
+            node.serial_no == d.id
+            and node.name == d.name
+            and node.parent_id == parent_node
+            and (d.sort_order is None or node.sort_order == d.sort_order)
+        )
+        action = Action.ADOPT if same else Action.UPDATE
+        return Change(
+            Kind.DEPARTMENT,
+            action,
+            d.id,
+            path,
+            d,
+            wanted,
+            node.id,
+            new_path=path,
+            depth=depth,
+            reason=f"adopting the platform's node (matched by {how})",
+            platform_before=before,
+        )
+
+    def _platform_paths(self) -> dict[str, list[int]]:
+        """Name path -> node ids, for every node under the root (a path may be ambiguous)."""
+        paths: dict[str, list[int]] = {}
+        for node_id, path in self.view.name_paths().items():
+            paths.setdefault(path, []).append(node_id)
+        return paths
+
+    def _deletes(self) -> list[Change]:
+        if not self.directory.complete:
+            return []
+        rejected = self.directory.rejected_keys(Kind.DEPARTMENT)
+        synced = self.snapshot.departments
+        # A rejected or excluded department shields its whole subtree on the platform.
+        shielded = [
+            d.name_path + "/"
+            for k, d in synced.items()
+            if k in rejected or self.excluded(k, d.name_path.partition("/")[2])
+        ]
+        deletes = []
+        for source_id, d in synced.items():
+            if source_id in self.directory.departments or source_id in rejected:
+                continue
+            if self.excluded(source_id, d.name_path.partition("/")[2]):
+                continue
+            if any(d.name_path.startswith(prefix) for prefix in shielded):
+                continue
+            deletes.append(
+                Change(
+                    Kind.DEPARTMENT,
+                    Action.DELETE,
+                    source_id,
+                    d.name_path,
+                    target_id=d.node_id,
+                    depth=d.name_path.count("/"),
+                    reason="no longer in the source",
+                    lookup=self.snapshot.fields,
+                )
+            )
+        deletes.sort(key=lambda c: (-c.depth, c.display))  # children first
+        return deletes
+
+
+class _EmployeePlanner:
+    def __init__(
+        self,
+        directory: Directory,
+        snapshot: Snapshot,
+        view: PlatformView,
+        policy: Policy,
+        notes: list[Note],
+        now_ms: int,
+    ) -> None:
+        self.directory = directory
+        self.snapshot = snapshot
+        self.view = view
+        self.policy = policy
+        self.notes = notes
+        self.now_ms = now_ms
+        self.replaced: list[Change] = []  # old accounts of changed usernames, removed first
+        self.never_synced_departed = 0
+        self.upserts: list[Change] = []
+        self.unlocks: list[Change] = []
+        self.locks: list[Change] = []
+        self.removes: list[Change] = []
+
+    def change(
+        self, action: Action, e: Employee | None, synced: SyncedEmployee | None, **kw: Any
+    ) -> Change:
+        key = e.id if e is not None else synced.source_id  # type: ignore[union-attr]
+        username = e.username if e is not None else synced.username  # type: ignore[union-attr]
+        target = synced.employee_id if synced is not None else None
+        return Change(
+            Kind.EMPLOYEE,
+            action,
+            key,
+            username,
+            e,
+            target_id=kw.pop("target_id", target),
+            lookup=self.snapshot.fields,
+            extended_fields=self.policy.extended_fields,
+            **kw,
+        )
+
+    def run(self) -> tuple[list[Change], ...]:
+        excluded = self.policy.exclude_usernames
+        by_username = {s.username.casefold(): s for s in self.snapshot.employees.values()}
+        for e in self.directory.employees.values():
+            if excluded and _excluded(e.username, excluded):
+                continue
+            synced = self.snapshot.employees.get(e.id)
+            if synced is None:
+                self._plan_new(e, by_username.get(e.username.casefold()))
+            else:
+                self._plan_synced(e, synced)
+        self._plan_leavers()
+        if self.never_synced_departed:
+            self.notes.append(
+                Note(
+                    "skipped",
+                    "",
+                    f"{self.never_synced_departed} people departed in the source "
+                    "were never synced: not created",
+                )
+            )
+        return self.replaced, self.upserts, self.unlocks, self.locks, self.removes
+
+    def _plan_synced(self, e: Employee, synced: SyncedEmployee) -> None:
+        if synced.username.casefold() != e.username.casefold():
+            self._username_changed(e, synced)
+            return
+        wanted = employee_hash(e, self.policy.extended_fields)
+        if wanted != synced.hash:
+            self.upserts.append(self.change(Action.UPDATE, e, synced, hash=wanted))
+        self._plan_lock_state(e, synced.locked, synced)
+
+    def _plan_lock_state(
+        self, e: Employee, locked: bool, synced: SyncedEmployee | None, **kw: Any
+    ) -> None:
+        if e.state is State.DEPARTED and not locked:
+            self.locks.append(
+                self.change(Action.LOCK, e, synced, reason="departed in the source", **kw)
+            )
+        elif e.state is State.ACTIVE and locked:
+            self.unlocks.append(
+                self.change(Action.UNLOCK, e, synced, reason="active in the source again", **kw)
+            )
+
+    def _plan_new(self, e: Employee, holder: SyncedEmployee | None) -> None:
+        wanted = employee_hash(e, self.policy.extended_fields)
+        if holder is not None:
+            # The username belongs to a record syncd knows under another source id.
+            if holder.source_id in self.directory.employees or not self.directory.complete:
+                self.notes.append(
+                    Note(
+                        "conflict",
+                        e.id,
+                        f"username {e.username} is already synced for source id "
+                        f"{holder.source_id}; not changed until one of them gives it up",
+                    )
+                )
+                return
+            # That source id is gone and this one took its place: the same account, re-keyed.
+            self.upserts.append(
+                self.change(
+                    Action.UPDATE,
+                    e,
+                    holder,
+                    hash=wanted,
+                    reason=f"source id changed from {holder.source_id}",
+                    previous_key=holder.source_id,
+                )
+            )
+            self._plan_lock_state(e, holder.locked, holder)
+            return
+        person = self.view.people.get(e.username.casefold())
+        if person is None:
+            if e.state is State.DEPARTED:
+                self.never_synced_departed += 1
+                return
+            self.upserts.append(self.change(Action.CREATE, e, None, hash=wanted))
+            return
+        before = {"username": person.username, "locked": person.locked, "employee_id": person.id}
+        self.upserts.append(
+            self.change(
+                Action.UPDATE,
+                e,
+                None,
+                hash=wanted,
+                target_id=person.id,
+                reason="adopting the platform's account (matched by username)",
+                platform_before=before,
+            )
+        )
+        self._plan_lock_state(e, person.locked, None, target_id=person.id)
+
+    def _username_changed(self, e: Employee, synced: SyncedEmployee) -> None:
+        if self.policy.username_change != "remove_and_create":
+            self.notes.append(
+                Note(
+                    "conflict",
+                    e.id,
+                    f"username changed in the source from {synced.username} to "
+                    f"{e.username}: the platform cannot rename an account; the old account is left "
+                    'alone (set sync.username_change = "remove_and_create" to replace it)',
+                )
+            )
+            return
+        # Removed before the new account is made: its email and mobile must be free again.
+        self.replaced.append(
+            self.change(Action.REMOVE, None, synced, reason=f"username changed to {e.username}")
+        )
+        wanted = employee_hash(e, self.policy.extended_fields)
+        self.upserts.append(
+            self.change(
+                Action.CREATE,
+                e,
+                None,
+                hash=wanted,
+                reason=f"username changed from {synced.username}",
+            )
+        )
+
+    def _plan_leavers(self) -> None:
+        directory = self.directory
+        if not directory.leavers_known:
+            if directory.complete and self.snapshot.employees:
+                self.notes.append(
+                    Note(
+                        "leavers",
+                        "",
+                        "leavers not looked for: some rejected rows could not be "
+                        "identified, so nobody absent from this read is treated as gone",
+                    )
+                )
+            return
+        protected = directory.rejected_keys(Kind.EMPLOYEE)
+        by_username = {e.username.casefold() for e in directory.employees.values()}
+        excluded = self.policy.exclude_usernames
+        for synced in self.snapshot.employees.values():
+            if synced.source_id in directory.employees:
+                continue
+            folded = synced.username.casefold()
+            if synced.source_id in protected or folded in protected or folded in by_username:
+                continue
+            if excluded and _excluded(synced.username, excluded):
+                continue
+            self._plan_leaver(synced)
+
+    def _plan_leaver(self, synced: SyncedEmployee) -> None:
+        policy = self.policy.leaver_policy
+        if policy == "remove":
+            self.removes.append(
+                self.change(Action.REMOVE, None, synced, reason="missing from the source")
+            )
+            return
+        if not synced.locked:
+            grace = (
+                "" if policy == "lock" else f" (removed after {self.policy.remove_after_days} days)"
+            )
+            self.locks.append(
+                self.change(Action.LOCK, None, synced, reason=f"missing from the source{grace}")
+            )
+            return
+        if policy == "lock_then_remove" and synced.locked_since is not None:
+            due = synced.locked_since + self.policy.remove_after_days * DAY_MS
+            if due <= self.now_ms:
+                days = (self.now_ms - synced.locked_since) // DAY_MS
+                self.removes.append(
+                    self.change(
+                        Action.REMOVE,
+                        None,
+                        synced,
+                        reason=f"missing from the source, locked {days} days ago",
+                    )
+                )
+
+
+# ---------------------------------------------------------------- messages
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def field_diff(
+    before: Mapping[str, Any] | None, after: Mapping[str, Any] | None
+) -> dict[str, tuple[Any, Any]]:
+    """Fields whose values differ: name -> (before, after)."""
+    before = before or {}
+    after = after or {}
+    keys = list(after) + [k for k in before if k not in after]
+    return {k: (before.get(k), after.get(k)) for k in keys if before.get(k) != after.get(k)}
+
+
+def _describe(c: Change) -> str:
+    noun = c.kind.value
+    if c.action is Action.CREATE:
+        return f"create {noun} {c.new_path or c.display}"
+    if c.action is Action.ADOPT:
+        return f"adopt {noun} {c.display} as it is on the platform"
+    if c.action in (Action.UPDATE, Action.MOVE):
+        diff = field_diff(c.before, c.after)
+        detail = (
+            ", ".join(f"{k} {_short(b)} → {_short(a)}" for k, (b, a) in diff.items()) or "fields"
+        )
+        where = f" to {c.new_path}" if c.action is Action.MOVE or c.new_path != c.display else ""
+        verb = "move" if c.action is Action.MOVE else "update"
+        return f"{verb} {noun} {c.display}{where if c.kind is Kind.DEPARTMENT else ''} ({detail})"
+    return f"{c.action.value} {noun} {c.display}"
+
+
+# ---------------------------------------------------------------- guards
+
+
+@dataclass(frozen=True, slots=True)
+class GuardDecision:
+    name: str
+    passed: bool
+    message: str
+    overridden: bool = False
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_removals: int = 50
+    max_removal_ratio: float = 0.10
+    allow_removals: int | None = None  # --allow-removals N: this run may remove up to N
+
+
+def check_guards(
+    p: Plan, directory: Directory, snapshot: Snapshot, limits: Limits
+) -> list[GuardDecision]:
+    """Safety checks on the plan; the run stops if any decision did not pass."""
+    removals = p.removals
+    synced = len(snapshot.employees) + len(snapshot.departments)
+    known = len(snapshot.employees)
+    override = limits.allow_removals is not None and removals <= limits.allow_removals
+    how = f"rerun with --allow-removals {removals} if this is intended"
+    decisions = []
+
+    too_many = removals > limits.max_removals or (
+        synced > 0 and removals / synced > limits.max_removal_ratio
+    )
+    decisions.append(
+        GuardDecision(
+            "max_removals",
+            not too_many or override,
+            f"{removals} removals planned (locks, removals, department deletions); the limits are "
+            f"{limits.max_removals} and {limits.max_removal_ratio:.0%} of {synced} synced records"
+            + (f": {how}" if too_many else ""),
+            overridden=too_many and override,
+        )
+    )
+    if directory.complete and known > 0:
+        read = len(directory.employees)
+        empty = read == 0
+        shrunk = read < known * (1 - limits.max_removal_ratio)
+        message = f"the source returned {read} employees, {known} were synced before" + (
+            ": the source looks empty or broken; " + how if empty or shrunk else ""
+        )
+        decisions.append(
+            GuardDecision(
+                "source_shrink",
+                not (empty or shrunk) or override,
+                message,
+                overridden=(empty or shrunk) and override,
+            )
+        )
+    return decisions

@@ -1,0 +1,456 @@
+"""The planner, with plain values: no database, no platform, no clock."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from syncd.model import (
+    Department,
+    Directory,
+    Employee,
+    Kind,
+    Position,
+    RejectedRow,
+    State,
+    build_directory,
+)
+from syncd.plan import (
+    DAY_MS,
+    Action,
+    Limits,
+    PlatformNode,
+    PlatformPerson,
+    PlatformView,
+    Policy,
+    Snapshot,
+    SyncedDepartment,
+    SyncedEmployee,
+    check_guards,
+    department_fields,
+    department_hash,
+    employee_fields,
+    employee_hash,
+    plan,
+)
+
+ROOT = 1
+NOW = 1_800_000_000_000
+
+
+def dept(id: str, name: str, parent: str | None = None, **kw: Any) -> Department:
+    return Department(id, name, parent, **kw)
+
+
+def person(id: str, username: str, department: str | None = "rd", **kw: Any) -> Employee:
+    positions = (Position(department, primary=True),) if department else ()
+    return Employee(id, username, kw.pop("name", username.title()), positions, **kw)
+
+
+def directory(
+    departments: Iterable[Department], employees: Iterable[Employee], **kw: Any
+) -> Directory:
+    return build_directory(
+        [(f"departments.csv:{n}", d) for n, d in enumerate(departments, 2)],
+        [(f"employees.csv:{n}", e) for n, e in enumerate(employees, 2)],
+        **kw,
+    )
+
+
+COMPANY = [dept("rd", "R&D"), dept("be", "Backend", "rd"), dept("sales", "Sales")]
+STAFF = [
+    person("e1", "alice", "rd"),
+    person("e2", "bob", "be", mobile="13800000002"),
+    person("e3", "carol", "sales"),
+]
+
+
+def synced(
+    d: Directory,
+    *,
+    locked: Mapping[str, int] | None = None,
+    policy: Policy | None = None,
+) -> tuple[Snapshot, PlatformView]:
+    """The snapshot and platform view after a perfect sync of ``d``: nothing left to do."""
+    policy = policy or Policy()
+    fields: dict[tuple[Kind, str], Mapping[str, Any]] = {}
+    departments: dict[str, SyncedDepartment] = {}
+    nodes: dict[int, PlatformNode] = {ROOT: PlatformNode(ROOT, "Acme", None)}
+    ordered = sorted(d.departments.values(), key=lambda x: len(d.path(x.id)))
+    for n, x in enumerate(ordered, 100):
+        path = "/".join(("Acme", *d.path(x.id)))
+        departments[x.id] = SyncedDepartment(x.id, n, path, department_hash(x))
+        fields[(Kind.DEPARTMENT, x.id)] = department_fields(x)
+        parent = ROOT if x.parent_id is None else departments[x.parent_id].node_id
+        nodes[n] = PlatformNode(n, x.name, parent, x.id, x.sort_order)
+    employees = {}
+    for n, e in enumerate(d.employees.values(), 1000):
+        since = (locked or {}).get(e.id)
+        employees[e.id] = SyncedEmployee(
+            e.id,
+            e.username,
+            n,
+            employee_hash(e, policy.extended_fields),
+            locked=since is not None,
+            lock_reason="missing" if since is not None else None,
+            locked_since=since,
+        )
+        fields[(Kind.EMPLOYEE, e.id)] = employee_fields(e, policy.extended_fields)
+    snapshot = Snapshot(departments, employees, lambda k, key: fields.get((k, key)))
+    return snapshot, PlatformView(ROOT, "Acme", nodes, True)
+
+
+def empty_view(
+    nodes: Iterable[PlatformNode] = (), people: Iterable[PlatformPerson] = ()
+) -> PlatformView:
+    listed = {ROOT: PlatformNode(ROOT, "Acme", None), **{n.id: n for n in nodes}}
+    return PlatformView(ROOT, "Acme", listed, True, {p.username.casefold(): p for p in people})
+
+
+def actions(p: Any) -> list[tuple[str, str, str]]:
+    return [(c.kind.value, c.action.value, c.key) for c in p.changes]
+
+
+# ---------------------------------------------------------------- first sync
+
+
+def test_first_sync_creates_parents_before_children_then_people() -> None:
+    d = directory(COMPANY, STAFF)
+    p = plan(d, Snapshot(), empty_view(), Policy(), NOW)
+    assert actions(p) == [
+        ("department", "create", "rd"),
+        ("department", "create", "sales"),
+        ("department", "create", "be"),
+        ("employee", "create", "e1"),
+        ("employee", "create", "e2"),
+        ("employee", "create", "e3"),
+    ]
+    creates = p.by_action(Kind.DEPARTMENT, Action.CREATE)
+    assert [c.depth for c in creates] == sorted(c.depth for c in creates)
+    assert {c.new_path for c in creates} == {"Acme/R&D", "Acme/R&D/Backend", "Acme/Sales"}
+    assert p.removals == 0
+
+
+def test_departed_people_never_synced_are_not_created_and_counted_once() -> None:
+    d = directory(COMPANY, [*STAFF, person("e9", "zed", state=State.DEPARTED)])
+    p = plan(d, Snapshot(), empty_view(), Policy(), NOW)
+    assert "e9" not in {c.key for c in p.changes}
+    assert [n.message for n in p.notes if n.kind == "skipped"] == [
+        "1 people departed in the source were never synced: not created"
+    ]
+
+
+def test_nothing_changed_plans_nothing() -> None:
+    d = directory(COMPANY, STAFF)
+    snapshot, view = synced(d)
+    p = plan(d, snapshot, view, Policy(), NOW)
+    assert p.changes == ()
+    assert p.notes == ()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["a", "b", "c", "d"]), st.text("xyz", min_size=1, max_size=3)),
+        max_size=8,
+        unique_by=lambda t: t[1],
+    ),
+    st.lists(st.text("abcdef", min_size=1, max_size=5), max_size=12, unique=True),
+)
+def test_a_synced_directory_plans_nothing(
+    names: list[tuple[str, str]], usernames: list[str]
+) -> None:
+    departments = [dept(f"d{i}", f"{top}-{leaf}") for i, (top, leaf) in enumerate(names)]
+    ids = [x.id for x in departments] or [None]
+    staff = [person(f"p{i}", u, ids[i % len(ids)]) for i, u in enumerate(usernames)]
+    d = directory(departments, staff)
+    snapshot, view = synced(d)
+    assert plan(d, snapshot, view, Policy(), NOW).changes == ()
+
+
+# ---------------------------------------------------------------- updates
+
+
+def test_changed_field_is_an_update_naming_the_field() -> None:
+    before = directory(COMPANY, STAFF)
+    snapshot, view = synced(before)
+    after = directory(
+        COMPANY, [STAFF[0], person("e2", "bob", "be", mobile="13900000009"), STAFF[2]]
+    )
+    p = plan(after, snapshot, view, Policy(), NOW)
+    assert actions(p) == [("employee", "update", "e2")]
+    change = p.changes[0]
+    assert change.target_id is not None
+    assert "mobile '13800000002' → '13900000009'" in change.message
+
+
+def test_rename_is_an_update_and_reparent_is_a_move_of_the_same_node() -> None:
+    before = directory(COMPANY, STAFF)
+    snapshot, view = synced(before)
+    after = directory([dept("rd", "Research"), dept("be", "Backend", "sales"), COMPANY[2]], STAFF)
+    p = plan(after, snapshot, view, Policy(), NOW)
+    assert sorted(actions(p)) == [("department", "move", "be"), ("department", "update", "rd")]
+    move = next(c for c in p.changes if c.action is Action.MOVE)
+    assert move.target_id == snapshot.departments["be"].node_id
+    assert move.display == "Acme/R&D/Backend" and move.new_path == "Acme/Sales/Backend"
+    assert not p.by_action(Kind.DEPARTMENT, Action.CREATE, Action.DELETE)
+
+
+def test_updates_are_ordered_by_new_depth_so_a_swap_never_makes_a_cycle() -> None:
+    before = directory([dept("a", "A"), dept("b", "B", "a")], [])
+    snapshot, view = synced(before)
+    after = directory([dept("b", "B"), dept("a", "A", "b")], [])
+    p = plan(after, snapshot, view, Policy(), NOW)
+    assert [c.key for c in p.changes] == ["b", "a"]  # b leaves a first, then a goes under b
+
+
+# ---------------------------------------------------------------- leavers
+
+
+def test_missing_people_are_locked_by_default_with_the_reason() -> None:
+    before = directory(COMPANY, STAFF)
+    snapshot, view = synced(before)
+    p = plan(directory(COMPANY, STAFF[:2]), snapshot, view, Policy(), NOW)
+    assert actions(p) == [("employee", "lock", "e3")]
+    assert p.changes[0].message == (
+        "lock employee carol: missing from the source (removed after 30 days)"
+    )
+
+
+def test_leaver_policy_remove_removes_at_once() -> None:
+    snapshot, view = synced(directory(COMPANY, STAFF))
+    p = plan(directory(COMPANY, STAFF[:2]), snapshot, view, Policy(leaver_policy="remove"), NOW)
+    assert actions(p) == [("employee", "remove", "e3")]
+
+
+def test_lock_then_remove_waits_for_the_grace_period() -> None:
+    d = directory(COMPANY, STAFF)
+    recent, view = synced(d, locked={"e3": NOW - 5 * DAY_MS})
+    old, _ = synced(d, locked={"e3": NOW - 31 * DAY_MS})
+    leavers_gone = directory(COMPANY, STAFF[:2])
+    assert plan(leavers_gone, recent, view, Policy(), NOW).changes == ()
+    p = plan(leavers_gone, old, view, Policy(), NOW)
+    assert actions(p) == [("employee", "remove", "e3")]
+    assert "locked 31 days ago" in p.changes[0].message
+    assert plan(leavers_gone, old, view, Policy(leaver_policy="lock"), NOW).changes == ()
+
+
+def test_departed_is_locked_and_returning_is_unlocked() -> None:
+    d = directory(COMPANY, STAFF)
+    snapshot, view = synced(d, locked={"e1": NOW - DAY_MS})
+    departed = person("e3", "carol", "sales", state=State.DEPARTED)
+    p = plan(directory(COMPANY, [STAFF[0], STAFF[1], departed]), snapshot, view, Policy(), NOW)
+    assert actions(p) == [("employee", "unlock", "e1"), ("employee", "lock", "e3")]
+    assert p.changes[1].reason == "departed in the source"
+
+
+def test_a_delta_read_never_makes_leavers_or_deletes() -> None:
+    snapshot, view = synced(directory(COMPANY, STAFF))
+    delta = directory(COMPANY, STAFF[:1], complete=False)
+    assert plan(delta, snapshot, view, Policy(), NOW).changes == ()
+
+
+def test_rejected_rows_are_not_leavers() -> None:
+    snapshot, view = synced(directory(COMPANY, STAFF))
+    rejected = [
+        RejectedRow("employees.csv:3", "bad mobile", Kind.EMPLOYEE, key="e2"),
+        RejectedRow("employees.csv:4", "bad date", Kind.EMPLOYEE, username="Carol"),
+    ]
+    d = directory(COMPANY, STAFF[:1], rejected=rejected)
+    assert plan(d, snapshot, view, Policy(), NOW).changes == ()
+
+
+def test_an_unidentifiable_rejected_row_stops_all_leaver_decisions() -> None:
+    snapshot, view = synced(directory(COMPANY, STAFF))
+    rejected = [RejectedRow("employees.csv:9", "wrong number of fields", Kind.EMPLOYEE)]
+    p = plan(directory(COMPANY, STAFF[:1], rejected=rejected), snapshot, view, Policy(), NOW)
+    assert p.changes == ()
+    assert [n.kind for n in p.notes] == ["leavers"]
+
+
+def test_departments_gone_from_the_source_are_deleted_children_first() -> None:
+    snapshot, view = synced(directory(COMPANY, STAFF))
+    d = directory([COMPANY[2]], [STAFF[2]])
+    p = plan(d, snapshot, view, Policy(leaver_policy="remove"), NOW)
+    deletes = p.by_action(Kind.DEPARTMENT, Action.DELETE)
+    assert [c.key for c in deletes] == ["be", "rd"]
+    assert actions(p)[-2:] == [("department", "delete", "be"), ("department", "delete", "rd")]
+
+
+def test_a_rejected_department_is_not_deleted() -> None:
+    snapshot, view = synced(directory(COMPANY, STAFF))
+    broken = [dept("rd", "R&D", "nowhere"), COMPANY[2]]
+    d = directory(broken, [STAFF[2]])
+    p = plan(d, snapshot, view, Policy(), NOW)
+    assert not p.by_action(Kind.DEPARTMENT, Action.DELETE)
+
+
+# ---------------------------------------------------------------- ownership and exclusions
+
+
+def test_excluded_people_and_departments_are_never_touched() -> None:
+    snapshot, view = synced(directory(COMPANY, STAFF))
+    policy = Policy(exclude_usernames=("car*",), exclude_departments=("R&D",))
+    p = plan(directory([COMPANY[2]], STAFF[2:]), snapshot, view, policy, NOW)
+    assert not p.by_action(Kind.DEPARTMENT, Action.DELETE)  # R&D excluded, Backend under it
+    fresh = plan(directory(COMPANY, STAFF), Snapshot(), empty_view(), policy, NOW)
+    created = {c.key for c in fresh.changes}
+    assert "e3" not in created and "rd" not in created and "be" not in created
+    assert {"sales", "e1", "e2"} <= created
+
+
+def test_what_syncd_never_wrote_is_never_removed() -> None:
+    d = directory(COMPANY, STAFF)
+    snapshot, view = synced(d)
+    foreign = PlatformNode(999, "Partners", ROOT, None)
+    view = PlatformView(ROOT, "Acme", {**view.nodes, 999: foreign}, True)
+    assert plan(d, snapshot, view, Policy(), NOW).changes == ()
+
+
+# ---------------------------------------------------------------- adoption
+
+
+def test_first_run_adopts_nodes_by_serial_then_by_name_path() -> None:
+    nodes = [
+        PlatformNode(50, "R&D", ROOT, "rd"),  # ours already, same values
+        PlatformNode(51, "Backend", 50, None),  # by name path
+        PlatformNode(52, "Sales", ROOT, "sales", sort_order=9),  # by serial, different order
+    ]
+    d = directory([*COMPANY[:2], dept("sales", "Sales", sort_order=1)], [])
+    p = plan(d, Snapshot(), empty_view(nodes), Policy(), NOW)
+    by_key = {c.key: c for c in p.changes}
+    assert by_key["rd"].action is Action.ADOPT
+    assert by_key["be"].action is Action.UPDATE and by_key["be"].target_id == 51
+    assert "name path" in by_key["be"].reason
+    assert by_key["sales"].action is Action.UPDATE and by_key["sales"].target_id == 52
+    assert not p.by_action(Kind.DEPARTMENT, Action.CREATE)
+
+
+def test_ambiguous_name_path_on_the_platform_skips_the_subtree_as_a_conflict() -> None:
+    nodes = [PlatformNode(60, "R&D", ROOT, None), PlatformNode(61, "R&D", ROOT, None)]
+    d = directory(COMPANY, [])
+    p = plan(d, Snapshot(), empty_view(nodes), Policy(), NOW)
+    assert {c.key for c in p.changes} == {"sales"}
+    assert [n.kind for n in p.notes].count("conflict") == 1
+    assert any(n.key == "be" and n.kind == "skipped" for n in p.notes)
+
+
+def test_first_run_adopts_people_by_username_and_unlocks_the_active() -> None:
+    people = [PlatformPerson(7, "ALICE", locked=True)]
+    p = plan(directory(COMPANY, STAFF), Snapshot(), empty_view(people=people), Policy(), NOW)
+    alice = [c for c in p.changes if c.key == "e1"]
+    assert [c.action for c in alice] == [Action.UPDATE, Action.UNLOCK]
+    assert all(c.target_id == 7 for c in alice)
+
+
+# ---------------------------------------------------------------- drift
+
+
+def test_drift_on_the_platform_is_put_back_and_reported() -> None:
+    d = directory(COMPANY, STAFF)
+    snapshot, view = synced(d)
+    rd = snapshot.departments["rd"].node_id
+    be = snapshot.departments["be"].node_id
+    sales = snapshot.departments["sales"].node_id
+    nodes = dict(view.nodes)
+    nodes[rd] = PlatformNode(rd, "Renamed", ROOT, "rd")
+    nodes[be] = PlatformNode(be, "Backend", sales, "be")
+    drifted = PlatformView(ROOT, "Acme", nodes, True)
+    p = plan(d, snapshot, drifted, Policy(), NOW)
+    assert sorted(actions(p)) == [("department", "move", "be"), ("department", "update", "rd")]
+    assert len([n for n in p.notes if n.kind == "drift"]) == 2
+
+
+def test_a_node_deleted_on_the_platform_is_recreated_on_a_full_listing_only() -> None:
+    d = directory(COMPANY, STAFF)
+    snapshot, view = synced(d)
+    sales = snapshot.departments["sales"].node_id
+    listed = {k: v for k, v in view.nodes.items() if k != sales}
+    p = plan(d, snapshot, PlatformView(ROOT, "Acme", listed, True), Policy(), NOW)
+    assert actions(p) == [("department", "create", "sales")]
+    changed_only = PlatformView(ROOT, "Acme", listed, False)
+    assert plan(d, snapshot, changed_only, Policy(), NOW).changes == ()
+
+
+# ---------------------------------------------------------------- identity conflicts
+
+
+def test_a_changed_username_is_a_conflict_by_default() -> None:
+    snapshot, view = synced(directory(COMPANY, STAFF))
+    renamed = [STAFF[0], STAFF[1], person("e3", "carol.new", "sales")]
+    p = plan(directory(COMPANY, renamed), snapshot, view, Policy(), NOW)
+    assert p.changes == ()
+    assert [n.kind for n in p.notes] == ["conflict"]
+    replace = Policy(username_change="remove_and_create")
+    p = plan(directory(COMPANY, renamed), snapshot, view, replace, NOW)
+    assert actions(p) == [("employee", "remove", "e3"), ("employee", "create", "e3")]
+
+
+def test_a_new_source_id_for_a_known_username_is_the_same_account_rekeyed() -> None:
+    snapshot, view = synced(directory(COMPANY, STAFF))
+    rekeyed = [STAFF[0], STAFF[1], person("e3-new", "carol", "sales")]
+    p = plan(directory(COMPANY, rekeyed), snapshot, view, Policy(), NOW)
+    assert actions(p) == [("employee", "update", "e3-new")]
+    assert p.changes[0].previous_key == "e3"
+    assert p.changes[0].target_id == snapshot.employees["e3"].employee_id
+
+
+# ---------------------------------------------------------------- guards
+
+
+def _guard(p: Any, d: Directory, s: Snapshot, **limits: Any) -> dict[str, Any]:
+    return {g.name: g for g in check_guards(p, d, s, Limits(**limits))}
+
+
+def test_removal_guard_names_the_numbers_and_the_override() -> None:
+    staff = [person(f"e{i}", f"user{i}", "rd") for i in range(100)]
+    snapshot, view = synced(directory(COMPANY, staff))
+    d = directory(COMPANY, staff[:80])
+    p = plan(d, snapshot, view, Policy(), NOW)
+    assert p.removals == 20
+    guard = _guard(p, d, snapshot)["max_removals"]
+    assert not guard.passed
+    assert "20 removals planned" in guard.message and "--allow-removals 20" in guard.message
+    assert _guard(p, d, snapshot, allow_removals=20)["max_removals"].overridden
+    assert not _guard(p, d, snapshot, allow_removals=19)["max_removals"].passed
+    assert _guard(p, d, snapshot, max_removal_ratio=0.5)["max_removals"].passed
+
+
+def test_an_empty_or_shrunken_source_is_blocked() -> None:
+    staff = [person(f"e{i}", f"user{i}", "rd") for i in range(30)]
+    snapshot, view = synced(directory(COMPANY, staff))
+    empty = directory(COMPANY, [])
+    p = plan(empty, snapshot, view, Policy(), NOW)
+    guards = _guard(p, empty, snapshot, max_removals=1000, max_removal_ratio=1.0)
+    assert not guards["source_shrink"].passed
+    assert "returned 0 employees, 30 were synced" in guards["source_shrink"].message
+    fine = directory(COMPANY, staff[:28])
+    p = plan(fine, snapshot, view, Policy(), NOW)
+    assert all(g.passed for g in check_guards(p, fine, snapshot, Limits()))
+
+
+def test_guards_pass_on_a_first_sync() -> None:
+    d = directory(COMPANY, STAFF)
+    p = plan(d, Snapshot(), empty_view(), Policy(), NOW)
+    assert all(g.passed for g in check_guards(p, d, Snapshot(), Limits()))
+
+
+# ---------------------------------------------------------------- hashes
+
+
+def test_hash_follows_pushed_fields_but_not_the_lock_state() -> None:
+    a = person("e1", "alice", "rd", email="a@acme.example")
+    assert employee_hash(a, {}) == employee_hash(
+        person("e1", "alice", "rd", email="a@acme.example"), {}
+    )
+    assert employee_hash(a, {}) != employee_hash(
+        person("e1", "alice", "rd", email="b@acme.example"), {}
+    )
+    departed = person("e1", "alice", "rd", email="a@acme.example", state=State.DEPARTED)
+    assert employee_hash(a, {}) == employee_hash(departed, {})
+    extra = person("e1", "alice", "rd", email="a@acme.example", extra=(("floor", "3"),))
+    assert employee_hash(extra, {}) == employee_hash(a, {})  # unmapped extras are not pushed
+    assert employee_hash(extra, {"floor": "extended1"}) != employee_hash(a, {"floor": "extended1"})
