@@ -88,7 +88,9 @@ class CsvSource(Section):
     @model_validator(mode="after")
     def _departments_file_for_two_files(self) -> CsvSource:
         if self.layout == "two_files" and self.departments is None:
-            raise ValueError("layout 'two_files' needs source.csv.departments (the departments file)")
+            raise ValueError(
+                "layout 'two_files' needs source.csv.departments (the departments file)"
+            )
         return self
 
 
@@ -124,7 +126,9 @@ class SourceSettings(Section):
     @model_validator(mode="after")
     def _section_for_kind(self) -> SourceSettings:
         if getattr(self, self.kind) is None:
-            raise ValueError(f"source.kind is {self.kind!r} but there is no [source.{self.kind}] section")
+            raise ValueError(
+                f"source.kind is {self.kind!r} but there is no [source.{self.kind}] section"
+            )
         return self
 
 
@@ -154,7 +158,9 @@ class PlatformSettings(Section):
     @model_validator(mode="after")
     def _one_owner(self) -> PlatformSettings:
         if not self.org_id and not self.owner_id:
-            raise ValueError("set platform.org_id (organization app) or platform.owner_id (domain app)")
+            raise ValueError(
+                "set platform.org_id (organization app) or platform.owner_id (domain app)"
+            )
         return self
 
 
@@ -317,7 +323,11 @@ def _describe(where: str, exc: ValidationError) -> str:
         if err["type"] == "missing":
             message = "required key is missing"
         given = err.get("input")
-        shown = "" if err["type"] in ("missing", "extra_forbidden") or isinstance(given, dict) else f" (got {given!r})"
+        shown = (
+            ""
+            if err["type"] in ("missing", "extra_forbidden") or isinstance(given, dict)
+            else f" (got {given!r})"
+        )
         if "secret" in key or "password" in key:
             shown = ""
         env_name = "SYNCD_" + "__".join(str(part) for part in err["loc"]).upper()
@@ -329,7 +339,13 @@ def _describe(where: str, exc: ValidationError) -> str:
 _SECRETS = (
     # (section getter, value field, file field, systemd credential name, dotted key)
     ("platform", "client_secret", "client_secret_file", "client_secret", "platform.client_secret"),
-    ("source.ldap", "bind_password", "bind_password_file", "bind_password", "source.ldap.bind_password"),
+    (
+        "source.ldap",
+        "bind_password",
+        "bind_password_file",
+        "bind_password",
+        "source.ldap.bind_password",
+    ),
 )
 
 
@@ -387,8 +403,8 @@ def _holds_secret(data: dict[str, Any]) -> bool:
     platform = data.get("platform", {})
     ldap = data.get("source", {}).get("ldap", {}) if isinstance(data.get("source"), dict) else {}
     return bool(
-        isinstance(platform, dict) and platform.get("client_secret")
-        or isinstance(ldap, dict) and ldap.get("bind_password")
+        (isinstance(platform, dict) and platform.get("client_secret"))
+        or (isinstance(ldap, dict) and ldap.get("bind_password"))
     )
 
 

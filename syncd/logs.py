@@ -92,7 +92,9 @@ def setup_logging(level: str = "INFO", fmt: str = "text") -> None:
     if fmt == "json":
         handler.setFormatter(_JsonFormatter())
     else:
-        handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+        handler.setFormatter(
+            _RedactingFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+        )
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
