@@ -97,7 +97,9 @@ def setup_logging(level: str = "INFO", fmt: str = "text") -> None:
         )
     root = logging.getLogger()
     for old in list(root.handlers):
-        root.removeHandler(old)
+        if getattr(old, "_syncd", False):  # replace our own handler, leave others' alone
+            root.removeHandler(old)
+    handler._syncd = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level)
     if level != "DEBUG":

@@ -1,0 +1,152 @@
+"""Settings: TOML file, SYNCD_* environment, secret files, and errors that name the key."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from syncd.config import load_settings
+from syncd.errors import ConfigError
+
+BASE = """
+[source]
+kind = "csv"
+[source.csv]
+layout = "paths"
+employees = "people.csv"
+[platform]
+base_url = "https://platform.example"
+domain_id = "acme"
+org_code = "acme"
+client_id = "syncd"
+org_id = "1"
+"""
+
+
+def write(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
+    path = tmp_path / "syncd.toml"
+    path.write_text(text, encoding="utf-8")
+    path.chmod(mode)
+    return path
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("SYNCD_") or name == "CREDENTIALS_DIRECTORY":
+            monkeypatch.delenv(name)
+
+
+def test_environment_overrides_the_file_and_paths_are_relative_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, BASE + 'client_secret = "s3cret-value"\nbatch_size = 100\n')
+    monkeypatch.setenv("SYNCD_PLATFORM__BATCH_SIZE", "300")
+    settings = load_settings(path)
+    assert settings.platform.batch_size == 300
+    assert settings.source.csv is not None
+    assert settings.source.csv.employees == tmp_path / "people.csv"
+    assert settings.secret_values() == ["s3cret-value"]
+    assert "s3cret-value" not in repr(settings)
+
+
+def test_config_path_comes_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SYNCD_CONFIG", str(write(tmp_path, BASE + 'client_secret = "x-secret"\n')))
+    assert load_settings().platform.org_code == "acme"
+
+
+def test_unknown_keys_and_wrong_types_are_named(tmp_path: Path) -> None:
+    path = write(tmp_path, BASE + 'client_secret = "x"\nbatch_size = "many"\nbach_size = 2\n')
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path)
+    message = str(caught.value)
+    assert str(path) in message
+    assert "key platform.batch_size: Input should be a valid integer" in message
+    assert "(got 'many')" in message
+    assert "key platform.bach_size: unknown key" in message
+
+
+def test_a_bad_value_from_the_environment_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SYNCD_SYNC__MAX_REMOVALS", "-3")
+    with pytest.raises(ConfigError, match="from environment variable SYNCD_SYNC__MAX_REMOVALS"):
+        load_settings(write(tmp_path, BASE + 'client_secret = "x-secret"\n'))
+
+
+def test_broken_toml_names_the_line(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"not valid TOML: .*line 3"):
+        load_settings(write(tmp_path, '[source]\nkind = "csv"\nthis is not toml\n'))
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [("missing.toml", "settings file not found"), (".", "is a directory")],
+)
+def test_unreadable_settings_file(tmp_path: Path, path: str, expected: str) -> None:
+    with pytest.raises(ConfigError, match=expected):
+        load_settings(tmp_path / path)
+
+
+def test_missing_platform_secret_says_every_way_to_give_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(write(tmp_path, BASE))
+    message = str(caught.value)
+    assert "platform.client_secret is not set" in message
+    assert "SYNCD_PLATFORM__CLIENT_SECRET" in message and "'client_secret'" in message
+
+
+def test_secret_from_a_file_and_from_systemd_credentials(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("from-a-file\n")
+    settings = load_settings(write(tmp_path, BASE + 'client_secret_file = "secret"\n'))
+    assert settings.secret_values() == ["from-a-file"]
+
+    creds = tmp_path / "creds"
+    creds.mkdir()
+    (creds / "client_secret").write_text("from-systemd")
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(creds))
+    assert load_settings(write(tmp_path, BASE)).secret_values() == ["from-systemd"]
+
+
+def test_unreadable_or_empty_secret_file_is_an_error_naming_key_and_file(tmp_path: Path) -> None:
+    with pytest.raises(
+        ConfigError, match=r"platform.client_secret: cannot read secret file .*nope"
+    ):
+        load_settings(write(tmp_path, BASE + 'client_secret_file = "nope"\n'))
+    (tmp_path / "empty").write_text("  \n")
+    with pytest.raises(ConfigError, match=r"secret file .*empty is empty"):
+        load_settings(write(tmp_path, BASE + 'client_secret_file = "empty"\n'))
+
+
+def test_a_secret_in_a_file_readable_by_others_is_warned_about(tmp_path: Path) -> None:
+    warnings: list[str] = []
+    load_settings(
+        write(tmp_path, BASE + 'client_secret = "x-secret"\n', 0o644), warn=warnings.append
+    )
+    assert len(warnings) == 1 and "readable by other users" in warnings[0]
+    warnings.clear()
+    load_settings(
+        write(tmp_path, BASE + 'client_secret = "x-secret"\n', 0o600), warn=warnings.append
+    )
+    assert warnings == []
+
+
+def test_source_section_must_match_its_kind(tmp_path: Path) -> None:
+    text = BASE.replace('kind = "csv"', 'kind = "ldap"') + 'client_secret = "x"\n'
+    with pytest.raises(ConfigError, match=r"no \[source.ldap\] section"):
+        load_settings(write(tmp_path, text))
+
+
+def test_secret_values_are_not_echoed_in_errors(tmp_path: Path) -> None:
+    text = BASE + 'client_secret = ["not", "a", "string-secret-value"]\n'
+    with pytest.raises(ConfigError) as caught:
+        load_settings(write(tmp_path, text))
+    assert "string-secret-value" not in str(caught.value)
+    assert "platform.client_secret" in str(caught.value)

@@ -1,0 +1,80 @@
+"""Directory validation: every record the platform must not see is set aside with its reason."""
+
+from __future__ import annotations
+
+from syncd.model import Department, Employee, Kind, Position, RejectedRow, build_directory
+
+
+def located(items: list[Department] | list[Employee]) -> list[tuple[str, Department | Employee]]:
+    return [(f"f.csv:{n}", item) for n, item in enumerate(items, 2)]
+
+
+def reasons(rows: tuple[RejectedRow, ...]) -> dict[str | None, str]:
+    return {r.key: r.reason for r in rows}
+
+
+def test_department_tree_problems_reject_the_subtree_with_a_reason() -> None:
+    departments = [
+        Department("a", "A"),
+        Department("b", "B", "a"),
+        Department("c", "C", "ghost"),
+        Department("d", "D", "c"),
+        Department("x", "X", "y"),
+        Department("y", "Y", "x"),
+        Department("s1", "Same", "a"),
+        Department("s2", "Same", "a"),
+        Department("s3", "Under", "s1"),
+        Department("dup", "One"),
+        Department("dup", "Two"),
+        Department("slash", "R/D"),
+        Department("blank", "  "),
+    ]
+    d = build_directory(located(departments), [])  # type: ignore[arg-type]
+    assert set(d.departments) == {"a", "b"}
+    why = reasons(d.rejected)
+    assert why["c"] == "parent department 'ghost' is unknown or was rejected"
+    assert why["d"] == "ancestor department 'c' has an unknown parent 'ghost'"
+    assert why["x"] == why["y"] == "department is in, or under, a parent cycle"
+    assert "name path is ambiguous" in why["s1"] and "name path is ambiguous" in why["s2"]
+    assert why["s3"] == "ancestor department 's1' was rejected (ambiguous name)"
+    assert [r.reason for r in d.rejected if r.key == "dup"] == [
+        "department id 'dup' appears 2 times"
+    ] * 2
+    assert "contains '/'" in why["slash"]
+    assert why["blank"] == "department 'blank' has no name"
+    assert all(r.kind is Kind.DEPARTMENT and r.where.startswith("f.csv:") for r in d.rejected)
+    assert d.path("b") == ("A", "B")
+
+
+def test_employee_problems_reject_every_copy_and_keep_the_rest() -> None:
+    people = [
+        Employee("1", "ann", "Ann", (Position("a", primary=True),)),
+        Employee("2", "Bob", "Bob"),
+        Employee("3", "bob", "Bobby"),
+        Employee("4", "", "Nameless"),
+        Employee("5", "cat", ""),
+        Employee("6", "dan", "Dan", (Position("nowhere"),)),
+        Employee("7", "eve", "Eve", (Position("a", primary=True), Position("a", primary=True))),
+        Employee("8", "fay", "Fay"),
+        Employee("8", "gus", "Gus"),
+    ]
+    d = build_directory(located([Department("a", "A")]), located(people))  # type: ignore[arg-type]
+    assert set(d.employees) == {"1"}
+    why = {(r.key, r.username): r.reason for r in d.rejected}
+    assert why[("2", "Bob")] == "username 'Bob' is used by 2 people"
+    assert why[("3", "bob")] == "username 'bob' is used by 2 people"
+    assert why[("4", None)] == "employee '4' has no username"
+    assert why[("5", "cat")] == "employee 'cat' has no name"
+    assert "department 'nowhere'" in why[("6", "dan")]
+    assert why[("7", "eve")] == "employee 'eve' has more than one primary position"
+    assert why[("8", "fay")] == why[("8", "gus")] == "employee id '8' appears 2 times"
+
+
+def test_leavers_are_known_only_from_a_complete_read_whose_rejects_are_identified() -> None:
+    identified = RejectedRow("f.csv:3", "bad", Kind.EMPLOYEE, key="9")
+    anonymous = RejectedRow("f.csv:4", "wrong number of fields", Kind.EMPLOYEE)
+    assert build_directory([], [], rejected=[identified]).leavers_known
+    assert not build_directory([], [], rejected=[identified], complete=False).leavers_known
+    assert not build_directory([], [], rejected=[anonymous]).leavers_known
+    protected = build_directory([], [], rejected=[identified]).rejected_keys(Kind.EMPLOYEE)
+    assert protected == frozenset({"9"})
