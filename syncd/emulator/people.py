@@ -1,0 +1,327 @@
+"""Employees: validation, the username/email/mobile indexes, upsert, import and search."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from syncd.emulator.codes import (
+    EMPLOYEE_CONFLICT,
+    USERNAME_IMMUTABLE,
+    ApiError,
+    bad_request,
+    no_matching_employee,
+    no_matching_organization,
+)
+from syncd.emulator.fields import Body, is_blank, require_object, required_text, text, to_bool
+from syncd.emulator.orgs import Rejector
+from syncd.emulator.tree import Node, OrgTree
+
+FIRST_EMPLOYEE_ID = 2_000_001
+# Accepted on create only and never echoed back (credentials) or kept elsewhere.
+NOT_IN_PROFILE = frozenset(
+    {
+        "username",
+        "positions",
+        "ops",
+        "password",
+        "source_credentials",
+        "source_identifiers",
+        "user_id",
+        "source_id",
+    }
+)
+CREATE_ONLY = frozenset(
+    {"source_id", "user_id", "password", "source_credentials", "source_identifiers"}
+)
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+MOBILE = re.compile(r"^\+?\d{6,15}$")
+MOBILE_SEPARATORS = re.compile(r"[\s\-().]")
+
+
+@dataclass(slots=True)
+class Position:
+    org_id: int
+    job_title: str = ""
+    primary: bool = False
+    chief: bool = False
+
+
+@dataclass(slots=True)
+class Employee:
+    """One employee; ``profile`` keeps the body fields as given (name, email, sn, ...)."""
+
+    id: int
+    username: str
+    user_id: str
+    profile: dict[str, Any]
+    positions: list[Position]
+    created: int
+    last_modified: int
+    locked: bool = False
+
+    def field(self, key: str) -> str:
+        value = self.profile.get(key)
+        return "" if value is None else str(value)
+
+
+@dataclass(slots=True)
+class Draft:
+    """A validated body, ready to apply: profile changes (None removes) and positions."""
+
+    profile: dict[str, Any] = field(default_factory=dict)
+    positions: list[Position] | None = None
+
+
+def email_key(email: str) -> str:
+    return email.strip().lower()
+
+
+def mobile_key(mobile: str) -> str:
+    return MOBILE_SEPARATORS.sub("", mobile)
+
+
+class Staff:
+    """All employees of the organization, indexed by id, username, email and mobile."""
+
+    def __init__(
+        self, tree: OrgTree, employees: Iterable[Employee] = (), next_id: int = FIRST_EMPLOYEE_ID
+    ) -> None:
+        self.tree = tree
+        self.next_id = next_id
+        self._by_id: dict[int, Employee] = {}
+        self._by_username: dict[str, int] = {}
+        self._by_email: dict[str, int] = {}
+        self._by_mobile: dict[str, int] = {}
+        for employee in sorted(employees, key=lambda e: e.id):
+            self._index(employee)
+            self.next_id = max(self.next_id, employee.id + 1)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __iter__(self) -> Iterator[Employee]:
+        return iter(self._by_id.values())
+
+    def find(self, employee_id: int) -> Employee | None:
+        return self._by_id.get(employee_id)
+
+    def get(self, employee_id: str | int) -> Employee:
+        try:
+            employee = self._by_id.get(int(employee_id))
+        except ValueError:
+            employee = None
+        if employee is None:
+            raise no_matching_employee()
+        return employee
+
+    def find_by_username(self, username: str) -> Employee | None:
+        employee_id = self._by_username.get(username)
+        return None if employee_id is None else self._by_id[employee_id]
+
+    # --- changes -------------------------------------------------------------------
+
+    def create(self, body: Body, stamp: int) -> Employee:
+        username = required_text(body, "username")
+        if username in self._by_username:
+            raise ApiError(EMPLOYEE_CONFLICT, "username already exists")
+        draft = self.validate(body, None)
+        user_id = text(body, "user_id") or uuid.uuid4().hex
+        employee = Employee(self.next_id, username, user_id, {}, [], stamp, stamp)
+        self.next_id += 1
+        self._apply(employee, draft, stamp)
+        self._by_id[employee.id] = employee
+        self._by_username[username] = employee.id
+        return employee
+
+    def update(self, employee: Employee, body: Body, stamp: int) -> Employee:
+        """Single-employee update: the username cannot change; create-only fields are ignored."""
+        if "username" in body and text(body, "username") not in ("", employee.username):
+            raise ApiError(USERNAME_IMMUTABLE, "username cannot be changed")
+        trimmed = {k: v for k, v in body.items() if k not in CREATE_ONLY}
+        self._apply(employee, self.validate(trimmed, employee), stamp)
+        return employee
+
+    def upsert(self, body: Body, stamp: int) -> Employee:
+        existing = self.find_by_username(required_text(body, "username"))
+        if existing is None:
+            return self.create(body, stamp)
+        trimmed = {k: v for k, v in body.items() if k not in CREATE_ONLY}
+        self._apply(existing, self.validate(trimmed, existing), stamp)
+        return existing
+
+    def remove(self, employee: Employee) -> None:
+        self.tree.place(employee.id, ())
+        del self._by_id[employee.id]
+        del self._by_username[employee.username]
+        self._unindex_contacts(employee)
+
+    def set_locked(self, employee: Employee, locked: bool, stamp: int) -> None:
+        if employee.locked != locked:
+            employee.locked = locked
+            employee.last_modified = stamp
+
+    def import_employees(self, items: list[Any], stamp: int, reject: Rejector) -> dict[str, Any]:
+        """Upsert by username in order; ``ops`` REMOVE deletes; failures stay per item."""
+        successes: dict[str, int] = {}
+        failures: dict[str, str] = {}
+        for index, item in enumerate(items):
+            username = item.get("username") if isinstance(item, dict) else None
+            key = (
+                username.strip() if isinstance(username, str) and username.strip() else f"#{index}"
+            )
+            try:
+                successes[key] = self._import_one(require_object(item), stamp, reject)
+                failures.pop(key, None)
+            except ApiError as error:
+                successes.pop(key, None)
+                failures[key] = error.message
+        return {"successes": successes, "failures": failures}
+
+    def _import_one(self, body: Body, stamp: int, reject: Rejector) -> int:
+        username = required_text(body, "username")
+        rejection = reject(body)
+        if rejection is not None:
+            raise bad_request(rejection)
+        ops = text(body, "ops").upper()
+        if ops == "REMOVE":
+            employee = self.find_by_username(username)
+            if employee is None:
+                raise bad_request("employee not found")
+            self.remove(employee)
+            return employee.id
+        if ops:
+            raise bad_request(f"unknown ops: {ops}")
+        return self.upsert(body, stamp).id
+
+    # --- validation ----------------------------------------------------------------
+
+    def validate(self, body: Body, current: Employee | None) -> Draft:
+        """Check a create/update body against the rules and the other employees."""
+        draft = Draft()
+        if current is None or "name" in body:
+            draft.profile["name"] = required_text(body, "name")
+        if "email" in body:
+            draft.profile["email"] = self._checked_email(text(body, "email"), current)
+        if "mobile" in body:
+            draft.profile["mobile"] = self._checked_mobile(text(body, "mobile"), current)
+        if current is None or "positions" in body:
+            draft.positions = self._positions(body.get("positions"))
+        for key, value in body.items():
+            if key not in NOT_IN_PROFILE and key not in draft.profile:
+                draft.profile[key] = value
+        return draft
+
+    def _checked_email(self, email: str, current: Employee | None) -> str:
+        if not email:
+            return ""
+        if not EMAIL.match(email):
+            raise bad_request(f"invalid email: {email}")
+        owner = self._by_email.get(email_key(email))
+        if owner is not None and (current is None or owner != current.id):
+            raise ApiError(EMPLOYEE_CONFLICT, "email already used by another employee")
+        return email
+
+    def _checked_mobile(self, mobile: str, current: Employee | None) -> str:
+        if not mobile:
+            return ""
+        if not MOBILE.match(mobile_key(mobile)):
+            raise bad_request(f"invalid mobile: {mobile}")
+        owner = self._by_mobile.get(mobile_key(mobile))
+        if owner is not None and (current is None or owner != current.id):
+            raise ApiError(EMPLOYEE_CONFLICT, "mobile already used by another employee")
+        return mobile
+
+    def _positions(self, value: Any) -> list[Position]:
+        if not isinstance(value, list) or not value:
+            raise bad_request("positions is required")
+        return [self._position(require_object(item)) for item in value]
+
+    def _position(self, body: Body) -> Position:
+        node: Node | None
+        if not is_blank(body.get("org_id")):
+            reference = text(body, "org_id")
+            node = self.tree.find(int(reference)) if reference.isdigit() else None
+        elif not is_blank(body.get("org_path")):
+            reference = text(body, "org_path")
+            node = self.tree.resolve_name_path(reference)
+        else:
+            raise bad_request("org_id or org_path is required")
+        if node is None:
+            raise no_matching_organization(f"organization not found: {reference}")
+        return Position(
+            node.id,
+            text(body, "job_title"),
+            to_bool(body.get("primary"), "primary"),
+            to_bool(body.get("chief"), "chief"),
+        )
+
+    # --- indexes -------------------------------------------------------------------
+
+    def _apply(self, employee: Employee, draft: Draft, stamp: int) -> None:
+        before = (dict(employee.profile), list(employee.positions))
+        self._unindex_contacts(employee)
+        for key, value in draft.profile.items():
+            if value is None:
+                employee.profile.pop(key, None)
+            else:
+                employee.profile[key] = value
+        if draft.positions is not None:
+            employee.positions = draft.positions
+        self._index_contacts(employee)
+        self.tree.place(employee.id, (p.org_id for p in employee.positions))
+        if (employee.profile, employee.positions) != before:
+            employee.last_modified = stamp
+
+    def _index(self, employee: Employee) -> None:
+        self._by_id[employee.id] = employee
+        self._by_username[employee.username] = employee.id
+        self._index_contacts(employee)
+        self.tree.place(employee.id, (p.org_id for p in employee.positions))
+
+    def _index_contacts(self, employee: Employee) -> None:
+        if employee.field("email"):
+            self._by_email[email_key(employee.field("email"))] = employee.id
+        if employee.field("mobile"):
+            self._by_mobile[mobile_key(employee.field("mobile"))] = employee.id
+
+    def _unindex_contacts(self, employee: Employee) -> None:
+        for index, key in (
+            (self._by_email, email_key(employee.field("email"))),
+            (self._by_mobile, mobile_key(employee.field("mobile"))),
+        ):
+            if key and index.get(key) == employee.id:
+                del index[key]
+
+    # --- search --------------------------------------------------------------------
+
+    def search(
+        self, query: str, by: str, matching: bool, within: set[int] | None
+    ) -> list[Employee]:
+        """The list endpoint: ``matching`` = exact comma-separated batch by ``by`` (id or
+        username), otherwise a case-insensitive substring of name or username; ``within``
+        limits to those employee ids."""
+        if matching and query:
+            found = self._batch(query, by)
+        elif query:
+            needle = query.lower()
+            found = [
+                e for e in self if needle in e.field("name").lower() or needle in e.username.lower()
+            ]
+        else:
+            found = list(self)
+        return found if within is None else [e for e in found if e.id in within]
+
+    def _batch(self, query: str, by: str) -> list[Employee]:
+        found: dict[int, Employee] = {}
+        for value in (v.strip() for v in query.split(",")):
+            if by == "username":
+                employee = self.find_by_username(value)
+            else:
+                employee = self._by_id.get(int(value)) if value.isdigit() else None
+            if employee is not None:
+                found[employee.id] = employee
+        return list(found.values())

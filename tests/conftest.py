@@ -1,0 +1,28 @@
+"""Shared fixtures.
+
+``emulator``: the platform emulator (one server for the whole session, on a free
+loopback port), reset before each test: no data but the root node, no faults, no
+statistics, no tokens. It is a ``syncd.emulator.RunningEmulator``: ``base_url``,
+``options``, and helpers ``state()``, ``stats()``, ``set_faults(**rules)``,
+``reset(data=True)``, ``issue_token()``, ``token_request()``, ``advance_clock(seconds)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from syncd.emulator import EmulatorOptions, RunningEmulator, serve_in_thread
+
+
+@pytest.fixture(scope="session")
+def emulator_server() -> Iterator[RunningEmulator]:
+    with serve_in_thread(EmulatorOptions()) as running:
+        yield running
+
+
+@pytest.fixture
+def emulator(emulator_server: RunningEmulator) -> RunningEmulator:
+    emulator_server.reset(data=True)
+    return emulator_server

@@ -1,0 +1,23 @@
+"""Fixtures of the emulator tests: a plain client and an authenticated ``Api``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from syncd.emulator import RunningEmulator
+
+from .support import Api
+
+
+@pytest.fixture
+def client(emulator: RunningEmulator) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=emulator.base_url, timeout=10.0) as plain:
+        yield plain
+
+
+@pytest.fixture
+def api(emulator: RunningEmulator, client: httpx.Client) -> Api:
+    return Api(emulator, client)
