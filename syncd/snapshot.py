@@ -9,18 +9,23 @@ takes a database from version n to n+1.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable, Iterator
+import socket
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, insert, text, update
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import OperationalError
 from sqlmodel import Field, SQLModel
 
 from syncd.errors import StateError
+from syncd.model import Kind
+from syncd.plan import Snapshot, SyncedDepartment, SyncedEmployee
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 60_000  # longer than a token request: renewal holds the write lock
@@ -121,7 +126,9 @@ def open_engine(path: Path) -> Engine:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise StateError(f"state directory {path.parent}: cannot create it: {exc.strerror}") from None
+        raise StateError(
+            f"state directory {path.parent}: cannot create it: {exc.strerror}"
+        ) from None
     if not os.access(path.parent, os.W_OK):
         raise StateError(f"state directory {path.parent}: not writable by this user")
     engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
@@ -215,16 +222,31 @@ class TokenStore:
         self._engine = engine
 
     def get(self, app: str) -> CachedToken | None:
-        with self._engine.connect() as conn:
-            return self._read(conn, app)
+        try:
+            with self._engine.connect() as conn:
+                return self._read(conn, app)
+        except OperationalError as exc:
+            raise StateError(f"state database: reading the shared token: {exc.orig}") from None
 
     def renew(
         self, app: str, stale: str | None, fetch: Callable[[], CachedToken], now_ms: int
     ) -> CachedToken:
         """The stored token if another process already replaced ``stale``, else a fetched one."""
+        try:
+            return self._renew(app, stale, fetch, now_ms)
+        except OperationalError as exc:
+            raise StateError(f"state database: renewing the shared token: {exc.orig}") from None
+
+    def _renew(
+        self, app: str, stale: str | None, fetch: Callable[[], CachedToken], now_ms: int
+    ) -> CachedToken:
         with write(self._engine) as conn:
             current = self._read(conn, app)
-            if current is not None and current.access_token != stale and current.expire_time > now_ms:
+            if (
+                current is not None
+                and current.access_token != stale
+                and current.expire_time > now_ms
+            ):
                 return current
             fresh = fetch()
             conn.execute(
@@ -234,7 +256,12 @@ class TokenStore:
                     "access_token = excluded.access_token, expire_time = excluded.expire_time, "
                     "issued_time = excluded.issued_time"
                 ),
-                {"app": app, "tok": fresh.access_token, "exp": fresh.expire_time, "iss": fresh.issued_time},
+                {
+                    "app": app,
+                    "tok": fresh.access_token,
+                    "exp": fresh.expire_time,
+                    "iss": fresh.issued_time,
+                },
             )
             return fresh
 
@@ -245,3 +272,213 @@ class TokenStore:
             {"app": app},
         ).first()
         return None if row is None else CachedToken(row[0], int(row[1]), row[2])
+
+
+# ---------------------------------------------------------------- the snapshot, for planning
+
+
+def load_snapshot(engine: Engine) -> Snapshot:
+    """What syncd last wrote, as plain values; field values are looked up only when needed."""
+    with engine.connect() as conn:
+        departments = {
+            r[0]: SyncedDepartment(r[0], int(r[1]), r[2], r[3])
+            for r in conn.exec_driver_sql(
+                "SELECT source_id, node_id, name_path, hash FROM departments "
+                "WHERE node_id IS NOT NULL"
+            )
+        }
+        employees = {
+            r[0]: SyncedEmployee(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6])
+            for r in conn.exec_driver_sql(
+                "SELECT source_id, username, employee_id, hash, locked, lock_reason, locked_since "
+                "FROM employees"
+            )
+        }
+    return Snapshot(departments, employees, FieldLookup(engine))
+
+
+class FieldLookup:
+    """The fields syncd last wrote for one record, read on demand."""
+
+    _QUERIES: ClassVar[dict[Kind, Any]] = {
+        Kind.DEPARTMENT: text("SELECT fields FROM departments WHERE source_id = :k"),
+        Kind.EMPLOYEE: text("SELECT fields FROM employees WHERE source_id = :k"),
+    }
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def __call__(self, kind: Kind, source_id: str) -> Mapping[str, Any] | None:
+        with self._engine.connect() as conn:
+            value = conn.execute(self._QUERIES[kind], {"k": source_id}).scalar()
+        if not value:
+            return None
+        loaded: dict[str, Any] = json.loads(value)
+        return loaded or None
+
+
+def upsert_departments(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Rows with source_id, node_id, name_path, fields (JSON text), hash, adopted."""
+    if rows:
+        stmt = sqlite_insert(DepartmentRow.__table__)  # type: ignore[attr-defined]
+        updated = {
+            c: stmt.excluded[c] for c in ("node_id", "name_path", "fields", "hash", "adopted")
+        }
+        conn.execute(
+            stmt.on_conflict_do_update(index_elements=["source_id"], set_=updated), list(rows)
+        )
+
+
+def set_department_paths(conn: Connection, paths: Mapping[str, str]) -> None:
+    if paths:
+        conn.execute(
+            text("UPDATE departments SET name_path = :p WHERE source_id = :k"),
+            [{"k": k, "p": p} for k, p in paths.items()],
+        )
+
+
+def delete_departments(conn: Connection, source_ids: Sequence[str]) -> None:
+    if source_ids:
+        conn.execute(
+            text("DELETE FROM departments WHERE source_id = :k"), [{"k": k} for k in source_ids]
+        )
+
+
+def upsert_employees(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Rows with source_id, username, employee_id, fields (JSON text), hash, adopted."""
+    if rows:
+        stmt = sqlite_insert(EmployeeRow.__table__)  # type: ignore[attr-defined]
+        updated = {
+            c: stmt.excluded[c] for c in ("username", "employee_id", "fields", "hash", "adopted")
+        }
+        conn.execute(
+            stmt.on_conflict_do_update(index_elements=["source_id"], set_=updated), list(rows)
+        )
+
+
+def set_locked(
+    conn: Connection, source_ids: Sequence[str], locked: bool, reason: str | None, since: int | None
+) -> None:
+    if source_ids:
+        conn.execute(
+            text(
+                "UPDATE employees SET locked = :l, lock_reason = :r, "
+                "locked_since = CASE WHEN :l THEN COALESCE(locked_since, :s) ELSE NULL END "
+                "WHERE source_id = :k"
+            ),
+            [{"k": k, "l": locked, "r": reason, "s": since} for k in source_ids],
+        )
+
+
+def delete_employees(conn: Connection, keys: Sequence[tuple[str, str]]) -> None:
+    """Forget removed people: (source_id, username), so a replacement account is kept."""
+    if keys:
+        conn.execute(
+            text("DELETE FROM employees WHERE source_id = :k AND username = :u"),
+            [{"k": k, "u": u} for k, u in keys],
+        )
+
+
+# ---------------------------------------------------------------- runs and their items
+
+
+def start_run(engine: Engine, **values: Any) -> int:
+    """Record a run as running; returns its id."""
+    values.setdefault("pid", os.getpid())
+    values.setdefault("host", socket.gethostname())
+    with write(engine) as conn:
+        result = conn.execute(insert(RunRow.__table__).values(**values))  # type: ignore[attr-defined]
+        run_id = result.inserted_primary_key[0] if result.inserted_primary_key else None
+    assert run_id is not None
+    return int(run_id)
+
+
+def finish_run(engine: Engine, run_id: int, **values: Any) -> None:
+    with write(engine) as conn:
+        conn.execute(
+            update(RunRow.__table__)  # type: ignore[attr-defined]
+            .where(RunRow.__table__.c.id == run_id)  # type: ignore[attr-defined]
+            .values(**values)
+        )
+
+
+def interrupt_stale_runs(engine: Engine, now_ms: int) -> list[int]:
+    """Runs left 'running' by a process that died are marked interrupted (caller holds the lock)."""
+    with write(engine) as conn:
+        ids = [
+            int(r[0]) for r in conn.exec_driver_sql("SELECT id FROM runs WHERE outcome = 'running'")
+        ]
+        if ids:
+            conn.execute(
+                text(
+                    "UPDATE runs SET outcome = 'interrupted', exit_code = 3, finished_at = :t "
+                    "WHERE outcome = 'running'"
+                ),
+                {"t": now_ms},
+            )
+    return ids
+
+
+def insert_items(conn: Connection, run_id: int, items: Sequence[Mapping[str, Any]]) -> None:
+    """Rows with seq, kind, key, display, action, message, before, after (JSON text), outcome."""
+    if items:
+        conn.execute(
+            insert(RunItemRow.__table__),  # type: ignore[attr-defined]
+            [{"run_id": run_id, **item} for item in items],
+        )
+
+
+def mark_sent(conn: Connection, run_id: int, seqs: Sequence[int]) -> None:
+    if seqs:
+        conn.execute(
+            text(
+                "UPDATE run_items SET outcome = 'sent', attempts = attempts + 1 "
+                "WHERE run_id = :r AND seq = :s"
+            ),
+            [{"r": run_id, "s": s} for s in seqs],
+        )
+
+
+def settle_items(conn: Connection, run_id: int, results: Sequence[Mapping[str, Any]]) -> None:
+    """Rows with seq, outcome, status, error."""
+    if results:
+        conn.execute(
+            text(
+                "UPDATE run_items SET outcome = :outcome, status = :status, error = :error "
+                "WHERE run_id = :r AND seq = :seq"
+            ),
+            [{"r": run_id, "status": None, "error": None, **r} for r in results],
+        )
+
+
+def unsettled_items(engine: Engine) -> list[dict[str, Any]]:
+    """Items a crashed run sent without learning the answer."""
+    with engine.connect() as conn:
+        rows = conn.exec_driver_sql(
+            "SELECT run_id, seq, kind, key, display, action, after FROM run_items "
+            "WHERE outcome = 'sent'"
+        )
+        return [dict(r._mapping) for r in rows]
+
+
+def insert_rejected(engine: Engine, run_id: int, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Rows with kind, where, key, reason."""
+    if rows:
+        with write(engine) as conn:
+            conn.execute(
+                insert(RejectedRowRecord.__table__),  # type: ignore[attr-defined]
+                [{"run_id": run_id, "seq": i, **r} for i, r in enumerate(rows)],
+            )
+
+
+def failure_groups(engine: Engine, run_id: int, limit: int = 10) -> list[tuple[str, int]]:
+    """A run's failed items grouped by error text, most frequent first."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT COALESCE(error, 'unknown error'), COUNT(*) AS n FROM run_items "
+                "WHERE run_id = :r AND outcome = 'failed' GROUP BY 1 ORDER BY n DESC, 1 LIMIT :l"
+            ),
+            {"r": run_id, "l": limit},
+        )
+        return [(str(r[0]), int(r[1])) for r in rows]

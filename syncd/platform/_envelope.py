@@ -1,0 +1,78 @@
+"""Reading the platform's answer: the envelope ``{status, message, result}``.
+
+A non-zero ``status`` is the error, whatever the HTTP code says, except that HTTP 429
+and 5xx and status 115 are transient whatever the envelope says (see ``_retry``). A
+body that is not an envelope is reported by HTTP status and content type only: bodies
+are never quoted, since an echoing proxy or error page could hold the token.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from syncd.errors import PlatformError
+from syncd.logs import redact
+from syncd.platform._retry import Transient, parse_retry_after
+
+INTERNAL_ERROR = 115  # "Internal Server Error.": transient
+TOKEN_NOT_FOUND = 10011
+MAX_MESSAGE = 500
+
+
+class NotAnEnvelope(Exception):
+    """The answer was not the platform's JSON envelope; says only status and content type."""
+
+
+def result_of(response: httpx.Response, endpoint: str) -> Any:
+    """The envelope's result, or raise PlatformError, Transient or NotAnEnvelope."""
+    code = response.status_code
+    if code == 429:
+        wait = parse_retry_after(response.headers.get("Retry-After"))
+        shown = "" if wait is None else f", Retry-After {wait:g} s"
+        # The platform turned the request away before acting on it.
+        raise Transient(
+            "http_429", f"HTTP 429 Too Many Requests{shown}", unsent=True, retry_after=wait
+        )
+    envelope = _envelope(response)
+    if code >= 500:
+        said = "" if envelope is None else f": status {envelope['status']}: {_message(envelope)}"
+        raise Transient(
+            f"http_{code}", f"HTTP {code} ({_content_type(response)}){said}", unsent=False
+        )
+    if envelope is None:
+        raise NotAnEnvelope(
+            f"HTTP {code} with {_content_type(response)} ({len(response.content)} bytes), "
+            "not the platform's JSON envelope: is platform.base_url right?"
+        )
+    status = envelope["status"]
+    if status == INTERNAL_ERROR:
+        raise Transient("status_115", f"platform status 115: {_message(envelope)}", unsent=False)
+    if status != 0:
+        raise PlatformError(status, _message(envelope), endpoint)
+    return envelope.get("result")
+
+
+def _envelope(response: httpx.Response) -> dict[str, Any] | None:
+    try:
+        body = json.loads(response.content)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(body, dict):
+        return None
+    status = body.get("status")
+    if isinstance(status, bool) or not isinstance(status, int):
+        return None
+    return body
+
+
+def _message(envelope: dict[str, Any] | None) -> str:
+    text = "" if envelope is None else str(envelope.get("message") or "")
+    return redact(text)[:MAX_MESSAGE]
+
+
+def _content_type(response: httpx.Response) -> str:
+    kind = response.headers.get("Content-Type", "").split(";")[0].strip()
+    return kind or "no content type"

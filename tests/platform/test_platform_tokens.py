@@ -1,0 +1,220 @@
+"""The application's one token: fetched once, shared through the state database, renewed once.
+
+The emulator, like the platform, keeps one token per application: issuing a new one
+invalidates the old. Its ``tokens_issued`` count proves how many tokens syncd asked for.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+from platform_helpers import TOKEN_ROUTE, Connect, requests_seen, settings_for
+
+from syncd.emulator import RunningEmulator
+from syncd.errors import TokenError
+from syncd.platform import MemoryTokenStore, PlatformClient, app_key
+from syncd.snapshot import CachedToken, TokenStore, open_engine
+
+
+def tokens_issued(emulator: RunningEmulator) -> int:
+    return int(emulator.state()["tokens_issued"])
+
+
+def test_token_is_fetched_once_and_kept_in_the_store(
+    client: PlatformClient, emulator: RunningEmulator, store: TokenStore
+) -> None:
+    token = client.token()
+    client.root()
+    client.root()
+    assert client.token() == token
+    assert tokens_issued(emulator) == 1
+    stored = store.get(app_key(settings_for(emulator)))
+    assert stored is not None and stored.access_token == token
+
+
+def test_app_key_names_url_domain_and_client(emulator: RunningEmulator) -> None:
+    assert app_key(settings_for(emulator)) == f"{emulator.base_url}|acme|syncd"
+
+
+def test_two_clients_over_one_state_file_share_one_token(
+    connect: Connect, emulator: RunningEmulator, state_file: Path
+) -> None:
+    first = connect()
+    first.root()
+    # The second client opens the state file anew, as another process would.
+    other_engine = open_engine(state_file)
+    try:
+        second = connect(tokens=TokenStore(other_engine))
+        second.root()
+        assert second.token() == first.token()
+        assert tokens_issued(emulator) == 1
+        assert second.calls[f"POST {TOKEN_ROUTE}"] == 0
+
+        emulator.issue_token()  # someone invalidates the shared token
+        first.root()  # 10011: renews once, through the store
+        assert tokens_issued(emulator) == 3
+        second.root()  # 10011 on the old token: takes first's new one from the store
+        assert tokens_issued(emulator) == 3
+        assert second.token() == first.token()
+        assert second.calls[f"POST {TOKEN_ROUTE}"] == 0
+    finally:
+        other_engine.dispose()
+
+
+def test_another_process_uses_the_stored_token(
+    client: PlatformClient, emulator: RunningEmulator, state_file: Path
+) -> None:
+    token = client.token()
+    script = textwrap.dedent(
+        f"""
+        from pathlib import Path
+        from pydantic import SecretStr
+        from syncd.config import PlatformSettings
+        from syncd.platform import PlatformClient
+        from syncd.snapshot import TokenStore, open_engine
+        settings = PlatformSettings(
+            base_url={emulator.base_url!r}, domain_id="acme", org_code="acme",
+            client_id="syncd", client_secret=SecretStr("demo-secret"), org_id="acme")
+        store = TokenStore(open_engine(Path({str(state_file)!r})))
+        with PlatformClient(settings, store) as client:
+            print(client.root().name, client.calls["POST /v1/token"])
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["Acme", "0"]
+    assert tokens_issued(emulator) == 1
+    assert client.token() == token
+
+
+def test_expired_token_in_the_store_is_renewed(
+    connect: Connect, emulator: RunningEmulator, store: TokenStore
+) -> None:
+    client = connect()
+    app = app_key(settings_for(emulator))
+    store.renew(app, None, lambda: CachedToken("expired-token-value", 1_000, 0), 0)
+    client.root()
+    assert tokens_issued(emulator) == 1
+    renewed = store.get(app)
+    assert renewed is not None and renewed.access_token != "expired-token-value"
+
+
+def test_token_refused_is_renewed_once_and_the_call_succeeds(
+    client: PlatformClient, emulator: RunningEmulator
+) -> None:
+    before = client.token()
+    emulator.issue_token()
+    assert client.root().name == "Acme"
+    assert client.token() != before
+    assert tokens_issued(emulator) == 3
+    assert client.calls["GET /v1/admin/organizations/{org_code}"] == 2
+    assert client.retries == 0  # a renewal is not a transient retry
+
+
+def test_token_expired_on_the_platform_clock_is_renewed(
+    client: PlatformClient, emulator: RunningEmulator
+) -> None:
+    client.root()
+    emulator.advance_clock(emulator.options.token_lifetime_seconds + 1)
+    assert client.root().name == "Acme"
+    assert tokens_issued(emulator) == 2
+
+
+class InvalidatingTransport(httpx.BaseTransport):
+    """Real HTTP to the emulator; before each request to ``match`` the token is replaced,
+    as if another program with the same credentials kept asking for tokens."""
+
+    def __init__(self, emulator: RunningEmulator, match: str) -> None:
+        self._emulator = emulator
+        self._match = match
+        self._inner = httpx.HTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if self._match in request.url.path:
+            self._emulator.issue_token()
+        return self._inner.handle_request(request)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def test_second_consecutive_10011_raises_token_error(
+    connect: Connect, emulator: RunningEmulator
+) -> None:
+    client = connect(transport=InvalidatingTransport(emulator, "/page-orgs"))
+    client.root()
+    with pytest.raises(TokenError) as caught:
+        list(client.page_orgs())
+    assert caught.value.status == 10011
+    assert "another program" in str(caught.value)
+    assert "syncd" in str(caught.value) and emulator.base_url in str(caught.value)
+    assert client.calls["GET /v1/admin/organizations/{org_code}/page-orgs"] == 2
+    assert client.calls[f"POST {TOKEN_ROUTE}"] == 2  # the first, and one renewal
+
+
+def test_threads_renew_a_refused_token_only_once(
+    client: PlatformClient, emulator: RunningEmulator
+) -> None:
+    client.token()
+    emulator.issue_token()
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        names = list(pool.map(lambda _: client.root().name, range(16)))
+    assert names == ["Acme"] * 16
+    assert tokens_issued(emulator) == 3
+    assert client.calls[f"POST {TOKEN_ROUTE}"] == 2
+
+
+def test_threads_of_a_new_client_fetch_one_token(
+    client: PlatformClient, emulator: RunningEmulator
+) -> None:
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda _: client.root(), range(16)))
+    assert tokens_issued(emulator) == 1
+
+
+@pytest.mark.parametrize(
+    ("override", "status"),
+    [({"client_secret": "wrong-secret-value"}, 202104), ({"client_id": "nobody"}, 202102)],
+)
+def test_bad_credentials_raise_token_error(
+    connect: Connect, emulator: RunningEmulator, override: dict[str, str], status: int
+) -> None:
+    client = connect(**override)
+    with pytest.raises(TokenError) as caught:
+        client.root()
+    error = caught.value
+    assert error.status == status
+    client_id = override.get("client_id", "syncd")
+    assert repr(client_id) in str(error) and emulator.base_url in str(error)
+    assert "wrong-secret-value" not in str(error) and "demo-secret" not in str(error)
+    assert error.endpoint == "POST /v1/token"
+    assert requests_seen(emulator, "POST", TOKEN_ROUTE) == 1  # never retried
+    assert client.calls["GET /v1/admin/organizations/{org_code}"] == 0
+
+
+def test_owner_id_names_a_domain_application(connect: Connect) -> None:
+    client = connect(org_id=None, owner_id="acme")
+    assert client.root().name == "Acme"
+
+
+def test_memory_token_store_shares_like_the_database(
+    connect: Connect, emulator: RunningEmulator
+) -> None:
+    tokens = MemoryTokenStore()
+    first, second = connect(tokens=tokens), connect(tokens=tokens)
+    first.root()
+    second.root()
+    assert tokens_issued(emulator) == 1
+    emulator.issue_token()
+    first.root()
+    second.root()
+    assert tokens_issued(emulator) == 3
+    assert "demo-secret" not in repr(tokens)
