@@ -49,7 +49,7 @@ class CsvEmployeeColumns(Section):
     username: str = "username"
     name: str = "name"
     department: str = "department"  # an id (layout two_files) or a path (layout paths)
-    positions: str | None = None  # secondary departments, joined by positions_separator
+    positions: str | None = "positions"  # secondary departments, joined by positions_separator
     en_name: str | None = "en_name"
     email: str | None = "email"
     mobile: str | None = "mobile"
