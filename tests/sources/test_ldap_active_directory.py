@@ -1,0 +1,161 @@
+"""Active Directory: what can be checked here without a domain controller.
+
+The GUID rendering, userAccountControl and the USN mark are unit-tested; the flavor's
+reading is exercised against the test slapd with a few AD attributes (ad-lite.schema).
+That is no AD: a real domain controller is still needed for objectCategory expansion,
+server-maintained uSNChanged/highestCommittedUSN, and its page cap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from syncd.config import LdapSource
+from syncd.model import Directory, Employee, State
+from syncd.sources import active_directory as ad
+from syncd.sources.ldap import Shape, read_ldap
+from tests.support.slapd import Slapd
+
+SettingsFactory = Callable[..., LdapSource]
+
+ALICE_GUID = "00112233-4455-6677-8899-aabbccddeeff"
+ENGINEERING_GUID = "0d0c0b0a-0f0e-1110-1213-141516171819"
+
+
+def people(directory: Directory) -> dict[str, Employee]:
+    return {e.username: e for e in directory.employees.values()}
+
+
+def place(directory: Directory, employee: Employee) -> tuple[str, ...] | None:
+    department = next((p.department_id for p in employee.positions if p.primary), None)
+    return directory.path(department) if department else None
+
+
+# ---------------------------------------------------------------- pure functions
+
+
+def test_object_guid_renders_as_ad_shows_it() -> None:
+    # The first three groups are little-endian on the wire, the last two big-endian.
+    raw = bytes.fromhex("33221100554477668899aabbccddeeff")
+
+    assert ad.guid_to_str(raw) == ALICE_GUID
+    assert ad.guid_to_str(bytes.fromhex("78563412bc9af0de0102030405060708")) == (
+        "12345678-9abc-def0-0102-030405060708"
+    )
+
+
+def test_an_object_guid_has_sixteen_bytes() -> None:
+    with pytest.raises(ValueError, match="16 bytes, not 15"):
+        ad.guid_to_str(bytes(15))
+
+
+@pytest.mark.parametrize(
+    ("value", "disabled"),
+    [
+        ("512", False),  # NORMAL_ACCOUNT
+        ("514", True),  # NORMAL_ACCOUNT | ACCOUNTDISABLE
+        ("66048", False),  # NORMAL_ACCOUNT | DONT_EXPIRE_PASSWORD
+        ("66050", True),  # ... | ACCOUNTDISABLE
+        ("2", True),
+        ("16", False),  # LOCKOUT is not a departure
+    ],
+)
+def test_user_account_control_disabled_bit(value: str, disabled: bool) -> None:
+    assert ad.is_disabled(value) is disabled
+
+
+def test_usn_marks_belong_to_one_controller() -> None:
+    mark = ad.UsnMark.parse("12345@dc1.corp.example")
+
+    assert mark == ad.UsnMark(12345, "dc1.corp.example")
+    assert str(mark) == "12345@dc1.corp.example"
+    assert mark.changed_filter() == "(uSNChanged>=12346)"
+    for bad in ("12345", "dc1@12345", "@dc1", "12a@dc1", "12@"):
+        with pytest.raises(ValueError, match="not an Active Directory mark"):
+            ad.UsnMark.parse(bad)
+
+
+def test_the_active_directory_preset(ldap_settings: SettingsFactory) -> None:
+    shape = Shape.from_settings(ldap_settings(flavor="active_directory"))
+
+    assert shape.users_filter == "(&(objectCategory=person)(objectClass=user))"
+    asked = {a.lower() for a in shape.attributes}
+    assert {"objectguid", "samaccountname", "displayname", "cn", "mail", "mobile"} <= asked
+    assert {"telephonenumber", "employeeid", "title", "useraccountcontrol", "usnchanged"} <= asked
+    assert shape.guid_ids and shape.department_guid_ids
+    named = {field: [shape.attributes[s] for s in slots] for field, slots in shape.fields.items()}
+    assert named["id"] == ["objectGUID"]
+    assert named["username"] == ["sAMAccountName"]
+    assert named["name"] == ["displayName", "cn"]
+    assert named["sn"] == ["employeeID"]
+
+
+def test_the_preset_can_be_overridden(ldap_settings: SettingsFactory) -> None:
+    shape = Shape.from_settings(
+        ldap_settings(
+            flavor="active_directory",
+            attributes={"username": "userPrincipalName"},
+            users_filter="(&(objectClass=user)(!(sAMAccountName=svc-*)))",
+        )
+    )
+
+    assert [shape.attributes[s] for s in shape.fields["username"]] == ["userPrincipalName"]
+    assert shape.users_filter == "(&(objectClass=user)(!(sAMAccountName=svc-*)))"
+
+
+# ---------------------------------------------------------------- against the AD-like slapd
+
+
+@pytest.fixture
+def ad_base(ldap_base: str, load_ldif: Callable[[str], None]) -> str:
+    load_ldif("ad.ldif")
+    return ldap_base
+
+
+def test_reading_the_active_directory_flavor(ad_base: str, ldap_settings: SettingsFactory) -> None:
+    directory = read_ldap(ldap_settings(flavor="active_directory"))
+
+    everyone = people(directory)
+    assert set(everyone) == {"alice", "bob", "carol"}  # PRINTER01$ is no person
+    alice, bob, carol = everyone["alice"], everyone["bob"], everyone["carol"]
+    assert alice.id == ALICE_GUID
+    assert (alice.name, alice.sn, alice.email) == ("Alice L.", "1001", "alice@acme.example")
+    assert place(directory, alice) == ("Engineering",)
+    assert alice.positions[0].department_id == ENGINEERING_GUID
+    assert bob.state is State.DEPARTED and alice.state is carol.state is State.ACTIVE
+    assert bob.name == "Bob Builder"  # no displayName: cn
+    assert place(directory, bob) == ("Engineering", "Operations")
+    assert carol.positions == ()
+    # slapd publishes no highestCommittedUSN: the mark is the highest uSNChanged read.
+    assert directory.cursor == "103@127.0.0.1"
+
+
+def test_an_active_directory_delta(
+    slapd: Slapd, ad_base: str, ldap_settings: SettingsFactory
+) -> None:
+    settings = ldap_settings(flavor="active_directory")
+    full = read_ldap(settings)
+    # What a domain controller does on its own: count the change, here by hand.
+    slapd.modify(
+        f"dn: cn=Bob Builder,ou=Operations,ou=Engineering,{ad_base}\nchangetype: modify\n"
+        "replace: userAccountControl\nuserAccountControl: 512\n-\n"
+        "replace: uSNChanged\nuSNChanged: 110\n"
+    )
+
+    delta = read_ldap(settings, since=full.cursor)
+
+    assert not delta.complete
+    assert {u: e.state for u, e in people(delta).items()} == {"bob": State.ACTIVE}
+    assert delta.cursor == "110@127.0.0.1"
+    assert len(delta.departments) == 2
+
+
+def test_a_mark_from_another_controller_means_a_full_read(
+    ad_base: str, ldap_settings: SettingsFactory
+) -> None:
+    directory = read_ldap(ldap_settings(flavor="active_directory"), since="90@dc9.corp.example")
+
+    assert directory.complete
+    assert set(people(directory)) == {"alice", "bob", "carol"}
