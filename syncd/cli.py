@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -18,6 +21,10 @@ from syncd.config import Settings, load_settings
 from syncd.errors import EXIT_FAILED, SyncdError
 from syncd.logs import redact, register_secret, setup_logging
 
+if TYPE_CHECKING:
+    from syncd.executor import Progress
+    from syncd.runner import RunResult
+
 app = typer.Typer(
     name="syncd",
     help="Keep the platform's organization tree and employees in step with LDAP, AD or CSV.",
@@ -25,23 +32,163 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)  # long lines stay whole in logs and pipes
+err = Console(stderr=True, soft_wrap=True)
 log = logging.getLogger("syncd")
 
 ConfigOption = Annotated[
     Path | None,
-    typer.Option("--config", "-c", help="Settings file (default: $SYNCD_CONFIG).", show_default=False),
+    typer.Option(
+        "--config", "-c", help="Settings file (default: $SYNCD_CONFIG).", show_default=False
+    ),
 ]
 
 
 def settings_from(config: Path | None) -> Settings:
     """Load settings, set up logging and register the secrets for redaction."""
-    settings = load_settings(config, warn=lambda message: err.print(f"[yellow]warning:[/] {message}"))
+    settings = load_settings(
+        config, warn=lambda message: err.print(f"[yellow]warning:[/] {message}")
+    )
     for secret in settings.secret_values():
         register_secret(secret)
     setup_logging(settings.log_level, settings.log_format)
     return settings
+
+
+SYMBOLS = {
+    "create": "[green]+[/]",
+    "adopt": "[cyan]=[/]",
+    "update": "[yellow]~[/]",
+    "move": "[yellow]>[/]",
+    "unlock": "[green]^[/]",
+    "lock": "[red]![/]",
+    "remove": "[red]-[/]",
+    "delete": "[red]-[/]",
+}
+
+
+@app.command()
+def sync(
+    config: ConfigOption = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Read, plan and check; send nothing.")
+    ] = False,
+    check_only: Annotated[
+        bool, typer.Option("--check", help="A dry run that exits 1 when changes are pending.")
+    ] = False,
+    allow_removals: Annotated[
+        int | None,
+        typer.Option(help="Let this run lock, remove or delete up to N records past the guards."),
+    ] = None,
+    incremental: Annotated[
+        bool,
+        typer.Option(help="LDAP: read only what changed since the last run (finds no leavers)."),
+    ] = False,
+    show: Annotated[int, typer.Option(help="Changes to list (0: all).")] = 200,
+    wait: Annotated[float, typer.Option(help="Seconds to wait for a running sync to finish.")] = 0,
+) -> None:
+    """Sync the source to the platform; with --dry-run, only show what would change."""
+    from syncd.runner import RunRequest, run_sync
+
+    settings = settings_from(config)
+    request = RunRequest(
+        dry_run=dry_run or check_only,
+        read="incremental" if incremental else "full",
+        allow_removals=allow_removals,
+    )
+    with _progress() as progress:
+        result = run_sync(settings, request, progress=progress, lock_wait_seconds=wait)
+    _print_run(settings, result, show)
+    code = result.exit_code
+    if check_only and code == 0 and result.plan is not None and result.plan.changes:
+        code = 1
+    raise typer.Exit(code)
+
+
+def _print_run(settings: Settings, result: RunResult, show: int) -> None:
+    from syncd import snapshot as store
+
+    engine = store.open_engine(settings.database)
+    if result.directory is not None:
+        d = result.directory
+        out.print(
+            f"read {len(d.employees)} employees and {len(d.departments)} departments "
+            f"({'full' if d.complete else 'incremental'} read), {len(d.rejected)} rows rejected"
+        )
+    the_plan = result.plan
+    if the_plan is not None:
+        counts = Counter(c.action.value for c in the_plan.changes)
+        summary = ", ".join(f"{n} to {a}" for a, n in counts.items()) or "no changes"
+        out.print(f"[bold]plan:[/] {summary}")
+        for item in store.load_items(engine, result.run_id, limit=show or None):
+            out.print(f"  {SYMBOLS[item['action']]} ", end="")
+            out.print(item["message"], markup=False, highlight=False)
+        if show and len(the_plan.changes) > show:
+            hidden = len(the_plan.changes) - show
+            out.print(f"  ... and {hidden} more: syncd reports show {result.run_id}")
+        for note in the_plan.notes:
+            out.print(f"  [magenta]{note.kind}:[/] ", end="")
+            out.print(note.message, markup=False, highlight=False)
+    for guard in result.guards:
+        mark = "[green]ok[/]" if guard.passed else "[red]BLOCKED[/]"
+        out.print(f"guard {guard.name}: {mark} ", end="")
+        out.print(guard.message + (" (overridden)" if guard.overridden else ""), markup=False)
+    if result.applied is not None:
+        done: Counter[tuple[str, str]] = Counter()
+        for (_, action, outcome), n in result.applied.counts.items():
+            done[(action, outcome)] += n
+        line = ", ".join(f"{n} {a}" for (a, o), n in sorted(done.items()) if o == "ok")
+        out.print(f"[bold]applied:[/] {line or 'nothing'}")
+        for error, n in store.failure_groups(engine, result.run_id):
+            out.print(f"  [red]{n} ×[/] ", end="")
+            out.print(error, markup=False, highlight=False)
+    label = "dry run" if result.dry_run else "run"
+    colours = {"ok": "green", "partial": "yellow", "blocked": "red", "failed": "red"}
+    colour = colours.get(result.outcome, "yellow")
+    out.print(f"{label} {result.run_id}: [{colour}]{result.outcome}[/] (exit {result.exit_code})")
+    if result.error:
+        err.print(f"[red]error:[/] {result.error}", highlight=False)
+
+
+@contextmanager
+def _progress() -> Iterator[Progress]:
+    """Progress bars on a terminal, one log line per phase otherwise."""
+    if not err.is_terminal:
+        yield _LogProgress()
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import Progress as Bars
+
+    with Bars(
+        TextColumn("{task.description:<28}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
+    ) as bars:
+        yield _BarProgress(bars)
+
+
+class _LogProgress:
+    def phase(self, name: str, total: int) -> None:
+        log.info("%s: %d items", name, total)
+
+    def advance(self, n: int) -> None:
+        pass
+
+
+class _BarProgress:
+    def __init__(self, bars: Any) -> None:
+        self.bars = bars
+        self.task: Any = None
+
+    def phase(self, name: str, total: int) -> None:
+        self.task = self.bars.add_task(name, total=total)
+
+    def advance(self, n: int) -> None:
+        if self.task is not None:
+            self.bars.advance(self.task, n)
 
 
 @app.command()
@@ -65,22 +212,35 @@ def check(config: ConfigOption = None) -> None:
 
 @app.command()
 def emulator(
-    host: Annotated[str, typer.Option(help="Address to bind; loopback unless you mean it.")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="Address to bind; loopback unless you mean it.")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8900,
     org_code: Annotated[str, typer.Option(help="Organization code of the one root node.")] = "acme",
     org_name: Annotated[str, typer.Option(help="Name of the root node.")] = "Acme",
     domain_id: Annotated[str, typer.Option(help="Domain id.")] = "acme",
-    client_id: Annotated[str, typer.Option(help="Application key accepted by /v1/token.")] = "syncd",
+    client_id: Annotated[
+        str, typer.Option(help="Application key accepted by /v1/token.")
+    ] = "syncd",
     client_secret: Annotated[
         str, typer.Option(envvar="SYNCD_EMULATOR_SECRET", help="Application secret accepted.")
-    ] = "demo-secret",
+    ] = "demo-secret",  # noqa: S107 - the emulator's made-up demo credential
     state_file: Annotated[
         Path | None, typer.Option(help="Load state from this file at start, save it at stop.")
     ] = None,
+    api_version: Annotated[
+        str, typer.Option(help="v4, or v3 (no employee /disable and /enable endpoints).")
+    ] = "v4",
+    token_lifetime: Annotated[int, typer.Option(help="Token lifetime in seconds.")] = 7200,
+    faults: Annotated[
+        Path | None, typer.Option(help="JSON file of fault settings to start with.")
+    ] = None,
 ) -> None:
     """Serve the platform emulator: the admin API syncd uses, for tests and demos."""
-    from syncd.emulator import EmulatorOptions, serve
+    from syncd.emulator import EmulatorOptions, FaultSettings, read_fault_settings, serve
 
+    if api_version not in ("v3", "v4"):
+        raise typer.BadParameter("must be v3 or v4", param_hint="--api-version")
     serve(
         EmulatorOptions(
             host=host,
@@ -91,6 +251,10 @@ def emulator(
             client_id=client_id,
             client_secret=client_secret,
             state_file=state_file,
+            api_version="v3" if api_version == "v3" else "v4",
+            token_lifetime_seconds=token_lifetime,
+            faults=read_fault_settings(faults) if faults else FaultSettings(),
+            log_level="info",
         )
     )
 
@@ -106,5 +270,7 @@ def main() -> None:
         sys.exit(130)
     except Exception as exc:  # a bug: say so, without leaking secrets in the traceback
         log.debug("unexpected error", exc_info=True)
-        err.print(f"[red]internal error:[/] {type(exc).__name__}: {redact(str(exc))}", highlight=False)
+        err.print(
+            f"[red]internal error:[/] {type(exc).__name__}: {redact(str(exc))}", highlight=False
+        )
         sys.exit(EXIT_FAILED)

@@ -482,3 +482,18 @@ def failure_groups(engine: Engine, run_id: int, limit: int = 10) -> list[tuple[s
             {"r": run_id, "l": limit},
         )
         return [(str(r[0]), int(r[1])) for r in rows]
+
+
+def load_items(
+    engine: Engine, run_id: int, *, limit: int | None = None, outcome: str | None = None
+) -> list[dict[str, Any]]:
+    """A run's items in plan order, as stored (messages were written before anything was sent)."""
+    query = "SELECT * FROM run_items WHERE run_id = :r"
+    if outcome is not None:
+        query += " AND outcome = :o"
+    query += " ORDER BY seq"
+    if limit is not None:
+        query += " LIMIT :l"
+    with engine.connect() as conn:
+        rows = conn.execute(text(query), {"r": run_id, "o": outcome, "l": limit})
+        return [dict(r._mapping) for r in rows]

@@ -1,0 +1,645 @@
+"""Applies a Plan to the platform, batch by batch, journaled so a crash loses nothing.
+
+Before a batch is sent its items are marked ``sent``; when the answer comes, one
+transaction marks each item ``ok`` or ``failed`` (with the platform's text) and writes
+the snapshot rows of the successes. A process killed in between leaves items ``sent``:
+``recover()`` resolves them against the platform at the next start, by serial_no for
+departments and by username for people, so nothing is created twice or forgotten.
+
+One failed item never stops the others. A run-level failure (the platform unreachable
+after retries, credentials refused) stops sending; what was done stays recorded.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any, Protocol
+
+from sqlalchemy import Connection, Engine
+
+from syncd import snapshot as store
+from syncd.errors import PlatformError, PlatformUnavailable, SyncdError, TokenError
+from syncd.model import Department, Employee, Kind
+from syncd.plan import Action, Change, Plan, Snapshot
+from syncd.platform import ImportResult, PlatformClient
+
+log = logging.getLogger(__name__)
+
+NODE_GONE = 208502
+NODE_HAS_EMPLOYEES = 208507
+OPTIONAL_TEXT = ("en_name", "email", "mobile", "tel", "sn", "gender")
+
+
+class NotSent(Exception):
+    """An item that could not be sent (its parent or department is missing): it fails alone."""
+
+
+class Progress(Protocol):
+    def phase(self, name: str, total: int) -> None: ...
+    def advance(self, n: int) -> None: ...
+
+
+class NoProgress:
+    def phase(self, name: str, total: int) -> None:
+        pass
+
+    def advance(self, n: int) -> None:
+        pass
+
+
+@dataclass
+class Item:
+    seq: int
+    change: Change
+    key: str = ""  # the platform's key for this item in an import answer
+    body: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ApplyResult:
+    counts: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # kind, action, outcome
+    interrupted: bool = False
+    error: SyncdError | None = None
+
+    @property
+    def failed(self) -> int:
+        return sum(n for (_, _, outcome), n in self.counts.items() if outcome == "failed")
+
+
+def item_rows(changes: Sequence[Change]) -> Iterator[dict[str, Any]]:
+    """Journal rows for a plan's changes, in plan order (seq is the index)."""
+    for seq, c in enumerate(changes):
+        yield {
+            "seq": seq,
+            "kind": c.kind.value,
+            "key": c.key,
+            "display": c.new_path or c.display,
+            "action": c.action.value,
+            "message": c.message,
+            "before": _json(c.before),
+            "after": _json(c.after),
+            "outcome": "planned",
+        }
+
+
+def _json(value: Mapping[str, Any] | None) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _phase(c: Change) -> str:
+    if c.kind is Kind.DEPARTMENT:
+        if c.action is Action.CREATE:
+            return "create departments"
+        return "delete departments" if c.action is Action.DELETE else "update departments"
+    if c.action in (Action.CREATE, Action.UPDATE):
+        return "create and update employees"
+    return {Action.UNLOCK: "unlock employees", Action.LOCK: "lock employees"}.get(
+        c.action, "remove employees"
+    )
+
+
+def birthday_ms(iso: str) -> int:
+    """An ISO date as the platform's 13-digit timestamp (midnight UTC)."""
+    day = date.fromisoformat(iso)
+    return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp() * 1000)
+
+
+class Executor:
+    def __init__(
+        self,
+        client: PlatformClient,
+        engine: Engine,
+        run_id: int,
+        snapshot: Snapshot,
+        *,
+        root_id: int,
+        root_name: str,
+        paths: Mapping[str, str],
+        department_path: Callable[[str], str | None],
+        batch_size: int,
+        concurrency: int,
+        now_ms: Callable[[], int],
+        progress: Progress | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
+        self.client = client
+        self.engine = engine
+        self.run_id = run_id
+        self.root_id = root_id
+        self.root_name = root_name
+        self.department_path = department_path  # full name path of a source department
+        self.batch_size = batch_size
+        self.concurrency = concurrency
+        self.now_ms = now_ms
+        self.progress = progress or NoProgress()
+        self.stop = stop or threading.Event()
+        self.node_ids = {k: d.node_id for k, d in snapshot.departments.items()}
+        self.paths = dict(paths)  # source id -> the node's name path on the platform, kept current
+        self.employee_ids = {
+            k: e.employee_id for k, e in snapshot.employees.items() if e.employee_id is not None
+        }
+        self.result = ApplyResult()
+
+    # ------------------------------------------------------------ driving
+
+    def apply(self, plan: Plan) -> ApplyResult:
+        """Send the plan's changes in order; their journal rows must already exist."""
+        phases = itertools.groupby(enumerate(plan.changes), key=lambda sc: _phase(sc[1]))
+        handlers: dict[str, Callable[[list[Item]], None]] = {
+            "create departments": self._create_departments,
+            "update departments": self._update_departments,
+            "create and update employees": self._upsert_employees,
+            "unlock employees": lambda items: self._set_locks(items, lock=False),
+            "lock employees": lambda items: self._set_locks(items, lock=True),
+            "remove employees": self._remove_employees,
+            "delete departments": self._delete_departments,
+        }
+        try:
+            for name, group in phases:
+                if self.stop.is_set():
+                    self.result.interrupted = True
+                    break
+                items = [Item(seq, change) for seq, change in group]
+                self.progress.phase(name, len(items))
+                handlers[name](items)
+        except (PlatformUnavailable, TokenError) as exc:
+            self.result.error = exc
+        return self.result
+
+    def _pipeline(
+        self,
+        batches: Iterable[list[Item]],
+        send: Callable[[list[Item]], Any],
+        settle: Callable[[list[Item], Any], None],
+    ) -> None:
+        """Send batches, up to `concurrency` at a time; answers are settled in this thread."""
+        pending = iter(batches)
+        in_flight: dict[Future[Any], list[Item]] = {}
+        fatal: SyncdError | None = None
+        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="send") as pool:
+            while True:
+                while fatal is None and len(in_flight) < self.concurrency:
+                    if self.stop.is_set():
+                        self.result.interrupted = True
+                        break
+                    batch = next(pending, None)
+                    if batch is None:
+                        break
+                    with store.write(self.engine) as conn:
+                        store.mark_sent(conn, self.run_id, [i.seq for i in batch])
+                    in_flight[pool.submit(send, batch)] = batch
+                if not in_flight:
+                    break
+                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in done:
+                    batch = in_flight.pop(future)
+                    try:
+                        answer = future.result()
+                    except (PlatformUnavailable, TokenError) as exc:
+                        fatal = fatal or exc
+                        self._fail(batch, str(exc))
+                    except PlatformError as exc:
+                        self._fail(batch, exc.message, exc.status)
+                    except NotSent as exc:
+                        self._fail(batch, str(exc))
+                    else:
+                        settle(batch, answer)
+                    self.progress.advance(len(batch))
+        if fatal is not None:
+            raise fatal
+
+    def _record(
+        self,
+        outcomes: Sequence[tuple[Item, str, str | None, int | None]],
+        writes: Callable[[Connection], None] | None = None,
+    ) -> None:
+        """Settle (item, outcome, error, status) and write the snapshot, in one transaction."""
+        with store.write(self.engine) as conn:
+            store.settle_items(
+                conn,
+                self.run_id,
+                [{"seq": i.seq, "outcome": o, "error": e, "status": s} for i, o, e, s in outcomes],
+            )
+            if writes is not None:
+                writes(conn)
+        for item, outcome, error, _ in outcomes:
+            c = item.change
+            self.result.counts[(c.kind.value, c.action.value, outcome)] += 1
+            if outcome == "failed":
+                log.warning("%s failed: %s", c.message, error)
+
+    def _fail(self, items: Sequence[Item], error: str, status: int | None = None) -> None:
+        self._record([(i, "failed", error, status) for i in items])
+
+    def _batches(self, items: Sequence[Item]) -> Iterator[list[Item]]:
+        for start in range(0, len(items), self.batch_size):
+            yield list(items[start : start + self.batch_size])
+
+    # ------------------------------------------------------------ departments
+
+    def _create_departments(self, items: list[Item]) -> None:
+        # One import per depth level at most: every parent exists before its children are sent.
+        for _, level in itertools.groupby(items, key=lambda i: i.change.depth):
+            ready: list[Item] = []
+            for item in level:
+                if self._prepare_create(item):
+                    ready.append(item)
+            self._pipeline(self._batches(ready), self._send_import_orgs, self._settle_import_orgs)
+
+    def _prepare_create(self, item: Item) -> bool:
+        d = item.change.record
+        assert isinstance(d, Department)
+        parent_path = self.root_name if d.parent_id is None else self.paths.get(d.parent_id)
+        if parent_path is None:
+            self._fail([item], f"parent department {d.parent_id} is not on the platform")
+            return False
+        item.key = f"{parent_path}/{d.name}"
+        item.body = _node_body(d) | {"type": "DEPT", "parent_path": parent_path}
+        return True
+
+    def _send_import_orgs(self, batch: list[Item]) -> ImportResult:
+        return self.client.import_orgs([i.body for i in batch])
+
+    def _settle_import_orgs(self, batch: list[Item], answer: ImportResult) -> None:
+        outcomes: list[tuple[Item, str, str | None, int | None]] = []
+        rows = []
+        for item in batch:
+            node_id = answer.successes.get(item.key)
+            note = None
+            if node_id is None:
+                # A resent batch whose first answer was lost finds its own nodes already there.
+                node_id = self._existing_node(item.change.key)
+                note = "already on the platform (created by an earlier attempt)"
+            if node_id is None:
+                error = answer.failures.get(item.key, "the answer did not mention this node")
+                outcomes.append((item, "failed", error, None))
+                continue
+            self.node_ids[item.change.key] = node_id
+            self.paths[item.change.key] = item.key
+            outcomes.append((item, "ok", note, None))
+            rows.append(self._department_row(item.change, node_id, item.key))
+        self._record(outcomes, lambda conn: store.upsert_departments(conn, rows))
+
+    def _existing_node(self, serial_no: str) -> int | None:
+        try:
+            node = self.client.node_by_serial(serial_no)
+        except PlatformError:
+            return None
+        return None if node is None else node.id
+
+    def _department_row(self, c: Change, node_id: int, path: str) -> dict[str, Any]:
+        return {
+            "source_id": c.key,
+            "node_id": node_id,
+            "name_path": path,
+            "fields": _json(c.after) or "{}",
+            "hash": c.hash,
+            "adopted": c.platform_before is not None,
+        }
+
+    def _update_departments(self, items: list[Item]) -> None:
+        # One at a time, in the plan's order (by new depth): a new parent is in place first.
+        for item in items:
+            if self.stop.is_set():
+                self.result.interrupted = True
+                return
+            self._pipeline([[item]], self._send_node_update, self._settle_node_update)
+
+    def _send_node_update(self, batch: list[Item]) -> str:
+        (item,) = batch
+        c = item.change
+        d = c.record
+        assert isinstance(d, Department) and c.target_id is not None
+        parent_path = self.root_name if d.parent_id is None else self.paths.get(d.parent_id)
+        parent_id = self.root_id if d.parent_id is None else self.node_ids.get(d.parent_id)
+        if parent_path is None or parent_id is None:
+            raise NotSent(f"parent department {d.parent_id} is not on the platform")
+        new_path = f"{parent_path}/{d.name}"
+        if c.action is not Action.ADOPT:
+            body = _node_body(d)
+            if c.action is Action.MOVE or c.platform_before is not None:
+                body["new_parentId"] = parent_id
+            self.client.update_node(c.target_id, body)
+        return new_path
+
+    def _settle_node_update(self, batch: list[Item], new_path: str) -> None:
+        (item,) = batch
+        c = item.change
+        assert c.target_id is not None
+        old_path = self.paths.get(c.key)
+        self.node_ids[c.key] = c.target_id
+        moved = self._rename_subtree(old_path, new_path) if old_path else {}
+        self.paths[c.key] = new_path
+        row = self._department_row(c, c.target_id, new_path)
+
+        def writes(conn: Connection) -> None:
+            store.upsert_departments(conn, [row])
+            store.set_department_paths(conn, moved)
+
+        self._record([(item, "ok", None, None)], writes)
+
+    def _rename_subtree(self, old: str, new: str) -> dict[str, str]:
+        """Descendants' name paths after their ancestor was renamed or moved."""
+        if old == new:
+            return {}
+        prefix = old + "/"
+        moved = {k: new + p[len(old) :] for k, p in self.paths.items() if p.startswith(prefix)}
+        self.paths.update(moved)
+        return moved
+
+    def _delete_departments(self, items: list[Item]) -> None:
+        for item in items:  # children first, as planned
+            if self.stop.is_set():
+                self.result.interrupted = True
+                return
+            self._pipeline([[item]], self._send_node_delete, self._settle_node_delete)
+
+    def _send_node_delete(self, batch: list[Item]) -> str:
+        (item,) = batch
+        assert item.change.target_id is not None
+        try:
+            self.client.delete_node(item.change.target_id)
+        except PlatformError as exc:
+            if exc.status != NODE_GONE:
+                raise
+            return "already gone from the platform"
+        return ""
+
+    def _settle_node_delete(self, batch: list[Item], note: str) -> None:
+        (item,) = batch
+        self.node_ids.pop(item.change.key, None)
+        self.paths.pop(item.change.key, None)
+        self._record(
+            [(item, "ok", note or None, None)],
+            lambda conn: store.delete_departments(conn, [item.change.key]),
+        )
+
+    # ------------------------------------------------------------ employees
+
+    def _upsert_employees(self, items: list[Item]) -> None:
+        ready = [item for item in items if self._prepare_employee(item)]
+        self._pipeline(self._batches(ready), self._send_import_employees, self._settle_upserts)
+
+    def _prepare_employee(self, item: Item) -> bool:
+        e = item.change.record
+        assert isinstance(e, Employee)
+        positions = []
+        primary = next((n for n, p in enumerate(e.positions) if p.primary), 0)
+        for n, p in enumerate(e.positions):
+            position: dict[str, Any] = {"primary": n == primary, "chief": p.chief}
+            title = p.job_title or (e.job_title if n == primary else None)
+            if title:
+                position["job_title"] = title
+            if p.department_id is None:
+                position["org_id"] = self.root_id
+            elif (node_id := self.node_ids.get(p.department_id)) is not None:
+                position["org_id"] = node_id
+            elif (path := self.department_path(p.department_id)) is not None:
+                position["org_path"] = path
+            else:
+                self._fail([item], f"department {p.department_id} is not on the platform")
+                return False
+            positions.append(position)
+        if not positions:
+            positions = [{"org_id": self.root_id, "primary": True, "job_title": e.job_title}]
+        item.key = e.username
+        item.body = self._employee_body(item.change, e, positions)
+        return True
+
+    def _employee_body(
+        self, c: Change, e: Employee, positions: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "username": e.username,
+            "name": e.name,
+            "extension_id": e.id,
+            "positions": positions,
+            "senior": e.senior,
+        }
+        cleared = c.before if c.action is Action.UPDATE and c.platform_before is None else None
+        for name in OPTIONAL_TEXT:
+            value = getattr(e, name)
+            if value:
+                body[name] = value
+            elif cleared and cleared.get(name):
+                body[name] = ""  # the source cleared it: clear it on the platform too
+        if e.birthday:
+            body["birthday"] = birthday_ms(e.birthday)
+        if e.sort_order is not None:
+            body["sort_order"] = e.sort_order
+        after = c.after or {}
+        body.update(after.get("extended", {}))
+        return body
+
+    def _send_import_employees(self, batch: list[Item]) -> ImportResult:
+        return self.client.import_employees([i.body for i in batch])
+
+    def _settle_upserts(self, batch: list[Item], answer: ImportResult) -> None:
+        outcomes: list[tuple[Item, str, str | None, int | None]] = []
+        rows = []
+        rekeyed = []
+        for item in batch:
+            employee_id = _lookup(answer.successes, item.key)
+            if employee_id is None:
+                error = (
+                    _lookup(answer.failures, item.key) or "the answer did not mention this person"
+                )
+                outcomes.append((item, "failed", error, None))
+                continue
+            c = item.change
+            self.employee_ids[c.key] = employee_id
+            outcomes.append((item, "ok", None, None))
+            rows.append(
+                {
+                    "source_id": c.key,
+                    "username": item.key,
+                    "employee_id": employee_id,
+                    "fields": _json(c.after) or "{}",
+                    "hash": c.hash,
+                    "adopted": c.platform_before is not None,
+                }
+            )
+            if c.previous_key:
+                rekeyed.append((c.previous_key, item.key))
+
+        def writes(conn: Connection) -> None:
+            store.delete_employees(conn, rekeyed)
+            store.upsert_employees(conn, rows)
+
+        self._record(outcomes, writes)
+
+    def _set_locks(self, items: list[Item], *, lock: bool) -> None:
+        ready = []
+        for item in items:
+            employee_id = self.employee_ids.get(item.change.key) or item.change.target_id
+            if employee_id is None:
+                self._fail([item], "this person is not on the platform")
+                continue
+            item.body = {"id": employee_id}
+            ready.append(item)
+        send = self._send_lock if lock else self._send_unlock
+        self._pipeline(([i] for i in ready), send, lambda b, _: self._settle_lock(b, lock))
+
+    def _send_lock(self, batch: list[Item]) -> None:
+        self.client.depart(batch[0].body["id"])
+
+    def _send_unlock(self, batch: list[Item]) -> None:
+        self.client.reinstate(batch[0].body["id"])
+
+    def _settle_lock(self, batch: list[Item], lock: bool) -> None:
+        (item,) = batch
+        c = item.change
+        reason = ("departed" if c.record is not None else "missing") if lock else None
+        since = self.now_ms()
+        self._record(
+            [(item, "ok", None, None)],
+            lambda conn: store.set_locked(conn, [c.key], lock, reason, since),
+        )
+
+    def _remove_employees(self, items: list[Item]) -> None:
+        for item in items:
+            item.key = item.change.display
+            name = (item.change.before or {}).get("name") or item.key
+            item.body = {"username": item.key, "name": name}
+        self._pipeline(self._batches(items), self._send_remove, self._settle_removes)
+
+    def _send_remove(self, batch: list[Item]) -> ImportResult:
+        return self.client.import_employees([i.body for i in batch], remove=True)
+
+    def _settle_removes(self, batch: list[Item], answer: ImportResult) -> None:
+        failed = [i for i in batch if _lookup(answer.successes, i.key) is None]
+        still_there = set()
+        if failed:  # "not found" means already gone; anything else, ask the platform
+            found = self.client.employees_by_username([i.key for i in failed])
+            still_there = {(p.username or "").casefold() for p in found}
+        outcomes: list[tuple[Item, str, str | None, int | None]] = []
+        gone = []
+        for item in batch:
+            if item.key.casefold() in still_there:
+                error = (
+                    _lookup(answer.failures, item.key) or "the answer did not mention this person"
+                )
+                outcomes.append((item, "failed", error, None))
+            else:
+                outcomes.append((item, "ok", None, None))
+                gone.append((item.change.key, item.key))
+                self.employee_ids.pop(item.change.key, None)
+        self._record(outcomes, lambda conn: store.delete_employees(conn, gone))
+
+
+def _node_body(d: Department) -> dict[str, Any]:
+    body: dict[str, Any] = {"name": d.name, "serial_no": d.id}
+    if d.sort_order is not None:
+        body["sort_order"] = d.sort_order
+    if d.sn:
+        body["sn"] = d.sn
+    if d.en_name:
+        body["en_name"] = d.en_name
+    return body
+
+
+def _lookup(answer: Mapping[str, Any], username: str) -> Any:
+    """An import answer's entry for this username, tolerating a platform that changes case."""
+    if username in answer:
+        return answer[username]
+    folded = username.casefold()
+    for key, value in answer.items():
+        if key.casefold() == folded:
+            return value
+    return None
+
+
+def recover(client: PlatformClient, engine: Engine, now_ms: int) -> int:
+    """Resolve items a killed run sent without learning the answer; returns how many.
+
+    Each is looked up on the platform (departments by serial_no, people by username) and
+    the snapshot is made to say what the platform holds. What was found is recorded with
+    an empty hash, so the next plan compares it again and finishes the change if needed.
+    """
+    items = store.unsettled_items(engine)
+    if not items:
+        return 0
+    usernames = [i["display"] for i in items if i["kind"] == Kind.EMPLOYEE.value]
+    people = {(p.username or "").casefold(): p for p in client.employees_by_username(usernames)}
+    verdicts: list[tuple[dict[str, Any], str, str]] = []
+    writes: list[Callable[[Connection], None]] = []
+    for item in items:
+        if item["kind"] == Kind.DEPARTMENT.value:
+            verdict = _recover_department(client, item, writes)
+        else:
+            person = people.get(item["display"].casefold())
+            verdict = _recover_employee(person, item, writes, now_ms)
+        verdicts.append((item, *verdict))
+    with store.write(engine) as conn:
+        for (run_id,), group in itertools.groupby(
+            sorted(verdicts, key=lambda v: v[0]["run_id"]), key=lambda v: (v[0]["run_id"],)
+        ):
+            store.settle_items(
+                conn,
+                run_id,
+                [{"seq": i["seq"], "outcome": o, "error": e} for i, o, e in group],
+            )
+        for apply_write in writes:
+            apply_write(conn)
+    log.info("resolved %d items left unanswered by an interrupted run", len(items))
+    return len(items)
+
+
+def _recover_department(
+    client: PlatformClient, item: dict[str, Any], writes: list[Callable[[Connection], None]]
+) -> tuple[str, str]:
+    key, action = item["key"], item["action"]
+    node = client.node_by_serial(key)
+    if action == Action.DELETE.value:
+        if node is None:
+            writes.append(lambda conn: store.delete_departments(conn, [key]))
+            return "recovered", "interrupted; the node is gone from the platform"
+        return "failed", "interrupted before the node was deleted"
+    if node is None:
+        return "failed", "interrupted before the node was written"
+    row = {
+        "source_id": key,
+        "node_id": node.id,
+        "name_path": item["display"],
+        "fields": item["after"] or "{}",
+        "hash": "",
+        "adopted": False,
+    }
+    writes.append(lambda conn: store.upsert_departments(conn, [row]))
+    return "recovered", "interrupted; the node was found on the platform and is compared again"
+
+
+def _recover_employee(
+    person: Any, item: dict[str, Any], writes: list[Callable[[Connection], None]], now_ms: int
+) -> tuple[str, str]:
+    key, username, action = item["key"], item["display"], item["action"]
+    if action == Action.REMOVE.value:
+        if person is None:
+            writes.append(lambda conn: store.delete_employees(conn, [(key, username)]))
+            return "recovered", "interrupted; the account is gone from the platform"
+        return "failed", "interrupted before the account was removed"
+    if person is None:
+        return "failed", "interrupted before the account was written"
+    if action in (Action.LOCK.value, Action.UNLOCK.value):
+        locked = bool(person.locked)
+        reason = "missing" if locked else None
+        writes.append(lambda conn: store.set_locked(conn, [key], locked, reason, now_ms))
+        return "recovered", f"interrupted; the account is {'locked' if locked else 'active'}"
+    row = {
+        "source_id": key,
+        "username": person.username,
+        "employee_id": person.id,
+        "fields": item["after"] or "{}",
+        "hash": "",
+        "adopted": False,
+    }
+    writes.append(lambda conn: store.upsert_employees(conn, [row]))
+    return "recovered", "interrupted; the account was found on the platform and is compared again"

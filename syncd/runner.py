@@ -1,0 +1,429 @@
+"""One sync: read the source, plan, check the guards, apply, and record the run.
+
+Every run, dry or real, leaves a row in ``runs`` with its plan items and outcome; a run
+that cannot start (settings, lock) raises before anything is recorded.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from sqlalchemy import Engine
+
+from syncd import snapshot as store
+from syncd.config import Settings
+from syncd.errors import (
+    EXIT_BLOCKED,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    LockHeld,
+    StateError,
+    SyncdError,
+)
+from syncd.executor import ApplyResult, Executor, Progress, item_rows, recover
+from syncd.logs import redact
+from syncd.model import Directory
+from syncd.plan import (
+    GuardDecision,
+    Limits,
+    Plan,
+    PlatformNode,
+    PlatformPerson,
+    PlatformView,
+    Policy,
+    Snapshot,
+    check_guards,
+    plan,
+)
+from syncd.platform import PlatformClient
+from syncd.sources import describe, read_directory
+
+log = logging.getLogger(__name__)
+
+REFRESH_CURSOR = "platform.refresh_time"
+SOURCE_CURSOR = "source.mark"
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    dry_run: bool = False
+    read: Literal["full", "incremental"] = "full"
+    allow_removals: int | None = None
+    trigger: str = "shell"
+
+
+@dataclass
+class RunResult:
+    run_id: int
+    outcome: str  # ok, partial, failed, blocked, interrupted
+    exit_code: int
+    dry_run: bool
+    plan: Plan | None = None
+    directory: Directory | None = None
+    guards: list[GuardDecision] = field(default_factory=list)
+    applied: ApplyResult | None = None
+    error: str | None = None
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+# ---------------------------------------------------------------- the run lock
+
+
+class RunLock:
+    """An exclusive lock in the state directory: two syncs never run at once on one host."""
+
+    def __init__(self, state_dir: Path, purpose: str) -> None:
+        self.path = state_dir / "run.lock"
+        self.purpose = purpose
+        self._file: IO[str] | None = None
+
+    def acquire(self, wait_seconds: float = 0.0) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle = self.path.open("a+", encoding="utf-8")
+        except OSError as exc:
+            raise StateError(f"run lock {self.path}: {exc.strerror}") from None
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    handle.close()
+                    raise LockHeld(self._held_message()) from None
+                time.sleep(0.2)  # polling a lock held by another process
+        handle.seek(0)
+        handle.truncate()
+        holder = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "purpose": self.purpose,
+            "since": now_ms(),
+        }
+        handle.write(json.dumps(holder))
+        handle.flush()
+        self._file = handle
+
+    def release(self) -> None:
+        if self._file is not None:
+            self._file.seek(0)
+            self._file.truncate()
+            fcntl.flock(self._file, fcntl.LOCK_UN)
+            self._file.close()
+            self._file = None
+
+    def _held_message(self) -> str:
+        held = lock_holder(self.path.parent)
+        if not held:
+            return f"another syncd process holds the run lock {self.path}"
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(held.get("since", 0) / 1000))
+        return (
+            f"another syncd process is running ({held.get('purpose', '?')}, pid {held.get('pid')} "
+            f"on {held.get('host')}, since {since}); try again when it has finished"
+        )
+
+
+def lock_holder(state_dir: Path) -> dict[str, Any] | None:
+    """Who holds the run lock, or None when it is free."""
+    path = state_dir / "run.lock"
+    try:
+        with path.open("r", encoding="utf-8") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                text = handle.read()
+                return json.loads(text) if text else {}
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            return None
+    except (OSError, ValueError):
+        return None
+
+
+@contextmanager
+def run_lock(state_dir: Path, purpose: str, wait_seconds: float = 0.0) -> Iterator[None]:
+    lock = RunLock(state_dir, purpose)
+    lock.acquire(wait_seconds)
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+# ---------------------------------------------------------------- one sync
+
+
+def policy_of(settings: Settings) -> Policy:
+    s = settings.sync
+    return Policy(
+        leaver_policy=s.leaver_policy,
+        remove_after_days=s.remove_after_days,
+        exclude_usernames=tuple(s.exclude.usernames),
+        exclude_departments=tuple(s.exclude.departments),
+        username_change=s.username_change,
+        extended_fields=dict(s.extended_fields),
+    )
+
+
+def run_sync(
+    settings: Settings,
+    request: RunRequest,
+    *,
+    engine: Engine | None = None,
+    progress: Progress | None = None,
+    stop: threading.Event | None = None,
+    lock_wait_seconds: float = 0.0,
+) -> RunResult:
+    """Run one sync under the run lock; raises only when it cannot start."""
+    engine = engine or store.open_engine(settings.database)
+    purpose = f"{request.trigger} {'dry run' if request.dry_run else 'sync'}"
+    with run_lock(settings.state_dir, purpose, lock_wait_seconds):
+        store.interrupt_stale_runs(engine, now_ms())
+        run = _Run(settings, request, engine, progress, stop)
+        return run.execute()
+
+
+class _Run:
+    def __init__(
+        self,
+        settings: Settings,
+        request: RunRequest,
+        engine: Engine,
+        progress: Progress | None,
+        stop: threading.Event | None,
+    ) -> None:
+        self.settings = settings
+        self.request = request
+        self.engine = engine
+        self.progress = progress
+        self.stop = stop or threading.Event()
+        self.started = now_ms()
+        self.summary: dict[str, Any] = {}
+        read = "full" if settings.source.kind == "csv" else request.read
+        self.run_id = store.start_run(
+            engine,
+            trigger=request.trigger,
+            mode="dry_run" if request.dry_run else "apply",
+            read=read,
+            source=describe(settings.source),
+            started_at=self.started,
+        )
+        self.result = RunResult(self.run_id, "failed", EXIT_FAILED, request.dry_run)
+
+    def execute(self) -> RunResult:
+        client: PlatformClient | None = None
+        try:
+            client = PlatformClient(self.settings.platform, store.TokenStore(self.engine))
+            self._sync(client)
+        except SyncdError as exc:
+            self.result.outcome, self.result.exit_code = "failed", EXIT_FAILED
+            self.result.error = redact(str(exc))
+            log.error("run %d failed: %s", self.run_id, self.result.error)
+        finally:
+            if client is not None:
+                self.summary["retries"] = client.retries
+                self.summary["calls"] = dict(client.calls)
+                client.close()
+            self._finish()
+        return self.result
+
+    def _sync(self, client: PlatformClient) -> None:
+        recovered = recover(client, self.engine, now_ms())
+        self.summary["recovered"] = recovered
+        directory = self._read()
+        snapshot = store.load_snapshot(self.engine)
+        view = fetch_view(client, snapshot, directory, self._refresh_time(), self.settings)
+        the_plan = plan(directory, snapshot, view, policy_of(self.settings), now_ms())
+        limits = Limits(
+            self.settings.sync.max_removals,
+            self.settings.sync.max_removal_ratio,
+            self.request.allow_removals,
+        )
+        guards = check_guards(the_plan, directory, snapshot, limits)
+        self.result.plan, self.result.guards = the_plan, guards
+        self.summary["guards"] = [asdict(g) for g in guards]
+        self.summary["notes"] = [asdict(n) for n in the_plan.notes]
+        self.summary["planned"] = {
+            f"{k.value}.{a.value}": n for (k, a), n in the_plan.counts().items()
+        }
+        with store.write(self.engine) as conn:
+            store.insert_items(conn, self.run_id, list(item_rows(the_plan.changes)))
+        blocked = [g for g in guards if not g.passed]
+        if blocked:
+            self.result.outcome, self.result.exit_code = "blocked", EXIT_BLOCKED
+            self.result.error = "; ".join(g.message for g in blocked)
+            log.error("run %d blocked by a guard: %s", self.run_id, self.result.error)
+            return
+        if self.request.dry_run:
+            self.result.outcome, self.result.exit_code = "ok", EXIT_OK
+            return
+        self._apply(client, the_plan, snapshot, view, directory)
+
+    def _read(self) -> Directory:
+        since = None
+        if self.request.read == "incremental" and self.settings.source.kind == "ldap":
+            since = store.get_cursor(self.engine, SOURCE_CURSOR)
+        directory = read_directory(self.settings.source, since=since)
+        self.result.directory = directory
+        self.summary["source"] = {
+            "kind": self.settings.source.kind,
+            "where": describe(self.settings.source),
+            "read": "full" if directory.complete else "incremental",
+            "departments": len(directory.departments),
+            "employees": len(directory.employees),
+            "rejected": len(directory.rejected),
+        }
+        store.insert_rejected(
+            self.engine,
+            self.run_id,
+            [
+                {"kind": r.kind.value, "where": r.where, "key": r.key, "reason": r.reason}
+                for r in directory.rejected
+            ],
+        )
+        return directory
+
+    def _refresh_time(self) -> int | None:
+        value = store.get_cursor(self.engine, REFRESH_CURSOR)
+        return int(value) if value else None
+
+    def _apply(
+        self,
+        client: PlatformClient,
+        the_plan: Plan,
+        snapshot: Snapshot,
+        view: PlatformView,
+        directory: Directory,
+    ) -> None:
+        executor = Executor(
+            client,
+            self.engine,
+            self.run_id,
+            snapshot,
+            root_id=view.root_id,
+            root_name=view.root_name,
+            paths=current_paths(snapshot, view),
+            department_path=lambda d: _directory_path(directory, view.root_name, d),
+            batch_size=self.settings.platform.batch_size,
+            concurrency=self.settings.platform.concurrency,
+            now_ms=now_ms,
+            progress=self.progress,
+            stop=self.stop,
+        )
+        applied = executor.apply(the_plan)
+        self.result.applied = applied
+        self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
+        if applied.error is not None:
+            raise applied.error
+        if applied.interrupted:
+            self.result.outcome, self.result.exit_code = "interrupted", EXIT_PARTIAL
+        elif applied.failed:
+            self.result.outcome, self.result.exit_code = "partial", EXIT_PARTIAL
+        else:
+            self.result.outcome, self.result.exit_code = "ok", EXIT_OK
+        self._advance_cursors(view, directory, clean=not applied.failed and not applied.interrupted)
+
+    def _advance_cursors(self, view: PlatformView, directory: Directory, *, clean: bool) -> None:
+        stamps = [n.last_modified for n in view.nodes.values() if n.last_modified is not None]
+        with store.write(self.engine) as conn:
+            if stamps:
+                store.set_cursor(conn, REFRESH_CURSOR, str(max(stamps)))
+            # A failed change must be read again by the next delta: the mark moves only when clean.
+            if clean and directory.cursor is not None:
+                store.set_cursor(conn, SOURCE_CURSOR, directory.cursor)
+
+    def _finish(self) -> None:
+        finished = now_ms()
+        self.summary["error"] = self.result.error
+        self.summary["duration_ms"] = finished - self.started
+        store.finish_run(
+            self.engine,
+            self.run_id,
+            outcome=self.result.outcome,
+            exit_code=self.result.exit_code,
+            finished_at=finished,
+            summary=json.dumps(self.summary, ensure_ascii=False),
+        )
+
+
+def _directory_path(directory: Directory, root_name: str, department_id: str) -> str | None:
+    if department_id not in directory.departments:
+        return None
+    return "/".join((root_name, *directory.path(department_id)))
+
+
+def current_paths(snapshot: Snapshot, view: PlatformView) -> dict[str, str]:
+    """Each synced department's name path on the platform: from a full listing when there is one."""
+    listed = view.name_paths() if view.complete_listing else {}
+    return {k: listed.get(d.node_id, d.name_path) for k, d in snapshot.departments.items()}
+
+
+# ---------------------------------------------------------------- the platform view
+
+
+def fetch_view(
+    client: PlatformClient,
+    snapshot: Snapshot,
+    directory: Directory,
+    refresh_time: int | None,
+    settings: Settings,
+) -> PlatformView:
+    """Read what planning needs from the platform: root, nodes, and accounts to adopt."""
+    root = client.root()
+    complete = directory.complete or not snapshot.departments or refresh_time is None
+    nodes: Mapping[int, PlatformNode] = {}
+    if complete:
+        nodes = _nodes(client.page_orgs())
+    elif settings.sync.drift_check:
+        nodes = _nodes(client.page_orgs(refresh_time=refresh_time))
+    people: dict[str, PlatformPerson] = {}
+    known = {e.username.casefold() for e in snapshot.employees.values()}
+    unknown = [
+        e.username
+        for e in directory.employees.values()
+        if e.id not in snapshot.employees and e.username.casefold() not in known
+    ]
+    # An organization with nobody in it has nobody to adopt: skip the look-ups.
+    if unknown and (root.all_employee_count or 0) > 0:
+        for record in client.employees_by_username(unknown):
+            if record.username:
+                people[record.username.casefold()] = PlatformPerson(
+                    record.id, record.username, record.locked or record.disabled
+                )
+    return PlatformView(root.id, root.name or "", nodes, complete, people)
+
+
+def _nodes(records: Any) -> dict[int, PlatformNode]:
+    nodes = {}
+    for n in records:
+        nodes[n.id] = PlatformNode(
+            n.id,
+            n.name or "",
+            n.parent_org_id,
+            n.serial_no or None,
+            _int(n.sort_order),
+            n.last_modified,
+        )
+    return nodes
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return None if value is None or value == "" else int(value)
+    except (TypeError, ValueError):
+        return None
