@@ -50,7 +50,9 @@ def test_latency_is_added_and_counted(api: Api, emulator: RunningEmulator) -> No
 
 def test_drop_before_loses_the_request(api: Api, emulator: RunningEmulator) -> None:
     emulator.set_faults(scripted=[{"match": "import-employees", "fault": "drop_before"}])
-    with pytest.raises(httpx.RemoteProtocolError):
+    # The request body is never read, so closing may reset the connection (a ReadError)
+    # instead of cutting the answer short: either way the answer is lost.
+    with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
         api.call("POST", f"{ORG}/import-employees", json=[person("ann")])
     assert emulator.state()["employees"] == []
     assert emulator.stats()["faults"] == {"drop_before": 1}
