@@ -210,6 +210,67 @@ def check(config: ConfigOption = None) -> None:
         out.print(f"  {row.where}: {what}: {row.reason}", markup=False, highlight=False)
 
 
+reports_app = typer.Typer(help="Review the runs syncd recorded.", no_args_is_help=True)
+app.add_typer(reports_app, name="reports")
+
+
+@reports_app.command("list")
+def reports_list(
+    config: ConfigOption = None,
+    last: Annotated[int, typer.Option(help="How many runs, newest first.")] = 20,
+    failed: Annotated[
+        bool, typer.Option(help="Only runs that failed, partly failed or were blocked.")
+    ] = False,
+) -> None:
+    """One line per run."""
+    from syncd.runs import print_run_list
+
+    print_run_list(settings_from(config), out, last=last, failed_only=failed)
+
+
+@reports_app.command("show")
+def reports_show(
+    run: Annotated[str, typer.Argument(help="A run id, or 'latest'.")] = "latest",
+    config: ConfigOption = None,
+    failed_only: Annotated[bool, typer.Option(help="Only the items that failed.")] = False,
+    fmt: Annotated[str, typer.Option("--format", help="text, json, csv or html.")] = "text",
+    output: Annotated[
+        Path | None, typer.Option(help="Write to this file instead of stdout.")
+    ] = None,
+) -> None:
+    """One run in full: summary, failures grouped by error, changes, rejected rows."""
+    from syncd.runs import show_run
+
+    show_run(settings_from(config), out, run, fmt=fmt, failed_only=failed_only, output=output)
+
+
+@reports_app.command("prune")
+def reports_prune(
+    keep_days: Annotated[int, typer.Option(help="Keep the runs of the last N days.")],
+    config: ConfigOption = None,
+) -> None:
+    """Delete the records of older runs."""
+    from syncd.runs import prune_runs
+
+    prune_runs(settings_from(config), out, keep_days=keep_days)
+
+
+@app.command()
+def run(config: ConfigOption = None) -> None:
+    """Run as a service: sync on the configured schedule until stopped."""
+    from syncd.daemon import serve
+
+    raise typer.Exit(serve(config))
+
+
+@app.command()
+def status(config: ConfigOption = None) -> None:
+    """Last runs, the next scheduled run, and who holds the run lock."""
+    from syncd.daemon import print_status
+
+    print_status(settings_from(config), out)
+
+
 @app.command()
 def emulator(
     host: Annotated[
