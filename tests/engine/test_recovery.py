@@ -1,0 +1,94 @@
+"""kill -9 in the middle of an apply, then a normal run: nothing twice, nothing lost."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from syncd.errors import EXIT_OK
+from tests.engine.company import World, employee
+
+SYNCD = str(Path(sys.executable).with_name("syncd"))
+IMPORT_ORGS = "POST /v1/admin/organizations/{org_code}/import-orgs"
+IMPORT_EMPLOYEES = "POST /v1/admin/organizations/{code}/import-employees"
+LOCK = "POST /v1/admin/organizations/{code}/employees/{employee_id}/lock"
+
+
+def wait_for_requests(
+    world: World, endpoint: str, count: int, process: subprocess.Popen[bytes]
+) -> None:
+    """Until the emulator has received `count` requests to `endpoint` (or the sync ended)."""
+    deadline = time.monotonic() + 60
+    while world.emulator.stats()["requests"].get(endpoint, 0) < count:
+        assert process.poll() is None, "the sync finished before the kill point"
+        assert time.monotonic() < deadline, f"never saw {count} × {endpoint}"
+
+
+def snapshot_rows(world: World) -> tuple[dict[str, int], dict[str, int]]:
+    with sqlite3.connect(world.folder / "state" / "syncd.db") as db:
+        nodes = dict(db.execute("SELECT source_id, node_id FROM departments").fetchall())
+        people = dict(db.execute("SELECT username, employee_id FROM employees").fetchall())
+    return nodes, people
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "count"),
+    [
+        (IMPORT_ORGS, 1),  # during the first department level
+        (IMPORT_ORGS, 3),  # during the last department level
+        (IMPORT_EMPLOYEES, 1),  # the first batch of people in flight
+        (IMPORT_EMPLOYEES, 12),  # in the middle of the people
+        (LOCK, 2),  # while locking leavers, in the second run
+    ],
+)
+def test_a_killed_sync_is_resolved_by_the_next_run(world: World, endpoint: str, count: int) -> None:
+    world.company.employees += [employee(f"E{n}", f"user{n}", "D3") for n in range(10, 50)]
+    world.sync_settings["max_removal_ratio"] = 1.0
+    settings = world.settings()
+    if endpoint == LOCK:
+        world.sync()
+        world.company.employees = world.company.employees[:10]
+    world.company.write(world.folder)
+    world.emulator.set_faults(latency_ms=40)  # keep requests in flight long enough to be killed
+    process = subprocess.Popen(
+        [SYNCD, "sync", "--config", str(settings.database.parent.parent / "syncd.toml")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_requests(world, endpoint, count, process)
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        process.wait(timeout=30)
+    world.emulator.set_faults()
+
+    result = world.sync()
+    assert result.exit_code == EXIT_OK, result.error
+    platform = world.platform()
+    assert sorted(platform.serials) == sorted(set(platform.serials)), "a serial_no twice"
+    assert sorted(platform.usernames) == sorted(set(platform.usernames)), "a person twice"
+    expected = world.company.expected()
+    if endpoint == LOCK:  # leavers stay, locked
+        for username, person in platform.people.items():
+            expected.people.setdefault(username, (*person[:4], True))
+    assert platform.same_as(expected)
+
+    nodes, people = snapshot_rows(world)
+    state = world.emulator.state()
+    assert nodes == {n["serial_no"]: n["id"] for n in state["nodes"] if n.get("serial_no")}
+    assert people == {e["username"]: e["id"] for e in state["employees"]}
+    with sqlite3.connect(world.folder / "state" / "syncd.db") as db:
+        outcomes = [row[0] for row in db.execute("SELECT outcome FROM runs ORDER BY id")]
+        unsettled = db.execute("SELECT COUNT(*) FROM run_items WHERE outcome = 'sent'").fetchone()[
+            0
+        ]
+    assert outcomes[-2:] == ["interrupted", "ok"]
+    assert unsettled == 0
+    assert world.sync().plan.changes == ()  # type: ignore[union-attr]
