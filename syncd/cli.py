@@ -320,6 +320,42 @@ def emulator(
     )
 
 
+@app.command()
+def demo(
+    folder: Annotated[Path, typer.Option(help="Where the demo keeps its files and state.")] = Path(
+        ".syncd/demo"
+    ),
+) -> None:
+    """Sync the sample company into a local emulator, change it, sync again, show both runs."""
+    from syncd import demo as scenario
+    from syncd.emulator import EmulatorOptions, serve_in_thread
+    from syncd.runner import RunRequest, run_sync
+
+    with serve_in_thread(EmulatorOptions()) as platform:
+        config = scenario.prepare(
+            folder.resolve(), platform.base_url, platform.options.client_secret
+        )
+        settings = settings_from(config)
+        out.rule(
+            f"[bold]1. first sync[/]: the sample company into the emulator at {platform.base_url}"
+        )
+        first = run_sync(settings, RunRequest(trigger="demo"))
+        _print_run(settings, first, show=15)
+        out.rule("[bold]2. HR changes the export[/]")
+        for line in scenario.change_company(folder):
+            out.print(f"  {line}")
+        out.rule("[bold]3. second sync[/]: only the changes are sent")
+        second = run_sync(settings, RunRequest(trigger="demo"))
+        _print_run(settings, second, show=0)
+        calls = platform.stats()["requests"]
+    out.rule("[bold]platform calls made by both syncs[/]")
+    for endpoint, count in sorted(calls.items()):
+        out.print(f"  {count:4d}  {endpoint}")
+    out.print(f"\nReview them again: syncd reports list --config {config}")
+    if second.exit_code:
+        raise typer.Exit(second.exit_code)
+
+
 def main() -> None:
     try:
         app()

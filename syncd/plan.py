@@ -763,9 +763,21 @@ class _EmployeePlanner:
 # ---------------------------------------------------------------- messages
 
 
-def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+def _short(key: str, value: Any) -> str:
+    if key == "positions" and isinstance(value, list):
+        text = ", ".join(_position(p) for p in value) or "none"
+    elif key == "extended" and isinstance(value, dict):
+        text = ", ".join(f"{k}={v}" for k, v in value.items()) or "none"
+    elif isinstance(value, str):
+        text = repr(value)
+    else:
+        text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _position(p: Mapping[str, Any]) -> str:
+    where = str(p.get("department") or "root")
+    return f"{where} ({p['job_title']})" if p.get("job_title") else where
 
 
 def field_diff(
@@ -786,9 +798,8 @@ def _describe(c: Change) -> str:
         return f"adopt {noun} {c.display} as it is on the platform"
     if c.action in (Action.UPDATE, Action.MOVE):
         diff = field_diff(c.before, c.after)
-        detail = (
-            ", ".join(f"{k} {_short(b)} → {_short(a)}" for k, (b, a) in diff.items()) or "fields"
-        )
+        detail = ", ".join(f"{k} {_short(k, b)} → {_short(k, a)}" for k, (b, a) in diff.items())
+        detail = detail or "fields"
         where = f" to {c.new_path}" if c.action is Action.MOVE or c.new_path != c.display else ""
         verb = "move" if c.action is Action.MOVE else "update"
         return f"{verb} {noun} {c.display}{where if c.kind is Kind.DEPARTMENT else ''} ({detail})"

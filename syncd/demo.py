@@ -1,0 +1,79 @@
+"""The quickstart demo: the sample company synced into a local emulator, changed, synced again."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+from pathlib import Path
+
+SAMPLE_FILES = ("employees.csv", "departments.csv")
+
+
+def sample_folder() -> Path:
+    """config/sample in the working directory, else next to the package (a source checkout)."""
+    for base in (Path.cwd(), Path(__file__).resolve().parents[1]):
+        folder = base / "config" / "sample"
+        if (folder / "employees.csv").exists():
+            return folder
+    raise FileNotFoundError("config/sample/employees.csv: run the demo from a syncd checkout")
+
+
+def prepare(folder: Path, base_url: str, client_secret: str) -> Path:
+    """A fresh demo folder with copies of the sample data and settings; returns their path."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for name in SAMPLE_FILES:
+        shutil.copy(sample_folder() / name, folder / name)
+    settings = folder / "syncd.toml"
+    settings.write_text(
+        "\n".join(
+            [
+                "# Written by `syncd demo`: the sample company and a local platform emulator.",
+                'state_dir = "state"',
+                "[source]",
+                'kind = "csv"',
+                "[source.csv]",
+                'employees = "employees.csv"',
+                'departments = "departments.csv"',
+                "[platform]",
+                f'base_url = "{base_url}"',
+                'domain_id = "acme"',
+                'org_code = "acme"',
+                'client_id = "syncd"',
+                f'client_secret = "{client_secret}"',
+                'org_id = "acme"',
+                "",
+            ]
+        ),
+        encoding="utf-8",
+    )
+    settings.chmod(0o600)
+    return settings
+
+
+def change_company(folder: Path) -> list[str]:
+    """What HR changed since the first sync: a hire, a leaver, a move. Returns what was done."""
+    path = folder / "employees.csv"
+    with path.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    fields = list(rows[0])
+    rows = [r for r in rows if r["id"] != "E0003"]
+    for row in rows:
+        if row["id"] == "E0004":
+            row["department"] = "D03"
+    hire = dict(rows[-1])
+    hire.update(
+        id="E0041", username="linxue", name="林雪", en_name="Xue Lin", department="D04",
+        positions="", job_title="前端工程师", email="linxue@example.com", mobile="13800000041",
+        tel="", sn="10041", status="在职",
+    )  # fmt: skip
+    rows.append(hire)
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    return [
+        "hired 林雪 (linxue) into 前端开发部",
+        "陈志强 (chenzhiqiang) left the company",
+        "赵磊 (zhaolei) moved from 研发中心 to 后端开发部",
+    ]
