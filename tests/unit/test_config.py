@@ -150,3 +150,19 @@ def test_secret_values_are_not_echoed_in_errors(tmp_path: Path) -> None:
         load_settings(write(tmp_path, text))
     assert "string-secret-value" not in str(caught.value)
     assert "platform.client_secret" in str(caught.value)
+
+
+def test_the_example_settings_load_and_state_the_real_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from syncd.config import CsvEmployeeColumns, MetricsSettings, ReportSettings, SyncSettings
+
+    monkeypatch.setenv("SYNCD_PLATFORM__CLIENT_SECRET", "from-the-environment")
+    example = Path(__file__).parents[2] / "config" / "syncd.example.toml"
+    settings = load_settings(example)
+    assert settings.sync == SyncSettings()
+    assert settings.reports == ReportSettings()
+    assert settings.metrics == MetricsSettings()
+    assert settings.source.csv is not None
+    assert settings.source.csv.columns == CsvEmployeeColumns()
+    assert settings.source.csv.employees == example.parent / "sample" / "employees.csv"
