@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 
 from syncd.config import Settings, load_settings
-from syncd.errors import EXIT_FAILED, SyncdError
+from syncd.errors import EXIT_FAILED, EXIT_OK, SyncdError
 from syncd.logs import redact, register_secret, setup_logging
 
 if TYPE_CHECKING:
@@ -356,18 +356,29 @@ def demo(
         raise typer.Exit(second.exit_code)
 
 
-def main() -> None:
+def run_cli(args: list[str] | None = None) -> int:
+    """Run the command line and return its exit code; errors are printed, never raised."""
     try:
-        app()
+        code = app(args, standalone_mode=False)
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.TyperException as exc:  # a usage error; help asked for by giving no arguments
+        exc.show()  # type: ignore[attr-defined]
+        return EXIT_OK if type(exc).__name__ == "NoArgsIsHelpError" else EXIT_FAILED
+    except (typer.Abort, KeyboardInterrupt):
+        err.print("interrupted")
+        return 130
     except SyncdError as exc:
         err.print(f"[red]error:[/] {redact(str(exc))}", highlight=False)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        sys.exit(130)
+        return exc.exit_code
     except Exception as exc:  # a bug: say so, without leaking secrets in the traceback
         log.debug("unexpected error", exc_info=True)
         err.print(
             f"[red]internal error:[/] {type(exc).__name__}: {redact(str(exc))}", highlight=False
         )
-        sys.exit(EXIT_FAILED)
+        return EXIT_FAILED
+    return code if isinstance(code, int) else 0
+
+
+def main() -> None:
+    sys.exit(run_cli())

@@ -1,0 +1,86 @@
+"""The syncd command, in-process: what it prints and the exit codes it gives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from syncd.cli import run_cli
+from syncd.runner import RunLock
+from tests.engine.company import World, employee
+
+
+def syncd(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """Exit code and everything printed (stdout and stderr) of one command."""
+    code = run_cli(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def config_of(world: World) -> str:
+    world.company.write(world.folder)
+    world.settings()
+    return str(world.folder / "syncd.toml")
+
+
+def test_check_reads_the_source_without_the_platform(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    world.company.employees.append(employee("E9", "", "D1"))  # no username: rejected
+    code, output = syncd(capsys, "check", "--config", config_of(world))
+    assert code == 0, output
+    assert "employees   5" in output and "rejected    1" in output
+    assert "employees.csv:7: employee: column 'username' is empty, and it is required" in output
+    assert world.emulator.stats()["total_requests"] == 0
+
+
+def test_dry_run_prints_the_plan_and_check_exits_1_when_changes_are_pending(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = config_of(world)
+    code, output = syncd(capsys, "sync", "--dry-run", "--config", config)
+    assert code == 0, output
+    assert "plan: 9 to create" in output
+    assert "+ create department Acme/Head Office/R&D/Backend" in output
+    assert "dry run 1: ok (exit 0)" in output
+    assert syncd(capsys, "sync", "--check", "--config", config)[0] == 1
+    assert syncd(capsys, "sync", "--config", config)[0] == 0
+    assert syncd(capsys, "sync", "--check", "--config", config)[0] == 0
+
+
+def test_a_broken_settings_file_is_one_clear_error_and_exit_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "syncd.toml"
+    path.write_text("[platform]\nbatch_size = 'lots'\n")
+    code, output = syncd(capsys, "sync", "--config", str(path))
+    assert code == 3
+    assert "key platform.batch_size: Input should be a valid integer" in output
+    assert "Traceback" not in output
+
+
+def test_a_second_sync_while_one_runs_exits_3_naming_the_holder(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = config_of(world)
+    lock = RunLock(world.folder / "state", "schedule sync")
+    lock.acquire()
+    try:
+        code, output = syncd(capsys, "sync", "--config", config)
+    finally:
+        lock.release()
+    assert code == 3
+    assert "another syncd process is running (schedule sync, pid" in output
+    assert world.emulator.stats()["total_requests"] == 0
+
+
+def test_a_wrong_secret_is_exit_3_and_never_printed(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = config_of(world)
+    Path(config).write_text(Path(config).read_text().replace("demo-secret", "wrong-secret-123"))
+    code, output = syncd(capsys, "sync", "--config", config)
+    assert code == 3
+    assert "202104" in output or "authentication failed" in output
+    assert "wrong-secret-123" not in output
