@@ -330,6 +330,7 @@ def demo(
     from syncd import demo as scenario
     from syncd.emulator import EmulatorOptions, serve_in_thread
     from syncd.runner import RunRequest, run_sync
+    from syncd.runs import show_run
 
     with serve_in_thread(EmulatorOptions()) as platform:
         config = scenario.prepare(
@@ -351,7 +352,12 @@ def demo(
     out.rule("[bold]platform calls made by both syncs[/]")
     for endpoint, count in sorted(calls.items()):
         out.print(f"  {count:4d}  {endpoint}")
-    out.print(f"\nReview them again: syncd reports list --config {config}")
+    out.rule(f"[bold]4. the report of run {second.run_id}[/]: syncd reports show {second.run_id}")
+    show_run(settings, out, str(second.run_id), fmt="text")
+    page = folder / "report.html"
+    show_run(settings, out, str(second.run_id), fmt="html", output=page)
+    out.print(f"\nThe same report as a web page: {page}")
+    out.print(f"Review the runs again: syncd reports list --config {config}")
     if second.exit_code:
         raise typer.Exit(second.exit_code)
 

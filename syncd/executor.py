@@ -12,6 +12,7 @@ after retries, credentials refused) stops sending; what was done stays recorded.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import logging
@@ -19,6 +20,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any, Protocol
@@ -94,6 +96,21 @@ def _json(value: Mapping[str, Any] | None) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+@contextmanager
+def _collection_paused() -> Iterator[None]:
+    """Keep the cyclic garbage collector off what exists when a plan starts being applied.
+
+    The directory, snapshot and plan live through the whole apply: the collector's full
+    passes over them found nothing to free and took a tenth of a 100,000-person sync's
+    CPU time. Frozen, they are skipped; what the apply makes is still collected.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def _phase(c: Change) -> str:
     if c.kind is Kind.DEPARTMENT:
         if c.action is Action.CREATE:
@@ -163,13 +180,14 @@ class Executor:
             "delete departments": self._delete_departments,
         }
         try:
-            for name, group in phases:
-                if self.stop.is_set():
-                    self.result.interrupted = True
-                    break
-                items = [Item(seq, change) for seq, change in group]
-                self.progress.phase(name, len(items))
-                handlers[name](items)
+            with _collection_paused():
+                for name, group in phases:
+                    if self.stop.is_set():
+                        self.result.interrupted = True
+                        break
+                    items = [Item(seq, change) for seq, change in group]
+                    self.progress.phase(name, len(items))
+                    handlers[name](items)
         except (PlatformUnavailable, TokenError) as exc:
             self.result.error = exc
         return self.result
@@ -212,6 +230,8 @@ class Executor:
                         self._fail(batch, str(exc))
                     else:
                         settle(batch, answer)
+                    for item in batch:
+                        item.body = {}  # sent and settled: let it go before the phase ends
                     self.progress.advance(len(batch))
         if fatal is not None:
             raise fatal
@@ -385,8 +405,33 @@ class Executor:
     # ------------------------------------------------------------ employees
 
     def _upsert_employees(self, items: list[Item]) -> None:
-        ready = [item for item in items if self._prepare_employee(item)]
-        self._pipeline(self._batches(ready), self._send_import_employees, self._settle_upserts)
+        # Bodies are built batch by batch as they are sent, so they never all exist at once.
+        unsent = iter(items)
+        try:
+            self._pipeline(
+                self._ready_batches(unsent, self._prepare_employee),
+                self._send_import_employees,
+                self._settle_upserts,
+            )
+        finally:
+            # Stopped or failed early: what could never have been sent is still recorded
+            # as failed, as when every body was built before the first batch.
+            for item in unsent:
+                self._prepare_employee(item)
+
+    def _ready_batches(
+        self, items: Iterator[Item], prepare: Callable[[Item], bool]
+    ) -> Iterator[list[Item]]:
+        """Batches of the items ``prepare`` readies, in order, each prepared when needed."""
+        batch: list[Item] = []
+        for item in items:
+            if prepare(item):
+                batch.append(item)
+                if len(batch) == self.batch_size:
+                    yield batch
+                    batch = []
+        if batch:
+            yield batch
 
     def _prepare_employee(self, item: Item) -> bool:
         e = item.change.record
@@ -444,7 +489,7 @@ class Executor:
 
     def _settle_upserts(self, batch: list[Item], answer: ImportResult) -> None:
         outcomes: list[tuple[Item, str, str | None, int | None]] = []
-        rows = []
+        rows: list[tuple[Item, dict[str, Any]]] = []
         rekeyed = []
         for item in batch:
             employee_id = _lookup(answer.successes, item.key)
@@ -457,22 +502,25 @@ class Executor:
             c = item.change
             self.employee_ids[c.key] = employee_id
             outcomes.append((item, "ok", None, None))
-            rows.append(
-                {
-                    "source_id": c.key,
-                    "username": item.key,
-                    "employee_id": employee_id,
-                    "fields": _json(c.after) or "{}",
-                    "hash": c.hash,
-                    "adopted": c.platform_before is not None,
-                }
-            )
+            row = {
+                "source_id": c.key,
+                "username": item.key,
+                "employee_id": employee_id,
+                "hash": c.hash,
+                "adopted": c.platform_before is not None,
+            }
+            rows.append((item, row))
             if c.previous_key:
                 rekeyed.append((c.previous_key, item.key))
 
         def writes(conn: Connection) -> None:
+            # The snapshot keeps the very JSON text the journal holds for each item: read
+            # back in one query rather than encoded a second time.
+            journaled = store.journaled_after(conn, self.run_id, batch[0].seq, batch[-1].seq)
+            for item, row in rows:
+                row["fields"] = journaled.get(item.seq) or _json(item.change.after) or "{}"
             store.delete_employees(conn, rekeyed)
-            store.upsert_employees(conn, rows)
+            store.upsert_employees(conn, [row for _, row in rows])
 
         self._record(outcomes, writes)
 

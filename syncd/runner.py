@@ -48,6 +48,7 @@ from syncd.plan import (
     plan,
 )
 from syncd.platform import PlatformClient
+from syncd.runs import after_run
 from syncd.sources import describe, read_directory
 
 log = logging.getLogger(__name__)
@@ -194,8 +195,10 @@ def run_sync(
     purpose = f"{request.trigger} {'dry run' if request.dry_run else 'sync'}"
     with run_lock(settings.state_dir, purpose, lock_wait_seconds):
         store.interrupt_stale_runs(engine, now_ms())
-        run = _Run(settings, request, engine, progress, stop)
-        return run.execute()
+        result = _Run(settings, request, engine, progress, stop).execute()
+    # Outside the lock: a slow notification must not hold up the next sync.
+    after_run(settings, engine, result.run_id)
+    return result
 
 
 class _Run:
@@ -262,7 +265,9 @@ class _Run:
             f"{k.value}.{a.value}": n for (k, a), n in the_plan.counts().items()
         }
         with store.write(self.engine) as conn:
-            store.insert_items(conn, self.run_id, list(item_rows(the_plan.changes)))
+            store.insert_items(conn, self.run_id, item_rows(the_plan.changes))  # streamed
+            # Recorded now, so a run killed during its apply still tells what it planned.
+            store.set_summary(conn, self.run_id, self.summary)
         blocked = [g for g in guards if not g.passed]
         if blocked:
             self.result.outcome, self.result.exit_code = "blocked", EXIT_BLOCKED

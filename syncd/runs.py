@@ -1,0 +1,331 @@
+"""Recorded runs, from the state database: reports, the run list, retention, notifications.
+
+The I/O side of ``syncd.report``: this module reads rows and hands plain values to the
+pure report code. ``after_run`` is what the runner calls once a run is recorded.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from sqlalchemy import Connection, Engine, bindparam, text
+from sqlalchemy.exc import SQLAlchemyError
+
+from syncd import report as rpt
+from syncd import snapshot as store
+from syncd.config import Settings
+from syncd.errors import SyncdError
+from syncd.logs import redact
+
+log = logging.getLogger(__name__)
+
+DAY_MS = 86_400_000
+HISTORY = 30  # runs in the HTML report's chart
+LATEST = "latest"
+
+
+class NoSuchRun(SyncdError):
+    """The run asked for is not in the state database."""
+
+
+# ---------------------------------------------------------------- reading runs
+
+
+def resolve_run(engine: Engine, ref: str) -> int:
+    """A run id from ``ref``: a number, or "latest"; SyncdError when there is no such run."""
+    with engine.connect() as conn:
+        if ref.strip().lower() == LATEST:
+            latest = conn.execute(text("SELECT MAX(id) FROM runs")).scalar()
+            if latest is None:
+                raise NoSuchRun("no runs are recorded yet: run `syncd sync` first")
+            return int(latest)
+        if not ref.strip().isdigit():
+            raise NoSuchRun(f"{ref!r} is not a run: give a run id or 'latest'")
+        run_id = int(ref)
+        found = conn.execute(text("SELECT 1 FROM runs WHERE id = :r"), {"r": run_id}).first()
+    if found is None:
+        raise NoSuchRun(f"no run {run_id} is recorded: see `syncd reports list`")
+    return run_id
+
+
+def load_report(
+    engine: Engine, ref: str | int, *, failed_only: bool = False, history: int = HISTORY
+) -> rpt.RunReport:
+    """One run in full: its row, counts, items (or only the failed ones) and rejected rows."""
+    run_id = ref if isinstance(ref, int) else resolve_run(engine, ref)
+    with engine.connect() as conn:
+        row = conn.execute(text("SELECT * FROM runs WHERE id = :r"), {"r": run_id}).first()
+        if row is None:
+            raise NoSuchRun(f"no run {run_id} is recorded: see `syncd reports list`")
+        rejected = conn.execute(
+            text("SELECT * FROM rejected_rows WHERE run_id = :r ORDER BY seq"), {"r": run_id}
+        )
+        rejected_rows = [dict(r._mapping) for r in rejected]
+        counts = _counts(conn, [run_id]).get(run_id, [])
+        points = _history(conn, run_id, history)
+    items = store.load_items(engine, run_id, outcome="failed" if failed_only else None)
+    return rpt.build_report(
+        dict(row._mapping),
+        items,
+        rejected_rows,
+        [_count_dict(c) for c in counts],
+        history=points,
+        failed_only=failed_only,
+    )
+
+
+def _count_dict(count: rpt.Count) -> dict[str, Any]:
+    return {"kind": count.kind, "action": count.action, "outcome": count.outcome, "n": count.n}
+
+
+def _counts(conn: Connection, run_ids: Sequence[int]) -> dict[int, list[rpt.Count]]:
+    """Items per run by kind, action and outcome: the truth even for runs cut short."""
+    if not run_ids:
+        return {}
+    query = text(
+        "SELECT run_id, kind, action, outcome, COUNT(*) FROM run_items "
+        "WHERE run_id IN :ids GROUP BY run_id, kind, action, outcome"
+    ).bindparams(bindparam("ids", expanding=True))
+    found: dict[int, list[rpt.Count]] = {}
+    for run_id, kind, action, outcome, n in conn.execute(query, {"ids": list(run_ids)}):
+        found.setdefault(int(run_id), []).append(rpt.Count(kind, action, outcome, int(n)))
+    return found
+
+
+def _rejected_counts(conn: Connection, run_ids: Sequence[int]) -> dict[int, int]:
+    if not run_ids:
+        return {}
+    query = text(
+        "SELECT run_id, COUNT(*) FROM rejected_rows WHERE run_id IN :ids GROUP BY run_id"
+    ).bindparams(bindparam("ids", expanding=True))
+    return {int(r): int(n) for r, n in conn.execute(query, {"ids": list(run_ids)})}
+
+
+def _runs(
+    conn: Connection, *, last: int, upto: int | None = None, failed_only: bool = False
+) -> list[rpt.RunInfo]:
+    """The newest ``last`` runs (up to run ``upto``), newest first."""
+    query = text(
+        "SELECT id, trigger, mode, read, source, started_at, finished_at, outcome, exit_code, "
+        "host, pid FROM runs WHERE (:upto IS NULL OR id <= :upto) "
+        "AND (NOT :failed_only OR outcome IN :problems) ORDER BY id DESC LIMIT :n"
+    ).bindparams(bindparam("problems", expanding=True))
+    params = {
+        "n": last,
+        "upto": upto,
+        "failed_only": failed_only,
+        "problems": list(rpt.PROBLEM_OUTCOMES),
+    }
+    return [rpt.run_info(dict(r._mapping)) for r in conn.execute(query, params)]
+
+
+def _history(conn: Connection, upto: int, limit: int) -> list[rpt.HistoryPoint]:
+    runs = _runs(conn, last=limit, upto=upto)
+    counts = _counts(conn, [r.id for r in runs])
+    return [rpt.history_point(r, counts.get(r.id, [])) for r in reversed(runs)]
+
+
+def list_runs(engine: Engine, *, last: int = 20, failed_only: bool = False) -> list[rpt.RunLine]:
+    """The newest runs, newest first, with their totals and rejected rows."""
+    with engine.connect() as conn:
+        runs = _runs(conn, last=max(last, 0), failed_only=failed_only)
+        ids = [r.id for r in runs]
+        counts = _counts(conn, ids)
+        rejected = _rejected_counts(conn, ids)
+    return [
+        rpt.RunLine(r, rpt.totals(r, counts.get(r.id, [])), rejected.get(r.id, 0)) for r in runs
+    ]
+
+
+# ---------------------------------------------------------------- retention
+
+
+@dataclass(frozen=True)
+class Pruned:
+    runs: int
+    items: int
+    rejected: int
+
+
+def prune(engine: Engine, keep_days: int, now_ms: int | None = None) -> Pruned:
+    """Delete runs started more than ``keep_days`` ago, with their items and rejected rows.
+
+    Never the latest run, never a running one, and never one whose items still wait for
+    recovery (sent without an answer): the next run needs that journal.
+    """
+    if keep_days < 0:
+        raise SyncdError(f"--keep-days must be 0 or more, not {keep_days}")
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    cutoff = now - keep_days * DAY_MS
+    with store.write(engine) as conn:
+        ids = [
+            int(r[0])
+            for r in conn.execute(
+                text(
+                    "SELECT id FROM runs WHERE started_at < :cutoff AND outcome != 'running' "
+                    "AND id != (SELECT MAX(id) FROM runs) AND NOT EXISTS (SELECT 1 FROM "
+                    "run_items i WHERE i.run_id = runs.id AND i.outcome = 'sent')"
+                ),
+                {"cutoff": cutoff},
+            )
+        ]
+        if not ids:
+            return Pruned(0, 0, 0)
+        items = _delete(conn, "DELETE FROM run_items WHERE run_id IN :ids", ids)
+        rejected = _delete(conn, "DELETE FROM rejected_rows WHERE run_id IN :ids", ids)
+        runs = _delete(conn, "DELETE FROM runs WHERE id IN :ids", ids)
+    return Pruned(runs, items, rejected)
+
+
+def _delete(conn: Connection, statement: str, ids: Sequence[int]) -> int:
+    query = text(statement).bindparams(bindparam("ids", expanding=True))
+    deleted = 0
+    for start in range(0, len(ids), 500):  # SQLite caps the number of bound parameters
+        deleted += conn.execute(query, {"ids": list(ids[start : start + 500])}).rowcount
+    return deleted
+
+
+# ---------------------------------------------------------------- notifications
+
+
+def should_notify(run: rpt.RunInfo) -> bool:
+    """Failed items, a failed run or a blocked one; a dry run only informs whoever ran it."""
+    return run.mode == "apply" and run.outcome in ("partial", "failed", "blocked")
+
+
+def notify(settings: Settings, engine: Engine, run_id: int) -> bool:
+    """Tell the configured administrators about a run that needs them; True when sent.
+
+    A notification is best effort: failing to send one is logged, never raised.
+    """
+    recipients = list(settings.reports.notify_usernames)
+    if not recipients:
+        return False
+    try:
+        report = load_report(engine, run_id, failed_only=True, history=0)
+        if not should_notify(report.run):
+            return False
+        _send(settings, engine, recipients, rpt.render_notification(report))
+    except Exception as exc:  # the run is over and recorded: nothing here may undo that
+        log.warning(
+            "run %d: could not notify %s: %s",
+            run_id,
+            ", ".join(recipients),
+            redact(f"{type(exc).__name__}: {exc}"),
+        )
+        return False
+    log.info("run %d: notified %s", run_id, ", ".join(recipients))
+    return True
+
+
+def _send(settings: Settings, engine: Engine, recipients: Sequence[str], message: str) -> None:
+    from syncd.platform import PlatformClient  # httpx is needed only when there is a message
+
+    with PlatformClient(settings.platform, store.TokenStore(engine)) as client:
+        client.send_text(recipients, message)
+
+
+def apply_retention(settings: Settings, engine: Engine) -> Pruned | None:
+    """Prune by ``reports.keep_days``; a failure is logged, not raised (it can wait a run)."""
+    try:
+        pruned = prune(engine, settings.reports.keep_days)
+    except (SyncdError, SQLAlchemyError) as exc:
+        log.warning("pruning old run reports failed: %s", redact(str(exc)))
+        return None
+    if pruned.runs:
+        log.info(
+            "pruned %d runs older than %d days (%d items, %d rejected rows)",
+            pruned.runs,
+            settings.reports.keep_days,
+            pruned.items,
+            pruned.rejected,
+        )
+    return pruned
+
+
+def after_run(settings: Settings, engine: Engine, run_id: int) -> None:
+    """Once a run is recorded: apply retention, and notify the administrators if it needs them."""
+    apply_retention(settings, engine)
+    notify(settings, engine, run_id)
+
+
+# ---------------------------------------------------------------- the commands
+
+
+def print_run_list(settings: Settings, console: Console, *, last: int, failed_only: bool) -> None:
+    engine = store.open_engine(settings.database)
+    try:
+        lines = list_runs(engine, last=last, failed_only=failed_only)
+    finally:
+        engine.dispose()
+    if not lines:
+        console.print("no failed runs recorded" if failed_only else "no runs recorded yet")
+        return
+    _print_table(console, rpt.run_table(lines))
+
+
+def _print_table(console: Console, table: Any) -> None:
+    """On a terminal, fit the table to it; in a pipe or file, keep every column whole."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    wide = Console(width=10_000, no_color=True, file=io.StringIO())
+    width = wide.measure(table).maximum
+    buffer = io.StringIO()
+    Console(file=buffer, width=width, no_color=True, color_system=None).print(table)
+    console.file.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
+
+
+def show_run(
+    settings: Settings,
+    console: Console,
+    run: str,
+    *,
+    fmt: str = "text",
+    failed_only: bool = False,
+    output: Path | None = None,
+) -> None:
+    """Print one run's report, or write it to ``output``."""
+    if fmt not in rpt.RENDERERS:
+        raise SyncdError(f"unknown report format {fmt!r}: use {', '.join(rpt.RENDERERS)}")
+    engine = store.open_engine(settings.database)
+    try:
+        report = load_report(engine, run, failed_only=failed_only)
+    finally:
+        engine.dispose()
+    rendered = rpt.render(report, fmt)
+    if output is None:
+        console.file.write(rendered)  # as rendered: no console markup, wrapping or emoji codes
+        console.file.flush()
+        return
+    _write(output, rendered)
+    console.print(f"run {report.run.id}: {fmt} report written to ", end="")
+    console.print(str(output), markup=False, highlight=False)
+
+
+def _write(path: Path, content: str) -> None:
+    try:
+        # newline="": CSV rows end in \r\n as the csv module wrote them
+        with path.open("w", encoding="utf-8", newline="") as handle:
+            handle.write(content)
+    except OSError as exc:
+        raise SyncdError(f"{path}: cannot write the report: {exc.strerror}") from None
+
+
+def prune_runs(settings: Settings, console: Console, *, keep_days: int) -> None:
+    engine = store.open_engine(settings.database)
+    try:
+        pruned = prune(engine, keep_days)
+    finally:
+        engine.dispose()
+    console.print(
+        f"pruned {pruned.runs} runs started more than {keep_days} days ago "
+        f"({pruned.items} items, {pruned.rejected} rejected rows)"
+    )

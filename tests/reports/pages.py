@@ -1,0 +1,78 @@
+"""Reading HTML the way the tests need: tags, text, style sheets, and external references."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+REFERENCE_ATTRIBUTES = {
+    "src",
+    "href",
+    "xlink:href",
+    "action",
+    "formaction",
+    "poster",
+    "srcset",
+    "data",
+    "background",
+    "ping",
+}
+LOADING_TAGS = {"script", "link", "iframe", "frame", "object", "embed", "img", "base", "audio"}
+
+
+class Page(HTMLParser):
+    """Tags, attributes, text and style sheets of a page, as html.parser sees them."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
+        self.text: list[str] = []
+        self.styles: list[str] = []
+        self._in: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, attrs))
+        self._in.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self._in:
+            while self._in and self._in.pop() != tag:
+                pass
+
+    def handle_data(self, data: str) -> None:
+        if self._in and self._in[-1] == "style":
+            self.styles.append(data)
+        else:
+            self.text.append(data)
+
+    @property
+    def all_text(self) -> str:
+        return "".join(self.text)
+
+
+def parse(page: str) -> Page:
+    parser = Page()
+    parser.feed(page)
+    parser.close()
+    return parser
+
+
+def external_references(page: str) -> list[str]:
+    """Everything in a page that would load or run something from elsewhere."""
+    parsed = parse(page)
+    found = []
+    for tag, attrs in parsed.tags:
+        if tag in LOADING_TAGS:
+            found.append(f"<{tag}>")
+        for name, value in attrs:
+            if name in REFERENCE_ATTRIBUTES and value and not value.startswith("#"):
+                found.append(f"{tag} {name}={value}")
+            if name.startswith("on"):
+                found.append(f"{tag} {name}")  # an event handler: script in an attribute
+            if name == "style" and value and re.search(r"url\(|@import", value, re.I):
+                found.append(f"{tag} style={value}")
+            if name == "http-equiv" and (value or "").lower() == "refresh":
+                found.append("meta refresh")
+    for sheet in parsed.styles:
+        found += [f"css {m.group()}" for m in re.finditer(r"@import|url\s*\(", sheet, re.I)]
+    return found

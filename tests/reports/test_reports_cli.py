@@ -1,0 +1,290 @@
+"""``syncd reports list/show/prune`` in-process, on runs made by real syncs against the emulator."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from syncd import report as rpt
+from syncd import runs as reports
+from syncd.cli import app, run_cli
+from syncd.errors import EXIT_FAILED, SyncdError
+from tests.reports.conftest import FORMULA_ERROR, MOBILE_TAKEN, SCRIPT_NAME, Runs
+
+cli = CliRunner()
+
+
+def invoke(r: Runs, *args: str) -> Result:
+    result = cli.invoke(app, [*args, "--config", str(r.config)])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def db(r: Runs) -> sqlite3.Connection:
+    return sqlite3.connect(r.world.folder / "state" / "syncd.db")
+
+
+# ---------------------------------------------------------------- list
+
+
+def table_rows(output: str) -> dict[int, list[str]]:
+    """The list's data rows by run id: id, date, time, trigger, mode, read, outcome, exit,
+    then the seven counts (the duration, between them, may hold spaces)."""
+    rows = {}
+    for line in output.splitlines():
+        words = line.split()
+        if words and words[0].isdigit():
+            rows[int(words[0])] = words[:8] + words[-7:]
+    return rows
+
+
+def test_list_shows_one_line_per_run_newest_first(runs: Runs) -> None:
+    output = invoke(runs, "reports", "list").output
+    rows = table_rows(output)
+    assert list(rows) == [4, 3, 2, 1]
+    header = ["id", "started", "trigger", "mode", "read", "outcome", "exit", "took"]
+    header += ["created", "updated", "locked", "removed", "deleted", "failed", "rejected"]
+    assert all(name in output for name in header)
+    # created, updated, locked, removed, deleted, failed, rejected
+    assert rows[1][3:] == [
+        "shell",
+        "apply",
+        "full",
+        "partial",
+        "1",
+        "9",
+        "0",
+        "0",
+        "0",
+        "0",
+        "3",
+        "1",
+    ]
+    assert rows[2][4] == "dry_run" and rows[2][8:10] == ["3", "2"]  # planned, not done
+    assert rows[3][6] == "ok" and rows[3][8:10] == ["3", "2"]
+    assert rows[4][6:8] == ["blocked", "2"] and rows[4][10] == "6"  # planned locks
+    assert "planned" in output  # the caption explains the blocked run's counts
+
+
+def test_list_last_and_failed(runs: Runs) -> None:
+    assert list(table_rows(invoke(runs, "reports", "list", "--last", "2").output)) == [4, 3]
+    failed = invoke(runs, "reports", "list", "--failed").output
+    assert list(table_rows(failed)) == [4, 1]
+
+
+def test_list_with_no_runs(tmp_path: Path, runs: Runs) -> None:
+    empty = runs.config.read_text().replace(str(runs.world.folder / "state"), str(tmp_path / "s"))
+    config = tmp_path / "empty.toml"
+    config.write_text(empty)
+    result = cli.invoke(app, ["reports", "list", "--config", str(config)])
+    assert result.exit_code == 0 and "no runs recorded yet" in result.output
+
+
+# ---------------------------------------------------------------- show: text
+
+
+def test_show_text_groups_failures_by_error_first(runs: Runs) -> None:
+    output = invoke(runs, "reports", "show", "1").output
+    assert output.startswith("run 1: partial (exit 1)\n")
+    assert f"  2 × {MOBILE_TAKEN}\n" in output
+    assert f"  1 × {FORMULA_ERROR}\n" in output
+    assert output.index(f"2 × {MOBILE_TAKEN}") < output.index(f"1 × {FORMULA_ERROR}")
+    assert f"employee bad1 ({SCRIPT_NAME}) [E7]" in output
+    sections = ["failures", "changes", "notes", "guards", "rejected rows (1)"]
+    positions = [output.index(f"\n{s}\n") for s in sections]
+    assert positions == sorted(positions)
+    assert "  create (12)\n" in output
+    assert f"+ create employee bad1  — failed: {MOBILE_TAKEN}" in output
+    assert "employees.csv:" in output and "'username' is empty" in output
+    assert "max_removals: passed" in output
+
+
+def test_show_text_lists_changes_by_action_with_field_diffs_and_notes(runs: Runs) -> None:
+    output = invoke(runs, "reports", "show", "3").output
+    assert output.startswith("run 3: ok (exit 0)\n")
+    assert "  update (2)\n" in output and "  create (3)\n" in output
+    assert "        name: Backend → Platform\n" in output
+    assert "        mobile: 13800000002 → 13999999999\n" in output
+    assert "conflict: E3: username changed in the source from cat to kat" in output
+    assert "failures\n  none\n" in output
+
+
+def test_show_dry_run_and_blocked_run(runs: Runs) -> None:
+    dry = invoke(runs, "reports", "show", "2").output
+    assert dry.startswith("dry run 2: ok (exit 0)\n")
+    assert "result    planned: 3 created, 2 updated" in dry
+    blocked = invoke(runs, "reports", "show", "4").output
+    assert blocked.startswith("run 4: blocked (exit 2)\n")
+    assert "blocked by guard max_removals: 6 removals planned" in blocked
+    assert "max_removals: BLOCKED" in blocked
+    assert "  lock (6)\n" in blocked
+
+
+def test_latest_is_the_newest_run(runs: Runs) -> None:
+    latest = invoke(runs, "reports", "show", "latest").output
+    assert latest == invoke(runs, "reports", "show", "4").output
+    assert invoke(runs, "reports", "show").output == latest  # the default
+
+
+def test_failed_only(runs: Runs) -> None:
+    output = invoke(runs, "reports", "show", "1", "--failed-only").output
+    assert "failed changes\n  create (3)\n" in output
+    assert "create employee ann" not in output
+    data = json.loads(
+        invoke(runs, "reports", "show", "1", "--failed-only", "--format", "json").output
+    )
+    assert data["failed_only"] is True
+    assert {i["display"] for i in data["items"]} == {"bad1", "bad2", "formula1"}
+    assert data["totals"]["failed"] == 3 and data["totals"]["by_action"] == {"create": 9}
+
+
+# ---------------------------------------------------------------- show: JSON
+
+
+def test_json_is_the_full_record_and_reads_back(runs: Runs) -> None:
+    output = invoke(runs, "reports", "show", "1", "--format", "json").output
+    data = json.loads(output)
+    engine = runs.engine()
+    assert rpt.RunReport.from_dict(data) == reports.load_report(engine, 1)
+    with db(runs) as conn:
+        stored = conn.execute("SELECT COUNT(*) FROM run_items WHERE run_id = 1").fetchone()[0]
+        summary = json.loads(conn.execute("SELECT summary FROM runs WHERE id = 1").fetchone()[0])
+    assert len(data["items"]) == stored == 12
+    assert data["run"]["outcome"] == "partial" and data["run"]["exit_code"] == 1
+    assert data["run"]["duration_ms"] == summary["duration_ms"]
+    assert data["source"] == summary["source"]
+    assert data["guards"] == summary["guards"]
+    assert data["stats"]["calls"] == summary["calls"]
+    assert data["error"] is None
+    assert data["failures"][0] == {"error": MOBILE_TAKEN, "count": 2, "seqs": [9, 10]}
+    bad1 = next(i for i in data["items"] if i["display"] == "bad1")
+    assert bad1["after"]["name"] == SCRIPT_NAME and bad1["before"] is None
+    assert (bad1["outcome"], bad1["error"], bad1["attempts"]) == ("failed", MOBILE_TAKEN, 1)
+    assert data["rejected"][0]["where"].startswith("employees.csv:")
+    assert [h["run_id"] for h in data["history"]] == [1]
+    counts = {(c["kind"], c["action"], c["outcome"]): c["n"] for c in data["counts"]}
+    assert counts == {
+        ("department", "create", "ok"): 4,
+        ("employee", "create", "ok"): 5,
+        ("employee", "create", "failed"): 3,
+    }
+
+
+# ---------------------------------------------------------------- show: CSV
+
+
+def test_csv_one_row_per_item_with_formulas_neutralised(runs: Runs) -> None:
+    output = invoke(runs, "reports", "show", "1", "--format", "csv").output
+    rows = list(csv.reader(io.StringIO(output)))
+    assert tuple(rows[0]) == rpt.CSV_COLUMNS
+    assert len(rows) == 1 + 12
+    by_display = {r[4]: dict(zip(rpt.CSV_COLUMNS, r, strict=True)) for r in rows[1:]}
+    formula = by_display["formula1"]
+    assert formula["error"] == "'" + FORMULA_ERROR  # neutralised against formula injection
+    assert formula["outcome"] == "failed" and formula["run_id"] == "1"
+    bad1 = by_display["bad1"]
+    assert json.loads(bad1["after"])["name"] == SCRIPT_NAME
+    assert bad1["before"] == "" and bad1["error"] == MOBILE_TAKEN
+    assert not any(cell.startswith(rpt.FORMULA_STARTS) for row in rows for cell in row)
+
+
+def test_output_to_a_file(runs: Runs, tmp_path: Path) -> None:
+    target = tmp_path / "run1.csv"
+    result = invoke(runs, "reports", "show", "1", "--format", "csv", "--output", str(target))
+    assert "csv report written to" in result.output and str(target) in result.output
+    with target.open(newline="", encoding="utf-8") as handle:
+        assert len(list(csv.reader(handle))) == 13
+    page = tmp_path / "run1.html"
+    invoke(runs, "reports", "show", "1", "--format", "html", "--output", str(page))
+    assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_unknown_run_is_a_clear_error_with_exit_3(runs: Runs) -> None:
+    result = cli.invoke(app, ["reports", "show", "999", "--config", str(runs.config)])
+    assert isinstance(result.exception, SyncdError)
+    assert result.exception.exit_code == EXIT_FAILED
+    assert "no run 999 is recorded" in str(result.exception)
+    bad = cli.invoke(app, ["reports", "show", "yesterday", "--config", str(runs.config)])
+    assert isinstance(bad.exception, SyncdError) and "not a run" in str(bad.exception)
+    fmt = cli.invoke(app, ["reports", "show", "1", "--format", "pdf", "-c", str(runs.config)])
+    assert isinstance(fmt.exception, SyncdError) and "unknown report format" in str(fmt.exception)
+
+
+def test_unknown_run_exits_3_with_one_line_of_error(
+    runs: Runs, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run_cli(["reports", "show", "999", "--config", str(runs.config)])
+    err = capsys.readouterr().err
+    assert code == EXIT_FAILED
+    assert "error: no run 999 is recorded: see `syncd reports list`" in err
+    assert "Traceback" not in err
+
+
+def test_an_unwritable_output_is_a_clear_error(runs: Runs, tmp_path: Path) -> None:
+    target = tmp_path / "missing" / "report.html"
+    result = cli.invoke(
+        app, ["reports", "show", "1", "--output", str(target), "--config", str(runs.config)]
+    )
+    assert isinstance(result.exception, SyncdError)
+    assert "cannot write the report" in str(result.exception)
+
+
+# ---------------------------------------------------------------- prune
+
+
+def age(r: Runs, days: dict[int, float]) -> None:
+    """Make runs look as old as given, in days, by moving their start back."""
+    with db(r) as conn:
+        for run_id, d in days.items():
+            conn.execute(
+                "UPDATE runs SET started_at = started_at - ? WHERE id = ?",
+                (int(d * reports.DAY_MS), run_id),
+            )
+
+
+def counts(r: Runs) -> tuple[list[int], int, int]:
+    with db(r) as conn:
+        ids = [row[0] for row in conn.execute("SELECT id FROM runs ORDER BY id")]
+        items = conn.execute("SELECT COUNT(*) FROM run_items").fetchone()[0]
+        rejected = conn.execute("SELECT COUNT(*) FROM rejected_rows").fetchone()[0]
+    return ids, items, rejected
+
+
+def test_prune_deletes_old_runs_with_their_items_and_rejected_rows(runs: Runs) -> None:
+    age(runs, {1: 40, 2: 35, 3: 10, 4: 50})
+    with db(runs) as conn:
+        kept_items = conn.execute("SELECT COUNT(*) FROM run_items WHERE run_id >= 3").fetchone()
+        kept_rejected = conn.execute(
+            "SELECT COUNT(*) FROM rejected_rows WHERE run_id >= 3"
+        ).fetchone()
+    output = invoke(runs, "reports", "prune", "--keep-days", "30").output
+    assert "pruned 2 runs" in output
+    # Run 4 is older than 30 days but the latest: kept.
+    assert counts(runs) == ([3, 4], kept_items[0], kept_rejected[0])
+    again = invoke(runs, "reports", "prune", "--keep-days", "30").output
+    assert "pruned 0 runs" in again
+
+
+def test_prune_never_deletes_the_latest_a_running_or_an_unrecovered_run(runs: Runs) -> None:
+    age(runs, {1: 40, 2: 40, 3: 40, 4: 40})
+    with db(runs) as conn:
+        conn.execute("UPDATE runs SET outcome = 'running' WHERE id = 2")
+        conn.execute("UPDATE run_items SET outcome = 'sent' WHERE run_id = 3 AND seq = 0")
+    pruned = reports.prune(runs.engine(), keep_days=0)
+    assert (pruned.runs, counts(runs)[0]) == (1, [2, 3, 4])
+
+
+def test_prune_refuses_a_negative_age(runs: Runs) -> None:
+    with pytest.raises(SyncdError, match="0 or more"):
+        reports.prune(runs.engine(), keep_days=-1)
