@@ -44,10 +44,12 @@ ConfigOption = Annotated[
 ]
 
 
-def settings_from(config: Path | None) -> Settings:
+def settings_from(config: Path | None, *, require_secrets: bool = True) -> Settings:
     """Load settings, set up logging and register the secrets for redaction."""
     settings = load_settings(
-        config, warn=lambda message: err.print(f"[yellow]warning:[/] {message}")
+        config,
+        warn=lambda message: err.print(f"[yellow]warning:[/] {message}"),
+        require_secrets=require_secrets,
     )
     for secret in settings.secret_values():
         register_secret(secret)
@@ -225,7 +227,7 @@ def reports_list(
     """One line per run."""
     from syncd.runs import print_run_list
 
-    print_run_list(settings_from(config), out, last=last, failed_only=failed)
+    print_run_list(settings_from(config, require_secrets=False), out, last=last, failed_only=failed)
 
 
 @reports_app.command("show")
@@ -241,7 +243,14 @@ def reports_show(
     """One run in full: summary, failures grouped by error, changes, rejected rows."""
     from syncd.runs import show_run
 
-    show_run(settings_from(config), out, run, fmt=fmt, failed_only=failed_only, output=output)
+    show_run(
+        settings_from(config, require_secrets=False),
+        out,
+        run,
+        fmt=fmt,
+        failed_only=failed_only,
+        output=output,
+    )
 
 
 @reports_app.command("prune")
@@ -252,7 +261,7 @@ def reports_prune(
     """Delete the records of older runs."""
     from syncd.runs import prune_runs
 
-    prune_runs(settings_from(config), out, keep_days=keep_days)
+    prune_runs(settings_from(config, require_secrets=False), out, keep_days=keep_days)
 
 
 @app.command()
@@ -268,7 +277,7 @@ def status(config: ConfigOption = None) -> None:
     """Last runs, the next scheduled run, and who holds the run lock."""
     from syncd.daemon import print_status
 
-    print_status(settings_from(config), out)
+    print_status(settings_from(config, require_secrets=False), out)
 
 
 @app.command()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import stat
 import tomllib
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -22,6 +23,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -187,12 +189,37 @@ class SyncSettings(Section):
 
 
 class ScheduleSettings(Section):
+    """When ``syncd run`` syncs: every interval, or on a cron expression (local time).
+
+    LDAP sources read incrementally on this schedule and fully on ``full_cron``; every
+    CSV run is a full read. The first run starts with the daemon.
+    """
+
     interval_minutes: PositiveInt = 15
-    cron: str | None = None  # replaces interval_minutes: "*/10 7-20 * * 1-5"
+    interval_seconds: PositiveInt | None = None  # replaces interval_minutes: for tests and demos
+    cron: str | None = None  # replaces the interval: "*/10 7-20 * * 1-5"
     full_cron: str = "0 2 * * *"  # LDAP: the full read that finds leavers
-    jitter_seconds: Annotated[int, Field(ge=0)] = 30
-    misfire_grace_seconds: PositiveInt = 300
-    stop_timeout_seconds: PositiveInt = 60
+    jitter_seconds: Annotated[int, Field(ge=0)] = 30  # each start delayed by 0..jitter
+    misfire_grace_seconds: PositiveInt = 300  # a run this late still runs; later, it is skipped
+    stop_timeout_seconds: PositiveInt = 60  # on stop, how long the current run may finish
+
+    @field_validator("cron", "full_cron")
+    @classmethod
+    def _cron_parses(cls, value: str | None) -> str | None:
+        if value is not None:
+            from syncd._schedule import cron_trigger  # apscheduler loads only when a cron is given
+
+            try:
+                cron_trigger(value, timezone="UTC")
+            except ValueError as exc:
+                raise ValueError(f"not a cron expression: {exc}") from None
+        return value
+
+    @property
+    def interval(self) -> timedelta:
+        if self.interval_seconds is not None:
+            return timedelta(seconds=self.interval_seconds)
+        return timedelta(minutes=self.interval_minutes)
 
 
 class ReportSettings(Section):
@@ -255,11 +282,14 @@ def config_path(explicit: Path | None) -> Path | None:
     return Path(from_env) if from_env else None
 
 
-def load_settings(path: Path | None = None, *, warn: Any = None) -> Settings:
+def load_settings(
+    path: Path | None = None, *, warn: Any = None, require_secrets: bool = True
+) -> Settings:
     """Read, validate and complete the settings, or raise one ConfigError naming file and key.
 
     ``warn`` is called with a message for problems that do not stop syncd (a settings
-    file readable by others that holds a secret).
+    file readable by others that holds a secret). Commands that only read the state
+    database (status, reports) pass ``require_secrets=False``.
     """
     path = config_path(path)
     data: dict[str, Any] = {}
@@ -273,7 +303,7 @@ def load_settings(path: Path | None = None, *, warn: Any = None) -> Settings:
         settings = Settings(**data)
     except ValidationError as exc:
         raise ConfigError(_describe(where, exc)) from None
-    return _with_secrets(settings)
+    return _with_secrets(settings, require_secrets)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -349,7 +379,7 @@ _SECRETS = (
 )
 
 
-def _with_secrets(settings: Settings) -> Settings:
+def _with_secrets(settings: Settings, required: bool) -> Settings:
     """Fill secrets from their *_file key or systemd credentials; a platform secret is required."""
     updates: dict[str, Any] = {}
     for section_name, value_key, file_key, credential, dotted in _SECRETS:
@@ -363,7 +393,7 @@ def _with_secrets(settings: Settings) -> Settings:
             if candidate is not None and candidate.exists():
                 secret_file = candidate
         if secret_file is None:
-            if dotted == "platform.client_secret":
+            if required and dotted == "platform.client_secret":
                 raise ConfigError(
                     f"{dotted} is not set: give it in the settings file, in "
                     f"{file_key.replace('_file', '')}_file, as SYNCD_PLATFORM__CLIENT_SECRET, "

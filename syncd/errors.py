@@ -12,10 +12,11 @@ endpoint that explains them. The exit code travels with the error::
     ├── PlatformError       the platform answered a non-zero envelope status
     │   └── TokenError      the platform refused the application's credentials or token
     ├── PlatformUnavailable the platform could not be reached, even after retries
-    └── GuardBlocked        (exit 2) a safety guard stopped the run before anything was sent
+    ├── DaemonNotRunning    `syncd status`: no daemon serves this state directory (LSB's 3)
+    └── DaemonStuck         (exit 1) `syncd status`: the daemon lives, its next run is overdue
 
 Exit codes of a run: 0 everything applied, 1 some items failed, 2 blocked by a guard,
-3 could not run.
+3 could not run. A blocked run is not an error: it is recorded, with its plan, as an outcome.
 """
 
 from __future__ import annotations
@@ -69,5 +70,9 @@ class PlatformUnavailable(SyncdError):
     pass
 
 
-class GuardBlocked(SyncdError):
-    exit_code = EXIT_BLOCKED
+class DaemonNotRunning(SyncdError):
+    pass
+
+
+class DaemonStuck(SyncdError):
+    exit_code = EXIT_PARTIAL

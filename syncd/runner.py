@@ -6,18 +6,16 @@ that cannot start (settings, lock) raises before anything is recorded.
 
 from __future__ import annotations
 
-import fcntl
+import gc
 import json
 import logging
-import os
-import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 from sqlalchemy import Engine
 
@@ -28,11 +26,10 @@ from syncd.errors import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_PARTIAL,
-    LockHeld,
-    StateError,
     SyncdError,
 )
 from syncd.executor import ApplyResult, Executor, Progress, item_rows, recover
+from syncd.lock import FileLock, holder
 from syncd.logs import redact
 from syncd.model import Directory
 from syncd.plan import (
@@ -85,80 +82,21 @@ def now_ms() -> int:
 # ---------------------------------------------------------------- the run lock
 
 
-class RunLock:
-    """An exclusive lock in the state directory: two syncs never run at once on one host."""
-
-    def __init__(self, state_dir: Path, purpose: str) -> None:
-        self.path = state_dir / "run.lock"
-        self.purpose = purpose
-        self._file: IO[str] | None = None
-
-    def acquire(self, wait_seconds: float = 0.0) -> None:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle = self.path.open("a+", encoding="utf-8")
-        except OSError as exc:
-            raise StateError(f"run lock {self.path}: {exc.strerror}") from None
-        deadline = time.monotonic() + wait_seconds
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    handle.close()
-                    raise LockHeld(self._held_message()) from None
-                time.sleep(0.2)  # polling a lock held by another process
-        handle.seek(0)
-        handle.truncate()
-        holder = {
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "purpose": self.purpose,
-            "since": now_ms(),
-        }
-        handle.write(json.dumps(holder))
-        handle.flush()
-        self._file = handle
-
-    def release(self) -> None:
-        if self._file is not None:
-            self._file.seek(0)
-            self._file.truncate()
-            fcntl.flock(self._file, fcntl.LOCK_UN)
-            self._file.close()
-            self._file = None
-
-    def _held_message(self) -> str:
-        held = lock_holder(self.path.parent)
-        if not held:
-            return f"another syncd process holds the run lock {self.path}"
-        since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(held.get("since", 0) / 1000))
-        return (
-            f"another syncd process is running ({held.get('purpose', '?')}, pid {held.get('pid')} "
-            f"on {held.get('host')}, since {since}); try again when it has finished"
-        )
+RUN_LOCK = "run.lock"
 
 
 def lock_holder(state_dir: Path) -> dict[str, Any] | None:
     """Who holds the run lock, or None when it is free."""
-    path = state_dir / "run.lock"
-    try:
-        with path.open("r", encoding="utf-8") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            except BlockingIOError:
-                text = handle.read()
-                return json.loads(text) if text else {}
-            fcntl.flock(handle, fcntl.LOCK_UN)
-            return None
-    except (OSError, ValueError):
-        return None
+    return holder(state_dir / RUN_LOCK)
 
 
 @contextmanager
 def run_lock(state_dir: Path, purpose: str, wait_seconds: float = 0.0) -> Iterator[None]:
-    lock = RunLock(state_dir, purpose)
+    lock = FileLock(
+        state_dir / RUN_LOCK,
+        "another syncd process is running ({holder}); try again when it has finished",
+        purpose,
+    )
     lock.acquire(wait_seconds)
     try:
         yield
@@ -238,6 +176,7 @@ class _Run:
             self.result.error = redact(str(exc))
             log.error("run %d failed: %s", self.run_id, self.result.error)
         finally:
+            gc.unfreeze()
             if client is not None:
                 self.summary["retries"] = client.retries
                 self.summary["calls"] = dict(client.calls)
@@ -248,8 +187,13 @@ class _Run:
     def _sync(self, client: PlatformClient) -> None:
         recovered = recover(client, self.engine, now_ms())
         self.summary["recovered"] = recovered
+        # The directory and the snapshot live through the run: frozen as soon as they are
+        # made, the collector stops going over them (its full passes found nothing to free
+        # and cost as much as loading the snapshot).
         directory = self._read()
+        gc.freeze()
         snapshot = store.load_snapshot(self.engine)
+        gc.freeze()
         view = fetch_view(client, snapshot, directory, self._refresh_time(), self.settings)
         the_plan = plan(directory, snapshot, view, policy_of(self.settings), now_ms())
         limits = Limits(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from syncd.cli import run_cli
-from syncd.runner import RunLock
+from syncd.runner import run_lock
 from tests.engine.company import World, employee
 
 
@@ -64,12 +64,8 @@ def test_a_second_sync_while_one_runs_exits_3_naming_the_holder(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = config_of(world)
-    lock = RunLock(world.folder / "state", "schedule sync")
-    lock.acquire()
-    try:
+    with run_lock(world.folder / "state", "schedule sync"):
         code, output = syncd(capsys, "sync", "--config", config)
-    finally:
-        lock.release()
     assert code == 3
     assert "another syncd process is running (schedule sync, pid" in output
     assert world.emulator.stats()["total_requests"] == 0

@@ -166,3 +166,8 @@ def test_the_example_settings_load_and_state_the_real_defaults(
     assert settings.source.csv is not None
     assert settings.source.csv.columns == CsvEmployeeColumns()
     assert settings.source.csv.employees == example.parent / "sample" / "employees.csv"
+
+
+def test_commands_that_only_read_state_do_not_need_the_secret(tmp_path: Path) -> None:
+    settings = load_settings(write(tmp_path, BASE), require_secrets=False)
+    assert settings.platform.client_secret is None

@@ -1,0 +1,480 @@
+"""``syncd run``: sync on a schedule until stopped, as a systemd service or in a container.
+
+- One run at a time on a host: every run takes the run lock that ``syncd sync`` takes
+  from the shell. A scheduled run that finds it held is skipped, with the holder logged;
+  the next tick tries again. A second daemon on the same state directory refuses to
+  start (``daemon.lock``, held for the daemon's lifetime; ``syncd status`` reads it).
+- LDAP sources read incrementally on the regular schedule and fully on ``full_cron``:
+  only a full read finds leavers. Every CSV run is a full read. The first run, at
+  start, is a full read. A full read that could not run (another run in progress, or
+  the lock held) is made by the next run instead.
+- SIGTERM/SIGINT: no new runs; the current one stops sending between batches and is
+  recorded as interrupted, within ``stop_timeout_seconds``; exit 0. A second signal
+  exits at once: the run's journal lets the next run resolve what was in flight.
+- SIGHUP reloads the settings: a broken file is reported and the old settings kept.
+- systemd notify protocol: READY=1, WATCHDOG=1 while the main loop and the scheduler
+  live, STATUS= (last outcome, next run), STOPPING=1. The same state goes to the state
+  database, for ``syncd status``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import random
+import select
+import signal
+import socket
+import threading
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.base import BaseTrigger
+from apscheduler.triggers.date import DateTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+from sqlalchemy import Engine, text
+from sqlalchemy.exc import SQLAlchemyError
+
+from syncd import snapshot as store
+from syncd._notify import Notifier, watchdog_interval
+from syncd._schedule import cron_trigger
+from syncd._status import DAEMON_CURSOR, DAEMON_LOCK, clock
+from syncd._status import print_status as print_status  # `syncd status` finds it here
+from syncd.config import Settings, load_settings
+from syncd.errors import ConfigError, LockHeld, SyncdError
+from syncd.lock import FileLock
+from syncd.logs import register_secret, setup_logging
+from syncd.metrics import RunMetrics
+from syncd.runner import RunRequest, RunResult, now_ms, run_sync
+
+log = logging.getLogger(__name__)
+
+Read = Literal["full", "incremental"]
+
+BEAT_SECONDS = 1.0  # how often the main loop shows it is alive
+
+
+def serve(config_path: Path | None) -> int:
+    """Run the daemon until a signal stops it; returns the exit code."""
+    setup_logging()  # until the settings name a format: a broken file must still be told
+    try:
+        daemon = Daemon.start(config_path)
+    except SyncdError as exc:
+        log.error("syncd daemon cannot start: %s", exc)
+        return exc.exit_code
+    return daemon.run_until_stopped()
+
+
+def load(config_path: Path | None) -> Settings:
+    return load_settings(config_path, warn=log.warning)
+
+
+def use(settings: Settings) -> None:
+    """Make these settings' logging and secret redaction current."""
+    for secret in settings.secret_values():
+        register_secret(secret)
+    setup_logging(settings.log_level, settings.log_format)
+
+
+# ---------------------------------------------------------------- the daemon's own lock
+
+
+def daemon_lock(state_dir: Path) -> FileLock:
+    """Held for the daemon's lifetime: one daemon per state directory, and proof it lives."""
+    return FileLock(
+        state_dir / DAEMON_LOCK, f"another syncd daemon serves {state_dir} ({{holder}})"
+    )
+
+
+# ---------------------------------------------------------------- the daemon
+
+
+class Daemon:
+    """The scheduler and its runs, and what it tells systemd, the state database and metrics."""
+
+    def __init__(
+        self,
+        config_path: Path | None,
+        settings: Settings,
+        engine: Engine,
+        lock: FileLock,
+        metrics: RunMetrics | None,
+    ) -> None:
+        self.config_path = config_path
+        self.settings = settings
+        self.engine = engine
+        self.lock = lock
+        self.metrics = metrics
+        self.notify = Notifier.from_environment()
+        self.scheduler = BackgroundScheduler(daemon=True)
+        self.started_at = now_ms()
+        self.stop_run = threading.Event()  # the current run stops between batches when set
+        self.stopping = False
+        self.busy = threading.Lock()  # held while a scheduled run is under way
+        self.flags = threading.Lock()  # guards full_pending
+        self.full_pending = False
+        self.activity: str | None = None  # "run in progress ..." while one is
+        self.last = "no run yet"
+        self.reload_error: str | None = None
+        self._publish_lock = threading.Lock()
+        self._beat = time.monotonic()
+        self._beat_seconds = BEAT_SECONDS
+        self._stop_signals = 0
+        self._wake_read, self._wake_write = socket.socketpair()
+        self._wake_write.setblocking(False)
+
+    @classmethod
+    def start(cls, config_path: Path | None) -> Daemon:
+        """Settings valid, state database open, daemon lock held, metrics served: or raise."""
+        settings = load(config_path)
+        use(settings)
+        engine = store.open_engine(settings.database)
+        lock = daemon_lock(settings.state_dir)
+        lock.acquire()
+        try:
+            metrics = None
+            if settings.metrics.enabled:
+                metrics = RunMetrics()
+                metrics.serve(settings.metrics.host, settings.metrics.port)
+        except SyncdError:
+            lock.release()
+            raise
+        return cls(config_path, settings, engine, lock, metrics)
+
+    # ------------------------------------------------------------ life cycle
+
+    def run_until_stopped(self) -> int:
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, self._on_signal)
+        self.scheduler.start(paused=True)
+        self._schedule(first=True)
+        self.notify.send("READY=1", f"STATUS=started; {self._next_text()}")
+        self.scheduler.resume()
+        log.info(
+            "syncd daemon started (pid %d, state in %s); %s",
+            os.getpid(),
+            self.settings.state_dir,
+            self._next_text(),
+        )
+        self._publish()
+        self._start_watchdog()
+        return self._main_loop()
+
+    def _main_loop(self) -> int:
+        while True:
+            self._beat = time.monotonic()
+            ready, _, _ = select.select([self._wake_read], [], [], self._beat_seconds)
+            if not ready:
+                continue
+            for signum in self._wake_read.recv(64):
+                if signum == signal.SIGHUP:
+                    self._reload()
+                else:
+                    return self._shutdown(signum)
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        # Runs between two bytecodes of the main thread, maybe inside a lock it holds:
+        # take no lock here (logging does), only hand the signal to the main loop.
+        if signum != signal.SIGHUP:
+            self._stop_signals += 1
+            if self._stop_signals > 1:
+                self._emergency_line("second stop signal: exiting at once")
+                os._exit(128 + signum)
+        with contextlib.suppress(BlockingIOError):  # full: the main loop has plenty to read
+            self._wake_write.send(bytes([signum]))
+
+    def _emergency_line(self, message: str) -> None:
+        """One log line written without the logging module's locks."""
+        line = f"syncd.daemon: {message}"
+        if self.settings.log_format == "json":
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+            entry = {"time": stamp, "level": "warning", "logger": __name__, "message": message}
+            line = json.dumps(entry)
+        os.write(2, (line + "\n").encode())
+
+    def _shutdown(self, signum: int) -> int:
+        self.stopping = True
+        timeout = self.settings.schedule.stop_timeout_seconds
+        log.info("%s: stopping (a run in progress stops after its batch in flight)", _name(signum))
+        self.notify.send("STOPPING=1", "STATUS=stopping")
+        self.scheduler.shutdown(wait=False)
+        self.stop_run.set()
+        if not self._wait_idle(timeout):
+            log.warning(
+                "the run did not stop within %d s (schedule.stop_timeout_seconds): exiting "
+                "anyway; the next run resolves what it left in flight",
+                timeout,
+            )
+            self._record(state="stopped", status="stopped; a run was abandoned")
+            logging.shutdown()
+            os._exit(0)  # the run's thread cannot be joined: leave without waiting for it
+        self._close()
+        log.info("syncd daemon stopped")
+        return 0
+
+    def _wait_idle(self, timeout: float) -> bool:
+        """Wait for the current run to end, still showing the watchdog that we are alive."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self._beat = time.monotonic()
+            remaining = deadline - self._beat
+            if self.busy.acquire(timeout=max(0.0, min(remaining, self._beat_seconds))):
+                self.busy.release()
+                return True
+            if remaining <= 0:
+                return False
+
+    def _close(self) -> None:
+        self._record(state="stopped", status="stopped", next_run=None)
+        self.lock.release()
+        if self.metrics is not None:
+            self.metrics.close()
+        self.notify.close()
+        self.engine.dispose()
+
+    # ------------------------------------------------------------ settings and schedule
+
+    def _reload(self) -> None:
+        log.info("SIGHUP: reloading the settings")
+        try:
+            settings = load(self.config_path)
+            self._check_reloadable(settings)
+        except SyncdError as exc:
+            self.reload_error = f"settings reload failed, running on the previous settings: {exc}"
+            log.error("%s", self.reload_error)
+            self._publish()
+            return
+        use(settings)
+        self.settings, self.reload_error = settings, None
+        self._schedule(first=False)
+        log.info("settings reloaded; %s", self._next_text())
+        self._publish()
+
+    def _check_reloadable(self, new: Settings) -> None:
+        old = self.settings
+        for name in ("state_dir", "metrics"):
+            if getattr(new, name) != getattr(old, name):
+                raise ConfigError(f"{name} changed: restart syncd for that (reload cannot)")
+
+    def _schedule(self, *, first: bool) -> None:
+        """Add (or replace) the jobs: the first run if asked, the regular runs, the full reads."""
+        s = self.settings.schedule
+        options: dict[str, Any] = {
+            "coalesce": True,
+            "max_instances": 1,
+            "misfire_grace_time": s.misfire_grace_seconds,
+            "replace_existing": True,
+        }
+        if first:
+            at = datetime.now().astimezone() + timedelta(
+                seconds=random.uniform(0, s.jitter_seconds)
+            )
+            self._add("start", DateTrigger(run_date=at), "full", options)
+        ldap = self.settings.source.kind == "ldap"
+        regular: BaseTrigger
+        if s.cron:
+            regular = cron_trigger(s.cron, jitter=s.jitter_seconds)
+        else:
+            seconds = s.interval.total_seconds()
+            regular = IntervalTrigger(seconds=seconds, jitter=s.jitter_seconds or None)
+        self._add("regular", regular, "incremental" if ldap else "full", options)
+        if ldap:
+            self._add("full", cron_trigger(s.full_cron, jitter=s.jitter_seconds), "full", options)
+        elif self.scheduler.get_job("full") is not None:
+            self.scheduler.remove_job("full")
+
+    def _add(self, job_id: str, trigger: BaseTrigger, read: Read, options: dict[str, Any]) -> None:
+        name = f"{job_id} ({read} read)"
+        self.scheduler.add_job(self._tick, trigger, args=[read], id=job_id, name=name, **options)
+
+    # ------------------------------------------------------------ runs
+
+    def _tick(self, read: Read) -> None:
+        """A job fired: run now, unless a run is under way (a full read then comes next)."""
+        if not self.busy.acquire(blocking=False):
+            if read == "full":
+                with self.flags:
+                    self.full_pending = True
+            log.info("a run is still in progress: this %s read is left to the next run", read)
+            return
+        try:
+            self._run_while_due(read)
+        finally:
+            self.busy.release()
+
+    def _run_while_due(self, read: Read) -> None:
+        while not self.stopping:
+            with self.flags:
+                read = "full" if self.full_pending else read
+                self.full_pending = False
+            ran = self._run_once(read)
+            with self.flags:
+                if not ran and read == "full":
+                    self.full_pending = True  # the lock was held: the next tick reads fully
+                again = ran and self.full_pending
+            if not again:
+                return
+
+    def _run_once(self, read: Read) -> bool:
+        """One scheduled run; False when the run lock was held and nothing ran."""
+        self.activity = f"run in progress since {clock(datetime.now())} ({read} read)"
+        self._publish()
+        ran = True
+        try:
+            result = run_sync(
+                self.settings,
+                RunRequest(dry_run=False, read=read, trigger="schedule"),
+                engine=self.engine,
+                progress=_LogProgress(),
+                stop=self.stop_run,
+            )
+            self._observe(result)
+        except LockHeld as exc:
+            ran = False
+            self.last = f"run skipped at {clock(datetime.now())}: {exc}"
+            log.warning("scheduled %s read skipped: %s", read, exc)
+            if self.metrics is not None:
+                self.metrics.skipped.inc()
+        except SyncdError as exc:  # could not start: state database, settings
+            self.last = f"run could not start at {clock(datetime.now())}: {exc}"
+            log.error("scheduled %s read could not start: %s", read, exc)
+        except Exception:  # a bug: keep the schedule, say so loudly
+            self.last = f"run crashed at {clock(datetime.now())} (see the log)"
+            log.exception("scheduled %s read crashed", read)
+        finally:
+            self.activity = None
+            self._publish()
+        return ran
+
+    def _observe(self, result: RunResult) -> None:
+        summary = _run_summary(self.engine, result.run_id)
+        counts = result.applied.counts if result.applied is not None else {}
+        applied = sum(n for (_, _, outcome), n in counts.items() if outcome == "ok")
+        failed = sum(n for (_, _, outcome), n in counts.items() if outcome == "failed")
+        complete = result.directory.complete if result.directory is not None else True
+        read = "full" if complete else "incremental"
+        took = float(summary.get("duration_ms") or 0) / 1000
+        self.last = (
+            f"last run {result.run_id} {result.outcome} at {clock(datetime.now())} "
+            f"({read} read, {applied} applied, {failed} failed)"
+        )
+        level = logging.INFO if result.outcome == "ok" else logging.WARNING
+        log.log(
+            level,
+            "run %d %s (%s read): %d applied, %d failed, in %.1f s",
+            result.run_id,
+            result.outcome,
+            read,
+            applied,
+            failed,
+            took,
+        )
+        if self.metrics is not None:
+            rejected = len(result.directory.rejected) if result.directory is not None else 0
+            self.metrics.observe(result.outcome, now_ms(), summary, counts, rejected)
+
+    # ------------------------------------------------------------ telling the world
+
+    def _next_run(self) -> tuple[datetime | None, str | None]:
+        if self.stopping:
+            return None, None
+        jobs = [j for j in self.scheduler.get_jobs() if getattr(j, "next_run_time", None)]
+        if not jobs:
+            return None, None
+        job = min(jobs, key=lambda j: j.next_run_time)
+        return job.next_run_time, str(job.args[0])
+
+    def _next_text(self) -> str:
+        at, read = self._next_run()
+        return f"next run {clock(at)} ({read} read)" if at else "no run scheduled"
+
+    def _publish(self) -> None:
+        """Tell systemd, the state database and the metrics what the daemon does next."""
+        with self._publish_lock:
+            at, read = self._next_run()
+            parts = [self.reload_error, self.activity or self.last, self._next_text()]
+            status = "; ".join(p for p in parts if p)
+            self.notify.send(f"STATUS={status}")
+            next_ms = int(at.timestamp() * 1000) if at else None
+            self._record(state="running", status=status, next_run=next_ms, next_read=read)
+            if self.metrics is not None and at is not None:
+                self.metrics.next_run.set(at.timestamp())
+
+    def _record(self, **values: Any) -> None:
+        record = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started_at": self.started_at,
+            "reload_error": self.reload_error,
+            "updated_at": now_ms(),
+            **values,
+        }
+        try:
+            with store.write(self.engine) as conn:
+                store.set_cursor(conn, DAEMON_CURSOR, json.dumps(record, ensure_ascii=False))
+        except SQLAlchemyError as exc:  # a busy database must not stop the schedule
+            log.warning("could not record the daemon's state: %s", exc)
+
+    # ------------------------------------------------------------ watchdog
+
+    def _start_watchdog(self) -> None:
+        interval = watchdog_interval()
+        if interval is None or not self.notify.enabled:
+            return
+        self._beat_seconds = min(BEAT_SECONDS, interval)
+        self.notify.send("WATCHDOG=1")
+        thread = threading.Thread(
+            target=self._watchdog, args=(interval,), name="watchdog", daemon=True
+        )
+        thread.start()
+
+    def _watchdog(self, interval: float) -> None:
+        quiet = threading.Event()  # never set: a wait that cannot be cut short by accident
+        told = False
+        while not quiet.wait(interval):
+            if self._healthy():
+                self.notify.send("WATCHDOG=1")
+                told = False
+            elif not told:
+                log.error("the scheduler or the main loop stopped: no more watchdog pings")
+                told = True
+
+    def _healthy(self) -> bool:
+        alive = time.monotonic() - self._beat < 3 * self._beat_seconds
+        thread = getattr(self.scheduler, "_thread", None)  # BackgroundScheduler's own thread
+        scheduling = self.stopping or (thread is not None and thread.is_alive())
+        return alive and scheduling
+
+
+class _LogProgress:
+    """One log line per phase of the apply."""
+
+    def phase(self, name: str, total: int) -> None:
+        log.info("%s: %d items", name, total)
+
+    def advance(self, n: int) -> None:
+        pass
+
+
+def _run_summary(engine: Engine, run_id: int) -> dict[str, Any]:
+    with engine.connect() as conn:
+        value = conn.execute(
+            text("SELECT summary FROM runs WHERE id = :id"), {"id": run_id}
+        ).scalar()
+    try:
+        summary: dict[str, Any] = json.loads(value or "{}")
+    except ValueError:
+        return {}
+    return summary
+
+
+def _name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"

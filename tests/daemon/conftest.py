@@ -1,0 +1,21 @@
+"""Fixtures of the daemon tests: a ``site`` whose processes are all killed at teardown."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from syncd.emulator import RunningEmulator
+
+from .support import Site
+
+
+@pytest.fixture
+def site(tmp_path: Path, emulator: RunningEmulator) -> Iterator[Site]:
+    made = Site(tmp_path, emulator)
+    try:
+        yield made
+    finally:
+        made.close()
