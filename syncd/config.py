@@ -182,7 +182,6 @@ class SyncSettings(Section):
     max_removals: Annotated[int, Field(ge=0)] = 50
     max_removal_ratio: Annotated[float, Field(ge=0, le=1)] = 0.10
     exclude: Exclusions = Exclusions()
-    manage_unowned: bool = False  # also remove platform records syncd did not create
     username_change: Literal["conflict", "remove_and_create"] = "conflict"
     extended_fields: dict[str, str] = {}  # extra attribute name -> platform field
     drift_check: bool = True
@@ -424,6 +423,8 @@ def _read_secret(path: Path, key: str) -> str:
         value = path.read_text(encoding="utf-8").strip()
     except OSError as exc:
         raise ConfigError(f"{key}: cannot read secret file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:  # its text says which bytes: never quote a secret
+        raise ConfigError(f"{key}: secret file {path} is not UTF-8 text") from None
     if not value:
         raise ConfigError(f"{key}: secret file {path} is empty")
     return value

@@ -6,6 +6,7 @@ the file's content, JSON, tells others who holds it: pid, host, since, and a pur
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -76,10 +77,16 @@ class FileLock:
         about = {"pid": os.getpid(), "host": socket.gethostname(), "since": int(time.time() * 1000)}
         if self.purpose:
             about["purpose"] = self.purpose
-        handle.seek(0)
-        handle.truncate()
-        handle.write(json.dumps(about))
-        handle.flush()
+        try:
+            handle.seek(0)
+            handle.truncate()
+            handle.write(json.dumps(about))
+            handle.flush()
+        except OSError as exc:  # a full disk: give the lock back and say so
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            with contextlib.suppress(OSError):  # closed all the same; the rest is moot
+                handle.close()
+            raise StateError(f"lock {self.path}: cannot write it: {exc.strerror}") from None
         self._file = handle
 
     def release(self) -> None:

@@ -102,6 +102,7 @@ def setup_logging(level: str = "INFO", fmt: str = "text") -> None:
     handler._syncd = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level)
-    if level != "DEBUG":
-        for noisy in ("httpx", "httpcore", "apscheduler", "uvicorn.access"):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
+    # Set both ways: a reload (SIGHUP) to DEBUG must make them speak again.
+    quiet = logging.WARNING if level != "DEBUG" else logging.NOTSET
+    for noisy in ("httpx", "httpcore", "apscheduler", "uvicorn.access"):
+        logging.getLogger(noisy).setLevel(quiet)

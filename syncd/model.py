@@ -285,7 +285,7 @@ def _employee_problem(
         return f"employee id {e.id!r} appears {ids[e.id]} times"
     if usernames[e.username.casefold()] > 1:
         return f"username {e.username!r} is used by {usernames[e.username.casefold()]} people"
-    if sum(p.primary for p in e.positions) > 1:
+    if len(e.positions) > 1 and sum(p.primary for p in e.positions) > 1:
         return f"employee {e.username!r} has more than one primary position"
     for p in e.positions:
         if p.department_id is not None and p.department_id not in departments:

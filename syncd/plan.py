@@ -22,9 +22,9 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
-from functools import lru_cache
+from operator import attrgetter
 from typing import Any
 
 from syncd.model import Department, Directory, Employee, Kind, Position, State
@@ -264,18 +264,31 @@ def employee_fields(e: Employee, extended_fields: Mapping[str, str]) -> dict[str
             }
             for p in e.positions
         ],
-        "extended": dict(_extended(e, extended_fields)),
+        "extended": extended_values(e, extended_fields),
     }
+
+
+def extended_values(e: Employee, extended_fields: Mapping[str, str]) -> dict[str, str]:
+    """Platform field -> value, for the employee's extra attributes that settings map."""
+    return dict(_extended(e, extended_fields))
 
 
 # repr() of the tuple of an employee's hashed values, filled in without making the tuple.
 _EMPLOYEE_TEXT = "(" + ", ".join(["%r"] * 12 + ["%s", "%r"]) + ")"
 
 
-@lru_cache(maxsize=1 << 16)
+# repr() of a Position, as its dataclass makes it, without the dataclass's guard against
+# recursion (a Position holds no containers): half the cost, for every person every run.
+_SHOWN = [f.name for f in fields(Position) if f.repr]
+_POSITION_TEXT = Position.__qualname__ + "(" + ", ".join(f"{n}=%r" for n in _SHOWN) + ")"
+_position_values = attrgetter(*_SHOWN)
+
+
 def _positions_text(positions: tuple[Position, ...]) -> str:
-    # Many people hold the same positions: their text is made once.
-    return repr(positions)
+    """Exactly repr(positions)."""
+    if len(positions) == 1:
+        return "(" + _POSITION_TEXT % _position_values(positions[0]) + ",)"
+    return "(" + ", ".join([_POSITION_TEXT % _position_values(p) for p in positions]) + ")"
 
 
 def employee_hash(e: Employee, extended_fields: Mapping[str, str]) -> str:
@@ -525,6 +538,18 @@ class _DepartmentPlanner:
     def _deletes(self) -> list[Change]:
         if not self.directory.complete:
             return []
+        if any(r.kind is Kind.DEPARTMENT and not r.key for r in self.directory.rejected):
+            # As for leavers: a row that names no department might be any of them.
+            if self.snapshot.departments:
+                self.notes.append(
+                    Note(
+                        "leavers",
+                        "",
+                        "departments not deleted: some rejected department rows could not be "
+                        "identified, so no department absent from this read is treated as gone",
+                    )
+                )
+            return []
         rejected = self.directory.rejected_keys(Kind.DEPARTMENT)
         synced = self.snapshot.departments
         # A rejected or excluded department shields its whole subtree on the platform.
@@ -600,12 +625,15 @@ class _EmployeePlanner:
 
     def run(self) -> tuple[list[Change], ...]:
         excluded = self.policy.exclude_usernames
-        by_username = {s.username.casefold(): s for s in self.snapshot.employees.values()}
+        by_username: dict[str, SyncedEmployee] | None = None  # made when first needed
         for e in self.directory.employees.values():
             if excluded and _excluded(e.username, excluded):
                 continue
             synced = self.snapshot.employees.get(e.id)
             if synced is None:
+                if by_username is None:
+                    employees = self.snapshot.employees.values()
+                    by_username = {s.username.casefold(): s for s in employees}
                 self._plan_new(e, by_username.get(e.username.casefold()))
             else:
                 self._plan_synced(e, synced)
@@ -622,7 +650,8 @@ class _EmployeePlanner:
         return self.replaced, self.upserts, self.unlocks, self.locks, self.removes
 
     def _plan_synced(self, e: Employee, synced: SyncedEmployee) -> None:
-        if synced.username.casefold() != e.username.casefold():
+        same = synced.username == e.username  # the common case, without casefolding
+        if not same and synced.username.casefold() != e.username.casefold():
             self._username_changed(e, synced)
             return
         wanted = employee_hash(e, self.policy.extended_fields)
@@ -731,11 +760,13 @@ class _EmployeePlanner:
                 )
             return
         protected = directory.rejected_keys(Kind.EMPLOYEE)
-        by_username = {e.username.casefold() for e in directory.employees.values()}
+        by_username: set[str] | None = None  # made when someone is missing, if ever
         excluded = self.policy.exclude_usernames
         for synced in self.snapshot.employees.values():
             if synced.source_id in directory.employees:
                 continue
+            if by_username is None:
+                by_username = {e.username.casefold() for e in directory.employees.values()}
             folded = synced.username.casefold()
             if synced.source_id in protected or folded in protected or folded in by_username:
                 continue

@@ -129,13 +129,20 @@ def run_sync(
     lock_wait_seconds: float = 0.0,
 ) -> RunResult:
     """Run one sync under the run lock; raises only when it cannot start."""
+    own_engine = engine is None
     engine = engine or store.open_engine(settings.database)
+    # What an earlier run in this process froze goes back to the collector (see _Run._sync).
+    gc.unfreeze()
     purpose = f"{request.trigger} {'dry run' if request.dry_run else 'sync'}"
-    with run_lock(settings.state_dir, purpose, lock_wait_seconds):
-        store.interrupt_stale_runs(engine, now_ms())
-        result = _Run(settings, request, engine, progress, stop).execute()
-    # Outside the lock: a slow notification must not hold up the next sync.
-    after_run(settings, engine, result.run_id)
+    try:
+        with run_lock(settings.state_dir, purpose, lock_wait_seconds):
+            store.interrupt_stale_runs(engine, now_ms())
+            result = _Run(settings, request, engine, progress, stop).execute()
+        # Outside the lock: a slow notification must not hold up the next sync.
+        after_run(settings, engine, result.run_id)
+    finally:
+        if own_engine:
+            engine.dispose()  # its connections are closed now, not whenever it is collected
     return result
 
 
@@ -176,7 +183,6 @@ class _Run:
             self.result.error = redact(str(exc))
             log.error("run %d failed: %s", self.run_id, self.result.error)
         finally:
-            gc.unfreeze()
             if client is not None:
                 self.summary["retries"] = client.retries
                 self.summary["calls"] = dict(client.calls)
@@ -187,15 +193,19 @@ class _Run:
     def _sync(self, client: PlatformClient) -> None:
         recovered = recover(client, self.engine, now_ms())
         self.summary["recovered"] = recovered
-        # The directory and the snapshot live through the run: frozen as soon as they are
-        # made, the collector stops going over them (its full passes found nothing to free
-        # and cost as much as loading the snapshot).
+        # The directory, the snapshot and the plan live through the run, and after it in
+        # the result: frozen as soon as they are made, the cyclic collector stops going
+        # over them (its passes found nothing to free, and cost as much as loading the
+        # snapshot, applying took a tenth more CPU, and a shell sync's exit 0.25 s). They
+        # stay frozen until the next run_sync in this process unfreezes them; values
+        # without reference cycles are freed as usual all the same.
         directory = self._read()
         gc.freeze()
         snapshot = store.load_snapshot(self.engine)
         gc.freeze()
         view = fetch_view(client, snapshot, directory, self._refresh_time(), self.settings)
         the_plan = plan(directory, snapshot, view, policy_of(self.settings), now_ms())
+        gc.freeze()
         limits = Limits(
             self.settings.sync.max_removals,
             self.settings.sync.max_removal_ratio,

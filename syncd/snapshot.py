@@ -130,7 +130,9 @@ def open_engine(path: Path) -> Engine:
             f"state directory {path.parent}: cannot create it: {exc.strerror}"
         ) from None
     if not os.access(path.parent, os.W_OK):
-        raise StateError(f"state directory {path.parent}: not writable by this user")
+        readonly = os.statvfs(path.parent).f_flag & os.ST_RDONLY
+        why = "is on a read-only file system" if readonly else "is not writable by this user"
+        raise StateError(f"state directory {path.parent} {why}")
     engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
 
     @event.listens_for(engine, "connect")
@@ -171,9 +173,16 @@ def _migrate(engine: Engine, path: Path) -> None:
 
 @contextmanager
 def write(engine: Engine) -> Iterator[Connection]:
-    """One write transaction that takes the database's write lock at once."""
-    with engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn, conn.begin():
-        yield conn
+    """One write transaction that takes the database's write lock at once.
+
+    SQLite's own failures (a full disk, a read-only file, a lock held too long) roll it
+    back and end as a StateError naming the database.
+    """
+    try:
+        with engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn, conn.begin():
+            yield conn
+    except OperationalError as exc:
+        raise StateError(f"state database {engine.url.database}: {exc.orig}") from None
 
 
 # ---------------------------------------------------------------- cursors

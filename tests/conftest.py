@@ -5,6 +5,9 @@ loopback port), reset before each test: no data but the root node, no faults, no
 statistics, no tokens. It is a ``syncd.emulator.RunningEmulator``: ``base_url``,
 ``options``, and helpers ``state()``, ``stats()``, ``set_faults(**rules)``,
 ``reset(data=True)``, ``issue_token()``, ``token_request()``, ``advance_clock(seconds)``.
+
+``--long`` runs the tests marked ``long`` (slow variants: more crash points, bigger
+companies); without it they are skipped, so the default suite stays within CI's minutes.
 """
 
 from __future__ import annotations
@@ -14,6 +17,21 @@ from collections.abc import Iterator
 import pytest
 
 from syncd.emulator import EmulatorOptions, RunningEmulator, serve_in_thread
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--long", action="store_true", default=False, help="also run the tests marked long"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--long"):
+        return
+    skip = pytest.mark.skip(reason="a slow variant: run with --long")
+    for item in items:
+        if "long" in item.keywords:
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="session")

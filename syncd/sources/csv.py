@@ -64,6 +64,10 @@ _DECODE_CHUNK = 1 << 20
 _SNIFFED_CHARS = 65536  # of the header line: names are short, a broken header may not be
 _REPEATED_HEADER = "the row repeats the header (were two exports joined into one file?)"
 _NUL_REASON = "contains NUL characters (a binary file, or UTF-16 read as another encoding?)"
+_CUT_SHORT = (
+    "the file ends in the middle of this row (fewer fields than the header and no line end): "
+    "it looks cut short, so rows may be missing"
+)
 
 T = TypeVar("T")
 
@@ -141,6 +145,12 @@ def _read_file(path: Path, setting: str, settings: CsvSource, consume: Callable[
     _check_file(path, setting)
     if settings.encoding.strip().casefold() != AUTO:
         encoding = _encoding_named(settings.encoding)
+        if not encoding.startswith("utf") and _plainly_utf8(path):
+            raise SourceError(
+                f"{path}: the file is UTF-8 (its text beyond ASCII decodes as UTF-8), but "
+                f"source.csv.encoding is {settings.encoding!r}: read so, every name would be "
+                "garbled; set source.csv.encoding to 'utf-8' or 'auto'"
+            )
         try:
             return _consume(path, encoding, settings.delimiter, consume)
         except UnicodeDecodeError:
@@ -166,6 +176,20 @@ def _read_file(path: Path, setting: str, settings: CsvSource, consume: Callable[
         return _consume(path, FALLBACK_ENCODING, settings.delimiter, consume)
     except UnicodeDecodeError:
         raise _undecodable(path, ["utf-8", FALLBACK_ENCODING]) from None
+
+
+def _plainly_utf8(path: Path) -> bool:
+    """Whether a file has a UTF-8 BOM, or decodes as UTF-8 with text beyond ASCII."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return False  # _consume opens it again and says why it cannot
+    if data.startswith(codecs.BOM_UTF8):
+        return True
+    try:
+        return _count_non_ascii(data.decode("utf-8")) >= UTF8_EVIDENCE
+    except UnicodeDecodeError:
+        return False
 
 
 def _check_file(path: Path, setting: str) -> None:
@@ -308,6 +332,7 @@ class _Table:
         self._nul: list[str] = []  # lines with NUL characters seen in that record
         self._lines = _remembered(itertools.chain([first], fh), self._record, self._nul)
         self._reader = csv.reader(self._lines, delimiter=self.delimiter, strict=True)
+        self._named = 0  # the header's columns up to its last named one
         self.rows = self._records(skipped + 1)
         self.header_line, header = next(self.rows)
         if isinstance(header, _Broken):
@@ -315,6 +340,7 @@ class _Table:
                 f"{path}: line {self.header_line}: the header cannot be read: {header.reason}"
             )
         self.header = [cell.replace("\ufeff", "").strip() for cell in header]
+        self._named = max((n + 1 for n, cell in enumerate(self.header) if cell), default=0)
 
     def where(self, line: int) -> str:
         return f"{self.name}:{line}"
@@ -335,6 +361,9 @@ class _Table:
                 if nul:
                     nul.clear()
                     yield line, _Broken(f"the row {_NUL_REASON}", cells, nul=True)
+                elif len(cells) < self._named and not record[-1].endswith(("\n", "\r")):
+                    # Only a file's last line lacks its line end: a short one there was cut.
+                    yield line, _Broken(_CUT_SHORT, None)
                 else:
                     yield line, cells
             line += len(record)
