@@ -131,11 +131,11 @@ def run_sync(
     """Run one sync under the run lock; raises only when it cannot start."""
     own_engine = engine is None
     engine = engine or store.open_engine(settings.database)
-    # What an earlier run in this process froze goes back to the collector (see _Run._sync).
-    gc.unfreeze()
     purpose = f"{request.trigger} {'dry run' if request.dry_run else 'sync'}"
     try:
         with run_lock(settings.state_dir, purpose, lock_wait_seconds):
+            # What an earlier run in this process froze goes back to the collector (_kept).
+            gc.unfreeze()
             store.interrupt_stale_runs(engine, now_ms())
             result = _Run(settings, request, engine, progress, stop).execute()
         # Outside the lock: a slow notification must not hold up the next sync.
@@ -194,18 +194,18 @@ class _Run:
         recovered = recover(client, self.engine, now_ms())
         self.summary["recovered"] = recovered
         # The directory, the snapshot and the plan live through the run, and after it in
-        # the result: frozen as soon as they are made, the cyclic collector stops going
-        # over them (its passes found nothing to free, and cost as much as loading the
+        # the result: made with the cyclic collector off and frozen at once, they are never
+        # gone over (its passes found nothing to free, and cost as much as loading the
         # snapshot, applying took a tenth more CPU, and a shell sync's exit 0.25 s). They
         # stay frozen until the next run_sync in this process unfreezes them; values
         # without reference cycles are freed as usual all the same.
-        directory = self._read()
-        gc.freeze()
-        snapshot = store.load_snapshot(self.engine)
-        gc.freeze()
+        with _kept():
+            directory = self._read()
+        with _kept():
+            snapshot = store.load_snapshot(self.engine)
         view = fetch_view(client, snapshot, directory, self._refresh_time(), self.settings)
-        the_plan = plan(directory, snapshot, view, policy_of(self.settings), now_ms())
-        gc.freeze()
+        with _kept():
+            the_plan = plan(directory, snapshot, view, policy_of(self.settings), now_ms())
         limits = Limits(
             self.settings.sync.max_removals,
             self.settings.sync.max_removal_ratio,
@@ -318,6 +318,23 @@ class _Run:
             finished_at=finished,
             summary=json.dumps(self.summary, ensure_ascii=False),
         )
+
+
+@contextmanager
+def _kept() -> Iterator[None]:
+    """Values made inside are kept for the run: made without collections, then frozen.
+
+    Freezing also resets the collector's count of new objects, so re-enabling it does
+    not start a full pass over what was just made.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
 
 
 def _directory_path(directory: Directory, root_name: str, department_id: str) -> str | None:

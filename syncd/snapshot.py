@@ -29,6 +29,9 @@ from syncd.plan import Snapshot, SyncedDepartment, SyncedEmployee
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 60_000  # longer than a token request: renewal holds the write lock
+# Checkpoint the WAL every ~40 MB rather than SQLite's 4 MB: a 100,000-person first sync
+# writes ~100 MB, and each checkpoint syncs the files to disk (335 fdatasync calls -> 26).
+WAL_CHECKPOINT_PAGES = 10_000
 
 
 class DepartmentRow(SQLModel, table=True):
@@ -143,6 +146,7 @@ def open_engine(path: Path) -> Engine:
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute("PRAGMA foreign_keys=ON")
         cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cur.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
         cur.close()
 
     @event.listens_for(engine, "begin")
