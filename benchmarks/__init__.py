@@ -1,0 +1,1 @@
+"""Benchmarks of syncd at enterprise scale: run with ``make bench`` (see benchmarks/run.py)."""

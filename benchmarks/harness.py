@@ -1,0 +1,329 @@
+"""Processes the benchmarks measure: the emulator, syncd commands, helpers in child processes.
+
+Every process is started in its own session and is asked to die with the harness
+(``PR_SET_PDEATHSIG``), and every ``with`` block kills its process group on the way out:
+no server outlives a crashed or interrupted benchmark.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import os
+import resource
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+SYNCD = BIN / "syncd"
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 10.0
+_PR_SET_PDEATHSIG = 1
+WRITE_PREFIXES = ("POST /v1/admin", "DELETE /v1/admin")
+BATCHED = ("import-orgs", "import-employees")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: the kernel sends SIGTERM when the harness goes away."""
+    with suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    with suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def spawn(
+    command: Sequence[str | Path], log: Path | None, **kwargs: Any
+) -> subprocess.Popen[bytes]:
+    """A child process in its own session, output to ``log`` (None: discarded), dying with us."""
+    if log is None:
+        return _popen(command, subprocess.DEVNULL, **kwargs)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        return _popen(command, out, **kwargs)
+
+
+def _popen(command: Sequence[str | Path], out: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+    kwargs.setdefault("env", child_env())
+    return subprocess.Popen(
+        [str(part) for part in command],
+        stdin=subprocess.DEVNULL,
+        stdout=out,
+        stderr=subprocess.STDOUT if out is not subprocess.DEVNULL else subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=_die_with_parent,
+        cwd=ROOT / "benchmarks",  # not the repository root, whose syncd/ would come first
+        **kwargs,
+    )
+
+
+_child_path = [str(ROOT)]  # what children import from: benchmarks, tests.support, syncd
+
+
+def use_syncd_from(source: Path) -> None:
+    """Have every child run the syncd package found in ``source`` (before/after runs).
+
+    ``source`` holds a ``syncd/`` folder, e.g. ``git archive <commit> syncd | tar -x -C DIR``.
+    """
+    if not (source / "syncd" / "__init__.py").is_file():
+        raise SystemExit(f"{source}: no syncd/ package there")
+    _child_path.insert(0, str(source.resolve()))
+
+
+def child_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(_child_path), **(extra or {})}
+
+
+# ---------------------------------------------------------------- measured child processes
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One child process's cost, from its own rusage: nothing of the harness or the emulator."""
+
+    wall: float  # seconds
+    cpu: float  # user + system seconds
+    peak_rss_mb: float
+    exit_code: int
+    output: str = ""
+
+
+def measure(
+    command: Sequence[str | Path], log: Path | None, *, env: Mapping[str, str] | None = None
+) -> Measured:
+    """Run a command to its end and measure it (wall, CPU and peak RSS via wait4).
+
+    Its output goes to ``log`` (replaced), or is discarded when ``log`` is None.
+    """
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.unlink(missing_ok=True)
+    started = time.perf_counter()
+    process = spawn(command, log, env=child_env(env))
+    try:
+        _, status, usage = os.wait4(process.pid, 0)
+    except BaseException:
+        _kill_group(process)
+        raise
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return Measured(
+        wall=wall,
+        cpu=usage.ru_utime + usage.ru_stime,
+        peak_rss_mb=usage.ru_maxrss / 1024,  # kilobytes on Linux
+        exit_code=process.returncode,
+        output=log.read_text(encoding="utf-8", errors="replace") if log is not None else "",
+    )
+
+
+def python_child(module: str, *args: str) -> list[str]:
+    """A command running ``python -m module args`` with the repository importable."""
+    return [sys.executable, "-m", module, *args]
+
+
+def child_json(measured: Measured) -> dict[str, Any]:
+    """The last line of a helper's output: the JSON it printed."""
+    for line in reversed(measured.output.strip().splitlines()):
+        if line.startswith("{"):
+            result: dict[str, Any] = json.loads(line)
+            return result
+    raise RuntimeError(
+        f"the helper printed no result (exit {measured.exit_code}):\n{measured.output[-3000:]}"
+    )
+
+
+# ---------------------------------------------------------------- the emulator
+
+
+@dataclass
+class Emulator:
+    """``syncd emulator`` in its own process on a free loopback port."""
+
+    process: subprocess.Popen[bytes]
+    base_url: str
+    client: httpx.Client = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.client = httpx.Client(base_url=self.base_url, timeout=120.0)
+
+    def control(self, method: str, path: str, body: Any = None) -> Any:
+        answer = self.client.request(method, f"/_emulator/{path}", json=body).json()
+        if answer.get("status") != 0:
+            raise RuntimeError(f"/_emulator/{path}: {answer}")
+        return answer["result"]
+
+    def reset(self, *, data: bool) -> None:
+        """Clear the request counts (and with ``data`` every node but the root, and people)."""
+        self.control("POST", "reset", {"data": data})
+
+    def requests(self) -> dict[str, int]:
+        counts: dict[str, int] = self.control("GET", "stats")["requests"]
+        return counts
+
+
+@contextmanager
+def running_emulator(log: Path) -> Iterator[Emulator]:
+    port = free_port()
+    process = spawn([SYNCD, "emulator", "--port", str(port)], log)
+    try:
+        emulator = Emulator(process, f"http://127.0.0.1:{port}")
+        _wait_until_answering(emulator)
+        try:
+            yield emulator
+        finally:
+            emulator.client.close()
+    finally:
+        _kill_group(process)
+
+
+def _wait_until_answering(emulator: Emulator) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if emulator.process.poll() is not None:
+            raise RuntimeError(f"the emulator exited with status {emulator.process.returncode}")
+        try:
+            emulator.requests()
+            return
+        except httpx.TransportError:
+            time.sleep(0.05)  # polling a server that is still starting
+    raise RuntimeError(f"the emulator did not answer within {START_TIMEOUT}s")
+
+
+# ---------------------------------------------------------------- syncd settings and state
+
+
+@dataclass(frozen=True)
+class Platform:
+    base_url: str
+    batch_size: int
+    concurrency: int
+
+
+def write_settings(
+    path: Path, state_dir: Path, source: str, platform: Platform, removals: int
+) -> Path:
+    """A settings file for syncd: ``source`` is the TOML of its [source] tables."""
+    text = f"""\
+state_dir = "{state_dir}"
+log_level = "INFO"
+
+{source}
+[platform]
+base_url = "{platform.base_url}"
+domain_id = "acme"
+org_code = "acme"
+org_id = "acme"
+client_id = "syncd"
+client_secret = "demo-secret"
+batch_size = {platform.batch_size}
+concurrency = {platform.concurrency}
+
+[sync]
+# A benchmark's churn locks hundreds of people: the removal guard would block it.
+max_removals = {removals}
+max_removal_ratio = 1.0
+"""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def csv_source(employees: Path, departments: Path | None) -> str:
+    lines = ["[source]", 'kind = "csv"', "", "[source.csv]"]
+    if departments is None:
+        lines += ['layout = "paths"', f'employees = "{employees}"']
+    else:
+        lines += [f'employees = "{employees}"', f'departments = "{departments}"']
+    return "\n".join(lines) + "\n"
+
+
+def last_run_items(state_dir: Path) -> dict[str, int]:
+    """The last run's items by "kind action outcome"."""
+    with sqlite3.connect(state_dir / "syncd.db") as db:
+        rows = db.execute(
+            "SELECT kind, action, outcome, COUNT(*) FROM run_items "
+            "WHERE run_id = (SELECT MAX(id) FROM runs) GROUP BY 1, 2, 3"
+        ).fetchall()
+    return {f"{kind} {action} {outcome}": int(n) for kind, action, outcome, n in rows}
+
+
+def items_sent(items: Mapping[str, int]) -> int:
+    """Items the executor sent: settled ok or failed, adoptions (nothing sent) left out."""
+    return sum(
+        n
+        for key, n in items.items()
+        if key.split()[2] in ("ok", "failed") and key.split()[1] != "adopt"
+    )
+
+
+def minimum_writes(items: Mapping[str, int], batch: int) -> int:
+    """The fewest write calls the API allows for this plan.
+
+    Batched endpoints take ``batch`` items a call: department creates (import-orgs),
+    employee creates and updates, and removals (import-employees with ops REMOVE, kept
+    apart because they must come after locks); every node update, node delete, lock and
+    unlock is a call of its own.
+    """
+    planned: dict[tuple[str, str], int] = {}
+    for key, n in items.items():
+        kind, action, _ = key.split()
+        planned[(kind, action)] = planned.get((kind, action), 0) + n
+
+    def count(kind: str, *actions: str) -> int:
+        return sum(planned.get((kind, a), 0) for a in actions)
+
+    return (
+        math.ceil(count("department", "create") / batch)
+        + count("department", "update", "move", "delete")
+        + math.ceil(count("employee", "create", "update") / batch)
+        + count("employee", "lock", "unlock")
+        + math.ceil(count("employee", "remove") / batch)
+    )
+
+
+def write_calls(requests: Mapping[str, int]) -> dict[str, int]:
+    return {k: n for k, n in requests.items() if k.startswith(WRITE_PREFIXES)}
+
+
+def short_endpoint(key: str) -> str:
+    """``POST /v1/admin/organizations/{org_code}/import-orgs`` -> ``POST import-orgs``."""
+    method, _, path = key.partition(" ")
+    tail = (
+        path.replace("/v1/admin/organizations", "").replace("{code}", "").replace("{org_code}", "")
+    )
+    return f"{method} {tail.strip('/') or '(root)'}"
+
+
+def rusage_self_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

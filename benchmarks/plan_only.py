@@ -1,0 +1,174 @@
+"""Child process: planning alone, source and snapshot in memory; prints JSON.
+
+    python -m benchmarks.plan_only --people 1000000 [--seed 1] [--churn 0.01]
+
+Builds the company's Directory, a Snapshot and platform view that say it was synced
+as it was, then the Directory after 1% churn, and times ``plan()`` on it (and, apart,
+the journal rows the runner makes of the plan). Run as its own process so the parent
+can read this process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from benchmarks.generate import Company, make_company
+from benchmarks.mutate import churn
+from syncd.executor import item_rows
+from syncd.model import Department, Directory, Employee, Kind, Position, State, build_directory
+from syncd.plan import (
+    PlatformNode,
+    PlatformView,
+    Policy,
+    Snapshot,
+    SyncedDepartment,
+    SyncedEmployee,
+    department_fields,
+    department_hash,
+    employee_fields,
+    employee_hash,
+    plan,
+)
+
+ROOT_ID = 1
+ROOT_NAME = "Acme"
+GENDERS = {"male": "MALE", "female": "FEMALE"}
+
+
+def directory_of(company: Company) -> Directory:
+    """The Directory the CSV source would read from this company's files."""
+    primary: dict[tuple[str, str], Position] = {}
+    secondary: dict[str, Position] = {}
+    departments = [
+        ("departments.csv", Department(u.id, u.name, u.parent, u.sort_order))
+        for u in company.ordered_units()
+    ]
+    employees = []
+    for p in company.people.values():
+        first = primary.get((p.department, p.job_title))
+        if first is None:
+            first = primary[(p.department, p.job_title)] = Position(
+                p.department, p.job_title, primary=True
+            )
+        positions: tuple[Position, ...] = (first,)
+        if p.second:
+            positions += (secondary.setdefault(p.second, Position(p.second)),)
+        employee = Employee(
+            id=p.id,
+            username=p.username,
+            name=p.name,
+            positions=positions,
+            en_name=p.en_name or None,
+            email=p.email,
+            mobile=p.mobile,
+            sn=p.sn,
+            gender=GENDERS[p.gender],
+            job_title=p.job_title,
+            state=State.DEPARTED if p.departed else State.ACTIVE,
+        )
+        employees.append(("employees.csv", employee))
+    return build_directory(departments, employees, source="memory")
+
+
+def synced(directory: Directory) -> tuple[Snapshot, PlatformView]:
+    """A snapshot and a full platform listing that say ``directory`` was synced as it is."""
+    node_ids = {d: ROOT_ID + 1 + i for i, d in enumerate(directory.departments)}
+    departments = {
+        d.id: SyncedDepartment(
+            d.id, node_ids[d.id], "/".join((ROOT_NAME, *directory.path(d.id))), department_hash(d)
+        )
+        for d in directory.departments.values()
+    }
+    employees = {
+        e.id: SyncedEmployee(
+            e.id,
+            e.username,
+            10_000_000 + i,
+            employee_hash(e, {}),
+            locked=e.state is State.DEPARTED,
+            lock_reason="departed" if e.state is State.DEPARTED else None,
+        )
+        for i, e in enumerate(directory.employees.values())
+    }
+    nodes = {
+        node_ids[d.id]: PlatformNode(
+            node_ids[d.id],
+            d.name,
+            ROOT_ID if d.parent_id is None else node_ids[d.parent_id],
+            d.id,
+            d.sort_order,
+            1,
+        )
+        for d in directory.departments.values()
+    }
+
+    def fields(kind: Kind, source_id: str) -> Mapping[str, Any] | None:
+        # What the snapshot's JSON column would hold, made only for records asked about.
+        if kind is Kind.DEPARTMENT:
+            d = directory.departments.get(source_id)
+            return None if d is None else department_fields(d)
+        e = directory.employees.get(source_id)
+        return None if e is None else employee_fields(e, {})
+
+    snapshot = Snapshot(departments, employees, fields)
+    return snapshot, PlatformView(ROOT_ID, ROOT_NAME, nodes, complete_listing=True)
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--people", type=int, default=1_000_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--churn", type=float, default=0.01)
+    args = parser.parse_args()
+
+    began = time.perf_counter()
+    company = make_company(args.people, args.seed)
+    changed, _ = churn(company, args.churn)
+    before = directory_of(company)
+    snapshot, view = synced(before)
+    del company
+    after = directory_of(changed)
+    del changed
+    built = time.perf_counter() - began
+    rss_inputs = rss_mb()
+
+    started, cpu = time.perf_counter(), time.process_time()
+    result = plan(after, snapshot, view, Policy(leaver_policy="lock_then_remove"), 10**13)
+    planned, plan_cpu = time.perf_counter() - started, time.process_time() - cpu
+    rss_plan = rss_mb()
+
+    started = time.perf_counter()
+    rows = sum(1 for _ in item_rows(result.changes))
+    journal = time.perf_counter() - started
+
+    counts = {f"{k.value} {a.value}": n for (k, a), n in sorted(result.counts().items())}
+    print(
+        json.dumps(
+            {
+                "people": args.people,
+                "departments": len(after.departments),
+                "build_seconds": built,
+                "plan_seconds": planned,
+                "plan_cpu_seconds": plan_cpu,
+                "item_rows_seconds": journal,
+                "changes": len(result.changes),
+                "rows": rows,
+                "counts": counts,
+                "rss_after_inputs_mb": rss_inputs,
+                "rss_after_plan_mb": rss_plan,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
