@@ -208,7 +208,9 @@ def notes(results: Sequence[Result]) -> list[str]:
             out.append(
                 f"{label} ldapsearch {d['ldapsearch_seconds']:.2f} s; read_ldap "
                 f"{r.wall:.2f} s = {d['ratio']}x; syncd check {d['syncd_check_seconds']:.2f} s "
-                f"= {d['syncd_check_ratio']}x (peak RSS {d['syncd_check_rss_mb']:.0f} MB)"
+                f"= {d['syncd_check_ratio']}x (peak RSS {d['syncd_check_rss_mb']:.0f} MB); "
+                f"plain ldap3 paged_search {d['plain_ldap3_seconds']:.2f} s "
+                f"= {d['plain_ldap3_ratio']}x"
             )
         if r.scenario.startswith(("platform floor", "planning")):
             out.append(f"{label} {r.detail}")

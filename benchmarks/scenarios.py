@@ -8,6 +8,7 @@ of the emulator, which runs in a process of its own.
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import time
@@ -366,6 +367,20 @@ def _ldap_once(
         ldapsearch += run.wall
     reader = measure(python_child("benchmarks.ldap_read", str(settings)), folder / "read.log")
     read = child_json(reader)
+    searches = json.dumps([[f, list(a)] for _, f, a in LDAP_FILTERS])
+    plain = child_json(
+        measure(
+            python_child(
+                "benchmarks.ldap3_plain",
+                url,
+                bind_dn,
+                str(password_file),
+                LDAP_PEOPLE_BASE,
+                searches,
+            ),
+            folder / "ldap3-plain.log",
+        )
+    )
     check = measure([SYNCD, "check", "--config", settings], folder / "check.log")
     if check.exit_code != 0:
         raise RuntimeError(f"syncd check exited {check.exit_code}:\n{check.output[-2000:]}")
@@ -378,6 +393,8 @@ def _ldap_once(
         detail={
             "ldapsearch_seconds": round(ldapsearch, 3),
             "ratio": round(read["read_seconds"] / ldapsearch, 2),
+            "plain_ldap3_seconds": round(plain["read_seconds"], 3),
+            "plain_ldap3_ratio": round(plain["read_seconds"] / ldapsearch, 2),
             "syncd_check_seconds": round(check.wall, 3),
             "syncd_check_ratio": round(check.wall / ldapsearch, 2),
             "syncd_check_rss_mb": round(check.peak_rss_mb, 1),
@@ -388,7 +405,8 @@ def _ldap_once(
     ctx.log(
         f"  ldap read {result.wall:6.2f} s  ldapsearch {ldapsearch:5.2f} s  "
         f"ratio {result.detail['ratio']}  syncd check {check.wall:5.2f} s "
-        f"(ratio {result.detail['syncd_check_ratio']})"
+        f"(ratio {result.detail['syncd_check_ratio']})  plain ldap3 {plain['read_seconds']:5.2f} s "
+        f"(ratio {result.detail['plain_ldap3_ratio']})"
     )
     return result
 
