@@ -219,6 +219,19 @@ def _wait_until_answering(emulator: Emulator) -> None:
     raise RuntimeError(f"the emulator did not answer within {START_TIMEOUT}s")
 
 
+def app_token(client: httpx.Client) -> str:
+    """A token for the emulator's default application (acme / syncd / demo-secret)."""
+    body = {
+        "grant_type": "client_credentials",
+        "scope": "app",
+        "domain_id": "acme",
+        "client_id": "syncd",
+        "client_secret": "demo-secret",
+        "org_id": "acme",
+    }
+    return str(client.post("/v1/token", json=body).json()["result"]["access_token"])
+
+
 # ---------------------------------------------------------------- syncd settings and state
 
 

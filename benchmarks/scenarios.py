@@ -34,6 +34,7 @@ from benchmarks.harness import (
     Emulator,
     Measured,
     Platform,
+    app_token,
     child_json,
     csv_source,
     items_sent,
@@ -187,7 +188,7 @@ def _floor_once(company: Company, emulator: Emulator, platform: Platform) -> Res
     batch, concurrency = platform.batch_size, platform.concurrency
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     with httpx.Client(base_url=emulator.base_url, timeout=120.0, limits=limits) as client:
-        token = _token(client)
+        token = app_token(client)
         org = "/v1/admin/organizations/acme"
         started = time.perf_counter()
         node_ids: dict[str, int] = {}
@@ -265,18 +266,6 @@ def _person_body(p: Any, node_ids: dict[str, int]) -> dict[str, Any]:
     if p.en_name:
         body["en_name"] = p.en_name
     return body
-
-
-def _token(client: httpx.Client) -> str:
-    body = {
-        "grant_type": "client_credentials",
-        "scope": "app",
-        "domain_id": "acme",
-        "client_id": "syncd",
-        "client_secret": "demo-secret",
-        "org_id": "acme",
-    }
-    return str(client.post("/v1/token", json=body).json()["result"]["access_token"])
 
 
 def _post_all(

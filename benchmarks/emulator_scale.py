@@ -1,27 +1,30 @@
-"""Measure the emulator at scale (a script, not a test): 5,000 nodes, 100,000 employees.
+"""The emulator at scale: 5,000 nodes, 100,000 employees, batches of 500. Prints timings.
 
-    .venv/bin/python tests/emulator/measure_scale.py [--employees N] [--nodes N]
+    .venv/bin/python benchmarks/emulator_scale.py [--employees N] [--nodes N]
         [--batch N] [--mode thread|process]
 
 ``thread`` serves in this process (as the tests do; client and server share the GIL),
-``process`` serves from a child process (as ``syncd emulator`` does).
+``process`` runs ``syncd emulator`` in a child process (as the demo and benchmarks do).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from tempfile import TemporaryDirectory
 from typing import Any
 
 import httpx
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
+
+from benchmarks.harness import app_token, running_emulator
 from syncd.emulator import EmulatorOptions, serve_in_thread
 
 ORG = "/v1/admin/organizations/acme"
@@ -91,28 +94,13 @@ def emulator(mode: str) -> Iterator[str]:
         with serve_in_thread(EmulatorOptions()) as running:
             yield running.base_url
         return
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    code = f"from syncd.emulator import EmulatorOptions, serve; serve(EmulatorOptions(port={port}))"
-    child = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.DEVNULL)
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(200):
-            try:
-                httpx.get(f"{base_url}/_emulator/stats")
-                break
-            except httpx.TransportError:
-                time.sleep(0.05)  # polling a child process that is still starting
-        yield base_url
-    finally:
-        child.terminate()
-        child.wait(10)
+    with TemporaryDirectory() as folder, running_emulator(Path(folder) / "emulator.log") as child:
+        yield child.base_url
 
 
 def measure(base_url: str, nodes: int, employees: int, batch: int) -> None:
     with httpx.Client(base_url=base_url, timeout=120.0) as client:
-        token = get_token(client)
+        token = app_token(client)
         bodies = node_bodies(nodes)
         took, _ = timed(
             lambda: [
@@ -163,18 +151,6 @@ def measure(base_url: str, nodes: int, employees: int, batch: int) -> None:
         print(f"import-employees {batch} REMOVE: {took * 1000:.0f} ms")
         took, _ = timed(lambda: client.get("/_emulator/state").json())
         print(f"/_emulator/state dump: {took:.2f} s")
-
-
-def get_token(client: httpx.Client) -> str:
-    body = {
-        "grant_type": "client_credentials",
-        "scope": "app",
-        "domain_id": "acme",
-        "client_id": "syncd",
-        "client_secret": "demo-secret",
-        "org_id": "acme",
-    }
-    return str(client.post("/v1/token", json=body).json()["result"]["access_token"])
 
 
 def main() -> None:
