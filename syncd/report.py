@@ -24,7 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from syncd.logs import redact
-from syncd.plan import field_diff
+from syncd.plan import Note, field_diff
 
 ACTIONS = ("create", "adopt", "update", "move", "unlock", "lock", "remove", "delete")
 SYMBOLS = {
@@ -146,13 +146,6 @@ class Guard:
     passed: bool
     message: str
     overridden: bool = False
-
-
-@dataclass(frozen=True)
-class Note:
-    kind: str  # conflict, drift, skipped, leavers, unowned
-    key: str
-    message: str
 
 
 @dataclass(frozen=True)

@@ -406,20 +406,21 @@ class PlatformClient:
     ) -> Any:
         """Send with the shared token; on 10011 renew it once and send once more."""
         url = _fill(template, {"org_code": self._settings.org_code, **(path or {})})
-        token = self._tokens.current()
-        try:
+
+        def send(token: str) -> Any:
             return self._send(
                 method, template, url, token=token, params=params, body=body, repeatable=repeatable
             )
+
+        token = self._tokens.current()
+        try:
+            return send(token)
         except PlatformError as exc:
             if exc.status != TOKEN_NOT_FOUND:
                 raise
         log.info("the platform refused the access token (10011); renewing it")
-        token = self._tokens.replace(token)
         try:
-            return self._send(
-                method, template, url, token=token, params=params, body=body, repeatable=repeatable
-            )
+            return send(self._tokens.replace(token))
         except PlatformError as exc:
             if exc.status != TOKEN_NOT_FOUND:
                 raise
