@@ -336,6 +336,10 @@ def plan(
     )
 
 
+def _people(n: int) -> str:
+    return "1 person" if n == 1 else f"{n} people"
+
+
 def _excluded(value: str, patterns: Sequence[str]) -> bool:
     folded = value.casefold()
     return any(fnmatch.fnmatchcase(folded, p.casefold()) for p in patterns)
@@ -643,8 +647,8 @@ class _EmployeePlanner:
                 Note(
                     "skipped",
                     "",
-                    f"{self.never_synced_departed} people departed in the source "
-                    "were never synced: not created",
+                    f"{_people(self.never_synced_departed)} departed in the source "
+                    "but never synced: not created",
                 )
             )
         return self.replaced, self.upserts, self.unlocks, self.locks, self.removes

@@ -404,6 +404,8 @@ def when(ms: int | None) -> str:
 def duration(ms: int | None) -> str:
     if ms is None:
         return "—"
+    if ms < 1_000:
+        return f"{ms} ms"
     if ms < 60_000:
         return f"{ms / 1000:.1f} s"
     minutes, seconds = divmod(round(ms / 1000), 60)

@@ -139,7 +139,7 @@ def test_departed_people_never_synced_are_not_created_and_counted_once() -> None
     p = plan(d, Snapshot(), empty_view(), Policy(), NOW)
     assert "e9" not in {c.key for c in p.changes}
     assert [n.message for n in p.notes if n.kind == "skipped"] == [
-        "1 people departed in the source were never synced: not created"
+        "1 person departed in the source but never synced: not created"
     ]
 
 
