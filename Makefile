@@ -12,13 +12,15 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
-# The OpenLDAP server and client tools, openssl for test certificates, Chromium for the HTML report test.
+# The OpenLDAP server and client tools, openssl for test certificates, Chromium for the HTML
+# report test, systemd-analyze to verify the unit files.
 system-packages:
 	@missing=""; \
 	[ -x /usr/sbin/slapd ] || missing="$$missing slapd"; \
 	command -v ldapsearch >/dev/null || missing="$$missing ldap-utils"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v openssl >/dev/null || missing="$$missing openssl"; \
+	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null \
