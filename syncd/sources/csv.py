@@ -68,6 +68,11 @@ _CUT_SHORT = (
     "the file ends in the middle of this row (fewer fields than the header and no line end): "
     "it looks cut short, so rows may be missing"
 )
+_NO_LINE_END = (
+    "the file ends without a line end after this row, so it may be cut short inside its last "
+    "field and rows may be missing (exports end every row with a line end; add one if the "
+    "file is whole)"
+)
 
 T = TypeVar("T")
 
@@ -361,9 +366,15 @@ class _Table:
                 if nul:
                     nul.clear()
                     yield line, _Broken(f"the row {_NUL_REASON}", cells, nul=True)
-                elif len(cells) < self._named and not record[-1].endswith(("\n", "\r")):
-                    # Only a file's last line lacks its line end: a short one there was cut.
-                    yield line, _Broken(_CUT_SHORT, None)
+                elif self._named and not record[-1].endswith(("\n", "\r")):
+                    # Only a file's last line lacks its line end: the file may have been cut
+                    # there, even inside the last field, unless a closing quote ends it.
+                    if len(cells) < self._named:
+                        yield line, _Broken(_CUT_SHORT, None)
+                    elif _ends_quoted("".join(record), self.delimiter):
+                        yield line, cells
+                    else:
+                        yield line, _Broken(_NO_LINE_END, None)
                 else:
                     yield line, cells
             line += len(record)
@@ -397,6 +408,11 @@ class _Table:
         if too_long or len(self._record) == 1:
             return _Broken(problem, _leading_cells(self._record[0], self.delimiter))
         return _Broken(f"{problem}; the record spans lines that may belong to other rows", None)
+
+
+def _ends_quoted(text: str, delimiter: str) -> bool:
+    """Whether a record's text ends with the quote that closes its last, quoted, field."""
+    return text.endswith('"') and ends_inside_quotes(text[:-1], delimiter)
 
 
 def _remembered(lines: Iterator[str], record: list[str], nul: list[str]) -> Iterator[str]:

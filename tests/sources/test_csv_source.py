@@ -463,10 +463,22 @@ def test_trailing_empty_cells_fit_the_header(tmp_path: Path) -> None:
     assert set(read(tmp_path, text).employees) == {"E1", "E2", "E3"}
 
 
-def test_the_last_line_needs_no_line_end(tmp_path: Path) -> None:
-    directory = read(tmp_path, HEADER + 'E1,alice,Alice,D1\nE2,bob,"Bob",D1')
+def test_a_last_line_without_its_line_end_may_be_cut_inside_a_field(tmp_path: Path) -> None:
+    # "...,D1" might have been "...,D10" or "...,D1,离职": the row cannot be trusted, and
+    # rows after it may be lost, so nobody missing is taken for a leaver.
+    directory = read(tmp_path, HEADER + "E1,alice,Alice,D1\nE2,bob,Bob,D1")
+    assert set(directory.employees) == {"E1"}
+    row = rejected_at(directory, "employees.csv:3")
+    assert row.key is None
+    assert "ends without a line end" in row.reason
+    assert not directory.leavers_known
+
+
+def test_a_last_line_closed_by_a_quote_needs_no_line_end(tmp_path: Path) -> None:
+    directory = read(tmp_path, HEADER + 'E1,alice,Alice,D1\nE2,bob,Bob,"D1"')
     assert set(directory.employees) == {"E1", "E2"}
     assert directory.rejected == ()
+    assert directory.leavers_known
 
 
 def test_old_mac_line_ends(tmp_path: Path) -> None:
