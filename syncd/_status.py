@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 from sqlalchemy import Engine, text
 
 from syncd import snapshot as store
@@ -21,6 +22,7 @@ from syncd.config import Settings
 from syncd.errors import DaemonNotRunning, DaemonStuck
 from syncd.lock import holder
 from syncd.runner import lock_holder, now_ms
+from syncd.runs import read_with, reading
 
 DAEMON_CURSOR = "daemon"  # JSON: pid, host, started_at, state, status, next_run, next_read
 DAEMON_LOCK = "daemon.lock"
@@ -38,7 +40,8 @@ def print_status(settings: Settings, console: Console) -> None:
     holder = daemon_holder(settings.state_dir)
     if not settings.database.exists():  # do not create a state database just to look at it
         _print_daemon(console, holder, {})
-        console.print(f"no runs recorded yet (no state database at {settings.database})")
+        # Text, not markup: a path may hold "[/x]" (see syncd.cli).
+        console.print(Text(f"no runs recorded yet (no state database at {settings.database})"))
         _check_health(settings, holder, {})
         return
     engine = store.open_engine(settings.database)
@@ -54,7 +57,8 @@ def print_status(settings: Settings, console: Console) -> None:
 
 def _daemon_record(engine: Engine) -> dict[str, Any]:
     try:
-        record: dict[str, Any] = json.loads(store.get_cursor(engine, DAEMON_CURSOR) or "{}")
+        stored = read_with(engine, lambda: store.get_cursor(engine, DAEMON_CURSOR))
+        record: dict[str, Any] = json.loads(stored or "{}")
     except ValueError:
         return {}
     return record
@@ -66,19 +70,19 @@ def _print_daemon(console: Console, holder: dict[str, Any] | None, record: dict[
         console.print("daemon     not running" + (f" (stopped {when(stopped)})" if stopped else ""))
         return
     console.print(
-        f"daemon     running, pid {holder.get('pid')} on {holder.get('host')}, "
-        f"started {when(holder.get('since'))}",
-        markup=False,
+        Text(
+            f"daemon     running, pid {holder.get('pid')} on {holder.get('host')}, "
+            f"started {when(holder.get('since'))}"
+        )
     )
     if record.get("status"):
-        console.print(f"status     {record['status']}", markup=False, highlight=False)
+        console.print(Text(f"status     {record['status']}"))
     if record.get("next_run"):
         console.print(
-            f"next run   {when(record['next_run'])} ({record.get('next_read')} read)",
-            markup=False,
+            Text(f"next run   {when(record['next_run'])} ({record.get('next_read')} read)")
         )
     if record.get("reload_error"):
-        console.print(f"settings   {record['reload_error']}", markup=False, highlight=False)
+        console.print(Text(f"settings   {record['reload_error']}"))
 
 
 def _print_lock(console: Console, state_dir: Path) -> None:
@@ -87,14 +91,15 @@ def _print_lock(console: Console, state_dir: Path) -> None:
         console.print("run lock   free")
         return
     console.print(
-        f"run lock   held by {held.get('purpose', '?')}, pid {held.get('pid')} on "
-        f"{held.get('host')}, since {when(held.get('since'))}",
-        markup=False,
+        Text(
+            f"run lock   held by {held.get('purpose', '?')}, pid {held.get('pid')} on "
+            f"{held.get('host')}, since {when(held.get('since'))}"
+        )
     )
 
 
 def _print_runs(console: Console, engine: Engine) -> None:
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         rows = conn.execute(
             text(
                 "SELECT id, trigger, mode, read, started_at, finished_at, outcome FROM runs "
@@ -109,11 +114,7 @@ def _print_runs(console: Console, engine: Engine) -> None:
     for run_id, trigger, mode, read, started, finished, outcome in rows:
         took = f"{(finished - started) / 1000:.1f} s" if finished else "-"
         what = f"{trigger} {'dry run' if mode == 'dry_run' else read}"
-        console.print(
-            f"  {run_id:>5}  {when(started)}  {what:<22} {outcome:<12} {took}",
-            markup=False,
-            highlight=False,
-        )
+        console.print(Text(f"  {run_id:>5}  {when(started)}  {what:<22} {outcome:<12} {took}"))
 
 
 def _check_health(

@@ -1,7 +1,11 @@
 """The ``syncd`` command: sync, check, run, status, reports, emulator, demo.
 
-Exit codes: 0 everything applied (or nothing to do), 1 some items failed, 2 blocked by
-a guard (or, with ``--check``, changes pending), 3 could not run.
+Exit codes: 0 everything applied (or nothing to do), 1 some items failed (or, with
+``--check``, changes pending), 2 blocked by a guard, 3 could not run.
+
+Every value shown (a path, an error, a name from the source) is printed as a rich
+``Text``, never as console markup: ``[/hr]`` in a path would otherwise end a style that
+was never opened and crash the command, ``[hr]`` would vanish, ``:smile:`` become an emoji.
 """
 
 from __future__ import annotations
@@ -16,12 +20,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from syncd.config import Settings, load_settings
 from syncd.errors import EXIT_FAILED, EXIT_OK, SyncdError
 from syncd.logs import redact, register_secret, setup_logging
 
 if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
     from syncd.executor import Progress
     from syncd.runner import RunResult
 
@@ -48,7 +55,7 @@ def settings_from(config: Path | None, *, require_secrets: bool = True) -> Setti
     """Load settings, set up logging and register the secrets for redaction."""
     settings = load_settings(
         config,
-        warn=lambda message: err.print(f"[yellow]warning:[/] {message}"),
+        warn=lambda message: err.print(labelled("warning:", "yellow", message)),
         require_secrets=require_secrets,
     )
     for secret in settings.secret_values():
@@ -57,15 +64,21 @@ def settings_from(config: Path | None, *, require_secrets: bool = True) -> Setti
     return settings
 
 
-SYMBOLS = {
-    "create": "[green]+[/]",
-    "adopt": "[cyan]=[/]",
-    "update": "[yellow]~[/]",
-    "move": "[yellow]>[/]",
-    "unlock": "[green]^[/]",
-    "lock": "[red]![/]",
-    "remove": "[red]-[/]",
-    "delete": "[red]-[/]",
+def labelled(label: str, style: str, value: str) -> Text:
+    """A styled label and a value shown exactly as it is (see the module docstring)."""
+    return Text.assemble((label, style), " ", value)
+
+
+# The colour of each action's symbol (the symbols are the text report's) on a terminal.
+ACTION_STYLES = {
+    "create": "green",
+    "adopt": "cyan",
+    "update": "yellow",
+    "move": "yellow",
+    "unlock": "green",
+    "lock": "red",
+    "remove": "red",
+    "delete": "red",
 }
 
 
@@ -111,6 +124,18 @@ def _print_run(settings: Settings, result: RunResult, show: int) -> None:
     from syncd import snapshot as store
 
     engine = store.open_engine(settings.database)
+    try:
+        _print_outcome(engine, result, show)
+    finally:
+        engine.dispose()  # `syncd demo` prints two runs: no engine left open behind it
+    if result.error:
+        err.print(labelled("error:", "red", result.error))
+
+
+def _print_outcome(engine: Engine, result: RunResult, show: int) -> None:
+    from syncd import snapshot as store
+    from syncd.report import SYMBOLS, printable
+
     if result.directory is not None:
         d = result.directory
         out.print(
@@ -123,18 +148,21 @@ def _print_run(settings: Settings, result: RunResult, show: int) -> None:
         summary = ", ".join(f"{n} to {a}" for a, n in counts.items()) or "no changes"
         out.print(f"[bold]plan:[/] {summary}")
         for item in store.load_items(engine, result.run_id, limit=show or None):
-            out.print(f"  {SYMBOLS[item['action']]} ", end="")
-            out.print(item["message"], markup=False, highlight=False)
+            action = item["action"]
+            symbol = SYMBOLS.get(action, "*")
+            out.print(
+                Text.assemble("  ", (symbol, ACTION_STYLES.get(action, "")), " ")
+                + printable(item["message"])
+            )
         if show and len(the_plan.changes) > show:
             hidden = len(the_plan.changes) - show
             out.print(f"  ... and {hidden} more: syncd reports show {result.run_id}")
         for note in the_plan.notes:
-            out.print(f"  [magenta]{note.kind}:[/] ", end="")
-            out.print(note.message, markup=False, highlight=False)
+            out.print(Text("  ") + labelled(f"{note.kind}:", "magenta", printable(note.message)))
     for guard in result.guards:
-        mark = "[green]ok[/]" if guard.passed else "[red]BLOCKED[/]"
-        out.print(f"guard {guard.name}: {mark} ", end="")
-        out.print(guard.message + (" (overridden)" if guard.overridden else ""), markup=False)
+        mark = Text("ok", "green") if guard.passed else Text("BLOCKED", "red")
+        message = guard.message + (" (overridden)" if guard.overridden else "")
+        out.print(Text.assemble(f"guard {guard.name}: ", mark, " ", printable(message)))
     if result.applied is not None:
         done: Counter[tuple[str, str]] = Counter()
         for (_, action, outcome), n in result.applied.counts.items():
@@ -142,14 +170,11 @@ def _print_run(settings: Settings, result: RunResult, show: int) -> None:
         line = ", ".join(f"{n} {a}" for (a, o), n in sorted(done.items()) if o == "ok")
         out.print(f"[bold]applied:[/] {line or 'nothing'}")
         for error, n in store.failure_groups(engine, result.run_id):
-            out.print(f"  [red]{n} ×[/] ", end="")
-            out.print(error, markup=False, highlight=False)
+            out.print(Text("  ") + labelled(f"{n} ×", "red", printable(error)))
     label = "dry run" if result.dry_run else "run"
     colours = {"ok": "green", "partial": "yellow", "blocked": "red", "failed": "red"}
-    colour = colours.get(result.outcome, "yellow")
-    out.print(f"{label} {result.run_id}: [{colour}]{result.outcome}[/] (exit {result.exit_code})")
-    if result.error:
-        err.print(f"[red]error:[/] {result.error}", highlight=False)
+    ended = Text(result.outcome, colours.get(result.outcome, "yellow"))
+    out.print(Text.assemble(f"{label} {result.run_id}: ", ended, f" (exit {result.exit_code})"))
 
 
 @contextmanager
@@ -197,11 +222,13 @@ class _BarProgress:
 def check(config: ConfigOption = None) -> None:
     """Read the configured source and show what it holds; the platform is not contacted."""
     from syncd.model import Kind
+    from syncd.report import printable
     from syncd.sources import describe, read_directory
 
     settings = settings_from(config)
     directory = read_directory(settings.source)
-    out.print(f"source      {describe(settings.source)}")
+    # What was read, when the source says (the LDAP server used, after any failover).
+    out.print(Text("source      " + printable(directory.source or describe(settings.source))))
     out.print(f"departments {len(directory.departments)}")
     out.print(f"employees   {len(directory.employees)}")
     departed = sum(1 for e in directory.employees.values() if e.state == "departed")
@@ -209,7 +236,7 @@ def check(config: ConfigOption = None) -> None:
     out.print(f"rejected    {len(directory.rejected)}")
     for row in directory.rejected:
         what = "department" if row.kind is Kind.DEPARTMENT else "employee"
-        out.print(f"  {row.where}: {what}: {row.reason}", markup=False, highlight=False)
+        out.print(Text(f"  {printable(row.where)}: {what}: {printable(row.reason)}"))
 
 
 reports_app = typer.Typer(help="Review the runs syncd recorded.", no_args_is_help=True)
@@ -353,7 +380,7 @@ def demo(
         _print_run(settings, first, show=15)
         out.rule("[bold]2. HR changes the export[/]")
         for line in scenario.change_company(folder):
-            out.print(f"  {line}")
+            out.print(Text(f"  {line}"))
         out.rule("[bold]3. second sync[/]: only the changes are sent")
         second = run_sync(settings, RunRequest(trigger="demo"))
         _print_run(settings, second, show=0)
@@ -365,8 +392,8 @@ def demo(
     show_run(settings, out, str(second.run_id), fmt="text")
     page = folder / "report.html"
     show_run(settings, out, str(second.run_id), fmt="html", output=page)
-    out.print(f"\nThe same report as a web page: {page}")
-    out.print(f"Review the runs again: syncd reports list --config {config}")
+    out.print(Text(f"\nThe same report as a web page: {page}"))
+    out.print(Text(f"Review the runs again: syncd reports list --config {config}"))
     if second.exit_code:
         raise typer.Exit(second.exit_code)
 
@@ -384,13 +411,11 @@ def run_cli(args: list[str] | None = None) -> int:
         err.print("interrupted")
         return 130
     except SyncdError as exc:
-        err.print(f"[red]error:[/] {redact(str(exc))}", highlight=False)
+        err.print(labelled("error:", "red", redact(str(exc))))
         return exc.exit_code
     except Exception as exc:  # a bug: say so, without leaking secrets in the traceback
         log.debug("unexpected error", exc_info=True)
-        err.print(
-            f"[red]internal error:[/] {type(exc).__name__}: {redact(str(exc))}", highlight=False
-        )
+        err.print(labelled("internal error:", "red", f"{type(exc).__name__}: {redact(str(exc))}"))
         return EXIT_FAILED
     return code if isinstance(code, int) else 0
 

@@ -9,19 +9,21 @@ from __future__ import annotations
 import io
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
+from rich.text import Text
 from sqlalchemy import Connection, Engine, bindparam, text
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DatabaseError, SQLAlchemyError
 
 from syncd import report as rpt
 from syncd import snapshot as store
 from syncd.config import Settings
-from syncd.errors import SyncdError
+from syncd.errors import StateError, SyncdError
 from syncd.logs import redact
 
 log = logging.getLogger(__name__)
@@ -31,6 +33,9 @@ HISTORY = 30  # runs in the HTML report's chart
 LATEST = "latest"
 
 
+T = TypeVar("T")
+
+
 class NoSuchRun(SyncdError):
     """The run asked for is not in the state database."""
 
@@ -38,9 +43,35 @@ class NoSuchRun(SyncdError):
 # ---------------------------------------------------------------- reading runs
 
 
+@contextmanager
+def reading(engine: Engine) -> Iterator[Connection]:
+    """A connection to read runs with; a database that cannot be read raises StateError.
+
+    SQLite's own failures (a damaged file, a missing table, a lock held too long) would
+    otherwise reach the operator as an internal error without the database's name.
+    """
+    try:
+        with engine.connect() as conn:
+            yield conn
+    except DatabaseError as exc:  # OperationalError included
+        raise _unreadable(engine, exc) from None
+
+
+def read_with(engine: Engine, read: Callable[[], T]) -> T:
+    """``read()``, another module's read of the state database, its failures as StateError."""
+    try:
+        return read()
+    except DatabaseError as exc:
+        raise _unreadable(engine, exc) from None
+
+
+def _unreadable(engine: Engine, exc: DatabaseError) -> StateError:
+    return StateError(f"state database {engine.url.database}: cannot be read: {exc.orig}")
+
+
 def resolve_run(engine: Engine, ref: str) -> int:
     """A run id from ``ref``: a number, or "latest"; SyncdError when there is no such run."""
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         if ref.strip().lower() == LATEST:
             latest = conn.execute(text("SELECT MAX(id) FROM runs")).scalar()
             if latest is None:
@@ -60,7 +91,7 @@ def load_report(
 ) -> rpt.RunReport:
     """One run in full: its row, counts, items (or only the failed ones) and rejected rows."""
     run_id = ref if isinstance(ref, int) else resolve_run(engine, ref)
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         row = conn.execute(text("SELECT * FROM runs WHERE id = :r"), {"r": run_id}).first()
         if row is None:
             raise NoSuchRun(f"no run {run_id} is recorded: see `syncd reports list`")
@@ -70,7 +101,8 @@ def load_report(
         rejected_rows = [dict(r._mapping) for r in rejected]
         counts = _counts(conn, [run_id]).get(run_id, [])
         points = _history(conn, run_id, history)
-    items = store.load_items(engine, run_id, outcome="failed" if failed_only else None)
+    outcome = "failed" if failed_only else None
+    items = read_with(engine, lambda: store.load_items(engine, run_id, outcome=outcome))
     return rpt.build_report(
         dict(row._mapping),
         items,
@@ -134,7 +166,7 @@ def _history(conn: Connection, upto: int, limit: int) -> list[rpt.HistoryPoint]:
 
 def list_runs(engine: Engine, *, last: int = 20, failed_only: bool = False) -> list[rpt.RunLine]:
     """The newest runs, newest first, with their totals and rejected rows."""
-    with engine.connect() as conn:
+    with reading(engine) as conn:
         runs = _runs(conn, last=max(last, 0), failed_only=failed_only)
         ids = [r.id for r in runs]
         counts = _counts(conn, ids)
@@ -306,8 +338,8 @@ def show_run(
         console.file.flush()
         return
     _write(output, rendered)
-    console.print(f"run {report.run.id}: {fmt} report written to ", end="")
-    console.print(str(output), markup=False, highlight=False)
+    # Text, not markup: a path may hold "[/x]" or ":smile:" (see syncd.cli).
+    console.print(Text(f"run {report.run.id}: {fmt} report written to {output}"))
 
 
 def _write(path: Path, content: str) -> None:

@@ -37,6 +37,7 @@ from syncd.model import (
     build_directory,
     normalize_gender,
 )
+from syncd.sources._paths import DepartmentPaths
 from syncd.sources._text import (
     declared_delimiter,
     delimiter_from_setting,
@@ -48,7 +49,6 @@ from syncd.sources._text import (
     shown,
     sniff_delimiter,
     split_list,
-    split_path,
 )
 
 FIELD_LIMIT = 1024 * 1024  # characters in one field; a longer one rejects its row
@@ -124,10 +124,10 @@ def _read(settings: CsvSource) -> Directory:
             "source.csv.employees",
             settings,
             lambda table: _read_employees(
-                table, settings, _DepartmentPaths(settings.path_separator)
+                table, settings, DepartmentPaths(settings.path_separator)
             ),
         )
-        departments = people.departments
+        departments = _DepartmentsRead(people.departments, [])
         files = [settings.employees]
     return build_directory(
         departments.items,
@@ -337,7 +337,9 @@ class _Table:
         self._nul: list[str] = []  # lines with NUL characters seen in that record
         self._lines = _remembered(itertools.chain([first], fh), self._record, self._nul)
         self._reader = csv.reader(self._lines, delimiter=self.delimiter, strict=True)
-        self._named = 0  # the header's columns up to its last named one
+        # The header's columns up to its last named one: columns without a name are never
+        # read, so a row may leave trailing ones out. 0 until the header is read.
+        self.named_width = 0
         self.rows = self._records(skipped + 1)
         self.header_line, header = next(self.rows)
         if isinstance(header, _Broken):
@@ -345,7 +347,7 @@ class _Table:
                 f"{path}: line {self.header_line}: the header cannot be read: {header.reason}"
             )
         self.header = [cell.replace("\ufeff", "").strip() for cell in header]
-        self._named = max((n + 1 for n, cell in enumerate(self.header) if cell), default=0)
+        self.named_width = max((n + 1 for n, cell in enumerate(self.header) if cell), default=0)
 
     def where(self, line: int) -> str:
         return f"{self.name}:{line}"
@@ -366,10 +368,10 @@ class _Table:
                 if nul:
                     nul.clear()
                     yield line, _Broken(f"the row {_NUL_REASON}", cells, nul=True)
-                elif self._named and not record[-1].endswith(("\n", "\r")):
+                elif self.named_width and not record[-1].endswith(("\n", "\r")):
                     # Only a file's last line lacks its line end: the file may have been cut
                     # there, even inside the last field, unless a closing quote ends it.
-                    if len(cells) < self._named:
+                    if len(cells) < self.named_width:
                         yield line, _Broken(_CUT_SHORT, None)
                     elif _ends_quoted("".join(record), self.delimiter):
                         yield line, cells
@@ -475,10 +477,8 @@ class _Columns:
                 self._seen_twice.setdefault(key, [self._index[key]]).append(i)
             else:
                 self._index[key] = i
-        named = [i for i, cell in enumerate(table.header) if cell]
         self.width = len(table.header)
-        # Columns without a name are never read: a row may leave trailing ones out.
-        self._min_width = named[-1] + 1 if named else 0
+        self._min_width = table.named_width
 
     def find(self, column: str | None, setting: str, *, required: bool) -> int | None:
         """The index of a configured column; a required one absent from the header raises."""
@@ -643,42 +643,11 @@ def _department(cells: list[str], at: dict[str, int | None], columns: _Columns) 
 class _DepartmentIds:
     """Layout two_files: a department cell holds the department's id."""
 
-    def __call__(self, text: str, where: str) -> str | None:
+    def department_of(self, text: str | None, where: str) -> str | None:
         return text or None  # already trimmed
 
-    @property
-    def departments(self) -> _DepartmentsRead:
-        return _DepartmentsRead([], [])  # they come from the departments file
-
-
-class _DepartmentPaths:
-    """Layout paths: a department cell holds a path, and every department on it exists.
-
-    A department's id is its path, its names trimmed and joined by the separator: the
-    same department gets the same id in every export.
-    """
-
-    def __init__(self, separator: str) -> None:
-        self._separator = separator
-        self._ids: dict[str, str | None] = {}  # cell text -> id: most cells repeat
-        self._items: dict[str, tuple[str, Department]] = {}
-
-    def __call__(self, text: str, where: str) -> str | None:
-        if text in self._ids:
-            return self._ids[text]
-        names = split_path(text, self._separator)
-        department_id: str | None = None
-        for depth, name in enumerate(names, start=1):
-            parent_id = department_id
-            department_id = self._separator.join(names[:depth])
-            if department_id not in self._items:
-                self._items[department_id] = (where, Department(department_id, name, parent_id))
-        self._ids[text] = department_id
-        return department_id
-
-    @property
-    def departments(self) -> _DepartmentsRead:
-        return _DepartmentsRead(list(self._items.values()), [])
+    def departments(self) -> list[tuple[str, Department]]:
+        return []  # they come from the departments file
 
 
 # ---------------------------------------------------------------- employees
@@ -688,11 +657,11 @@ class _DepartmentPaths:
 class _EmployeesRead:
     items: list[tuple[str, Employee]]
     rejected: list[RejectedRow]
-    departments: _DepartmentsRead
+    departments: list[tuple[str, Department]]  # layout paths: those on the paths read
 
 
 def _read_employees(
-    table: _Table, settings: CsvSource, department_of: _DepartmentIds | _DepartmentPaths
+    table: _Table, settings: CsvSource, department_of: _DepartmentIds | DepartmentPaths
 ) -> _EmployeesRead:
     columns = _Columns(table)
     reader = _EmployeeReader(columns, settings, department_of)
@@ -717,7 +686,7 @@ def _read_employees(
                 items.append((where, employee))
             elif not _is_blank(cells):
                 reject(where, employee, cells)
-    return _EmployeesRead(items, rejected, department_of.departments)
+    return _EmployeesRead(items, rejected, department_of.departments())
 
 
 _ABSENT = -1  # the index of a column the file lacks: it reads the "" appended to each row
@@ -752,7 +721,7 @@ class _EmployeeReader:
         self,
         columns: _Columns,
         settings: CsvSource,
-        department_of: _DepartmentIds | _DepartmentPaths,
+        department_of: _DepartmentIds | DepartmentPaths,
     ) -> None:
         required = ("id", "username", "name", "department")
         at = _resolved(columns, settings.columns, "source.csv.columns", required)
@@ -767,7 +736,7 @@ class _EmployeeReader:
         self._columns = columns
         self._departed = frozenset(v.strip().casefold() for v in settings.departed_values)
         self._positions_separator = settings.positions_separator
-        self._department_of = department_of
+        self._department_of = department_of.department_of
         self._primary: dict[tuple[str, str | None], Position] = {}
         self._secondary: dict[str, Position] = {}
         self._dates: dict[str, str | None] = {}  # birthdays repeat: parse each text once

@@ -54,7 +54,8 @@ from syncd.model import (
     normalize_gender,
 )
 from syncd.sources import active_directory as ad
-from syncd.sources._text import parse_date, parse_flag, parse_int32, split_path
+from syncd.sources._paths import DepartmentPaths
+from syncd.sources._text import parse_date, parse_flag, parse_int32
 
 log = logging.getLogger(__name__)
 set_library_log_hide_sensitive_data(True)  # should anyone turn ldap3's own logging on
@@ -91,6 +92,8 @@ _GENERALIZED_TIME = re.compile(r"^(\d{8})\d{6}(?:[.,]\d+)?Z$")  # group 1: the d
 _DN_ESCAPE = re.compile(r"\\([0-9a-fA-F]{2}|.)")
 _RECV_SIZE = 1 << 18
 _PAGED_RESULTS_OID = b"1.2.840.113556.1.4.319"
+# The id an OU is placed under when its own id cannot be read: no department has it.
+_UNREADABLE_ID = "rejected:"
 
 
 def read_ldap(settings: LdapSource, *, since: str | None = None) -> Directory:
@@ -409,7 +412,7 @@ def _read(session: Session, settings: LdapSource, shape: Shape, since: str | Non
         departments = tree.departments
         placement = tree
     else:
-        placement = PathPlacement(settings.department_path_separator)
+        placement = DepartmentPaths(settings.department_path_separator)
 
     people = PeopleReader(shape, departed, placement, rejected)
     started = time.monotonic()
@@ -423,7 +426,7 @@ def _read(session: Session, settings: LdapSource, shape: Shape, since: str | Non
     )
     employees = [people.employee(dn, values) for dn, values in session.wire.entries(search)]
     elapsed = time.monotonic() - started
-    if isinstance(placement, PathPlacement):
+    if isinstance(placement, DepartmentPaths):
         departments = placement.departments()
 
     cursor = _new_mark(shape, delta, people.highest_change, elapsed)
@@ -548,11 +551,21 @@ def _departed_ids(
         skip_references=shape.flavor == "active_directory",
     )
     ids: set[str] = set()
-    for _dn, values in session.wire.entries(search):
-        for raw in values:
-            if raw:
-                ids.add(ad.guid_to_str(raw) if shape.guid_ids else raw.decode("utf-8"))
-                break
+    for dn, values in session.wire.entries(search):
+        raw = next((found for found in values if found), None)
+        if raw is None:
+            continue
+        try:
+            ids.add(ad.guid_to_str(raw) if shape.guid_ids else raw.decode("utf-8"))
+        except ValueError as exc:  # UnicodeDecodeError included
+            # One entry must not stop the read: the people search reads it again and
+            # rejects it for the same id, with its username, so it is kept as it is.
+            log.warning(
+                "%s: %s: the id cannot be read (%s); the person is rejected",
+                search.step,
+                dn,
+                _value_problem(exc),
+            )
     return frozenset(ids)
 
 
@@ -560,9 +573,9 @@ def _departed_ids(
 
 
 class Placement(Protocol):
-    """Finds the department a person belongs to, from the DN or a department path."""
+    """Finds the department a person belongs to, from a department path or the DN."""
 
-    def department_of(self, dn: str, path: str | None) -> str | None: ...
+    def department_of(self, path: str | None, where: str) -> str | None: ...
 
 
 class OuTree:
@@ -574,8 +587,9 @@ class OuTree:
         self._by_key: dict[str, str] = {}  # normalized OU DN -> department id
         self._by_parent: dict[str, str | None] = {}  # a person's parent DN as read -> department
 
-    def add(self, key: str, department: Department) -> None:
-        self._by_key[key] = department.id
+    def add(self, key: str, department_id: str) -> None:
+        """Place what is below the OU with this normalized DN in this department."""
+        self._by_key[key] = department_id
 
     def nearest(self, key: str) -> str | None:
         """The department of the nearest OU at or above this normalized DN."""
@@ -586,48 +600,13 @@ class OuTree:
             key = parent_dn(key)
         return None
 
-    def department_of(self, dn: str, path: str | None) -> str | None:
-        parent = parent_dn(dn)
+    def department_of(self, path: str | None, where: str) -> str | None:
+        parent = parent_dn(where)  # ``where`` is the person's DN; paths are not used here
         try:
             return self._by_parent[parent]
         except KeyError:
             found = self._by_parent[parent] = self.nearest(dn_key(parent))
             return found
-
-
-class PathPlacement:
-    """Departments derived from the paths people carry.
-
-    A department's id is its path, names trimmed and joined by the separator, as in the
-    CSV source's paths layout: the same department gets the same id from either source.
-    """
-
-    def __init__(self, separator: str) -> None:
-        self.separator = separator
-        self._departments: dict[str, Department] = {}
-        self._by_path: dict[str, str | None] = {}
-
-    def department_of(self, dn: str, path: str | None) -> str | None:
-        if not path:
-            return None
-        try:
-            return self._by_path[path]
-        except KeyError:
-            found = self._by_path[path] = self._add_path(path)
-            return found
-
-    def _add_path(self, path: str) -> str | None:
-        names = split_path(path, self.separator)
-        parent: str | None = None
-        for depth in range(len(names)):
-            department_id = self.separator.join(names[: depth + 1])
-            if department_id not in self._departments:
-                self._departments[department_id] = Department(department_id, names[depth], parent)
-            parent = department_id
-        return parent
-
-    def departments(self) -> list[tuple[str, Department]]:
-        return [(f"path {d.id}", d) for d in self._departments.values()]
 
 
 def _ou_tree(
@@ -651,24 +630,46 @@ def _ou_tree(
         try:
             department = _department(dn, values, shape)
         except ValueError as exc:
-            rejected.append(RejectedRow(dn, str(exc), Kind.DEPARTMENT))
+            # Placement must still stop at this OU: passed over, its sub-OUs and people
+            # would move up to the OU above it. Placed under an id no department has,
+            # they are rejected too (as below a rejected row of a departments file), and
+            # the id in the row keeps the OU and its subtree on the platform as they are.
+            department_id = _readable_id(values, shape)
+            rejected.append(RejectedRow(dn, _value_problem(exc), Kind.DEPARTMENT, department_id))
+            tree.add(key, department_id or f"{_UNREADABLE_ID}{dn}")
             continue
         read.append((dn, key, department))
-        tree.add(key, department)
+        tree.add(key, department.id)
     for dn, key, department in read:
         parent = tree.nearest(parent_dn(key))
         tree.departments.append((dn, replace(department, parent_id=parent)))
     return tree
 
 
+def _department_id(values: Values, shape: Shape) -> str:
+    raw = values[shape.department_fields["department_id"]]
+    if not raw:
+        return ""
+    return ad.guid_to_str(raw) if shape.department_guid_ids else raw.decode("utf-8")
+
+
+def _readable_id(values: Values, shape: Shape) -> str | None:
+    """A rejected OU's id, when that at least can be read."""
+    try:
+        return _department_id(values, shape) or None
+    except ValueError:  # UnicodeDecodeError included
+        return None
+
+
+def _value_problem(exc: ValueError) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return f"a value is not UTF-8 text ({exc})"
+    return str(exc)
+
+
 def _department(dn: str, values: Values, shape: Shape) -> Department:
     slots = shape.department_fields
-    raw_id = values[slots["department_id"]]
-    department_id = ""
-    if raw_id:
-        department_id = (
-            ad.guid_to_str(raw_id) if shape.department_guid_ids else raw_id.decode("utf-8")
-        )
+    department_id = _department_id(values, shape)
     if shape.department_name_attribute.lower() == rdn_attribute(dn).lower():
         # ``ou`` may hold several values: the one in the DN is the one naming the entry.
         name = rdn_value(dn)
@@ -722,9 +723,7 @@ class PeopleReader:
         try:
             return dn, self._employee(dn, values)
         except ValueError as exc:
-            reason = str(exc)
-            if isinstance(exc, UnicodeDecodeError):
-                reason = f"a value is not UTF-8 text ({exc})"
+            reason = _value_problem(exc)
             key, username = self._safe(values, "id"), self._safe(values, "username")
             self.rejected.append(RejectedRow(dn, reason, Kind.EMPLOYEE, key, username))
             return dn, None
@@ -736,7 +735,7 @@ class PeopleReader:
         employee_id = self._id_of(values)
         title = v.decode() if (v := values[first["job_title"]]) else None
         path = v.decode() if (v := values[shape.department_slot]) else None
-        department = self.placement.department_of(dn, path)
+        department = self.placement.department_of(path, dn)
         departed = employee_id in self.departed or self._disabled(values)
         gender, birthday, sort_order, senior = (
             self._rare_fields(values) if self._rare_mapped else (None, None, None, False)

@@ -80,3 +80,35 @@ def test_a_wrong_secret_is_exit_3_and_never_printed(
     assert code == 3
     assert "202104" in output or "authentication failed" in output
     assert "wrong-secret-123" not in output
+
+
+def test_values_are_printed_as_they_are_never_as_markup(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "[/x]" closes a style never opened (rich raised MarkupError: exit 1, no message),
+    # "[hr]" vanished as an unknown style, ":smile:" became an emoji.
+    folder = world.folder / "[hr] [/x] :smile:"  # two folders: "[hr] [" and "x] :smile:"
+    folder.mkdir(parents=True)
+    config = folder / "syncd.toml"
+    missing = folder / "employees.csv"
+    settings = Path(config_of(world)).read_text(encoding="utf-8")
+    config.write_text(settings.replace(str(world.folder / "employees.csv"), str(missing)))
+    config.chmod(0o644)  # it holds a secret: the warning names the file
+
+    code, output = syncd(capsys, "check", "--config", str(config))
+    assert code == 3, output
+    assert f"warning: {config} holds a secret and is readable by other users" in output
+    assert f"error: {missing}: file not found (source.csv.employees)" in output
+
+    code, output = syncd(capsys, "sync", "--dry-run", "--config", str(config))
+    assert code == 3, output
+    assert f"error: {missing}: file not found (source.csv.employees)" in output
+
+
+def test_plan_lines_show_names_as_they_are(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    world.company.unit("D3")["name"] = "Back [b]end :smile:"
+    code, output = syncd(capsys, "sync", "--dry-run", "--config", config_of(world))
+    assert code == 0, output
+    assert "+ create department Acme/Head Office/R&D/Back [b]end :smile:" in output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -15,6 +16,7 @@ from syncd import report as rpt
 from syncd import runs as reports
 from syncd.cli import app, run_cli
 from syncd.errors import EXIT_FAILED, SyncdError
+from tests.engine.company import World
 from tests.reports.conftest import FORMULA_ERROR, MOBILE_TAKEN, SCRIPT_NAME, Runs
 
 cli = CliRunner()
@@ -288,3 +290,30 @@ def test_prune_never_deletes_the_latest_a_running_or_an_unrecovered_run(runs: Ru
 def test_prune_refuses_a_negative_age(runs: Runs) -> None:
     with pytest.raises(SyncdError, match="0 or more"):
         reports.prune(runs.engine(), keep_days=-1)
+
+
+@pytest.mark.parametrize(
+    ("table", "command"),
+    [
+        ("runs", ["reports", "list"]),
+        ("runs", ["reports", "show", "latest"]),
+        ("rejected_rows", ["reports", "show", "1"]),
+        ("run_items", ["reports", "show", "1", "--format", "html"]),
+        ("cursors", ["status"]),
+        ("runs", ["status"]),
+    ],
+)
+def test_a_state_database_that_cannot_be_read_is_exit_3_naming_it(
+    world: World, capsys: pytest.CaptureFixture[str], table: str, command: list[str]
+) -> None:
+    world.sync()
+    database = world.folder / "state" / "syncd.db"
+    with contextlib.closing(sqlite3.connect(database)) as conn:
+        conn.execute(f"DROP TABLE {table}")  # damaged, or written by something else
+
+    code = run_cli([*command, "--config", str(world.folder / "syncd.toml")])
+
+    err = capsys.readouterr().err
+    assert code == EXIT_FAILED
+    assert f"error: state database {database}: cannot be read: no such table: {table}" in err
+    assert "internal error" not in err

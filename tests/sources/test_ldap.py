@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from syncd.config import LdapSource
+from syncd.config import CsvSource, LdapSource
 from syncd.errors import ConfigError, SourceError
-from syncd.model import Directory, Employee, State
+from syncd.model import Directory, Employee, Kind, State
 from syncd.sources import ldap as ldap_source
+from syncd.sources.csv import read_csv
 from syncd.sources.ldap import read_ldap
 from tests.support.slapd import Slapd, synthetic_people_ldif
 
@@ -198,6 +200,31 @@ def test_departments_from_a_path_attribute(acme: str, ldap_settings: SettingsFac
     assert everyone["heidi"].positions == ()  # no departmentNumber
 
 
+def test_department_paths_get_the_ids_the_csv_source_gives(
+    acme: str, ldap_settings: SettingsFactory, tmp_path: Path
+) -> None:
+    # One rule for both sources: a company moving from CSV exports to LDAP (or back)
+    # keeps its departments rather than having them deleted and created again.
+    from_ldap = read_ldap(
+        ldap_settings(departments_from="attribute", department_attribute="departmentNumber")
+    )
+    paths = [
+        "Head Office/R&D/Backend",
+        "Head Office / R&D / Backend",
+        "Head Office/R&D/Frontend",
+        "Head Office/Sales",
+        "Support, Europe",
+        "Marketing",
+    ]  # the departmentNumber values of acme.ldif
+    employees = tmp_path / "employees.csv"
+    rows = [f'E{n},user{n},User {n},"{path}"' for n, path in enumerate(paths)]
+    employees.write_text("id,username,name,department\n" + "\n".join(rows) + "\n")
+
+    from_csv = read_csv(CsvSource(layout="paths", employees=employees))
+
+    assert dict(from_ldap.departments) == dict(from_csv.departments)
+
+
 def test_extra_attributes_and_attribute_overrides(
     acme: str, ldap_settings: SettingsFactory
 ) -> None:
@@ -258,6 +285,91 @@ def test_a_value_that_cannot_be_used_rejects_that_person_only(
     assert "sort order 'B-101' is not a whole number" in row.reason
     assert set(people(directory)) == ACME_PEOPLE - {"alice"}
     assert not directory.leavers_known or row.key  # she is named: not taken for a leaver
+
+
+# An OU that cannot be used, below Eng and above Backend; alice in it, bob below it.
+REJECTED_OU = """\
+dn: ou=Eng,{base}
+objectClass: organizationalUnit
+ou: Eng
+
+dn: ou=RD,ou=Eng,{base}
+objectClass: organizationalUnit
+{bad}
+ou: RD
+
+dn: ou=Backend,ou=RD,ou=Eng,{base}
+objectClass: organizationalUnit
+ou: Backend
+
+dn: uid=alice,ou=RD,ou=Eng,{base}
+objectClass: inetOrgPerson
+uid: alice
+cn: Alice
+sn: A
+
+dn: uid=bob,ou=Backend,ou=RD,ou=Eng,{base}
+objectClass: inetOrgPerson
+uid: bob
+cn: Bob
+sn: B
+
+dn: uid=carol,ou=Eng,{base}
+objectClass: inetOrgPerson
+uid: carol
+cn: Carol
+sn: C
+"""
+
+
+@pytest.mark.parametrize(
+    ("bad", "attributes", "reason"),
+    [
+        (
+            "businessCategory: not-a-number",
+            {"department_sort_order": "businessCategory"},
+            "sort order 'not-a-number' is not a whole number",
+        ),
+        (
+            # 16 bytes 0xff in an octet-string attribute (the AD-like schema's), as en_name
+            "objectClass: adObject\nobjectGUID:: /////////////////////w==",
+            {"department_en_name": "objectGUID"},
+            "a value is not UTF-8 text",
+        ),
+    ],
+)
+def test_a_rejected_ou_keeps_its_subtree_and_people_where_they_are(
+    slapd: Slapd,
+    ldap_base: str,
+    ldap_settings: SettingsFactory,
+    bad: str,
+    attributes: dict[str, str],
+    reason: str,
+) -> None:
+    slapd.add_ldif(REJECTED_OU.format(base=ldap_base, bad=bad))
+    rd = entry_uuid(slapd, f"ou=RD,ou=Eng,{ldap_base}")
+
+    directory = read_ldap(ldap_settings(attributes=attributes))
+
+    # Nothing moves up to Eng: the OU's subtree and people are rejected with it, each
+    # named by its id, so the platform keeps them as they are and nobody is a leaver.
+    assert {directory.path(d) for d in directory.departments} == {("Eng",)}
+    assert set(people(directory)) == {"carol"}
+    rows = {row.where.partition(",")[0]: row for row in directory.rejected}
+    assert set(rows) == {"ou=RD", "ou=Backend", "uid=alice", "uid=bob"}
+    assert rows["ou=RD"].key == rd and reason in rows["ou=RD"].reason
+    backend = rows["ou=Backend"]
+    assert backend.key == entry_uuid(slapd, f"ou=Backend,ou=RD,ou=Eng,{ldap_base}")
+    assert f"parent department {rd!r} is unknown or was rejected" in backend.reason
+    alice = rows["uid=alice"]
+    assert (alice.key, alice.username) == (
+        entry_uuid(slapd, f"uid=alice,ou=RD,ou=Eng,{ldap_base}"),
+        "alice",
+    )
+    assert f"placed in department {rd!r}" in alice.reason
+    assert rows["uid=bob"].key and rows["uid=bob"].username == "bob"
+    assert directory.leavers_known
+    assert rd in directory.rejected_keys(Kind.DEPARTMENT)
 
 
 def test_unknown_attribute_fields_are_config_errors(ldap_settings: SettingsFactory) -> None:

@@ -8,6 +8,7 @@ server-maintained uSNChanged/highestCommittedUSN, and its page cap.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import pytest
@@ -158,4 +159,50 @@ def test_a_mark_from_another_controller_means_a_full_read(
     directory = read_ldap(ldap_settings(flavor="active_directory"), since="90@dc9.corp.example")
 
     assert directory.complete
+    assert set(people(directory)) == {"alice", "bob", "carol"}
+
+
+SHORT_GUID = "AQIDBAUGBwgJCgsMDQ4P"  # 15 bytes: no objectGUID
+
+
+def test_an_ou_whose_guid_cannot_be_read_still_holds_its_people(
+    slapd: Slapd, ad_base: str, ldap_settings: SettingsFactory
+) -> None:
+    slapd.add_ldif(
+        f"dn: ou=Broken,ou=Engineering,{ad_base}\nobjectClass: organizationalUnit\n"
+        f"objectClass: adObject\nou: Broken\nobjectGUID:: {SHORT_GUID}\n\n"
+        f"dn: cn=Dora,ou=Broken,ou=Engineering,{ad_base}\nobjectClass: user\ncn: Dora\n"
+        "sn: D\nsAMAccountName: dora\nobjectGUID:: ESIzRFVmd4iZqrvM3e7/AA==\n"
+        "objectCategory: person\nuserAccountControl: 512\n"
+    )
+
+    directory = read_ldap(ldap_settings(flavor="active_directory"))
+
+    # Not moved up into Engineering: rejected, by her id, with the OU she is in.
+    dora, ou = sorted(directory.rejected, key=lambda row: row.where)  # cn=, ou=
+    assert ou.where.startswith("ou=Broken,") and ou.key is None
+    assert "an objectGUID has 16 bytes, not 15" in ou.reason
+    assert dora.where.startswith("cn=Dora,") and dora.username == "dora"
+    assert dora.key == "44332211-6655-8877-99aa-bbccddeeff00" and "ou=Broken" in dora.reason
+    assert set(people(directory)) == {"alice", "bob", "carol"}
+
+
+def test_an_unreadable_id_among_the_departed_rejects_that_person_only(
+    slapd: Slapd, ad_base: str, ldap_settings: SettingsFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    dn = f"cn=Dan,ou=Engineering,{ad_base}"
+    slapd.add_ldif(
+        f"dn: {dn}\nobjectClass: user\ncn: Dan\nsn: D\nsAMAccountName: dan\n"
+        f"objectGUID:: {SHORT_GUID}\nobjectCategory: person\nuserAccountControl: 512\n"
+        "employeeID: 9001\n"
+    )
+
+    with caplog.at_level(logging.WARNING, logger="syncd.sources.ldap"):
+        directory = read_ldap(
+            ldap_settings(flavor="active_directory", departed_filter="(employeeID=9001)")
+        )
+
+    assert f"{dn}: the id cannot be read (an objectGUID has 16 bytes, not 15)" in caplog.text
+    (row,) = directory.rejected
+    assert row.username == "dan" and "16 bytes, not 15" in row.reason
     assert set(people(directory)) == {"alice", "bob", "carol"}

@@ -17,6 +17,7 @@ import pytest
 from ldap3.utils.log import EXTENDED, OFF, set_library_log_detail_level
 from pydantic import SecretStr
 
+from syncd.cli import run_cli
 from syncd.config import LdapSource
 from syncd.errors import ConfigError, SourceError
 from syncd.sources import ldap as ldap_source
@@ -173,6 +174,29 @@ def test_failover_to_the_next_server(
     assert len(directory.employees) == 8
     assert slapd.url in directory.source
     assert f"{dead} cannot be used" in caplog.text
+
+
+def test_check_names_the_server_read_after_failover(
+    slapd: Slapd, acme: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dead = f"ldap://127.0.0.1:{free_port()}"
+    config = tmp_path / "syncd.toml"
+    config.write_text(
+        f'state_dir = "{tmp_path / "state"}"\n'
+        '[source]\nkind = "ldap"\n[source.ldap]\n'
+        f'urls = ["{dead}", "{slapd.url}"]\nbind_dn = "{slapd.bind_dn}"\n'
+        f'bind_password = "{slapd.password}"\nusers_base = "{acme}"\n'
+        '[platform]\nbase_url = "http://127.0.0.1:9"\ndomain_id = "acme"\n'
+        'org_code = "acme"\norg_id = "acme"\nclient_id = "syncd"\nclient_secret = "unused"\n'
+    )
+    config.chmod(0o600)
+
+    code = run_cli(["check", "--config", str(config)])
+
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert f"source      {slapd.url}/{acme}\n" in output  # the server read, not the list
+    assert "employees   8" in output
 
 
 def test_a_server_that_never_answers_times_out(ldap_settings: SettingsFactory) -> None:

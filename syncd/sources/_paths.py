@@ -1,0 +1,45 @@
+"""Departments derived from the paths people carry, by one rule for every source.
+
+A department's id is its path: its names trimmed, empty ones dropped, joined by the
+separator. The same department then gets the same id in every export, and from either
+source (the CSV layout ``paths``, LDAP's ``departments_from = "attribute"``), so a
+company that moves from one source to the other keeps its departments.
+"""
+
+from __future__ import annotations
+
+from syncd.model import Department
+from syncd.sources._text import split_path
+
+
+class DepartmentPaths:
+    """The departments on the paths seen so far, each with where it was first seen."""
+
+    def __init__(self, separator: str) -> None:
+        self.separator = separator
+        self._ids: dict[str, str | None] = {}  # path as read -> id: most paths repeat
+        self._found: dict[str, tuple[str, Department]] = {}
+
+    def department_of(self, path: str | None, where: str) -> str | None:
+        """The id of the path's last department (None for no path); adds any not seen yet."""
+        if not path:
+            return None
+        try:
+            return self._ids[path]
+        except KeyError:
+            found = self._ids[path] = self._add(path, where)
+            return found
+
+    def _add(self, path: str, where: str) -> str | None:
+        names = split_path(path, self.separator)
+        department_id: str | None = None
+        for depth, name in enumerate(names, start=1):
+            parent_id = department_id
+            department_id = self.separator.join(names[:depth])
+            if department_id not in self._found:
+                self._found[department_id] = (where, Department(department_id, name, parent_id))
+        return department_id
+
+    def departments(self) -> list[tuple[str, Department]]:
+        """Each department found, with where it was first seen (file:line or DN)."""
+        return list(self._found.values())
