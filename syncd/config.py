@@ -4,18 +4,25 @@ Precedence, highest first: environment (``SYNCD_PLATFORM__BATCH_SIZE=500``; nest
 joined by ``__``), the TOML file (``--config`` or ``SYNCD_CONFIG``), defaults. A secret
 (``platform.client_secret``, ``source.ldap.bind_password``) may also come from the file
 named by its ``*_file`` key, or from systemd's ``$CREDENTIALS_DIRECTORY/<name>``
-(``client_secret``, ``bind_password``). Unknown keys are errors, not silently ignored:
-a typo in a safety setting must not fall back to a default.
+(``client_secret``, ``bind_password``), but from one place only. Unknown keys are
+errors, not silently ignored, and so are ``SYNCD_*`` variables that name no setting: a
+typo in a safety setting must not fall back to a default.
 """
 
 from __future__ import annotations
 
+import difflib
+import ipaddress
+import json
+import logging
 import os
 import stat
 import tomllib
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
+from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -26,11 +33,23 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
 
 from syncd.errors import ConfigError
 
+log = logging.getLogger(__name__)
+
 CONFIG_ENV = "SYNCD_CONFIG"
+ENV_PREFIX = "SYNCD_"
+ENV_NESTING = "__"
+# SYNCD_* variables read by syncd that are not settings keys.
+NOT_SETTINGS_ENV = frozenset({CONFIG_ENV, "SYNCD_EMULATOR_SECRET"})
 DEFAULT_STATE_DIR = Path("/var/lib/syncd")
 
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -119,6 +138,11 @@ class LdapSource(Section):
     attributes: dict[str, str] = {}  # model field -> LDAP attribute, over the flavor's preset
     extra_attributes: dict[str, str] = {}  # LDAP attribute -> extra attribute name
 
+    @model_validator(mode="after")
+    def _one_password_source(self) -> LdapSource:
+        _one_of(self.bind_password, self.bind_password_file, "source.ldap.bind_password")
+        return self
+
 
 class SourceSettings(Section):
     kind: Literal["csv", "ldap"]
@@ -154,8 +178,26 @@ class PlatformSettings(Section):
     retry_attempts: Annotated[int, Field(ge=1, le=20)] = 5
     retry_backoff: PositiveFloat = 0.5  # first wait, doubled each attempt, with jitter
     retry_backoff_max: PositiveFloat = 30.0
+    # A Retry-After up to this is waited out in full; a longer one ends the call.
+    retry_after_max: PositiveFloat = 300.0
     batch_size: Annotated[int, Field(gt=0, le=1000)] = 200
     concurrency: Annotated[int, Field(gt=0, le=32)] = 4
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url_with_host(cls, value: str) -> str:
+        try:
+            parts = urlsplit(value.strip())
+            usable = parts.scheme in ("http", "https") and bool(parts.hostname)
+            parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+        except ValueError:  # "http://[::1", "http://host:port"
+            usable = False
+        if not usable:
+            raise ValueError(
+                "must be an https:// (or http://) URL with a host, "
+                "e.g. https://platform.example.com"
+            )
+        return value.strip()
 
     @model_validator(mode="after")
     def _one_owner(self) -> PlatformSettings:
@@ -164,6 +206,32 @@ class PlatformSettings(Section):
                 "set platform.org_id (organization app) or platform.owner_id (domain app)"
             )
         return self
+
+    @model_validator(mode="after")
+    def _one_secret_source(self) -> PlatformSettings:
+        _one_of(self.client_secret, self.client_secret_file, "platform.client_secret")
+        return self
+
+    @property
+    def sends_in_clear(self) -> bool:
+        """Plain http:// to another host: the secret and tokens cross the network unencrypted."""
+        parts = urlsplit(self.base_url)
+        return parts.scheme == "http" and not _is_loopback(parts.hostname or "")
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _one_of(value: SecretStr | None, path: Path | None, key: str) -> None:
+    # Both given would leave one silently unused: the operator may rotate the wrong one.
+    if value is not None and path is not None:
+        raise ValueError(f"give one of {key} and {key}_file, not both")
 
 
 # ---------------------------------------------------------------- sync
@@ -282,27 +350,134 @@ def config_path(explicit: Path | None) -> Path | None:
 
 
 def load_settings(
-    path: Path | None = None, *, warn: Any = None, require_secrets: bool = True
+    path: Path | None = None,
+    *,
+    warn: Callable[[str], object] | None = None,
+    require_secrets: bool = True,
 ) -> Settings:
     """Read, validate and complete the settings, or raise one ConfigError naming file and key.
 
-    ``warn`` is called with a message for problems that do not stop syncd (a settings
-    file readable by others that holds a secret). Commands that only read the state
-    database (status, reports) pass ``require_secrets=False``.
+    ``warn`` (default: a WARNING log line) is called with a message for problems that
+    do not stop syncd (a settings file readable by others that holds a secret, plain
+    http:// to the platform). Commands that only read the state database (status,
+    reports) pass ``require_secrets=False``: secret files are then not read at all.
     """
+    warn = warn or log.warning
     path = config_path(path)
     data: dict[str, Any] = {}
     where = "environment"
     if path is not None:
         where = str(path)
         data = _with_paths_resolved(_read_toml(path), path.parent)
-        if warn is not None and _holds_secret(data) and _readable_by_others(path):
+        if _holds_secret(data) and _readable_by_others(path):
             warn(f"{path} holds a secret and is readable by other users: chmod 600 it")
+    _check_environment_names()
+    # BaseSettings takes keyword arguments starting with "_" as its own options
+    # (_env_prefix, _cli_parse_args, ...), never as settings: no settings key starts so.
+    hidden = sorted(key for key in data if key.startswith("_"))
+    if hidden:
+        problems = "; ".join(f"key {key}: unknown key" for key in hidden)
+        raise ConfigError(f"{where}: invalid settings: {problems}")
     try:
         settings = Settings(**data)
     except ValidationError as exc:
         raise ConfigError(_describe(where, exc)) from None
+    except SettingsError:
+        raise ConfigError(_describe_unparsable()) from None
+    if settings.platform.sends_in_clear:
+        warn(
+            f"platform.base_url {settings.platform.base_url} is plain http:// to another "
+            "host: the application secret and every access token cross the network "
+            "unencrypted. Use https://."
+        )
     return _with_secrets(settings, require_secrets)
+
+
+def _check_environment_names() -> None:
+    """A SYNCD_* variable must name a settings key, else its typo would go unnoticed."""
+    fields = Settings.model_fields
+    for name in sorted(os.environ):
+        upper = name.upper()  # the environment is read case-insensitively
+        if not upper.startswith(ENV_PREFIX) or upper in NOT_SETTINGS_ENV:
+            continue
+        first = upper.removeprefix(ENV_PREFIX).split(ENV_NESTING)[0].lower()
+        if first in fields:
+            continue
+        raise ConfigError(
+            f"environment variable {name}: names no setting{_suggestion(upper, fields)} "
+            f"(SYNCD_ + the key path in capitals, sections joined by "
+            f"{ENV_NESTING!r}, e.g. SYNCD_PLATFORM__BATCH_SIZE)"
+        )
+
+
+def _suggestion(upper: str, fields: dict[str, FieldInfo]) -> str:
+    rest = upper.removeprefix(ENV_PREFIX)
+    for field in fields:
+        section = field.upper() + "_"
+        if rest.startswith(section) and _is_section(fields[field]):
+            return f": did you mean {ENV_PREFIX}{field.upper()}{ENV_NESTING}{rest[len(section) :]}?"
+    first = rest.split(ENV_NESTING)[0].lower()
+    close = difflib.get_close_matches(first, list(fields), n=1)
+    return f": did you mean {ENV_PREFIX}{close[0].upper()}?" if close else ""
+
+
+def _is_section(field: FieldInfo) -> bool:
+    return _model_of(field.annotation) is not None
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The settings section a field holds (``X`` or ``X | None``), or None for a value."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg
+    return None
+
+
+def _is_complex(annotation: Any) -> bool:
+    """Values pydantic-settings reads from the environment as JSON: lists, tables, sections."""
+    if _model_of(annotation) is not None:
+        return True
+    kinds = (list, dict, set, tuple, frozenset)
+    return get_origin(annotation) in kinds or any(
+        get_origin(arg) in kinds for arg in get_args(annotation)
+    )
+
+
+def _env_field(name: str) -> FieldInfo | None:
+    """The settings field a SYNCD_* variable sets, or None when it names none."""
+    model: type[BaseModel] | None = Settings
+    field: FieldInfo | None = None
+    for part in name.upper().removeprefix(ENV_PREFIX).split(ENV_NESTING):
+        if model is None:
+            return None
+        field = model.model_fields.get(part.lower())
+        if field is None:
+            return None
+        model = _model_of(field.annotation)
+    return field
+
+
+def _describe_unparsable() -> str:
+    """Name the SYNCD_* variables whose value pydantic-settings could not decode."""
+    culprits = []
+    for name in sorted(os.environ):
+        if not name.upper().startswith(ENV_PREFIX) or name.upper() in NOT_SETTINGS_ENV:
+            continue
+        field = _env_field(name)
+        if field is None or not _is_complex(field.annotation):
+            continue
+        try:
+            json.loads(os.environ[name])
+        except ValueError:
+            culprits.append(name)
+    # Values are not quoted: the variable could hold a secret.
+    named = ", ".join(culprits) or "a SYNCD_* variable"
+    return (
+        f"environment variable {named}: cannot be parsed: lists and tables in "
+        "SYNCD_* variables must be JSON, e.g. SYNCD_SYNC__EXCLUDE__USERNAMES='[\"alice\"]'"
+    )
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -359,8 +534,9 @@ def _describe(where: str, exc: ValidationError) -> str:
         )
         if "secret" in key or "password" in key:
             shown = ""
-        env_name = "SYNCD_" + "__".join(str(part) for part in err["loc"]).upper()
-        origin = f" (from environment variable {env_name})" if env_name in os.environ else ""
+        env_name = ENV_PREFIX + ENV_NESTING.join(str(part) for part in err["loc"]).upper()
+        given_as = [name for name in os.environ if name.upper() == env_name]
+        origin = f" (from environment variable {given_as[0]})" if given_as else ""
         problems.append(f"key {key}: {message}{shown}{origin}")
     return f"{where}: invalid settings: " + "; ".join(problems)
 
@@ -379,7 +555,13 @@ _SECRETS = (
 
 
 def _with_secrets(settings: Settings, required: bool) -> Settings:
-    """Fill secrets from their *_file key or systemd credentials; a platform secret is required."""
+    """Fill secrets from their *_file key or systemd credentials; a platform secret is required.
+
+    When not ``required`` no secret file is read: the command does not use them, and its
+    operator may well not be allowed to read them.
+    """
+    if not required:
+        return settings
     updates: dict[str, Any] = {}
     for section_name, value_key, file_key, credential, dotted in _SECRETS:
         section = _section(settings, section_name)
@@ -392,7 +574,7 @@ def _with_secrets(settings: Settings, required: bool) -> Settings:
             if candidate is not None and candidate.exists():
                 secret_file = candidate
         if secret_file is None:
-            if required and dotted == "platform.client_secret":
+            if dotted == "platform.client_secret":
                 raise ConfigError(
                     f"{dotted} is not set: give it in the settings file, in "
                     f"{file_key.replace('_file', '')}_file, as SYNCD_PLATFORM__CLIENT_SECRET, "

@@ -62,6 +62,26 @@ def install_redaction() -> None:
     logging.setLogRecordFactory(factory)
 
 
+class RedactingFilter(logging.Filter):
+    """Redacts a record's format string and string arguments, leaving the rest as it is.
+
+    For handlers of other programs' loggers, e.g. uvicorn's access log, whose formatter
+    unpacks the arguments tuple (so they cannot be merged into the message, as
+    ``install_redaction`` does).
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {
+                k: redact(v) if isinstance(v, str) else v for k, v in record.args.items()
+            }
+        return True
+
+
 class _RedactingFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         return redact(super().format(record))

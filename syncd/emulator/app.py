@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from syncd.emulator.codes import INTERNAL_ERROR, INTERNAL_ERROR_MESSAGE, ApiError
-from syncd.emulator.middleware import FaultMiddleware
+from syncd.emulator.middleware import FaultMiddleware, is_api_path
 from syncd.emulator.options import EmulatorOptions
 from syncd.emulator.params import envelope
 from syncd.emulator.routes.application import application_routes, token_routes
@@ -70,9 +70,14 @@ def create_app(options: EmulatorOptions | None = None) -> FastAPI:
     return app
 
 
-async def api_error(_: Request, error: Exception) -> JSONResponse:
+async def api_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, ApiError)
-    return envelope(error.status, error.message, {}, error.http_status)
+    http_status = error.http_status
+    runtime: Runtime = request.app.state.runtime
+    if runtime.faults.settings.errors_as_http_500 and is_api_path(request.url.path):
+        runtime.faults.counts["errors_as_http_500"] += 1
+        http_status = 500
+    return envelope(error.status, error.message, {}, http_status)
 
 
 async def http_error(request: Request, error: Exception) -> JSONResponse:

@@ -13,7 +13,6 @@ BAD_REQUEST = 10400  # a parameter or body is missing or malformed
 NOT_FOUND = 404  # no such endpoint
 METHOD_NOT_ALLOWED = 405
 TOO_MANY_REQUESTS = 429  # injected fault
-UNAVAILABLE = 503  # injected fault ("down")
 NO_MATCHING_EMPLOYEE = 202012  # (spec) push target or employee id unknown
 NO_SUCH_APPLICATION = 202102  # (notes) token request names an unknown application
 APPLICATION_AUTH_FAILED = 202104  # (notes) wrong application secret

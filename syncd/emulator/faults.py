@@ -94,6 +94,9 @@ class FaultSettings(BaseModel):
     drop_rate: Rate = Field(default=0.0, ge=0, le=1)
     drop_after_rate: Rate = Field(default=0.0, ge=0, le=1)
     down: bool = False
+    # Envelope errors (10011, 208502, 208507, ...) with HTTP 500 instead of 200: the HTTP
+    # code of a failure is unspecified, and the envelope's status must win over it.
+    errors_as_http_500: bool = False
     reject: tuple[RejectRule, ...] = ()
     scripted: tuple[ScriptedFault, ...] = ()
 

@@ -15,12 +15,7 @@ from collections.abc import Sequence
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from syncd.emulator.codes import (
-    INTERNAL_ERROR,
-    INTERNAL_ERROR_MESSAGE,
-    TOO_MANY_REQUESTS,
-    UNAVAILABLE,
-)
+from syncd.emulator.codes import INTERNAL_ERROR, INTERNAL_ERROR_MESSAGE, TOO_MANY_REQUESTS
 from syncd.emulator.runtime import Runtime
 
 API_PREFIXES = ("/v1/", "/app/")
@@ -63,7 +58,7 @@ class FaultMiddleware:
                     [(b"retry-after", retry_after)],
                 )
             case "down":
-                await send_envelope(send, 503, UNAVAILABLE, "service unavailable")
+                await send_gateway_error(send, 503, b"503 Service Unavailable")
             case "drop_before":
                 await self.drop_before(send)
             case "drop_after":
@@ -129,3 +124,22 @@ async def send_envelope(
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+async def send_gateway_error(send: Send, http_status: int, text: bytes) -> None:
+    """A plain-text error page, as the load balancer in front of a down platform answers.
+
+    Not an envelope: an envelope's non-zero status is the platform's verdict on the
+    request, which the client does not retry.
+    """
+    await send(
+        {
+            "type": "http.response.start",
+            "status": http_status,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(text)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": text})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -14,21 +13,9 @@ from syncd.emulator.faults import FaultInjector, FaultSettings
 from syncd.emulator.options import EmulatorOptions
 from syncd.emulator.persist import load_json, save_json
 from syncd.emulator.state import EmulatorState
+from syncd.logs import RedactingFilter
 
 INCOMPLETE_RESPONSE_LOG = "ASGI callable returned without completing response."
-ACCESS_TOKEN_IN_QUERY = re.compile(r"(access_token=)[^&\s]*")
-
-
-class AccessTokenRedactor(logging.Filter):
-    """Masks ``access_token=...`` in uvicorn's access log lines."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple):
-            record.args = tuple(
-                ACCESS_TOKEN_IN_QUERY.sub(r"\1***", arg) if isinstance(arg, str) else arg
-                for arg in record.args
-            )
-        return True
 
 
 class DroppedResponseLogFilter(logging.Filter):
@@ -60,7 +47,8 @@ class Runtime:
     faults: FaultInjector
     requests: Counter[str] = field(default_factory=Counter)
     drop_filter: DroppedResponseLogFilter = field(default_factory=DroppedResponseLogFilter)
-    token_redactor: AccessTokenRedactor = field(default_factory=AccessTokenRedactor)
+    # Masks access_token=... in uvicorn's access log lines.
+    token_redactor: RedactingFilter = field(default_factory=RedactingFilter)
 
     @classmethod
     def start(cls, options: EmulatorOptions) -> Runtime:

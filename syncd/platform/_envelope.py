@@ -1,9 +1,12 @@
 """Reading the platform's answer: the envelope ``{status, message, result}``.
 
-A non-zero ``status`` is the error, whatever the HTTP code says, except that HTTP 429
-and 5xx and status 115 are transient whatever the envelope says (see ``_retry``). A
-body that is not an envelope is reported by HTTP status and content type only: bodies
-are never quoted, since an echoing proxy or error page could hold the token.
+A non-zero ``status`` is the error, whatever the HTTP code says (platform-notes), so an
+HTTP 500 carrying ``10011`` still renews the token and one carrying ``208507`` is still
+"has employees". Transient (see ``_retry``): HTTP 429 whatever the body; envelope status
+115 whatever the HTTP code; and HTTP 5xx whose body is no envelope (a proxy's error
+page) or an envelope saying 0. A body that is not an envelope is reported by HTTP status
+and content type only: bodies are never quoted, since an echoing proxy or error page
+could hold the token.
 """
 
 from __future__ import annotations
@@ -37,8 +40,13 @@ def result_of(response: httpx.Response, endpoint: str) -> Any:
             "http_429", f"HTTP 429 Too Many Requests{shown}", unsent=True, retry_after=wait
         )
     envelope = _envelope(response)
+    status = None if envelope is None else envelope["status"]
+    if status is not None and status not in (0, INTERNAL_ERROR):
+        # The platform's own verdict: retrying it cannot help, and 10011 must reach the
+        # token renewal, whatever HTTP code came with it.
+        raise PlatformError(status, _message(envelope), endpoint)
     if code >= 500:
-        said = "" if envelope is None else f": status {envelope['status']}: {_message(envelope)}"
+        said = "" if envelope is None else f": status {status}: {_message(envelope)}"
         raise Transient(
             f"http_{code}", f"HTTP {code} ({_content_type(response)}){said}", unsent=False
         )
@@ -47,11 +55,8 @@ def result_of(response: httpx.Response, endpoint: str) -> Any:
             f"HTTP {code} with {_content_type(response)} ({len(response.content)} bytes), "
             "not the platform's JSON envelope: is platform.base_url right?"
         )
-    status = envelope["status"]
     if status == INTERNAL_ERROR:
         raise Transient("status_115", f"platform status 115: {_message(envelope)}", unsent=False)
-    if status != 0:
-        raise PlatformError(status, _message(envelope), endpoint)
     return envelope.get("result")
 
 

@@ -2,9 +2,10 @@
 
 A failure is *transient* when the platform may well answer the same request correctly a
 moment later: the connection could not be made or broke, the answer did not come in
-time, HTTP 429 or 5xx, or envelope status 115. Everything else is an answer and is never
-retried. A transient failure also records whether the platform surely did *not* act on
-the request (``unsent``): only those are retried for calls that must not run twice.
+time, HTTP 429, HTTP 5xx without an envelope error (``_envelope``), or envelope status
+115. Everything else is an answer and is never retried. A transient failure also
+records whether the platform surely did *not* act on the request (``unsent``): only
+those are retried for calls that must not run twice.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tenacity import (
     stop_any,
     stop_before_delay,
 )
+from tenacity.stop import stop_base
 
 
 class Transient(Exception):
@@ -101,21 +103,36 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
 
 @dataclass(frozen=True, slots=True)
 class RetryPolicy:
-    """At most ``attempts`` tries; waits double from ``backoff`` up to ``backoff_max``."""
+    """At most ``attempts`` tries; waits double from ``backoff`` up to ``backoff_max``.
+
+    A ``Retry-After`` from the platform replaces the backoff and is honoured in full: it
+    is the platform saying when it will take requests again, and coming back sooner only
+    earns another refusal. A wait longer than ``retry_after_max`` ends the retries
+    instead (see ``asked_too_long``).
+    """
 
     attempts: int
     backoff: float
     backoff_max: float
+    retry_after_max: float
 
     def wait(self, state: RetryCallState) -> float:
-        """Retry-After when the platform gave one (capped), else exponential with jitter."""
+        """Retry-After when the platform gave one, else exponential with jitter."""
         exc = state.outcome.exception() if state.outcome is not None else None
         if isinstance(exc, Transient) and exc.retry_after is not None:
-            return min(exc.retry_after, self.backoff_max)
+            return exc.retry_after
         ceiling = min(self.backoff_max, self.backoff * 2 ** (state.attempt_number - 1))
         # "Equal jitter": never less than half the step, so retries stay spaced out,
         # yet threads that failed together do not all come back together.
         return float(ceiling / 2 + random.uniform(0, ceiling / 2))
+
+    def asked_too_long(self, exc: BaseException | None) -> bool:
+        """The platform asked for a wait longer than syncd is willing to sit through."""
+        return (
+            isinstance(exc, Transient)
+            and exc.retry_after is not None
+            and exc.retry_after > self.retry_after_max
+        )
 
     def retrying(
         self,
@@ -133,13 +150,24 @@ class RetryPolicy:
         def worth_retrying(exc: BaseException) -> bool:
             return isinstance(exc, Transient) and (repeatable or exc.unsent)
 
-        stop = stop_any(stop_after_attempt(self.attempts))
+        stops: list[stop_base] = [stop_after_attempt(self.attempts), _StopOnLongWait(self)]
         if deadline is not None:
-            stop = stop_any(stop_after_attempt(self.attempts), stop_before_delay(deadline))
+            stops.append(stop_before_delay(deadline))
         return Retrying(
-            stop=stop,
+            stop=stop_any(*stops),
             wait=self.wait,
             retry=retry_if_exception(worth_retrying),
             before_sleep=before_sleep,
             reraise=True,
         )
+
+
+class _StopOnLongWait(stop_base):
+    """Stops when the platform asked for a wait longer than ``retry_after_max``."""
+
+    def __init__(self, policy: RetryPolicy) -> None:
+        self._policy = policy
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        outcome = retry_state.outcome
+        return outcome is not None and self._policy.asked_too_long(outcome.exception())

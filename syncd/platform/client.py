@@ -11,14 +11,16 @@ a dropped connection, HTTP 5xx, status 115)? Those whose second copy does no har
   (a repeated delete answers ``208502``, which the executor reads as "already gone");
 - ``import-employees``: an upsert keyed by ``username``, so the same batch twice leaves
   each person once, with the same fields (``ops = REMOVE`` twice removes once);
-- ``import-orgs`` and node creation with a ``serial_no``: the platform refuses a
-  ``serial_no`` it already holds, as a per-item failure, so a resent batch cannot
-  create a node twice; the executor recognises that failure and adopts the node it
-  created the first time (looked up by ``serial_no``);
+- ``import-orgs`` and node creation when every node carries a ``serial_no``: the
+  platform refuses a ``serial_no`` it already holds, as a per-item failure, so a resent
+  batch cannot create a node twice; the executor recognises that failure and adopts the
+  node it created the first time (looked up by ``serial_no``);
 - the token request: a second token replaces the first, which nobody has seen yet.
 
-Not so a message (``send_text``) or a node created without a ``serial_no``: they are
-retried only when the platform surely never saw them (no connection, HTTP 429).
+Not so a message (``send_text``), a node created without a ``serial_no`` (alone or in an
+``import-orgs`` batch) or a single employee (``create_employee``: the second copy
+answers "username already exists"): they are retried only when the platform surely
+never saw them (no connection, HTTP 429).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import logging
 import ssl
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
@@ -60,6 +63,8 @@ MBOX = "/app/mbox"
 # A token is fetched under the state database's write lock, which other syncd processes
 # wait for at most BUSY_TIMEOUT_MS: stop retrying the fetch well before they give up.
 TOKEN_RETRY_DEADLINE = BUSY_TIMEOUT_MS / 1000 / 2
+# An attempt that starts right at its deadline still gets this long, rather than none.
+MIN_ATTEMPT_TIMEOUT = 0.1
 NO_SUCH_NODE = 208502
 BAD_CREDENTIALS = (202102, 202104)
 
@@ -98,7 +103,10 @@ class PlatformClient:
         self._settings = settings
         self._on_retry = on_retry
         self._policy = RetryPolicy(
-            settings.retry_attempts, settings.retry_backoff, settings.retry_backoff_max
+            settings.retry_attempts,
+            settings.retry_backoff,
+            settings.retry_backoff_max,
+            settings.retry_after_max,
         )
         self._host = _host(settings.base_url)
         self._http = _http_client(settings, transport)
@@ -252,7 +260,9 @@ class PlatformClient:
         if not bodies:
             return ImportResult()
         template = ORG + "/import-orgs"
-        result = self._call("POST", template, body=[dict(b) for b in bodies])
+        # Resending is safe only when the platform can refuse the copies by serial_no.
+        repeatable = all(b.get("serial_no") for b in bodies)
+        result = self._call("POST", template, body=[dict(b) for b in bodies], repeatable=repeatable)
         return _import_result(result, f"POST {template}")
 
     # ------------------------------------------------------------ employees
@@ -300,7 +310,8 @@ class PlatformClient:
         return _dict(self._call("GET", EMPLOYEE, path={"employee_id": employee_id}))
 
     def create_employee(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        return _dict(self._call("POST", EMPLOYEES, body=dict(body)))
+        """Create one employee; not resent when its fate is unknown (a copy would conflict)."""
+        return _dict(self._call("POST", EMPLOYEES, body=dict(body), repeatable=False))
 
     def update_employee(self, employee_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
         """Update one employee; the platform cannot change a ``username`` this way."""
@@ -451,11 +462,15 @@ class PlatformClient:
         if token is not None:
             query["access_token"] = token
         attempts = 0
+        started = time.monotonic()
 
         def attempt() -> Any:
             nonlocal attempts
             attempts += 1
-            return self._attempt(method, url, label, endpoint, query, body)
+            timeout = None
+            if deadline is not None:
+                timeout = self._timeout_within(deadline - (time.monotonic() - started))
+            return self._attempt(method, url, label, endpoint, query, body, timeout)
 
         retrying = self._policy.retrying(
             repeatable=repeatable,
@@ -470,13 +485,37 @@ class PlatformClient:
             raise PlatformUnavailable(redact(f"platform {self._host}: {endpoint}: {exc}")) from None
         raise PlatformUnavailable(self._gave_up(endpoint, failure, attempts, repeatable))
 
+    def _timeout_within(self, left: float) -> httpx.Timeout:
+        """The configured timeouts, none longer than the ``left`` seconds before a deadline.
+
+        The deadline (the token fetch's) only stops new attempts; an attempt started just
+        before it must not then wait out the full timeouts. Even if connecting and reading
+        each take all that is left, the attempt ends within twice the deadline, which is
+        how TOKEN_RETRY_DEADLINE is chosen against the database's busy timeout.
+        """
+        left = max(left, MIN_ATTEMPT_TIMEOUT)
+        settings = self._settings
+        return httpx.Timeout(
+            min(settings.timeout, left), connect=min(settings.connect_timeout, left)
+        )
+
     def _attempt(
-        self, method: str, url: str, label: str, endpoint: str, query: dict[str, Any], body: Any
+        self,
+        method: str,
+        url: str,
+        label: str,
+        endpoint: str,
+        query: dict[str, Any],
+        body: Any,
+        timeout: httpx.Timeout | None = None,
     ) -> Any:
         with self._stats_lock:
             self._calls[label] += 1
         try:
-            response = self._http.request(method, url, params=query, json=body)
+            if timeout is None:
+                response = self._http.request(method, url, params=query, json=body)
+            else:
+                response = self._http.request(method, url, params=query, json=body, timeout=timeout)
         except httpx.RequestError as exc:
             failure = classify(exc)
         else:
@@ -504,7 +543,12 @@ class PlatformClient:
             self._on_retry(label, kind)
 
     def _gave_up(self, endpoint: str, failure: Transient, attempts: int, repeatable: bool) -> str:
-        if repeatable or failure.unsent:
+        if self._policy.asked_too_long(failure) and (repeatable or failure.unsent):
+            why = (
+                f"the platform asked to wait {failure.retry_after:g} s before trying again, "
+                f"longer than platform.retry_after_max ({self._settings.retry_after_max:g} s)"
+            )
+        elif repeatable or failure.unsent:
             why = f"gave up after {attempts} attempt{'s' if attempts != 1 else ''}"
         else:
             why = "not retried: the platform may have acted on it"

@@ -94,7 +94,9 @@ def test_down_answers_503_everywhere_but_control(api: Api, emulator: RunningEmul
     ]:
         response = api.client.request(method, path, json={})
         assert response.status_code == 503
-        assert response.json()["status"] == 503
+        # a gateway's page, not an envelope: an envelope error is a verdict, never retried
+        assert response.headers["content-type"].startswith("text/plain")
+        assert response.text == "503 Service Unavailable"
     assert emulator.stats()["faults"]["down"] == 4
     emulator.set_faults(down=False)
     assert api.call("GET", ORG)["status"] == 0
@@ -170,3 +172,21 @@ def test_faults_can_be_set_at_start_up() -> None:
         assert down.client.get(ORG).status_code == 503
         down.reset(data=False)
         assert down.client.get(ORG).json()["status"] == 10011
+
+
+def test_errors_as_http_500_changes_only_the_http_code_of_envelope_errors(
+    api: Api, emulator: RunningEmulator
+) -> None:
+    emulator.set_faults(errors_as_http_500=True)
+    missing = api.client.get(f"{ORG}/31337", params={"access_token": api.token})
+    assert missing.status_code == 500
+    assert missing.json() == {"status": 208502, "message": "no matching organization", "result": {}}
+    refused = api.client.get(ORG, params={"access_token": "not-a-token"})
+    assert (refused.status_code, refused.json()["status"]) == (500, 10011)
+    fine = api.client.get(ORG, params={"access_token": api.token})
+    assert (fine.status_code, fine.json()["status"]) == (200, 0)
+    assert emulator.stats()["faults"] == {"errors_as_http_500": 2}
+    bad_control = api.client.post("/_emulator/faults", json={"nope": 1})
+    assert bad_control.status_code == 400  # control endpoints keep their own codes
+    emulator.set_faults()
+    assert api.client.get(f"{ORG}/31337", params={"access_token": api.token}).status_code == 200

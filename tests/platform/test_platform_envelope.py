@@ -16,7 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from platform_helpers import ORG_ROUTE, Connect, requests_seen, settings_for
+from platform_helpers import (
+    NODE_ROUTE,
+    ORG_ROUTE,
+    TOKEN_ROUTE,
+    Connect,
+    dept,
+    person,
+    requests_seen,
+    settings_for,
+)
 
 from syncd.emulator import RunningEmulator
 from syncd.errors import PlatformError, PlatformUnavailable
@@ -130,7 +139,7 @@ def test_server_error_page_is_retried_then_unavailable(
 ) -> None:
     # Python's static server answers POST with 501 and an HTML page.
     with pytest.raises(PlatformUnavailable, match=r"HTTP 501 \(text/html\)"):
-        site_client.import_orgs([{"name": "X"}])
+        site_client.import_orgs([{"name": "X", "serial_no": "X-1"}])  # safe to resend
     assert site_client.retries == 2
     assert site_client.calls["POST /v1/admin/organizations/{org_code}/import-orgs"] == 3
 
@@ -147,3 +156,47 @@ def test_envelope_error_carries_status_message_and_endpoint(
         "GET /v1/admin/organizations/acme/31337: platform status 208502: no matching organization"
     )
     assert requests_seen(emulator, "GET", ORG_ROUTE + "/{node_id}") == 1
+
+
+# The HTTP code of a failure is unspecified: the envelope's status decides, even on HTTP 500.
+
+
+def test_envelope_error_with_http_500_is_the_error_not_a_retry(
+    client: PlatformClient, emulator: RunningEmulator
+) -> None:
+    client.token()
+    emulator.set_faults(errors_as_http_500=True)
+    with pytest.raises(PlatformError) as caught:
+        client.node(31337)
+    assert (caught.value.status, caught.value.message) == (208502, "no matching organization")
+    assert requests_seen(emulator, "GET", NODE_ROUTE) == 1
+    assert client.retries == 0
+    assert emulator.stats()["faults"]["errors_as_http_500"] == 1
+
+
+def test_delete_refusals_with_http_500_keep_their_status(
+    client: PlatformClient, emulator: RunningEmulator
+) -> None:
+    sales = client.import_orgs([dept("Sales", serial_no="S")]).successes["Acme/Sales"]
+    client.import_employees([person("ann", "Acme/Sales")])
+    emulator.set_faults(errors_as_http_500=True)
+    with pytest.raises(PlatformError) as still_staffed:
+        client.delete_node(sales)
+    assert still_staffed.value.status == 208507
+    with pytest.raises(PlatformError) as gone:
+        client.delete_node(424242)
+    assert gone.value.status == 208502
+    assert client.retries == 0
+
+
+def test_token_not_found_with_http_500_renews_the_token(
+    client: PlatformClient, emulator: RunningEmulator
+) -> None:
+    client.token()
+    emulator.issue_token()  # another program took the application's one token
+    emulator.set_faults(errors_as_http_500=True)
+    tokens_before = requests_seen(emulator, "POST", TOKEN_ROUTE)
+    assert client.root().name == "Acme"
+    assert requests_seen(emulator, "GET", ORG_ROUTE) == 2  # refused once, then accepted
+    assert requests_seen(emulator, "POST", TOKEN_ROUTE) == tokens_before + 1
+    assert client.retries == 0

@@ -42,7 +42,7 @@ def state_after(attempt: int, exc: BaseException) -> RetryCallState:
 
 
 def test_backoff_doubles_with_jitter_up_to_the_cap() -> None:
-    policy = RetryPolicy(attempts=10, backoff=1.0, backoff_max=5.0)
+    policy = RetryPolicy(attempts=10, backoff=1.0, backoff_max=5.0, retry_after_max=300.0)
     failure = Transient("http_500", "HTTP 500", unsent=False)
     for attempt, ceiling in [(1, 1.0), (2, 2.0), (3, 4.0), (4, 5.0), (8, 5.0)]:
         waits = {policy.wait(state_after(attempt, failure)) for _ in range(50)}
@@ -50,12 +50,15 @@ def test_backoff_doubles_with_jitter_up_to_the_cap() -> None:
         assert len(waits) > 1  # jittered
 
 
-def test_retry_after_replaces_the_backoff_and_is_capped() -> None:
-    policy = RetryPolicy(attempts=3, backoff=0.1, backoff_max=5.0)
+def test_retry_after_replaces_the_backoff_in_full_up_to_its_ceiling() -> None:
+    policy = RetryPolicy(attempts=3, backoff=0.1, backoff_max=5.0, retry_after_max=300.0)
     told = Transient("http_429", "HTTP 429", unsent=True, retry_after=2.0)
     assert policy.wait(state_after(1, told)) == 2.0
+    longer_than_backoff = Transient("http_429", "HTTP 429", unsent=True, retry_after=120.0)
+    assert policy.wait(state_after(1, longer_than_backoff)) == 120.0
+    assert not policy.asked_too_long(longer_than_backoff)
     too_long = Transient("http_429", "HTTP 429", unsent=True, retry_after=600.0)
-    assert policy.wait(state_after(1, too_long)) == 5.0
+    assert policy.asked_too_long(too_long)
 
 
 def request() -> httpx.Request:

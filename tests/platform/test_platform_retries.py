@@ -19,13 +19,15 @@ from platform_helpers import (
     MBOX_ROUTE,
     ORG_ROUTE,
     Connect,
+    dept,
     person,
     requests_seen,
 )
 
-from syncd.emulator import RunningEmulator
+import syncd.platform.client
+from syncd.emulator import EmulatorOptions, RunningEmulator, serve_in_thread
 from syncd.errors import PlatformError, PlatformUnavailable
-from syncd.platform import PlatformClient
+from syncd.platform import MemoryTokenStore, PlatformClient
 
 ROOT_CALL = "GET /v1/admin/organizations/{org_code}"
 IMPORT_CALL = "POST /v1/admin/organizations/{org_code}/import-employees"
@@ -62,16 +64,32 @@ def test_http_429_is_retried_after_retry_after(
     assert "in 1.00 s" in warning.getMessage()
 
 
-def test_retry_after_is_capped_by_the_longest_backoff(
+def test_retry_after_is_honoured_beyond_the_longest_backoff(
     connect: Connect, emulator: RunningEmulator, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="syncd")
     client = connect(retry_backoff_max=0.004)
     client.token()
-    emulator.set_faults(retry_after=3600, scripted=[once("http_429", "/organizations/acme")])
+    emulator.set_faults(retry_after=1, scripted=[once("http_429", "/organizations/acme")])
     assert client.root().name == "Acme"
     [warning] = [r for r in caplog.records if r.name == "syncd.platform"]
-    assert "in 0.00 s" in warning.getMessage()
+    # coming back sooner than asked would only earn another 429
+    assert "in 1.00 s" in warning.getMessage()
+
+
+def test_retry_after_longer_than_retry_after_max_ends_the_call(
+    connect: Connect, emulator: RunningEmulator
+) -> None:
+    client = connect(retry_after_max=0.5)
+    client.token()
+    emulator.set_faults(retry_after=3600, scripted=[once("http_429", "/organizations/acme")])
+    with pytest.raises(PlatformUnavailable) as caught:
+        client.root()
+    message = str(caught.value)
+    assert "the platform asked to wait 3600 s" in message
+    assert "platform.retry_after_max (0.5 s)" in message
+    assert requests_seen(emulator, "GET", ORG_ROUTE) == 1
+    assert client.retries == 0
 
 
 def test_attempt_limit_then_platform_unavailable(
@@ -238,3 +256,57 @@ def test_nothing_listening_is_retried_then_unavailable(
     assert "ConnectError" in str(caught.value)
     assert seen == ["connect", "connect"]
     assert client.calls["POST /v1/token"] == 3
+
+
+IMPORT_ORGS_ROUTE = "/v1/admin/organizations/{org_code}/import-orgs"
+
+
+def test_import_orgs_without_serial_numbers_is_not_resent_after_a_dropped_answer(
+    client: PlatformClient, emulator: RunningEmulator
+) -> None:
+    client.token()
+    emulator.set_faults(scripted=[once("drop_after", "import-orgs")])
+    with pytest.raises(PlatformUnavailable, match="may have acted"):
+        client.import_orgs([dept("Sales", serial_no="S"), dept("Legal")])
+    assert requests_seen(emulator, "POST", IMPORT_ORGS_ROUTE) == 1
+    # a second copy would have created a second "Legal": nothing refuses it
+    assert sorted(n["name"] for n in emulator.state()["nodes"]) == ["Acme", "Legal", "Sales"]
+
+
+def test_import_orgs_with_serial_numbers_is_resent_after_a_dropped_answer(
+    client: PlatformClient, emulator: RunningEmulator
+) -> None:
+    client.token()
+    emulator.set_faults(scripted=[once("drop_after", "import-orgs")])
+    result = client.import_orgs([dept("Sales", serial_no="S"), dept("Legal", serial_no="L")])
+    assert requests_seen(emulator, "POST", IMPORT_ORGS_ROUTE) == 2
+    assert set(result.failures) == {"Acme/Sales", "Acme/Legal"}  # refused by serial_no
+    assert sorted(n["name"] for n in emulator.state()["nodes"]) == ["Acme", "Legal", "Sales"]
+
+
+def test_create_employee_is_not_resent_after_a_dropped_answer(
+    client: PlatformClient, emulator: RunningEmulator
+) -> None:
+    client.token()
+    emulator.set_faults(scripted=[once("drop_after", "/employees", method="POST")])
+    with pytest.raises(PlatformUnavailable, match="may have acted"):
+        client.create_employee(person("ann"))
+    assert requests_seen(emulator, "POST", EMPLOYEES_ROUTE) == 1
+    assert [e["username"] for e in emulator.state()["employees"]] == ["ann"]
+
+
+def test_a_token_attempt_does_not_outlast_the_token_deadline(
+    monkeypatch: pytest.MonkeyPatch, connect: Connect
+) -> None:
+    # The token is fetched under the state database's write lock: an attempt started
+    # before the deadline must not then wait out the full request timeout (5 s here).
+    monkeypatch.setattr(syncd.platform.client, "TOKEN_RETRY_DEADLINE", 0.5)
+    # Its own emulator: the slow token request is still served after the client gave up,
+    # and leaving the block waits for it, so it cannot replace a later test's token.
+    with serve_in_thread(EmulatorOptions()) as slow:
+        slow.set_faults(scripted=[once("latency", "/v1/token", latency_ms=2000)])
+        client = connect(target=slow, tokens=MemoryTokenStore(), timeout=5.0)
+        with pytest.raises(PlatformUnavailable, match="ReadTimeout") as caught:
+            client.token()
+        assert "gave up after 1 attempt" in str(caught.value)
+        assert client.calls["POST /v1/token"] == 1

@@ -153,11 +153,21 @@ def test_secret_values_are_not_echoed_in_errors(tmp_path: Path) -> None:
 
 
 def test_the_example_settings_load_and_state_the_real_defaults(
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from syncd.config import CsvEmployeeColumns, MetricsSettings, ReportSettings, SyncSettings
+    from syncd.config import (
+        CsvEmployeeColumns,
+        MetricsSettings,
+        PlatformSettings,
+        ReportSettings,
+        SyncSettings,
+    )
 
-    monkeypatch.setenv("SYNCD_PLATFORM__CLIENT_SECRET", "from-the-environment")
+    # The example names a client_secret_file: point it at a real one (an inline secret
+    # as well would be two sources for one secret).
+    secret = tmp_path / "client_secret"
+    secret.write_text("from-a-file\n")
+    monkeypatch.setenv("SYNCD_PLATFORM__CLIENT_SECRET_FILE", str(secret))
     example = Path(__file__).parents[2] / "config" / "syncd.example.toml"
     settings = load_settings(example)
     assert settings.sync == SyncSettings()
@@ -166,8 +176,136 @@ def test_the_example_settings_load_and_state_the_real_defaults(
     assert settings.source.csv is not None
     assert settings.source.csv.columns == CsvEmployeeColumns()
     assert settings.source.csv.employees == example.parent / "sample" / "employees.csv"
+    defaults = PlatformSettings(
+        base_url="https://p", domain_id="d", org_code="o", client_id="c", org_id="o"
+    )
+    assert settings.platform.retry_after_max == defaults.retry_after_max
 
 
 def test_commands_that_only_read_state_do_not_need_the_secret(tmp_path: Path) -> None:
     settings = load_settings(write(tmp_path, BASE), require_secrets=False)
     assert settings.platform.client_secret is None
+
+
+def test_a_secret_file_is_not_read_when_the_secret_is_not_needed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `syncd status` and `syncd reports` for an operator who cannot read the secrets:
+    # a directory stands for an unreadable file (root reads any file, whatever its mode).
+    (tmp_path / "creds" / "client_secret").mkdir(parents=True)
+    path = write(tmp_path, BASE + 'client_secret_file = "creds/client_secret"\n')
+    with pytest.raises(ConfigError, match="cannot read secret file"):
+        load_settings(path)
+    assert load_settings(path, require_secrets=False).platform.client_secret is None
+
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(tmp_path / "creds"))
+    path = write(tmp_path, BASE)
+    with pytest.raises(ConfigError, match="cannot read secret file"):
+        load_settings(path)
+    assert load_settings(path, require_secrets=False).secret_values() == []
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [
+        ("SYNCD_SYNC_MAX_REMOVALS", "did you mean SYNCD_SYNC__MAX_REMOVALS?"),
+        ("SYNCD_LOGLEVEL", "did you mean SYNCD_LOG_LEVEL?"),
+        ("syncd_platfrom__batch_size", "did you mean SYNCD_PLATFORM?"),
+    ],
+)
+def test_a_misspelt_environment_variable_is_an_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, hint: str
+) -> None:
+    monkeypatch.setenv(name, "0")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(write(tmp_path, BASE + 'client_secret = "x-secret"\n'))
+    message = str(caught.value)
+    assert f"environment variable {name}: names no setting" in message
+    assert hint in message
+
+
+def test_syncd_variables_that_are_not_settings_are_allowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, BASE + 'client_secret = "x-secret"\n')
+    monkeypatch.setenv("SYNCD_CONFIG", str(path))
+    monkeypatch.setenv("SYNCD_EMULATOR_SECRET", "the-emulator-secret")
+    monkeypatch.setenv("SYNCD_SYNC__MAX_REMOVALS", "0")
+    assert load_settings().sync.max_removals == 0
+
+
+def test_a_list_in_the_environment_must_be_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, BASE + 'client_secret = "x-secret"\n')
+    monkeypatch.setenv("SYNCD_SYNC__LEAVER_POLICY", "lock")  # a plain value: fine as it is
+    monkeypatch.setenv("SYNCD_SYNC__EXCLUDE__USERNAMES", "alice")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path)
+    message = str(caught.value)
+    assert message.startswith("environment variable SYNCD_SYNC__EXCLUDE__USERNAMES:")
+    assert "must be JSON" in message and "SYNCD_SYNC__LEAVER_POLICY" not in message
+    monkeypatch.setenv("SYNCD_SYNC__EXCLUDE__USERNAMES", '["alice"]')
+    assert load_settings(path).sync.exclude.usernames == ["alice"]
+
+
+@pytest.mark.parametrize("line", ['_env_prefix = "NOPE_"', "_cli_parse_args = true"])
+def test_top_level_keys_with_an_underscore_are_unknown_keys(tmp_path: Path, line: str) -> None:
+    path = write(tmp_path, line + "\n" + BASE + 'client_secret = "x-secret"\n')
+    with pytest.raises(ConfigError, match=f"key {line.split()[0]}: unknown key"):
+        load_settings(path)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["platform.example.com", "ftp://platform.example", "https://", "http://[::1", "http://h:x"],
+)
+def test_base_url_must_be_an_http_url_with_a_host(tmp_path: Path, url: str) -> None:
+    text = BASE.replace('"https://platform.example"', f'"{url}"') + 'client_secret = "x-secret"\n'
+    with pytest.raises(ConfigError, match=r"key platform\.base_url: .*URL with a host"):
+        load_settings(write(tmp_path, text))
+
+
+@pytest.mark.parametrize(
+    ("url", "warned"),
+    [
+        ("http://platform.example", True),
+        ("http://10.0.0.7:8080", True),
+        ("https://platform.example", False),
+        ("http://127.0.0.1:8900", False),
+        ("http://localhost:8900", False),
+        ("http://[::1]:8900", False),
+    ],
+)
+def test_plain_http_to_another_host_is_warned_about(tmp_path: Path, url: str, warned: bool) -> None:
+    text = BASE.replace('"https://platform.example"', f'"{url}"') + 'client_secret = "x-secret"\n'
+    warnings: list[str] = []
+    load_settings(write(tmp_path, text), warn=warnings.append)
+    assert bool(warnings) == warned
+    if warned:
+        assert "unencrypted" in warnings[0] and url in warnings[0]
+
+
+def test_a_secret_given_inline_and_as_a_file_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "secret").write_text("from-a-file")
+    text = BASE + 'client_secret = "inline-secret"\nclient_secret_file = "secret"\n'
+    with pytest.raises(ConfigError) as caught:
+        load_settings(write(tmp_path, text))
+    message = str(caught.value)
+    assert "give one of platform.client_secret and platform.client_secret_file" in message
+    assert "inline-secret" not in message
+
+
+def test_a_bind_password_given_inline_and_as_a_file_is_an_error(tmp_path: Path) -> None:
+    text = (
+        BASE.replace('kind = "csv"', 'kind = "ldap"')
+        + 'client_secret = "x-secret"\n'
+        + "[source.ldap]\n"
+        + 'urls = ["ldaps://ldap.example"]\nusers_base = "dc=example"\n'
+        + 'bind_password = "inline-password"\nbind_password_file = "pw"\n'
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_settings(write(tmp_path, text))
+    message = str(caught.value)
+    assert "give one of source.ldap.bind_password and source.ldap.bind_password_file" in message
+    assert "inline-password" not in message

@@ -5,7 +5,13 @@ from __future__ import annotations
 import io
 import logging
 
-from syncd.logs import install_redaction, redact, register_secret, setup_logging
+from syncd.logs import (
+    RedactingFilter,
+    install_redaction,
+    redact,
+    register_secret,
+    setup_logging,
+)
 
 
 def test_token_parameters_and_registered_secrets_are_masked() -> None:
@@ -40,3 +46,18 @@ def test_json_lines_are_redacted_too(capsys: object) -> None:
     assert '"message": "failed with ***"' in err
     assert '"level": "warning"' in err
     setup_logging("INFO", "text")
+
+
+def test_the_filter_redacts_arguments_and_keeps_them_a_tuple() -> None:
+    # uvicorn's access log formatter unpacks record.args: they must stay a tuple.
+    record = logging.LogRecord(
+        "uvicorn.access",
+        logging.INFO,
+        __file__,
+        1,
+        '%s - "%s %s"',
+        ("127.0.0.1:5", "GET", "/v1/users?access_token=tok-42&skip=0"),
+        None,
+    )
+    assert RedactingFilter().filter(record)
+    assert record.args == ("127.0.0.1:5", "GET", "/v1/users?access_token=***&skip=0")

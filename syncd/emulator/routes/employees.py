@@ -82,8 +82,10 @@ def employee_routes(runtime: Runtime) -> APIRouter:
     @router.post("/employees/{employee_id}")
     async def update(request: Request, code: str, employee_id: str) -> JSONResponse:
         own_org(runtime, code)
-        employee = runtime.state.staff.get(employee_id)
+        # Read the body before looking the employee up: no await may come between the
+        # lookup and the update, or another request could remove them in between.
         body = await object_body(request)
+        employee = runtime.state.staff.get(employee_id)
         runtime.state.staff.update(employee, body, stamp())
         return ok(employee_detail_record(runtime.state.tree, employee))
 

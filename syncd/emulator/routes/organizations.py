@@ -121,8 +121,9 @@ def organization_routes(runtime: Runtime) -> APIRouter:
     @router.post("/{org_code}/{node_id}")
     async def update(request: Request, org_code: str, node_id: str) -> JSONResponse:
         own_org(runtime, org_code)
-        node = node_by_id(tree(), node_id)
+        # Body first: no await between the lookup and the update (see employees.update).
         body = await object_body(request)
+        node = node_by_id(tree(), node_id)
         update_node(tree(), node, body, runtime.state.clock.stamp())
         return ok(node_record(tree(), node))
 
