@@ -45,7 +45,7 @@ def test_ten_thousand_people_through_5pc_http_500_and_5pc_429(rig: Rig) -> None:
     rig.platform_options.update(
         batch_size=200, concurrency=4, retry_attempts=8, retry_backoff=0.01, retry_backoff_max=0.05
     )
-    # Retry-After says 1 s; the longest backoff (0.05 s) caps it: honoured, but capped.
+    # Retry-After says 1 s, longer than the longest backoff (0.05 s): waited in full.
     rig.emulator.set_faults(seed=11, http_500_rate=0.05, http_429_rate=0.05, retry_after=1)
 
     result = rig.sync()
