@@ -14,9 +14,7 @@ file that cannot be read is never taken for an empty one.
 from __future__ import annotations
 
 import codecs
-import contextlib
 import csv
-import gc
 import itertools
 import stat
 from collections.abc import Callable, Iterator
@@ -24,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, TextIO, TypeVar
 
+from syncd._gc import collection_paused
 from syncd.config import CsvDepartmentColumns, CsvEmployeeColumns, CsvSource
 from syncd.errors import SourceError
 from syncd.model import (
@@ -84,22 +83,8 @@ def read_csv(settings: CsvSource) -> Directory:
             raise SourceError(f"source.csv.{key} is empty: set a character such as '/' or ';'")
     # The limit is process-wide in the csv module: set it on every read, in case it was changed.
     csv.field_size_limit(FIELD_LIMIT)
-    with _collection_paused():
+    with collection_paused():
         return _read(settings)
-
-
-@contextlib.contextmanager
-def _collection_paused() -> Iterator[None]:
-    # A read makes a million objects that all live on: collections halfway through scan
-    # them again and again and free nothing (about a fifth of the time of a read).
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _read(settings: CsvSource) -> Directory:
