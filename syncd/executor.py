@@ -21,20 +21,21 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Connection, Engine
 
 from syncd import snapshot as store
 from syncd.errors import PlatformError, PlatformUnavailable, SyncdError, TokenError
-from syncd.model import Department, Employee, Kind
+from syncd.model import Department, Employee, Kind, State
 from syncd.plan import Action, Change, Plan, Snapshot, extended_values
 from syncd.platform import ImportResult, PlatformClient
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 NODE_GONE = 208502
-NODE_HAS_EMPLOYEES = 208507
 OPTIONAL_TEXT = ("en_name", "email", "mobile", "tel", "sn", "gender")
 
 
@@ -148,9 +149,12 @@ class Executor:
         self.stop = stop or threading.Event()
         self.node_ids = {k: d.node_id for k, d in snapshot.departments.items()}
         self.paths = dict(paths)  # source id -> the node's name path on the platform, kept current
+        # Accounts syncd may lock or unlock: the snapshot's, and those upserted this run.
         self.employee_ids = {
             k: e.employee_id for k, e in snapshot.employees.items() if e.employee_id is not None
         }
+        self.synced_employees = snapshot.employees  # a re-keyed record keeps its lock state
+        self.failed_deletes: list[str] = []  # name paths of nodes this run could not delete
         self.result = ApplyResult()
 
     # ------------------------------------------------------------ driving
@@ -223,6 +227,28 @@ class Executor:
         if fatal is not None:
             raise fatal
 
+    def _send_one(
+        self, item: Item, send: Callable[[Item], T], settle: Callable[[Item, T], None]
+    ) -> bool:
+        """Send one item in this thread, journaled as a batch is; whether it succeeded."""
+        with store.write(self.engine) as conn:
+            store.mark_sent(conn, self.run_id, [item.seq])
+        try:
+            answer = send(item)
+        except (PlatformUnavailable, TokenError) as exc:
+            self._fail([item], str(exc))
+            raise
+        except PlatformError as exc:
+            self._fail([item], exc.message, exc.status)
+            return False
+        except NotSent as exc:
+            self._fail([item], str(exc))
+            return False
+        finally:
+            self.progress.advance(1)
+        settle(item, answer)
+        return True
+
     def _record(
         self,
         outcomes: Sequence[tuple[Item, str, str | None, int | None]],
@@ -292,7 +318,10 @@ class Executor:
             self.node_ids[item.change.key] = node_id
             self.paths[item.change.key] = item.key
             outcomes.append((item, "ok", note, None))
-            rows.append(self._department_row(item.change, node_id, item.key))
+            row = self._department_row(item.change, node_id, item.key)
+            if note is not None:
+                row["hash"] = ""  # not what this answer confirmed: compared again next run
+            rows.append(row)
         self._record(outcomes, lambda conn: store.upsert_departments(conn, rows))
 
     def _existing_node(self, serial_no: str) -> int | None:
@@ -318,10 +347,9 @@ class Executor:
             if self.stop.is_set():
                 self.result.interrupted = True
                 return
-            self._pipeline([[item]], self._send_node_update, self._settle_node_update)
+            self._send_one(item, self._send_node_update, self._settle_node_update)
 
-    def _send_node_update(self, batch: list[Item]) -> str:
-        (item,) = batch
+    def _send_node_update(self, item: Item) -> str:
         c = item.change
         d = c.record
         assert isinstance(d, Department) and c.target_id is not None
@@ -337,8 +365,7 @@ class Executor:
             self.client.update_node(c.target_id, body)
         return new_path
 
-    def _settle_node_update(self, batch: list[Item], new_path: str) -> None:
-        (item,) = batch
+    def _settle_node_update(self, item: Item, new_path: str) -> None:
         c = item.change
         assert c.target_id is not None
         old_path = self.paths.get(c.key)
@@ -367,10 +394,19 @@ class Executor:
             if self.stop.is_set():
                 self.result.interrupted = True
                 return
-            self._pipeline([[item]], self._send_node_delete, self._settle_node_delete)
+            if not self._send_one(item, self._send_node_delete, self._settle_node_delete):
+                self.failed_deletes.append(self._path_of(item))
 
-    def _send_node_delete(self, batch: list[Item]) -> str:
-        (item,) = batch
+    def _path_of(self, item: Item) -> str:
+        return self.paths.get(item.change.key) or item.change.display
+
+    def _send_node_delete(self, item: Item) -> str:
+        # A node whose child could not be deleted still has it: never ask the platform to
+        # delete it anyway (one that allowed it would take the child along).
+        prefix = self._path_of(item) + "/"
+        child = next((p for p in self.failed_deletes if p.startswith(prefix)), None)
+        if child is not None:
+            raise NotSent(f"a child department is still there: {child} could not be deleted")
         assert item.change.target_id is not None
         try:
             self.client.delete_node(item.change.target_id)
@@ -380,8 +416,7 @@ class Executor:
             return "already gone from the platform"
         return ""
 
-    def _settle_node_delete(self, batch: list[Item], note: str) -> None:
-        (item,) = batch
+    def _settle_node_delete(self, item: Item, note: str) -> None:
         self.node_ids.pop(item.change.key, None)
         self.paths.pop(item.change.key, None)
         self._record(
@@ -392,19 +427,13 @@ class Executor:
     # ------------------------------------------------------------ employees
 
     def _upsert_employees(self, items: list[Item]) -> None:
-        # Bodies are built batch by batch as they are sent, so they never all exist at once.
-        unsent = iter(items)
-        try:
-            self._pipeline(
-                self._ready_batches(unsent, self._prepare_employee),
-                self._send_import_employees,
-                self._settle_upserts,
-            )
-        finally:
-            # Stopped or failed early: what could never have been sent is still recorded
-            # as failed, as when every body was built before the first batch.
-            for item in unsent:
-                self._prepare_employee(item)
+        # Bodies are built batch by batch as they are sent, so they never all exist at once;
+        # stopped early, what was never prepared stays planned, like every unsent item.
+        self._pipeline(
+            self._ready_batches(iter(items), self._prepare_employee),
+            self._send_import_employees,
+            self._settle_upserts,
+        )
 
     def _ready_batches(
         self, items: Iterator[Item], prepare: Callable[[Item], bool]
@@ -476,7 +505,7 @@ class Executor:
     def _settle_upserts(self, batch: list[Item], answer: ImportResult) -> None:
         outcomes: list[tuple[Item, str, str | None, int | None]] = []
         rows: list[tuple[Item, dict[str, Any]]] = []
-        rekeyed = []
+        rekeyed: list[str] = []
         for item in batch:
             employee_id = _lookup(answer.successes, item.key)
             if employee_id is None:
@@ -494,10 +523,11 @@ class Executor:
                 "employee_id": employee_id,
                 "hash": c.hash,
                 "adopted": c.platform_before is not None,
+                **self._lock_state(c),
             }
             rows.append((item, row))
             if c.previous_key:
-                rekeyed.append((c.previous_key, item.key))
+                rekeyed.append(c.previous_key)
 
         def writes(conn: Connection) -> None:
             # The snapshot keeps the very JSON text the journal holds for each item: read
@@ -505,17 +535,39 @@ class Executor:
             journaled = store.journaled_after(conn, self.run_id, batch[0].seq, batch[-1].seq)
             for item, row in rows:
                 row["fields"] = journaled.get(item.seq) or _json(item.change.after) or "{}"
-            store.delete_employees(conn, rekeyed)
+            store.forget_employees(conn, rekeyed)  # by source id: the row is the old key's
             store.upsert_employees(conn, [row for _, row in rows])
 
         self._record(outcomes, writes)
 
+    def _lock_state(self, c: Change) -> dict[str, Any]:
+        """The lock state a new snapshot row starts with (an existing row keeps its own)."""
+        if c.previous_key is not None:
+            old = self.synced_employees.get(c.previous_key)
+            if old is not None:
+                return {
+                    "locked": old.locked,
+                    "lock_reason": old.lock_reason,
+                    "locked_since": old.locked_since,
+                }
+        elif c.platform_before is not None and c.platform_before.get("locked"):
+            # An adopted account locked on the platform: unlocked by the plan if active.
+            departed = isinstance(c.record, Employee) and c.record.state is State.DEPARTED
+            return {
+                "locked": True,
+                "lock_reason": "departed" if departed else None,
+                "locked_since": self.now_ms(),
+            }
+        return {"locked": False, "lock_reason": None, "locked_since": None}
+
     def _set_locks(self, items: list[Item], *, lock: bool) -> None:
         ready = []
         for item in items:
-            employee_id = self.employee_ids.get(item.change.key) or item.change.target_id
+            # Only an account syncd owns: the platform's account of a person whose
+            # adoption failed this run is not syncd's to lock or unlock (retried next run).
+            employee_id = self.employee_ids.get(item.change.key)
             if employee_id is None:
-                self._fail([item], "this person is not on the platform")
+                self._fail([item], "this person's account is not synced: not created or adopted")
                 continue
             item.body = {"id": employee_id}
             ready.append(item)
@@ -591,17 +643,30 @@ def _lookup(answer: Mapping[str, Any], username: str) -> Any:
     return None
 
 
+UNCONFIRMED = "interrupted before the answer came; compared again next run"
+# What the platform holds settles these; an update is planned again whatever it holds.
+LOOKED_UP_ON_RECOVERY = frozenset(
+    a.value for a in (Action.CREATE, Action.LOCK, Action.UNLOCK, Action.REMOVE)
+)
+
+
 def recover(client: PlatformClient, engine: Engine, now_ms: int) -> int:
     """Resolve items a killed run sent without learning the answer; returns how many.
 
     Each is looked up on the platform (departments by serial_no, people by username) and
-    the snapshot is made to say what the platform holds. What was found is recorded with
-    an empty hash, so the next plan compares it again and finishes the change if needed.
+    the snapshot is made to say what the platform holds. A create found there is recorded
+    with an empty hash, so the next plan compares it again; an update is settled without
+    writing its values, which were never confirmed: the snapshot's older ones make the
+    next plan send it again.
     """
     items = store.unsettled_items(engine)
     if not items:
         return 0
-    usernames = [i["display"] for i in items if i["kind"] == Kind.EMPLOYEE.value]
+    usernames = [
+        i["display"]
+        for i in items
+        if i["kind"] == Kind.EMPLOYEE.value and i["action"] in LOOKED_UP_ON_RECOVERY
+    ]
     people = {(p.username or "").casefold(): p for p in client.employees_by_username(usernames)}
     verdicts: list[tuple[dict[str, Any], str, str]] = []
     writes: list[Callable[[Connection], None]] = []
@@ -631,6 +696,9 @@ def _recover_department(
     client: PlatformClient, item: dict[str, Any], writes: list[Callable[[Connection], None]]
 ) -> tuple[str, str]:
     key, action = item["key"], item["action"]
+    if action not in (Action.CREATE.value, Action.DELETE.value):
+        # A rename or move, sent or not: the snapshot keeps what it last confirmed.
+        return "failed", UNCONFIRMED
     node = client.node_by_serial(key)
     if action == Action.DELETE.value:
         if node is None:
@@ -655,6 +723,9 @@ def _recover_employee(
     person: Any, item: dict[str, Any], writes: list[Callable[[Connection], None]], now_ms: int
 ) -> tuple[str, str]:
     key, username, action = item["key"], item["display"], item["action"]
+    if action not in LOOKED_UP_ON_RECOVERY:
+        # An update or adoption: its values were never confirmed, so they are not recorded.
+        return "failed", UNCONFIRMED
     if action == Action.REMOVE.value:
         if person is None:
             writes.append(lambda conn: store.delete_employees(conn, [(key, username)]))
@@ -663,10 +734,7 @@ def _recover_employee(
     if person is None:
         return "failed", "interrupted before the account was written"
     if action in (Action.LOCK.value, Action.UNLOCK.value):
-        locked = bool(person.locked)
-        reason = "missing" if locked else None
-        writes.append(lambda conn: store.set_locked(conn, [key], locked, reason, now_ms))
-        return "recovered", f"interrupted; the account is {'locked' if locked else 'active'}"
+        return _recover_lock(person, item, writes, now_ms)
     row = {
         "source_id": key,
         "username": person.username,
@@ -674,6 +742,21 @@ def _recover_employee(
         "fields": item["after"] or "{}",
         "hash": "",
         "adopted": False,
+        "locked": False,
+        "lock_reason": None,
+        "locked_since": None,
     }
     writes.append(lambda conn: store.upsert_employees(conn, [row]))
     return "recovered", "interrupted; the account was found on the platform and is compared again"
+
+
+def _recover_lock(
+    person: Any, item: dict[str, Any], writes: list[Callable[[Connection], None]], now_ms: int
+) -> tuple[str, str]:
+    key, lock = item["key"], item["action"] == Action.LOCK.value
+    if bool(person.locked or person.disabled) != lock:
+        return "failed", f"interrupted before the account was {'locked' if lock else 'unlocked'}"
+    # A departed person's lock is journaled with their record; a missing one's without.
+    reason = ("departed" if item["after"] else "missing") if lock else None
+    writes.append(lambda conn: store.set_locked(conn, [key], lock, reason, now_ms))
+    return "recovered", f"interrupted; the account is {'locked' if lock else 'active'}"

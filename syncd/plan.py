@@ -210,9 +210,6 @@ class Plan:
     def counts(self) -> Counter[tuple[Kind, Action]]:
         return Counter((c.kind, c.action) for c in self.changes)
 
-    def by_action(self, kind: Kind, *actions: Action) -> list[Change]:
-        return [c for c in self.changes if c.kind is kind and c.action in actions]
-
 
 # ---------------------------------------------------------------- fields and hashes
 
@@ -232,7 +229,8 @@ def department_fields(d: Department) -> dict[str, Any]:
 
 
 def department_hash(d: Department) -> str:
-    return _digest((d.name, d.parent_id, d.sort_order, d.sn, d.en_name))
+    # The fields' values in their order: the very tuple hashed before, so stored hashes hold.
+    return _digest(tuple(department_fields(d).values()))
 
 
 def _extended(e: Employee, mapping: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
@@ -363,6 +361,9 @@ class _DepartmentPlanner:
         self.by_serial = {n.serial_no: n for n in view.nodes.values() if n.serial_no}
         self.owned_nodes = {d.node_id for d in snapshot.departments.values()}
         self.skipped: set[str] = set()  # not planned, so neither is their subtree
+        self.adopted: dict[str, int] = {}  # source id -> the platform node adopted this run
+        # Nodes of the departments planned this run: they end where the source puts them.
+        self.placed: set[int] = set()
 
     def path(self, source_id: str) -> str:
         return "/".join((self.root, *self.directory.path(source_id)))
@@ -411,6 +412,7 @@ class _DepartmentPlanner:
         depth = len(self.directory.path(d.id))
         synced = self.snapshot.departments.get(d.id)
         if synced is not None:
+            self.placed.add(synced.node_id)
             return self._plan_synced(d, synced, wanted, path, depth)
         node = self.by_serial.get(d.id)
         how = "serial_no"
@@ -501,10 +503,15 @@ class _DepartmentPlanner:
     def _adopt(
         self, d: Department, node: PlatformNode, wanted: str, path: str, depth: int, how: str
     ) -> Change:
+        self.adopted[d.id] = node.id
+        self.placed.add(node.id)
         parent_node = self.view.root_id
         if d.parent_id is not None:
             synced_parent = self.snapshot.departments.get(d.parent_id)
-            parent_node = synced_parent.node_id if synced_parent else -1
+            # A parent adopted this run, just before (parents are planned first), counts too.
+            parent_node = (
+                synced_parent.node_id if synced_parent else self.adopted.get(d.parent_id, -1)
+            )
         before = {
             "name": node.name,
             "parent_node": node.parent_id,
@@ -540,19 +547,7 @@ class _DepartmentPlanner:
         return paths
 
     def _deletes(self) -> list[Change]:
-        if not self.directory.complete:
-            return []
-        if any(r.kind is Kind.DEPARTMENT and not r.key for r in self.directory.rejected):
-            # As for leavers: a row that names no department might be any of them.
-            if self.snapshot.departments:
-                self.notes.append(
-                    Note(
-                        "leavers",
-                        "",
-                        "departments not deleted: some rejected department rows could not be "
-                        "identified, so no department absent from this read is treated as gone",
-                    )
-                )
+        if not self._deletes_known():
             return []
         rejected = self.directory.rejected_keys(Kind.DEPARTMENT)
         synced = self.snapshot.departments
@@ -562,13 +557,28 @@ class _DepartmentPlanner:
             for k, d in synced.items()
             if k in rejected or self.excluded(k, d.name_path.partition("/")[2])
         ]
-        deletes = []
+        gone: dict[str, SyncedDepartment] = {}
         for source_id, d in synced.items():
             if source_id in self.directory.departments or source_id in rejected:
                 continue
             if self.excluded(source_id, d.name_path.partition("/")[2]):
                 continue
             if any(d.name_path.startswith(prefix) for prefix in shielded):
+                continue
+            gone[source_id] = d
+        staying = self._staying_below(gone)
+        deletes = []
+        for source_id, d in gone.items():
+            below = staying.get(d.node_id)
+            if below is not None:
+                self.notes.append(
+                    Note(
+                        "skipped",
+                        source_id,
+                        f"{d.name_path} is gone from the source but not deleted: {below} is "
+                        "still below it on the platform",
+                    )
+                )
                 continue
             deletes.append(
                 Change(
@@ -584,6 +594,64 @@ class _DepartmentPlanner:
             )
         deletes.sort(key=lambda c: (-c.depth, c.display))  # children first
         return deletes
+
+    def _deletes_known(self) -> bool:
+        """Whether departments absent from this read may be deleted: as for leavers, only
+        after a complete read whose every rejected row still names its record."""
+        directory = self.directory
+        if not directory.complete:
+            return False
+        if any(r.kind is Kind.DEPARTMENT and not r.key for r in directory.rejected):
+            if self.snapshot.departments:
+                self.notes.append(
+                    Note(
+                        "leavers",
+                        "",
+                        "departments not deleted: some rejected department rows could not be "
+                        "identified, so no department absent from this read is treated as gone",
+                    )
+                )
+            return False
+        # An unidentified employee row too: a cut or badly quoted employees file in the
+        # paths layout loses the departments only its lost rows named, and rejects no
+        # department row. The employees' planner says so in its note.
+        return directory.leavers_known
+
+    def _staying_below(self, gone: Mapping[str, SyncedDepartment]) -> dict[int, str]:
+        """Nodes of ``gone`` under which a department stays after this run: node id -> the
+        name path of one such department.
+
+        What stays: a node only on the platform, or one of a rejected, excluded or skipped
+        department (where it is now); the departments this plan places end where the
+        source puts them, never under a department gone from it.
+        """
+        if not gone:
+            return {}
+        leaving = {d.node_id for d in gone.values()}
+        found: dict[int, str] = {}  # also every ancestor, so each chain is climbed once
+        nodes = self.view.nodes
+        paths = self.view.name_paths()
+        for node in nodes.values():
+            if node.id == self.view.root_id or node.id in leaving or node.id in self.placed:
+                continue
+            label = paths.get(node.id, node.name)
+            current = node.parent_id
+            while current is not None and current in nodes:
+                if current in found or current in self.placed:
+                    break
+                found[current] = label
+                current = nodes[current].parent_id
+        # Without a full listing the snapshot still knows where syncd put its own nodes.
+        by_path = {d.name_path: d.node_id for d in gone.values()}
+        for d in self.snapshot.departments.values():
+            if d.node_id in leaving or d.node_id in self.placed:
+                continue
+            parts = d.name_path.split("/")
+            for n in range(len(parts) - 1, 0, -1):
+                node_id = by_path.get("/".join(parts[:n]))
+                if node_id is not None:
+                    found.setdefault(node_id, d.name_path)
+        return found
 
 
 class _EmployeePlanner:
@@ -608,6 +676,14 @@ class _EmployeePlanner:
         self.unlocks: list[Change] = []
         self.locks: list[Change] = []
         self.removes: list[Change] = []
+        self._by_username: dict[str, SyncedEmployee] | None = None  # made when first needed
+
+    def _synced_holder(self, username: str) -> SyncedEmployee | None:
+        """The synced record that holds this username, in any letter case."""
+        if self._by_username is None:
+            employees = self.snapshot.employees.values()
+            self._by_username = {s.username.casefold(): s for s in employees}
+        return self._by_username.get(username.casefold())
 
     def change(
         self, action: Action, e: Employee | None, synced: SyncedEmployee | None, **kw: Any
@@ -629,16 +705,12 @@ class _EmployeePlanner:
 
     def run(self) -> tuple[list[Change], ...]:
         excluded = self.policy.exclude_usernames
-        by_username: dict[str, SyncedEmployee] | None = None  # made when first needed
         for e in self.directory.employees.values():
             if excluded and _excluded(e.username, excluded):
                 continue
             synced = self.snapshot.employees.get(e.id)
             if synced is None:
-                if by_username is None:
-                    employees = self.snapshot.employees.values()
-                    by_username = {s.username.casefold(): s for s in employees}
-                self._plan_new(e, by_username.get(e.username.casefold()))
+                self._plan_new(e, self._synced_holder(e.username))
             else:
                 self._plan_synced(e, synced)
         self._plan_leavers()
@@ -654,8 +726,9 @@ class _EmployeePlanner:
         return self.replaced, self.upserts, self.unlocks, self.locks, self.removes
 
     def _plan_synced(self, e: Employee, synced: SyncedEmployee) -> None:
-        same = synced.username == e.username  # the common case, without casefolding
-        if not same and synced.username.casefold() != e.username.casefold():
+        if synced.username != e.username:
+            # A change of letter case too: the platform's import matches usernames exactly,
+            # so an update would make a second account and leave the first one active.
             self._username_changed(e, synced)
             return
         wanted = employee_hash(e, self.policy.extended_fields)
@@ -686,6 +759,19 @@ class _EmployeePlanner:
                         e.id,
                         f"username {e.username} is already synced for source id "
                         f"{holder.source_id}; not changed until one of them gives it up",
+                    )
+                )
+                return
+            if holder.username != e.username:
+                # The platform matches usernames exactly: "Bob" would be a second account.
+                self.notes.append(
+                    Note(
+                        "conflict",
+                        e.id,
+                        f"username {e.username} differs only in letter case from "
+                        f"{holder.username}, synced for source id {holder.source_id}: the "
+                        "platform matches usernames exactly, so it cannot be the same account; "
+                        "not changed until the source spells it as before",
                     )
                 )
                 return
@@ -724,14 +810,38 @@ class _EmployeePlanner:
         self._plan_lock_state(e, person.locked, None, target_id=person.id)
 
     def _username_changed(self, e: Employee, synced: SyncedEmployee) -> None:
+        changed = f"username changed in the source from {synced.username} to {e.username}"
+        holder = self._synced_holder(e.username)
+        if holder is not None and holder.source_id != e.id:
+            # Its account is another person's until that record gives the username up.
+            self.notes.append(
+                Note(
+                    "conflict",
+                    e.id,
+                    f"{changed}, which is synced for source id {holder.source_id}: the old "
+                    "account is left alone until the other record gives the username up",
+                )
+            )
+            return
         if self.policy.username_change != "remove_and_create":
             self.notes.append(
                 Note(
                     "conflict",
                     e.id,
-                    f"username changed in the source from {synced.username} to "
-                    f"{e.username}: the platform cannot rename an account; the old account is left "
+                    f"{changed}: the platform cannot rename an account; the old account is left "
                     'alone (set sync.username_change = "remove_and_create" to replace it)',
+                )
+            )
+            return
+        excluded = self.policy.exclude_usernames
+        if excluded and _excluded(synced.username, excluded):
+            # Replacing the account would remove one the settings protect.
+            self.notes.append(
+                Note(
+                    "skipped",
+                    e.id,
+                    f"{changed}: the old account is excluded by settings, so it is neither "
+                    "removed nor replaced",
                 )
             )
             return
@@ -753,30 +863,40 @@ class _EmployeePlanner:
     def _plan_leavers(self) -> None:
         directory = self.directory
         if not directory.leavers_known:
-            if directory.complete and self.snapshot.employees:
+            if directory.complete and (self.snapshot.employees or self.snapshot.departments):
                 self.notes.append(
                     Note(
                         "leavers",
                         "",
-                        "leavers not looked for: some rejected rows could not be "
-                        "identified, so nobody absent from this read is treated as gone",
+                        "leavers not looked for and departments not deleted: some rejected rows "
+                        "could not be identified, so nobody and no department absent from this "
+                        "read is treated as gone",
                     )
                 )
             return
         protected = directory.rejected_keys(Kind.EMPLOYEE)
-        by_username: set[str] | None = None  # made when someone is missing, if ever
+        rekeyed: set[str] | None = None  # made when someone is missing, if ever
         excluded = self.policy.exclude_usernames
         for synced in self.snapshot.employees.values():
             if synced.source_id in directory.employees:
                 continue
-            if by_username is None:
-                by_username = {e.username.casefold() for e in directory.employees.values()}
+            if rekeyed is None:
+                rekeyed = self._rekeyed_usernames()
             folded = synced.username.casefold()
-            if synced.source_id in protected or folded in protected or folded in by_username:
+            if synced.source_id in protected or folded in protected or folded in rekeyed:
                 continue
             if excluded and _excluded(synced.username, excluded):
                 continue
             self._plan_leaver(synced)
+
+    def _rekeyed_usernames(self) -> set[str]:
+        """Usernames (casefolded) held by source records syncd never synced: a missing
+        record whose username is among them is being re-keyed (or is in a conflict), not
+        gone. A username another synced record took over protects nobody."""
+        synced = self.snapshot.employees
+        return {
+            e.username.casefold() for e in self.directory.employees.values() if e.id not in synced
+        }
 
     def _plan_leaver(self, synced: SyncedEmployee) -> None:
         policy = self.policy.leaver_policy
@@ -876,38 +996,60 @@ def check_guards(
 ) -> list[GuardDecision]:
     """Safety checks on the plan; the run stops if any decision did not pass."""
     removals = p.removals
-    synced = len(snapshot.employees) + len(snapshot.departments)
-    known = len(snapshot.employees)
     override = limits.allow_removals is not None and removals <= limits.allow_removals
     how = f"rerun with --allow-removals {removals} if this is intended"
-    decisions = []
-
-    too_many = removals > limits.max_removals or (
-        synced > 0 and removals / synced > limits.max_removal_ratio
-    )
-    decisions.append(
-        GuardDecision(
-            "max_removals",
-            not too_many or override,
-            f"{removals} removals planned (locks, removals, department deletions); the limits are "
-            f"{limits.max_removals} and {limits.max_removal_ratio:.0%} of {synced} synced records"
-            + (f": {how}" if too_many else ""),
-            overridden=too_many and override,
-        )
-    )
-    if directory.complete and known > 0:
-        read = len(directory.employees)
-        empty = read == 0
-        shrunk = read < known * (1 - limits.max_removal_ratio)
-        message = f"the source returned {read} employees, {known} were synced before" + (
-            ": the source looks empty or broken; " + how if empty or shrunk else ""
-        )
-        decisions.append(
-            GuardDecision(
-                "source_shrink",
-                not (empty or shrunk) or override,
-                message,
-                overridden=(empty or shrunk) and override,
-            )
-        )
+    decisions = [_removal_guard(p, snapshot, limits, override, how)]
+    shrink = _shrink_guard(directory, snapshot, limits, override, how)
+    if shrink is not None:
+        decisions.append(shrink)
     return decisions
+
+
+def _removal_guard(
+    p: Plan, snapshot: Snapshot, limits: Limits, override: bool, how: str
+) -> GuardDecision:
+    removals = p.removals
+    synced = len(snapshot.employees) + len(snapshot.departments)
+    ratio = limits.max_removal_ratio
+    too_many = removals > limits.max_removals or (synced > 0 and removals / synced > ratio)
+    message = (
+        f"{removals} removals planned (locks, removals, department deletions); the limits are "
+        f"{limits.max_removals} and {ratio:.0%} of {synced} synced records"
+    )
+    # Departments are few beside people: over all records, deleting most of them would pass.
+    departments = len(snapshot.departments)
+    deletes = p.counts()[(Kind.DEPARTMENT, Action.DELETE)]
+    if deletes:
+        message += f", and {ratio:.0%} of {departments} synced departments ({deletes} to delete)"
+        too_many = too_many or (departments > 0 and deletes / departments > ratio)
+    return GuardDecision(
+        "max_removals",
+        not too_many or override,
+        message + (f": {how}" if too_many else ""),
+        overridden=too_many and override,
+    )
+
+
+def _shrink_guard(
+    directory: Directory, snapshot: Snapshot, limits: Limits, override: bool, how: str
+) -> GuardDecision | None:
+    # People already locked because they are missing are not expected back: counted, they
+    # would make every later read look shrunken, with nothing left to remove.
+    missing = sum(1 for s in snapshot.employees.values() if s.locked and s.lock_reason == "missing")
+    known = len(snapshot.employees) - missing
+    if not directory.complete or known <= 0:
+        return None
+    read = len(directory.employees)
+    empty = read == 0
+    shrunk = read < known * (1 - limits.max_removal_ratio)
+    message = f"the source returned {read} employees, {known} were synced before"
+    if missing:
+        message += f" (not counting {missing} locked as missing from earlier reads)"
+    if empty or shrunk:
+        message += ": the source looks empty or broken; " + how
+    return GuardDecision(
+        "source_shrink",
+        not (empty or shrunk) or override,
+        message,
+        overridden=(empty or shrunk) and override,
+    )

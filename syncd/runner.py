@@ -31,7 +31,7 @@ from syncd.errors import (
 from syncd.executor import ApplyResult, Executor, Progress, item_rows, recover
 from syncd.lock import FileLock, holder
 from syncd.logs import redact
-from syncd.model import Directory
+from syncd.model import Directory, Kind
 from syncd.plan import (
     GuardDecision,
     Limits,
@@ -276,7 +276,7 @@ class _Run:
             snapshot,
             root_id=view.root_id,
             root_name=view.root_name,
-            paths=current_paths(snapshot, view),
+            paths=current_paths(snapshot, view, the_plan),
             department_path=lambda d: _directory_path(directory, view.root_name, d),
             batch_size=self.settings.platform.batch_size,
             concurrency=self.settings.platform.concurrency,
@@ -343,10 +343,17 @@ def _directory_path(directory: Directory, root_name: str, department_id: str) ->
     return "/".join((root_name, *directory.path(department_id)))
 
 
-def current_paths(snapshot: Snapshot, view: PlatformView) -> dict[str, str]:
-    """Each synced department's name path on the platform: from a full listing when there is one."""
+def current_paths(snapshot: Snapshot, view: PlatformView, the_plan: Plan) -> dict[str, str]:
+    """Each synced department's name path on the platform (from a full listing when there is
+    one), and each adopted node's: new departments are created under them before the
+    adoptions themselves are applied."""
     listed = view.name_paths() if view.complete_listing else {}
-    return {k: listed.get(d.node_id, d.name_path) for k, d in snapshot.departments.items()}
+    paths = {k: listed.get(d.node_id, d.name_path) for k, d in snapshot.departments.items()}
+    found = view.name_paths()  # only the nodes whose whole chain was listed
+    for c in the_plan.changes:
+        if c.kind is Kind.DEPARTMENT and c.platform_before is not None and c.target_id in found:
+            paths.setdefault(c.key, found[c.target_id])
+    return paths
 
 
 # ---------------------------------------------------------------- the platform view

@@ -54,7 +54,8 @@ class EmployeeRow(SQLModel, table=True):
     hash: str = ""
     adopted: bool = False
     locked: bool = False
-    lock_reason: str | None = None  # "departed" (in the source) or "missing" (from it)
+    # "departed" (in the source), "missing" (from it), or None: adopted already locked
+    lock_reason: str | None = None
     locked_since: int | None = None  # ms
 
 
@@ -361,9 +362,12 @@ _UPSERT_DEPARTMENT = (
     "node_id = excluded.node_id, name_path = excluded.name_path, fields = excluded.fields, "
     "hash = excluded.hash, adopted = excluded.adopted"
 )
+# A new row starts with the lock state it is given (an adopted account's, a re-keyed
+# record's); an existing row keeps its own: locks change only through set_locked.
 _UPSERT_EMPLOYEE = (
-    "INSERT INTO employees (source_id, username, employee_id, fields, hash, adopted, locked) "
-    "VALUES (?, ?, ?, ?, ?, ?, 0) ON CONFLICT (source_id) DO UPDATE SET "
+    "INSERT INTO employees (source_id, username, employee_id, fields, hash, adopted, locked, "
+    "lock_reason, locked_since) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (source_id) DO UPDATE SET "
     "username = excluded.username, employee_id = excluded.employee_id, "
     "fields = excluded.fields, hash = excluded.hash, adopted = excluded.adopted"
 )
@@ -407,14 +411,22 @@ def delete_departments(conn: Connection, source_ids: Sequence[str]) -> None:
 
 
 def upsert_employees(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Rows with source_id, username, employee_id, fields (JSON text), hash, adopted."""
-    _executemany(
-        conn,
-        _UPSERT_EMPLOYEE,
-        [
-            (r["source_id"], r["username"], r["employee_id"], r["fields"], r["hash"], r["adopted"])
-            for r in rows
-        ],
+    """Rows with source_id, username, employee_id, fields (JSON text), hash, adopted, and
+    locked, lock_reason, locked_since (used only when the row is new)."""
+    _executemany(conn, _UPSERT_EMPLOYEE, [_employee_values(r) for r in rows])
+
+
+def _employee_values(r: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (
+        r["source_id"],
+        r["username"],
+        r["employee_id"],
+        r["fields"],
+        r["hash"],
+        r["adopted"],
+        r["locked"],
+        r["lock_reason"],
+        r["locked_since"],
     )
 
 
@@ -429,6 +441,14 @@ def set_locked(
                 "WHERE source_id = :k"
             ),
             [{"k": k, "l": locked, "r": reason, "s": since} for k in source_ids],
+        )
+
+
+def forget_employees(conn: Connection, source_ids: Sequence[str]) -> None:
+    """Forget the rows of re-keyed records: by source id alone, whatever their username."""
+    if source_ids:
+        conn.execute(
+            text("DELETE FROM employees WHERE source_id = :k"), [{"k": k} for k in source_ids]
         )
 
 

@@ -21,7 +21,9 @@ from syncd.model import (
 from syncd.plan import (
     DAY_MS,
     Action,
+    Change,
     Limits,
+    Plan,
     PlatformNode,
     PlatformPerson,
     PlatformView,
@@ -114,6 +116,10 @@ def actions(p: Any) -> list[tuple[str, str, str]]:
     return [(c.kind.value, c.action.value, c.key) for c in p.changes]
 
 
+def by_action(p: Plan, kind: Kind, *wanted: Action) -> list[Change]:
+    return [c for c in p.changes if c.kind is kind and c.action in wanted]
+
+
 # ---------------------------------------------------------------- first sync
 
 
@@ -128,7 +134,7 @@ def test_first_sync_creates_parents_before_children_then_people() -> None:
         ("employee", "create", "e2"),
         ("employee", "create", "e3"),
     ]
-    creates = p.by_action(Kind.DEPARTMENT, Action.CREATE)
+    creates = by_action(p, Kind.DEPARTMENT, Action.CREATE)
     assert [c.depth for c in creates] == sorted(c.depth for c in creates)
     assert {c.new_path for c in creates} == {"Acme/R&D", "Acme/R&D/Backend", "Acme/Sales"}
     assert p.removals == 0
@@ -196,7 +202,7 @@ def test_rename_is_an_update_and_reparent_is_a_move_of_the_same_node() -> None:
     move = next(c for c in p.changes if c.action is Action.MOVE)
     assert move.target_id == snapshot.departments["be"].node_id
     assert move.display == "Acme/R&D/Backend" and move.new_path == "Acme/Sales/Backend"
-    assert not p.by_action(Kind.DEPARTMENT, Action.CREATE, Action.DELETE)
+    assert not by_action(p, Kind.DEPARTMENT, Action.CREATE, Action.DELETE)
 
 
 def test_updates_are_ordered_by_new_depth_so_a_swap_never_makes_a_cycle() -> None:
@@ -275,7 +281,7 @@ def test_departments_gone_from_the_source_are_deleted_children_first() -> None:
     snapshot, view = synced(directory(COMPANY, STAFF))
     d = directory([COMPANY[2]], [STAFF[2]])
     p = plan(d, snapshot, view, Policy(leaver_policy="remove"), NOW)
-    deletes = p.by_action(Kind.DEPARTMENT, Action.DELETE)
+    deletes = by_action(p, Kind.DEPARTMENT, Action.DELETE)
     assert [c.key for c in deletes] == ["be", "rd"]
     assert actions(p)[-2:] == [("department", "delete", "be"), ("department", "delete", "rd")]
 
@@ -285,7 +291,57 @@ def test_a_rejected_department_is_not_deleted() -> None:
     broken = [dept("rd", "R&D", "nowhere"), COMPANY[2]]
     d = directory(broken, [STAFF[2]])
     p = plan(d, snapshot, view, Policy(), NOW)
-    assert not p.by_action(Kind.DEPARTMENT, Action.DELETE)
+    assert not by_action(p, Kind.DEPARTMENT, Action.DELETE)
+
+
+def test_a_department_is_not_deleted_while_a_rejected_child_remains_below_it() -> None:
+    snapshot, view = synced(directory(COMPANY, STAFF))
+    orphaned = directory([dept("be", "Backend", "rd"), COMPANY[2]], [STAFF[2]])
+    assert [r.key for r in orphaned.rejected] == ["be"]  # its parent is unknown now
+    for listed in (view, PlatformView(ROOT, "Acme", {}, False)):
+        p = plan(orphaned, snapshot, listed, Policy(leaver_policy="remove"), NOW)
+        assert not by_action(p, Kind.DEPARTMENT, Action.DELETE)
+        (note,) = [n for n in p.notes if n.key == "rd"]
+        assert note.message == (
+            "Acme/R&D is gone from the source but not deleted: Acme/R&D/Backend is still "
+            "below it on the platform"
+        )
+
+
+def test_a_department_is_not_deleted_while_a_node_only_on_the_platform_is_below_it() -> None:
+    snapshot, view = synced(directory(COMPANY, []))
+    sales = snapshot.departments["sales"].node_id
+    temp = PlatformNode(999, "Temp", sales, None)
+    view = PlatformView(ROOT, "Acme", {**view.nodes, 999: temp}, True)
+    p = plan(directory(COMPANY[:2], []), snapshot, view, Policy(), NOW)
+    assert p.changes == ()
+    assert [n.message for n in p.notes] == [
+        "Acme/Sales is gone from the source but not deleted: Acme/Sales/Temp is still below "
+        "it on the platform"
+    ]
+
+
+def test_a_department_whose_children_move_out_in_the_same_run_is_deleted() -> None:
+    snapshot, view = synced(directory(COMPANY, []))
+    backend = snapshot.departments["be"].node_id
+    # A node only on the platform, under Backend: it moves out with Backend.
+    temp = PlatformNode(999, "Temp", backend, None)
+    view = PlatformView(ROOT, "Acme", {**view.nodes, 999: temp}, True)
+    d = directory([dept("be", "Backend", "sales"), COMPANY[2]], [])
+    p = plan(d, snapshot, view, Policy(), NOW)
+    assert actions(p) == [("department", "move", "be"), ("department", "delete", "rd")]
+
+
+def test_an_unidentifiable_rejected_employee_row_stops_department_deletes() -> None:
+    # The paths layout: departments come from the employees' rows, and a file cut short
+    # loses the departments only its lost rows named, with no department row rejected.
+    snapshot, view = synced(directory(COMPANY, STAFF))
+    cut = [RejectedRow("employees.csv:4", "the file is cut short", Kind.EMPLOYEE)]
+    d = directory(COMPANY[:2], STAFF[:2], rejected=cut)
+    p = plan(d, snapshot, view, Policy(), NOW)
+    assert p.changes == ()
+    assert [n.kind for n in p.notes] == ["leavers"]
+    assert "departments not deleted" in p.notes[0].message
 
 
 # ---------------------------------------------------------------- ownership and exclusions
@@ -295,7 +351,7 @@ def test_excluded_people_and_departments_are_never_touched() -> None:
     snapshot, view = synced(directory(COMPANY, STAFF))
     policy = Policy(exclude_usernames=("car*",), exclude_departments=("R&D",))
     p = plan(directory([COMPANY[2]], STAFF[2:]), snapshot, view, policy, NOW)
-    assert not p.by_action(Kind.DEPARTMENT, Action.DELETE)  # R&D excluded, Backend under it
+    assert not by_action(p, Kind.DEPARTMENT, Action.DELETE)  # R&D excluded, Backend under it
     fresh = plan(directory(COMPANY, STAFF), Snapshot(), empty_view(), policy, NOW)
     created = {c.key for c in fresh.changes}
     assert "e3" not in created and "rd" not in created and "be" not in created
@@ -326,7 +382,17 @@ def test_first_run_adopts_nodes_by_serial_then_by_name_path() -> None:
     assert by_key["be"].action is Action.UPDATE and by_key["be"].target_id == 51
     assert "name path" in by_key["be"].reason
     assert by_key["sales"].action is Action.UPDATE and by_key["sales"].target_id == 52
-    assert not p.by_action(Kind.DEPARTMENT, Action.CREATE)
+    assert not by_action(p, Kind.DEPARTMENT, Action.CREATE)
+
+
+def test_nested_nodes_found_as_they_should_be_are_adopted_without_an_update() -> None:
+    nodes = [PlatformNode(100, "R&D", ROOT, "rd"), PlatformNode(101, "Backend", 100, "be")]
+    d = directory(COMPANY[:2], [])
+    p = plan(d, Snapshot(), empty_view(nodes), Policy(), NOW)
+    assert [(c.action.value, c.key, c.target_id) for c in p.changes] == [
+        ("adopt", "rd", 100),
+        ("adopt", "be", 101),
+    ]
 
 
 def test_ambiguous_name_path_on_the_platform_skips_the_subtree_as_a_conflict() -> None:
@@ -398,6 +464,53 @@ def test_a_new_source_id_for_a_known_username_is_the_same_account_rekeyed() -> N
     assert p.changes[0].target_id == snapshot.employees["e3"].employee_id
 
 
+def test_a_username_changed_only_in_letter_case_is_a_username_change() -> None:
+    # The platform's import matches usernames exactly: an update would make "Bob" a
+    # second account and leave "bob" active and forgotten.
+    snapshot, view = synced(directory(COMPANY, STAFF))
+    recased = [STAFF[0], person("e2", "Bob", "be", mobile="13800000002"), STAFF[2]]
+    p = plan(directory(COMPANY, recased), snapshot, view, Policy(), NOW)
+    assert p.changes == ()
+    assert [(n.kind, n.key) for n in p.notes] == [("conflict", "e2")]
+    assert "from bob to Bob" in p.notes[0].message
+    replace = Policy(username_change="remove_and_create")
+    p = plan(directory(COMPANY, recased), snapshot, view, replace, NOW)
+    assert [(c.action.value, c.key, c.display) for c in p.changes] == [
+        ("remove", "e2", "bob"),
+        ("create", "e2", "Bob"),
+    ]
+
+
+def test_a_new_source_id_for_a_username_in_another_letter_case_is_a_conflict() -> None:
+    snapshot, view = synced(directory(COMPANY, STAFF))
+    rekeyed = directory(COMPANY, [STAFF[0], STAFF[1], person("e3-new", "Carol", "sales")])
+    p = plan(rekeyed, snapshot, view, Policy(), NOW)
+    assert p.changes == ()  # neither a second account nor carol locked
+    assert [(n.kind, n.key) for n in p.notes] == [("conflict", "e3-new")]
+    assert "differs only in letter case from carol" in p.notes[0].message
+
+
+def test_replacing_a_renamed_account_never_removes_an_excluded_one() -> None:
+    snapshot, view = synced(directory(COMPANY, [person("e1", "admin", "rd")]))
+    renamed = directory(COMPANY, [person("e1", "admin2", "rd")])
+    policy = Policy(username_change="remove_and_create", exclude_usernames=("admin",))
+    p = plan(renamed, snapshot, view, policy, NOW)
+    assert p.changes == ()
+    assert [(n.kind, n.key) for n in p.notes] == [("skipped", "e1")]
+    assert "excluded by settings" in p.notes[0].message
+
+
+def test_a_leaver_whose_username_another_synced_person_took_is_still_locked() -> None:
+    # carol left; alice now calls herself carol. carol's account is carol's, not alice's.
+    snapshot, view = synced(directory(COMPANY, STAFF))
+    d = directory(COMPANY, [person("e1", "carol", "rd"), STAFF[1]])
+    for username_change in ("conflict", "remove_and_create"):
+        p = plan(d, snapshot, view, Policy(username_change=username_change), NOW)
+        assert actions(p) == [("employee", "lock", "e3")], username_change
+        assert [(n.kind, n.key) for n in p.notes] == [("conflict", "e1")]
+        assert "synced for source id e3" in p.notes[0].message
+
+
 # ---------------------------------------------------------------- guards
 
 
@@ -432,6 +545,44 @@ def test_an_empty_or_shrunken_source_is_blocked() -> None:
     assert all(g.passed for g in check_guards(p, fine, snapshot, Limits()))
 
 
+def test_the_shrink_guard_does_not_count_people_locked_as_missing_long_ago() -> None:
+    staff = [person(f"e{i}", f"user{i}", "rd") for i in range(100)]
+    gone = {f"e{i}": NOW - 400 * DAY_MS for i in range(85, 100)}  # left long ago, locked
+    snapshot, view = synced(directory(COMPANY, staff), locked=gone)
+    d = directory(COMPANY, staff[:85])
+    p = plan(d, snapshot, view, Policy(leaver_policy="lock"), NOW)
+    assert p.changes == ()
+    guards = _guard(p, d, snapshot)
+    assert all(g.passed for g in guards.values())
+    assert guards["source_shrink"].message == (
+        "the source returned 85 employees, 85 were synced before "
+        "(not counting 15 locked as missing from earlier reads)"
+    )
+    shrunk = directory(COMPANY, staff[:70])
+    p = plan(shrunk, snapshot, view, Policy(leaver_policy="lock"), NOW)
+    assert not _guard(p, shrunk, snapshot, max_removals=1000)["source_shrink"].passed
+
+
+def test_department_deletions_are_guarded_against_the_number_of_departments() -> None:
+    # 50 departments among 650 records: all of them deleted is under 10% of the records.
+    staff = [person(f"e{i}", f"user{i}", None) for i in range(600)]
+    departments = [dept(f"d{i}", f"D{i}") for i in range(50)]
+    snapshot, view = synced(directory(departments, staff))
+    d = directory([], staff)
+    p = plan(d, snapshot, view, Policy(), NOW)
+    assert p.removals == 50
+    guard = _guard(p, d, snapshot)["max_removals"]
+    assert not guard.passed
+    assert guard.message == (
+        "50 removals planned (locks, removals, department deletions); the limits are 50 and "
+        "10% of 650 synced records, and 10% of 50 synced departments (50 to delete): rerun "
+        "with --allow-removals 50 if this is intended"
+    )
+    assert _guard(p, d, snapshot, allow_removals=50)["max_removals"].overridden
+    few = directory(departments[5:], staff)
+    assert _guard(plan(few, snapshot, view, Policy(), NOW), few, snapshot)["max_removals"].passed
+
+
 def test_guards_pass_on_a_first_sync() -> None:
     d = directory(COMPANY, STAFF)
     p = plan(d, Snapshot(), empty_view(), Policy(), NOW)
@@ -454,3 +605,8 @@ def test_hash_follows_pushed_fields_but_not_the_lock_state() -> None:
     extra = person("e1", "alice", "rd", email="a@acme.example", extra=(("floor", "3"),))
     assert employee_hash(extra, {}) == employee_hash(a, {})  # unmapped extras are not pushed
     assert employee_hash(extra, {"floor": "extended1"}) != employee_hash(a, {"floor": "extended1"})
+
+
+def test_department_hashes_stay_as_stored_in_existing_snapshots() -> None:
+    backend = dept("be", "Backend", "rd", sort_order=3, sn="7")
+    assert department_hash(backend) == "cfb3106ed3e5f778c590c821"

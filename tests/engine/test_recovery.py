@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from syncd import snapshot as store
 from syncd.errors import EXIT_OK
+from syncd.executor import recover
+from syncd.plan import Action, PlatformView, plan
+from syncd.platform import PlatformClient
+from syncd.runner import now_ms, policy_of
+from syncd.sources import read_directory
 from tests.engine.company import World, employee
 
 SYNCD = str(Path(sys.executable).with_name("syncd"))
@@ -92,3 +98,49 @@ def test_a_killed_sync_is_resolved_by_the_next_run(world: World, endpoint: str, 
     assert outcomes[-2:] == ["interrupted", "ok"]
     assert unsettled == 0
     assert world.sync().plan.changes == ()  # type: ignore[union-attr]
+
+
+def written(world: World) -> list[tuple[str, str, str]]:
+    """What the snapshot says syncd last wrote: (source id, fields, hash) of every record."""
+    with sqlite3.connect(world.folder / "state" / "syncd.db") as db:
+        return db.execute(
+            "SELECT source_id, fields, hash FROM departments UNION ALL "
+            "SELECT source_id, fields, hash FROM employees ORDER BY 1"
+        ).fetchall()
+
+
+def test_updates_journaled_as_sent_but_never_sent_are_not_recorded_as_done(
+    world: World,
+) -> None:
+    world.sync()
+    world.company.unit("D3")["parent_id"] = "D4"  # a move
+    world.company.person("bob")["mobile"] = "13999999999"  # an update
+    dry = world.sync(dry_run=True)
+    assert dry.plan is not None and len(dry.plan.changes) == 2
+    settings = world.settings()
+    engine = store.open_engine(settings.database)
+    # As a run killed after journaling its items as sent, before sending them.
+    with store.write(engine) as conn:
+        store.mark_sent(conn, dry.run_id, [0, 1])
+    before = written(world)
+    client = PlatformClient(settings.platform, store.TokenStore(engine))
+
+    assert recover(client, engine, now_ms()) == 2
+
+    assert written(world) == before  # neither after-values nor a new hash
+    items = store.load_items(engine, dry.run_id)
+    assert {(i["outcome"], i["error"]) for i in items} == {
+        ("failed", "interrupted before the answer came; compared again next run")
+    }
+    # An incremental run lists no node: the snapshot alone must still say D3 is to move.
+    root = client.root()
+    unlisted = PlatformView(root.id, root.name or "", {}, False)
+    directory = read_directory(settings.source)
+    again = plan(directory, store.load_snapshot(engine), unlisted, policy_of(settings), now_ms())
+    assert [(c.action, c.key) for c in again.changes] == [
+        (Action.MOVE, "D3"),
+        (Action.UPDATE, "E2"),
+    ]
+    client.close()
+    assert world.sync().exit_code == EXIT_OK
+    assert world.platform().same_as(world.company.expected())

@@ -1,0 +1,210 @@
+"""Identity and ownership over real HTTP and a real state database: usernames in another
+letter case, re-keys and adoptions keeping their lock state, locks only for accounts syncd
+owns, adoption of a tree that grows in the same run, and department deletes that never
+leave a child behind."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from syncd.config import load_settings
+from syncd.errors import EXIT_OK, EXIT_PARTIAL
+from syncd.runner import RunRequest, run_sync
+from tests.engine.company import World, department
+
+DELETE_NODE = "DELETE /v1/admin/organizations/{org_code}/{node_id}"
+UNLOCK = "POST /v1/admin/organizations/{code}/employees/{employee_id}/unlock"
+
+
+def rows(world: World, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(world.folder / "state" / "syncd.db") as db:
+        return db.execute(sql, args).fetchall()
+
+
+def lose_state(world: World) -> None:
+    """A new host, or a lost state database: the next run adopts what the platform holds."""
+    for suffix in ("", "-wal", "-shm"):
+        (world.folder / "state" / f"syncd.db{suffix}").unlink(missing_ok=True)
+
+
+def planned(world: World, **request: Any) -> list[tuple[str, str, str]]:
+    result = world.sync(**request)
+    assert result.exit_code == EXIT_OK, result.error
+    assert result.plan is not None
+    return [(c.kind.value, c.action.value, c.key) for c in result.plan.changes]
+
+
+# ---------------------------------------------------------------- usernames
+
+
+def test_a_username_changed_in_letter_case_never_makes_a_second_account(world: World) -> None:
+    world.sync_settings["max_removal_ratio"] = 1.0
+    world.sync()
+    world.company.person("bob")["username"] = "Bob"
+
+    result = world.sync()  # by default a conflict: nothing is sent
+    assert result.exit_code == EXIT_OK and result.plan is not None
+    assert result.plan.changes == ()
+    assert [n.kind for n in result.plan.notes] == ["conflict"]
+    assert sorted(world.platform().usernames) == ["ann", "bob", "cat", "dan", "eve"]
+
+    replaced = planned(world, sync={"username_change": "remove_and_create"})
+    assert replaced == [("employee", "remove", "E2"), ("employee", "create", "E2")]
+    assert sorted(world.platform().usernames) == ["Bob", "ann", "cat", "dan", "eve"]
+    assert rows(world, "SELECT username FROM employees WHERE source_id = 'E2'") == [("Bob",)]
+    assert planned(world, sync={"username_change": "remove_and_create"}) == []
+
+
+# ---------------------------------------------------------------- lock state
+
+
+def test_a_rekeyed_person_keeps_their_lock(world: World) -> None:
+    world.sync_settings["max_removal_ratio"] = 1.0
+    world.sync()
+    world.company.person("dan")["status"] = "departed"
+    world.sync()  # locked
+    world.company.person("dan")["id"] = "E40"  # the HR system re-keyed dan
+
+    assert planned(world) == [("employee", "update", "E40")]
+    assert rows(world, "SELECT source_id, locked FROM employees WHERE username = 'dan'") == [
+        ("E40", 1)
+    ]
+    assert planned(world) == []  # not locked a second time
+    assert world.platform().people["dan"][1:] == ("E40", "D4", (), True)
+
+
+def test_an_adopted_locked_account_stays_locked_in_the_snapshot(world: World) -> None:
+    world.sync_settings["max_removal_ratio"] = 1.0
+    world.sync()
+    world.company.person("dan")["status"] = "departed"
+    world.sync()  # locked
+    lose_state(world)
+
+    assert ("employee", "lock", "E4") not in planned(world)  # adopted as it is: locked
+    assert rows(world, "SELECT locked, lock_reason FROM employees WHERE username = 'dan'") == [
+        (1, "departed")
+    ]
+    assert planned(world) == []
+
+
+def test_no_unlock_for_an_account_whose_adoption_failed(world: World) -> None:
+    world.sync_settings["max_removal_ratio"] = 1.0
+    world.sync()
+    world.company.person("dan")["status"] = "departed"
+    world.sync()  # locked
+    lose_state(world)
+    world.company.person("dan")["status"] = "active"
+    world.emulator.set_faults(reject=[{"field": "username", "pattern": "^dan$"}])
+    before = world.emulator.stats()["requests"].get(UNLOCK, 0)
+
+    result = world.sync()
+
+    assert result.exit_code == EXIT_PARTIAL
+    assert world.emulator.stats()["requests"].get(UNLOCK, 0) == before  # never sent
+    assert world.platform().people["dan"][4] is True  # not syncd's account yet: left alone
+    failed = rows(
+        world,
+        "SELECT action, error FROM run_items WHERE run_id = ? AND outcome = 'failed'",
+        result.run_id,
+    )
+    assert failed == [
+        ("update", "rejected by rule"),
+        ("unlock", "this person's account is not synced: not created or adopted"),
+    ]
+    world.emulator.set_faults()
+    assert planned(world) == [("employee", "update", "E4"), ("employee", "unlock", "E4")]
+    assert world.platform().same_as(world.company.expected())
+
+
+# ---------------------------------------------------------------- departments
+
+
+def test_first_run_adopts_a_tree_and_creates_a_department_under_an_adopted_one(
+    world: World,
+) -> None:
+    world.sync()
+    lose_state(world)
+    world.company.departments.append(department("D5", "Support", "D2"))
+
+    changes = planned(world)
+
+    assert ("department", "create", "D5") in changes
+    assert world.platform().same_as(world.company.expected())
+    assert planned(world) == []
+
+
+def test_a_department_whose_child_could_not_be_deleted_is_not_sent_a_delete(
+    world: World,
+) -> None:
+    world.sync_settings["max_removal_ratio"] = 1.0
+    world.sync()
+    company = world.company
+    company.departments = [d for d in company.departments if d["id"] not in ("D2", "D3")]
+    company.person("bob")["department"] = "D1"
+    company.person("cat")["department"] = "D1"
+    company.employees.remove(company.person("eve"))  # locked, still in Backend (D3)
+    deletes_before = world.emulator.stats()["requests"].get(DELETE_NODE, 0)
+
+    result = world.sync()
+
+    assert result.exit_code == EXIT_PARTIAL
+    assert world.emulator.stats()["requests"][DELETE_NODE] == deletes_before + 1  # D3 only
+    failed = rows(
+        world,
+        "SELECT key, error FROM run_items WHERE run_id = ? AND outcome = 'failed' ORDER BY seq",
+        result.run_id,
+    )
+    assert [key for key, _ in failed] == ["D3", "D2"]
+    assert failed[1][1] == (
+        "a child department is still there: Acme/Head Office/R&D/Backend could not be deleted"
+    )
+    assert {"D2", "D3"} <= set(world.platform().nodes)
+
+
+def test_a_node_found_after_a_lost_answer_is_compared_again(world: World) -> None:
+    import_orgs = "import-orgs"
+    world.emulator.set_faults(scripted=[{"match": import_orgs, "fault": "drop_after"}])
+
+    result = world.sync()  # the first level's answer is lost; the resent one finds it there
+
+    assert result.exit_code == EXIT_OK, result.error
+    assert rows(world, "SELECT hash FROM departments WHERE source_id = 'D1'") == [("",)]
+    assert planned(world) == [("department", "update", "D1")]
+    assert planned(world) == []
+    assert world.platform().same_as(world.company.expected())
+
+
+def test_an_employees_file_cut_short_in_the_paths_layout_deletes_no_department(
+    world: World,
+) -> None:
+    # In this layout the departments are the paths the rows name: a cut file loses the
+    # department only its lost rows named, and no department row is rejected to say so.
+    world.sync_settings["max_removal_ratio"] = 1.0
+    rows_text = [
+        "id,username,name,department,email,mobile,status",
+        "E1,ann,Ann,Head Office,ann@acme.example,13800000001,active",
+        "E2,bob,Bob,Head Office/R&D,bob@acme.example,13800000002,active",
+        "E3,cat,Cat,Head Office/Archive,cat@acme.example,13800000003,active",
+    ]
+    employees = world.folder / "employees.csv"
+    world.settings()  # writes syncd.toml, for the two-files layout
+    config = world.folder / "syncd.toml"
+    config.write_text(
+        config.read_text(encoding="utf-8").replace(
+            f'departments = "{world.folder / "departments.csv"}"', 'layout = "paths"'
+        ),
+        encoding="utf-8",
+    )
+    employees.write_text("\n".join(rows_text) + "\n", encoding="utf-8")
+    assert run_sync(load_settings(config), RunRequest()).exit_code == EXIT_OK
+    assert len(world.platform().nodes) == 3
+
+    employees.write_text("\n".join(rows_text)[:-30], encoding="utf-8")  # inside the last row
+    result = run_sync(load_settings(config), RunRequest())
+
+    assert result.plan is not None and result.directory is not None
+    assert len(result.directory.departments) == 2  # Archive is not in this read
+    assert result.plan.changes == ()
+    assert [n.kind for n in result.plan.notes] == ["leavers"]
+    assert len(world.platform().nodes) == 3
