@@ -20,6 +20,7 @@ from typing import Any, Literal
 from sqlalchemy import Engine
 
 from syncd import snapshot as store
+from syncd._gc import collection_paused
 from syncd.config import Settings
 from syncd.errors import (
     EXIT_BLOCKED,
@@ -134,7 +135,7 @@ def run_sync(
     purpose = f"{request.trigger} {'dry run' if request.dry_run else 'sync'}"
     try:
         with run_lock(settings.state_dir, purpose, lock_wait_seconds):
-            # What an earlier run in this process froze goes back to the collector (_kept).
+            # What an earlier run in this process froze goes back to the collector (_sync).
             gc.unfreeze()
             store.interrupt_stale_runs(engine, now_ms())
             result = _Run(settings, request, engine, progress, stop).execute()
@@ -199,12 +200,12 @@ class _Run:
         # snapshot, applying took a tenth more CPU, and a shell sync's exit 0.25 s). They
         # stay frozen until the next run_sync in this process unfreezes them; values
         # without reference cycles are freed as usual all the same.
-        with _kept():
+        with collection_paused(freeze=True):
             directory = self._read()
-        with _kept():
+        with collection_paused(freeze=True):
             snapshot = store.load_snapshot(self.engine)
         view = fetch_view(client, snapshot, directory, self._refresh_time(), self.settings)
-        with _kept():
+        with collection_paused(freeze=True):
             the_plan = plan(directory, snapshot, view, policy_of(self.settings), now_ms())
         limits = Limits(
             self.settings.sync.max_removals,
@@ -318,23 +319,6 @@ class _Run:
             finished_at=finished,
             summary=json.dumps(self.summary, ensure_ascii=False),
         )
-
-
-@contextmanager
-def _kept() -> Iterator[None]:
-    """Values made inside are kept for the run: made without collections, then frozen.
-
-    Freezing also resets the collector's count of new objects, so re-enabling it does
-    not start a full pass over what was just made.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if was_enabled:
-            gc.enable()
 
 
 def _directory_path(directory: Directory, root_name: str, department_id: str) -> str | None:
