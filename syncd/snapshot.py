@@ -128,7 +128,9 @@ assert len(MIGRATIONS) == SCHEMA_VERSION
 def open_engine(path: Path) -> Engine:
     """Open (creating and migrating as needed) the state database, or raise StateError."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        # The database holds the platform's access token: made for this user alone,
+        # whatever the umask (SQLite gives its -wal and -shm files the database's mode).
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise StateError(
             f"state directory {path.parent}: cannot create it: {exc.strerror}"
@@ -137,6 +139,10 @@ def open_engine(path: Path) -> Engine:
         readonly = os.statvfs(path.parent).f_flag & os.ST_RDONLY
         why = "is on a read-only file system" if readonly else "is not writable by this user"
         raise StateError(f"state directory {path.parent} {why}")
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    except OSError as exc:
+        raise StateError(f"state database {path}: cannot create it: {exc.strerror}") from None
     engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
 
     @event.listens_for(engine, "connect")

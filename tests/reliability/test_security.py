@@ -443,6 +443,23 @@ def test_a_readable_settings_file_without_a_secret_is_not_warned_about(rig: Rig)
     assert "readable by other users" not in done.stderr
 
 
+def test_the_state_database_holding_the_token_is_for_this_user_alone(rig: Rig) -> None:
+    rig.company.write(rig.folder)
+    rig.write_config()
+    before = os.umask(0o022)  # the usual umask, under which files are world-readable
+    try:
+        done = rig.cli("sync")
+    finally:
+        os.umask(before)
+    assert done.returncode == EXIT_OK, done.stderr
+    assert query(rig.database, "SELECT count(*) AS n FROM tokens")[0]["n"] == 1
+    assert rig.database.parent.stat().st_mode & 0o777 == 0o700
+    for name in (rig.database.name, f"{rig.database.name}-wal", f"{rig.database.name}-shm"):
+        found = rig.database.parent / name
+        if found.exists():
+            assert found.stat().st_mode & 0o777 == 0o600, name
+
+
 # ---------------------------------------------------------------- the HTML report
 
 
