@@ -789,6 +789,18 @@ class _EmployeePlanner:
             self._plan_lock_state(e, holder.locked, holder)
             return
         person = self.view.people.get(e.username.casefold())
+        if person is not None and person.username != e.username:
+            # The platform matches usernames exactly: sending this one would make a second
+            # account beside the one that differs only in letter case.
+            self.notes.append(
+                Note(
+                    "conflict",
+                    e.id,
+                    f"the platform has an account {person.username!r}, which differs from "
+                    f"{e.username!r} only in letter case: neither adopted nor created",
+                )
+            )
+            return
         if person is None:
             if e.state is State.DEPARTED:
                 self.never_synced_departed += 1

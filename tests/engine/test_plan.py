@@ -405,11 +405,19 @@ def test_ambiguous_name_path_on_the_platform_skips_the_subtree_as_a_conflict() -
 
 
 def test_first_run_adopts_people_by_username_and_unlocks_the_active() -> None:
-    people = [PlatformPerson(7, "ALICE", locked=True)]
+    people = [PlatformPerson(7, "alice", locked=True)]
     p = plan(directory(COMPANY, STAFF), Snapshot(), empty_view(people=people), Policy(), NOW)
     alice = [c for c in p.changes if c.key == "e1"]
     assert [c.action for c in alice] == [Action.UPDATE, Action.UNLOCK]
     assert all(c.target_id == 7 for c in alice)
+
+
+def test_a_platform_account_differing_only_in_letter_case_is_a_conflict() -> None:
+    people = [PlatformPerson(7, "ALICE", locked=True)]
+    p = plan(directory(COMPANY, STAFF), Snapshot(), empty_view(people=people), Policy(), NOW)
+    assert [c for c in p.changes if c.key == "e1"] == []
+    (note,) = [n for n in p.notes if n.key == "e1"]
+    assert note.kind == "conflict" and "only in letter case" in note.message
 
 
 # ---------------------------------------------------------------- drift
