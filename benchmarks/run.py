@@ -99,7 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run_all(args: argparse.Namespace, out: Path) -> list[Result]:
-    platform_settings = Platform("", args.batch_size, args.concurrency)
+    # The LDAP and planning scenarios never call the platform, but settings need its URL:
+    # the discard port on loopback, where nothing answers.
+    platform_settings = Platform("http://127.0.0.1:9", args.batch_size, args.concurrency)
     results: list[Result] = []
 
     def repeat(people: int) -> int:
