@@ -103,6 +103,23 @@ def test_a_file_cut_short_in_the_middle_of_a_row_removes_nobody(synced: Rig) -> 
     assert_nobody_removed(synced, before)
 
 
+def test_a_file_cut_short_inside_the_last_field_of_a_row_removes_nobody(synced: Rig) -> None:
+    # Every field of the last row is there, its status cut from "active" to "act": a
+    # reader that only counts fields takes the file for whole, and user43 and user44,
+    # whose rows are gone, for leavers.
+    before = synced.platform()
+    text = good_bytes(synced)
+    line_end = text.index(b"\r\n", text.rindex(b"user42,"))
+    assert text[line_end - 6 : line_end] == b"active"
+    result = run_with_file(synced, text[: line_end - 3])
+
+    assert removals(result) == []
+    rows = rejected(synced, result.run_id)
+    assert len(rows) == 1 and str(rows[0]["where"]).startswith("employees.csv:")
+    assert "ends without a line end" in str(rows[0]["reason"]), rows
+    assert_nobody_removed(synced, before)
+
+
 def test_a_departments_file_cut_short_deletes_no_department(synced: Rig) -> None:
     synced.company.departments += [department("D8", "Archive", "D1"), department("D9", "Empty")]
     assert synced.sync().exit_code == EXIT_OK
