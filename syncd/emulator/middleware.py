@@ -112,18 +112,7 @@ async def send_envelope(
     headers: Sequence[tuple[bytes, bytes]] = (),
 ) -> None:
     body = json.dumps({"status": status, "message": message, "result": {}}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": http_status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+    await _send(send, http_status, b"application/json", body, headers)
 
 
 async def send_gateway_error(send: Send, http_status: int, text: bytes) -> None:
@@ -132,14 +121,17 @@ async def send_gateway_error(send: Send, http_status: int, text: bytes) -> None:
     Not an envelope: an envelope's non-zero status is the platform's verdict on the
     request, which the client does not retry.
     """
-    await send(
-        {
-            "type": "http.response.start",
-            "status": http_status,
-            "headers": [
-                (b"content-type", b"text/plain; charset=utf-8"),
-                (b"content-length", str(len(text)).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": text})
+    await _send(send, http_status, b"text/plain; charset=utf-8", text)
+
+
+async def _send(
+    send: Send,
+    http_status: int,
+    content_type: bytes,
+    body: bytes,
+    headers: Sequence[tuple[bytes, bytes]] = (),
+) -> None:
+    length = str(len(body)).encode()
+    all_headers = [(b"content-type", content_type), (b"content-length", length), *headers]
+    await send({"type": "http.response.start", "status": http_status, "headers": all_headers})
+    await send({"type": "http.response.body", "body": body})
