@@ -1025,8 +1025,9 @@ def _removal_guard(
     ratio = limits.max_removal_ratio
     too_many = removals > limits.max_removals or (synced > 0 and removals / synced > ratio)
     message = (
-        f"{removals} removals planned (locks, removals, department deletions); the limits are "
-        f"{limits.max_removals} and {ratio:.0%} of {synced} synced records"
+        f"{removals} removal{'' if removals == 1 else 's'} planned (locks, removals, department "
+        f"deletions); the limits are {limits.max_removals} and {ratio:.0%} of {synced} synced "
+        "records"
     )
     # Departments are few beside people: over all records, deleting most of them would pass.
     departments = len(snapshot.departments)
