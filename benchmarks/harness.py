@@ -26,6 +26,8 @@ from typing import Any
 
 import httpx
 
+from syncd.emulator.options import EmulatorOptions
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 SYNCD = BIN / "syncd"
@@ -221,14 +223,7 @@ def _wait_until_answering(emulator: Emulator) -> None:
 
 def app_token(client: httpx.Client) -> str:
     """A token for the emulator's default application (acme / syncd / demo-secret)."""
-    body = {
-        "grant_type": "client_credentials",
-        "scope": "app",
-        "domain_id": "acme",
-        "client_id": "syncd",
-        "client_secret": "demo-secret",
-        "org_id": "acme",
-    }
+    body = EmulatorOptions().token_request()
     return str(client.post("/v1/token", json=body).json()["result"]["access_token"])
 
 

@@ -31,3 +31,14 @@ class EmulatorOptions:
     state_file: Path | None = None
     faults: FaultSettings = field(default_factory=FaultSettings)
     log_level: str = "warning"
+
+    def token_request(self) -> dict[str, str]:
+        """A valid body for POST /v1/token: this emulator's own application."""
+        return {
+            "grant_type": "client_credentials",
+            "scope": "app",
+            "domain_id": self.domain_id,
+            "client_id": self.client_id,
+            "client_secret": self.client_secret,
+            "org_id": self.org_code,
+        }

@@ -128,15 +128,7 @@ class RunningEmulator:
 
     def token_request(self) -> dict[str, str]:
         """A valid body for POST /v1/token."""
-        options = self.options
-        return {
-            "grant_type": "client_credentials",
-            "scope": "app",
-            "domain_id": options.domain_id,
-            "client_id": options.client_id,
-            "client_secret": options.client_secret,
-            "org_id": options.org_code,
-        }
+        return self.options.token_request()
 
     def issue_token(self) -> str:
         """A fresh access token (which invalidates the previous one, as on the platform)."""

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import httpx
 
+from syncd.emulator import EmulatorOptions
+
 from .support import ORG, dept
 
 STARTED = "Application startup complete."
@@ -39,14 +41,7 @@ def test_the_command_serves_and_saves_on_sigterm(tmp_path: Path) -> None:
         found = re.search(r"http://127\.0\.0\.1:\d+", "".join(lines))
         assert found, lines
         with httpx.Client(base_url=found.group(0)) as client:
-            body = {
-                "grant_type": "client_credentials",
-                "scope": "app",
-                "domain_id": "acme",
-                "client_id": "syncd",
-                "client_secret": "demo-secret",
-                "org_id": "acme",
-            }
+            body = EmulatorOptions().token_request()  # the defaults `syncd emulator` serves
             token = client.post("/v1/token", json=body).json()["result"]["access_token"]
             answer = client.post(
                 f"{ORG}/import-orgs", params={"access_token": token}, json=[dept("R&D")]

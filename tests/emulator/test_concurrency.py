@@ -59,18 +59,7 @@ async def scenario(
     app = create_app(EmulatorOptions())
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://emulator") as client:
-        options = EmulatorOptions()
-        answer = await client.post(
-            "/v1/token",
-            json={
-                "grant_type": "client_credentials",
-                "scope": "app",
-                "domain_id": options.domain_id,
-                "client_id": options.client_id,
-                "client_secret": options.client_secret,
-                "org_id": options.org_code,
-            },
-        )
+        answer = await client.post("/v1/token", json=EmulatorOptions().token_request())
         token = answer.json()["result"]["access_token"]
 
         async def send(method: str, path: str, body: Any = None) -> dict[str, Any]:
