@@ -28,6 +28,15 @@ def lose_state(world: World) -> None:
         (world.folder / "state" / f"syncd.db{suffix}").unlink(missing_ok=True)
 
 
+def dan_locked_then_state_lost(world: World) -> None:
+    """dan departs and is locked on the platform; then the state database is lost."""
+    world.sync_settings["max_removal_ratio"] = 1.0
+    world.sync()
+    world.company.person("dan")["status"] = "departed"
+    world.sync()
+    lose_state(world)
+
+
 def planned(world: World, **request: Any) -> list[tuple[str, str, str]]:
     result = world.sync(**request)
     assert result.exit_code == EXIT_OK, result.error
@@ -75,11 +84,7 @@ def test_a_rekeyed_person_keeps_their_lock(world: World) -> None:
 
 
 def test_an_adopted_locked_account_stays_locked_in_the_snapshot(world: World) -> None:
-    world.sync_settings["max_removal_ratio"] = 1.0
-    world.sync()
-    world.company.person("dan")["status"] = "departed"
-    world.sync()  # locked
-    lose_state(world)
+    dan_locked_then_state_lost(world)
 
     assert ("employee", "lock", "E4") not in planned(world)  # adopted as it is: locked
     assert rows(world, "SELECT locked, lock_reason FROM employees WHERE username = 'dan'") == [
@@ -89,11 +94,7 @@ def test_an_adopted_locked_account_stays_locked_in_the_snapshot(world: World) ->
 
 
 def test_no_unlock_for_an_account_whose_adoption_failed(world: World) -> None:
-    world.sync_settings["max_removal_ratio"] = 1.0
-    world.sync()
-    world.company.person("dan")["status"] = "departed"
-    world.sync()  # locked
-    lose_state(world)
+    dan_locked_then_state_lost(world)
     world.company.person("dan")["status"] = "active"
     world.emulator.set_faults(reject=[{"field": "username", "pattern": "^dan$"}])
     before = world.emulator.stats()["requests"].get(UNLOCK, 0)
