@@ -43,6 +43,10 @@ class NotSent(Exception):
     """An item that could not be sent (its parent or department is missing): it fails alone."""
 
 
+# What sending an item may raise that is recorded against it (see Executor._failed).
+ITEM_FAILURES = (PlatformError, PlatformUnavailable, NotSent)
+
+
 class Progress(Protocol):
     def phase(self, name: str, total: int) -> None: ...
     def advance(self, n: int) -> None: ...
@@ -192,7 +196,7 @@ class Executor:
         """Send batches, up to `concurrency` at a time; answers are settled in this thread."""
         pending = iter(batches)
         in_flight: dict[Future[Any], list[Item]] = {}
-        fatal: SyncdError | None = None
+        fatal: Exception | None = None  # ends the run once the batches in flight settle
         with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="send") as pool:
             while True:
                 while fatal is None and len(in_flight) < self.concurrency:
@@ -212,13 +216,9 @@ class Executor:
                     batch = in_flight.pop(future)
                     try:
                         answer = future.result()
-                    except (PlatformUnavailable, TokenError) as exc:
-                        fatal = fatal or exc
-                        self._fail(batch, str(exc))
-                    except PlatformError as exc:
-                        self._fail(batch, exc.message, exc.status)
-                    except NotSent as exc:
-                        self._fail(batch, str(exc))
+                    except ITEM_FAILURES as exc:
+                        if self._failed(batch, exc):
+                            fatal = fatal or exc
                     else:
                         settle(batch, answer)
                     for item in batch:
@@ -235,19 +235,24 @@ class Executor:
             store.mark_sent(conn, self.run_id, [item.seq])
         try:
             answer = send(item)
-        except (PlatformUnavailable, TokenError) as exc:
-            self._fail([item], str(exc))
-            raise
-        except PlatformError as exc:
-            self._fail([item], exc.message, exc.status)
-            return False
-        except NotSent as exc:
-            self._fail([item], str(exc))
+        except ITEM_FAILURES as exc:
+            if self._failed([item], exc):
+                raise
             return False
         finally:
             self.progress.advance(1)
         settle(item, answer)
         return True
+
+    def _failed(self, items: list[Item], exc: Exception) -> bool:
+        """Record why these items failed; whether the error ends the run (platform gone,
+        credentials refused) rather than these items alone."""
+        fatal = isinstance(exc, PlatformUnavailable | TokenError)
+        if isinstance(exc, PlatformError) and not fatal:
+            self._fail(items, exc.message, exc.status)
+        else:
+            self._fail(items, str(exc))
+        return fatal
 
     def _record(
         self,
