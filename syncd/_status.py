@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.text import Text
 from sqlalchemy import Engine, text
 
 from syncd import snapshot as store
@@ -36,12 +35,14 @@ def daemon_holder(state_dir: Path) -> dict[str, Any] | None:
 
 
 def print_status(settings: Settings, console: Console) -> None:
-    """The daemon, its next run, the run lock and the last runs; raises when it is not healthy."""
+    """The daemon, its next run, the run lock and the last runs; raises when it is not healthy.
+
+    ``console`` prints text as it is, never as markup (``syncd.cli.out``).
+    """
     holder = daemon_holder(settings.state_dir)
     if not settings.database.exists():  # do not create a state database just to look at it
         _print_daemon(console, holder, {})
-        # Text, not markup: a path may hold "[/x]" (see syncd.cli).
-        console.print(Text(f"no runs recorded yet (no state database at {settings.database})"))
+        console.print(f"no runs recorded yet (no state database at {settings.database})")
         _check_health(settings, holder, {})
         return
     engine = store.open_engine(settings.database)
@@ -70,19 +71,15 @@ def _print_daemon(console: Console, holder: dict[str, Any] | None, record: dict[
         console.print("daemon     not running" + (f" (stopped {when(stopped)})" if stopped else ""))
         return
     console.print(
-        Text(
-            f"daemon     running, pid {holder.get('pid')} on {holder.get('host')}, "
-            f"started {when(holder.get('since'))}"
-        )
+        f"daemon     running, pid {holder.get('pid')} on {holder.get('host')}, "
+        f"started {when(holder.get('since'))}"
     )
     if record.get("status"):
-        console.print(Text(f"status     {record['status']}"))
+        console.print(f"status     {record['status']}")
     if record.get("next_run"):
-        console.print(
-            Text(f"next run   {when(record['next_run'])} ({record.get('next_read')} read)")
-        )
+        console.print(f"next run   {when(record['next_run'])} ({record.get('next_read')} read)")
     if record.get("reload_error"):
-        console.print(Text(f"settings   {record['reload_error']}"))
+        console.print(f"settings   {record['reload_error']}")
 
 
 def _print_lock(console: Console, state_dir: Path) -> None:
@@ -91,10 +88,8 @@ def _print_lock(console: Console, state_dir: Path) -> None:
         console.print("run lock   free")
         return
     console.print(
-        Text(
-            f"run lock   held by {held.get('purpose', '?')}, pid {held.get('pid')} on "
-            f"{held.get('host')}, since {when(held.get('since'))}"
-        )
+        f"run lock   held by {held.get('purpose', '?')}, pid {held.get('pid')} on "
+        f"{held.get('host')}, since {when(held.get('since'))}"
     )
 
 
@@ -114,7 +109,7 @@ def _print_runs(console: Console, engine: Engine) -> None:
     for run_id, trigger, mode, read, started, finished, outcome in rows:
         took = f"{(finished - started) / 1000:.1f} s" if finished else "-"
         what = f"{trigger} {'dry run' if mode == 'dry_run' else read}"
-        console.print(Text(f"  {run_id:>5}  {when(started)}  {what:<22} {outcome:<12} {took}"))
+        console.print(f"  {run_id:>5}  {when(started)}  {what:<22} {outcome:<12} {took}")
 
 
 def _check_health(

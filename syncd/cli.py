@@ -3,9 +3,10 @@
 Exit codes: 0 everything applied (or nothing to do), 1 some items failed (or, with
 ``--check``, changes pending), 2 blocked by a guard, 3 could not run.
 
-Every value shown (a path, an error, a name from the source) is printed as a rich
-``Text``, never as console markup: ``[/hr]`` in a path would otherwise end a style that
-was never opened and crash the command, ``[hr]`` would vanish, ``:smile:`` become an emoji.
+The consoles print text as it is: no markup, emoji codes or highlighting, so a value
+shown (a path, an error, a name from the source) can never be read as markup. ``[/hr]``
+in a path would otherwise end a style that was never opened and crash the command,
+``[hr]`` would vanish, ``:smile:`` become an emoji. Styles come only from ``Text``.
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console(soft_wrap=True)  # long lines stay whole in logs and pipes
-err = Console(stderr=True, soft_wrap=True)
+# Long lines stay whole in logs and pipes; text is never markup (see the docstring).
+out = Console(soft_wrap=True, markup=False, emoji=False, highlight=False)
+err = Console(stderr=True, soft_wrap=True, markup=False, emoji=False, highlight=False)
 log = logging.getLogger("syncd")
 
 ConfigOption = Annotated[
@@ -146,7 +148,7 @@ def _print_outcome(engine: Engine, result: RunResult, show: int) -> None:
     if the_plan is not None:
         counts = Counter(c.action.value for c in the_plan.changes)
         summary = ", ".join(f"{n} to {a}" for a, n in counts.items()) or "no changes"
-        out.print(f"[bold]plan:[/] {summary}")
+        out.print(labelled("plan:", "bold", summary))
         for item in store.load_items(engine, result.run_id, limit=show or None):
             action = item["action"]
             symbol = SYMBOLS.get(action, "*")
@@ -168,7 +170,7 @@ def _print_outcome(engine: Engine, result: RunResult, show: int) -> None:
         for (_, action, outcome), n in result.applied.counts.items():
             done[(action, outcome)] += n
         line = ", ".join(f"{n} {a}" for (a, o), n in sorted(done.items()) if o == "ok")
-        out.print(f"[bold]applied:[/] {line or 'nothing'}")
+        out.print(labelled("applied:", "bold", line or "nothing"))
         for error, n in store.failure_groups(engine, result.run_id):
             out.print(Text("  ") + labelled(f"{n} ×", "red", printable(error)))
     label = "dry run" if result.dry_run else "run"
@@ -228,7 +230,7 @@ def check(config: ConfigOption = None) -> None:
     settings = settings_from(config)
     directory = read_directory(settings.source)
     # What was read, when the source says (the LDAP server used, after any failover).
-    out.print(Text("source      " + printable(directory.source or describe(settings.source))))
+    out.print("source      " + printable(directory.source or describe(settings.source)))
     out.print(f"departments {len(directory.departments)}")
     out.print(f"employees   {len(directory.employees)}")
     departed = sum(1 for e in directory.employees.values() if e.state == "departed")
@@ -236,7 +238,7 @@ def check(config: ConfigOption = None) -> None:
     out.print(f"rejected    {len(directory.rejected)}")
     for row in directory.rejected:
         what = "department" if row.kind is Kind.DEPARTMENT else "employee"
-        out.print(Text(f"  {printable(row.where)}: {what}: {printable(row.reason)}"))
+        out.print(f"  {printable(row.where)}: {what}: {printable(row.reason)}")
 
 
 reports_app = typer.Typer(help="Review the runs syncd recorded.", no_args_is_help=True)
@@ -373,27 +375,25 @@ def demo(
             folder.resolve(), platform.base_url, platform.options.client_secret
         )
         settings = settings_from(config)
-        out.rule(
-            f"[bold]1. first sync[/]: the sample company into the emulator at {platform.base_url}"
-        )
+        out.rule(f"1. first sync: the sample company into the emulator at {platform.base_url}")
         first = run_sync(settings, RunRequest(trigger="demo"))
         _print_run(settings, first, show=15)
-        out.rule("[bold]2. HR changes the export[/]")
+        out.rule("2. HR changes the export")
         for line in scenario.change_company(folder):
-            out.print(Text(f"  {line}"))
-        out.rule("[bold]3. second sync[/]: only the changes are sent")
+            out.print(f"  {line}")
+        out.rule("3. second sync: only the changes are sent")
         second = run_sync(settings, RunRequest(trigger="demo"))
         _print_run(settings, second, show=0)
         calls = platform.stats()["requests"]
-    out.rule("[bold]platform calls made by both syncs[/]")
+    out.rule("platform calls made by both syncs")
     for endpoint, count in sorted(calls.items()):
         out.print(f"  {count:4d}  {endpoint}")
-    out.rule(f"[bold]4. the report of run {second.run_id}[/]: syncd reports show {second.run_id}")
+    out.rule(f"4. the report of run {second.run_id}: syncd reports show {second.run_id}")
     show_run(settings, out, str(second.run_id), fmt="text")
     page = folder / "report.html"
     show_run(settings, out, str(second.run_id), fmt="html", output=page)
-    out.print(Text(f"\nThe same report as a web page: {page}"))
-    out.print(Text(f"Review the runs again: syncd reports list --config {config}"))
+    out.print(f"\nThe same report as a web page: {page}")
+    out.print(f"Review the runs again: syncd reports list --config {config}")
     if second.exit_code:
         raise typer.Exit(second.exit_code)
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rich.console import Console
-from rich.text import Text
 from sqlalchemy import Connection, Engine, bindparam, text
 from sqlalchemy.exc import DatabaseError, SQLAlchemyError
 
@@ -324,7 +323,10 @@ def show_run(
     failed_only: bool = False,
     output: Path | None = None,
 ) -> None:
-    """Print one run's report, or write it to ``output``."""
+    """Print one run's report, or write it to ``output``.
+
+    ``console`` prints text as it is, never as markup (``syncd.cli.out``).
+    """
     if fmt not in rpt.RENDERERS:
         raise SyncdError(f"unknown report format {fmt!r}: use {', '.join(rpt.RENDERERS)}")
     engine = store.open_engine(settings.database)
@@ -338,8 +340,7 @@ def show_run(
         console.file.flush()
         return
     _write(output, rendered)
-    # Text, not markup: a path may hold "[/x]" or ":smile:" (see syncd.cli).
-    console.print(Text(f"run {report.run.id}: {fmt} report written to {output}"))
+    console.print(f"run {report.run.id}: {fmt} report written to {output}")
 
 
 def _write(path: Path, content: str) -> None:

@@ -105,6 +105,30 @@ def test_values_are_printed_as_they_are_never_as_markup(
     assert f"error: {missing}: file not found (source.csv.employees)" in output
 
 
+def test_paths_in_plain_output_lines_are_shown_as_they_are(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Lines printed as plain strings (check's source, status's state database): the
+    # consoles themselves must not read them as markup.
+    folder = world.folder / "[hr] [/x] :smile:"
+    folder.mkdir(parents=True)
+    settings = Path(config_of(world)).read_text(encoding="utf-8")
+    for name in ("employees.csv", "departments.csv"):
+        (folder / name).write_bytes((world.folder / name).read_bytes())
+        settings = settings.replace(str(world.folder / name), str(folder / name))
+    settings = settings.replace(str(world.folder / "state"), str(folder / "state"))
+    config = folder / "syncd.toml"
+    config.write_text(settings)
+    config.chmod(0o600)
+
+    code, output = syncd(capsys, "check", "--config", str(config))
+    assert code == 0, output
+    assert f"source      csv:{folder / 'employees.csv'},{folder / 'departments.csv'}" in output
+
+    code, output = syncd(capsys, "status", "--config", str(config))
+    assert f"no runs recorded yet (no state database at {folder / 'state'}" in output, output
+
+
 def test_plan_lines_show_names_as_they_are(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
