@@ -26,6 +26,7 @@ never saw them (no connection, HTTP 429).
 from __future__ import annotations
 
 import logging
+import math
 import ssl
 import threading
 import time
@@ -467,10 +468,10 @@ class PlatformClient:
         def attempt() -> Any:
             nonlocal attempts
             attempts += 1
-            timeout = None
-            if deadline is not None:
-                timeout = self._timeout_within(deadline - (time.monotonic() - started))
-            return self._attempt(method, url, label, endpoint, query, body, timeout)
+            left = math.inf if deadline is None else deadline - (time.monotonic() - started)
+            return self._attempt(
+                method, url, label, endpoint, query, body, self._timeout_within(left)
+            )
 
         retrying = self._policy.retrying(
             repeatable=repeatable,
@@ -507,15 +508,12 @@ class PlatformClient:
         endpoint: str,
         query: dict[str, Any],
         body: Any,
-        timeout: httpx.Timeout | None = None,
+        timeout: httpx.Timeout,
     ) -> Any:
         with self._stats_lock:
             self._calls[label] += 1
         try:
-            if timeout is None:
-                response = self._http.request(method, url, params=query, json=body)
-            else:
-                response = self._http.request(method, url, params=query, json=body, timeout=timeout)
+            response = self._http.request(method, url, params=query, json=body, timeout=timeout)
         except httpx.RequestError as exc:
             failure = classify(exc)
         else:
