@@ -539,7 +539,7 @@ def _departed_ids(
         if raw is None:
             continue
         try:
-            ids.add(ad.guid_to_str(raw) if shape.guid_ids else raw.decode("utf-8"))
+            ids.add(entry_id(raw, guid=shape.guid_ids))
         except ValueError as exc:  # UnicodeDecodeError included
             # One entry must not stop the read: the people search reads it again and
             # rejects it for the same id, with its username, so it is kept as it is.
@@ -633,7 +633,12 @@ def _department_id(values: Values, shape: Shape) -> str:
     raw = values[shape.department_fields["department_id"]]
     if not raw:
         return ""
-    return ad.guid_to_str(raw) if shape.department_guid_ids else raw.decode("utf-8")
+    return entry_id(raw, guid=shape.department_guid_ids)
+
+
+def entry_id(raw: bytes, *, guid: bool) -> str:
+    """An entry's stable id as text: AD's binary objectGUID, or entryUUID's UTF-8."""
+    return ad.guid_to_str(raw) if guid else raw.decode("utf-8")
 
 
 def _readable_id(values: Values, shape: Shape) -> str | None:
@@ -776,7 +781,7 @@ class PeopleReader:
         raw = next((found for slot in self._slots["id"] if (found := values[slot])), None)
         if not raw:
             return ""
-        return ad.guid_to_str(raw) if self.shape.guid_ids else raw.decode()
+        return entry_id(raw, guid=self.shape.guid_ids)
 
     def _disabled(self, values: Values) -> bool:
         slot = self.shape.account_control_slot
