@@ -1,0 +1,94 @@
+"""The plan: what must change on the platform, as a value, and the guards that check it.
+
+``plan()`` is a pure function of the Directory (what the source says), the Snapshot
+(what syncd last wrote, and the platform ids it learned), a PlatformView (what the
+platform holds now, as far as asked) and the Policy. It does no I/O and reads no
+clock: the time comes in as ``now_ms``. It returns changes in the order the
+executor applies them:
+
+1. create departments, parents first;  2. update and move departments;
+3. create and update employees;  4. unlock, then lock;  5. remove employees;
+6. delete departments, children first.
+
+Only records in the snapshot are ever updated, locked, removed or deleted; nodes and
+people found on the platform are adopted (matched by serial_no, name path or username)
+and updated like the rest; what the source never named is left alone and listed.
+
+The package's rooms: ``values`` (inputs and outputs), ``fields`` (what is written and
+its hash), ``departments`` and ``employees`` (the two planners), ``messages`` (the
+sentence of each change), ``guards`` (the checks made before anything is sent).
+"""
+
+from __future__ import annotations
+
+from syncd.model import Directory
+from syncd.plan.actions import REMOVING, Action
+from syncd.plan.departments import DepartmentPlanner
+from syncd.plan.employees import EmployeePlanner
+from syncd.plan.fields import (
+    department_fields,
+    department_hash,
+    employee_fields,
+    employee_hash,
+    extended_values,
+)
+from syncd.plan.guards import GuardDecision, Limits, check_guards
+from syncd.plan.messages import field_diff
+from syncd.plan.values import (
+    DAY_MS,
+    Change,
+    Note,
+    Plan,
+    PlatformNode,
+    PlatformPerson,
+    PlatformView,
+    Policy,
+    Snapshot,
+    SyncedDepartment,
+    SyncedEmployee,
+)
+
+__all__ = [
+    "DAY_MS",
+    "REMOVING",
+    "Action",
+    "Change",
+    "GuardDecision",
+    "Limits",
+    "Note",
+    "Plan",
+    "PlatformNode",
+    "PlatformPerson",
+    "PlatformView",
+    "Policy",
+    "Snapshot",
+    "SyncedDepartment",
+    "SyncedEmployee",
+    "check_guards",
+    "department_fields",
+    "department_hash",
+    "employee_fields",
+    "employee_hash",
+    "extended_values",
+    "field_diff",
+    "plan",
+]
+
+
+def plan(
+    directory: Directory,
+    snapshot: Snapshot,
+    view: PlatformView,
+    policy: Policy,
+    now_ms: int,
+) -> Plan:
+    """Compare what the source says with what syncd wrote and the platform holds."""
+    notes: list[Note] = []
+    departments = DepartmentPlanner(directory, snapshot, view, policy, notes).run()
+    employees = EmployeePlanner(directory, snapshot, view, policy, notes, now_ms).run()
+    creates, updates, deletes = departments
+    replaced, upserts, unlocks, locks, removes = employees
+    return Plan(
+        changes=(*creates, *updates, *replaced, *upserts, *unlocks, *locks, *removes, *deletes),
+        notes=tuple(notes),
+    )

@@ -1,0 +1,19 @@
+"""What a change does to a record on the platform."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Action(StrEnum):
+    CREATE = "create"
+    ADOPT = "adopt"  # found on the platform as it should be: recorded, nothing sent
+    UPDATE = "update"
+    MOVE = "move"
+    UNLOCK = "unlock"
+    LOCK = "lock"
+    REMOVE = "remove"
+    DELETE = "delete"
+
+
+REMOVING = frozenset({Action.LOCK, Action.REMOVE, Action.DELETE})

@@ -1,0 +1,330 @@
+"""Planning departments: creates parents first, adoptions, renames and moves, drift, deletes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from syncd.model import Department, Directory, Kind
+from syncd.plan.actions import Action
+from syncd.plan.fields import department_hash
+from syncd.plan.values import (
+    Change,
+    Note,
+    PlatformNode,
+    PlatformView,
+    Policy,
+    Snapshot,
+    SyncedDepartment,
+    matches_any,
+)
+
+
+class DepartmentPlanner:
+    def __init__(
+        self,
+        directory: Directory,
+        snapshot: Snapshot,
+        view: PlatformView,
+        policy: Policy,
+        notes: list[Note],
+    ) -> None:
+        self.directory = directory
+        self.snapshot = snapshot
+        self.view = view
+        self.policy = policy
+        self.notes = notes
+        self.root = view.root_name
+        self.by_serial = {n.serial_no: n for n in view.nodes.values() if n.serial_no}
+        self.owned_nodes = {d.node_id for d in snapshot.departments.values()}
+        self.skipped: set[str] = set()  # not planned, so neither is their subtree
+        self.adopted: dict[str, int] = {}  # source id -> the platform node adopted this run
+        # Nodes of the departments planned this run: they end where the source puts them.
+        self.placed: set[int] = set()
+
+    def path(self, source_id: str) -> str:
+        return "/".join((self.root, *self.directory.path(source_id)))
+
+    def excluded(self, source_id: str, relative_path: str) -> bool:
+        patterns = self.policy.exclude_departments
+        return bool(patterns) and (
+            matches_any(source_id, patterns) or matches_any(relative_path, patterns)
+        )
+
+    def run(self) -> tuple[list[Change], list[Change], list[Change]]:
+        creates: list[Change] = []
+        updates: list[Change] = []
+        platform_paths = self._platform_paths() if self.view.complete_listing else {}
+        ambiguous = {p for p, ids in platform_paths.items() if len(ids) > 1}
+        # Parents before children, so a skipped parent skips its subtree; then by path, for
+        # a plan that reads the same every time.
+        ordered = sorted(
+            self.directory.departments,
+            key=lambda i: (len(self.directory.path(i)), self.directory.path(i)),
+        )
+        for source_id in ordered:
+            d = self.directory.departments[source_id]
+            relative = "/".join(self.directory.path(source_id))
+            if self.excluded(source_id, relative):
+                self.skip(source_id, f"department {relative} is excluded by settings")
+            elif d.parent_id is not None and d.parent_id in self.skipped:
+                self.skip(source_id, f"department {relative}: its parent department is not synced")
+            else:
+                change = self._plan_one(d, platform_paths, ambiguous)
+                if change is not None:
+                    (creates if change.action is Action.CREATE else updates).append(change)
+        # Moves and renames in order of their new depth: a new parent is always in place first.
+        updates.sort(key=lambda c: c.depth)
+        return creates, updates, self._deletes()
+
+    def skip(self, source_id: str, why: str, kind: str = "skipped") -> None:
+        self.skipped.add(source_id)
+        self.notes.append(Note(kind, source_id, why))
+
+    def _plan_one(
+        self, d: Department, platform_paths: Mapping[str, list[int]], ambiguous: set[str]
+    ) -> Change | None:
+        wanted = department_hash(d)
+        path = self.path(d.id)
+        depth = len(self.directory.path(d.id))
+        synced = self.snapshot.departments.get(d.id)
+        if synced is not None:
+            self.placed.add(synced.node_id)
+            return self._plan_synced(d, synced, wanted, path, depth)
+        node = self.by_serial.get(d.id)
+        how = "serial_no"
+        if node is None and path in platform_paths:
+            if path in ambiguous:
+                self.skip(
+                    d.id,
+                    f"{path}: several nodes on the platform have this name path; the "
+                    "department and its subtree are not synced until one is renamed",
+                    "conflict",
+                )
+                return None
+            node = self.view.nodes[platform_paths[path][0]]
+            how = "name path"
+            if node.id in self.owned_nodes or (node.serial_no and node.serial_no != d.id):
+                node = None  # that node belongs to another department
+        if node is None:
+            return Change(
+                Kind.DEPARTMENT, Action.CREATE, d.id, path, d, wanted, new_path=path, depth=depth
+            )
+        return self._adopt(d, node, wanted, path, depth, how)
+
+    def _plan_synced(
+        self, d: Department, synced: SyncedDepartment, wanted: str, path: str, depth: int
+    ) -> Change | None:
+        node = self.view.nodes.get(synced.node_id)
+        if node is None and self.view.complete_listing:
+            self.notes.append(
+                Note(
+                    "drift", d.id, f"{synced.name_path} was deleted on the platform: recreating it"
+                )
+            )
+            return Change(
+                Kind.DEPARTMENT,
+                Action.CREATE,
+                d.id,
+                path,
+                d,
+                wanted,
+                new_path=path,
+                depth=depth,
+                reason="deleted on the platform",
+            )
+        drift = self._drift(d, synced, node) if node is not None else None
+        if synced.hash == wanted and drift is None:
+            return None
+        action = Action.UPDATE
+        before = self.snapshot.fields(Kind.DEPARTMENT, d.id)
+        if before is None or before.get("parent") != d.parent_id:
+            action = Action.MOVE
+        if drift is not None:
+            self.notes.append(
+                Note("drift", d.id, f"{synced.name_path}: {drift} on the platform; putting it back")
+            )
+            action = Action.MOVE if "moved" in drift else action
+        return Change(
+            Kind.DEPARTMENT,
+            action,
+            d.id,
+            synced.name_path,
+            d,
+            wanted,
+            synced.node_id,
+            new_path=path,
+            depth=depth,
+            reason=f"drift: {drift}" if drift else "",
+            lookup=self.snapshot.fields,
+        )
+
+    def _drift(self, d: Department, synced: SyncedDepartment, node: PlatformNode) -> str | None:
+        """How the platform's node differs from what syncd last wrote, if it does."""
+        written = self.snapshot.fields(Kind.DEPARTMENT, d.id) or {}
+        found = []
+        if "name" in written and node.name != written["name"]:
+            found.append(f"renamed to {node.name!r}")
+        parent = written.get("parent")
+        expected_parent = (
+            self.view.root_id
+            if parent is None
+            else getattr(self.snapshot.departments.get(parent), "node_id", None)
+        )
+        if expected_parent is not None and node.parent_id != expected_parent:
+            found.append("moved")
+        if written.get("sort_order") is not None and node.sort_order != written["sort_order"]:
+            found.append("sort order changed")
+        return ", ".join(found) or None
+
+    def _adopt(
+        self, d: Department, node: PlatformNode, wanted: str, path: str, depth: int, how: str
+    ) -> Change:
+        self.adopted[d.id] = node.id
+        self.placed.add(node.id)
+        parent_node = self.view.root_id
+        if d.parent_id is not None:
+            synced_parent = self.snapshot.departments.get(d.parent_id)
+            # A parent adopted this run, just before (parents are planned first), counts too.
+            parent_node = (
+                synced_parent.node_id if synced_parent else self.adopted.get(d.parent_id, -1)
+            )
+        before = {
+            "name": node.name,
+            "parent_node": node.parent_id,
+            "sort_order": node.sort_order,
+            "serial_no": node.serial_no,
+        }
+        same = (
+            node.serial_no == d.id
+            and node.name == d.name
+            and node.parent_id == parent_node
+            and (d.sort_order is None or node.sort_order == d.sort_order)
+        )
+        action = Action.ADOPT if same else Action.UPDATE
+        return Change(
+            Kind.DEPARTMENT,
+            action,
+            d.id,
+            path,
+            d,
+            wanted,
+            node.id,
+            new_path=path,
+            depth=depth,
+            reason=f"adopting the platform's node (matched by {how})",
+            platform_before=before,
+        )
+
+    def _platform_paths(self) -> dict[str, list[int]]:
+        """Name path -> node ids, for every node under the root (a path may be ambiguous)."""
+        paths: dict[str, list[int]] = {}
+        for node_id, path in self.view.name_paths().items():
+            paths.setdefault(path, []).append(node_id)
+        return paths
+
+    def _deletes(self) -> list[Change]:
+        if not self._deletes_known():
+            return []
+        rejected = self.directory.rejected_keys(Kind.DEPARTMENT)
+        synced = self.snapshot.departments
+        # A rejected or excluded department shields its whole subtree on the platform.
+        shielded = [
+            d.name_path + "/"
+            for k, d in synced.items()
+            if k in rejected or self.excluded(k, d.name_path.partition("/")[2])
+        ]
+        gone: dict[str, SyncedDepartment] = {}
+        for source_id, d in synced.items():
+            if source_id in self.directory.departments or source_id in rejected:
+                continue
+            if self.excluded(source_id, d.name_path.partition("/")[2]):
+                continue
+            if any(d.name_path.startswith(prefix) for prefix in shielded):
+                continue
+            gone[source_id] = d
+        staying = self._staying_below(gone)
+        deletes = []
+        for source_id, d in gone.items():
+            below = staying.get(d.node_id)
+            if below is not None:
+                self.notes.append(
+                    Note(
+                        "skipped",
+                        source_id,
+                        f"{d.name_path} is gone from the source but not deleted: {below} is "
+                        "still below it on the platform",
+                    )
+                )
+                continue
+            deletes.append(
+                Change(
+                    Kind.DEPARTMENT,
+                    Action.DELETE,
+                    source_id,
+                    d.name_path,
+                    target_id=d.node_id,
+                    depth=d.name_path.count("/"),
+                    reason="no longer in the source",
+                    lookup=self.snapshot.fields,
+                )
+            )
+        deletes.sort(key=lambda c: (-c.depth, c.display))  # children first
+        return deletes
+
+    def _deletes_known(self) -> bool:
+        """Whether departments absent from this read may be deleted: as for leavers, only
+        after a complete read whose every rejected row still names its record."""
+        directory = self.directory
+        if not directory.complete:
+            return False
+        if any(r.kind is Kind.DEPARTMENT and not r.key for r in directory.rejected):
+            if self.snapshot.departments:
+                self.notes.append(
+                    Note(
+                        "leavers",
+                        "",
+                        "departments not deleted: some rejected department rows could not be "
+                        "identified, so no department absent from this read is treated as gone",
+                    )
+                )
+            return False
+        # An unidentified employee row too: a cut or badly quoted employees file in the
+        # paths layout loses the departments only its lost rows named, and rejects no
+        # department row. The employees' planner says so in its note.
+        return directory.leavers_known
+
+    def _staying_below(self, gone: Mapping[str, SyncedDepartment]) -> dict[int, str]:
+        """Nodes of ``gone`` under which a department stays after this run: node id -> the
+        name path of one such department.
+
+        What stays: a node only on the platform, or one of a rejected, excluded or skipped
+        department (where it is now); the departments this plan places end where the
+        source puts them, never under a department gone from it.
+        """
+        if not gone:
+            return {}
+        leaving = {d.node_id for d in gone.values()}
+        found: dict[int, str] = {}  # also every ancestor, so each chain is climbed once
+        nodes = self.view.nodes
+        paths = self.view.name_paths()
+        for node in nodes.values():
+            if node.id == self.view.root_id or node.id in leaving or node.id in self.placed:
+                continue
+            label = paths.get(node.id, node.name)
+            current = node.parent_id
+            while current is not None and current in nodes:
+                if current in found or current in self.placed:
+                    break
+                found[current] = label
+                current = nodes[current].parent_id
+        # Without a full listing the snapshot still knows where syncd put its own nodes.
+        by_path = {d.name_path: d.node_id for d in gone.values()}
+        for d in self.snapshot.departments.values():
+            if d.node_id in leaving or d.node_id in self.placed:
+                continue
+            parts = d.name_path.split("/")
+            for n in range(len(parts) - 1, 0, -1):
+                node_id = by_path.get("/".join(parts[:n]))
+                if node_id is not None:
+                    found.setdefault(node_id, d.name_path)
+        return found

@@ -1,0 +1,191 @@
+"""The plan's values: what planning reads (snapshot, platform view, policy) and what it makes."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from syncd.model import Department, Employee, Kind
+from syncd.plan.actions import REMOVING, Action
+from syncd.plan.fields import department_fields, employee_fields
+from syncd.plan.messages import describe
+
+DAY_MS = 86_400_000
+
+
+# ---------------------------------------------------------------- inputs
+
+
+@dataclass(frozen=True, slots=True)
+class SyncedDepartment:
+    """What syncd last wrote for a department, and where it lives on the platform."""
+
+    source_id: str
+    node_id: int
+    name_path: str  # root name first: "Acme/R&D"
+    hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class SyncedEmployee:
+    source_id: str
+    username: str
+    employee_id: int | None
+    hash: str
+    locked: bool = False
+    lock_reason: str | None = None
+    locked_since: int | None = None
+
+
+def _no_fields(kind: Kind, source_id: str) -> Mapping[str, Any] | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    departments: Mapping[str, SyncedDepartment] = field(default_factory=dict)
+    employees: Mapping[str, SyncedEmployee] = field(default_factory=dict)
+    # The fields syncd last wrote, looked up only for the records that changed.
+    fields: Callable[[Kind, str], Mapping[str, Any] | None] = _no_fields
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformNode:
+    id: int
+    name: str
+    parent_id: int | None
+    serial_no: str | None = None
+    sort_order: int | None = None
+    last_modified: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformPerson:
+    id: int
+    username: str
+    locked: bool = False
+
+
+@dataclass(frozen=True)
+class PlatformView:
+    """What the runner read from the platform before planning."""
+
+    root_id: int
+    root_name: str
+    nodes: Mapping[int, PlatformNode] = field(default_factory=dict)
+    complete_listing: bool = False  # nodes holds every node (else: those changed lately)
+    people: Mapping[str, PlatformPerson] = field(default_factory=dict)  # casefolded username
+    _paths: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
+
+    def name_paths(self) -> dict[int, str]:
+        """Node id -> name path ("Acme/R&D"), for the nodes listed (orphans and cycles left out)."""
+        if self._paths or not self.nodes:
+            return self._paths
+        cache: dict[int, str] = {self.root_id: self.root_name}
+        for node_id in self.nodes:
+            chain: list[PlatformNode] = []
+            current: int | None = node_id
+            while current is not None and current not in cache:
+                node = self.nodes.get(current)
+                if node is None or len(chain) > len(self.nodes):
+                    break
+                chain.append(node)
+                current = node.parent_id
+            if current is None or current not in cache:
+                continue
+            prefix = cache[current]
+            for node in reversed(chain):
+                prefix = f"{prefix}/{node.name}"
+                cache[node.id] = prefix
+        del cache[self.root_id]
+        self._paths.update(cache)
+        return self._paths
+
+
+@dataclass(frozen=True)
+class Policy:
+    leaver_policy: str = "lock_then_remove"  # lock, remove, lock_then_remove
+    remove_after_days: int = 30
+    exclude_usernames: tuple[str, ...] = ()
+    exclude_departments: tuple[str, ...] = ()  # source ids or name paths below the root
+    username_change: str = "conflict"  # or remove_and_create
+    extended_fields: Mapping[str, str] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- outputs
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    kind: Kind
+    action: Action
+    key: str  # source id
+    display: str  # department: full name path as it is now; employee: username
+    record: Department | Employee | None = None  # the wanted state
+    hash: str = ""  # of the wanted fields
+    target_id: int | None = None  # platform node or employee id, when known
+    new_path: str = ""  # department: full name path once applied
+    depth: int = 0  # department: 1 for a top-level department
+    reason: str = ""
+    previous_key: str | None = None  # employee: the source id this record was synced under
+    platform_before: Mapping[str, Any] | None = None  # adoption and drift: the platform's values
+    lookup: Callable[[Kind, str], Mapping[str, Any] | None] = _no_fields
+    extended_fields: Mapping[str, str] | None = None
+
+    @property
+    def before(self) -> Mapping[str, Any] | None:
+        if self.platform_before is not None:
+            return self.platform_before
+        if self.action in (Action.CREATE, Action.ADOPT):
+            return None
+        return self.lookup(self.kind, self.key)
+
+    @property
+    def after(self) -> Mapping[str, Any] | None:
+        if isinstance(self.record, Department):
+            return department_fields(self.record)
+        if isinstance(self.record, Employee):
+            return employee_fields(self.record, self.extended_fields or {})
+        return None
+
+    @property
+    def message(self) -> str:
+        """One human sentence: what will be done, and why."""
+        text = describe(self)
+        return f"{text}: {self.reason}" if self.reason else text
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """Something the report must say that is not a change: a conflict, a drift, a skip."""
+
+    kind: str  # conflict, drift, unowned, skipped, leavers
+    key: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    changes: tuple[Change, ...]
+    notes: tuple[Note, ...] = ()
+
+    @property
+    def removals(self) -> int:
+        """Locks, removals and department deletions: what the removal guard counts."""
+        return sum(1 for c in self.changes if c.action in REMOVING)
+
+    def counts(self) -> Counter[tuple[Kind, Action]]:
+        return Counter((c.kind, c.action) for c in self.changes)
+
+
+def people(n: int) -> str:
+    return "1 person" if n == 1 else f"{n} people"
+
+
+def matches_any(value: str, patterns: Sequence[str]) -> bool:
+    """Whether ``value`` matches one of the shell patterns, in any letter case."""
+    folded = value.casefold()
+    return any(fnmatch.fnmatchcase(folded, p.casefold()) for p in patterns)
