@@ -321,6 +321,9 @@ class _Table:
         self._record: list[str] = []  # the physical lines of the record being read
         self._nul: list[str] = []  # lines with NUL characters seen in that record
         self._lines = _remembered(itertools.chain([first], fh), self._record, self._nul)
+        # A file whose header ends in CR LF ends every row so: a last line ending in a bare CR
+        # was cut between the two.
+        self._line_ends: tuple[str, ...] = ("\n",) if first.endswith("\r\n") else ("\n", "\r")
         self._reader = csv.reader(self._lines, delimiter=self.delimiter, strict=True)
         # The header's columns up to its last named one: columns without a name are never
         # read, so a row may leave trailing ones out. 0 until the header is read.
@@ -353,7 +356,7 @@ class _Table:
                 if nul:
                     nul.clear()
                     yield line, _Broken(f"the row {_NUL_REASON}", cells, nul=True)
-                elif self.named_width and not record[-1].endswith(("\n", "\r")):
+                elif self.named_width and not record[-1].endswith(self._line_ends):
                     # Only a file's last line lacks its line end: the file may have been cut
                     # there, even inside the last field, unless a closing quote ends it.
                     if len(cells) < self.named_width:

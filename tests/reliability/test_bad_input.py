@@ -120,6 +120,22 @@ def test_a_file_cut_short_inside_the_last_field_of_a_row_removes_nobody(synced: 
     assert_nobody_removed(synced, before)
 
 
+def test_a_crlf_file_cut_between_the_cr_and_the_lf_of_a_row_removes_nobody(synced: Rig) -> None:
+    # The row before the cut is whole but for its LF: read as a line end of its own, the
+    # file passed for complete and the people in the lost rows were removed.
+    synced.sync_settings.update(leaver_policy="remove")
+    before = synced.platform()
+    text = good_bytes(synced)
+    line_end = text.index(b"\r\n", text.rindex(b"user38,"))
+    result = run_with_file(synced, text[: line_end + 1])
+
+    assert removals(result) == []
+    rows = rejected(synced, result.run_id)
+    assert len(rows) == 1 and str(rows[0]["where"]).startswith("employees.csv:")
+    assert "ends without a line end" in str(rows[0]["reason"]), rows
+    assert_nobody_removed(synced, before)
+
+
 def test_a_departments_file_cut_short_deletes_no_department(synced: Rig) -> None:
     synced.company.departments += [department("D8", "Archive", "D1"), department("D9", "Empty")]
     assert synced.sync().exit_code == EXIT_OK

@@ -474,6 +474,23 @@ def test_a_last_line_without_its_line_end_may_be_cut_inside_a_field(tmp_path: Pa
     assert not directory.leavers_known
 
 
+def test_a_crlf_file_whose_last_line_ends_in_a_bare_cr_was_cut_before_its_lf(
+    tmp_path: Path,
+) -> None:
+    text = HEADER.replace("\n", "\r\n") + "E1,alice,Alice,D1\r\nE2,bob,Bob,D1\r"
+    directory = read(tmp_path, text)
+    assert set(directory.employees) == {"E1"}
+    assert "ends without a line end" in rejected_at(directory, "employees.csv:3").reason
+    assert not directory.leavers_known
+
+
+def test_a_crlf_file_ending_in_crlf_is_whole(tmp_path: Path) -> None:
+    text = HEADER.replace("\n", "\r\n") + "E1,alice,Alice,D1\r\nE2,bob,Bob,D1\r\n"
+    directory = read(tmp_path, text)
+    assert set(directory.employees) == {"E1", "E2"}
+    assert directory.leavers_known
+
+
 def test_a_last_line_closed_by_a_quote_needs_no_line_end(tmp_path: Path) -> None:
     directory = read(tmp_path, HEADER + 'E1,alice,Alice,D1\nE2,bob,Bob,"D1"')
     assert set(directory.employees) == {"E1", "E2"}
