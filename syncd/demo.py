@@ -6,7 +6,12 @@ import csv
 import shutil
 from pathlib import Path
 
+from syncd.errors import ConfigError
+
 SAMPLE_FILES = ("employees.csv", "departments.csv")
+MARKER = ".syncd-demo"  # written into every demo folder: only such a folder is ever cleared
+# Everything a demo writes into its folder; nothing else there is touched.
+DEMO_FILES = (*SAMPLE_FILES, "syncd.toml", "report.html", "state", MARKER)
 
 
 def sample_folder() -> Path:
@@ -19,9 +24,14 @@ def sample_folder() -> Path:
 
 
 def prepare(folder: Path, base_url: str, client_secret: str) -> Path:
-    """A fresh demo folder with copies of the sample data and settings; returns their path."""
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
+    """A fresh demo folder with copies of the sample data and settings; returns their path.
+
+    The folder must be new, empty, or a previous demo's: then only the demo's own files are
+    replaced. Never delete what syncd did not write.
+    """
+    _clear(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / MARKER).write_text("written by `syncd demo`\n", encoding="utf-8")
     for name in SAMPLE_FILES:
         shutil.copy(sample_folder() / name, folder / name)
     settings = folder / "syncd.toml"
@@ -49,6 +59,26 @@ def prepare(folder: Path, base_url: str, client_secret: str) -> Path:
     )
     settings.chmod(0o600)
     return settings
+
+
+def _clear(folder: Path) -> None:
+    if not folder.exists():
+        return
+    if not folder.is_dir():
+        raise ConfigError(f"demo folder {folder}: it is a file, not a folder")
+    if not (folder / MARKER).exists():
+        if any(folder.iterdir()):
+            raise ConfigError(
+                f"demo folder {folder}: it is not empty and not a previous demo's; give a new "
+                "or empty folder (the demo never deletes files it did not write)"
+            )
+        return
+    for name in DEMO_FILES:
+        path = folder / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
 
 
 def change_company(folder: Path) -> list[str]:
