@@ -12,7 +12,10 @@ in a path would otherwise end a style that was never opened and crash the comman
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import sys
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -113,8 +116,10 @@ def sync(
         read="incremental" if incremental else "full",
         allow_removals=allow_removals,
     )
-    with _progress() as progress:
-        result = run_sync(settings, request, progress=progress, lock_wait_seconds=wait)
+    with _stop_on_signals() as stop, _progress() as progress:
+        result = run_sync(
+            settings, request, progress=progress, stop=stop, lock_wait_seconds=wait
+        )
     _print_run(settings, result, show)
     code = result.exit_code
     if check_only and code == 0 and result.plan is not None and result.plan.changes:
@@ -177,6 +182,31 @@ def _print_outcome(engine: Engine, result: RunResult, show: int) -> None:
     colours = {"ok": "green", "partial": "yellow", "blocked": "red", "failed": "red"}
     ended = Text(result.outcome, colours.get(result.outcome, "yellow"))
     out.print(Text.assemble(f"{label} {result.run_id}: ", ended, f" (exit {result.exit_code})"))
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[threading.Event]:
+    """SIGTERM or SIGINT: the run stops after the batch in flight; a second one exits at once.
+
+    A shell sync and the timer unit's are stopped so: recorded as interrupted, exit 1.
+    """
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        # Between two bytecodes of the main thread: no logging (it takes locks), no raising.
+        name = signal.Signals(signum).name
+        if stop.is_set():
+            os.write(2, f"{name} again: exiting at once\n".encode())
+            os._exit(128 + signum)
+        stop.set()
+        os.write(2, f"{name}: stopping after the batch in flight (again: at once)\n".encode())
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield stop
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 @contextmanager

@@ -286,6 +286,9 @@ class Executor:
     def _create_departments(self, items: list[Item]) -> None:
         # One import per depth level at most: every parent exists before its children are sent.
         for _, level in itertools.groupby(items, key=lambda i: i.change.depth):
+            if self.stop.is_set():  # the levels below stay unsent, as planned
+                self.result.interrupted = True
+                return
             ready: list[Item] = []
             for item in level:
                 if self._prepare_create(item):

@@ -232,6 +232,10 @@ class _Run:
         if self.request.dry_run:
             self.result.outcome, self.result.exit_code = "ok", EXIT_OK
             return
+        if self.stop.is_set():
+            self.result.outcome, self.result.exit_code = "interrupted", EXIT_PARTIAL
+            log.info("run %d interrupted before anything was sent", self.run_id)
+            return
         self._apply(client, the_plan, snapshot, view, directory)
 
     def _read(self) -> Directory:
