@@ -3,8 +3,8 @@
 Before a batch is sent its items are marked ``sent``; when the answer comes, one
 transaction marks each item ``ok`` or ``failed`` (with the platform's text) and writes
 the snapshot rows of the successes. A process killed in between leaves items ``sent``:
-``recover()`` resolves them against the platform at the next start, by serial_no for
-departments and by username for people, so nothing is created twice or forgotten.
+``syncd.recovery`` resolves them against the platform at the next start, by serial_no
+for departments and by username for people, so nothing is created twice or forgotten.
 
 One failed item never stops the others. A run-level failure (the platform unreachable
 after retries, credentials refused) stops sending; what was done stays recorded.
@@ -27,7 +27,7 @@ from sqlalchemy import Connection, Engine
 
 from syncd import snapshot as store
 from syncd.errors import PlatformError, PlatformUnavailable, SyncdError, TokenError
-from syncd.model import Department, Employee, Kind, State
+from syncd.model import Department, Employee, Kind, State, serial_no
 from syncd.plan import Action, Change, Plan, Snapshot, extended_values
 from syncd.platform import ImportResult, PlatformClient
 
@@ -332,11 +332,11 @@ class Executor:
             rows.append(row)
         self._record(outcomes, lambda conn: store.upsert_departments(conn, rows))
 
-    def _existing_node(self, serial_no: str) -> int | None:
+    def _existing_node(self, source_id: str) -> int | None:
         try:
-            node = self.client.node_by_serial(serial_no)
-        except PlatformError:
-            return None
+            node = self.client.node_by_serial(serial_no(source_id))
+        except (PlatformError, PlatformUnavailable):
+            return None  # the item fails with the import's own reason, and is planned again
         return None if node is None else node.id
 
     def _department_row(self, c: Change, node_id: int, path: str) -> dict[str, Any]:
@@ -630,7 +630,7 @@ class Executor:
 
 
 def _node_body(d: Department) -> dict[str, Any]:
-    body: dict[str, Any] = {"name": d.name, "serial_no": d.id}
+    body: dict[str, Any] = {"name": d.name, "serial_no": serial_no(d.id)}
     if d.sort_order is not None:
         body["sort_order"] = d.sort_order
     if d.sn:
@@ -649,122 +649,3 @@ def _lookup(answer: Mapping[str, Any], username: str) -> Any:
         if key.casefold() == folded:
             return value
     return None
-
-
-UNCONFIRMED = "interrupted before the answer came; compared again next run"
-# What the platform holds settles these; an update is planned again whatever it holds.
-LOOKED_UP_ON_RECOVERY = frozenset(
-    a.value for a in (Action.CREATE, Action.LOCK, Action.UNLOCK, Action.REMOVE)
-)
-
-
-def recover(client: PlatformClient, engine: Engine, now_ms: int) -> int:
-    """Resolve items a killed run sent without learning the answer; returns how many.
-
-    Each is looked up on the platform (departments by serial_no, people by username) and
-    the snapshot is made to say what the platform holds. A create found there is recorded
-    with an empty hash, so the next plan compares it again; an update is settled without
-    writing its values, which were never confirmed: the snapshot's older ones make the
-    next plan send it again.
-    """
-    items = store.unsettled_items(engine)
-    if not items:
-        return 0
-    usernames = [
-        i["display"]
-        for i in items
-        if i["kind"] == Kind.EMPLOYEE.value and i["action"] in LOOKED_UP_ON_RECOVERY
-    ]
-    people = {(p.username or "").casefold(): p for p in client.employees_by_username(usernames)}
-    verdicts: list[tuple[dict[str, Any], str, str]] = []
-    writes: list[Callable[[Connection], None]] = []
-    for item in items:
-        if item["kind"] == Kind.DEPARTMENT.value:
-            verdict = _recover_department(client, item, writes)
-        else:
-            person = people.get(item["display"].casefold())
-            verdict = _recover_employee(person, item, writes, now_ms)
-        verdicts.append((item, *verdict))
-    with store.write(engine) as conn:
-        for (run_id,), group in itertools.groupby(
-            sorted(verdicts, key=lambda v: v[0]["run_id"]), key=lambda v: (v[0]["run_id"],)
-        ):
-            store.settle_items(
-                conn,
-                run_id,
-                [{"seq": i["seq"], "outcome": o, "error": e} for i, o, e in group],
-            )
-        for apply_write in writes:
-            apply_write(conn)
-    log.info("resolved %d items left unanswered by an interrupted run", len(items))
-    return len(items)
-
-
-def _recover_department(
-    client: PlatformClient, item: dict[str, Any], writes: list[Callable[[Connection], None]]
-) -> tuple[str, str]:
-    key, action = item["key"], item["action"]
-    if action not in (Action.CREATE.value, Action.DELETE.value):
-        # A rename or move, sent or not: the snapshot keeps what it last confirmed.
-        return "failed", UNCONFIRMED
-    node = client.node_by_serial(key)
-    if action == Action.DELETE.value:
-        if node is None:
-            writes.append(lambda conn: store.delete_departments(conn, [key]))
-            return "recovered", "interrupted; the node is gone from the platform"
-        return "failed", "interrupted before the node was deleted"
-    if node is None:
-        return "failed", "interrupted before the node was written"
-    row = {
-        "source_id": key,
-        "node_id": node.id,
-        "name_path": item["display"],
-        "fields": item["after"] or "{}",
-        "hash": "",
-        "adopted": False,
-    }
-    writes.append(lambda conn: store.upsert_departments(conn, [row]))
-    return "recovered", "interrupted; the node was found on the platform and is compared again"
-
-
-def _recover_employee(
-    person: Any, item: dict[str, Any], writes: list[Callable[[Connection], None]], now_ms: int
-) -> tuple[str, str]:
-    key, username, action = item["key"], item["display"], item["action"]
-    if action not in LOOKED_UP_ON_RECOVERY:
-        # An update or adoption: its values were never confirmed, so they are not recorded.
-        return "failed", UNCONFIRMED
-    if action == Action.REMOVE.value:
-        if person is None:
-            writes.append(lambda conn: store.delete_employees(conn, [(key, username)]))
-            return "recovered", "interrupted; the account is gone from the platform"
-        return "failed", "interrupted before the account was removed"
-    if person is None:
-        return "failed", "interrupted before the account was written"
-    if action in (Action.LOCK.value, Action.UNLOCK.value):
-        return _recover_lock(person, item, writes, now_ms)
-    row = {
-        "source_id": key,
-        "username": person.username,
-        "employee_id": person.id,
-        "fields": item["after"] or "{}",
-        "hash": "",
-        "adopted": False,
-        "locked": False,
-        "lock_reason": None,
-        "locked_since": None,
-    }
-    writes.append(lambda conn: store.upsert_employees(conn, [row]))
-    return "recovered", "interrupted; the account was found on the platform and is compared again"
-
-
-def _recover_lock(
-    person: Any, item: dict[str, Any], writes: list[Callable[[Connection], None]], now_ms: int
-) -> tuple[str, str]:
-    key, lock = item["key"], item["action"] == Action.LOCK.value
-    if bool(person.locked or person.disabled) != lock:
-        return "failed", f"interrupted before the account was {'locked' if lock else 'unlocked'}"
-    # A departed person's lock is journaled with their record; a missing one's without.
-    reason = ("departed" if item["after"] else "missing") if lock else None
-    writes.append(lambda conn: store.set_locked(conn, [key], lock, reason, now_ms))
-    return "recovered", f"interrupted; the account is {'locked' if lock else 'active'}"

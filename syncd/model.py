@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 PATH_SEPARATOR = "/"  # the platform joins node names with it into name paths
+# Characters a serial_no must not carry: it travels as a URL path segment
+# (GET .../serial/{serialNo}), where proxies decode or refuse %2F, %5C, %25, and cut at ? #
+# and, on some servers, at ;. Each is written as ~XX (and ~ itself as ~7E).
+_SERIAL_ESCAPED = frozenset("/\\%?#;~")
 
 
 class Kind(StrEnum):
@@ -126,6 +130,23 @@ class Directory:
             result = tuple(chain)
         self._paths[department_id] = result
         return result
+
+
+def serial_no(department_id: str) -> str:
+    """A department's key on the platform: its source id, made safe as a URL path segment.
+
+    Ids without a character to escape stay as they are; a path id (the CSV ``paths``
+    layout, LDAP's ``departments_from = "attribute"``) reads ``Head Office~2FR&D``. The
+    mapping is one to one, so two departments never share a serial_no.
+    """
+    if department_id in (".", ".."):
+        return department_id.replace(".", "~2E")
+    if not any(c in _SERIAL_ESCAPED or c < " " or c == "\x7f" for c in department_id):
+        return department_id
+    return "".join(
+        f"~{ord(c):02X}" if c in _SERIAL_ESCAPED or c < " " or c == "\x7f" else c
+        for c in department_id
+    )
 
 
 GENDERS = {

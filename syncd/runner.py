@@ -29,13 +29,14 @@ from syncd.errors import (
     EXIT_PARTIAL,
     SyncdError,
 )
-from syncd.executor import ApplyResult, Executor, Progress, item_rows, recover
+from syncd.executor import ApplyResult, Executor, Progress, item_rows
 from syncd.lock import FileLock, holder
 from syncd.logs import redact
 from syncd.model import Directory, Kind
 from syncd.plan import (
     GuardDecision,
     Limits,
+    Note,
     Plan,
     PlatformNode,
     PlatformPerson,
@@ -46,6 +47,7 @@ from syncd.plan import (
     plan,
 )
 from syncd.platform import PlatformClient
+from syncd.recovery import recover
 from syncd.runs import after_run
 from syncd.sources import describe, read_directory
 
@@ -192,8 +194,8 @@ class _Run:
         return self.result
 
     def _sync(self, client: PlatformClient) -> None:
-        recovered = recover(client, self.engine, now_ms())
-        self.summary["recovered"] = recovered
+        recovery = recover(client, self.engine, now_ms())
+        self.summary["recovered"] = recovery.resolved
         # The directory, the snapshot and the plan live through the run, and after it in
         # the result: made with the cyclic collector off and frozen at once, they are never
         # gone over (its passes found nothing to free, and cost as much as loading the
@@ -216,6 +218,8 @@ class _Run:
         self.result.plan, self.result.guards = the_plan, guards
         self.summary["guards"] = [asdict(g) for g in guards]
         self.summary["notes"] = [asdict(n) for n in the_plan.notes]
+        if recovery.note is not None:
+            self.summary["notes"].append(asdict(Note("recovery", "", recovery.note)))
         self.summary["planned"] = {
             f"{k.value}.{a.value}": n for (k, a), n in the_plan.counts().items()
         }

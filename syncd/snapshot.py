@@ -24,10 +24,10 @@ from sqlalchemy.exc import OperationalError
 from sqlmodel import Field, SQLModel
 
 from syncd.errors import StateError
-from syncd.model import Kind
+from syncd.model import Kind, serial_no
 from syncd.plan import Snapshot, SyncedDepartment, SyncedEmployee
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 60_000  # longer than a token request: renewal holds the write lock
 # Checkpoint the WAL every ~40 MB rather than SQLite's 4 MB: a 100,000-person first sync
 # writes ~100 MB, and each checkpoint syncs the files to disk (335 fdatasync calls -> 26).
@@ -121,7 +121,16 @@ def _create_v1(conn: Connection) -> None:
     conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_run_items_outcome ON run_items (outcome)")
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1]
+def _v2_safe_serials(conn: Connection) -> None:
+    """Departments whose serial_no an earlier syncd sent with '/' and the like: compared
+    again at the next run, whose update writes the serial_no that is safe in a URL."""
+    ids = [r[0] for r in conn.exec_driver_sql("SELECT source_id FROM departments")]
+    unsafe = [{"k": k} for k in ids if serial_no(k) != k]
+    if unsafe:
+        conn.execute(text("UPDATE departments SET hash = '' WHERE source_id = :k"), unsafe)
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1, _v2_safe_serials]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from syncd.model import Department, Directory, Kind
+from syncd.model import Department, Directory, Kind, serial_no
 from syncd.plan.actions import Action
 from syncd.plan.fields import department_hash
 from syncd.plan.values import (
@@ -90,7 +90,8 @@ class DepartmentPlanner:
         if synced is not None:
             self.placed.add(synced.node_id)
             return self._plan_synced(d, synced, wanted, path, depth)
-        node = self.by_serial.get(d.id)
+        # An earlier syncd sent the id itself as serial_no, '/' and all: such nodes are ours too.
+        node = self.by_serial.get(serial_no(d.id)) or self.by_serial.get(d.id)
         how = "serial_no"
         if node is None and path in platform_paths:
             if path in ambiguous:
@@ -103,7 +104,7 @@ class DepartmentPlanner:
                 return None
             node = self.view.nodes[platform_paths[path][0]]
             how = "name path"
-            if node.id in self.owned_nodes or (node.serial_no and node.serial_no != d.id):
+            if node.id in self.owned_nodes or node.serial_no not in (None, serial_no(d.id), d.id):
                 node = None  # that node belongs to another department
         if node is None:
             return Change(
@@ -195,7 +196,7 @@ class DepartmentPlanner:
             "serial_no": node.serial_no,
         }
         same = (
-            node.serial_no == d.id
+            node.serial_no == serial_no(d.id)
             and node.name == d.name
             and node.parent_id == parent_node
             and (d.sort_order is None or node.sort_order == d.sort_order)

@@ -14,9 +14,9 @@ import pytest
 
 from syncd import snapshot as store
 from syncd.errors import EXIT_OK
-from syncd.executor import recover
 from syncd.plan import Action, PlatformView, plan
 from syncd.platform import PlatformClient
+from syncd.recovery import recover
 from syncd.runner import now_ms, policy_of
 from syncd.sources import read_directory
 from tests.engine.company import World, employee
@@ -125,7 +125,7 @@ def test_updates_journaled_as_sent_but_never_sent_are_not_recorded_as_done(
     before = written(world)
     client = PlatformClient(settings.platform, store.TokenStore(engine))
 
-    assert recover(client, engine, now_ms()) == 2
+    assert recover(client, engine, now_ms()).resolved == 2
 
     assert written(world) == before  # neither after-values nor a new hash
     items = store.load_items(engine, dry.run_id)
