@@ -159,6 +159,9 @@ class Executor:
         }
         self.synced_employees = snapshot.employees  # a re-keyed record keeps its lock state
         self.failed_deletes: list[str] = []  # name paths of nodes this run could not delete
+        # Departments this run creates, until the platform confirms each: what is placed in
+        # one still here when it is sent is held back, rather than refused by the platform.
+        self.pending_creates: set[str] = set()
         self.result = ApplyResult()
 
     # ------------------------------------------------------------ driving
@@ -174,6 +177,9 @@ class Executor:
             "lock employees": lambda items: self._set_locks(items, lock=True),
             "remove employees": self._remove_employees,
             "delete departments": self._delete_departments,
+        }
+        self.pending_creates = {
+            c.key for c in plan.changes if c.kind is Kind.DEPARTMENT and c.action is Action.CREATE
         }
         try:
             for name, group in phases:
@@ -298,6 +304,9 @@ class Executor:
     def _prepare_create(self, item: Item) -> bool:
         d = item.change.record
         assert isinstance(d, Department)
+        if d.parent_id in self.pending_creates:
+            self._fail([item], self._held_back(d.parent_id))
+            return False
         parent_path = self.root_name if d.parent_id is None else self.paths.get(d.parent_id)
         if parent_path is None:
             self._fail([item], f"parent department {d.parent_id} is not on the platform")
@@ -325,12 +334,18 @@ class Executor:
                 continue
             self.node_ids[item.change.key] = node_id
             self.paths[item.change.key] = item.key
+            self.pending_creates.discard(item.change.key)
             outcomes.append((item, "ok", note, None))
             row = self._department_row(item.change, node_id, item.key)
             if note is not None:
                 row["hash"] = ""  # not what this answer confirmed: compared again next run
             rows.append(row)
         self._record(outcomes, lambda conn: store.upsert_departments(conn, rows))
+
+    def _held_back(self, department_id: str) -> str:
+        """Why an item placed under a department whose creation failed is not sent."""
+        where = self.department_path(department_id) or department_id
+        return f"held back: department {where} was not created in this run"
 
     def _existing_node(self, source_id: str) -> int | None:
         try:
@@ -462,6 +477,12 @@ class Executor:
         assert isinstance(e, Employee)
         positions = []
         primary = next((n for n, p in enumerate(e.positions) if p.primary), 0)
+        held = next(
+            (p.department_id for p in e.positions if p.department_id in self.pending_creates), None
+        )
+        if held is not None:
+            self._fail([item], self._held_back(held))
+            return False
         for n, p in enumerate(e.positions):
             position: dict[str, Any] = {"primary": n == primary, "chief": p.chief}
             title = p.job_title or (e.job_title if n == primary else None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from contextlib import closing
 
-from syncd.errors import EXIT_OK
+from syncd.errors import EXIT_OK, EXIT_PARTIAL
 from tests.support.admin import AnotherAdmin
 
 from .support import Rig, assert_converged, query
@@ -99,3 +99,29 @@ def test_nodes_an_earlier_syncd_gave_a_path_serial_get_the_safe_one_at_the_next_
     serials = sorted(n["serial_no"] for n in rig.emulator.state()["nodes"] if n.get("serial_no"))
     assert serials == ["Head Office", "Head Office~2FR&D"]
     assert rig.sync().plan.changes == ()  # type: ignore[union-attr]
+
+
+def test_people_of_a_department_that_could_not_be_created_are_held_back_with_one_reason(
+    rig: Rig,
+) -> None:
+    # Backend (D3) is refused; cat holds a position there beside Sales, eve only there.
+    rig.emulator.set_faults(
+        reject=[{"field": "name", "pattern": "^Backend$", "message": "name is reserved"}]
+    )
+    result = rig.sync()
+    assert result.exit_code == EXIT_PARTIAL
+    failed = query(rig.database, "SELECT display, error FROM run_items WHERE outcome = 'failed'")
+    reasons = {r["display"]: r["error"] for r in failed}
+    held = "held back: department Acme/Head Office/R&D/Backend was not created in this run"
+    assert reasons == {
+        "Acme/Head Office/R&D/Backend": "name is reserved",
+        "cat": held,
+        "eve": held,
+    }
+    assert "organization not found" not in str(rig.emulator.stats())
+    people = {e["username"] for e in rig.emulator.state()["employees"]}
+    assert people == {"ann", "bob", "dan"}  # the others were sent, and made
+
+    rig.emulator.set_faults()
+    assert rig.sync().exit_code == EXIT_OK
+    assert_converged(rig)
