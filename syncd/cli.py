@@ -117,9 +117,7 @@ def sync(
         allow_removals=allow_removals,
     )
     with _stop_on_signals() as stop, _progress() as progress:
-        result = run_sync(
-            settings, request, progress=progress, stop=stop, lock_wait_seconds=wait
-        )
+        result = run_sync(settings, request, progress=progress, stop=stop, lock_wait_seconds=wait)
     _print_run(settings, result, show)
     code = result.exit_code
     if check_only and code == 0 and result.plan is not None and result.plan.changes:

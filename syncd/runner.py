@@ -393,6 +393,7 @@ def _nodes(records: Any) -> dict[int, PlatformNode]:
             n.serial_no or None,
             _int(n.sort_order),
             n.last_modified,
+            n.employee_count,
         )
     return nodes
 

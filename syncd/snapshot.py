@@ -327,7 +327,31 @@ def load_snapshot(engine: Engine) -> Snapshot:
                 "FROM employees"
             )
         }
-    return Snapshot(departments, employees, FieldLookup(engine))
+    return Snapshot(departments, employees, FieldLookup(engine), PlacedLookup(engine))
+
+
+class PlacedLookup:
+    """Who syncd placed in given departments, by the positions it last wrote."""
+
+    _QUERY = (
+        "SELECT json_extract(p.value, '$.department'), e.source_id "
+        "FROM employees e, json_each(e.fields, '$.positions') p "
+        "WHERE json_extract(p.value, '$.department') IN (SELECT value FROM json_each(?))"
+    )
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def __call__(self, department_ids: Sequence[str]) -> dict[str, list[str]]:
+        if not department_ids:
+            return {}
+        found: dict[str, list[str]] = {}
+        with self._engine.connect() as conn:
+            raw = conn.connection.driver_connection
+            assert raw is not None
+            for department, source_id in raw.execute(self._QUERY, (json.dumps(department_ids),)):
+                found.setdefault(str(department), []).append(str(source_id))
+        return found
 
 
 class FieldLookup:

@@ -26,8 +26,8 @@ from syncd.emulator.fields import Body
 from syncd.emulator.orgs import Rejector
 from syncd.errors import ConfigError
 
-ScriptedKind = Literal["http_500", "http_429", "drop_before", "drop_after", "latency"]
-Action = Literal["pass", "http_500", "http_429", "down", "drop_before", "drop_after"]
+ScriptedKind = Literal["http_500", "http_429", "drop_before", "drop_after", "latency", "error"]
+Action = Literal["pass", "http_500", "http_429", "down", "drop_before", "drop_after", "error"]
 ImportEndpoint = Literal["import-employees", "import-orgs"]
 Rate = float
 SCRIPTED_ACTIONS: dict[ScriptedKind, Action] = {
@@ -36,6 +36,7 @@ SCRIPTED_ACTIONS: dict[ScriptedKind, Action] = {
     "drop_before": "drop_before",
     "drop_after": "drop_after",
     "latency": "pass",
+    "error": "error",
 }
 
 
@@ -75,6 +76,15 @@ class ScriptedFault(BaseModel):
     fault: ScriptedKind
     count: int = Field(default=1, ge=1)
     latency_ms: int = Field(default=0, ge=0)
+    # fault "error": this envelope error (HTTP 200), e.g. 208507, instead of processing
+    status: int = 0
+    message: str = ""
+
+    @model_validator(mode="after")
+    def _error_has_status(self) -> ScriptedFault:
+        if self.fault == "error" and not self.status:
+            raise ValueError('fault "error" needs a non-zero status')
+        return self
 
     def applies(self, method: str, path: str) -> bool:
         method_ok = self.method is None or self.method.upper() == method
@@ -121,6 +131,7 @@ def read_fault_settings(path: Path) -> FaultSettings:
 class Decision:
     action: Action
     latency_ms: int = 0
+    error: tuple[int, str] = (0, "")  # action "error": the envelope's status and message
 
 
 class FaultInjector:
@@ -159,6 +170,8 @@ class FaultInjector:
             self.counts["latency"] += 1
         if action != "pass":
             self.counts[action] += 1
+        if action == "error" and scripted is not None:
+            return Decision(action, latency, (scripted.status, scripted.message))
         return Decision(action, latency)
 
     def _take_scripted(self, method: str, path: str) -> ScriptedFault | None:

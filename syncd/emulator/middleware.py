@@ -63,6 +63,8 @@ class FaultMiddleware:
                 await self.drop_before(send)
             case "drop_after":
                 await self.process_then_drop(scope, receive, send)
+            case "error":
+                await send_envelope(send, 200, *decision.error)
 
     def template(self, scope: Scope) -> str:
         """The route template a request matches, e.g. ``/v1/admin/organizations/{code}``."""

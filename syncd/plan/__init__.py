@@ -84,10 +84,12 @@ def plan(
 ) -> Plan:
     """Compare what the source says with what syncd wrote and the platform holds."""
     notes: list[Note] = []
-    departments = DepartmentPlanner(directory, snapshot, view, policy, notes).run()
+    departments = DepartmentPlanner(directory, snapshot, view, policy, notes)
+    creates, updates = departments.run()
     employees = EmployeePlanner(directory, snapshot, view, policy, notes, now_ms).run()
-    creates, updates, deletes = departments
     replaced, upserts, unlocks, locks, removes = employees
+    # Last: a department is deleted only once nobody stays in it after the people's changes.
+    deletes = departments.deletes((*replaced, *upserts, *removes))
     return Plan(
         changes=(*creates, *updates, *replaced, *upserts, *unlocks, *locks, *removes, *deletes),
         notes=tuple(notes),

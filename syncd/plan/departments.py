@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from syncd.model import Department, Directory, Kind, serial_no
+from syncd.model import Department, Directory, Employee, Kind, serial_no
 from syncd.plan.actions import Action
 from syncd.plan.fields import department_hash
 from syncd.plan.values import (
@@ -17,6 +17,7 @@ from syncd.plan.values import (
     SyncedDepartment,
     matches_any,
 )
+from syncd.plan.values import people as people_count
 
 
 class DepartmentPlanner:
@@ -50,7 +51,8 @@ class DepartmentPlanner:
             matches_any(source_id, patterns) or matches_any(relative_path, patterns)
         )
 
-    def run(self) -> tuple[list[Change], list[Change], list[Change]]:
+    def run(self) -> tuple[list[Change], list[Change]]:
+        """Creates, parents first; then updates and moves, in order of their new depth."""
         creates: list[Change] = []
         updates: list[Change] = []
         platform_paths = self._platform_paths() if self.view.complete_listing else {}
@@ -74,7 +76,7 @@ class DepartmentPlanner:
                     (creates if change.action is Action.CREATE else updates).append(change)
         # Moves and renames in order of their new depth: a new parent is always in place first.
         updates.sort(key=lambda c: c.depth)
-        return creates, updates, self._deletes()
+        return creates, updates
 
     def skip(self, source_id: str, why: str, kind: str = "skipped") -> None:
         self.skipped.add(source_id)
@@ -223,7 +225,11 @@ class DepartmentPlanner:
             paths.setdefault(path, []).append(node_id)
         return paths
 
-    def _deletes(self) -> list[Change]:
+    def deletes(self, people: Sequence[Change]) -> list[Change]:
+        """Departments gone from the source, children first, once nothing stays in them.
+
+        ``people`` are the plan's changes to people: who moves out or is removed this run.
+        """
         if not self._deletes_known():
             return []
         rejected = self.directory.rejected_keys(Kind.DEPARTMENT)
@@ -244,16 +250,29 @@ class DepartmentPlanner:
                 continue
             gone[source_id] = d
         staying = self._staying_below(gone)
+        occupied = self._occupied(gone, people)
+        kept: list[str] = []  # name paths of gone departments kept: their parents stay too
         deletes = []
-        for source_id, d in gone.items():
+        for source_id, d in sorted(gone.items(), key=lambda g: -g[1].name_path.count("/")):
             below = staying.get(d.node_id)
-            if below is not None:
+            inside = occupied.get(source_id)
+            child = next((k for k in kept if k.startswith(d.name_path + "/")), None)
+            why = (
+                f"{below} is still below it on the platform"
+                if below is not None
+                else f"it still holds {inside}; it is deleted once they are moved or removed"
+                if inside is not None
+                else f"{child}, below it, is kept"
+                if child is not None
+                else None
+            )
+            if why is not None:
+                kept.append(d.name_path)
                 self.notes.append(
                     Note(
                         "skipped",
                         source_id,
-                        f"{d.name_path} is gone from the source but not deleted: {below} is "
-                        "still below it on the platform",
+                        f"{d.name_path} is gone from the source but not deleted: {why}",
                     )
                 )
                 continue
@@ -271,6 +290,43 @@ class DepartmentPlanner:
             )
         deletes.sort(key=lambda c: (-c.depth, c.display))  # children first
         return deletes
+
+    def _occupied(
+        self, gone: Mapping[str, SyncedDepartment], people: Sequence[Change]
+    ) -> dict[str, str]:
+        """Gone departments someone stays in after this run: source id -> who, in words.
+
+        syncd's own people are known from what it last wrote (locked leavers and people
+        whose rows were rejected stay where they are); anyone else from the platform's
+        count of the node's employees.
+        """
+        placed = self.snapshot.placed(list(gone)) if gone else {}
+        removed = {c.key for c in people if c.action is Action.REMOVE}
+        moved: dict[str, set[str | None]] = {}
+        for c in people:
+            if isinstance(c.record, Employee) and c.action in (Action.CREATE, Action.UPDATE):
+                places = {p.department_id for p in c.record.positions}
+                moved[c.key] = places
+                if c.previous_key is not None:
+                    moved[c.previous_key] = places
+        found: dict[str, str] = {}
+        for source_id, d in gone.items():
+            ours = placed.get(source_id, ())
+            staying = [
+                k for k in ours if k not in removed and source_id in moved.get(k, {source_id})
+            ]
+            node = self.view.nodes.get(d.node_id)
+            others = max(0, node.employees - len(ours)) if node and node.employees else 0
+            parts = []
+            if staying:
+                names = [self.snapshot.employees[k].username for k in staying[:3]]
+                more = ", ..." if len(staying) > 3 else ""
+                parts.append(f"{people_count(len(staying))} syncd keeps ({', '.join(names)}{more})")
+            if others:
+                parts.append(f"{people_count(others)} syncd does not manage")
+            if parts:
+                found[source_id] = " and ".join(parts)
+        return found
 
     def _deletes_known(self) -> bool:
         """Whether departments absent from this read may be deleted: as for leavers, only

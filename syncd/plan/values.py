@@ -44,12 +44,19 @@ def _no_fields(kind: Kind, source_id: str) -> Mapping[str, Any] | None:
     return None
 
 
+def _nobody_placed(department_ids: Sequence[str]) -> Mapping[str, Sequence[str]]:
+    return {}
+
+
 @dataclass(frozen=True)
 class Snapshot:
     departments: Mapping[str, SyncedDepartment] = field(default_factory=dict)
     employees: Mapping[str, SyncedEmployee] = field(default_factory=dict)
     # The fields syncd last wrote, looked up only for the records that changed.
     fields: Callable[[Kind, str], Mapping[str, Any] | None] = _no_fields
+    # Department source id -> the synced people placed there (as last written), asked
+    # only about departments gone from the source.
+    placed: Callable[[Sequence[str]], Mapping[str, Sequence[str]]] = _nobody_placed
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +67,7 @@ class PlatformNode:
     serial_no: str | None = None
     sort_order: int | None = None
     last_modified: int | None = None
+    employees: int | None = None  # placed directly in the node, when the platform says
 
 
 @dataclass(frozen=True, slots=True)

@@ -190,3 +190,22 @@ def test_errors_as_http_500_changes_only_the_http_code_of_envelope_errors(
     assert bad_control.status_code == 400  # control endpoints keep their own codes
     emulator.set_faults()
     assert api.client.get(f"{ORG}/31337", params={"access_token": api.token}).status_code == 200
+
+
+def test_a_scripted_error_answers_that_envelope_without_processing_the_request(
+    api: Api, emulator: RunningEmulator
+) -> None:
+    emulator.set_faults(
+        scripted=[{"match": "/import-orgs", "fault": "error", "status": 208507, "message": "no"}]
+    )
+    response = api.client.post(
+        f"{ORG}/import-orgs", params={"access_token": api.token}, json=[dept("Legal")]
+    )
+    assert (response.status_code, response.json()) == (
+        200,
+        {"status": 208507, "message": "no", "result": {}},
+    )
+    assert [n["name"] for n in emulator.state()["nodes"]] == ["Acme"]  # nothing was done
+    assert emulator.stats()["faults"] == {"error": 1}
+    with pytest.raises(RuntimeError, match="needs a non-zero status"):
+        emulator.set_faults(scripted=[{"match": "x", "fault": "error"}])

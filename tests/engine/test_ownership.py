@@ -144,7 +144,13 @@ def test_a_department_whose_child_could_not_be_deleted_is_not_sent_a_delete(
     company.departments = [d for d in company.departments if d["id"] not in ("D2", "D3")]
     company.person("bob")["department"] = "D1"
     company.person("cat")["department"] = "D1"
-    company.employees.remove(company.person("eve"))  # locked, still in Backend (D3)
+    company.person("eve")["department"] = "D1"
+    # Someone the plan could not foresee is in Backend (D3) when its delete comes.
+    backend = next(n["id"] for n in world.emulator.state()["nodes"] if n["serial_no"] == "D3")
+    refusal = {"status": 208507, "message": "organization still has employees"}
+    world.emulator.set_faults(
+        scripted=[{"match": f"/{backend}", "method": "DELETE", "fault": "error", **refusal}]
+    )
     deletes_before = world.emulator.stats()["requests"].get(DELETE_NODE, 0)
 
     result = world.sync()

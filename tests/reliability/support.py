@@ -116,6 +116,18 @@ class Rig(World):
     def runs(self) -> list[dict[str, Any]]:
         return query(self.database, "SELECT * FROM runs ORDER BY id")
 
+    def admin_view(self) -> dict[str, tuple[str, bool]]:
+        """Each person on the platform: the name of their primary node, and locked."""
+        state = self.emulator.state()
+        names = {n["id"]: n["name"] for n in state["nodes"]}
+        return {
+            e["username"]: (
+                next(names[p["org_id"]] for p in e["positions"] if p["primary"]),
+                bool(e["locked"]),
+            )
+            for e in state["employees"]
+        }
+
 
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SYNCD_", "NOTIFY_"))}

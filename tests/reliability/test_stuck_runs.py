@@ -125,3 +125,41 @@ def test_people_of_a_department_that_could_not_be_created_are_held_back_with_one
     rig.emulator.set_faults()
     assert rig.sync().exit_code == EXIT_OK
     assert_converged(rig)
+
+
+def test_a_department_gone_while_locked_leavers_remain_is_kept_with_a_note_and_exit_0(
+    rig: Rig,
+) -> None:
+    # Under "lock" leavers stay on the platform, in their department, for good: the
+    # department's delete used to be sent, refused with 208507, and exit 1 every run.
+    rig.sync_settings.update(leaver_policy="lock", max_removal_ratio=1.0)
+    assert rig.sync().exit_code == EXIT_OK
+    rig.company.departments = [d for d in rig.company.departments if d["id"] != "D4"]
+    rig.company.employees = [e for e in rig.company.employees if e["username"] != "dan"]
+    rig.company.person("cat")["positions"] = ""  # cat's second position was in Sales
+
+    for _ in range(2):
+        result = rig.sync()
+        assert result.exit_code == EXIT_OK, result.error
+        notes = [n.message for n in result.plan.notes]  # type: ignore[union-attr]
+        assert any(
+            "Acme/Head Office/Sales is gone from the source but not deleted" in n and "dan" in n
+            for n in notes
+        ), notes
+        assert "DELETE" not in str(rig.writes())
+    assert rig.admin_view()["dan"] == ("Sales", True)  # still there, locked
+
+
+def test_a_department_whose_only_member_was_rejected_is_kept(rig: Rig) -> None:
+    staff = [(f"E{n}", f"user{n}", "Head Office") for n in range(10, 30)]
+    paths_layout(rig, [*staff, ("E2", "bob", "Head Office/Legal")])
+    assert rig.sync().exit_code == EXIT_OK
+    # bob's row is now rejected (a field too many), and Legal is named by no row any more.
+    path = rig.folder / "hr.csv"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("Head Office/Legal,active", "Legal,active,x"), encoding="utf-8")
+    result = rig.sync()
+    assert result.exit_code == EXIT_OK, result.error
+    notes = [n.message for n in result.plan.notes]  # type: ignore[union-attr]
+    assert any("Acme/Head Office/Legal is gone from the source but not deleted" in n for n in notes)
+    assert "DELETE" not in str(rig.writes())
