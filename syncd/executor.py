@@ -29,7 +29,7 @@ from syncd import snapshot as store
 from syncd.errors import PlatformError, PlatformUnavailable, SyncdError, TokenError
 from syncd.model import Department, Employee, Kind, State, serial_no
 from syncd.plan import Action, Change, Plan, Snapshot, extended_values
-from syncd.platform import ImportResult, PlatformClient
+from syncd.platform import ImportResult, Node, PlatformClient
 
 log = logging.getLogger(__name__)
 
@@ -111,9 +111,11 @@ def _phase(c: Change) -> str:
         return "delete departments" if c.action is Action.DELETE else "update departments"
     if c.action in (Action.CREATE, Action.UPDATE):
         return "create and update employees"
-    return {Action.UNLOCK: "unlock employees", Action.LOCK: "lock employees"}.get(
-        c.action, "remove employees"
-    )
+    return {
+        Action.UNLOCK: "unlock employees",
+        Action.LOCK: "lock employees",
+        Action.FORGET: "forget employees",
+    }.get(c.action, "remove employees")
 
 
 def birthday_ms(iso: str) -> int:
@@ -176,6 +178,7 @@ class Executor:
             "unlock employees": lambda items: self._set_locks(items, lock=False),
             "lock employees": lambda items: self._set_locks(items, lock=True),
             "remove employees": self._remove_employees,
+            "forget employees": self._forget_employees,
             "delete departments": self._delete_departments,
         }
         self.pending_creates = {
@@ -324,9 +327,12 @@ class Executor:
         for item in batch:
             node_id = answer.successes.get(item.key)
             note = None
+            confirmed = True
             if node_id is None:
                 # A resent batch whose first answer was lost finds its own nodes already there.
-                node_id = self._existing_node(item.change.key)
+                found = self._existing_node(item.change.key)
+                node_id = None if found is None else found.id
+                confirmed = found is not None and self._as_sent(item, found)
                 note = "already on the platform (created by an earlier attempt)"
             if node_id is None:
                 error = answer.failures.get(item.key, "the answer did not mention this node")
@@ -337,8 +343,8 @@ class Executor:
             self.pending_creates.discard(item.change.key)
             outcomes.append((item, "ok", note, None))
             row = self._department_row(item.change, node_id, item.key)
-            if note is not None:
-                row["hash"] = ""  # not what this answer confirmed: compared again next run
+            if not confirmed:
+                row["hash"] = ""  # not as this run sent it: compared again next run
             rows.append(row)
         self._record(outcomes, lambda conn: store.upsert_departments(conn, rows))
 
@@ -347,12 +353,23 @@ class Executor:
         where = self.department_path(department_id) or department_id
         return f"held back: department {where} was not created in this run"
 
-    def _existing_node(self, source_id: str) -> int | None:
+    def _existing_node(self, source_id: str) -> Node | None:
         try:
-            node = self.client.node_by_serial(serial_no(source_id))
+            return self.client.node_by_serial(serial_no(source_id))
         except (PlatformError, PlatformUnavailable):
             return None  # the item fails with the import's own reason, and is planned again
-        return None if node is None else node.id
+
+    def _as_sent(self, item: Item, node: Node) -> bool:
+        """Whether a node found by serial_no is the one this run's body describes (an
+        earlier run, killed, may have created it with other values)."""
+        d = item.change.record
+        assert isinstance(d, Department)
+        parent = self.root_id if d.parent_id is None else self.node_ids.get(d.parent_id)
+        return (
+            node.name == d.name
+            and node.parent_org_id == parent
+            and (d.sort_order is None or str(node.sort_order) == str(d.sort_order))
+        )
 
     def _department_row(self, c: Change, node_id: int, path: str) -> dict[str, Any]:
         return {
@@ -514,7 +531,8 @@ class Executor:
             "positions": positions,
             "senior": e.senior,
         }
-        cleared = c.before if c.action is Action.UPDATE and c.platform_before is None else None
+        # A field the source has emptied, or the platform filled behind syncd's back: cleared.
+        cleared = c.before if c.action is Action.UPDATE else None
         for name in OPTIONAL_TEXT:
             value = getattr(e, name)
             if value:
@@ -558,6 +576,13 @@ class Executor:
             if c.previous_key:
                 rekeyed.append(c.previous_key)
 
+        # Accounts made again after someone deleted them on the platform: active, as new.
+        recreated = [
+            c.key
+            for item, _ in rows
+            if (c := item.change).action is Action.CREATE and c.key in self.synced_employees
+        ]
+
         def writes(conn: Connection) -> None:
             # The snapshot keeps the very JSON text the journal holds for each item: read
             # back in one query rather than encoded a second time.
@@ -566,6 +591,7 @@ class Executor:
                 row["fields"] = journaled.get(item.seq) or _json(item.change.after) or "{}"
             store.forget_employees(conn, rekeyed)  # by source id: the row is the old key's
             store.upsert_employees(conn, [row for _, row in rows])
+            store.set_locked(conn, recreated, False, None, None)
 
         self._record(outcomes, writes)
 
@@ -625,6 +651,17 @@ class Executor:
             name = (item.change.before or {}).get("name") or item.key
             item.body = {"username": item.key, "name": name}
         self._pipeline(self._batches(items), self._send_remove, self._settle_removes)
+
+    def _forget_employees(self, items: list[Item]) -> None:
+        """People gone from the platform and not wanted back: the snapshot lets them go."""
+        gone = [(i.change.key, i.change.display) for i in items]
+        for item in items:
+            self.employee_ids.pop(item.change.key, None)
+        self._record(
+            [(i, "ok", None, None) for i in items],
+            lambda conn: store.delete_employees(conn, gone),
+        )
+        self.progress.advance(len(items))
 
     def _send_remove(self, batch: list[Item]) -> ImportResult:
         return self.client.import_employees([i.body for i in batch], remove=True)

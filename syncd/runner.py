@@ -11,7 +11,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -38,8 +38,6 @@ from syncd.plan import (
     Limits,
     Note,
     Plan,
-    PlatformNode,
-    PlatformPerson,
     PlatformView,
     Policy,
     Snapshot,
@@ -47,13 +45,15 @@ from syncd.plan import (
     plan,
 )
 from syncd.platform import PlatformClient
+from syncd.platform.view import fetch_view, newest
 from syncd.recovery import recover
 from syncd.runs import after_run
 from syncd.sources import describe, read_directory
 
 log = logging.getLogger(__name__)
 
-REFRESH_CURSOR = "platform.refresh_time"
+REFRESH_CURSOR = "platform.refresh_time"  # nodes
+PEOPLE_CURSOR = "platform.people_refresh_time"
 SOURCE_CURSOR = "source.mark"
 
 
@@ -206,7 +206,7 @@ class _Run:
             directory = self._read()
         with collection_paused(freeze=True):
             snapshot = store.load_snapshot(self.engine)
-        view = fetch_view(client, snapshot, directory, self._refresh_time(), self.settings)
+        view = fetch_view(client, snapshot, directory, self._cursors(), self.settings)
         with collection_paused(freeze=True):
             the_plan = plan(directory, snapshot, view, policy_of(self.settings), now_ms())
         limits = Limits(
@@ -266,9 +266,13 @@ class _Run:
         )
         return directory
 
-    def _refresh_time(self) -> int | None:
-        value = store.get_cursor(self.engine, REFRESH_CURSOR)
-        return int(value) if value else None
+    def _cursors(self) -> dict[str, int | None]:
+        """The platform's refresh_time cursors: nodes and people changed since."""
+        found = {}
+        for name, cursor in (("nodes", REFRESH_CURSOR), ("people", PEOPLE_CURSOR)):
+            value = store.get_cursor(self.engine, cursor)
+            found[name] = int(value) if value else None
+        return found
 
     def _apply(
         self,
@@ -304,14 +308,23 @@ class _Run:
             self.result.outcome, self.result.exit_code = "partial", EXIT_PARTIAL
         else:
             self.result.outcome, self.result.exit_code = "ok", EXIT_OK
-        self._advance_cursors(view, directory, clean=not applied.failed and not applied.interrupted)
+        clean = not applied.failed and not applied.interrupted
+        self._advance_cursors(view, the_plan, directory, clean=clean)
 
-    def _advance_cursors(self, view: PlatformView, directory: Directory, *, clean: bool) -> None:
-        stamps = [n.last_modified for n in view.nodes.values() if n.last_modified is not None]
+    def _advance_cursors(
+        self, view: PlatformView, the_plan: Plan, directory: Directory, *, clean: bool
+    ) -> None:
+        nodes = newest(n.last_modified for n in view.nodes.values())
+        people = newest(p.last_modified for p in view.changed.values())
+        if people is not None and the_plan.unweighed_since is not None:
+            people = min(people, the_plan.unweighed_since - 1)
         with store.write(self.engine) as conn:
-            if stamps:
-                store.set_cursor(conn, REFRESH_CURSOR, str(max(stamps)))
-            # A failed change must be read again by the next delta: the mark moves only when clean.
+            if nodes is not None:
+                store.set_cursor(conn, REFRESH_CURSOR, str(nodes))
+            # A failed change must be read again by the next delta, and a drift whose repair
+            # failed found again by the next drift read: these move only when clean.
+            if clean and people is not None:
+                store.set_cursor(conn, PEOPLE_CURSOR, str(people))
             if clean and directory.cursor is not None:
                 store.set_cursor(conn, SOURCE_CURSOR, directory.cursor)
 
@@ -346,60 +359,3 @@ def current_paths(snapshot: Snapshot, view: PlatformView, the_plan: Plan) -> dic
         if c.kind is Kind.DEPARTMENT and c.platform_before is not None and c.target_id in found:
             paths.setdefault(c.key, found[c.target_id])
     return paths
-
-
-# ---------------------------------------------------------------- the platform view
-
-
-def fetch_view(
-    client: PlatformClient,
-    snapshot: Snapshot,
-    directory: Directory,
-    refresh_time: int | None,
-    settings: Settings,
-) -> PlatformView:
-    """Read what planning needs from the platform: root, nodes, and accounts to adopt."""
-    root = client.root()
-    complete = directory.complete or not snapshot.departments or refresh_time is None
-    nodes: Mapping[int, PlatformNode] = {}
-    if complete:
-        nodes = _nodes(client.page_orgs())
-    elif settings.sync.drift_check:
-        nodes = _nodes(client.page_orgs(refresh_time=refresh_time))
-    people: dict[str, PlatformPerson] = {}
-    known = {e.username.casefold() for e in snapshot.employees.values()}
-    unknown = [
-        e.username
-        for e in directory.employees.values()
-        if e.id not in snapshot.employees and e.username.casefold() not in known
-    ]
-    # An organization with nobody in it has nobody to adopt: skip the look-ups.
-    if unknown and (root.all_employee_count or 0) > 0:
-        for record in client.employees_by_username(unknown):
-            if record.username:
-                people[record.username.casefold()] = PlatformPerson(
-                    record.id, record.username, record.locked or record.disabled
-                )
-    return PlatformView(root.id, root.name or "", nodes, complete, people)
-
-
-def _nodes(records: Any) -> dict[int, PlatformNode]:
-    nodes = {}
-    for n in records:
-        nodes[n.id] = PlatformNode(
-            n.id,
-            n.name or "",
-            n.parent_org_id,
-            n.serial_no or None,
-            _int(n.sort_order),
-            n.last_modified,
-            n.employee_count,
-        )
-    return nodes
-
-
-def _int(value: Any) -> int | None:
-    try:
-        return None if value is None or value == "" else int(value)
-    except (TypeError, ValueError):
-        return None

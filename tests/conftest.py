@@ -12,6 +12,7 @@ companies); without it they are skipped, so the default suite stays within CI's 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -44,3 +45,11 @@ def emulator_server() -> Iterator[RunningEmulator]:
 def emulator(emulator_server: RunningEmulator) -> RunningEmulator:
     emulator_server.reset(data=True)
     return emulator_server
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The convergence suite's figures (scenarios, kills, drift), when it ran."""
+    for name, module in list(sys.modules.items()):
+        if name.endswith("test_convergence_suite"):
+            for line in module.summary():
+                terminalreporter.write_line(line)

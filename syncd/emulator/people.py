@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 import uuid
 from collections.abc import Iterable, Iterator
@@ -96,6 +97,8 @@ class Staff:
         self._by_username: dict[str, int] = {}
         self._by_email: dict[str, int] = {}
         self._by_mobile: dict[str, int] = {}
+        # Employees by (last_modified, id) and their stamps, made when first asked after a write.
+        self._by_time: tuple[list[Employee], list[int]] | None = None
         for employee in sorted(employees, key=lambda e: e.id):
             self._index(employee)
             self.next_id = max(self.next_id, employee.id + 1)
@@ -154,15 +157,15 @@ class Staff:
         return existing
 
     def remove(self, employee: Employee) -> None:
+        self._by_time = None
         self.tree.place(employee.id, ())
         del self._by_id[employee.id]
         del self._by_username[employee.username]
         self._unindex_contacts(employee)
 
     def set_locked(self, employee: Employee, locked: bool, stamp: int) -> None:
-        if employee.locked != locked:
-            employee.locked = locked
-            employee.last_modified = stamp
+        employee.locked = locked
+        self._touch(employee, stamp)
 
     def import_employees(self, items: list[Any], stamp: int, reject: Rejector) -> dict[str, Any]:
         """Upsert by username in order; ``ops`` REMOVE deletes; failures stay per item."""
@@ -262,7 +265,6 @@ class Staff:
     # --- indexes -------------------------------------------------------------------
 
     def _apply(self, employee: Employee, draft: Draft, stamp: int) -> None:
-        before = (dict(employee.profile), list(employee.positions))
         self._unindex_contacts(employee)
         for key, value in draft.profile.items():
             if value is None:
@@ -273,10 +275,23 @@ class Staff:
             employee.positions = draft.positions
         self._index_contacts(employee)
         self.tree.place(employee.id, (p.org_id for p in employee.positions))
-        if (employee.profile, employee.positions) != before:
-            employee.last_modified = stamp
+        self._touch(employee, stamp)
+
+    def _touch(self, employee: Employee, stamp: int) -> None:
+        """Every write moves last_modified, and so refresh_time, even one that changed nothing."""
+        employee.last_modified = stamp
+        self._by_time = None
+
+    def changed_since(self, since: int) -> list[Employee]:
+        """Employees modified after ``since`` (ms), oldest first: the users list (D3)."""
+        if self._by_time is None:
+            ordered = sorted(self._by_id.values(), key=lambda e: (e.last_modified, e.id))
+            self._by_time = (ordered, [e.last_modified for e in ordered])
+        ordered, stamps = self._by_time
+        return ordered[bisect.bisect_right(stamps, since) :]
 
     def _index(self, employee: Employee) -> None:
+        self._by_time = None
         self._by_id[employee.id] = employee
         self._by_username[employee.username] = employee.id
         self._index_contacts(employee)

@@ -8,7 +8,8 @@ executor applies them:
 
 1. create departments, parents first;  2. update and move departments;
 3. create and update employees;  4. unlock, then lock;  5. remove employees;
-6. delete departments, children first.
+6. forget people deleted on the platform and not wanted back (nothing is sent);
+7. delete departments, children first.
 
 Only records in the snapshot are ever updated, locked, removed or deleted; nodes and
 people found on the platform are adopted (matched by serial_no, name path or username)
@@ -39,6 +40,7 @@ from syncd.plan.values import (
     Change,
     Note,
     Plan,
+    PlatformEmployee,
     PlatformNode,
     PlatformPerson,
     PlatformView,
@@ -57,6 +59,7 @@ __all__ = [
     "Limits",
     "Note",
     "Plan",
+    "PlatformEmployee",
     "PlatformNode",
     "PlatformPerson",
     "PlatformView",
@@ -86,11 +89,22 @@ def plan(
     notes: list[Note] = []
     departments = DepartmentPlanner(directory, snapshot, view, policy, notes)
     creates, updates = departments.run()
-    employees = EmployeePlanner(directory, snapshot, view, policy, notes, now_ms).run()
-    replaced, upserts, unlocks, locks, removes = employees
+    people = EmployeePlanner(directory, snapshot, view, policy, notes, now_ms)
+    replaced, upserts, unlocks, locks, removes, forgets = people.run()
     # Last: a department is deleted only once nobody stays in it after the people's changes.
-    deletes = departments.deletes((*replaced, *upserts, *removes))
+    deletes = departments.deletes((*replaced, *upserts, *removes, *forgets))
     return Plan(
-        changes=(*creates, *updates, *replaced, *upserts, *unlocks, *locks, *removes, *deletes),
+        changes=(
+            *creates,
+            *updates,
+            *replaced,
+            *upserts,
+            *unlocks,
+            *locks,
+            *removes,
+            *forgets,
+            *deletes,
+        ),
         notes=tuple(notes),
+        unweighed_since=people.unweighed_since(),
     )

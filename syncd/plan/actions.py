@@ -14,6 +14,9 @@ class Action(StrEnum):
     LOCK = "lock"
     REMOVE = "remove"
     DELETE = "delete"
+    # Gone from the platform (deleted there) and not wanted back: the snapshot lets go of
+    # the record; nothing is sent.
+    FORGET = "forget"
 
 
 REMOVING = frozenset({Action.LOCK, Action.REMOVE, Action.DELETE})

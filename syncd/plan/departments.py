@@ -301,7 +301,7 @@ class DepartmentPlanner:
         count of the node's employees.
         """
         placed = self.snapshot.placed(list(gone)) if gone else {}
-        removed = {c.key for c in people if c.action is Action.REMOVE}
+        removed = {c.key for c in people if c.action in (Action.REMOVE, Action.FORGET)}
         moved: dict[str, set[str | None]] = {}
         for c in people:
             if isinstance(c.record, Employee) and c.action in (Action.CREATE, Action.UPDATE):
@@ -309,13 +309,23 @@ class DepartmentPlanner:
                 moved[c.key] = places
                 if c.previous_key is not None:
                     moved[c.previous_key] = places
+        # syncd's people who changed on the platform: their record says where they are now
+        # (moved in or out behind syncd's back), not what syncd last wrote.
+        held = {e.username: k for k, e in self.snapshot.employees.items()}
+        changed = {
+            held[username]: {org for org, _, _, _ in found.positions}
+            for username, found in self.view.changed.items()
+            if username in held
+        }
         found: dict[str, str] = {}
         for source_id, d in gone.items():
-            ours = placed.get(source_id, ())
-            staying = [
+            node_id = d.node_id
+            ours = {k for k in placed.get(source_id, ()) if node_id in changed.get(k, {node_id})}
+            ours |= {k for k, nodes in changed.items() if node_id in nodes}
+            staying = sorted(
                 k for k in ours if k not in removed and source_id in moved.get(k, {source_id})
-            ]
-            node = self.view.nodes.get(d.node_id)
+            )
+            node = self.view.nodes.get(node_id)
             others = max(0, node.employees - len(ours)) if node and node.employees else 0
             parts = []
             if staying:

@@ -1,16 +1,25 @@
-"""Planning people: creates, updates, adoptions, username changes, locks and leavers."""
+"""Planning people: creates, updates, adoptions, username changes, locks, leavers and drift.
+
+Drift: a person syncd holds who was deleted on the platform is recreated if active in the
+source (forgotten otherwise); one changed there (fields, positions, lock state) is put
+back to the source's truth, and the report lists each drift with the platform's values
+as the change's ``before``.
+"""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from syncd.model import Directory, Employee, Kind, State
 from syncd.plan.actions import Action
-from syncd.plan.fields import employee_hash
+from syncd.plan.drift import PeopleDrift
+from syncd.plan.fields import employee_from_fields, employee_hash
 from syncd.plan.values import (
     DAY_MS,
     Change,
     Note,
+    PlatformEmployee,
     PlatformView,
     Policy,
     Snapshot,
@@ -43,6 +52,9 @@ class EmployeePlanner:
         self.locks: list[Change] = []
         self.removes: list[Change] = []
         self._by_username: dict[str, SyncedEmployee] | None = None  # made when first needed
+        self.drift = PeopleDrift(snapshot, view)
+        self.weighed: set[str] = set()  # usernames whose platform record was looked at
+        self.forgets: list[Change] = []  # deleted on the platform, not wanted back
 
     def _synced_holder(self, username: str) -> SyncedEmployee | None:
         """The synced record that holds this username, in any letter case."""
@@ -80,6 +92,7 @@ class EmployeePlanner:
             else:
                 self._plan_synced(e, synced)
         self._plan_leavers()
+        self._plan_unread_drift()
         if self.never_synced_departed:
             self.notes.append(
                 Note(
@@ -89,7 +102,7 @@ class EmployeePlanner:
                     "but never synced: not created",
                 )
             )
-        return self.replaced, self.upserts, self.unlocks, self.locks, self.removes
+        return self.replaced, self.upserts, self.unlocks, self.locks, self.removes, self.forgets
 
     def _plan_synced(self, e: Employee, synced: SyncedEmployee) -> None:
         if synced.username != e.username:
@@ -97,22 +110,125 @@ class EmployeePlanner:
             # so an update would make a second account and leave the first one active.
             self._username_changed(e, synced)
             return
+        if self.drift.gone(synced):
+            self.weighed.add(synced.username)
+            self._deleted_on_platform(e, synced)
+            return
         wanted = employee_hash(e, self.policy.extended_fields)
-        if wanted != synced.hash:
-            self.upserts.append(self.change(Action.UPDATE, e, synced, hash=wanted))
-        self._plan_lock_state(e, synced.locked, synced)
+        found = self.drift.found(synced)
+        self._plan_update(e, synced, wanted, found)
+        self._plan_lock_state(e, synced.locked, synced, found)
+
+    def unweighed_since(self) -> int | None:
+        """The earliest change on the platform to one of syncd's people that was not weighed
+        (see Plan.unweighed_since); excluded people are not syncd's to put back."""
+        excluded = self.policy.exclude_usernames
+        stamps = [
+            found.last_modified
+            for username, found in self.view.changed.items()
+            if username not in self.weighed
+            and found.last_modified is not None
+            and not (excluded and matches_any(username, excluded))
+        ]
+        return min(stamps, default=None)
+
+    def _plan_update(
+        self, e: Employee, synced: SyncedEmployee, wanted: str, found: PlatformEmployee | None
+    ) -> None:
+        """An update when the source changed since syncd wrote, or the platform did."""
+        self.weighed.add(synced.username)
+        drift = self.drift.differences(synced, found) if found is not None else {}
+        if not drift:
+            if wanted != synced.hash:
+                self.upserts.append(self.change(Action.UPDATE, e, synced, hash=wanted))
+            return
+        changed = ", ".join(drift)
+        self.notes.append(
+            Note("drift", e.id, f"{e.username}: {changed} changed on the platform; putting back")
+        )
+        self.upserts.append(
+            self.change(
+                Action.UPDATE,
+                e,
+                synced,
+                hash=wanted,
+                reason=f"drift: {changed} changed on the platform",
+                platform_before=self.drift.before(synced, drift),
+            )
+        )
 
     def _plan_lock_state(
-        self, e: Employee, locked: bool, synced: SyncedEmployee | None, **kw: Any
+        self,
+        e: Employee,
+        locked: bool,
+        synced: SyncedEmployee | None,
+        found: PlatformEmployee | None = None,
+        **kw: Any,
     ) -> None:
-        if e.state is State.DEPARTED and not locked:
-            self.locks.append(
-                self.change(Action.LOCK, e, synced, reason="departed in the source", **kw)
-            )
-        elif e.state is State.ACTIVE and locked:
-            self.unlocks.append(
-                self.change(Action.UNLOCK, e, synced, reason="active in the source again", **kw)
-            )
+        """Lock or unlock as the source says: ``locked`` is what syncd knows; ``found``,
+        when the person changed on the platform, what the platform holds now."""
+        there = locked if found is None else found.locked
+        if e.state is State.DEPARTED and not (locked and there):
+            reason = "departed in the source"
+            if locked:
+                reason += "; unlocked on the platform"
+                self._drift_note(e.id, f"{e.username} was unlocked on the platform; locking again")
+            self.locks.append(self.change(Action.LOCK, e, synced, reason=reason, **kw))
+        elif e.state is State.ACTIVE and (locked or there):
+            reason = "active in the source again"
+            if not locked:
+                reason = "locked on the platform; active in the source"
+                self._drift_note(e.id, f"{e.username} was locked on the platform; unlocking")
+            self.unlocks.append(self.change(Action.UNLOCK, e, synced, reason=reason, **kw))
+
+    def _drift_note(self, key: str, message: str) -> None:
+        self.notes.append(Note("drift", key, message))
+
+    def _deleted_on_platform(self, e: Employee, synced: SyncedEmployee) -> None:
+        """Someone else deleted the account: made again if active, else let go of."""
+        if e.state is State.DEPARTED:
+            self._forget(synced, "deleted on the platform; departed in the source: not recreated")
+            return
+        self._drift_note(e.id, f"{e.username} was deleted on the platform: recreating the account")
+        wanted = employee_hash(e, self.policy.extended_fields)
+        self.upserts.append(
+            self.change(Action.CREATE, e, None, hash=wanted, reason="deleted on the platform")
+        )
+
+    def _forget(self, synced: SyncedEmployee, why: str) -> None:
+        self._drift_note(synced.source_id, f"{synced.username}: {why}")
+        self.forgets.append(self.change(Action.FORGET, None, synced, reason=why))
+
+    def _plan_unread_drift(self) -> None:
+        """People an incremental read did not return who changed on the platform: put back
+        as syncd last wrote them, which is the source's truth as far as it knows."""
+        if self.directory.complete or not self.view.changed:
+            return
+        excluded = self.policy.exclude_usernames
+        for found in self.view.changed.values():
+            synced = self._synced_holder(found.username)
+            if synced is None or synced.username != found.username:
+                continue
+            if synced.source_id in self.directory.employees:
+                continue  # read, and planned with the rest
+            if excluded and matches_any(synced.username, excluded):
+                continue
+            written = self.snapshot.fields(Kind.EMPLOYEE, synced.source_id)
+            if written is None:
+                continue
+            departed = synced.locked and synced.lock_reason == "departed"
+            state = State.DEPARTED if departed else State.ACTIVE
+            e = employee_from_fields(synced.source_id, written, self.policy.extended_fields, state)
+            self._plan_update(e, synced, synced.hash, found)
+            if synced.locked and not found.locked:
+                record = e if departed else None
+                self._drift_note(e.id, f"{e.username} was unlocked on the platform; locking again")
+                reason = "unlocked on the platform"
+                self.locks.append(self.change(Action.LOCK, record, synced, reason=reason))
+            elif found.locked and not synced.locked:
+                self._drift_note(e.id, f"{e.username} was locked on the platform; unlocking")
+                reason = "locked on the platform"
+                self.unlocks.append(self.change(Action.UNLOCK, e, synced, reason=reason))
 
     def _plan_new(self, e: Employee, holder: SyncedEmployee | None) -> None:
         wanted = employee_hash(e, self.policy.extended_fields)
@@ -189,6 +305,16 @@ class EmployeePlanner:
 
     def _username_changed(self, e: Employee, synced: SyncedEmployee) -> None:
         changed = f"username changed in the source from {synced.username} to {e.username}"
+        if e.state is State.DEPARTED:
+            # Replacing a departed person's account would remove it, and a new account is
+            # never made for someone departed: the old one stays, locked, until they return.
+            self.notes.append(
+                Note("skipped", e.id, f"{changed}: departed, so the old account stays, locked")
+            )
+            if not synced.locked:
+                lock = self.change(Action.LOCK, e, synced, reason="departed in the source")
+                self.locks.append(replace(lock, display=synced.username))
+            return
         holder = self._synced_holder(e.username)
         if holder is not None and holder.source_id != e.id:
             # Its account is another person's until that record gives the username up.
@@ -277,7 +403,21 @@ class EmployeePlanner:
         }
 
     def _plan_leaver(self, synced: SyncedEmployee) -> None:
+        self.weighed.add(synced.username)
+        if self.drift.gone(synced):
+            self._forget(synced, "missing from the source and deleted on the platform")
+            return
         policy = self.policy.leaver_policy
+        found = self.drift.found(synced)
+        if synced.locked and found is not None and not found.locked and policy != "remove":
+            # Unlocked on the platform while syncd holds them locked as gone: lock again
+            # (the grace period still runs from the first lock).
+            self._drift_note(
+                synced.source_id, f"{synced.username} was unlocked on the platform; locking again"
+            )
+            reason = "missing from the source; unlocked on the platform"
+            self.locks.append(self.change(Action.LOCK, None, synced, reason=reason))
+            return
         if policy == "remove":
             self.removes.append(
                 self.change(Action.REMOVE, None, synced, reason="missing from the source")

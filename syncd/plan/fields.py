@@ -8,7 +8,7 @@ from dataclasses import fields
 from operator import attrgetter
 from typing import Any
 
-from syncd.model import Department, Employee, Position
+from syncd.model import Department, Employee, Position, State
 
 
 def _digest(values: tuple[Any, ...]) -> str:
@@ -107,3 +107,40 @@ def employee_hash(e: Employee, extended_fields: Mapping[str, str]) -> str:
         _extended(e, extended_fields),
     )
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def employee_from_fields(
+    source_id: str, written: Mapping[str, Any], extended_fields: Mapping[str, str], state: State
+) -> Employee:
+    """The person syncd last wrote, made again from the fields it recorded (the inverse of
+    ``employee_fields``): the source's truth for someone an incremental read did not return."""
+    extended = written.get("extended") or {}
+    extra = tuple(
+        (attr, extended[name]) for attr, name in extended_fields.items() if name in extended
+    )
+    return Employee(
+        id=source_id,
+        username=written["username"],
+        name=written["name"],
+        positions=tuple(
+            Position(
+                p.get("department"),
+                p.get("job_title"),
+                bool(p.get("primary")),
+                bool(p.get("chief")),
+            )
+            for p in written.get("positions") or ()
+        ),
+        en_name=written.get("en_name"),
+        email=written.get("email"),
+        mobile=written.get("mobile"),
+        tel=written.get("tel"),
+        sn=written.get("sn"),
+        gender=written.get("gender"),
+        birthday=written.get("birthday"),
+        job_title=written.get("job_title"),
+        sort_order=written.get("sort_order"),
+        senior=bool(written.get("senior")),
+        state=state,
+        extra=extra,
+    )

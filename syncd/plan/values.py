@@ -77,6 +77,20 @@ class PlatformPerson:
     locked: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class PlatformEmployee:
+    """A person as the platform holds them now, read because they changed there lately."""
+
+    id: int
+    username: str
+    locked: bool
+    # The profile fields the record carries (name, email, mobile, sn, gender, sort_order,
+    # senior): only these are compared with what syncd wrote.
+    fields: Mapping[str, Any]
+    positions: tuple[tuple[int, bool, bool, str], ...]  # (org_id, primary, chief, job_title)
+    last_modified: int | None = None
+
+
 @dataclass(frozen=True)
 class PlatformView:
     """What the runner read from the platform before planning."""
@@ -86,6 +100,11 @@ class PlatformView:
     nodes: Mapping[int, PlatformNode] = field(default_factory=dict)
     complete_listing: bool = False  # nodes holds every node (else: those changed lately)
     people: Mapping[str, PlatformPerson] = field(default_factory=dict)  # casefolded username
+    # People syncd holds that changed on the platform since the last run, by username.
+    changed: Mapping[str, PlatformEmployee] = field(default_factory=dict)
+    # Every username on the platform (a full listing, on complete reads); None: not listed,
+    # so nobody is known to be deleted there.
+    listed: frozenset[str] | None = None
     _paths: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
 
     def name_paths(self) -> dict[int, str]:
@@ -179,6 +198,10 @@ class Note:
 class Plan:
     changes: tuple[Change, ...]
     notes: tuple[Note, ...] = ()
+    # The earliest platform change to one of syncd's people that this plan could not
+    # weigh (their row rejected, a username conflict): the people's refresh_time cursor
+    # must stay before it, so the next run reads that change again.
+    unweighed_since: int | None = None
 
     @property
     def removals(self) -> int:

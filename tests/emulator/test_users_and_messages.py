@@ -38,6 +38,33 @@ def test_users_since_refresh_time(api: Api) -> None:
     assert [u["username"] for u in changed["users"]] == ["bob"]
 
 
+def test_every_write_moves_refresh_time_even_one_that_changes_nothing(api: Api) -> None:
+    ids = api.import_employees([person("ann"), person("bob"), person("cat")])["successes"]
+    api.ok("POST", f"{ORG}/employees/{ids['cat']}/lock")
+
+    def changed_after(since: int) -> list[str]:
+        users = api.ok("GET", "/v1/users", {"refresh_time": since, "limit": 100})["users"]
+        return sorted(u["username"] for u in users)
+
+    since = max(u["last_modified"] for u in api.ok("GET", "/v1/users")["users"])
+    api.import_employees([person("ann")])  # the very same fields again
+    api.ok("POST", f"{ORG}/employees/{ids['bob']}", json={"name": "Bob"})  # unchanged too
+    api.ok("POST", f"{ORG}/employees/{ids['cat']}/lock")  # locked already
+    assert changed_after(since) == ["ann", "bob", "cat"]
+    api.ok("DELETE", f"{ORG}/employees/{ids['bob']}")  # a deletion is not a refresh
+    assert changed_after(since) == ["ann", "cat"]
+
+
+def test_the_users_list_pages_through_everyone_oldest_change_first(api: Api) -> None:
+    api.import_employees([person(f"user{i:02}") for i in range(7)])
+    api.import_employees([person("user03", name="Changed")])
+    pages = [
+        api.ok("GET", "/v1/users", {"skip": skip, "limit": 3})["users"] for skip in (0, 3, 6)
+    ]
+    names = [u["username"] for page in pages for u in page]
+    assert names == ["user00", "user01", "user02", "user04", "user05", "user06", "user03"]
+
+
 def test_user_search_and_single_user(api: Api) -> None:
     api.import_employees([person("ann"), person("bob"), person("annika")])
     batch = api.ok("GET", "/v1/users", {"query": "bob,ann", "type": "username", "matching": "true"})

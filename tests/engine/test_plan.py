@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import given, settings
@@ -24,6 +25,7 @@ from syncd.plan import (
     Change,
     Limits,
     Plan,
+    PlatformEmployee,
     PlatformNode,
     PlatformPerson,
     PlatformView,
@@ -618,3 +620,56 @@ def test_hash_follows_pushed_fields_but_not_the_lock_state() -> None:
 def test_department_hashes_stay_as_stored_in_existing_snapshots() -> None:
     backend = dept("be", "Backend", "rd", sort_order=3, sn="7")
     assert department_hash(backend) == "cfb3106ed3e5f778c590c821"
+
+
+# ---------------------------------------------------------------- people drift
+
+
+def changed_there(
+    view: PlatformView, snapshot: Snapshot, username: str, **overrides: Any
+) -> PlatformView:
+    """The view, with one person changed on the platform (their record as it is there)."""
+    s = next(s for s in snapshot.employees.values() if s.username == username)
+    written = snapshot.fields(Kind.EMPLOYEE, s.source_id) or {}
+    node = {d.source_id: d.node_id for d in snapshot.departments.values()}
+    positions = tuple(
+        (node[p["department"]], p["primary"], p["chief"], p["job_title"] or "")
+        for p in written["positions"]
+    )
+    record = PlatformEmployee(
+        s.employee_id or 0,
+        username,
+        overrides.pop("locked", False),
+        {k: written.get(k) for k in ("name", "email", "mobile", "sn")} | overrides,
+        overrides.pop("positions", positions),
+        NOW,
+    )
+    return replace(view, changed={**view.changed, username: record})
+
+
+def test_people_an_incremental_read_did_not_return_are_put_back_as_syncd_wrote_them() -> None:
+    full = directory(COMPANY, STAFF)
+    snapshot, view = synced(full)
+    delta = directory(COMPANY, [STAFF[0]], complete=False)  # only alice was read
+    view = changed_there(view, snapshot, "bob", mobile="13999999999")
+    view = changed_there(view, snapshot, "carol", locked=True)
+
+    p = plan(delta, snapshot, view, Policy(), NOW)
+
+    assert actions(p) == [
+        ("employee", "update", "e2"),
+        ("employee", "unlock", "e3"),
+    ]
+    (update,) = by_action(p, Kind.EMPLOYEE, Action.UPDATE)
+    assert update.record == STAFF[1]  # made again from the fields syncd recorded
+    assert update.hash == snapshot.employees["e2"].hash
+    assert (update.before or {})["mobile"] == "13999999999"
+    assert (update.after or {})["mobile"] == "13800000002"
+
+
+def test_a_record_that_only_looks_changed_is_no_drift() -> None:
+    d = directory(COMPANY, STAFF)
+    snapshot, view = synced(d)
+    # Listed as changed (syncd's own last write), and as syncd wrote it.
+    view = changed_there(view, snapshot, "bob")
+    assert plan(d, snapshot, view, Policy(), NOW).changes == ()

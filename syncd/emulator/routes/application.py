@@ -66,8 +66,7 @@ def application_routes(runtime: Runtime) -> APIRouter:
                 fuzzy = staff.search(text, by, matching=False, within=None)
                 found = exact + [e for e in fuzzy if e not in exact]
             return ok({"total_count": len(found), "users": [user_record(tree, e) for e in found]})
-        since = query_int(request, "refresh_time", -1)
-        changed = [e for e in staff if e.last_modified > since]
+        changed = staff.changed_since(query_int(request, "refresh_time", -1))
         skip, limit = query_int(request, "skip", 0), query_int(request, "limit", DEFAULT_PAGE)
         page = paged(changed, skip, limit)
         return ok({"total_count": len(changed), "users": [user_record(tree, e) for e in page]})

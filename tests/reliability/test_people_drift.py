@@ -1,0 +1,216 @@
+"""People changed on the platform behind syncd's back: found, reported, put back.
+
+Another administrator works on the platform through its API between two syncs. The next
+sync finds what changed among the people syncd holds (the users list with
+``refresh_time``, then their employee records) and, on a complete read, who was deleted
+(the full users list), and puts each back to the source's truth; the report lists every
+drift with the platform's value before and the source's after. People syncd does not
+hold are left alone.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from syncd.errors import EXIT_OK, EXIT_PARTIAL
+from syncd.plan import Action
+from syncd.runner import RunResult
+from tests.support.admin import AnotherAdmin
+
+from .support import Rig, assert_converged, query, writes
+
+
+@pytest.fixture
+def synced(rig: Rig) -> Rig:
+    """The small company synced, and verified by a second run (which reads it all back)."""
+    rig.sync_settings.update(max_removal_ratio=1.0)
+    assert rig.sync().exit_code == EXIT_OK
+    assert rig.sync().plan.changes == ()  # type: ignore[union-attr]
+    return rig
+
+
+@pytest.fixture
+def admin(rig: Rig) -> AnotherAdmin:
+    return AnotherAdmin(rig.emulator)
+
+
+def drift_notes(result: RunResult) -> list[str]:
+    assert result.plan is not None
+    return [n.message for n in result.plan.notes if n.kind == "drift"]
+
+
+def planned(result: RunResult) -> list[tuple[str, str]]:
+    assert result.plan is not None
+    return [(c.action.value, c.display) for c in result.plan.changes]
+
+
+def check_exits_1(rig: Rig) -> None:
+    """`syncd sync --check` sees the drift before it is repaired."""
+    done = rig.cli("sync", "--check")
+    assert done.returncode == EXIT_PARTIAL, done.stdout + done.stderr
+
+
+def test_an_active_person_deleted_on_the_platform_is_recreated(
+    synced: Rig, admin: AnotherAdmin
+) -> None:
+    admin.delete_person("bob")
+    check_exits_1(synced)
+
+    result = synced.sync()
+    assert result.exit_code == EXIT_OK, result.error
+    assert planned(result) == [("create", "bob")]
+    assert drift_notes(result) == ["bob was deleted on the platform: recreating the account"]
+    assert_converged(synced)
+    assert synced.sync().plan.changes == ()  # type: ignore[union-attr]
+
+
+def test_a_person_locked_on_the_platform_is_unlocked(synced: Rig, admin: AnotherAdmin) -> None:
+    admin.lock("cat")
+    check_exits_1(synced)
+    result = synced.sync()
+    assert planned(result) == [("unlock", "cat")]
+    assert drift_notes(result) == ["cat was locked on the platform; unlocking"]
+    assert_converged(synced)
+
+
+def test_a_person_moved_and_edited_on_the_platform_is_put_back_with_before_and_after(
+    synced: Rig, admin: AnotherAdmin
+) -> None:
+    admin.move_person("eve", "D4")
+    admin.edit("dan", mobile="13999999999", email="dan@elsewhere.example")
+    check_exits_1(synced)
+
+    result = synced.sync()
+    assert result.exit_code == EXIT_OK, result.error
+    assert sorted(planned(result)) == [("update", "dan"), ("update", "eve")]
+    assert sorted(drift_notes(result)) == [
+        "dan: email, mobile changed on the platform; putting back",
+        "eve: positions changed on the platform; putting back",
+    ]
+    items = {
+        r["display"]: r
+        for r in query(synced.database, "SELECT * FROM run_items WHERE run_id = ?", result.run_id)
+    }
+    dan_before, dan_after = json.loads(items["dan"]["before"]), json.loads(items["dan"]["after"])
+    assert (dan_before["mobile"], dan_after["mobile"]) == ("13999999999", "13800000004")
+    eve_before, eve_after = json.loads(items["eve"]["before"]), json.loads(items["eve"]["after"])
+    assert [p["department"] for p in eve_before["positions"]] == ["D4"]
+    assert [p["department"] for p in eve_after["positions"]] == ["D3"]
+    assert_converged(synced)
+    dan = admin.employee("dan")
+    assert (dan["mobile"], dan["email"]) == ("13800000004", "dan@acme.example")
+
+
+def test_a_field_the_platform_filled_where_the_source_has_none_is_cleared(
+    synced: Rig, admin: AnotherAdmin
+) -> None:
+    synced.company.person("ann")["mobile"] = ""
+    assert synced.sync().exit_code == EXIT_OK
+    admin.edit("ann", mobile="13700000000")
+    result = synced.sync()
+    assert planned(result) == [("update", "ann")]
+    assert admin.employee("ann")["mobile"] == ""
+
+
+def test_a_leaver_unlocked_on_the_platform_is_locked_again_and_one_deleted_there_is_forgotten(
+    synced: Rig, admin: AnotherAdmin
+) -> None:
+    synced.sync_settings.update(leaver_policy="lock")
+    company = synced.company
+    company.employees = [e for e in company.employees if e["username"] not in ("bob", "dan")]
+    assert synced.sync().exit_code == EXIT_OK  # bob and dan locked as gone
+    admin.unlock("bob")
+    admin.delete_person("dan")
+
+    result = synced.sync()
+    assert result.exit_code == EXIT_OK, result.error
+    assert sorted(planned(result)) == [("forget", "dan"), ("lock", "bob")]
+    assert admin.employee("bob")["locked"] is True
+    assert not query(synced.database, "SELECT * FROM employees WHERE username = 'dan'")
+    assert synced.sync().plan.changes == ()  # type: ignore[union-attr]
+
+
+def test_a_departed_person_deleted_on_the_platform_is_not_recreated(
+    synced: Rig, admin: AnotherAdmin
+) -> None:
+    synced.company.person("dan")["status"] = "departed"
+    assert synced.sync().exit_code == EXIT_OK
+    admin.delete_person("dan")
+    result = synced.sync()
+    assert planned(result) == [("forget", "dan")]
+    assert "dan" not in synced.platform().people
+    assert synced.sync().plan.changes == ()  # type: ignore[union-attr]
+
+
+def test_people_syncd_does_not_hold_are_left_alone(synced: Rig, admin: AnotherAdmin) -> None:
+    admin.add_person("guest", "D2")
+    admin.add_person("visitor")
+    admin.lock("visitor")
+    admin.edit("guest", mobile="13600000000")
+    before = synced.emulator.state()["employees"]
+
+    result = synced.sync()
+    assert result.exit_code == EXIT_OK and result.plan is not None
+    assert result.plan.changes == () and drift_notes(result) == []
+    foreign = {e["username"]: e for e in synced.emulator.state()["employees"]}
+    assert {u: foreign[u] for u in ("guest", "visitor")} == {
+        e["username"]: e for e in before if e["username"] in ("guest", "visitor")
+    }
+
+
+def test_a_no_change_run_reads_no_employee_record_and_writes_nothing(synced: Rig) -> None:
+    synced.emulator.reset(data=False)  # count this run's requests only
+    result = synced.sync()
+    assert result.exit_code == EXIT_OK and result.plan is not None and result.plan.changes == ()
+    requests = synced.emulator.stats()["requests"]
+    assert writes(synced.emulator) == {}
+    assert not any("employees" in k and k.startswith("GET") for k in requests), requests
+    assert requests.get("GET /v1/users") == 2  # the full list, and what changed since
+
+
+def test_a_drift_whose_repair_fails_is_found_again_by_the_next_run(
+    synced: Rig, admin: AnotherAdmin
+) -> None:
+    admin.edit("dan", mobile="13999999999")
+    synced.emulator.set_faults(reject=[{"field": "username", "pattern": "^dan$"}])
+    assert synced.sync().exit_code == EXIT_PARTIAL
+    synced.emulator.set_faults()
+    result = synced.sync()
+    assert [c.action for c in result.plan.changes] == [Action.UPDATE]  # type: ignore[union-attr]
+    assert admin.employee("dan")["mobile"] == "13800000004"
+
+
+def test_a_person_moved_there_behind_syncds_back_does_not_keep_a_dropped_department(
+    synced: Rig, admin: AnotherAdmin
+) -> None:
+    # Sales (D4) leaves the source; another admin has just put bob in it. The run moves
+    # bob back, so Sales is empty by the time its delete is sent: one run is enough.
+    admin.move_person("bob", "D4")
+    company = synced.company
+    company.departments = [d for d in company.departments if d["id"] != "D4"]
+    company.person("dan")["department"] = "D1"
+    company.person("cat")["positions"] = ""
+
+    result = synced.sync()
+    assert result.exit_code == EXIT_OK, result.error
+    assert ("delete", "Acme/Head Office/Sales") in planned(result)
+    assert "D4" not in synced.platform().nodes
+    assert synced.sync().plan.changes == ()  # type: ignore[union-attr]
+
+
+def test_a_drift_on_a_person_whose_row_is_rejected_is_put_back_once_the_row_is_mended(
+    synced: Rig, admin: AnotherAdmin
+) -> None:
+    admin.move_person("bob", "D4")
+    synced.company.person("bob")["name"] = ""  # the row is rejected: bob is left as he is
+    result = synced.sync()
+    assert result.exit_code == EXIT_OK and planned(result) == []
+    assert synced.admin_view()["bob"] == ("Sales", False)
+
+    synced.company.person("bob")["name"] = "Bob"  # mended: the drift must still be seen
+    result = synced.sync()
+    assert planned(result) == [("update", "bob")]
+    assert drift_notes(result) == ["bob: positions changed on the platform; putting back"]
+    assert synced.admin_view()["bob"] == ("R&D", False)
