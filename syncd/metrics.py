@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import platform
+import tempfile
 from collections.abc import Mapping
 from importlib.metadata import version
 from pathlib import Path
@@ -26,8 +27,8 @@ from prometheus_client import (
     Gauge,
     Info,
     disable_created_metrics,
+    generate_latest,
     start_http_server,
-    write_to_textfile,
 )
 from sqlalchemy import Engine, text
 
@@ -158,12 +159,26 @@ def _summary(stored: str | None) -> dict[str, Any]:
 
 
 def write_textfile(engine: Engine, path: Path) -> None:
-    """The last run's gauges as a node-exporter textfile, replaced whole (never half-written)."""
+    """The last run's gauges as a node-exporter textfile, replaced whole (never half-written).
+
+    Readable by all (no secret in it): node-exporter runs as its own user, and syncd's
+    units set ``UMask=0077``.
+    """
     metrics = LastRunMetrics()
     metrics.recall(engine)
+    temporary: Path | None = None
     try:
-        write_to_textfile(str(path), metrics.registry)
+        # Not named *.prom: node-exporter never reads it half-written.
+        with tempfile.NamedTemporaryFile(
+            dir=path.parent, prefix=f".{path.name}.", delete=False
+        ) as f:
+            temporary = Path(f.name)
+            f.write(generate_latest(metrics.registry))
+        temporary.chmod(0o644)
+        temporary.replace(path)
     except OSError as exc:
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
         raise StateError(f"metrics.textfile {path}: cannot be written: {exc.strerror}") from None
 
 

@@ -103,3 +103,26 @@ def test_check_reads_the_source_without_the_platform_secret(site: Site) -> None:
     assert "employees   6" in check.stdout
     assert sync.returncode == 3
     assert "platform.client_secret is not set" in sync.stderr
+
+
+def test_under_journald_warnings_and_errors_carry_their_priority(site: Site) -> None:
+    site.config.chmod(0o644)  # holds the secret: a warning
+    journal = site.root / "journal"
+    with journal.open("w", encoding="utf-8") as stream:
+        found = os.fstat(stream.fileno())
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SYNCD_")}
+        env["JOURNAL_STREAM"] = f"{found.st_dev}:{found.st_ino}"
+        for args in (["check"], ["sync", "--show", "1"], ["status"]):
+            subprocess.run(
+                [str(SYNCD), *args, "--config", str(site.config)],
+                stdout=subprocess.DEVNULL,
+                stderr=stream,
+                env=env,
+                timeout=DEADLINE,
+            )
+
+    lines = journal.read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith(f"<4>warning: {site.config} holds a secret"), lines
+    assert any(line.startswith("<6>syncd.platform: obtained a new access token") for line in lines)
+    assert lines[-1] == f"<3>error: no syncd daemon (syncd run) serves {site.state_dir}"
+    assert all(line[:1] == "<" and line[2:3] == ">" for line in lines), lines
