@@ -27,7 +27,7 @@ from syncd.lock import holder
 from syncd.runner import lock_holder, now_ms
 from syncd.runs import read_with, reading
 
-log = logging.getLogger(__name__)
+run_log = logging.getLogger("syncd.run")  # what a run did, for the daemon and the shell alike
 
 DAEMON_CURSOR = "daemon"  # JSON: pid, host, started_at, state, status, next_run, next_read
 DAEMON_LOCK = "daemon.lock"
@@ -256,7 +256,7 @@ def _run_line(run: Run) -> str:
 def log_failures(engine: Engine, run_id: int) -> None:
     """One WARNING per reason the run's items failed, with how many (the items: DEBUG)."""
     for error, n in store.failure_groups(engine, run_id):
-        log.warning(
+        run_log.warning(
             "run %d: %d %s failed: %s",
             run_id,
             n,

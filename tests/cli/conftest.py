@@ -1,20 +1,8 @@
-"""Fixtures of the command-line tests: a ``site`` (CSV source, settings, state directory)."""
+"""Fixtures of the command-line tests: the daemon tests' ``site`` (CSV source, settings,
+state directory, the processes it started killed at teardown)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from tests.daemon.conftest import site
 
-import pytest
-
-from syncd.emulator import RunningEmulator
-from tests.daemon.support import Site
-
-
-@pytest.fixture
-def site(tmp_path: Path, emulator: RunningEmulator) -> Iterator[Site]:
-    made = Site(tmp_path, emulator)
-    try:
-        yield made
-    finally:
-        made.close()
+__all__ = ["site"]
