@@ -384,7 +384,7 @@ class Screen:
         else:
             if not self.shown_plan:  # stopped before planning: what was read, if anything
                 print_plan(result, self.show, long=self.long)
-            print_applied(engine, result)
+            print_applied(result)
             print_end(result, code)
         if result.outcome == "failed" and result.error:  # blocked: the guards' lines said why
             err.print(problem("error:", result.error, logging.ERROR))
@@ -456,7 +456,7 @@ def applied_counts(result: RunResult) -> dict[str, Counter[str]]:
     return done
 
 
-def print_applied(engine: Engine, result: RunResult) -> None:
+def print_applied(result: RunResult) -> None:
     if result.applied is None:
         return
     done = applied_counts(result)
@@ -485,7 +485,7 @@ def _print_run(settings: Settings, result: RunResult, show: int) -> None:
     try:
         print_plan(result, show)
         log_failures(engine, result.run_id)
-        print_applied(engine, result)
+        print_applied(result)
     finally:
         engine.dispose()  # `syncd demo` prints two runs: no engine left open behind it
     print_end(result, result.exit_code)

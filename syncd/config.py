@@ -437,6 +437,7 @@ def load_settings(
 
 
 def _names_setting(name: str) -> bool:
+    """A SYNCD_* variable other than those syncd reads besides settings (case-insensitive)."""
     upper = name.upper()
     return upper.startswith(ENV_PREFIX) and upper not in NOT_SETTINGS_ENV
 
@@ -445,7 +446,7 @@ def _check_environment_names() -> None:
     """A SYNCD_* variable must name a settings key, else its typo would go unnoticed."""
     fields = Settings.model_fields
     for name in sorted(os.environ):
-        if not _names_setting(name):  # the environment is read case-insensitively
+        if not _names_setting(name):
             continue
         upper = name.upper()
         first = upper.removeprefix(ENV_PREFIX).split(ENV_NESTING)[0].lower()
@@ -511,7 +512,7 @@ def _describe_unparsable() -> str:
     """Name the SYNCD_* variables whose value pydantic-settings could not decode."""
     culprits = []
     for name in sorted(os.environ):
-        if not name.upper().startswith(ENV_PREFIX) or name.upper() in NOT_SETTINGS_ENV:
+        if not _names_setting(name):
             continue
         field = _env_field(name)
         if field is None or not _is_complex(field.annotation):

@@ -3,6 +3,10 @@
 The access token travels in the query string (``?access_token=...``), and httpx logs
 request URLs, so redaction happens when a log record is made, for every logger and
 every handler, and once more on each formatted line (tracebacks included).
+
+Lines are text or JSON (python-json-logger), on stderr. Under journald each carries its
+priority (``<4>``) and text lines no time of their own; on a terminal that shows
+progress bars they go through the bars' console, which prints them above the bars.
 """
 
 from __future__ import annotations
@@ -143,8 +147,10 @@ def to_journal(environ: Mapping[str, str] = os.environ) -> bool:
 
 def journal_prefix(levelno: int) -> str:
     """``<3>`` for an error, ``<4>`` a warning ... when stderr goes to the journal, else ""."""
-    if not to_journal():
-        return ""
+    return _priority(levelno) if to_journal() else ""
+
+
+def _priority(levelno: int) -> str:
     priority = next((p for level, p in _PRIORITIES if levelno >= level), _DEBUG_PRIORITY)
     return f"<{priority}>"
 
@@ -157,7 +163,7 @@ class _JournalFormatter(logging.Formatter):
         self.inner = inner
 
     def format(self, record: logging.LogRecord) -> str:
-        prefix = journal_prefix(record.levelno)
+        prefix = _priority(record.levelno)
         # A traceback spans lines: each must carry the priority, or it falls back to info.
         return "\n".join(prefix + line for line in self.inner.format(record).splitlines())
 
