@@ -26,6 +26,9 @@ RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
 USER 10001:10001
 WORKDIR /var/lib/syncd
 VOLUME ["/var/lib/syncd"]
-# Exit 0 while the daemon runs and keeps its schedule (see `syncd status`).
+# The metrics endpoint, when enabled: -e SYNCD_METRICS__ENABLED=true
+# -e SYNCD_METRICS__HOST=0.0.0.0 -p 127.0.0.1:9464:9464 (README.md, "Container").
+EXPOSE 9464
+# Exit 0 while the daemon runs, keeps its schedule and its runs succeed (`syncd status`).
 HEALTHCHECK --interval=1m --timeout=30s --start-period=2m --retries=3 CMD ["syncd", "status"]
 ENTRYPOINT ["syncd", "run"]

@@ -1,14 +1,18 @@
-"""``syncd status``: the daemon, its next run, the run lock and the last runs.
+"""``syncd status``: the daemon, its next run, the run lock, the last runs, and its health.
 
 It reads what the daemon leaves behind (its lock file and its record in the state
-database), so it works from any process on the host. Its exit code says whether the
-daemon is healthy, as an LSB init script's status does: 0 running and on schedule, 3
-not running, 1 running but its next run is long overdue (the container healthcheck).
+database), so it works from any process on the host. Its exit code says whether syncd is
+healthy, as an LSB init script's status does (the container's health check): 0 running
+and syncing, 3 not running, 1 running but unhealthy: its next run is long overdue, the
+last run failed or was blocked, or no run succeeded within ``status.max_success_age_minutes``.
+Dry runs (``--dry-run``, ``--check``) are listed apart and never count for health.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -18,15 +22,18 @@ from sqlalchemy import Engine, text
 
 from syncd import snapshot as store
 from syncd.config import Settings
-from syncd.errors import DaemonNotRunning, DaemonStuck
+from syncd.errors import DaemonNotRunning, SyncdError, Unhealthy
 from syncd.lock import holder
 from syncd.runner import lock_holder, now_ms
 from syncd.runs import read_with, reading
+
+run_log = logging.getLogger("syncd.run")  # what a run did, for the daemon and the shell alike
 
 DAEMON_CURSOR = "daemon"  # JSON: pid, host, started_at, state, status, next_run, next_read
 DAEMON_LOCK = "daemon.lock"
 OVERDUE_SECONDS = 60  # past next run + misfire grace, an idle daemon counts as stuck
 RECENT_RUNS = 5
+FAILED = ("failed", "blocked")  # ok and partial succeeded: ran to the end, sent what it could
 
 
 def daemon_holder(state_dir: Path) -> dict[str, Any] | None:
@@ -34,26 +41,98 @@ def daemon_holder(state_dir: Path) -> dict[str, Any] | None:
     return holder(state_dir / DAEMON_LOCK)
 
 
-def print_status(settings: Settings, console: Console) -> None:
-    """The daemon, its next run, the run lock and the last runs; raises when it is not healthy.
+@dataclass(frozen=True)
+class Run:
+    id: int
+    trigger: str
+    mode: str  # apply or dry_run
+    read: str
+    started_at: int
+    finished_at: int | None
+    outcome: str
 
-    ``console`` prints text as it is, never as markup (``syncd.cli.out``).
-    """
-    holder = daemon_holder(settings.state_dir)
-    if not settings.database.exists():  # do not create a state database just to look at it
-        _print_daemon(console, holder, {})
-        console.print(f"no runs recorded yet (no state database at {settings.database})")
-        _check_health(settings, holder, {})
-        return
-    engine = store.open_engine(settings.database)
-    try:
-        record = _daemon_record(engine)
-        _print_daemon(console, holder, record)
-        _print_lock(console, settings.state_dir)
-        _print_runs(console, engine)
-    finally:
-        engine.dispose()
-    _check_health(settings, holder, record)
+    def document(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "trigger": self.trigger,
+            "dry_run": self.mode == "dry_run",
+            "read": self.read,
+            "started_at": iso(self.started_at),
+            "finished_at": iso(self.finished_at),
+            "outcome": self.outcome,
+        }
+
+
+@dataclass
+class Status:
+    """What ``syncd status`` found, and the problem that makes syncd unhealthy, if any."""
+
+    state_dir: Path
+    database: Path | None  # None: no state database yet
+    daemon: dict[str, Any] | None  # the daemon lock's holder: pid, host, since
+    record: dict[str, Any]  # what the daemon last wrote: status, next run, reload error
+    run_lock: dict[str, Any] | None
+    runs: list[Run] = field(default_factory=list)  # the last real runs, newest first
+    last_dry_run: Run | None = None
+    last_success: int | None = None  # when the last ok or partial run finished (ms)
+    problem: SyncdError | None = None
+
+    def check_health(self) -> None:
+        """Raise the problem: its exit code is the command's (3 no daemon, 1 unhealthy)."""
+        if self.problem is not None:
+            raise self.problem
+
+    def document(self) -> dict[str, Any]:
+        """``syncd status --output json``: the shape README.md documents."""
+        record, daemon = self.record, self.daemon
+        return {
+            "healthy": self.problem is None,
+            "problem": str(self.problem) if self.problem is not None else None,
+            "exit_code": self.problem.exit_code if self.problem is not None else 0,
+            "daemon": None
+            if daemon is None
+            else {
+                "pid": daemon.get("pid"),
+                "host": daemon.get("host"),
+                "started_at": iso(daemon.get("since")),
+                "status": record.get("status"),
+                "next_run": iso(record.get("next_run")),
+                "next_read": record.get("next_read"),
+                "settings_error": record.get("reload_error"),
+            },
+            "run_lock": None
+            if self.run_lock is None
+            else {
+                "held_by": self.run_lock.get("purpose"),
+                "pid": self.run_lock.get("pid"),
+                "host": self.run_lock.get("host"),
+                "since": iso(self.run_lock.get("since")),
+            },
+            "last_success": iso(self.last_success),
+            "runs": [r.document() for r in self.runs],
+            "last_dry_run": self.last_dry_run.document() if self.last_dry_run else None,
+        }
+
+
+def read_status(settings: Settings) -> Status:
+    """Everything ``syncd status`` shows; reads the state database only, creates nothing."""
+    found = Status(
+        settings.state_dir,
+        None,
+        daemon_holder(settings.state_dir),
+        {},
+        lock_holder(settings.state_dir),
+    )
+    if settings.database.exists():  # do not create a state database just to look at it
+        found.database = settings.database
+        engine = store.open_engine(settings.database)
+        try:
+            found.record = _daemon_record(engine)
+            _read_runs(engine, found)
+        finally:
+            engine.dispose()
+    found.problem = _problem(settings, found, now_ms())
+    return found
 
 
 def _daemon_record(engine: Engine) -> dict[str, Any]:
@@ -63,6 +142,79 @@ def _daemon_record(engine: Engine) -> dict[str, Any]:
     except ValueError:
         return {}
     return record
+
+
+_RUNS = "SELECT id, trigger, mode, read, started_at, finished_at, outcome FROM runs"
+
+
+def _read_runs(engine: Engine, found: Status) -> None:
+    with reading(engine) as conn:
+        rows = conn.execute(
+            text(_RUNS + " WHERE mode = 'apply' ORDER BY id DESC LIMIT :n"), {"n": RECENT_RUNS}
+        ).all()
+        dry = conn.execute(text(_RUNS + " WHERE mode = 'dry_run' ORDER BY id DESC LIMIT 1"))
+        success = conn.execute(
+            text(
+                "SELECT MAX(finished_at) FROM runs "
+                "WHERE mode = 'apply' AND outcome IN ('ok', 'partial')"
+            )
+        ).scalar()
+        last_dry = dry.first()
+    found.runs = [Run(*row) for row in rows]
+    found.last_dry_run = Run(*last_dry) if last_dry is not None else None
+    found.last_success = int(success) if success else None
+
+
+def _problem(settings: Settings, found: Status, now: int) -> SyncdError | None:
+    """Why syncd is not healthy, or None."""
+    daemon = found.daemon
+    if daemon is None:
+        return DaemonNotRunning(f"no syncd daemon (syncd run) serves {settings.state_dir}")
+    due = found.record.get("next_run")
+    late = (now - due) / 1000 if isinstance(due, int) else 0
+    if found.run_lock is None and late > settings.schedule.misfire_grace_seconds + OVERDUE_SECONDS:
+        return Unhealthy(
+            f"the daemon's next run was due at {when(due)} and has not started: "
+            "it may be stuck (systemctl restart syncd)"
+        )
+    finished = [r for r in found.runs if r.outcome != "running"]
+    if finished and finished[0].outcome in FAILED:
+        last = finished[0]
+        return Unhealthy(
+            f"the last run, {last.id}, {last.outcome} at {when(last.finished_at)}: "
+            f"syncd reports show {last.id}"
+        )
+    max_age = settings.status.max_success_age_minutes
+    since = max(found.last_success or 0, int(daemon.get("since") or 0))
+    if max_age and now - since > max_age * 60_000:
+        latest = f"the last at {when(found.last_success)}" if found.last_success else "none yet"
+        return Unhealthy(
+            f"no run has succeeded for {max_age} minutes ({latest}; status.max_success_age_minutes)"
+        )
+    return None
+
+
+# ---------------------------------------------------------------- text
+
+
+def print_status(found: Status, console: Console) -> None:
+    """``console`` prints text as it is, never as markup (``syncd.cli.out``)."""
+    _print_daemon(console, found.daemon, found.record)
+    if found.database is None:
+        database = found.state_dir / "syncd.db"
+        console.print(f"no runs recorded yet (no state database at {database})")
+        return
+    _print_lock(console, found.run_lock)
+    console.print(f"health     {found.problem or 'ok'}")
+    if not found.runs:
+        console.print("last runs  none recorded")
+    else:
+        console.print("last runs")
+        for run in found.runs:
+            console.print("  " + _run_line(run))
+    if found.last_dry_run is not None:
+        console.print("last dry run")
+        console.print("  " + _run_line(found.last_dry_run))
 
 
 def _print_daemon(console: Console, holder: dict[str, Any] | None, record: dict[str, Any]) -> None:
@@ -82,8 +234,7 @@ def _print_daemon(console: Console, holder: dict[str, Any] | None, record: dict[
         console.print(f"settings   {record['reload_error']}")
 
 
-def _print_lock(console: Console, state_dir: Path) -> None:
-    held = lock_holder(state_dir)
+def _print_lock(console: Console, held: dict[str, Any] | None) -> None:
     if held is None:
         console.print("run lock   free")
         return
@@ -93,40 +244,29 @@ def _print_lock(console: Console, state_dir: Path) -> None:
     )
 
 
-def _print_runs(console: Console, engine: Engine) -> None:
-    with reading(engine) as conn:
-        rows = conn.execute(
-            text(
-                "SELECT id, trigger, mode, read, started_at, finished_at, outcome FROM runs "
-                "ORDER BY id DESC LIMIT :n"
-            ),
-            {"n": RECENT_RUNS},
-        ).all()
-    if not rows:
-        console.print("last runs  none recorded")
-        return
-    console.print("last runs")
-    for run_id, trigger, mode, read, started, finished, outcome in rows:
-        took = f"{(finished - started) / 1000:.1f} s" if finished else "-"
-        what = f"{trigger} {'dry run' if mode == 'dry_run' else read}"
-        console.print(f"  {run_id:>5}  {when(started)}  {what:<22} {outcome:<12} {took}")
+def _run_line(run: Run) -> str:
+    took = f"{(run.finished_at - run.started_at) / 1000:.1f} s" if run.finished_at else "-"
+    what = f"{run.trigger} {'dry run' if run.mode == 'dry_run' else run.read}"
+    return f"{run.id:>5}  {when(run.started_at)}  {what:<22} {run.outcome:<12} {took}"
 
 
-def _check_health(
-    settings: Settings, holder: dict[str, Any] | None, record: dict[str, Any]
-) -> None:
-    """Exit 3 when no daemon runs, 1 when its next run is long overdue and nothing runs."""
-    if holder is None:
-        raise DaemonNotRunning(f"no syncd daemon (syncd run) serves {settings.state_dir}")
-    due = record.get("next_run")
-    if not isinstance(due, int) or lock_holder(settings.state_dir) is not None:
-        return
-    late = (now_ms() - due) / 1000
-    if late > settings.schedule.misfire_grace_seconds + OVERDUE_SECONDS:
-        raise DaemonStuck(
-            f"the daemon's next run was due at {when(due)} and has not started: "
-            "it may be stuck (systemctl restart syncd)"
+# ---------------------------------------------------------------- a run's failures
+
+
+def log_failures(engine: Engine, run_id: int) -> None:
+    """One WARNING per reason the run's items failed, with how many (the items: DEBUG)."""
+    for error, n in store.failure_groups(engine, run_id):
+        run_log.warning(
+            "run %d: %d %s failed: %s",
+            run_id,
+            n,
+            "item" if n == 1 else "items",
+            error,
+            extra={"run_id": run_id},
         )
+
+
+# ---------------------------------------------------------------- times
 
 
 def clock(at: datetime | None) -> str:
@@ -134,6 +274,14 @@ def clock(at: datetime | None) -> str:
 
 
 def when(ms: Any) -> str:
+    """A time in milliseconds, local, with its zone: ``2026-11-23 14:08:05 +0100``."""
     if not isinstance(ms, int | float) or not ms:
         return "-"
-    return clock(datetime.fromtimestamp(ms / 1000))
+    return datetime.fromtimestamp(ms / 1000).astimezone().strftime("%Y-%m-%d %H:%M:%S %z")
+
+
+def iso(ms: Any) -> str | None:
+    """A time in milliseconds as local ISO 8601 with its zone, for JSON; None when unset."""
+    if not isinstance(ms, int | float) or not ms:
+        return None
+    return datetime.fromtimestamp(ms / 1000).astimezone().isoformat(timespec="milliseconds")

@@ -1,7 +1,14 @@
 """The ``syncd`` command: sync, check, run, status, reports, emulator, demo.
 
 Exit codes: 0 everything applied (or nothing to do), 1 some items failed (or, with
-``--check``, changes pending), 2 blocked by a guard, 3 could not run.
+``--check``, changes pending; ``status``: unhealthy), 2 blocked by a guard, 3 could not
+run (a usage error too).
+
+A shell sync shows what it will do before doing it, as ``terraform apply`` does: a
+spinner while it reads and plans, then the plan and the guards' decisions, then bars
+while it applies, then the outcome. On a terminal the spinner, the bars and the log
+lines share one console, so a log line prints above the bars instead of through them.
+``--output json`` prints one JSON document instead (README, "Output for scripts").
 
 The consoles print text as it is: no markup, emoji codes or highlighting, so a value
 shown (a path, an error, a name from the source) can never be read as markup. ``[/hr]``
@@ -11,36 +18,59 @@ in a path would otherwise end a style that was never opened and crash the comman
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import os
 import signal
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+from enum import StrEnum
+from importlib.metadata import version as package_version
 from pathlib import Path
+from types import TracebackType
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.text import Text
 
 from syncd.config import Settings, load_settings
 from syncd.errors import EXIT_FAILED, EXIT_OK, SyncdError
-from syncd.logs import redact, register_secret, setup_logging
+from syncd.logs import (
+    add_log_fields,
+    journal_prefix,
+    log_context,
+    redact,
+    register_secret,
+    setup_logging,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-    from syncd.executor import Progress
+    from syncd.plan import Change
     from syncd.runner import RunResult
 
 app = typer.Typer(
     name="syncd",
     help="Keep the platform's organization tree and employees in step with LDAP, AD or CSV.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
 # Long lines stay whole in logs and pipes; text is never markup (see the docstring).
@@ -48,24 +78,94 @@ out = Console(soft_wrap=True, markup=False, emoji=False, highlight=False)
 err = Console(stderr=True, soft_wrap=True, markup=False, emoji=False, highlight=False)
 log = logging.getLogger("syncd")
 
+
+@dataclass
+class _Options:
+    """What the options before the command (``syncd -v sync``) asked for."""
+
+    level: str | None = None  # -v / -q: over the settings' log_level
+    quiet: bool = False
+
+
+options = _Options()
+
+
+def _settings_file(value: Path | None) -> Path | None:
+    if value is not None and str(value) in ("", "."):
+        raise typer.BadParameter("must name a settings file")
+    return value
+
+
 ConfigOption = Annotated[
     Path | None,
     typer.Option(
-        "--config", "-c", help="Settings file (default: $SYNCD_CONFIG).", show_default=False
+        "--config",
+        "-c",
+        help="Settings file (default: $SYNCD_CONFIG).",
+        show_default=False,
+        callback=_settings_file,
     ),
 ]
 
 
-def settings_from(config: Path | None, *, require_secrets: bool = True) -> Settings:
+class Output(StrEnum):
+    TEXT = "text"
+    JSON = "json"
+
+
+OutputOption = Annotated[
+    Output,
+    typer.Option(
+        "--output", "-o", help="text, or json: one document of a stable shape (see README)."
+    ),
+]
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        out.print(f"syncd {package_version('syncd')}")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _before_the_command(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Log at DEBUG: each failed item, each request.")
+    ] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Log only warnings and errors; no progress.")
+    ] = False,
+) -> None:
+    if verbose and quiet:
+        raise typer.BadParameter("give one of --verbose and --quiet", param_hint="-v/-q")
+    options.level = "DEBUG" if verbose else "WARNING" if quiet else None
+    options.quiet = quiet
+    _setup_logging(options.level or "INFO", "text")
+
+
+def _setup_logging(level: str, fmt: str) -> None:
+    setup_logging(level, fmt, console=err if err.is_terminal else None)
+
+
+def settings_from(
+    config: Path | None, *, require_secrets: bool = True, platform_secret: bool = True
+) -> Settings:
     """Load settings, set up logging and register the secrets for redaction."""
     settings = load_settings(
         config,
-        warn=lambda message: err.print(labelled("warning:", "yellow", message)),
+        warn=lambda message: err.print(problem("warning:", message, logging.WARNING)),
         require_secrets=require_secrets,
+        platform_secret=platform_secret,
     )
     for secret in settings.secret_values():
         register_secret(secret)
-    setup_logging(settings.log_level, settings.log_format)
+    _setup_logging(options.level or settings.log_level, settings.log_format)
     return settings
 
 
@@ -74,7 +174,14 @@ def labelled(label: str, style: str, value: str) -> Text:
     return Text.assemble((label, style), " ", value)
 
 
-# The colour of each action's symbol (the symbols are the text report's) on a terminal.
+def problem(label: str, message: str, level: int) -> Text:
+    """``error: ...`` or ``warning: ...``; under journald with its priority (``<3>``)."""
+    style = "red" if level >= logging.ERROR else "yellow"
+    return Text(journal_prefix(level)) + labelled(label, style, message)
+
+
+# The colour of each action's symbol (the symbols are the text report's) on a terminal,
+# in the order counts are shown: the order changes are applied in.
 ACTION_STYLES = {
     "create": "green",
     "adopt": "cyan",
@@ -85,6 +192,17 @@ ACTION_STYLES = {
     "remove": "red",
     "delete": "red",
 }
+
+
+def in_order(counts: Mapping[str, int]) -> list[tuple[str, int]]:
+    """(action, count) in the fixed order: create, adopt, update, move, unlock, lock, ..."""
+    return [(action, counts[action]) for action in ACTION_STYLES if counts.get(action)]
+
+
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise typer.BadParameter("must be a finite number")
+    return value
 
 
 @app.command()
@@ -98,16 +216,29 @@ def sync(
     ] = False,
     allow_removals: Annotated[
         int | None,
-        typer.Option(help="Let this run lock, remove or delete up to N records past the guards."),
+        typer.Option(
+            min=0, help="Let this run lock, remove or delete up to N records past the guards."
+        ),
     ] = None,
     incremental: Annotated[
         bool,
         typer.Option(help="LDAP: read only what changed since the last run (finds no leavers)."),
     ] = False,
-    show: Annotated[int, typer.Option(help="Changes to list (0: all).")] = 200,
-    wait: Annotated[float, typer.Option(help="Seconds to wait for a running sync to finish.")] = 0,
+    show: Annotated[int, typer.Option(min=0, help="Changes to list (0: all).")] = 200,
+    long: Annotated[
+        bool, typer.Option("--long", "-l", help="List the fields each change sets, one a line.")
+    ] = False,
+    wait: Annotated[
+        float,
+        typer.Option(min=0, callback=_finite, help="Seconds to wait for a running sync to finish."),
+    ] = 0,
+    output: OutputOption = Output.TEXT,
 ) -> None:
-    """Sync the source to the platform; with --dry-run, only show what would change."""
+    """Sync the source to the platform: show the plan, then apply it; --dry-run only shows it."""
+    from syncd import snapshot as store
+    from syncd._status import log_failures
+    from syncd.dry_runs import prune_dry_runs
+    from syncd.metrics import write_textfile
     from syncd.runner import RunRequest, run_sync
 
     settings = settings_from(config)
@@ -116,29 +247,155 @@ def sync(
         read="incremental" if incremental else "full",
         allow_removals=allow_removals,
     )
-    with _stop_on_signals() as stop, _progress() as progress:
-        result = run_sync(settings, request, progress=progress, stop=stop, lock_wait_seconds=wait)
-    _print_run(settings, result, show)
-    code = result.exit_code
-    if check_only and code == 0 and result.plan is not None and result.plan.changes:
-        code = 1
+    screen = Screen(
+        show=show, long=long, as_json=output is Output.JSON, log_format=settings.log_format
+    )
+    engine = store.open_engine(settings.database)
+    try:
+        with _stop_on_signals() as stop, screen, log_context():
+            result = run_sync(
+                settings,
+                request,
+                engine=engine,
+                progress=screen,
+                stop=stop,
+                on_planned=screen.planned,
+                lock_wait_seconds=wait,
+            )
+        log_failures(engine, result.run_id)
+        code = result.exit_code
+        if check_only and code == 0 and result.plan is not None and result.plan.changes:
+            code = 1
+        screen.finished(engine, result, code)
+        if request.dry_run:
+            prune_dry_runs(engine, settings.reports.dry_run_keep_days)
+        elif settings.metrics.textfile is not None:
+            write_textfile(engine, settings.metrics.textfile)
+    finally:
+        engine.dispose()
     raise typer.Exit(code)
 
 
-def _print_run(settings: Settings, result: RunResult, show: int) -> None:
-    from syncd import snapshot as store
-
-    engine = store.open_engine(settings.database)
-    try:
-        _print_outcome(engine, result, show)
-    finally:
-        engine.dispose()  # `syncd demo` prints two runs: no engine left open behind it
-    if result.error:
-        err.print(labelled("error:", "red", result.error))
+def live(log_format: str) -> bool:
+    """Whether to show a spinner and bars: on a terminal, not asked to be quiet, text logs."""
+    return err.is_terminal and not options.quiet and log_format == "text"
 
 
-def _print_outcome(engine: Engine, result: RunResult, show: int) -> None:
-    from syncd import snapshot as store
+def spinner(description: str) -> Progress:
+    """A spinner with what is being done and for how long; it vanishes once stopped."""
+    display = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
+    display.add_task(description, total=None)
+    return display
+
+
+# The runner logs how a run ended (failed, blocked) for the daemon, whose only output is
+# its log; a shell sync shows that itself, once (the error, or the guards' lines).
+_RUNNER_LOG = logging.getLogger("syncd.runner")
+
+
+def _told_by_the_screen(record: logging.LogRecord) -> bool:
+    return record.levelno < logging.ERROR
+
+
+class _Rate(ProgressColumn):
+    """Items per second, once there is enough to measure."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(f"{speed:,.0f}/s" if speed else "", style="progress.data.speed")
+
+
+class Screen:
+    """What a shell sync shows, in order: a spinner while it reads and plans, the plan
+    once made (nothing sent yet), bars while it applies, then what was done.
+
+    It is the run's progress (``phase``/``advance``); off a terminal, or with ``-q``,
+    each apply phase is one log line instead of a bar.
+    """
+
+    def __init__(self, *, show: int, long: bool, as_json: bool, log_format: str) -> None:
+        self.show = show
+        self.long = long
+        self.as_json = as_json
+        self.live = live(log_format)
+        self.shown_plan = False
+        self._spinner: Progress | None = None
+        self._bars: Progress | None = None
+        self._task: Any = None
+
+    def __enter__(self) -> Screen:
+        _RUNNER_LOG.addFilter(_told_by_the_screen)
+        if self.live:
+            self._spinner = spinner("reading the source and the platform, planning")
+            self._spinner.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        _RUNNER_LOG.removeFilter(_told_by_the_screen)
+        for display in (self._spinner, self._bars):
+            if display is not None:
+                display.stop()
+        self._spinner = self._bars = None
+
+    # ------------------------------------------------------------ the run's hooks
+
+    def planned(self, result: RunResult) -> None:
+        """The plan is made and the guards have decided: show both before anything is sent."""
+        add_log_fields(run_id=result.run_id)
+        if self._spinner is not None:
+            self._spinner.stop()
+            self._spinner = None
+        if not self.as_json:
+            print_plan(result, self.show, long=self.long)
+        self.shown_plan = True
+
+    def phase(self, name: str, total: int) -> None:
+        if not self.live:
+            log.info("%s: %d items", name, total)
+            return
+        if self._bars is None:
+            self._bars = Progress(
+                TextColumn("{task.description:<28}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                _Rate(),
+                TimeRemainingColumn(),
+                console=err,
+            )
+            self._bars.start()
+        self._task = self._bars.add_task(name, total=total)
+
+    def advance(self, n: int) -> None:
+        if self._bars is not None and self._task is not None:
+            self._bars.advance(self._task, n)
+
+    # ------------------------------------------------------------ the end
+
+    def finished(self, engine: Engine, result: RunResult, code: int) -> None:
+        if self.as_json:
+            print_json(run_document(engine, result, self.show, code))
+        else:
+            if not self.shown_plan:  # stopped before planning: what was read, if anything
+                print_plan(result, self.show, long=self.long)
+            print_applied(result)
+            print_end(result, code)
+        if result.outcome == "failed" and result.error:  # blocked: the guards' lines said why
+            err.print(problem("error:", result.error, logging.ERROR))
+
+
+def print_plan(result: RunResult, show: int, *, long: bool = False) -> None:
+    """What was read, the plan (counts, then up to ``show`` changes), notes and guards."""
     from syncd.report import SYMBOLS, printable
 
     if result.directory is not None:
@@ -150,17 +407,21 @@ def _print_outcome(engine: Engine, result: RunResult, show: int) -> None:
     the_plan = result.plan
     if the_plan is not None:
         counts = Counter(c.action.value for c in the_plan.changes)
-        summary = ", ".join(f"{n} to {a}" for a, n in counts.items()) or "no changes"
+        summary = ", ".join(f"{n} to {a}" for a, n in in_order(counts)) or "no changes"
         out.print(labelled("plan:", "bold", summary))
-        for item in store.load_items(engine, result.run_id, limit=show or None):
-            action = item["action"]
+        listed = the_plan.changes[: show or None]
+        for change in listed:
+            action = change.action.value
             symbol = SYMBOLS.get(action, "*")
             out.print(
                 Text.assemble("  ", (symbol, ACTION_STYLES.get(action, "")), " ")
-                + printable(item["message"])
+                + printable(change.message)
             )
-        if show and len(the_plan.changes) > show:
-            hidden = len(the_plan.changes) - show
+            if long:
+                for line in field_lines(change):
+                    out.print("      " + line)
+        if len(the_plan.changes) > len(listed):
+            hidden = len(the_plan.changes) - len(listed)
             out.print(f"  ... and {hidden} more: syncd reports show {result.run_id}")
         for note in the_plan.notes:
             out.print(Text("  ") + labelled(f"{note.kind}:", "magenta", printable(note.message)))
@@ -168,18 +429,55 @@ def _print_outcome(engine: Engine, result: RunResult, show: int) -> None:
         mark = Text("ok", "green") if guard.passed else Text("BLOCKED", "red")
         message = guard.message + (" (overridden)" if guard.overridden else "")
         out.print(Text.assemble(f"guard {guard.name}: ", mark, " ", printable(message)))
+
+
+def field_lines(change: Change) -> list[str]:
+    """``field: value`` for each field a create sets, ``field: before → after`` otherwise."""
+    from syncd import report as rpt
+
+    item = rpt.Item(
+        seq=0,
+        kind=change.kind.value,
+        key=change.key,
+        display=change.display,
+        action=change.action.value,
+        before=change.before,
+        after=change.after,
+    )
+    p, value = rpt.printable, rpt.field_value
+    return [
+        f"{p(k)}: {p(value(a))}" if b is None else f"{p(k)}: {p(value(b))} → {p(value(a))}"
+        for k, b, a in item.field_changes()
+    ]
+
+
+def applied_counts(result: RunResult) -> dict[str, Counter[str]]:
+    """Applied items by outcome, then action."""
+    done: dict[str, Counter[str]] = {}
     if result.applied is not None:
-        done: Counter[tuple[str, str]] = Counter()
         for (_, action, outcome), n in result.applied.counts.items():
-            done[(action, outcome)] += n
-        line = ", ".join(f"{n} {a}" for (a, o), n in sorted(done.items()) if o == "ok")
-        out.print(labelled("applied:", "bold", line or "nothing"))
-        for error, n in store.failure_groups(engine, result.run_id):
-            out.print(Text("  ") + labelled(f"{n} ×", "red", printable(error)))
+            done.setdefault(outcome, Counter())[action] += n
+    return done
+
+
+def print_applied(result: RunResult) -> None:
+    if result.applied is None:
+        return
+    done = applied_counts(result)
+    line = ", ".join(f"{n} {a}" for a, n in in_order(done.get("ok", Counter()))) or "nothing"
+    failed = sum(done.get("failed", Counter()).values())
+    text = labelled("applied:", "bold", line)
+    if failed:
+        text += Text.assemble("; ", (f"{failed} failed", "red"))
+        text += f" (syncd reports show {result.run_id} --failed-only)"
+    out.print(text)
+
+
+def print_end(result: RunResult, code: int) -> None:
     label = "dry run" if result.dry_run else "run"
     colours = {"ok": "green", "partial": "yellow", "blocked": "red", "failed": "red"}
     ended = Text(result.outcome, colours.get(result.outcome, "yellow"))
-    out.print(Text.assemble(f"{label} {result.run_id}: ", ended, f" (exit {result.exit_code})"))
+    out.print(Text.assemble(f"{label} {result.run_id}: ", ended, f" (exit {code})"))
 
 
 @contextmanager
@@ -207,61 +505,112 @@ def _stop_on_signals() -> Iterator[threading.Event]:
             signal.signal(signum, handler)
 
 
-@contextmanager
-def _progress() -> Iterator[Progress]:
-    """Progress bars on a terminal, one log line per phase otherwise."""
-    if not err.is_terminal:
-        yield _LogProgress()
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-    from rich.progress import Progress as Bars
+def _print_run(settings: Settings, result: RunResult, show: int) -> None:
+    """A run shown after the fact (``syncd demo``): plan, guards, what was done."""
+    from syncd import snapshot as store
+    from syncd._status import log_failures
 
-    with Bars(
-        TextColumn("{task.description:<28}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=False,
-    ) as bars:
-        yield _BarProgress(bars)
+    engine = store.open_engine(settings.database)
+    try:
+        print_plan(result, show)
+        log_failures(engine, result.run_id)
+        print_applied(result)
+    finally:
+        engine.dispose()  # `syncd demo` prints two runs: no engine left open behind it
+    print_end(result, result.exit_code)
 
 
-class _LogProgress:
-    def phase(self, name: str, total: int) -> None:
-        log.info("%s: %d items", name, total)
-
-    def advance(self, n: int) -> None:
-        pass
+# ---------------------------------------------------------------- --output json
 
 
-class _BarProgress:
-    def __init__(self, bars: Any) -> None:
-        self.bars = bars
-        self.task: Any = None
+def print_json(document: Mapping[str, Any]) -> None:
+    """One JSON document on stdout, as it is (never through the console's markup)."""
+    out.file.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+    out.file.flush()
 
-    def phase(self, name: str, total: int) -> None:
-        self.task = self.bars.add_task(name, total=total)
 
-    def advance(self, n: int) -> None:
-        if self.task is not None:
-            self.bars.advance(self.task, n)
+def run_document(engine: Engine, result: RunResult, show: int, code: int) -> dict[str, Any]:
+    """``syncd sync --output json``: the shape README.md documents."""
+    from syncd import snapshot as store
+
+    d, the_plan = result.directory, result.plan
+    changes = the_plan.changes if the_plan is not None else ()
+    done = applied_counts(result)
+    return {
+        "run_id": result.run_id,
+        "dry_run": result.dry_run,
+        "outcome": result.outcome,
+        "exit_code": code,
+        "error": result.error,
+        "source": None
+        if d is None
+        else {
+            "read": "full" if d.complete else "incremental",
+            "departments": len(d.departments),
+            "employees": len(d.employees),
+            "rejected": len(d.rejected),
+        },
+        "planned": dict(in_order(Counter(c.action.value for c in changes))),
+        "changes": [_change_document(c) for c in changes[: show or None]],
+        "notes": [{"kind": n.kind, "key": n.key, "message": n.message} for n in the_plan.notes]
+        if the_plan is not None
+        else [],
+        "guards": [
+            {"name": g.name, "passed": g.passed, "overridden": g.overridden, "message": g.message}
+            for g in result.guards
+        ],
+        "applied": None
+        if result.applied is None
+        else {outcome: dict(in_order(counts)) for outcome, counts in sorted(done.items())},
+        "failures": [
+            {"error": error, "count": n} for error, n in store.failure_groups(engine, result.run_id)
+        ],
+    }
+
+
+def _change_document(c: Change) -> dict[str, Any]:
+    return {
+        "kind": c.kind.value,
+        "action": c.action.value,
+        "key": c.key,
+        "display": c.new_path or c.display,
+        "message": c.message,
+        "before": c.before,
+        "after": c.after,
+    }
 
 
 @app.command()
-def check(config: ConfigOption = None) -> None:
-    """Read the configured source and show what it holds; the platform is not contacted."""
+def check(config: ConfigOption = None, output: OutputOption = Output.TEXT) -> None:
+    """Read the source and show what it holds; the platform and its secret are not needed."""
     from syncd.model import Kind
     from syncd.report import printable
     from syncd.sources import describe, read_directory
 
-    settings = settings_from(config)
-    directory = read_directory(settings.source)
+    settings = settings_from(config, platform_secret=False)
+    with spinner("reading the source") if live(settings.log_format) else nullcontext():
+        directory = read_directory(settings.source)
     # What was read, when the source says (the LDAP server used, after any failover).
-    out.print("source      " + printable(directory.source or describe(settings.source)))
+    where = directory.source or describe(settings.source)
+    departed = sum(1 for e in directory.employees.values() if e.state == "departed")
+    if output is Output.JSON:
+        print_json(
+            {
+                "source": where,
+                "read": "full" if directory.complete else "incremental",
+                "departments": len(directory.departments),
+                "employees": len(directory.employees),
+                "departed": departed,
+                "rejected": [
+                    {"kind": r.kind.value, "where": r.where, "key": r.key, "reason": r.reason}
+                    for r in directory.rejected
+                ],
+            }
+        )
+        return
+    out.print("source      " + printable(where))
     out.print(f"departments {len(directory.departments)}")
     out.print(f"employees   {len(directory.employees)}")
-    departed = sum(1 for e in directory.employees.values() if e.state == "departed")
     out.print(f"departed    {departed}")
     out.print(f"rejected    {len(directory.rejected)}")
     for row in directory.rejected:
@@ -330,11 +679,16 @@ def run(config: ConfigOption = None) -> None:
 
 
 @app.command()
-def status(config: ConfigOption = None) -> None:
-    """Last runs, the next scheduled run, and who holds the run lock."""
-    from syncd.daemon import print_status
+def status(config: ConfigOption = None, output: OutputOption = Output.TEXT) -> None:
+    """The daemon, its next run, the run lock and the last runs; exit 1 when not healthy."""
+    from syncd._status import print_status, read_status
 
-    print_status(settings_from(config, require_secrets=False), out)
+    found = read_status(settings_from(config, require_secrets=False))
+    if output is Output.JSON:
+        print_json(found.document())
+    else:
+        print_status(found, out)
+    found.check_health()
 
 
 @app.command()
@@ -439,11 +793,12 @@ def run_cli(args: list[str] | None = None) -> int:
         err.print("interrupted")
         return 130
     except SyncdError as exc:
-        err.print(labelled("error:", "red", redact(str(exc))))
+        err.print(problem("error:", redact(str(exc)), logging.ERROR))
         return exc.exit_code
     except Exception as exc:  # a bug: say so, without leaking secrets in the traceback
         log.debug("unexpected error", exc_info=True)
-        err.print(labelled("internal error:", "red", f"{type(exc).__name__}: {redact(str(exc))}"))
+        message = f"{type(exc).__name__}: {redact(str(exc))}"
+        err.print(problem("internal error:", message, logging.CRITICAL))
         return EXIT_FAILED
     return code if isinstance(code, int) else 0
 

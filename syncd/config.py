@@ -51,6 +51,7 @@ ENV_NESTING = "__"
 # SYNCD_* variables read by syncd that are not settings keys.
 NOT_SETTINGS_ENV = frozenset({CONFIG_ENV, "SYNCD_EMULATOR_SECRET"})
 DEFAULT_STATE_DIR = Path("/var/lib/syncd")
+LDAP_SCHEMES = ("ldap", "ldaps", "ldapi")
 
 PositiveInt = Annotated[int, Field(gt=0)]
 PositiveFloat = Annotated[float, Field(gt=0)]
@@ -121,6 +122,9 @@ class LdapSource(Section):
     start_tls: bool = False  # for ldap:// URLs
     verify_tls: bool = True
     ca_file: Path | None = None
+    # The name the server's certificate must carry, when the URLs name it otherwise (an
+    # IP address, an alias): verification stays on, against this name.
+    tls_server_name: str | None = None
     bind_dn: str | None = None
     bind_password: SecretStr | None = None
     bind_password_file: Path | None = None
@@ -137,6 +141,18 @@ class LdapSource(Section):
     read_timeout: PositiveFloat = 60.0
     attributes: dict[str, str] = {}  # model field -> LDAP attribute, over the flavor's preset
     extra_attributes: dict[str, str] = {}  # LDAP attribute -> extra attribute name
+
+    @field_validator("urls")
+    @classmethod
+    def _ldap_urls(cls, urls: list[str]) -> list[str]:
+        for url in urls:
+            scheme = urlsplit(url.strip()).scheme.lower()
+            if scheme not in LDAP_SCHEMES:
+                raise ValueError(
+                    f"{url!r} is not an LDAP URL: use ldaps://host (or ldap://host with "
+                    "start_tls = true)"
+                )
+        return [url.strip() for url in urls]
 
     @model_validator(mode="after")
     def _one_password_source(self) -> LdapSource:
@@ -291,13 +307,32 @@ class ScheduleSettings(Section):
 
 class ReportSettings(Section):
     keep_days: Annotated[int, Field(ge=1)] = 90
+    # Dry runs (--dry-run, --check: a monitoring check every few minutes) go sooner.
+    dry_run_keep_days: Annotated[int, Field(ge=0)] = 7
     notify_usernames: list[str] = []  # admins told of failed or blocked runs
+
+
+class StatusSettings(Section):
+    """When ``syncd status`` (the container's health check) calls syncd unhealthy."""
+
+    # No run finished ok (or partial: it sent what it could) for this long; 0: not checked.
+    max_success_age_minutes: Annotated[int, Field(ge=0)] = 1440
 
 
 class MetricsSettings(Section):
     enabled: bool = False
     host: str = "127.0.0.1"
     port: Annotated[int, Field(gt=0, lt=65536)] = 9464
+    # A node-exporter textfile (.prom) written after every real `syncd sync`: metrics for
+    # the timer-based setup, which has no daemon to scrape.
+    textfile: Path | None = None
+
+    @field_validator("textfile")
+    @classmethod
+    def _prom_file(cls, value: Path | None) -> Path | None:
+        if value is not None and value.suffix != ".prom":
+            raise ValueError("must end in .prom (node-exporter reads only those)")
+        return value
 
 
 class Settings(BaseSettings):
@@ -316,6 +351,7 @@ class Settings(BaseSettings):
     sync: SyncSettings = SyncSettings()
     schedule: ScheduleSettings = ScheduleSettings()
     reports: ReportSettings = ReportSettings()
+    status: StatusSettings = StatusSettings()
     metrics: MetricsSettings = MetricsSettings()
 
     @classmethod
@@ -354,18 +390,25 @@ def load_settings(
     *,
     warn: Callable[[str], object] | None = None,
     require_secrets: bool = True,
+    platform_secret: bool = True,
 ) -> Settings:
     """Read, validate and complete the settings, or raise one ConfigError naming file and key.
 
     ``warn`` (default: a WARNING log line) is called with a message for problems that
     do not stop syncd (a settings file readable by others that holds a secret, plain
     http:// to the platform). Commands that only read the state database (status,
-    reports) pass ``require_secrets=False``: secret files are then not read at all.
+    reports) pass ``require_secrets=False``: secret files are then not read at all;
+    ``syncd check``, which reads the source only, passes ``platform_secret=False``.
     """
     warn = warn or log.warning
     path = config_path(path)
     data: dict[str, Any] = {}
     where = "environment"
+    if path is None and not any(_names_setting(name) for name in os.environ):
+        raise ConfigError(
+            f"no settings given: name the settings file with --config FILE or {CONFIG_ENV}=FILE "
+            "(or give every setting as a SYNCD_* environment variable)"
+        )
     if path is not None:
         where = str(path)
         data = _with_paths_resolved(_read_toml(path), path.parent)
@@ -376,7 +419,7 @@ def load_settings(
     # (_env_prefix, _cli_parse_args, ...), never as settings: no settings key starts so.
     hidden = sorted(key for key in data if key.startswith("_"))
     if hidden:
-        problems = "; ".join(f"key {key}: unknown key" for key in hidden)
+        problems = "; ".join(f"key {key}: unknown key{_known_key_like((key,))}" for key in hidden)
         raise ConfigError(f"{where}: invalid settings: {problems}")
     try:
         settings = Settings(**data)
@@ -390,16 +433,22 @@ def load_settings(
             "host: the application secret and every access token cross the network "
             "unencrypted. Use https://."
         )
-    return _with_secrets(settings, require_secrets)
+    return _with_secrets(settings, require_secrets, platform_secret)
+
+
+def _names_setting(name: str) -> bool:
+    """A SYNCD_* variable other than those syncd reads besides settings (case-insensitive)."""
+    upper = name.upper()
+    return upper.startswith(ENV_PREFIX) and upper not in NOT_SETTINGS_ENV
 
 
 def _check_environment_names() -> None:
     """A SYNCD_* variable must name a settings key, else its typo would go unnoticed."""
     fields = Settings.model_fields
     for name in sorted(os.environ):
-        upper = name.upper()  # the environment is read case-insensitively
-        if not upper.startswith(ENV_PREFIX) or upper in NOT_SETTINGS_ENV:
+        if not _names_setting(name):
             continue
+        upper = name.upper()
         first = upper.removeprefix(ENV_PREFIX).split(ENV_NESTING)[0].lower()
         if first in fields:
             continue
@@ -463,7 +512,7 @@ def _describe_unparsable() -> str:
     """Name the SYNCD_* variables whose value pydantic-settings could not decode."""
     culprits = []
     for name in sorted(os.environ):
-        if not name.upper().startswith(ENV_PREFIX) or name.upper() in NOT_SETTINGS_ENV:
+        if not _names_setting(name):
             continue
         field = _env_field(name)
         if field is None or not _is_complex(field.annotation):
@@ -504,6 +553,7 @@ _PATH_KEYS = (
     ("source", "ldap", "bind_password_file"),
     ("platform", "ca_file"),
     ("platform", "client_secret_file"),
+    ("metrics", "textfile"),
 )
 
 
@@ -524,6 +574,8 @@ def _describe(where: str, exc: ValidationError) -> str:
     for err in exc.errors(include_url=False):
         key = ".".join(str(part) for part in err["loc"]) or "(top level)"
         message = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        if err["type"] == "extra_forbidden":
+            message += _known_key_like(err["loc"])
         if err["type"] == "missing":
             message = "required key is missing"
         given = err.get("input")
@@ -541,6 +593,19 @@ def _describe(where: str, exc: ValidationError) -> str:
     return f"{where}: invalid settings: " + "; ".join(problems)
 
 
+def _known_key_like(loc: tuple[int | str, ...]) -> str:
+    """ ", did you mean platform.batch_size?" for an unknown key close to a known one."""
+    model: type[BaseModel] | None = Settings
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part)) if model is not None else None
+        model = _model_of(field.annotation) if field is not None else None
+    if model is None:
+        return ""
+    close = difflib.get_close_matches(str(loc[-1]).lower(), list(model.model_fields), n=1)
+    prefix = "".join(f"{part}." for part in loc[:-1])
+    return f", did you mean {prefix}{close[0]}?" if close else ""
+
+
 _SECRETS = (
     # (section getter, value field, file field, systemd credential name, dotted key)
     ("platform", "client_secret", "client_secret_file", "client_secret", "platform.client_secret"),
@@ -554,16 +619,19 @@ _SECRETS = (
 )
 
 
-def _with_secrets(settings: Settings, required: bool) -> Settings:
+def _with_secrets(settings: Settings, required: bool, platform: bool = True) -> Settings:
     """Fill secrets from their *_file key or systemd credentials; a platform secret is required.
 
     When not ``required`` no secret file is read: the command does not use them, and its
-    operator may well not be allowed to read them.
+    operator may well not be allowed to read them. Without ``platform``, the platform's
+    secret is neither required nor read.
     """
     if not required:
         return settings
     updates: dict[str, Any] = {}
     for section_name, value_key, file_key, credential, dotted in _SECRETS:
+        if section_name == "platform" and not platform:
+            continue
         section = _section(settings, section_name)
         if section is None or getattr(section, value_key) is not None:
             continue

@@ -43,13 +43,12 @@ from sqlalchemy.exc import SQLAlchemyError
 from syncd import snapshot as store
 from syncd._notify import Notifier, watchdog_interval
 from syncd._schedule import cron_trigger
-from syncd._status import DAEMON_CURSOR, DAEMON_LOCK, clock
-from syncd._status import print_status as print_status  # `syncd status` finds it here
+from syncd._status import DAEMON_CURSOR, DAEMON_LOCK, clock, log_failures
 from syncd.config import Settings, load_settings
 from syncd.errors import ConfigError, LockHeld, SyncdError
 from syncd.lock import FileLock
-from syncd.logs import register_secret, setup_logging
-from syncd.metrics import RunMetrics
+from syncd.logs import add_log_fields, journal_prefix, log_context, register_secret, setup_logging
+from syncd.metrics import RunMetrics, write_textfile
 from syncd.runner import RunRequest, RunResult, now_ms, run_sync
 
 log = logging.getLogger(__name__)
@@ -140,6 +139,7 @@ class Daemon:
             metrics = None
             if settings.metrics.enabled:
                 metrics = RunMetrics()
+                metrics.recall(engine)  # the last run and success survive a restart
                 metrics.serve(settings.metrics.host, settings.metrics.port)
         except SyncdError:
             lock.release()
@@ -192,10 +192,10 @@ class Daemon:
         """One log line written without the logging module's locks."""
         line = f"syncd.daemon: {message}"
         if self.settings.log_format == "json":
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+            stamp = datetime.now().astimezone().isoformat(timespec="milliseconds")
             entry = {"time": stamp, "level": "warning", "logger": __name__, "message": message}
             line = json.dumps(entry)
-        os.write(2, (line + "\n").encode())
+        os.write(2, (journal_prefix(logging.WARNING) + line + "\n").encode())
 
     def _shutdown(self, signum: int) -> int:
         self.stopping = True
@@ -240,20 +240,25 @@ class Daemon:
     # ------------------------------------------------------------ settings and schedule
 
     def _reload(self) -> None:
+        """SIGHUP: new settings, or the old ones kept; the schedule moves only if it changed."""
         log.info("SIGHUP: reloading the settings")
+        # systemd (253+) waits for READY=1 after RELOADING=1; the time tells it which reload.
+        monotonic_usec = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
+        self.notify.send("RELOADING=1", f"MONOTONIC_USEC={monotonic_usec}")
         try:
             settings = load(self.config_path)
             self._check_reloadable(settings)
         except SyncdError as exc:
             self.reload_error = f"settings reload failed, running on the previous settings: {exc}"
             log.error("%s", self.reload_error)
-            self._publish()
-            return
-        use(settings)
-        self.settings, self.reload_error = settings, None
-        self._schedule(first=False)
-        log.info("settings reloaded; %s", self._next_text())
+        else:
+            use(settings)
+            before, self.settings, self.reload_error = self.settings, settings, None
+            if _timing(before) != _timing(settings):
+                self._schedule(first=False)
+            log.info("settings reloaded; %s", self._next_text())
         self._publish()
+        self.notify.send("READY=1")
 
     def _check_reloadable(self, new: Settings) -> None:
         old = self.settings
@@ -326,13 +331,15 @@ class Daemon:
         self._publish()
         ran = True
         try:
-            result = run_sync(
-                self.settings,
-                RunRequest(dry_run=False, read=read, trigger="schedule"),
-                engine=self.engine,
-                progress=_LogProgress(),
-                stop=self.stop_run,
-            )
+            with log_context():
+                result = run_sync(
+                    self.settings,
+                    RunRequest(dry_run=False, read=read, trigger="schedule"),
+                    engine=self.engine,
+                    progress=_LogProgress(),
+                    stop=self.stop_run,
+                    on_planned=lambda planned: add_log_fields(run_id=planned.run_id),
+                )
             self._observe(result)
         except LockHeld as exc:
             ran = False
@@ -363,6 +370,7 @@ class Daemon:
             f"last run {result.run_id} {result.outcome} at {clock(datetime.now())} "
             f"({read} read, {applied} applied, {failed} failed)"
         )
+        log_failures(self.engine, result.run_id)
         level = logging.INFO if result.outcome == "ok" else logging.WARNING
         log.log(
             level,
@@ -373,10 +381,15 @@ class Daemon:
             applied,
             failed,
             took,
+            extra={"run_id": result.run_id},
         )
         if self.metrics is not None:
-            rejected = len(result.directory.rejected) if result.directory is not None else 0
-            self.metrics.observe(result.outcome, now_ms(), summary, counts, rejected)
+            self.metrics.observe(result.outcome, now_ms(), summary, counts)
+        if self.settings.metrics.textfile is not None:
+            try:
+                write_textfile(self.engine, self.settings.metrics.textfile)
+            except SyncdError as exc:
+                log.warning("%s", exc)
 
     # ------------------------------------------------------------ telling the world
 
@@ -471,6 +484,11 @@ def _run_summary(engine: Engine, run_id: int) -> dict[str, Any]:
     except ValueError:
         return {}
     return summary
+
+
+def _timing(settings: Settings) -> tuple[Any, ...]:
+    """What the jobs' triggers are made from: a reload that keeps it keeps the next run."""
+    return (settings.schedule, settings.source.kind)
 
 
 def _name(signum: int) -> str:

@@ -13,7 +13,8 @@ endpoint that explains them. The exit code travels with the error::
     │   └── TokenError      the platform refused the application's credentials or token
     ├── PlatformUnavailable the platform could not be reached, even after retries
     ├── DaemonNotRunning    `syncd status`: no daemon serves this state directory (LSB's 3)
-    └── DaemonStuck         (exit 1) `syncd status`: the daemon lives, its next run is overdue
+    └── Unhealthy           (exit 1) `syncd status`: the daemon lives, but its next run is
+                            overdue, its last run failed, or none succeeded for too long
 
 Exit codes of a run: 0 everything applied, 1 some items failed, 2 blocked by a guard,
 3 could not run. A blocked run is not an error: it is recorded, with its plan, as an outcome.
@@ -74,5 +75,5 @@ class DaemonNotRunning(SyncdError):
     pass
 
 
-class DaemonStuck(SyncdError):
+class Unhealthy(SyncdError):
     exit_code = EXIT_PARTIAL

@@ -280,8 +280,17 @@ class Executor:
         for item, outcome, error, _ in outcomes:
             c = item.change
             self.result.counts[(c.kind.value, c.action.value, outcome)] += 1
-            if outcome == "failed":
-                log.warning("%s failed: %s", c.message, error)
+            if outcome == "failed":  # the run's log groups failures by reason: detail at DEBUG
+                log.debug(
+                    "%s failed: %s",
+                    c.message,
+                    error,
+                    extra={
+                        "run_id": self.run_id,
+                        "action": c.action.value,
+                        ("department" if c.kind is Kind.DEPARTMENT else "username"): c.display,
+                    },
+                )
 
     def _fail(self, items: Sequence[Item], error: str, status: int | None = None) -> None:
         self._record([(i, "failed", error, status) for i in items])

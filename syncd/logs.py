@@ -3,16 +3,28 @@
 The access token travels in the query string (``?access_token=...``), and httpx logs
 request URLs, so redaction happens when a log record is made, for every logger and
 every handler, and once more on each formatted line (tracebacks included).
+
+Lines are text or JSON (python-json-logger), on stderr. Under journald each carries its
+priority (``<4>``) and text lines no time of their own; on a terminal that shows
+progress bars they go through the bars' console, which prints them above the bars.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import os
 import re
 import sys
 import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
+
+from pythonjsonlogger.json import JsonFormatter
+from rich.console import Console
+from rich.highlighter import NullHighlighter
+from rich.logging import RichHandler
 
 MASK = "***"
 _TOKEN_PARAM = re.compile(r"(access_token=)[^&\s\"'<>]+")
@@ -87,39 +99,149 @@ class _RedactingFormatter(logging.Formatter):
         return redact(super().format(record))
 
 
-class _JsonFormatter(logging.Formatter):
-    """One JSON object per line, for journald and log shippers."""
+class _JsonFormatter(JsonFormatter):
+    """One JSON object per line: ``time`` (local, with zone and milliseconds), ``level``,
+    ``logger``, ``message``, then any context (``run_id``, ``action``, ``username``,
+    ``department``) and ``error`` (a traceback) when there is one."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            ["asctime", "levelname", "name", "message"],
+            rename_fields={
+                "asctime": "time",
+                "levelname": "level",
+                "name": "logger",
+                "exc_info": "error",
+            },
+            json_ensure_ascii=False,
+        )
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        moment = datetime.fromtimestamp(record.created).astimezone()
+        return moment.isoformat(timespec="milliseconds")
+
+    def process_log_record(self, log_data: dict[str, Any]) -> dict[str, Any]:
+        log_data["level"] = str(log_data.get("level", "")).lower()
+        return log_data
 
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
-            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": record.getMessage(),
-        }
-        run_id = getattr(record, "run_id", None)
-        if run_id is not None:
-            entry["run_id"] = run_id
-        if record.exc_info:
-            entry["error"] = self.formatException(record.exc_info)
-        return redact(json.dumps(entry, ensure_ascii=False))
+        return redact(super().format(record))
 
 
-def setup_logging(level: str = "INFO", fmt: str = "text") -> None:
-    """Send syncd's logs to stderr, as human lines or JSON; quiet the HTTP libraries."""
+# ---------------------------------------------------------------- journald
+
+# sd-daemon(3) priorities, written as "<N>" before a line the journal reads from a stream.
+_PRIORITIES = ((logging.ERROR, 3), (logging.WARNING, 4), (logging.INFO, 6))
+_DEBUG_PRIORITY = 7
+
+
+def to_journal(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether stderr is a stream to the journal (systemd sets JOURNAL_STREAM to its dev:inode)."""
+    expected = environ.get("JOURNAL_STREAM", "")
+    try:
+        found = os.fstat(sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError):  # no stderr, or one that is no file
+        return False
+    return expected == f"{found.st_dev}:{found.st_ino}"
+
+
+def journal_prefix(levelno: int) -> str:
+    """``<3>`` for an error, ``<4>`` a warning ... when stderr goes to the journal, else ""."""
+    return _priority(levelno) if to_journal() else ""
+
+
+def _priority(levelno: int) -> str:
+    priority = next((p for level, p in _PRIORITIES if levelno >= level), _DEBUG_PRIORITY)
+    return f"<{priority}>"
+
+
+class _JournalFormatter(logging.Formatter):
+    """Each line with its priority; no time (the journal stamps every line itself)."""
+
+    def __init__(self, inner: logging.Formatter) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def format(self, record: logging.LogRecord) -> str:
+        prefix = _priority(record.levelno)
+        # A traceback spans lines: each must carry the priority, or it falls back to info.
+        return "\n".join(prefix + line for line in self.inner.format(record).splitlines())
+
+
+# ---------------------------------------------------------------- context fields
+
+_context: dict[str, Any] = {}
+
+
+@contextmanager
+def log_context(**fields: Any) -> Iterator[None]:
+    """Add these fields (``run_id=12``) to every record logged meanwhile, from any thread;
+    ``add_log_fields`` adds more until the block ends.
+
+    One run at a time per process (the run lock): the context is process-wide, so the
+    threads that send batches carry it too.
+    """
+    saved = dict(_context)
+    _context.update(fields)
+    try:
+        yield
+    finally:
+        _context.clear()
+        _context.update(saved)
+
+
+def add_log_fields(**fields: Any) -> None:
+    """Fields for the records of the enclosing ``log_context`` from now on (a run's id, once
+    it has one)."""
+    _context.update(fields)
+
+
+class _ContextFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        for name, value in _context.items():
+            if not hasattr(record, name):
+                setattr(record, name, value)
+        return True
+
+
+# ---------------------------------------------------------------- set-up
+
+
+def setup_logging(level: str = "INFO", fmt: str = "text", console: Console | None = None) -> None:
+    """Send syncd's logs to stderr, as human lines or JSON; quiet the HTTP libraries.
+
+    Under journald each line carries its priority and no time. With ``console`` (a
+    terminal showing progress bars), text lines are printed through it, above the bars.
+    """
     install_redaction()
-    handler = logging.StreamHandler(sys.stderr)
-    if fmt == "json":
-        handler.setFormatter(_JsonFormatter())
-    else:
-        handler.setFormatter(
-            _RedactingFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+    handler: logging.Handler
+    formatter: logging.Formatter = (
+        _JsonFormatter()
+        if fmt == "json"
+        else _RedactingFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+    )
+    if to_journal():
+        inner = formatter if fmt == "json" else _RedactingFormatter("%(name)s: %(message)s")
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(_JournalFormatter(inner))
+    elif console is not None and fmt == "text":
+        handler = RichHandler(
+            console=console,
+            show_path=False,
+            highlighter=NullHighlighter(),
+            keywords=[],
+            log_time_format="%H:%M:%S",
         )
+        handler.setFormatter(_RedactingFormatter("%(message)s"))
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(formatter)
+    handler.addFilter(_ContextFilter())
     root = logging.getLogger()
     for old in list(root.handlers):
         if getattr(old, "_syncd", False):  # replace our own handler, leave others' alone
             root.removeHandler(old)
-    handler._syncd = True  # type: ignore[attr-defined]
+    setattr(handler, "_syncd", True)  # noqa: B010 - an attribute no handler class declares
     root.addHandler(handler)
     root.setLevel(level)
     # Set both ways: a reload (SIGHUP) to DEBUG must make them speak again.

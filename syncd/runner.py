@@ -11,7 +11,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -130,8 +130,13 @@ def run_sync(
     progress: Progress | None = None,
     stop: threading.Event | None = None,
     lock_wait_seconds: float = 0.0,
+    on_planned: Callable[[RunResult], None] | None = None,
 ) -> RunResult:
-    """Run one sync under the run lock; raises only when it cannot start."""
+    """Run one sync under the run lock; raises only when it cannot start.
+
+    ``on_planned(result)`` is called once the plan is recorded and the guards have
+    decided, before anything is sent (a terminal shows the plan there).
+    """
     own_engine = engine is None
     engine = engine or store.open_engine(settings.database)
     purpose = f"{request.trigger} {'dry run' if request.dry_run else 'sync'}"
@@ -140,7 +145,7 @@ def run_sync(
             # What an earlier run in this process froze goes back to the collector (_sync).
             gc.unfreeze()
             store.interrupt_stale_runs(engine, now_ms())
-            result = _Run(settings, request, engine, progress, stop).execute()
+            result = _Run(settings, request, engine, progress, stop, on_planned).execute()
         # Outside the lock: a slow notification must not hold up the next sync.
         after_run(settings, engine, result.run_id)
     finally:
@@ -157,12 +162,14 @@ class _Run:
         engine: Engine,
         progress: Progress | None,
         stop: threading.Event | None,
+        on_planned: Callable[[RunResult], None] | None = None,
     ) -> None:
         self.settings = settings
         self.request = request
         self.engine = engine
         self.progress = progress
         self.stop = stop or threading.Event()
+        self.on_planned = on_planned
         self.started = now_ms()
         self.summary: dict[str, Any] = {}
         read = "full" if settings.source.kind == "csv" else request.read
@@ -227,6 +234,8 @@ class _Run:
             store.insert_items(conn, self.run_id, item_rows(the_plan.changes))  # streamed
             # Recorded now, so a run killed during its apply still tells what it planned.
             store.set_summary(conn, self.run_id, self.summary)
+        if self.on_planned is not None:
+            self.on_planned(self.result)
         blocked = [g for g in guards if not g.passed]
         if blocked:
             self.result.outcome, self.result.exit_code = "blocked", EXIT_BLOCKED

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import ldap3
-from ldap3.core.exceptions import LDAPException
+from ldap3.core.exceptions import LDAPCertificateError, LDAPException
 from ldap3.core.results import RESULT_CODES
 from ldap3.operation.search import search_operation
 from ldap3.protocol.rfc2696 import paged_search_control
@@ -268,8 +268,12 @@ def _tls(settings: LdapSource) -> ldap3.Tls:
         )
         return ldap3.Tls(validate=ssl.CERT_NONE)
     ca_file = str(settings.ca_file) if settings.ca_file else None
+    if settings.ca_file is not None and not settings.ca_file.exists():
+        raise ConfigError(f"source.ldap.ca_file: {ca_file} does not exist")
+    # A name the certificate may carry besides the URL's host (an IP address, an alias).
+    names = [settings.tls_server_name] if settings.tls_server_name else None
     try:
-        return ldap3.Tls(validate=ssl.CERT_REQUIRED, ca_certs_file=ca_file)
+        return ldap3.Tls(validate=ssl.CERT_REQUIRED, ca_certs_file=ca_file, valid_names=names)
     except LDAPException as exc:
         raise ConfigError(f"source.ldap.ca_file: {ca_file} cannot be used ({exc})") from None
 
@@ -342,8 +346,8 @@ def _describe_connect_error(exc: BaseException, url: str) -> str:
             f"TLS: the certificate of {host} is not trusted ({_ssl_reason(text)}); "
             "set source.ldap.ca_file to the CA that signed it"
         )
-    if "hostname" in text.lower() and "match" in text.lower():
-        return f"TLS: the certificate does not name {host} ({text})"
+    if isinstance(exc, LDAPCertificateError) or "doesn't match any name" in text:
+        return _name_mismatch(text, host)
     if isinstance(exc, TimeoutError) or "timed out" in text:
         return f"timed out ({text})"
     if "refused" in text.lower():
@@ -351,6 +355,24 @@ def _describe_connect_error(exc: BaseException, url: str) -> str:
     if "invalid server address" in text:
         return f"the host name {host} does not resolve"
     return text
+
+
+# ldap3's mismatch message holds the certificate as ssl.getpeercert() gives it: its names
+# are ('DNS', 'name') and ('IP Address', 'ip') pairs, else its subject's commonName (the
+# first one: the issuer's comes after).
+_CERTIFICATE_NAMES = re.compile(r"\('(?:DNS|IP Address)', '([^']+)'\)")
+_COMMON_NAME = re.compile(r"\('commonName', '([^']+)'\)")
+
+
+def _name_mismatch(text: str, host: str) -> str:
+    names = _CERTIFICATE_NAMES.findall(text) or _COMMON_NAME.findall(text)[:1]
+    named = (
+        f"names {', '.join(dict.fromkeys(names))}, not {host}" if names else f"does not name {host}"
+    )
+    return (
+        f"TLS: the certificate {named}; connect by a name it carries, or set "
+        "source.ldap.tls_server_name to it (verification stays on)"
+    )
 
 
 def _ssl_reason(text: str) -> str:

@@ -51,6 +51,28 @@ def test_the_service_is_well_hardened() -> None:
     assert float(score.group(1)) <= 1.5, result.stdout
 
 
+def test_a_broken_configuration_is_not_restarted_forever(tmp_path: Path) -> None:
+    # Exit 3 at start (settings, state directory, another daemon) cannot be mended by a
+    # restart; the timer's one-shot unit restarts nothing anyway.
+    service = unit_settings(UNITS / "syncd.service")
+    assert service["Restart"] == "on-failure"
+    assert service["RestartPreventExitStatus"] == "3"
+    broken = tmp_path / "syncd.toml"
+    broken.write_text("[source]\nkind = 'csv'\n", encoding="utf-8")
+
+    started = run(str(SYNCD), "run", "--config", str(broken))
+
+    assert started.returncode == 3, started.stderr
+    assert "syncd daemon cannot start" in started.stderr
+
+
+def unit_settings(path: Path) -> dict[str, str]:
+    """A unit file's Key=value lines (the last one wins, as for systemd's single values)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    pairs = (line.split("=", 1) for line in lines if "=" in line and not line.startswith("#"))
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
 def test_the_dockerfile_passes_hadolint() -> None:
     hadolint = Path(sys.executable).with_name("hadolint")
     if not hadolint.exists():
@@ -69,6 +91,7 @@ def test_the_image_runs_the_daemon_as_a_user_with_state_in_a_volume() -> None:
     assert instructions["USER"] not in ("USER root", "USER 0", "USER 0:0")
     assert '"/var/lib/syncd"' in instructions["VOLUME"]
     assert 'CMD ["syncd", "status"]' in instructions["HEALTHCHECK"]
+    assert instructions["EXPOSE"] == "EXPOSE 9464"  # the metrics port, when enabled
     ignored = (REPO / ".dockerignore").read_text(encoding="utf-8").splitlines()
     assert ignored[ignored.index("*") :][:4] == ["*", "!pyproject.toml", "!README.md", "!syncd/"]
 

@@ -6,15 +6,21 @@ import json
 import os
 import signal
 import socket
+import sqlite3
+import subprocess
 from itertools import pairwise
+from typing import Any
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from syncd.emulator import RunningEmulator
 from syncd.runner import run_lock
 
 from .support import (
+    DEADLINE,
     EMPLOYEES,
+    SYNCD,
     Site,
     platform_matches_source,
     requests_to,
@@ -200,17 +206,22 @@ def test_status_shows_the_daemon_its_next_run_and_the_last_runs(site: Site) -> N
     assert "no syncd daemon (syncd run) serves" in stopped.stderr
 
 
-def test_metrics_answer_on_loopback(site: Site) -> None:
+def test_metrics_answer_on_loopback(site: Site, emulator: RunningEmulator) -> None:
     port = free_port()
     site.configure(metrics={"enabled": True, "port": port})
+    emulator.set_faults(reject=[{"field": "username", "pattern": "^bob$", "message": "no"}])
     service = site.start()
-    service.notify.status("last run 1 ok")
+    service.notify.status("last run 1 partial")
 
     text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
 
-    assert 'syncd_runs_total{outcome="ok"} 1.0' in text
-    assert 'syncd_last_run_outcome{outcome="ok"} 1.0' in text
-    assert 'syncd_items_total{action="create",kind="employee",outcome="ok"} 6.0' in text
+    assert 'syncd_runs_total{outcome="partial"} 1.0' in text
+    assert 'syncd_last_run_outcome{outcome="partial"} 1.0' in text
+    assert 'syncd_items_total{action="create",kind="employee",outcome="ok"} 5.0' in text
+    assert 'syncd_build_info{python="' in text and 'version="0.1.0"} 1.0' in text
+    assert 'syncd_source_records{kind="employee"} 6.0' in text
+    assert 'syncd_source_records{kind="department"} 3.0' in text
+    assert "syncd_pending_failures 1.0" in text
     for name in (
         "syncd_last_run_timestamp_seconds",
         "syncd_last_success_timestamp_seconds",
@@ -222,8 +233,91 @@ def test_metrics_answer_on_loopback(site: Site) -> None:
         "syncd_next_run_timestamp_seconds",
     ):
         assert name in text
+    assert "_created" not in text  # the client library's creation times: noise
     assert "python_gc_objects_collected_total" not in text  # a registry of its own
     assert service.stop() == 0
+
+
+def test_a_restarted_daemon_shows_the_last_run_and_success_at_once(site: Site) -> None:
+    port = free_port()
+    site.configure(metrics={"enabled": True, "port": port})
+    first = site.start()
+    first.notify.status("last run 1 ok")
+    assert first.stop() == 0
+    (run,) = site.runs()
+
+    with run_lock(site.state_dir, "shell sync"):  # the new daemon's first run is skipped
+        again = site.start()
+        again.notify.status("run skipped")
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    assert again.stop() == 0
+
+    values = samples(text)
+    assert "syncd_runs_total" not in values  # counters count this process's runs: none yet
+    finished = run["finished_at"] / 1000
+    assert values["syncd_last_success_timestamp_seconds"] == finished
+    assert values["syncd_last_run_timestamp_seconds"] == finished
+    assert values['syncd_last_run_outcome{outcome="ok"}'] == 1
+    assert values['syncd_source_records{kind="employee"}'] == 6
+
+
+def samples(text: str) -> dict[str, float]:
+    """Each sample of a scrape by its name and labels, as the exposition format writes them."""
+    found = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
+            found[sample.name + (f"{{{labels}}}" if labels else "")] = sample.value
+    return found
+
+
+def test_a_shell_sync_writes_a_node_exporter_textfile(site: Site) -> None:
+    textfile = site.root / "textfile" / "syncd.prom"
+    textfile.parent.mkdir()
+    site.configure(metrics={"textfile": str(textfile)})
+
+    assert site.cli("sync", "--dry-run").returncode == 0
+    assert not textfile.exists()  # a dry run is no run to alert on
+    sync = subprocess.run(  # as under the units' UMask=0077
+        [str(SYNCD), "sync", "--config", str(site.config)], umask=0o077, timeout=DEADLINE
+    )
+    assert sync.returncode == 0
+
+    assert textfile.stat().st_mode & 0o777 == 0o644  # node-exporter runs as another user
+
+    text = textfile.read_text(encoding="utf-8")
+    assert 'syncd_last_run_outcome{outcome="ok"} 1.0' in text
+    assert 'syncd_last_run_items{action="create",kind="department",outcome="ok"} 3.0' in text
+    assert 'syncd_source_records{kind="employee"} 6.0' in text
+    assert "syncd_last_success_timestamp_seconds" in text and "syncd_build_info" in text
+    assert "_total" not in text  # no counters: each sync is a process of its own
+    assert [p.name for p in textfile.parent.iterdir()] == ["syncd.prom"]  # replaced whole
+
+
+def test_sighup_announces_the_reload_and_keeps_the_next_run(site: Site) -> None:
+    service = site.start()
+    service.notify.status("last run 1 ok")
+    before = daemon_record(site)["next_run"]
+
+    service.send(signal.SIGHUP)
+
+    reloading = service.notify.wait_for(lambda m: "RELOADING" in m, "RELOADING=1")
+    assert reloading["RELOADING"] == "1" and int(reloading["MONOTONIC_USEC"]) > 0
+    service.notify.wait_for(lambda m: m.get("READY") == "1", "READY=1 after the reload")
+    assert daemon_record(site)["next_run"] == before  # not pushed back by the reload
+
+    site.configure(schedule={"interval_seconds": 7200})
+    service.send(signal.SIGHUP)
+    service.notify.wait_for(lambda m: m.get("READY") == "1", "READY=1 after the second reload")
+    assert daemon_record(site)["next_run"] > before  # a new interval: a new schedule
+    assert service.stop() == 0
+
+
+def daemon_record(site: Site) -> dict[str, Any]:
+    with sqlite3.connect(site.state_dir / "syncd.db") as db:
+        (value,) = db.execute("SELECT value FROM cursors WHERE name = 'daemon'").fetchone()
+    record: dict[str, Any] = json.loads(value)
+    return record
 
 
 def test_json_log_lines_parse_and_hold_no_secret(site: Site) -> None:

@@ -103,6 +103,7 @@ def test_values_are_printed_as_they_are_never_as_markup(
     code, output = syncd(capsys, "sync", "--dry-run", "--config", str(config))
     assert code == 3, output
     assert f"error: {missing}: file not found (source.csv.employees)" in output
+    assert output.count("file not found") == 1  # told once: not also as a log line
 
 
 def test_paths_in_plain_output_lines_are_shown_as_they_are(

@@ -1,0 +1,47 @@
+"""``syncd`` at a terminal: a pseudo-terminal, and what its screen received."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+
+import pexpect
+
+from tests.daemon.support import DEADLINE, SYNCD, Site
+
+COLUMNS, ROWS = 100, 40
+# Colours and styles; every other escape (cursor moves, line erases) ends a piece of line.
+_STYLE = re.compile(r"\x1b\[[0-9;]*m")
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\r\n]")
+
+
+def at_terminal(site: Site, *args: str) -> pexpect.spawn:
+    """``syncd ARGS --config ...`` on a pseudo-terminal of 100 x 40 (stdout and stderr)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "SYNCD_CONFIG")}
+    env.update(TERM="xterm-256color", COLUMNS=str(COLUMNS), LINES=str(ROWS))
+    env.pop("JOURNAL_STREAM", None)
+    child = pexpect.spawn(
+        str(SYNCD),
+        [*args, "--config", str(site.config)],
+        env=env,
+        encoding="utf-8",
+        dimensions=(ROWS, COLUMNS),
+        timeout=DEADLINE,
+    )
+    child.logfile_read = io.StringIO()  # everything the screen received
+    return child
+
+
+def finish(child: pexpect.spawn) -> tuple[int, str]:
+    """Wait for the command to exit: its exit code and everything it wrote to the screen,
+    colours and styles left out (cursor controls kept: ``pieces`` splits at them)."""
+    child.expect(pexpect.EOF)
+    child.close()
+    assert isinstance(child.logfile_read, io.StringIO)
+    return child.exitstatus or 0, _STYLE.sub("", child.logfile_read.getvalue())
+
+
+def pieces(screen: str) -> list[str]:
+    """The text between cursor controls, styles removed: what one write put on one line."""
+    return [p for p in _CONTROL.split(screen) if p.strip()]

@@ -1,0 +1,128 @@
+"""The command line's options: values checked, --version, -v/-q, completion, --long."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from syncd.cli import run_cli
+from tests.daemon.support import DEADLINE, EMPLOYEES, SYNCD, Site, write_csv
+
+
+@pytest.mark.parametrize(
+    ("args", "complaint"),
+    [
+        (["sync", "--wait", "nan"], "--wait"),
+        (["sync", "--wait", "inf"], "--wait"),
+        (["sync", "--allow-removals", "-5"], "--allow-removals"),
+        (["sync", "--show", "-1"], "--show"),
+        (["sync", "--config", ""], "--config"),
+        (["check", "--config", ""], "--config"),
+        (["-v", "-q", "status"], "-v/-q"),
+    ],
+)
+def test_bad_values_are_usage_errors_before_anything_runs(
+    site: Site, capsys: pytest.CaptureFixture[str], args: list[str], complaint: str
+) -> None:
+    config = [] if "--config" in args else ["--config", str(site.config)]
+
+    code = run_cli([*args, *config])
+
+    output = capsys.readouterr().err
+    assert code == 3, output
+    assert "Invalid value" in output and complaint in output, output
+    assert site.runs() == []
+
+
+def test_version() -> None:
+    result = subprocess.run(
+        [str(SYNCD), "--version"], capture_output=True, text=True, timeout=DEADLINE
+    )
+    assert result.returncode == 0
+    assert result.stdout.strip() == "syncd 0.1.0"
+
+
+def test_shell_completion_completes_commands_and_options() -> None:
+    def complete(words: str) -> list[str]:
+        env = {
+            **os.environ,
+            "_SYNCD_COMPLETE": "complete_bash",
+            "COMP_WORDS": words,
+            "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1)),
+        }
+        result = subprocess.run(
+            [str(SYNCD)], env=env, capture_output=True, text=True, timeout=DEADLINE
+        )
+        return result.stdout.split()
+
+    assert complete("syncd sta") == ["status"]
+    assert "--dry-run" in complete("syncd sync --d")
+
+
+def test_quiet_logs_warnings_only_and_verbose_every_detail(site: Site) -> None:
+    quiet = site.cli("-q", "sync")
+    verbose = site.cli("-v", "sync", "--dry-run")
+
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == ""  # no token line, no phase lines
+    assert "applied: 9 create" in quiet.stdout
+    assert " DEBUG " in verbose.stderr
+
+
+def test_counts_come_in_the_order_changes_are_applied(site: Site) -> None:
+    site.configure(sync={"max_removal_ratio": 1.0})  # one lock of 9 records
+    assert site.cli("sync").returncode == 0
+    people = [p for p in EMPLOYEES if p[1] != "frank"]  # missing: locked
+    people[0] = ("E1", "alice", "Alice Renamed", "D1")  # an update
+    people.append(("E7", "grace", "Grace", "D3"))  # a create, listed last
+    write_csv(site.root, people)
+
+    result = site.cli("sync", "--dry-run", "--long")
+
+    assert result.returncode == 0, result.stderr
+    assert "plan: 1 to create, 1 to update, 1 to lock\n" in result.stdout
+    lines = result.stdout.splitlines()
+    update = lines.index("  ~ update employee alice (name 'Alice' → 'Alice Renamed')")
+    assert lines[update + 1] == "      name: Alice → Alice Renamed"
+    create = lines.index("  + create employee grace")
+    assert lines[create + 1 : create + 3] == ["      username: grace", "      name: Grace"]
+    positions = '      positions: [{"chief": false, "department": "D3"'
+    assert any(line.startswith(positions) for line in lines[create + 3 : create + 6])
+
+
+def test_check_reads_the_source_without_the_platform_secret(site: Site) -> None:
+    text = site.config.read_text(encoding="utf-8")
+    site.config.write_text(text.replace('client_secret = "demo-secret"\n', ""))
+
+    check = site.cli("check")
+    sync = site.cli("sync", "--dry-run")
+
+    assert check.returncode == 0, check.stderr
+    assert "employees   6" in check.stdout
+    assert sync.returncode == 3
+    assert "platform.client_secret is not set" in sync.stderr
+
+
+def test_under_journald_warnings_and_errors_carry_their_priority(site: Site) -> None:
+    site.config.chmod(0o644)  # holds the secret: a warning
+    journal = site.root / "journal"
+    with journal.open("w", encoding="utf-8") as stream:
+        found = os.fstat(stream.fileno())
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SYNCD_")}
+        env["JOURNAL_STREAM"] = f"{found.st_dev}:{found.st_ino}"
+        for args in (["check"], ["sync", "--show", "1"], ["status"]):
+            subprocess.run(
+                [str(SYNCD), *args, "--config", str(site.config)],
+                stdout=subprocess.DEVNULL,
+                stderr=stream,
+                env=env,
+                timeout=DEADLINE,
+            )
+
+    lines = journal.read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith(f"<4>warning: {site.config} holds a secret"), lines
+    assert any(line.startswith("<6>syncd.platform: obtained a new access token") for line in lines)
+    assert lines[-1] == f"<3>error: no syncd daemon (syncd run) serves {site.state_dir}"
+    assert all(line[:1] == "<" and line[2:3] == ">" for line in lines), lines

@@ -1,0 +1,79 @@
+"""``syncd sync`` at a terminal, through a pseudo-terminal: what the admin sees, in order."""
+
+from __future__ import annotations
+
+from syncd.emulator import RunningEmulator
+from tests.daemon.support import EMPLOYEES, Site, write_csv
+
+from .terminal import at_terminal, finish, pieces
+
+BAR = "━"
+
+
+def test_the_plan_and_the_guards_show_before_the_apply_starts(site: Site) -> None:
+    code, screen = finish(at_terminal(site, "sync"))
+
+    assert code == 0, screen
+    read = screen.index("read 6 employees and 3 departments (full read), 0 rows rejected")
+    plan = screen.index("plan: 9 to create")
+    guard = screen.index("guard max_removals: ok")
+    bars = screen.index("create departments")  # the first bar (the plan says "department")
+    applied = screen.index("applied: 9 create")
+    assert read < plan < guard < bars < applied
+    assert screen.index("run 1: ok (exit 0)") > applied
+
+
+def test_a_spinner_tells_what_is_under_way_while_reading_and_planning(
+    site: Site, emulator: RunningEmulator
+) -> None:
+    slow = {"match": "page-orgs", "fault": "latency", "latency_ms": 1500, "count": 1}
+    emulator.set_faults(scripted=[slow])
+    child = at_terminal(site, "sync", "--dry-run")
+
+    child.expect("reading the source and the platform, planning")
+    code, screen = finish(child)
+
+    assert code == 0, screen
+    assert screen.index("reading the source and the platform") < screen.index("plan: ")
+
+
+def test_log_lines_print_above_the_bars_never_through_them(
+    site: Site, emulator: RunningEmulator
+) -> None:
+    people = EMPLOYEES + [(f"X{n}", f"user{n}", f"User {n}", "D1") for n in range(20)]
+    write_csv(site.root, people)
+    site.configure(platform={"retry_backoff": 0.01, "batch_size": 2})
+    # Retried answers log a WARNING each while the people's bar is on the screen.
+    failing = {"match": "import-employees", "method": "POST", "fault": "http_500", "count": 3}
+    emulator.set_faults(scripted=[failing])
+
+    code, screen = finish(at_terminal(site, "sync"))
+
+    assert code == 0, screen
+    shown = pieces(screen)
+    warnings = [p for p in shown if "WARNING" in p]
+    assert len(warnings) == 3, shown
+    assert all("import-employees" in w and BAR not in w for w in warnings), warnings
+    assert any(BAR in p for p in shown)  # there were bars to tear
+    for bar in (p for p in shown if BAR in p):
+        assert "WARNING" not in bar and "attempt" not in bar, bar
+
+
+def test_failed_items_are_one_warning_per_reason_with_its_count(
+    site: Site, emulator: RunningEmulator
+) -> None:
+    rule = {"field": "username", "pattern": "^(alice|bob|carol)$", "message": "rejected by rule"}
+    emulator.set_faults(reject=[rule])
+
+    quiet = site.cli("sync")
+    again = site.cli("sync")
+    detailed = site.cli("-v", "sync")
+
+    for result in (quiet, again):
+        assert result.returncode == 1, result.stderr
+        lines = [line for line in result.stderr.splitlines() if "rejected by rule" in line]
+        assert len(lines) == 1, result.stderr
+        assert "WARNING" in lines[0] and "3 items failed: rejected by rule" in lines[0]
+        assert "applied: " in result.stdout and "3 failed" in result.stdout
+    per_item = [line for line in detailed.stderr.splitlines() if " DEBUG " in line]
+    assert any("create employee bob failed: rejected by rule" in line for line in per_item)
