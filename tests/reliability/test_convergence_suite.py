@@ -218,9 +218,9 @@ SOURCE_CHANGES = (
 def change_platform(h: History, admin: AnotherAdmin, rig: Rig) -> None:
     for _ in range(h.rng.randint(1, 4)):
         state = rig.emulator.state()
-        owned = {
-            r["username"] for r in query(rig.database, "SELECT username FROM employees")
-        } - h.foreign_people
+        there = {e["username"] for e in state["employees"]}
+        held = {r["username"] for r in query(rig.database, "SELECT username FROM employees")}
+        owned = (held & there) - h.foreign_people
         kind = h.rng.choice(PLATFORM_CHANGES)
         if kind(h, admin, state, sorted(owned)):
             h.drift[kind.__name__] += 1
