@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,7 +46,7 @@ from syncd.plan import (
     plan,
 )
 from syncd.platform import PlatformClient
-from syncd.platform.view import fetch_view, newest
+from syncd.platform.view import newest, read_platform, with_adoptions
 from syncd.recovery import recover
 from syncd.runs import after_run
 from syncd.sources import describe, read_directory
@@ -210,10 +211,19 @@ class _Run:
         # stay frozen until the next run_sync in this process unfreezes them; values
         # without reference cycles are freed as usual all the same.
         with collection_paused(freeze=True):
-            directory = self._read()
-        with collection_paused(freeze=True):
             snapshot = store.load_snapshot(self.engine)
-        view = fetch_view(client, snapshot, directory, self._cursors(), self.settings)
+        # The platform is read while the source is: its answers come from another machine
+        # (or process), and little of the waiting needs this one.
+        cursors, complete = self._cursors(), self._expects_complete()
+        with ThreadPoolExecutor(1, thread_name_prefix="platform") as pool:
+            reads = pool.submit(read_platform, client, snapshot, complete, cursors, self.settings)
+            with collection_paused(freeze=True):
+                directory = self._read()
+            view = with_adoptions(reads.result(), client, snapshot, directory)
+        if view.changed and isinstance(snapshot.fields, store.FieldLookup):
+            # Each person who changed there is compared with what syncd wrote: one read.
+            held = {e.username: k for k, e in snapshot.employees.items()}
+            snapshot.fields.prefetch([held[u] for u in view.changed if u in held])
         with collection_paused(freeze=True):
             the_plan = plan(directory, snapshot, view, policy_of(self.settings), now_ms())
         limits = Limits(
@@ -274,6 +284,16 @@ class _Run:
             ],
         )
         return directory
+
+    def _expects_complete(self) -> bool:
+        """Whether the source read will be complete: CSV always, LDAP unless incremental
+        with a mark to read from (if a guess is wrong, the run only reads more or finds
+        no one deleted on the platform)."""
+        return (
+            self.settings.source.kind != "ldap"
+            or self.request.read == "full"
+            or store.get_cursor(self.engine, SOURCE_CURSOR) is None
+        )
 
     def _cursors(self) -> dict[str, int | None]:
         """The platform's refresh_time cursors: nodes and people changed since."""

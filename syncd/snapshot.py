@@ -359,7 +359,8 @@ class FieldLookup:
 
     One Snapshot serves one run: its plan, its journal and the executor each ask about
     the same changed records. Departments are few and the planner asks about every one
-    (drift), so they are read all at once; employees one by one, each once.
+    (drift), so they are read all at once; employees one by one, each once, or in one
+    query for those ``prefetch`` names (the people who changed on the platform).
     """
 
     _EMPLOYEE = text("SELECT fields FROM employees WHERE source_id = :k")
@@ -382,6 +383,22 @@ class FieldLookup:
             return None
         loaded: dict[str, Any] = json.loads(value)  # a fresh dict each time: callers own it
         return loaded or None
+
+    def prefetch(self, source_ids: Sequence[str]) -> None:
+        """Read these employees' fields now, in one query, for the questions to come."""
+        wanted = [k for k in source_ids if k not in self._employees]
+        if not wanted:
+            return
+        self._employees.update(dict.fromkeys(wanted))
+        with self._engine.connect() as conn:
+            raw = conn.connection.driver_connection
+            assert raw is not None
+            rows = raw.execute(
+                "SELECT source_id, fields FROM employees "
+                "WHERE source_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(wanted),),
+            )
+            self._employees.update((str(k), v) for k, v in rows)
 
     def _all_departments(self) -> dict[str, str]:
         if self._departments is None:

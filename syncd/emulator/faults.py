@@ -107,6 +107,9 @@ class FaultSettings(BaseModel):
     # Envelope errors (10011, 208502, 208507, ...) with HTTP 500 instead of 200: the HTTP
     # code of a failure is unspecified, and the envelope's status must win over it.
     errors_as_http_500: bool = False
+    # The platform's own limit on a page of page-orgs or users: fewer records than the
+    # ``limit`` asked for (None: as many as asked).
+    page_cap: int | None = Field(default=None, ge=1)
     reject: tuple[RejectRule, ...] = ()
     scripted: tuple[ScriptedFault, ...] = ()
 
@@ -195,6 +198,11 @@ class FaultInjector:
             if draw < bound:
                 return action
         return "pass"
+
+    def capped(self, limit: int) -> int:
+        """A page's size: what was asked, within the platform's own cap if it has one."""
+        cap = self.settings.page_cap
+        return limit if cap is None or 0 <= limit <= cap else cap
 
     def rejector(self, endpoint: ImportEndpoint) -> Rejector:
         """The per-item rejection check of one import endpoint, counting what it rejects."""

@@ -105,6 +105,7 @@ class PlatformView:
     # Every username on the platform (a full listing, on complete reads); None: not listed,
     # so nobody is known to be deleted there.
     listed: frozenset[str] | None = None
+    employee_count: int = 0  # the root's all_employee_count: 0, nobody to adopt
     _paths: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
 
     def name_paths(self) -> dict[int, str]:

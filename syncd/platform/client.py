@@ -32,6 +32,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -283,6 +284,30 @@ class PlatformClient:
             found += self._employee_list({"matching": "true", "type": "username", "query": query})
         return found
 
+    def employee_records(
+        self, usernames: Sequence[str], *, batch: int = 200
+    ) -> Iterator[dict[str, Any]]:
+        """The list-form records of these usernames, as the platform sends them (plain
+        dicts, for reading many: no model is built), ``concurrency`` batches in flight."""
+        wanted = list(dict.fromkeys(u for u in usernames if u))
+        if any("," in u for u in wanted):
+            raise ValueError("a username with a comma cannot be looked up in a batch")
+        endpoint = f"GET {EMPLOYEES}"
+
+        def fetch(start: int) -> list[Any]:
+            query = ",".join(wanted[start : start + batch])
+            params = {"domain_id": self._settings.domain_id, "matching": "true"}
+            result = self._call(
+                "GET", EMPLOYEES, params={**params, "type": "username", "query": query}
+            )
+            if not isinstance(result, list):
+                raise _malformed(endpoint, "expected a list of employees")
+            return result
+
+        with ThreadPoolExecutor(self._settings.concurrency, thread_name_prefix="read") as pool:
+            for page in pool.map(fetch, range(0, len(wanted), batch)):
+                yield from (r for r in page if isinstance(r, dict))
+
     def list_employees(
         self, *, query: str | None = None, org_id: int | None = None, recursion: bool = False
     ) -> list[EmployeeRecord]:
@@ -389,7 +414,11 @@ class PlatformClient:
     def _pages(
         self, template: str, key: str, params: dict[str, Any], page_size: int
     ) -> Iterator[Any]:
-        """Records of every page; stops on a short page or once total_count is reached."""
+        """Records of every page, until total_count is reached (or an empty page).
+
+        A page shorter than asked ends the list only when the answer gives no total: a
+        platform that caps its pages below ``page_size`` is read on, never taken for done.
+        """
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
         skip = 0
@@ -403,7 +432,10 @@ class PlatformClient:
             yield from records
             skip += len(records)
             total = result.get("total_count")
-            if len(records) < page_size or (isinstance(total, int) and skip >= total):
+            if isinstance(total, int) and not isinstance(total, bool):
+                if skip >= total or not records:
+                    return
+            elif len(records) < page_size:
                 return
 
     def _call(

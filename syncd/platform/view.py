@@ -8,45 +8,65 @@
   people deleted there (deletions are invisible to ``refresh_time``);
 - accounts the source names that syncd never synced, to adopt rather than duplicate.
 
-A cursor is the newest ``last_modified`` seen; the runner moves it after a clean run.
+``read_platform`` reads what does not depend on the source, while the source is read;
+``with_adoptions`` adds the accounts to adopt once the directory is known. A cursor is
+the newest ``last_modified`` seen; the runner moves it after a clean run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from syncd.config import Settings
 from syncd.model import Directory
 from syncd.plan import PlatformEmployee, PlatformNode, PlatformPerson, PlatformView, Snapshot
 from syncd.platform.client import PlatformClient
-from syncd.platform.schemas import EmployeeRecord, Node
+from syncd.platform.schemas import Node
 
-USERS_PAGE = 1000  # users per page of the D3 list
+USERS_PAGE = 5000  # users asked per page of the D3 list (a platform may give fewer)
 # The list form's profile fields that people drift compares (see syncd.plan.drift).
 COMPARED = ("name", "email", "mobile", "sn", "gender", "sort_order", "senior")
 
 
-def fetch_view(
+def read_platform(
     client: PlatformClient,
     snapshot: Snapshot,
-    directory: Directory,
+    complete: bool,
     cursors: Mapping[str, int | None],
     settings: Settings,
 ) -> PlatformView:
-    """Read the root, the nodes, the people changed or gone, and accounts to adopt.
+    """What the view holds whatever the source says: made while the source is read.
 
-    ``cursors``: ``nodes`` and ``people``, the ``refresh_time`` of each read (None: never).
+    ``complete``: whether the source read is expected to be complete (then every node and
+    every username are listed). Accounts to adopt come after the read (``with_adoptions``).
     """
     root = client.root()
     since_nodes = cursors.get("nodes")
-    complete = directory.complete or not snapshot.departments or since_nodes is None
+    listing = complete or not snapshot.departments or since_nodes is None
     nodes: Mapping[int, PlatformNode] = {}
-    if complete:
+    if listing:
         nodes = _nodes(client.page_orgs())
     elif settings.sync.drift_check:
         nodes = _nodes(client.page_orgs(refresh_time=since_nodes))
-    changed, listed = _people_drift(client, snapshot, directory.complete, cursors.get("people"))
+    changed, listed = _people_drift(client, snapshot, complete, cursors.get("people"))
+    return PlatformView(
+        root.id,
+        root.name or "",
+        nodes,
+        listing,
+        changed=changed,
+        listed=listed,
+        employee_count=root.all_employee_count or 0,
+    )
+
+
+def with_adoptions(
+    view: PlatformView, client: PlatformClient, snapshot: Snapshot, directory: Directory
+) -> PlatformView:
+    """The view, with the platform's accounts of people the source names and syncd never
+    synced (adopted by username rather than made twice)."""
     people: dict[str, PlatformPerson] = {}
     known = {e.username.casefold() for e in snapshot.employees.values()}
     unknown = [
@@ -55,15 +75,15 @@ def fetch_view(
         if e.id not in snapshot.employees and e.username.casefold() not in known
     ]
     # An organization with nobody in it has nobody to adopt: skip the look-ups.
-    if unknown and (root.all_employee_count or 0) > 0:
+    if unknown and view.employee_count > 0:
         for record in client.employees_by_username(unknown):
             if record.username:
                 people[record.username.casefold()] = PlatformPerson(
                     record.id, record.username, record.locked or record.disabled
                 )
-    return PlatformView(
-        root.id, root.name or "", nodes, complete, people, changed=changed, listed=listed
-    )
+    if not directory.complete and view.listed is not None:
+        view = replace(view, listed=None)  # an incremental read finds no one deleted
+    return replace(view, people=people)
 
 
 def newest(stamps: Iterable[int | None]) -> int | None:
@@ -77,17 +97,26 @@ def _people_drift(
     """The people syncd holds who changed on the platform, and (complete reads) who is there."""
     if not snapshot.employees:
         return {}, None
+    owned = {s.username for s in snapshot.employees.values()}
     listed = None
     if complete:
         listed = frozenset(_usernames(client.users(page_size=USERS_PAGE)))
+        # Missing from the list: deleted, or passed over while the list changed between
+        # pages. Asked about by name, only those the platform does not know are gone.
+        missing = [u for u in owned if u not in listed]
+        if missing:
+            there = client.employees_by_username(missing)
+            listed = listed | {r.username for r in there if r.username}
     if since is None and listed is not None:
         changed_names: Iterable[str] = listed  # never read before: everyone is new to syncd
     else:
         changed_names = _usernames(client.users(refresh_time=since, page_size=USERS_PAGE))
-    owned = {s.username for s in snapshot.employees.values()}
     wanted = [u for u in changed_names if u in owned]
-    records = client.employees_by_username(wanted) if wanted else []
-    changed = {r.username: _platform_employee(r) for r in records if r.username in owned}
+    changed = {}
+    for record in client.employee_records(wanted) if wanted else ():
+        found = _platform_employee(record)
+        if found is not None and found.username in owned:
+            changed[found.username] = found
     return changed, listed
 
 
@@ -95,19 +124,26 @@ def _usernames(users: Iterable[dict[str, Any]]) -> list[str]:
     return [u["username"] for u in users if isinstance(u.get("username"), str)]
 
 
-def _platform_employee(record: EmployeeRecord) -> PlatformEmployee:
-    given = record.model_fields_set
+def _platform_employee(record: Mapping[str, Any]) -> PlatformEmployee | None:
+    """A list-form record as drift compares it; None for one without id or username
+    (a hundred thousand of them are read after a big run: no model is built)."""
+    employee_id, username = record.get("id"), record.get("username")
+    if not isinstance(employee_id, int) or not isinstance(username, str):
+        return None
+    positions = []
+    for p in record.get("positions") or ():
+        org_id = p.get("org_id") if isinstance(p, dict) else None
+        if isinstance(org_id, int):
+            title = p.get("job_title") or ""
+            positions.append((org_id, p.get("primary") is True, p.get("chief") is True, title))
+    stamp = record.get("last_modified")
     return PlatformEmployee(
-        record.id,
-        record.username or "",
-        record.locked or record.disabled,
-        {name: getattr(record, name) for name in COMPARED if name in given},
-        tuple(
-            (p.org_id, p.primary, p.chief, p.job_title or "")
-            for p in record.positions
-            if p.org_id is not None
-        ),
-        record.last_modified,
+        employee_id,
+        username,
+        record.get("locked") is True or record.get("disabled") is True,
+        {name: record[name] for name in COMPARED if name in record},
+        tuple(positions),
+        stamp if isinstance(stamp, int) else None,
     )
 
 

@@ -49,10 +49,22 @@ def test_page_orgs_reads_every_page(client: PlatformClient) -> None:
     assert client.calls["GET /v1/admin/organizations/{org_code}/page-orgs"] == 3
 
 
-def test_page_orgs_stops_on_a_short_page(client: PlatformClient) -> None:
+def test_page_orgs_stops_at_the_total(client: PlatformClient) -> None:
     client.import_orgs([dept("D1"), dept("D2")])
     assert len(list(client.page_orgs(page_size=2))) == 3
     assert client.calls["GET /v1/admin/organizations/{org_code}/page-orgs"] == 2
+
+
+def test_a_platform_that_caps_its_pages_is_read_to_the_end(
+    client: PlatformClient, emulator: RunningEmulator
+) -> None:
+    # Asked for 5 a page, it gives 2: a short page is not the end while the total says more
+    # (a listing taken for whole too early would make nodes look deleted).
+    client.import_orgs([dept(f"D{i}", serial_no=f"s-{i}") for i in range(6)])
+    emulator.set_faults(page_cap=2)
+    nodes = list(client.page_orgs(page_size=5))
+    assert sorted(n.name or "" for n in nodes) == ["Acme", *[f"D{i}" for i in range(6)]]
+    assert client.calls["GET /v1/admin/organizations/{org_code}/page-orgs"] == 4
 
 
 def test_page_orgs_since_refresh_time(client: PlatformClient) -> None:

@@ -18,6 +18,16 @@ def test_users_reads_every_page(client: PlatformClient) -> None:
     assert client.calls["GET /v1/users"] == 3
 
 
+def test_users_are_read_to_the_total_when_the_platform_caps_its_pages(
+    client: PlatformClient, emulator: RunningEmulator
+) -> None:
+    names = [f"user{i}" for i in range(7)]
+    client.import_employees([person(n) for n in names])
+    emulator.set_faults(page_cap=3)
+    assert sorted(u["username"] for u in client.users(page_size=5)) == names
+    assert client.calls["GET /v1/users"] == 3
+
+
 def test_users_since_refresh_time(client: PlatformClient, emulator: RunningEmulator) -> None:
     client.import_employees([person("ann")])
     cursor = emulator.state()["now"]

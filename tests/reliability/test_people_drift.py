@@ -214,3 +214,10 @@ def test_a_drift_on_a_person_whose_row_is_rejected_is_put_back_once_the_row_is_m
     assert planned(result) == [("update", "bob")]
     assert drift_notes(result) == ["bob: positions changed on the platform; putting back"]
     assert synced.admin_view()["bob"] == ("R&D", False)
+
+
+def test_a_platform_that_caps_its_pages_makes_no_one_look_deleted(synced: Rig) -> None:
+    synced.emulator.set_faults(page_cap=2)  # 5 people and the root's: pages of 2 at most
+    result = synced.sync()
+    assert result.exit_code == EXIT_OK and result.plan is not None
+    assert result.plan.changes == () and drift_notes(result) == []

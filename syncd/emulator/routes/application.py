@@ -68,7 +68,7 @@ def application_routes(runtime: Runtime) -> APIRouter:
             return ok({"total_count": len(found), "users": [user_record(tree, e) for e in found]})
         changed = staff.changed_since(query_int(request, "refresh_time", -1))
         skip, limit = query_int(request, "skip", 0), query_int(request, "limit", DEFAULT_PAGE)
-        page = paged(changed, skip, limit)
+        page = paged(changed, skip, runtime.faults.capped(limit))
         return ok({"total_count": len(changed), "users": [user_record(tree, e) for e in page]})
 
     @router.get("/v1/users/{user}")

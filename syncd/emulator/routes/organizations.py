@@ -55,7 +55,7 @@ def organization_routes(runtime: Runtime) -> APIRouter:
             if node.last_modified > since and keyword in node.name.lower()
         ]
         skip, limit = query_int(request, "skip", 0), query_int(request, "limit", DEFAULT_PAGE)
-        page = paged(found, skip, limit)
+        page = paged(found, skip, runtime.faults.capped(limit))
         return ok({"total_count": len(found), "records": [node_record(tree(), n) for n in page]})
 
     @router.get("/{code}/view")
