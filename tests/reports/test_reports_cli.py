@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import sqlite3
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -188,10 +189,12 @@ def test_csv_one_row_per_item_with_formulas_neutralised(runs: Runs) -> None:
     rows = list(csv.reader(io.StringIO(output)))
     assert tuple(rows[0]) == rpt.CSV_COLUMNS
     assert len(rows) == 1 + 12
-    by_display = {r[4]: dict(zip(rpt.CSV_COLUMNS, r, strict=True)) for r in rows[1:]}
+    by_display = {r[5]: dict(zip(rpt.CSV_COLUMNS, r, strict=True)) for r in rows[1:]}
     formula = by_display["formula1"]
     assert formula["error"] == "'" + FORMULA_ERROR  # neutralised against formula injection
     assert formula["outcome"] == "failed" and formula["run_id"] == "1"
+    started = datetime.fromisoformat(formula["run_started"])
+    assert started.tzinfo is not None  # a time with its zone
     bad1 = by_display["bad1"]
     assert json.loads(bad1["after"])["name"] == SCRIPT_NAME
     assert bad1["before"] == "" and bad1["error"] == MOBILE_TAKEN
@@ -200,12 +203,12 @@ def test_csv_one_row_per_item_with_formulas_neutralised(runs: Runs) -> None:
 
 def test_output_to_a_file(runs: Runs, tmp_path: Path) -> None:
     target = tmp_path / "run1.csv"
-    result = invoke(runs, "reports", "show", "1", "--format", "csv", "--output", str(target))
+    result = invoke(runs, "reports", "show", "1", "--output", "csv", "--file", str(target))
     assert "csv report written to" in result.output and str(target) in result.output
     with target.open(newline="", encoding="utf-8") as handle:
         assert len(list(csv.reader(handle))) == 13
     page = tmp_path / "run1.html"
-    invoke(runs, "reports", "show", "1", "--format", "html", "--output", str(page))
+    invoke(runs, "reports", "show", "1", "-o", "html", "--file", str(page))
     assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
 
@@ -220,7 +223,9 @@ def test_unknown_run_is_a_clear_error_with_exit_3(runs: Runs) -> None:
     bad = cli.invoke(app, ["reports", "show", "yesterday", "--config", str(runs.config)])
     assert isinstance(bad.exception, SyncdError) and "not a run" in str(bad.exception)
     fmt = cli.invoke(app, ["reports", "show", "1", "--format", "pdf", "-c", str(runs.config)])
-    assert isinstance(fmt.exception, SyncdError) and "unknown report format" in str(fmt.exception)
+    assert isinstance(fmt.exception, SyncdError) and "unknown output format" in str(fmt.exception)
+    path = cli.invoke(app, ["reports", "show", "1", "-o", "/tmp/x.html", "-c", str(runs.config)])
+    assert isinstance(path.exception, SyncdError) and "--file PATH" in str(path.exception)
 
 
 def test_unknown_run_exits_3_with_one_line_of_error(
@@ -236,7 +241,7 @@ def test_unknown_run_exits_3_with_one_line_of_error(
 def test_an_unwritable_output_is_a_clear_error(runs: Runs, tmp_path: Path) -> None:
     target = tmp_path / "missing" / "report.html"
     result = cli.invoke(
-        app, ["reports", "show", "1", "--output", str(target), "--config", str(runs.config)]
+        app, ["reports", "show", "1", "--file", str(target), "--config", str(runs.config)]
     )
     assert isinstance(result.exception, SyncdError)
     assert "cannot write the report" in str(result.exception)

@@ -1,0 +1,253 @@
+"""The report as one self-contained web page, built from Jinja2 templates (autoescaped).
+
+A page must stay small and quick at 100,000 changes: the summary, the failures grouped by
+reason and the first rows of each group of changes are HTML; every change is also in one
+compact JSON block that a small script (allowed by its hash in the page's
+Content-Security-Policy, nothing else may load or run) searches and pages through. With
+scripts off the page still shows all of the above, and names the command that lists the rest.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from syncd.logs import redact
+from syncd.report.chart import SERIES, history_chart
+from syncd.report.value import ITEM_OUTCOMES, HistoryPoint, Item, RunReport
+from syncd.report.wording import (
+    EXAMPLES,
+    Detail,
+    count_lines,
+    detail_lines,
+    duration,
+    item_state,
+    outcome_line,
+    platform_line,
+    record,
+    shown,
+    source_line,
+    totals_line,
+    when,
+)
+
+SHOWN = 20  # rows of each group of changes shown at first
+FOLDED = 180  # more rows of each group, folded (in the page even with scripts off)
+# Bytes of changes the search data may hold: a page of 100,000 changes stays under 5 MB.
+DATA_BUDGET = 4_300_000
+
+
+@dataclass(frozen=True)
+class Row:
+    display: str
+    name: str
+    lines: tuple[Detail, ...]
+    state: str
+    failed: bool
+
+
+@dataclass(frozen=True)
+class Group:
+    """The changes of one action on one kind of record: ``create employee (100000)``."""
+
+    index: int
+    action: str
+    kind: str
+    items: tuple[Item, ...] = field(repr=False)
+    rows: tuple[Row, ...]  # the first SHOWN + FOLDED, as HTML
+
+    @property
+    def count(self) -> int:
+        return len(self.items)
+
+    @property
+    def shown(self) -> tuple[Row, ...]:
+        return self.rows[:SHOWN]
+
+    @property
+    def folded(self) -> tuple[Row, ...]:
+        return self.rows[SHOWN:]
+
+    @property
+    def rest(self) -> int:
+        return self.count - len(self.rows)
+
+
+def _finalize(value: Any) -> Any:
+    """Every value a template prints: redacted and made visible, then escaped by Jinja."""
+    if isinstance(value, Markup):
+        return value
+    return shown(value)
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("syncd.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        finalize=_finalize,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    # Compact, and non-ASCII kept as it is: the data block is most of a large page.
+    env.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "separators": (",", ":")}
+    return env
+
+
+@cache
+def _asset(name: str) -> tuple[Markup, str]:
+    """A static file of the page (its style sheet, its script) and its CSP hash source."""
+    text = resources.files("syncd.report").joinpath("templates", name).read_text("utf-8")
+    digest = base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+    return Markup(text), f"'sha256-{digest}'"  # noqa: S704 - our own file, not a value
+
+
+def render_html(report: RunReport) -> str:
+    css, style_hash = _asset("report.css")
+    script, script_hash = _asset("report.js")
+    groups = change_groups(report)
+    data, held = search_data(report, groups)
+    page = (
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            r=report,
+            css=css,
+            script=script,
+            csp=(
+                "default-src 'none'; base-uri 'none'; form-action 'none'; "
+                f"style-src {style_hash}; script-src {script_hash}"
+            ),
+            title=outcome_line(report.run),
+            summary=_summary(report),
+            counts=count_lines(report.counts),
+            failures=_failures(report),
+            groups=groups,
+            changes=sum(g.count for g in groups),
+            held=held,
+            data=data,
+            chart=history_chart(report.history, report.run.id) if report.history else None,
+            series=SERIES,
+            history=_history_rows(report.history),
+            outcomes=ITEM_OUTCOMES,
+        )
+    )
+    return redact(page)
+
+
+def _summary(r: RunReport) -> list[tuple[str, str]]:
+    run = r.run
+    rows = [
+        ("trigger", f"{run.trigger}, mode {run.mode}, {run.read} read"),
+        ("source", run.source or "—"),
+        ("read", source_line(r.source)),
+        ("started", when(run.started_at)),
+        ("finished", when(run.finished_at)),
+        ("took", duration(run.duration_ms)),
+        ("host", f"{run.host or '—'} (pid {run.pid if run.pid is not None else '—'})"),
+        ("result", totals_line(r.totals)),
+    ]
+    if r.stats.get("calls") is not None:
+        rows.append(("platform", platform_line(r.stats)))
+    if r.error and not r.blocked_by:
+        rows.append(("error", r.error))
+    return rows
+
+
+def _failures(r: RunReport) -> list[dict[str, Any]]:
+    return [
+        {
+            "count": g.count,
+            "error": g.error,
+            "records": [record(i) for i in g.items[:EXAMPLES]],
+            "more": max(0, g.count - EXAMPLES),
+        }
+        for g in r.failures
+    ]
+
+
+def change_groups(r: RunReport) -> list[Group]:
+    """The items by action and kind, in the order changes are applied."""
+    grouped: dict[tuple[str, str], list[Item]] = {}
+    for action, items in r.by_action():
+        for item in items:
+            grouped.setdefault((action, item.kind), []).append(item)
+    row = _row_maker(r)
+    return [
+        Group(n, action, kind, tuple(items), tuple(row(i) for i in items[: SHOWN + FOLDED]))
+        for n, ((action, kind), items) in enumerate(grouped.items())
+    ]
+
+
+def _row_maker(r: RunReport) -> Callable[[Item], Row]:
+    def row(item: Item) -> Row:
+        lines = tuple(
+            (shown(k), None if b is None else shown(b), shown(a))
+            for k, b, a in detail_lines(item, r.departments)
+        )
+        attempts = f" ({item.attempts} attempts)" if item.attempts > 1 else ""
+        state = (item_state(item, r.run) or "planned") + attempts
+        name = item.name or ""
+        if name == item.display or item.display.endswith("/" + name):
+            name = ""  # a department's path already ends with its name
+        return Row(shown(item.display), shown(name), lines, shown(state), item.outcome == "failed")
+
+    return row
+
+
+def search_data(r: RunReport, groups: Sequence[Group]) -> tuple[dict[str, Any], int]:
+    """Every change, compactly, for the page's script; and how many it holds.
+
+    Per group a flat list, four values a change: display, name, detail, state; details
+    and states are indexes into shared tables, since most repeat (a department and a
+    title; "ok"). Past ``DATA_BUDGET`` bytes the rest is left out, and the page says so.
+    """
+    details: dict[tuple[Detail, ...], int] = {}
+    states: dict[tuple[str, bool], int] = {}
+    row = _row_maker(r)
+    out = []
+    budget = DATA_BUDGET
+    held = 0
+    for group in groups:
+        flat: list[Any] = []
+        for item in group.items:
+            made = row(item)
+            cost = len(made.display.encode()) + len(made.name.encode()) + 16
+            if cost > budget:
+                budget = 0
+                break
+            budget -= cost
+            detail = details.setdefault(made.lines, len(details))
+            state = states.setdefault((made.state, made.failed), len(states))
+            flat += [made.display, made.name, detail, state]
+            held += 1
+        out.append({"action": group.action, "kind": group.kind, "rows": flat})
+    data = {
+        "groups": out,
+        "details": [list(d) for d in details],
+        "states": [list(s) for s in states],
+        "step": 100,
+    }
+    return data, held
+
+
+def _history_rows(points: Sequence[HistoryPoint]) -> list[dict[str, Any]]:
+    return [
+        {
+            "run_id": p.run_id,
+            "started": when(p.started_at),
+            "mode": "dry run" if p.mode == "dry_run" else "run",
+            "outcome": p.outcome + ("" if p.applied else " (planned)"),
+            "values": [p.failed if s == "failed" else p.by_action.get(s, 0) for s in SERIES],
+        }
+        for p in reversed(points)
+    ]
