@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -25,13 +26,15 @@ from syncd.report.chart import SERIES, history_chart
 from syncd.report.value import ITEM_OUTCOMES, HistoryPoint, Item, RunReport
 from syncd.report.wording import (
     EXAMPLES,
-    Detail,
     count_lines,
     detail_lines,
     duration,
+    field_value,
     item_state,
     outcome_line,
     platform_line,
+    position_parts,
+    readable,
     record,
     shown,
     source_line,
@@ -49,7 +52,7 @@ DATA_BUDGET = 4_300_000
 class Row:
     display: str
     name: str
-    lines: tuple[Detail, ...]
+    lines: tuple[tuple[str, str | None, str], ...]  # field, before (None: not shown), after
     state: str
     failed: bool
 
@@ -192,14 +195,10 @@ def _row_maker(r: RunReport) -> Callable[[Item], Row]:
     def row(item: Item) -> Row:
         lines = tuple(
             (shown(k), None if b is None else shown(b), shown(a))
-            for k, b, a in detail_lines(item, r.departments)
+            for k, b, a in detail_lines(item, readable(r.departments))
         )
-        attempts = f" ({item.attempts} attempts)" if item.attempts > 1 else ""
-        state = (item_state(item, r.run) or "planned") + attempts
-        name = item.name or ""
-        if name == item.display or item.display.endswith("/" + name):
-            name = ""  # a department's path already ends with its name
-        return Row(shown(item.display), shown(name), lines, shown(state), item.outcome == "failed")
+        state = _state(item, r)
+        return Row(shown(item.display), _name(item), lines, state, item.outcome == "failed")
 
     return row
 
@@ -207,37 +206,97 @@ def _row_maker(r: RunReport) -> Callable[[Item], Row]:
 def search_data(r: RunReport, groups: Sequence[Group]) -> tuple[dict[str, Any], int]:
     """Every change, compactly, for the page's script; and how many it holds.
 
-    Per group a flat list, four values a change: display, name, detail, state; details
-    and states are indexes into shared tables, since most repeat (a department and a
-    title; "ok"). Past ``DATA_BUDGET`` bytes the rest is left out, and the page says so.
+    Per group a flat list, four values a change: display, name, detail, state. Details
+    and states are indexes into shared tables, since most repeat ("ok"; a department and
+    a title), and the strings in details into a table of words, a department's name path
+    apart from the title after it. Past ``DATA_BUDGET`` bytes the rest is left out, and
+    the page says so.
     """
-    details: dict[tuple[Detail, ...], int] = {}
-    states: dict[tuple[str, bool], int] = {}
-    row = _row_maker(r)
+    packer = _Packer(r)
     out = []
-    budget = DATA_BUDGET
     held = 0
     for group in groups:
         flat: list[Any] = []
         for item in group.items:
-            made = row(item)
-            cost = len(made.display.encode()) + len(made.name.encode()) + 16
-            if cost > budget:
-                budget = 0
+            row = packer.row(item)
+            if row is None:
                 break
-            budget -= cost
-            detail = details.setdefault(made.lines, len(details))
-            state = states.setdefault((made.state, made.failed), len(states))
-            flat += [made.display, made.name, detail, state]
+            flat += row
             held += 1
         out.append({"action": group.action, "kind": group.kind, "rows": flat})
     data = {
         "groups": out,
-        "details": [list(d) for d in details],
-        "states": [list(s) for s in states],
+        "words": list(packer.words),
+        "details": list(packer.details),
+        "states": [list(s) for s in packer.states],
         "step": 100,
     }
     return data, held
+
+
+Value = int | tuple[int, ...]  # a word, or positions: (path, notes, path, notes, ...)
+Line = tuple[int, Value | None, Value]
+
+
+class _Packer:
+    """Interns the words, details and states of the search data, counting its bytes."""
+
+    def __init__(self, r: RunReport) -> None:
+        self.report = r
+        self.words: dict[str, int] = {}
+        self.details: dict[tuple[Line, ...], int] = {}
+        self.states: dict[tuple[str, bool], int] = {}
+        self.left = DATA_BUDGET
+        self.full = False
+
+    def row(self, item: Item) -> list[Any] | None:
+        """[display, name, detail, state], or None once the budget is spent."""
+        if self.full:
+            return None
+        display = shown(item.display)
+        name = _name(item)
+        state = _state(item, self.report)
+        lines = tuple((self.word(k), b, a) for k, b, a in detail_lines(item, self.value))
+        detail = self.details.get(lines)
+        if detail is None:
+            detail = self.details[lines] = len(self.details)
+            self.left -= len(json.dumps(lines))
+        state_id = self.states.get((state, item.outcome == "failed"))
+        if state_id is None:
+            state_id = self.states[(state, item.outcome == "failed")] = len(self.states)
+            self.left -= len(state.encode()) + 12
+        self.left -= len(display.encode()) + len(name.encode()) + 16
+        if self.left < 0:
+            self.full = True
+            return None
+        return [display, name, detail, state_id]
+
+    def word(self, text: str) -> int:
+        found = self.words.get(text)
+        if found is None:
+            found = self.words[text] = len(self.words)
+            self.left -= len(text.encode()) + 3
+        return found
+
+    def value(self, name: str, value: Any) -> Value:
+        departments = self.report.departments
+        if name == "positions" and isinstance(value, list) and value:
+            parts = position_parts(value, departments)
+            return tuple(self.word(shown(t)) for part in parts for t in part)
+        return self.word(shown(field_value(name, value, departments)))
+
+
+def _state(item: Item, r: RunReport) -> str:
+    attempts = f" ({item.attempts} attempts)" if item.attempts > 1 else ""
+    return shown((item_state(item, r.run) or "planned") + attempts)
+
+
+def _name(item: Item) -> str:
+    """The record's name where it adds to its display (a department's path ends with it)."""
+    name = item.name or ""
+    if name == item.display or item.display.endswith("/" + name):
+        return ""
+    return shown(name)
 
 
 def _history_rows(points: Sequence[HistoryPoint]) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from syncd.report.wording import (
     outcome_line,
     platform_line,
     printable,
+    readable,
     record,
     shown,
     source_line,
@@ -88,7 +89,7 @@ def _text_changes(r: RunReport) -> list[str]:
             if item.before is not None:  # a create's fields are the whole record: not repeated
                 lines += [
                     f"        {p(k)}: {p(b)} → {p(a)}"
-                    for k, b, a in detail_lines(item, r.departments)
+                    for k, b, a in detail_lines(item, readable(r.departments))
                     if b is not None
                 ]
     if len(lines) == 1:
@@ -137,7 +138,7 @@ def render_person_text(history: PersonHistory) -> str:
             f"  {when(run.started_at)}  {outcome_line(run)}: {shown(item.action)} "
             f"{shown(item.display)}{planned} — {shown(state)}"
         )
-        for k, b, a in detail_lines(item, history.departments):
+        for k, b, a in detail_lines(item, readable(history.departments)):
             change = f"{shown(b)} → {shown(a)}" if b is not None else shown(a)
             lines.append(f"      {shown(k)}: {change}")
     if not history.events:

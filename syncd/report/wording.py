@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from syncd.logs import redact
 from syncd.report.value import ACTIONS, ITEM_OUTCOMES, LIST_COLUMNS, Count, Item, RunInfo, Totals
@@ -74,6 +74,14 @@ def field_value(name: str, value: Any, departments: Mapping[str, str]) -> str:
 
 def positions_text(positions: Iterable[Any], departments: Mapping[str, str]) -> str:
     """``Acme/R&D/Backend (Engineer, head); Acme/Sales (Advisor)``."""
+    parts = position_parts(positions, departments)
+    return "; ".join(f"{where} ({notes})" if notes else where for where, notes in parts)
+
+
+def position_parts(
+    positions: Iterable[Any], departments: Mapping[str, str]
+) -> list[tuple[str, str]]:
+    """Each position as (department name path, notes: the job title, head, primary)."""
     listed = [p for p in positions if isinstance(p, Mapping)]
     parts = []
     for p in listed:
@@ -84,28 +92,31 @@ def positions_text(positions: Iterable[Any], departments: Mapping[str, str]) -> 
             notes.append("head")
         if p.get("primary") and len(listed) > 1:
             notes.append("primary")
-        parts.append(f"{where or 'root'}" + (f" ({', '.join(notes)})" if notes else ""))
-    return "; ".join(parts)
+        parts.append((where or "root", ", ".join(notes)))
+    return parts
 
 
-Detail = tuple[str, str | None, str]  # field, value before (None: none shown), value after
+V = TypeVar("V")
 
 
-def detail_lines(item: Item, departments: Mapping[str, str]) -> list[Detail]:
-    """What an item changes, in words: a create's positions, an update's changed fields, the
-    reason for a lock, unlock, removal or deletion."""
+def detail_lines(item: Item, show: Callable[[str, Any], V]) -> list[tuple[str, V | None, V]]:
+    """What an item changes, each value as ``show(field, value)`` makes it: a create's
+    positions, an update's changed fields, the reason for a lock, unlock, removal or deletion.
+    The value before is None where none is shown."""
     if item.before is None and item.after is not None:
         positions = item.after.get("positions")
         if item.kind == "employee" and positions:
-            return [("positions", None, field_value("positions", positions, departments))]
+            return [("positions", None, show("positions", positions))]
         return []
     if item.before is not None and item.after is not None:
-        return [
-            (k, field_value(k, b, departments), field_value(k, a, departments))
-            for k, b, a in item.field_changes()
-        ]
+        return [(k, show(k, b), show(k, a)) for k, b, a in item.field_changes()]
     reason = item_reason(item)
-    return [("reason", None, reason)] if reason else []
+    return [("reason", None, show("reason", reason))] if reason else []
+
+
+def readable(departments: Mapping[str, str]) -> Callable[[str, Any], str]:
+    """``show`` for ``detail_lines``: values as text, departments by name path."""
+    return lambda name, value: field_value(name, value, departments)
 
 
 def item_reason(item: Item) -> str:

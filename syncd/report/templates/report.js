@@ -15,6 +15,17 @@
   const results = document.querySelector("#results tbody");
   const more = document.getElementById("found-more");
   const haystacks = groups.map(() => []);
+  const words = data.words;
+  // A value is a word, or positions: [path, notes, path, notes, ...] as words.
+  const text = (value) => {
+    if (typeof value === "number") return words[value];
+    const parts = [];
+    for (let n = 0; n < value.length; n += 2) {
+      const notes = words[value[n + 1]];
+      parts.push(notes ? `${words[value[n]]} (${notes})` : words[value[n]]);
+    }
+    return parts.join("; ");
+  };
   let matches = [];
   let listed = 0;
 
@@ -37,9 +48,9 @@
     const what = element("td", undefined, "what");
     for (const [field, before, after] of data.details[rows[at + 2]]) {
       const line = element("div");
-      line.append(element("span", field, "field"), " ");
-      if (before === null) line.append(after);
-      else line.append(element("del", before), " → ", element("ins", after));
+      line.append(element("span", words[field], "field"), " ");
+      if (before === null) line.append(text(after));
+      else line.append(element("del", text(before)), " → ", element("ins", text(after)));
       what.append(line);
     }
     tr.append(record, what, element("td", state, "out"));
@@ -47,17 +58,18 @@
   };
 
   const haystack = (g, i) => {
-    let text = haystacks[g][i];
-    if (text === undefined) {
+    let hay = haystacks[g][i];
+    if (hay === undefined) {
       const rows = groups[g].rows;
       const at = i * 4;
-      const lines = data.details[rows[at + 2]].flat().filter((v) => v !== null);
-      text = [rows[at], rows[at + 1], ...lines, data.states[rows[at + 3]][0]]
+      const lines = data.details[rows[at + 2]].map(([field, before, after]) =>
+        [words[field], before === null ? "" : text(before), text(after)].join(" "));
+      hay = [rows[at], rows[at + 1], ...lines, data.states[rows[at + 3]][0]]
         .join(" ")
         .toLowerCase();
-      haystacks[g][i] = text;
+      haystacks[g][i] = hay;
     }
-    return text;
+    return hay;
   };
 
   const showMore = () => {
