@@ -315,7 +315,7 @@ def print_run_list(
     if not lines:
         console.print("no failed runs recorded" if failed_only else "no runs recorded yet")
         return
-    _print_table(console, rpt.run_table(lines))
+    _print_table(console, lines)
 
 
 def _check_format(fmt: str, known: Sequence[str]) -> None:
@@ -329,11 +329,12 @@ def _print_as_is(console: Console, rendered: str) -> None:
     console.file.flush()
 
 
-def _print_table(console: Console, table: Any) -> None:
-    """On a terminal, fit the table to it; in a pipe or file, keep every column whole."""
+def _print_table(console: Console, lines: Sequence[rpt.RunLine]) -> None:
+    """On a terminal, the columns that fit it; in a pipe or file, every column, whole."""
     if console.is_terminal:
-        console.print(table)
+        console.print(rpt.run_table(lines, console.width))
         return
+    table = rpt.run_table(lines)
     wide = Console(width=10_000, no_color=True, file=io.StringIO())
     width = wide.measure(table).maximum
     buffer = io.StringIO()

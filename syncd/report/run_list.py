@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Literal
 
 from rich import box
 from rich.table import Table
@@ -30,32 +31,50 @@ OUTCOME_STYLES = {
 }
 
 
-def run_table(lines: Sequence[RunLine]) -> Table:
+def run_table(lines: Sequence[RunLine], width: int | None = None) -> Table:
     """``syncd reports list``: one row per run, newest first.
 
-    On a narrow terminal only trigger, mode, read and duration give up width: the id,
-    start, outcome and counts are what the list is read for.
+    Columns are never squeezed: on a terminal narrower than the whole table (``width``),
+    the least needed ones are left out whole, and the caption names them. The id, start,
+    mode, outcome and counts are what the list is read for.
     """
+    rows = [_table_cells(line) for line in lines]
+    widths = [
+        max([len(name), *(len(r[n].plain) for r in rows)]) for n, name in enumerate(LIST_HEADERS)
+    ]
+    shown = _fitting(widths, width)
+    caption = "counts: done, or planned (dim) for dry runs and blocked runs"
+    left_out = [name for n, name in enumerate(LIST_HEADERS) if n not in shown]
+    if left_out:
+        caption += f"; too narrow for: {', '.join(left_out)} (--output json has all)"
     table = Table(
         box=box.SIMPLE_HEAD,
         show_edge=False,
         padding=(0, 0),  # the box's blank column divider is the one space between columns
-        caption="counts: done, or planned (dim) for dry runs and blocked runs",
+        caption=caption,
         caption_justify="left",
     )
-    rows = [_table_cells(line) for line in lines]
-    widths = [max((len(r[n].plain) for r in rows), default=0) for n in range(len(LIST_HEADERS))]
-    for n, name in enumerate(LIST_HEADERS):
-        keep = name not in ("trigger", "mode", "read", "took")
-        table.add_column(
-            name,
-            no_wrap=True,
-            justify="left" if name in LEFT_ALIGNED else "right",
-            min_width=max(widths[n], len(name)) if keep else None,
-        )
+    for n in shown:
+        name = LIST_HEADERS[n]
+        justify: Literal["left", "right"] = "left" if name in LEFT_ALIGNED else "right"
+        table.add_column(name, no_wrap=True, justify=justify, min_width=widths[n])
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(row[n] for n in shown))
     return table
+
+
+def _fitting(widths: Sequence[int], width: int | None) -> list[int]:
+    """The columns to show, in their order: by ``PRIORITY`` while they fit in ``width``."""
+    if width is None or sum(w + 1 for w in widths) <= width:
+        return list(range(len(widths)))
+    chosen: set[int] = set()
+    used = 0
+    for name in PRIORITY:
+        n = LIST_HEADERS.index(name)
+        if used + widths[n] + 1 <= width:
+            chosen.add(n)
+            used += widths[n] + 1
+    return sorted(chosen)
 
 
 LIST_HEADERS = (
@@ -72,6 +91,24 @@ LIST_HEADERS = (
     "rejected",
 )
 LEFT_ALIGNED = ("started", "trigger", "mode", "read", "outcome")
+# What a narrow terminal keeps first.
+PRIORITY = (
+    "id",
+    "started",
+    "mode",
+    "outcome",
+    "failed",
+    "created",
+    "updated",
+    "locked",
+    "removed",
+    "deleted",
+    "exit",
+    "rejected",
+    "took",
+    "read",
+    "trigger",
+)
 
 
 def _table_cells(line: RunLine) -> list[Text]:
