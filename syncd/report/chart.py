@@ -17,7 +17,7 @@ from syncd.report.wording import when
 
 SERIES = (*ACTIONS, "failed")
 WIDTH = 720
-LEFT, RIGHT = 44, 12
+LEFT, RIGHT = 60, 12
 MARKS = 14  # the outcome markers' row, above the plot
 TOP = MARKS + 12
 PLOT_H = 150
@@ -166,7 +166,7 @@ def _y_ticks(top: int) -> tuple[Tick, ...]:
         y = AXIS - _log_share(n, top) * PLOT_H
         ticks.append(Tick(round(y, 1), _short_number(n)))
         n *= 10
-    return (Tick(float(AXIS), "0"), *ticks)
+    return tuple(ticks)  # no "0": the axis is the baseline, and 1 sits just above it
 
 
 def _short_number(n: int) -> str:

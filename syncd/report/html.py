@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -23,7 +23,7 @@ from markupsafe import Markup
 
 from syncd.logs import redact
 from syncd.report.chart import SERIES, history_chart
-from syncd.report.value import ITEM_OUTCOMES, HistoryPoint, Item, RunReport
+from syncd.report.value import HistoryPoint, Item, RunReport
 from syncd.report.wording import (
     EXAMPLES,
     count_lines,
@@ -44,8 +44,9 @@ from syncd.report.wording import (
 
 SHOWN = 20  # rows of each group of changes shown at first
 FOLDED = 180  # more rows of each group, folded (in the page even with scripts off)
-# Bytes of changes the search data may hold: a page of 100,000 changes stays under 5 MB.
-DATA_BUDGET = 4_300_000
+# Bytes the search data may take; the rest of a page is about 0.1-0.6 MB (the first rows of
+# each group of changes): the whole stays under 5 MB, however many changes.
+DATA_BUDGET = 4_400_000
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,6 @@ def render_html(report: RunReport) -> str:
             chart=history_chart(report.history, report.run.id) if report.history else None,
             series=SERIES,
             history=_history_rows(report.history),
-            outcomes=ITEM_OUTCOMES,
         )
     )
     return redact(page)
@@ -184,23 +184,18 @@ def change_groups(r: RunReport) -> list[Group]:
     for action, items in r.by_action():
         for item in items:
             grouped.setdefault((action, item.kind), []).append(item)
-    row = _row_maker(r)
     return [
-        Group(n, action, kind, tuple(items), tuple(row(i) for i in items[: SHOWN + FOLDED]))
+        Group(n, action, kind, tuple(items), tuple(_row(i, r) for i in items[: SHOWN + FOLDED]))
         for n, ((action, kind), items) in enumerate(grouped.items())
     ]
 
 
-def _row_maker(r: RunReport) -> Callable[[Item], Row]:
-    def row(item: Item) -> Row:
-        lines = tuple(
-            (shown(k), None if b is None else shown(b), shown(a))
-            for k, b, a in detail_lines(item, readable(r.departments))
-        )
-        state = _state(item, r)
-        return Row(shown(item.display), _name(item), lines, state, item.outcome == "failed")
-
-    return row
+def _row(item: Item, r: RunReport) -> Row:
+    lines = tuple(
+        (shown(k), None if b is None else shown(b), shown(a))
+        for k, b, a in detail_lines(item, readable(r.departments))
+    )
+    return Row(shown(item.display), _name(item), lines, *_state(item, r))
 
 
 def search_data(r: RunReport, groups: Sequence[Group]) -> tuple[dict[str, Any], int]:
@@ -244,8 +239,9 @@ class _Packer:
     def __init__(self, r: RunReport) -> None:
         self.report = r
         self.words: dict[str, int] = {}
+        self._raw: dict[str, int] = {}  # words by their text before ``shown``: most repeat
         self.details: dict[tuple[Line, ...], int] = {}
-        self.states: dict[tuple[str, bool], int] = {}
+        self.states: dict[tuple[str, bool], int] = {}  # (text, failed)
         self.left = DATA_BUDGET
         self.full = False
 
@@ -255,40 +251,51 @@ class _Packer:
             return None
         display = shown(item.display)
         name = _name(item)
-        state = _state(item, self.report)
         lines = tuple((self.word(k), b, a) for k, b, a in detail_lines(item, self.value))
         detail = self.details.get(lines)
         if detail is None:
             detail = self.details[lines] = len(self.details)
-            self.left -= len(json.dumps(lines))
-        state_id = self.states.get((state, item.outcome == "failed"))
+            self.left -= len(json.dumps(lines, separators=(",", ":"))) + 1
+        state = _state(item, self.report)
+        state_id = self.states.get(state)
         if state_id is None:
-            state_id = self.states[(state, item.outcome == "failed")] = len(self.states)
-            self.left -= len(state.encode()) + 12
-        self.left -= len(display.encode()) + len(name.encode()) + 16
+            state_id = self.states[state] = len(self.states)
+            self.left -= _size([*state]) + 1
+        # Exactly what the row adds to the JSON: two strings, two numbers, four commas.
+        self.left -= _size(display) + _size(name) + len(str(detail)) + len(str(state_id)) + 4
         if self.left < 0:
             self.full = True
             return None
         return [display, name, detail, state_id]
 
-    def word(self, text: str) -> int:
-        found = self.words.get(text)
+    def word(self, raw: str) -> int:
+        found = self._raw.get(raw)
         if found is None:
-            found = self.words[text] = len(self.words)
-            self.left -= len(text.encode()) + 3
+            text = shown(raw)
+            found = self.words.get(text)
+            if found is None:
+                found = self.words[text] = len(self.words)
+                self.left -= _size(text) + 1
+            self._raw[raw] = found
         return found
 
     def value(self, name: str, value: Any) -> Value:
         departments = self.report.departments
         if name == "positions" and isinstance(value, list) and value:
             parts = position_parts(value, departments)
-            return tuple(self.word(shown(t)) for part in parts for t in part)
-        return self.word(shown(field_value(name, value, departments)))
+            return tuple(self.word(t) for part in parts for t in part)
+        return self.word(field_value(name, value, departments))
 
 
-def _state(item: Item, r: RunReport) -> str:
+def _size(value: Any) -> int:
+    """Bytes of a value in the page's JSON."""
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def _state(item: Item, r: RunReport) -> tuple[str, bool]:
+    """How the item ended, in words, and whether it failed."""
     attempts = f" ({item.attempts} attempts)" if item.attempts > 1 else ""
-    return shown((item_state(item, r.run) or "planned") + attempts)
+    return shown((item_state(item, r.run) or "planned") + attempts), item.outcome == "failed"
 
 
 def _name(item: Item) -> str:

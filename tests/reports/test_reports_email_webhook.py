@@ -82,11 +82,17 @@ def smtp(tmp_path: Path) -> Iterator[SmtpServer]:
         authenticator=mailbox,
         auth_require_tls=True,
     )
+    # aiosmtpd logs each command from its own thread, even after the test that caused it:
+    # quiet, so that it never writes to a stream a finished test closed.
+    server_log = logging.getLogger("mail.log")
+    level = server_log.level
+    server_log.setLevel(logging.WARNING)
     controller.start()
     try:
         yield SmtpServer(controller.port, mailbox, tls)
     finally:
         controller.stop()
+        server_log.setLevel(level)
 
 
 @dataclass

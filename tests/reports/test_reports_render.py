@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from syncd import report as rpt
 from syncd.logs import redact, register_secret
 from syncd.report import chart
-from tests.reports.pages import external_references, parse
+from tests.reports.pages import allowed_scripts, external_references, parse
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -280,3 +280,56 @@ def test_the_chart_in_the_page_marks_every_outcome() -> None:
     ]
     assert {"m-ok", "m-failed", "m-blocked"} <= set(marks)
     assert "run 2, " in page.all_text and ", failed: 10 create" in page.all_text
+
+
+def many(n: int) -> rpt.RunReport:
+    run = rpt.RunInfo(9, "shell", "apply", "full", "", 1, 2, "partial", 1)
+    positions = [{"department": "D1", "job_title": "Engineer", "primary": True, "chief": False}]
+    items = tuple(
+        rpt.Item(
+            seq,
+            "employee",
+            f"E{seq}",
+            f"user{seq}",
+            "create",
+            f"create employee user{seq}",
+            None,
+            {"name": f"Person {seq}", "positions": positions},
+            outcome="failed" if seq % 10 == 0 else "ok",
+            error="mobile taken" if seq % 10 == 0 else None,
+        )
+        for seq in range(n)
+    )
+    return rpt.RunReport(run, items=items, departments={"D1": "Acme/R&D"})
+
+
+def test_the_page_shows_the_first_rows_and_holds_every_change_for_the_search() -> None:
+    page = rpt.render_html(many(1000))
+    parsed = parse(page)
+    rows = [a for t, a in parsed.tags if t == "tr" and ("class", "failed-row") in a]
+    assert len(rows) == 20  # 1 in 10 of the first 200 rows in the page (20 shown, 180 folded)
+    assert "… and 800 more" in parsed.all_text
+    assert "Acme/R&D (Engineer, primary)" not in parsed.all_text  # one position: no "primary"
+    assert "positions Acme/R&D (Engineer)" in parsed.all_text
+    _, (data,) = allowed_scripts(page)
+    held = json.loads(data)
+    (group,) = held["groups"]
+    assert len(group["rows"]) == 4 * 1000  # every change, four values each
+    assert held["words"][held["details"][group["rows"][2]][0][2][0]] == "Acme/R&D"
+    assert "search holds the first" not in parsed.all_text
+
+
+def test_past_its_budget_the_page_says_how_many_changes_it_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from syncd.report import html
+
+    monkeypatch.setattr(html, "DATA_BUDGET", 20_000)
+    page = rpt.render_html(many(5000))
+    _, (data,) = allowed_scripts(page)
+    held = len(json.loads(data)["groups"][0]["rows"]) // 4
+    assert 500 < held < 5000
+    assert len(data.encode()) < 20_000 + 500
+    text = " ".join(parse(page).all_text.split())
+    assert f"The search holds the first {held:,} of 5,000 changes" in text
+    assert "syncd reports show 9 --output csv lists them all" in text
