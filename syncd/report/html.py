@@ -44,9 +44,8 @@ from syncd.report.wording import (
 
 SHOWN = 20  # rows of each group of changes shown at first
 FOLDED = 180  # more rows of each group, folded (in the page even with scripts off)
-# Bytes the search data may take; the rest of a page is about 0.1-0.6 MB (the first rows of
-# each group of changes): the whole stays under 5 MB, however many changes.
-DATA_BUDGET = 4_400_000
+# Bytes a page may take, however many changes: the search data gets what the rest leaves.
+PAGE_BUDGET = 4_900_000
 
 
 @dataclass(frozen=True)
@@ -119,32 +118,30 @@ def render_html(report: RunReport) -> str:
     css, style_hash = _asset("report.css")
     script, script_hash = _asset("report.js")
     groups = change_groups(report)
-    data, held = search_data(report, groups)
-    page = (
-        _environment()
-        .get_template("report.html.j2")
-        .render(
-            r=report,
-            css=css,
-            script=script,
-            csp=(
-                "default-src 'none'; base-uri 'none'; form-action 'none'; "
-                f"style-src {style_hash}; script-src {script_hash}"
-            ),
-            title=outcome_line(report.run),
-            summary=_summary(report),
-            counts=count_lines(report.counts),
-            failures=_failures(report),
-            groups=groups,
-            changes=sum(g.count for g in groups),
-            held=held,
-            data=data,
-            chart=history_chart(report.history, report.run.id) if report.history else None,
-            series=SERIES,
-            history=_history_rows(report.history),
-        )
-    )
-    return redact(page)
+    changes = sum(g.count for g in groups)
+    template = _environment().get_template("report.html.j2")
+    context = {
+        "r": report,
+        "css": css,
+        "script": script,
+        "csp": (
+            "default-src 'none'; base-uri 'none'; form-action 'none'; "
+            f"style-src {style_hash}; script-src {script_hash}"
+        ),
+        "title": outcome_line(report.run),
+        "summary": _summary(report),
+        "counts": count_lines(report.counts),
+        "failures": _failures(report),
+        "groups": groups,
+        "changes": changes,
+        "chart": history_chart(report.history, report.run.id) if report.history else None,
+        "series": SERIES,
+        "history": _history_rows(report.history),
+    }
+    # The page without its search data first: the data may have what that leaves.
+    rest = template.render(**context, data={}, held=0)  # its note "holds the first" counted
+    data, held = search_data(report, groups, PAGE_BUDGET - len(rest.encode("utf-8")))
+    return redact(template.render(**context, data=data, held=held))
 
 
 def _summary(r: RunReport) -> list[tuple[str, str]]:
@@ -198,16 +195,18 @@ def _row(item: Item, r: RunReport) -> Row:
     return Row(shown(item.display), _name(item), lines, *_state(item, r))
 
 
-def search_data(r: RunReport, groups: Sequence[Group]) -> tuple[dict[str, Any], int]:
+def search_data(
+    r: RunReport, groups: Sequence[Group], budget: int
+) -> tuple[dict[str, Any], int]:
     """Every change, compactly, for the page's script; and how many it holds.
 
     Per group a flat list, four values a change: display, name, detail, state. Details
     and states are indexes into shared tables, since most repeat ("ok"; a department and
     a title), and the strings in details into a table of words, a department's name path
-    apart from the title after it. Past ``DATA_BUDGET`` bytes the rest is left out, and
-    the page says so.
+    apart from the title after it. Past ``budget`` bytes the rest is left out, and the
+    page says so.
     """
-    packer = _Packer(r)
+    packer = _Packer(r, budget)
     out = []
     held = 0
     for group in groups:
@@ -236,13 +235,13 @@ Line = tuple[int, Value | None, Value]
 class _Packer:
     """Interns the words, details and states of the search data, counting its bytes."""
 
-    def __init__(self, r: RunReport) -> None:
+    def __init__(self, r: RunReport, budget: int) -> None:
         self.report = r
         self.words: dict[str, int] = {}
         self._raw: dict[str, int] = {}  # words by their text before ``shown``: most repeat
         self.details: dict[tuple[Line, ...], int] = {}
         self.states: dict[tuple[str, bool], int] = {}  # (text, failed)
-        self.left = DATA_BUDGET
+        self.left = budget - 200  # the tables' brackets and keys
         self.full = False
 
     def row(self, item: Item) -> list[Any] | None:
