@@ -78,14 +78,13 @@ def notify_all(settings: Settings, engine: Engine, run_id: int) -> None:
             _attempt(name, run_id, partial(send, report))
 
 
-def _attempt(name: str, run_id: int, send: Callable[[], None]) -> bool:
+def _attempt(name: str, run_id: int, send: Callable[[], None]) -> None:
     try:
         send()
     except Exception as exc:  # the run is over and recorded: nothing here may undo that
         log.warning("run %d: could not send the %s notification: %s", run_id, name, _said(exc))
-        return False
+        return
     log.info("run %d: %s notification sent", run_id, name)
-    return True
 
 
 def _said(exc: BaseException) -> str:

@@ -304,11 +304,9 @@ def print_run_list(
     settings: Settings, console: Console, *, last: int, failed_only: bool, fmt: str = "text"
 ) -> None:
     _check_format(fmt, LIST_FORMATS)
-    engine = store.open_engine(settings.database)
-    try:
-        lines = list_runs(engine, last=last, failed_only=failed_only)
-    finally:
-        engine.dispose()
+    lines = _with_state(
+        settings, lambda engine: list_runs(engine, last=last, failed_only=failed_only)
+    )
     if fmt == "json":
         _print_as_is(console, rpt.render_run_list_json(lines))
         return
@@ -316,6 +314,15 @@ def print_run_list(
         console.print("no failed runs recorded" if failed_only else "no runs recorded yet")
         return
     _print_table(console, lines)
+
+
+def _with_state(settings: Settings, use: Callable[[Engine], T]) -> T:
+    """``use(engine)`` on the state database, closed afterwards."""
+    engine = store.open_engine(settings.database)
+    try:
+        return use(engine)
+    finally:
+        engine.dispose()
 
 
 def _check_format(fmt: str, known: Sequence[str]) -> None:
@@ -356,11 +363,7 @@ def show_run(
     ``console`` prints text as it is, never as markup (``syncd.cli.out``).
     """
     _check_format(fmt, tuple(rpt.RENDERERS))
-    engine = store.open_engine(settings.database)
-    try:
-        report = load_report(engine, run, failed_only=failed_only)
-    finally:
-        engine.dispose()
+    report = _with_state(settings, lambda engine: load_report(engine, run, failed_only=failed_only))
     _deliver(console, rpt.render(report, fmt), output, f"run {report.run.id}: {fmt} report")
 
 
@@ -375,11 +378,7 @@ def show_person(
 ) -> None:
     """Print (or write to ``output``) what the recorded runs did to one person."""
     _check_format(fmt, tuple(rpt.PERSON_RENDERERS))
-    engine = store.open_engine(settings.database)
-    try:
-        history = load_person(engine, username, planned=planned)
-    finally:
-        engine.dispose()
+    history = _with_state(settings, lambda engine: load_person(engine, username, planned=planned))
     rendered = rpt.PERSON_RENDERERS[fmt](history)
     _deliver(console, rendered, output, f"{rpt.shown(username)}: {fmt} history")
 
@@ -402,11 +401,7 @@ def _write(path: Path, content: str) -> None:
 
 
 def prune_runs(settings: Settings, console: Console, *, keep_days: int) -> None:
-    engine = store.open_engine(settings.database)
-    try:
-        pruned = prune(engine, keep_days)
-    finally:
-        engine.dispose()
+    pruned = _with_state(settings, lambda engine: prune(engine, keep_days))
     console.print(
         f"pruned {pruned.runs} runs started more than {keep_days} days ago "
         f"({pruned.items} items, {pruned.rejected} rejected rows)"
