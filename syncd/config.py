@@ -6,9 +6,8 @@ joined by ``__``), the TOML file (``--config`` or ``SYNCD_CONFIG``), defaults. A
 ``notifications.email.password``, ``notifications.webhook.secret``) may also come from the
 file named by its ``*_file`` key, or from systemd's ``$CREDENTIALS_DIRECTORY/<name>``
 (``client_secret``, ``bind_password``, ``smtp_password``, ``webhook_secret``), but from one
-place only. Unknown keys are
-errors, not silently ignored, and so are ``SYNCD_*`` variables that name no setting: a
-typo in a safety setting must not fall back to a default.
+place only. Unknown keys are errors, not silently ignored, and so are ``SYNCD_*`` variables
+that name no setting: a typo in a safety setting must not fall back to a default.
 """
 
 from __future__ import annotations
@@ -326,11 +325,12 @@ class EmailNotification(Section):
         _one_of(self.password, self.password_file, "notifications.email.password")
         if self.enabled and (not self.host or not self.sender):
             raise ValueError("notifications.email needs host and sender when 'to' is set")
-        for address in [*self.to, self.sender or "x@y"]:
+        for address in [*self.to, *([self.sender] if self.sender else [])]:
             if "@" not in address or any(c.isspace() or c in "<>," for c in address):
                 raise ValueError(f"not an e-mail address: {address!r}")
-        sends_password = self.username is not None or self.password or self.password_file
-        if sends_password and self.security == "none" and not _is_loopback(self.host or ""):
+        logs_in = self.username is not None or self.password is not None
+        logs_in = logs_in or self.password_file is not None
+        if logs_in and self.security == "none" and not _is_loopback(self.host or ""):
             raise ValueError(
                 "security 'none' would send the SMTP password unencrypted: use starttls or tls"
             )
