@@ -97,6 +97,7 @@ LOOK = """(() => {
     failures: document.querySelector('#failures').innerText,
     failedColour: failed ? getComputedStyle(failed).color : null,
     failedRight: failed ? failed.getBoundingClientRect().right : null,
+    errorWidth: document.querySelector('#failures td.error').getBoundingClientRect().width,
     outcomes: outcomes.map(td => [td.innerText, td.getBoundingClientRect().left,
                                   td.getBoundingClientRect().right]),
     scripts: document.scripts.length,
@@ -128,7 +129,8 @@ def test_chromium_shows_failures_and_every_outcome_at_desktop_and_phone_width(
         seen = tab.evaluate(LOOK)
     assert png_size(shot)[0] == width and shot.stat().st_size > 20_000  # not a blank page
     assert seen["width"] == width and seen["scroll"] <= width  # nothing runs off the side
-    assert f"2 ×\t{MOBILE_TAKEN}" in seen["failures"] or f"2 × {MOBILE_TAKEN}" in seen["failures"]
+    assert re.search(rf"2 ×\s+{re.escape(MOBILE_TAKEN)}", seen["failures"])
+    assert seen["errorWidth"] > min(width / 2, 300)  # the reason is read across, not in a sliver
     assert seen["failedColour"] == "rgb(198, 40, 40)" and seen["failedRight"] <= width
     # Every outcome of the rows shown is inside the screen, failures included.
     assert len(seen["outcomes"]) == 12  # 4 departments, 8 people: all shown at first
