@@ -434,6 +434,7 @@ def print_plan(result: RunResult, show: int, *, long: bool = False) -> None:
 def field_lines(change: Change) -> list[str]:
     """``field: value`` for each field a create sets, ``field: before → after`` otherwise."""
     from syncd import report as rpt
+    from syncd.report.wording import readable
 
     item = rpt.Item(
         seq=0,
@@ -444,9 +445,9 @@ def field_lines(change: Change) -> list[str]:
         before=change.before,
         after=change.after,
     )
-    p, value = rpt.printable, rpt.field_value
+    p, value = rpt.printable, readable(change.departments)
     return [
-        f"{p(k)}: {p(value(a))}" if b is None else f"{p(k)}: {p(value(b))} → {p(value(a))}"
+        f"{p(k)}: {p(value(k, a))}" if b is None else f"{p(k)}: {p(value(k, b))} → {p(value(k, a))}"
         for k, b, a in item.field_changes()
     ]
 
@@ -622,18 +623,25 @@ reports_app = typer.Typer(help="Review the runs syncd recorded.", no_args_is_hel
 app.add_typer(reports_app, name="reports")
 
 
+FileOption = Annotated[
+    Path | None, typer.Option("--file", help="Write to this file instead of stdout.")
+]
+
+
 @reports_app.command("list")
 def reports_list(
     config: ConfigOption = None,
-    last: Annotated[int, typer.Option(help="How many runs, newest first.")] = 20,
+    last: Annotated[int, typer.Option(min=0, help="How many runs, newest first.")] = 20,
     failed: Annotated[
         bool, typer.Option(help="Only runs that failed, partly failed or were blocked.")
     ] = False,
+    output: Annotated[str, typer.Option("--output", "-o", help="text or json.")] = "text",
 ) -> None:
     """One line per run."""
     from syncd.runs import print_run_list
 
-    print_run_list(settings_from(config, require_secrets=False), out, last=last, failed_only=failed)
+    settings = settings_from(config, require_secrets=False)
+    print_run_list(settings, out, last=last, failed_only=failed, fmt=output)
 
 
 @reports_app.command("show")
@@ -641,10 +649,10 @@ def reports_show(
     run: Annotated[str, typer.Argument(help="A run id, or 'latest'.")] = "latest",
     config: ConfigOption = None,
     failed_only: Annotated[bool, typer.Option(help="Only the items that failed.")] = False,
-    fmt: Annotated[str, typer.Option("--format", help="text, json, csv or html.")] = "text",
     output: Annotated[
-        Path | None, typer.Option(help="Write to this file instead of stdout.")
-    ] = None,
+        str, typer.Option("--output", "-o", "--format", help="text, json, csv or html.")
+    ] = "text",
+    file: FileOption = None,
 ) -> None:
     """One run in full: summary, failures grouped by error, changes, rejected rows."""
     from syncd.runs import show_run
@@ -653,10 +661,27 @@ def reports_show(
         settings_from(config, require_secrets=False),
         out,
         run,
-        fmt=fmt,
+        fmt=output,
         failed_only=failed_only,
-        output=output,
+        output=file,
     )
+
+
+@reports_app.command("person")
+def reports_person(
+    username: Annotated[str, typer.Argument(help="The person's username on the platform.")],
+    config: ConfigOption = None,
+    planned: Annotated[
+        bool, typer.Option(help="Also what dry runs and blocked runs only planned.")
+    ] = False,
+    output: Annotated[str, typer.Option("--output", "-o", help="text, json or csv.")] = "text",
+    file: FileOption = None,
+) -> None:
+    """Every run that changed, locked, removed or failed one person, and why."""
+    from syncd.runs import show_person
+
+    settings = settings_from(config, require_secrets=False)
+    show_person(settings, out, username, fmt=output, planned=planned, output=file)
 
 
 @reports_app.command("prune")

@@ -2,11 +2,12 @@
 
 Precedence, highest first: environment (``SYNCD_PLATFORM__BATCH_SIZE=500``; nested keys
 joined by ``__``), the TOML file (``--config`` or ``SYNCD_CONFIG``), defaults. A secret
-(``platform.client_secret``, ``source.ldap.bind_password``) may also come from the file
-named by its ``*_file`` key, or from systemd's ``$CREDENTIALS_DIRECTORY/<name>``
-(``client_secret``, ``bind_password``), but from one place only. Unknown keys are
-errors, not silently ignored, and so are ``SYNCD_*`` variables that name no setting: a
-typo in a safety setting must not fall back to a default.
+(``platform.client_secret``, ``source.ldap.bind_password``,
+``notifications.email.password``, ``notifications.webhook.secret``) may also come from the
+file named by its ``*_file`` key, or from systemd's ``$CREDENTIALS_DIRECTORY/<name>``
+(``client_secret``, ``bind_password``, ``smtp_password``, ``webhook_secret``), but from one
+place only. Unknown keys are errors, not silently ignored, and so are ``SYNCD_*`` variables
+that name no setting: a typo in a safety setting must not fall back to a default.
 """
 
 from __future__ import annotations
@@ -317,6 +318,81 @@ class StatusSettings(Section):
 
     # No run finished ok (or partial: it sent what it could) for this long; 0: not checked.
     max_success_age_minutes: Annotated[int, Field(ge=0)] = 1440
+# ---------------------------------------------------------------- notifications
+
+NotifyWhen = Literal["failure", "block", "every_run"]
+
+
+class EmailNotification(Section):
+    """E-mail about runs through an SMTP server; off while ``to`` is empty."""
+
+    to: list[str] = []
+    sender: str | None = None  # the From address; required when on
+    host: str | None = None  # required when on
+    port: Annotated[int, Field(gt=0, lt=65536)] = 587
+    security: Literal["starttls", "tls", "none"] = "starttls"  # tls: implicit TLS (port 465)
+    verify_tls: bool = True
+    ca_file: Path | None = None
+    username: str | None = None
+    password: SecretStr | None = None
+    password_file: Path | None = None
+    when: list[NotifyWhen] = ["failure", "block"]
+    timeout: PositiveFloat = 30.0
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.to)
+
+    @model_validator(mode="after")
+    def _complete_when_on(self) -> EmailNotification:
+        _one_of(self.password, self.password_file, "notifications.email.password")
+        if self.enabled and (not self.host or not self.sender):
+            raise ValueError("notifications.email needs host and sender when 'to' is set")
+        for address in [*self.to, *([self.sender] if self.sender else [])]:
+            if "@" not in address or any(c.isspace() or c in "<>," for c in address):
+                raise ValueError(f"not an e-mail address: {address!r}")
+        logs_in = self.username is not None or self.password is not None
+        logs_in = logs_in or self.password_file is not None
+        if logs_in and self.security == "none" and not _is_loopback(self.host or ""):
+            raise ValueError(
+                "security 'none' would send the SMTP password unencrypted: use starttls or tls"
+            )
+        return self
+
+
+class WebhookNotification(Section):
+    """A JSON POST about runs; off while ``url`` is unset. ``secret`` signs each body."""
+
+    url: str | None = None
+    secret: SecretStr | None = None
+    secret_file: Path | None = None
+    when: list[NotifyWhen] = ["failure", "block"]
+    verify_tls: bool = True
+    ca_file: Path | None = None
+    timeout: PositiveFloat = 10.0
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.url)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        return PlatformSettings._http_url_with_host(value)  # the same rule as base_url
+
+    @model_validator(mode="after")
+    def _one_secret_source(self) -> WebhookNotification:
+        _one_of(self.secret, self.secret_file, "notifications.webhook.secret")
+        return self
+
+
+class NotificationSettings(Section):
+    """Beyond the platform's own messages (``reports.notify_usernames``): e-mail, a webhook."""
+
+    email: EmailNotification = EmailNotification()
+    webhook: WebhookNotification = WebhookNotification()
 
 
 class MetricsSettings(Section):
@@ -352,6 +428,7 @@ class Settings(BaseSettings):
     schedule: ScheduleSettings = ScheduleSettings()
     reports: ReportSettings = ReportSettings()
     status: StatusSettings = StatusSettings()
+    notifications: NotificationSettings = NotificationSettings()
     metrics: MetricsSettings = MetricsSettings()
 
     @classmethod
@@ -375,6 +452,7 @@ class Settings(BaseSettings):
         secrets = [self.platform.client_secret]
         if self.source.ldap is not None:
             secrets.append(self.source.ldap.bind_password)
+        secrets += [self.notifications.email.password, self.notifications.webhook.secret]
         return [s.get_secret_value() for s in secrets if s is not None and s.get_secret_value()]
 
 
@@ -554,6 +632,10 @@ _PATH_KEYS = (
     ("platform", "ca_file"),
     ("platform", "client_secret_file"),
     ("metrics", "textfile"),
+    ("notifications", "email", "ca_file"),
+    ("notifications", "email", "password_file"),
+    ("notifications", "webhook", "ca_file"),
+    ("notifications", "webhook", "secret_file"),
 )
 
 
@@ -616,6 +698,20 @@ _SECRETS = (
         "bind_password",
         "source.ldap.bind_password",
     ),
+    (
+        "notifications.email",
+        "password",
+        "password_file",
+        "smtp_password",
+        "notifications.email.password",
+    ),
+    (
+        "notifications.webhook",
+        "secret",
+        "secret_file",
+        "webhook_secret",
+        "notifications.webhook.secret",
+    ),
 )
 
 
@@ -628,7 +724,6 @@ def _with_secrets(settings: Settings, required: bool, platform: bool = True) -> 
     """
     if not required:
         return settings
-    updates: dict[str, Any] = {}
     for section_name, value_key, file_key, credential, dotted in _SECRETS:
         if section_name == "platform" and not platform:
             continue
@@ -650,13 +745,22 @@ def _with_secrets(settings: Settings, required: bool, platform: bool = True) -> 
                 )
             continue
         value = _read_secret(secret_file, dotted)
-        updates[section_name] = section.model_copy(update={value_key: SecretStr(value)})
-    if not updates:
-        return settings
-    if "source.ldap" in updates:
-        source = settings.source.model_copy(update={"ldap": updates.pop("source.ldap")})
-        updates["source"] = source
-    return settings.model_copy(update=updates)
+        settings = _replaced(settings, section_name, {value_key: SecretStr(value)})
+    return settings
+
+
+def _replaced(settings: Settings, dotted: str, update: dict[str, Any]) -> Settings:
+    """Settings with the section at ``dotted`` (``source.ldap``) updated: frozen, so copied
+    along the path up to the top."""
+    parts = dotted.split(".")
+    chain: list[Any] = [settings]
+    for part in parts:
+        chain.append(getattr(chain[-1], part))
+    updated: Any = chain[-1].model_copy(update=update)
+    for parent, part in zip(reversed(chain[:-1]), reversed(parts), strict=True):
+        updated = parent.model_copy(update={part: updated})
+    result: Settings = updated
+    return result
 
 
 def _section(settings: Settings, name: str) -> Any:
@@ -681,12 +785,19 @@ def _read_secret(path: Path, key: str) -> str:
 
 
 def _holds_secret(data: dict[str, Any]) -> bool:
-    platform = data.get("platform", {})
-    ldap = data.get("source", {}).get("ldap", {}) if isinstance(data.get("source"), dict) else {}
-    return bool(
-        (isinstance(platform, dict) and platform.get("client_secret"))
-        or (isinstance(ldap, dict) and ldap.get("bind_password"))
+    inline = (
+        (("platform",), "client_secret"),
+        (("source", "ldap"), "bind_password"),
+        (("notifications", "email"), "password"),
+        (("notifications", "webhook"), "secret"),
     )
+    for path, key in inline:
+        section: Any = data
+        for part in path:
+            section = section.get(part) if isinstance(section, dict) else None
+        if isinstance(section, dict) and section.get(key):
+            return True
+    return False
 
 
 def _readable_by_others(path: Path) -> bool:

@@ -1,4 +1,5 @@
-"""Recorded runs, from the state database: reports, the run list, retention, notifications.
+"""Recorded runs, from the state database: reports, the run list, a person's history,
+retention, and what happens after a run.
 
 The I/O side of ``syncd.report``: this module reads rows and hands plain values to the
 pure report code. ``after_run`` is what the runner calls once a run is recorded.
@@ -100,6 +101,7 @@ def load_report(
         rejected_rows = [dict(r._mapping) for r in rejected]
         counts = _counts(conn, [run_id]).get(run_id, [])
         points = _history(conn, run_id, history)
+        departments = _department_paths(conn)
     outcome = "failed" if failed_only else None
     items = read_with(engine, lambda: store.load_items(engine, run_id, outcome=outcome))
     return rpt.build_report(
@@ -109,7 +111,14 @@ def load_report(
         [_count_dict(c) for c in counts],
         history=points,
         failed_only=failed_only,
+        departments=departments,
     )
+
+
+def _department_paths(conn: Connection) -> dict[str, str]:
+    """Source id -> name path, of the departments syncd holds now (to name them in reports)."""
+    rows = conn.execute(text("SELECT source_id, name_path FROM departments WHERE name_path != ''"))
+    return {str(k): str(p) for k, p in rows}
 
 
 def _count_dict(count: rpt.Count) -> dict[str, Any]:
@@ -175,6 +184,43 @@ def list_runs(engine: Engine, *, last: int = 20, failed_only: bool = False) -> l
     ]
 
 
+# Outcomes of items that were sent: what a person's history lists (unless planned ones too).
+DONE = ("ok", "failed", "recovered", "sent")
+
+
+def load_person(engine: Engine, username: str, *, planned: bool = False) -> rpt.PersonHistory:
+    """Every recorded item about one person: by username, and by any source id it had.
+
+    Only what runs sent (changed, locked, removed, or failed to), unless ``planned``: then
+    also what dry runs and blocked runs only planned.
+    """
+    keys_query = text(
+        "SELECT DISTINCT key FROM run_items WHERE kind = 'employee' AND display = :u "
+        "UNION SELECT source_id FROM employees WHERE username = :u"
+    )
+    with reading(engine) as conn:
+        keys = [str(k) for (k,) in conn.execute(keys_query, {"u": username})]
+        query = text(
+            "SELECT * FROM run_items WHERE kind = 'employee' AND (display = :u OR key IN :keys) "
+            "AND (:planned OR outcome IN :done) ORDER BY run_id, seq"
+        ).bindparams(bindparam("keys", expanding=True), bindparam("done", expanding=True))
+        params = {"u": username, "keys": keys, "planned": planned, "done": list(DONE)}
+        items = [dict(r._mapping) for r in conn.execute(query, params)]
+        run_ids = sorted({int(i["run_id"]) for i in items})
+        runs = {
+            int(r.id): dict(r._mapping)
+            for r in conn.execute(
+                text("SELECT * FROM runs WHERE id IN :ids").bindparams(
+                    bindparam("ids", expanding=True)
+                ),
+                {"ids": run_ids},
+            )
+        }
+        departments = _department_paths(conn)
+    rows = [(runs[int(i["run_id"])], i) for i in items if int(i["run_id"]) in runs]
+    return rpt.person_history(username, rows, departments)
+
+
 # ---------------------------------------------------------------- retention
 
 
@@ -223,46 +269,6 @@ def _delete(conn: Connection, statement: str, ids: Sequence[int]) -> int:
     return deleted
 
 
-# ---------------------------------------------------------------- notifications
-
-
-def should_notify(run: rpt.RunInfo) -> bool:
-    """Failed items, a failed run or a blocked one; a dry run only informs whoever ran it."""
-    return run.mode == "apply" and run.outcome in ("partial", "failed", "blocked")
-
-
-def notify(settings: Settings, engine: Engine, run_id: int) -> bool:
-    """Tell the configured administrators about a run that needs them; True when sent.
-
-    A notification is best effort: failing to send one is logged, never raised.
-    """
-    recipients = list(settings.reports.notify_usernames)
-    if not recipients:
-        return False
-    try:
-        report = load_report(engine, run_id, failed_only=True, history=0)
-        if not should_notify(report.run):
-            return False
-        _send(settings, engine, recipients, rpt.render_notification(report))
-    except Exception as exc:  # the run is over and recorded: nothing here may undo that
-        log.warning(
-            "run %d: could not notify %s: %s",
-            run_id,
-            ", ".join(recipients),
-            redact(f"{type(exc).__name__}: {exc}"),
-        )
-        return False
-    log.info("run %d: notified %s", run_id, ", ".join(recipients))
-    return True
-
-
-def _send(settings: Settings, engine: Engine, recipients: Sequence[str], message: str) -> None:
-    from syncd.platform import PlatformClient  # httpx is needed only when there is a message
-
-    with PlatformClient(settings.platform, store.TokenStore(engine)) as client:
-        client.send_text(recipients, message)
-
-
 def apply_retention(settings: Settings, engine: Engine) -> Pruned | None:
     """Prune by ``reports.keep_days``; a failure is logged, not raised (it can wait a run)."""
     try:
@@ -282,31 +288,60 @@ def apply_retention(settings: Settings, engine: Engine) -> Pruned | None:
 
 
 def after_run(settings: Settings, engine: Engine, run_id: int) -> None:
-    """Once a run is recorded: apply retention, and notify the administrators if it needs them."""
+    """Once a run is recorded: apply retention, and notify whoever the settings name."""
+    from syncd.notifications import notify_all
+
     apply_retention(settings, engine)
-    notify(settings, engine, run_id)
+    notify_all(settings, engine, run_id)
 
 
 # ---------------------------------------------------------------- the commands
 
+LIST_FORMATS = ("text", "json")
 
-def print_run_list(settings: Settings, console: Console, *, last: int, failed_only: bool) -> None:
-    engine = store.open_engine(settings.database)
-    try:
-        lines = list_runs(engine, last=last, failed_only=failed_only)
-    finally:
-        engine.dispose()
+
+def print_run_list(
+    settings: Settings, console: Console, *, last: int, failed_only: bool, fmt: str = "text"
+) -> None:
+    _check_format(fmt, LIST_FORMATS)
+    lines = _with_state(
+        settings, lambda engine: list_runs(engine, last=last, failed_only=failed_only)
+    )
+    if fmt == "json":
+        _print_as_is(console, rpt.render_run_list_json(lines))
+        return
     if not lines:
         console.print("no failed runs recorded" if failed_only else "no runs recorded yet")
         return
-    _print_table(console, rpt.run_table(lines))
+    _print_table(console, lines)
 
 
-def _print_table(console: Console, table: Any) -> None:
-    """On a terminal, fit the table to it; in a pipe or file, keep every column whole."""
+def _with_state(settings: Settings, use: Callable[[Engine], T]) -> T:
+    """``use(engine)`` on the state database, closed afterwards."""
+    engine = store.open_engine(settings.database)
+    try:
+        return use(engine)
+    finally:
+        engine.dispose()
+
+
+def _check_format(fmt: str, known: Sequence[str]) -> None:
+    if fmt not in known:
+        hint = " (to write to a file, give --file PATH)" if "/" in fmt or "." in fmt else ""
+        raise SyncdError(f"unknown output format {fmt!r}: use {', '.join(known)}{hint}")
+
+
+def _print_as_is(console: Console, rendered: str) -> None:
+    console.file.write(rendered)  # as rendered: no console markup, wrapping or emoji codes
+    console.file.flush()
+
+
+def _print_table(console: Console, lines: Sequence[rpt.RunLine]) -> None:
+    """On a terminal, the columns that fit it; in a pipe or file, every column, whole."""
     if console.is_terminal:
-        console.print(table)
+        console.print(rpt.run_table(lines, console.width))
         return
+    table = rpt.run_table(lines)
     wide = Console(width=10_000, no_color=True, file=io.StringIO())
     width = wide.measure(table).maximum
     buffer = io.StringIO()
@@ -323,24 +358,37 @@ def show_run(
     failed_only: bool = False,
     output: Path | None = None,
 ) -> None:
-    """Print one run's report, or write it to ``output``.
+    """Print one run's report, or write it to the file ``output``.
 
     ``console`` prints text as it is, never as markup (``syncd.cli.out``).
     """
-    if fmt not in rpt.RENDERERS:
-        raise SyncdError(f"unknown report format {fmt!r}: use {', '.join(rpt.RENDERERS)}")
-    engine = store.open_engine(settings.database)
-    try:
-        report = load_report(engine, run, failed_only=failed_only)
-    finally:
-        engine.dispose()
-    rendered = rpt.render(report, fmt)
+    _check_format(fmt, tuple(rpt.RENDERERS))
+    report = _with_state(settings, lambda engine: load_report(engine, run, failed_only=failed_only))
+    _deliver(console, rpt.render(report, fmt), output, f"run {report.run.id}: {fmt} report")
+
+
+def show_person(
+    settings: Settings,
+    console: Console,
+    username: str,
+    *,
+    fmt: str = "text",
+    planned: bool = False,
+    output: Path | None = None,
+) -> None:
+    """Print (or write to ``output``) what the recorded runs did to one person."""
+    _check_format(fmt, tuple(rpt.PERSON_RENDERERS))
+    history = _with_state(settings, lambda engine: load_person(engine, username, planned=planned))
+    rendered = rpt.PERSON_RENDERERS[fmt](history)
+    _deliver(console, rendered, output, f"{rpt.shown(username)}: {fmt} history")
+
+
+def _deliver(console: Console, rendered: str, output: Path | None, what: str) -> None:
     if output is None:
-        console.file.write(rendered)  # as rendered: no console markup, wrapping or emoji codes
-        console.file.flush()
+        _print_as_is(console, rendered)
         return
     _write(output, rendered)
-    console.print(f"run {report.run.id}: {fmt} report written to {output}")
+    console.print(f"{what} written to {output}")
 
 
 def _write(path: Path, content: str) -> None:
@@ -353,11 +401,7 @@ def _write(path: Path, content: str) -> None:
 
 
 def prune_runs(settings: Settings, console: Console, *, keep_days: int) -> None:
-    engine = store.open_engine(settings.database)
-    try:
-        pruned = prune(engine, keep_days)
-    finally:
-        engine.dispose()
+    pruned = _with_state(settings, lambda engine: prune(engine, keep_days))
     console.print(
         f"pruned {pruned.runs} runs started more than {keep_days} days ago "
         f"({pruned.items} items, {pruned.rejected} rejected rows)"

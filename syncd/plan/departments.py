@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from syncd.model import Department, Directory, Employee, Kind, serial_no
 from syncd.plan.actions import Action
 from syncd.plan.fields import department_hash
+from syncd.plan.messages import department_names
 from syncd.plan.values import (
     Change,
     Note,
@@ -32,6 +33,7 @@ class DepartmentPlanner:
         self.directory = directory
         self.snapshot = snapshot
         self.view = view
+        self.names = department_names(directory, snapshot, view.root_name)
         self.policy = policy
         self.notes = notes
         self.root = view.root_name
@@ -159,6 +161,7 @@ class DepartmentPlanner:
             depth=depth,
             reason=f"drift: {drift}" if drift else "",
             lookup=self.snapshot.fields,
+            departments=self.names,
         )
 
     def _drift(self, d: Department, synced: SyncedDepartment, node: PlatformNode) -> str | None:
@@ -216,6 +219,7 @@ class DepartmentPlanner:
             depth=depth,
             reason=f"adopting the platform's node (matched by {how})",
             platform_before=before,
+            departments=self.names,
         )
 
     def _platform_paths(self) -> dict[str, list[int]]:

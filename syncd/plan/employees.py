@@ -15,6 +15,7 @@ from syncd.model import Directory, Employee, Kind, State
 from syncd.plan.actions import Action
 from syncd.plan.drift import PeopleDrift
 from syncd.plan.fields import employee_from_fields, employee_hash
+from syncd.plan.messages import department_names
 from syncd.plan.values import (
     DAY_MS,
     Change,
@@ -53,6 +54,7 @@ class EmployeePlanner:
         self.removes: list[Change] = []
         self._by_username: dict[str, SyncedEmployee] | None = None  # made when first needed
         self.drift = PeopleDrift(snapshot, view)
+        self.names = department_names(directory, snapshot, view.root_name)
         self.weighed: set[str] = set()  # usernames whose platform record was looked at
         self.forgets: list[Change] = []  # deleted on the platform, not wanted back
 
@@ -78,6 +80,7 @@ class EmployeePlanner:
             target_id=kw.pop("target_id", target),
             lookup=self.snapshot.fields,
             extended_fields=self.policy.extended_fields,
+            departments=self.names,
             **kw,
         )
 

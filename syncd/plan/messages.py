@@ -6,17 +6,28 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from syncd.model import Kind
+from syncd.model import Directory, Kind
 from syncd.plan.actions import Action
 
 if TYPE_CHECKING:
-    from syncd.plan.values import Change
+    from syncd.plan.values import Change, Snapshot
 
 
-def _short(key: str, value: Any) -> str:
+def department_names(directory: Directory, snapshot: Snapshot, root: str) -> dict[str, str]:
+    """Department source id -> name path from the root, as the source says now (those it
+    no longer names: where syncd last put them)."""
+    names = {d.source_id: d.name_path for d in snapshot.departments.values()}
+    names.update((k, "/".join((root, *directory.path(k)))) for k in directory.departments)
+    return names
+
+
+def _short(key: str, value: Any, departments: Mapping[str, str]) -> str:
     if key == "positions" and isinstance(value, list):
-        text = ", ".join(_position(p) for p in value) or "none"
-    elif key == "extended" and isinstance(value, dict):
+        text = ", ".join(_position(p, departments) for p in value) or "none"
+        return text if len(text) <= 120 else text[:117] + "..."
+    if key == "parent" and isinstance(value, str):
+        return departments.get(value, value)
+    if key == "extended" and isinstance(value, dict):
         text = ", ".join(f"{k}={v}" for k, v in value.items()) or "none"
     elif isinstance(value, str):
         text = repr(value)
@@ -25,9 +36,10 @@ def _short(key: str, value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _position(p: Mapping[str, Any]) -> str:
-    where = str(p.get("department") or "root")
-    return f"{where} ({p['job_title']})" if p.get("job_title") else where
+def _position(p: Mapping[str, Any], departments: Mapping[str, str]) -> str:
+    department = p.get("department")
+    where = departments.get(department, department) if department else "root"
+    return f"{where} ({p['job_title']})" if p.get("job_title") else str(where)
 
 
 def field_diff(
@@ -49,7 +61,10 @@ def describe(c: Change) -> str:
         return f"adopt {noun} {c.display} as it is on the platform"
     if c.action in (Action.UPDATE, Action.MOVE):
         diff = field_diff(c.before, c.after)
-        detail = ", ".join(f"{k} {_short(k, b)} → {_short(k, a)}" for k, (b, a) in diff.items())
+        names = c.departments
+        detail = ", ".join(
+            f"{k} {_short(k, b, names)} → {_short(k, a, names)}" for k, (b, a) in diff.items()
+        )
         detail = detail or "fields"
         where = f" to {c.new_path}" if c.action is Action.MOVE or c.new_path != c.display else ""
         verb = "move" if c.action is Action.MOVE else "update"

@@ -162,6 +162,8 @@ class Change:
     platform_before: Mapping[str, Any] | None = None  # adoption and drift: the platform's values
     lookup: Callable[[Kind, str], Mapping[str, Any] | None] = _no_fields
     extended_fields: Mapping[str, str] | None = None
+    # Department source id -> name path ("Acme/R&D"), for the sentence: shared by all changes.
+    departments: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def before(self) -> Mapping[str, Any] | None:

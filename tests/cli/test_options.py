@@ -88,8 +88,8 @@ def test_counts_come_in_the_order_changes_are_applied(site: Site) -> None:
     assert lines[update + 1] == "      name: Alice → Alice Renamed"
     create = lines.index("  + create employee grace")
     assert lines[create + 1 : create + 3] == ["      username: grace", "      name: Grace"]
-    positions = '      positions: [{"chief": false, "department": "D3"'
-    assert any(line.startswith(positions) for line in lines[create + 3 : create + 6])
+    # Positions read as people read them: the department's name path, not its source id.
+    assert "      positions: Acme/Engineering/Backend" in lines[create + 3 : create + 6]
 
 
 def test_check_reads_the_source_without_the_platform_secret(site: Site) -> None:

@@ -673,3 +673,12 @@ def test_a_record_that_only_looks_changed_is_no_drift() -> None:
     # Listed as changed (syncd's own last write), and as syncd wrote it.
     view = changed_there(view, snapshot, "bob")
     assert plan(d, snapshot, view, Policy(), NOW).changes == ()
+
+
+def test_a_move_is_told_with_department_name_paths_not_ids() -> None:
+    before = directory(COMPANY, STAFF)
+    snapshot, view = synced(before)
+    moved = [person("e1", "alice", "be"), *STAFF[1:]]
+    p = plan(directory(COMPANY, moved), snapshot, view, Policy(), NOW)
+    (change,) = p.changes
+    assert change.message == "update employee alice (positions Acme/R&D → Acme/R&D/Backend)"

@@ -6,10 +6,13 @@ import contextlib
 import csv
 import io
 import json
+import re
 import sqlite3
+from datetime import datetime
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner, Result
 
 from syncd import report as rpt
@@ -188,10 +191,12 @@ def test_csv_one_row_per_item_with_formulas_neutralised(runs: Runs) -> None:
     rows = list(csv.reader(io.StringIO(output)))
     assert tuple(rows[0]) == rpt.CSV_COLUMNS
     assert len(rows) == 1 + 12
-    by_display = {r[4]: dict(zip(rpt.CSV_COLUMNS, r, strict=True)) for r in rows[1:]}
+    by_display = {r[5]: dict(zip(rpt.CSV_COLUMNS, r, strict=True)) for r in rows[1:]}
     formula = by_display["formula1"]
     assert formula["error"] == "'" + FORMULA_ERROR  # neutralised against formula injection
     assert formula["outcome"] == "failed" and formula["run_id"] == "1"
+    started = datetime.fromisoformat(formula["run_started"])
+    assert started.tzinfo is not None  # a time with its zone
     bad1 = by_display["bad1"]
     assert json.loads(bad1["after"])["name"] == SCRIPT_NAME
     assert bad1["before"] == "" and bad1["error"] == MOBILE_TAKEN
@@ -200,12 +205,12 @@ def test_csv_one_row_per_item_with_formulas_neutralised(runs: Runs) -> None:
 
 def test_output_to_a_file(runs: Runs, tmp_path: Path) -> None:
     target = tmp_path / "run1.csv"
-    result = invoke(runs, "reports", "show", "1", "--format", "csv", "--output", str(target))
+    result = invoke(runs, "reports", "show", "1", "--output", "csv", "--file", str(target))
     assert "csv report written to" in result.output and str(target) in result.output
     with target.open(newline="", encoding="utf-8") as handle:
         assert len(list(csv.reader(handle))) == 13
     page = tmp_path / "run1.html"
-    invoke(runs, "reports", "show", "1", "--format", "html", "--output", str(page))
+    invoke(runs, "reports", "show", "1", "-o", "html", "--file", str(page))
     assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
 
@@ -220,7 +225,9 @@ def test_unknown_run_is_a_clear_error_with_exit_3(runs: Runs) -> None:
     bad = cli.invoke(app, ["reports", "show", "yesterday", "--config", str(runs.config)])
     assert isinstance(bad.exception, SyncdError) and "not a run" in str(bad.exception)
     fmt = cli.invoke(app, ["reports", "show", "1", "--format", "pdf", "-c", str(runs.config)])
-    assert isinstance(fmt.exception, SyncdError) and "unknown report format" in str(fmt.exception)
+    assert isinstance(fmt.exception, SyncdError) and "unknown output format" in str(fmt.exception)
+    path = cli.invoke(app, ["reports", "show", "1", "-o", "/tmp/x.html", "-c", str(runs.config)])
+    assert isinstance(path.exception, SyncdError) and "--file PATH" in str(path.exception)
 
 
 def test_unknown_run_exits_3_with_one_line_of_error(
@@ -236,7 +243,7 @@ def test_unknown_run_exits_3_with_one_line_of_error(
 def test_an_unwritable_output_is_a_clear_error(runs: Runs, tmp_path: Path) -> None:
     target = tmp_path / "missing" / "report.html"
     result = cli.invoke(
-        app, ["reports", "show", "1", "--output", str(target), "--config", str(runs.config)]
+        app, ["reports", "show", "1", "--file", str(target), "--config", str(runs.config)]
     )
     assert isinstance(result.exception, SyncdError)
     assert "cannot write the report" in str(result.exception)
@@ -317,3 +324,106 @@ def test_a_state_database_that_cannot_be_read_is_exit_3_naming_it(
     assert code == EXIT_FAILED
     assert f"error: state database {database}: cannot be read: no such table: {table}" in err
     assert "internal error" not in err
+
+
+# ---------------------------------------------------------------- JSON for scripts
+
+
+def is_zoned(text: str) -> bool:
+    return datetime.fromisoformat(text).tzinfo is not None
+
+
+def test_list_as_json(runs: Runs) -> None:
+    data = json.loads(invoke(runs, "reports", "list", "--output", "json").output)
+    assert data["schema"] == 1
+    assert [r["id"] for r in data["runs"]] == [4, 3, 2, 1]
+    first = data["runs"][-1]
+    assert (first["outcome"], first["exit_code"], first["mode"]) == ("partial", 1, "apply")
+    assert first["counts"] == {
+        "created": 9,
+        "updated": 0,
+        "locked": 0,
+        "removed": 0,
+        "deleted": 0,
+        "adopted": 0,
+    }
+    assert (first["failed"], first["rejected"], first["applied"]) == (3, 1, True)
+    assert is_zoned(first["started"]) and is_zoned(first["finished"])
+    assert first["duration_ms"] == first["finished_at"] - first["started_at"]
+    assert data["runs"][0]["applied"] is False  # blocked: its counts are what was planned
+    failed = json.loads(invoke(runs, "reports", "list", "--failed", "-o", "json").output)
+    assert [r["id"] for r in failed["runs"]] == [4, 1]
+
+
+def test_show_as_json_has_a_schema_zoned_times_and_department_paths(runs: Runs) -> None:
+    data = json.loads(invoke(runs, "reports", "show", "3", "--output", "json").output)
+    assert data["schema"] == 1
+    assert is_zoned(data["run"]["started"]) and is_zoned(data["run"]["finished"])
+    assert all(is_zoned(point["started"]) for point in data["history"])
+    # The departments the items name, by their source id: for readers of the positions.
+    assert data["departments"]["D3"] == "Acme/Head Office/R&D/Platform"
+    assert data["departments"]["D2"] == "Acme/Head Office/R&D"
+
+
+def test_list_keeps_whole_columns_at_80_columns(runs: Runs) -> None:
+    lines = reports.list_runs(runs.engine())
+    screen = io.StringIO()
+    Console(file=screen, width=80, color_system=None).print(rpt.run_table(lines, 80))
+    shown = screen.getvalue().splitlines()
+    assert all(len(line) <= 80 for line in shown)
+    assert shown[0].split()[:4] == ["id", "started", "mode", "outcome"]
+    rows = [line.split() for line in shown if line[:3].strip().isdigit()]
+    assert [int(r[0]) for r in rows] == [4, 3, 2, 1]  # every id, whole
+    assert all(re.fullmatch(r"[+-]\d{4}", r[2][-5:]) for r in rows)  # the time's zone
+    assert "too narrow for:" in screen.getvalue() and "--output json" in screen.getvalue()
+
+
+# ---------------------------------------------------------------- one person
+
+
+def test_person_lists_each_run_that_changed_or_failed_them(runs: Runs) -> None:
+    bob = invoke(runs, "reports", "person", "bob").output
+    lines = bob.splitlines()
+    assert lines[0] == "bob: 2 changes recorded (source id E2)"
+    assert "run 1: partial (exit 1): create bob — ok" in lines[1]
+    assert "run 3: ok (exit 0): update bob — ok" in lines[3]
+    assert "      mobile: 13800000002 → 13999999999" in lines
+    assert "dry run 2" not in bob  # planned only: not shown unless asked
+    planned = invoke(runs, "reports", "person", "bob", "--planned").output
+    assert "dry run 2: ok (exit 0): update bob (planned, not sent) — planned" in planned
+    bad = invoke(runs, "reports", "person", "bad1").output
+    assert f"create bad1 — failed: {MOBILE_TAKEN}" in bad
+    nobody = invoke(runs, "reports", "person", "nobody").output
+    assert "no recorded run changed, locked, removed or failed this person" in nobody
+
+
+def test_person_as_json_and_csv_with_times(runs: Runs, tmp_path: Path) -> None:
+    data = json.loads(invoke(runs, "reports", "person", "bob", "-o", "json").output)
+    assert data["schema"] == 1 and data["username"] == "bob" and data["keys"] == ["E2"]
+    assert [(e["run"]["id"], e["item"]["action"]) for e in data["events"]] == [
+        (1, "create"),
+        (3, "update"),
+    ]
+    assert all(is_zoned(e["run"]["started"]) for e in data["events"])
+    target = tmp_path / "bob.csv"
+    invoke(runs, "reports", "person", "bob", "-o", "csv", "--file", str(target))
+    with target.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["run_id"], r["action"], r["outcome"]) for r in rows] == [
+        ("1", "create", "ok"),
+        ("3", "update", "ok"),
+    ]
+    assert all(is_zoned(r["run_started"]) for r in rows)
+
+
+def test_a_move_reads_as_department_paths(world: World) -> None:
+    world.sync()
+    world.company.person("dan")["department"] = "D3"
+    world.company.person("dan")["job_title"] = "Engineer"
+    world.sync()
+    config = str(world.folder / "syncd.toml")
+    shown = cli.invoke(app, ["reports", "show", "2", "--config", config]).output
+    moved = "positions: Acme/Head Office/Sales → Acme/Head Office/R&D/Backend (Engineer)"
+    assert f"        {moved}\n" in shown
+    person = cli.invoke(app, ["reports", "person", "dan", "--config", config]).output
+    assert moved in person

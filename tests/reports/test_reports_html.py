@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
+import re
 import struct
 import subprocess
 from pathlib import Path
@@ -12,8 +12,9 @@ from typer.testing import CliRunner
 
 from syncd import report as rpt
 from syncd.cli import app
+from tests.reports.browser import FLAGS, browser_page, chromium_path
 from tests.reports.conftest import MOBILE_TAKEN, SCRIPT_NAME, Runs
-from tests.reports.pages import external_references, parse
+from tests.reports.pages import allowed_scripts, external_references, parse
 
 
 def test_the_reference_checker_finds_what_it_must() -> None:
@@ -23,7 +24,7 @@ def test_the_reference_checker_finds_what_it_must() -> None:
         'b { background: url(http://x.example/b.png) }</style><a href="http://x">x</a>'
         '<div onclick="x()"></div>'
     )
-    assert len(external_references(bad)) == 10  # 3 tags, 4 links, @import, url(), onclick
+    assert len(external_references(bad)) == 9  # 2 tags, 4 links, @import, url(), onclick
     assert (
         external_references('<a href="#failures">x</a><svg xmlns="http://www.w3.org/2000/svg">')
         == []
@@ -33,7 +34,7 @@ def test_the_reference_checker_finds_what_it_must() -> None:
 def write_html(r: Runs, run: str, target: Path) -> str:
     result = CliRunner().invoke(
         app,
-        ["reports", "show", run, "--format", "html", "--output", str(target), "-c", str(r.config)],
+        ["reports", "show", run, "--output", "html", "--file", str(target), "-c", str(r.config)],
     )
     assert result.exit_code == 0, result.output
     return target.read_text(encoding="utf-8")
@@ -43,19 +44,27 @@ def test_the_page_is_self_contained_and_escapes_every_value(runs: Runs, tmp_path
     for run in ("1", "2", "3", "4"):
         page = write_html(runs, run, tmp_path / f"run{run}.html")
         assert external_references(page) == [], run
+        code, data = allowed_scripts(page)  # the search, allowed by its hash, and its data
+        assert (len(code), len(data)) == (1, 1), run
         parsed = parse(page)
-        assert not any(tag == "script" for tag, _ in parsed.tags)
         assert "@media print" in "".join(parsed.styles)
     page = (tmp_path / "run1.html").read_text(encoding="utf-8")
     assert SCRIPT_NAME in parse(page).all_text  # the name is text...
-    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; Mallory" in page  # ...escaped
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; Mallory" in page  # ...escaped
 
 
 def test_the_page_has_every_section_failures_first(runs: Runs, tmp_path: Path) -> None:
-    text = parse(write_html(runs, "1", tmp_path / "run1.html")).all_text
-    order = ["Failures", "Changes", "Rejected rows (1)", "Notes", "Guards", "Last 1 runs"]
-    positions = [text.index(title) for title in order]
-    assert positions == sorted(positions)
+    page = write_html(runs, "1", tmp_path / "run1.html")
+    text = parse(page).all_text
+    headings = [re.sub("<[^>]+>", "", h) for h in re.findall("<h2>(.*?)</h2>", page)]
+    assert headings == [
+        "Failures",
+        "Changes (12)",
+        "Rejected rows (1)",
+        "Notes: conflicts, drift, skipped",
+        "Guards",
+        "Last 1 runs: changes and failures",
+    ]
     assert f"2 ×{MOBILE_TAKEN}" in text  # count and error text, in adjacent cells
 
 
@@ -76,28 +85,115 @@ def test_the_chart_has_a_bar_per_run_with_accessible_titles(runs: Runs, tmp_path
 
 # ---------------------------------------------------------------- in a real browser
 
+# What a person sees, read in the page: sideways scrolling, failures, and every outcome cell
+# of the tables shown (not folded) inside the window's width.
+LOOK = """(() => {
+  const width = window.innerWidth;
+  const failed = document.querySelector('#failures td.failed');
+  const shown = el => el.getClientRects().length > 0;
+  const outcomes = [...document.querySelectorAll('table.changes td.out')].filter(shown);
+  return {
+    width, scroll: document.documentElement.scrollWidth,
+    failures: document.querySelector('#failures').innerText,
+    failedColour: failed ? getComputedStyle(failed).color : null,
+    failedRight: failed ? failed.getBoundingClientRect().right : null,
+    errorWidth: document.querySelector('#failures td.error').getBoundingClientRect().width,
+    outcomes: outcomes.map(td => [td.innerText, td.getBoundingClientRect().left,
+                                  td.getBoundingClientRect().right]),
+    scripts: document.scripts.length,
+    searchShown: shown(document.querySelector('#search')),
+  };
+})()"""
+FOUND = """(() => ({
+  count: document.querySelector('#found-count').textContent,
+  rows: [...document.querySelectorAll('#results tbody tr')].map(r => r.innerText),
+  scripts: document.scripts.length,
+}))()"""
 
-def chromium(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    browser = shutil.which("chromium")
-    if browser is None:
+
+def needs_chromium() -> None:
+    if chromium_path() is None:
         pytest.skip("chromium is not installed (Debian package chromium; make system-packages)")
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_chromium_shows_failures_and_every_outcome_at_desktop_and_phone_width(
+    runs: Runs, tmp_path: Path, width: int
+) -> None:
+    needs_chromium()
+    page = tmp_path / "run1.html"
+    write_html(runs, "1", page)
+    with browser_page(tmp_path / "profile", width=width, height=900) as tab:
+        tab.open(page.as_uri())
+        shot = tab.screenshot(tmp_path / f"report-{width}.png", full_page=True)
+        seen = tab.evaluate(LOOK)
+    assert png_size(shot)[0] == width and shot.stat().st_size > 20_000  # not a blank page
+    assert seen["width"] == width and seen["scroll"] <= width  # nothing runs off the side
+    assert re.search(rf"2 ×\s+{re.escape(MOBILE_TAKEN)}", seen["failures"])
+    assert seen["errorWidth"] > min(width / 2, 300)  # the reason is read across, not in a sliver
+    assert seen["failedColour"] == "rgb(198, 40, 40)" and seen["failedRight"] <= width
+    # Every outcome of the rows shown is inside the screen, failures included.
+    assert len(seen["outcomes"]) == 12  # 4 departments, 8 people: all shown at first
+    for text, left, right in seen["outcomes"]:
+        assert text and 0 <= left < right <= width, (text, left, right)
+    assert sum(text.startswith("failed") for text, _, _ in seen["outcomes"]) == 3
+    assert seen["searchShown"] and seen["scripts"] == 2  # the data block and the search
+
+
+def test_chromium_search_finds_changes_and_shows_values_as_text(runs: Runs, tmp_path: Path) -> None:
+    needs_chromium()
+    page = tmp_path / "run1.html"
+    write_html(runs, "1", page)
+    with browser_page(tmp_path / "profile", width=390, height=900) as tab:
+        tab.open(page.as_uri())
+        tab.type_into("#q", "bad")
+        bad = tab.evaluate(FOUND)
+        tab.evaluate("document.querySelector('#q').value = ''")
+        tab.type_into("#q", "<script>alert")
+        hostile = tab.evaluate(FOUND)
+        tab.evaluate("document.querySelector('#q').value = ''")
+        tab.type_into("#q", "no such person anywhere")
+        nobody = tab.evaluate(FOUND)
+        tab.evaluate("document.querySelector('button.list-all').click()")
+        listed = tab.evaluate(FOUND)
+        tab.screenshot(tmp_path / "search-390.png")
+    assert bad["count"] == "2 changes found"
+    assert all(MOBILE_TAKEN in row and "create employee" in row for row in bad["rows"])
+    assert {row.split("\n")[1].split()[0] for row in bad["rows"]} == {"bad1", "bad2"}
+    assert hostile["count"] == "1 changes found" and SCRIPT_NAME in hostile["rows"][0]
+    assert hostile["scripts"] == 2  # the name was shown, not run
+    assert nobody["count"] == "0 changes found" and nobody["rows"] == []
+    # "List all" under the most frequent failure: its people, failed only.
+    assert listed["count"] == "2 changes found"
+
+
+def test_chromium_with_scripts_off_still_shows_failures_and_changes(
+    runs: Runs, tmp_path: Path
+) -> None:
+    needs_chromium()
+    page = tmp_path / "run1.html"
+    write_html(runs, "1", page)
+    with browser_page(tmp_path / "profile", width=1280, height=900, scripts=False) as tab:
+        tab.open(page.as_uri())
+        seen = tab.evaluate(LOOK)
+        note = tab.evaluate("document.querySelector('#changes').innerText")
+    assert MOBILE_TAKEN in seen["failures"]
+    assert len(seen["outcomes"]) == 12
+    assert not seen["searchShown"]  # no search box that would do nothing
+    assert "syncd reports show 1 --output csv" in note
+
+
+def test_chromium_prints_the_report(runs: Runs, tmp_path: Path) -> None:
+    needs_chromium()
+    page = tmp_path / "run4.html"
+    write_html(runs, "latest", page)
+    pdf = tmp_path / "report.pdf"
     profile = tmp_path / "chromium-profile"
-    command = [
-        browser,
-        "--headless",
-        "--no-sandbox",  # tests may run as root, where the sandbox refuses to start
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-        *args,
-    ]
+    command = [str(chromium_path()), *FLAGS, f"--user-data-dir={profile}", "--no-pdf-header-footer"]
+    command += [f"--print-to-pdf={pdf}", page.as_uri()]
     done = subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
-    return done
+    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 10_000
 
 
 def png_size(path: Path) -> tuple[int, int]:
@@ -107,36 +203,11 @@ def png_size(path: Path) -> tuple[int, int]:
     return width, height
 
 
-def test_chromium_renders_the_report_as_text(runs: Runs, tmp_path: Path) -> None:
-    page = tmp_path / "run1.html"
-    write_html(runs, "1", page)
-    dom = chromium("--dump-dom", page.as_uri(), tmp_path=tmp_path).stdout
-    rendered = parse(dom)
-    assert not any(tag == "script" for tag, _ in rendered.tags)  # nothing ran or was injected
-    text = rendered.all_text
-    assert "Run 1: partial (exit 1)" in " ".join(text.split())
-    assert "9 created, 3 failed" in text
-    assert MOBILE_TAKEN in text
-    assert SCRIPT_NAME in text  # shown as the literal text it is
-
-
-def test_chromium_screenshot_and_print(runs: Runs, tmp_path: Path) -> None:
-    page = tmp_path / "run4.html"
-    write_html(runs, "latest", page)
-    shot = tmp_path / "shot.png"
-    chromium(f"--screenshot={shot}", "--window-size=1280,2000", page.as_uri(), tmp_path=tmp_path)
-    assert shot.exists() and png_size(shot) == (1280, 2000)
-    assert shot.stat().st_size > 30_000  # a blank page of this size compresses to a few KB
-    pdf = tmp_path / "report.pdf"
-    chromium(f"--print-to-pdf={pdf}", "--no-pdf-header-footer", page.as_uri(), tmp_path=tmp_path)
-    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 10_000
-
-
 def test_an_html_report_built_from_values_is_as_safe(tmp_path: Path) -> None:
     """Without the database: the same renderer on a hand-made report with hostile values."""
     run = rpt.RunInfo(7, "shell", "apply", "full", '"><img src=x onerror=alert(1)>', 1, 2, "ok", 0)
     item = rpt.Item(
-        0, "employee", "</td><script>", "u", "update", "m", {"name": "a"}, {"name": "b"}
+        0, "employee", "k", "</td><script>", "update", "m", {"name": "a"}, {"name": "b"}
     )
     report = rpt.RunReport(run, items=(item,), history=(rpt.history_point(run, ()),))
     page = rpt.render_html(report)

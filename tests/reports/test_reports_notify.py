@@ -11,7 +11,8 @@ import pytest
 
 from syncd import snapshot as store
 from syncd.config import Settings
-from syncd.runs import DAY_MS, notify
+from syncd.notifications import notify
+from syncd.runs import DAY_MS
 from tests.engine.company import World
 
 Configure = Callable[..., Settings]
@@ -94,14 +95,14 @@ def test_a_failure_to_notify_is_logged_never_raised(
 ) -> None:
     world.emulator.set_faults(reject=REASONS)
     settings = reports_settings(notify_usernames=["nobody"])
-    with caplog.at_level(logging.WARNING, logger="syncd.runs"):
+    with caplog.at_level(logging.WARNING, logger="syncd.notifications"):
         run_id = sync_and_report(world, settings)  # the platform knows no such user
     assert messages(world) == []
     assert f"run {run_id}: could not notify nobody" in caplog.text
     engine = store.open_engine(settings.database)
     world.emulator.set_faults(down=True)
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="syncd.runs"):
+    with caplog.at_level(logging.WARNING, logger="syncd.notifications"):
         assert notify(settings, engine, run_id) is False
     assert "could not notify" in caplog.text and "PlatformUnavailable" in caplog.text
     assert "demo-secret" not in caplog.text

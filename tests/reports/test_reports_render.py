@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
+import math
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from syncd import report as rpt
 from syncd.logs import redact, register_secret
-from tests.reports.pages import external_references, parse
+from syncd.report import chart
+from tests.reports.pages import allowed_scripts, external_references, parse
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -98,7 +104,11 @@ def shown(value: str) -> str:
 
 
 def structure(page: str) -> list[tuple[str, list[tuple[str, str | None]]]]:
-    return parse(page).tags
+    """Tags and attributes; a data-* attribute's value is a value shown, so left out."""
+    return [
+        (tag, [(k, None if k.startswith("data-") else v) for k, v in attrs])
+        for tag, attrs in parse(page).tags
+    ]
 
 
 # Values each renderer shows (indexes into the FIELDS strings).
@@ -150,7 +160,8 @@ def test_any_text_round_trips_through_csv_with_formulas_neutralised(values: list
             if item.after is None
             else json.dumps(item.after, ensure_ascii=False, sort_keys=True)
         )
-        stored = [report.run.id, item.seq, item.kind, item.key, item.display, item.action]
+        stored = [report.run.id, "1970-01-01T00:00:01.000+00:00", item.seq, item.kind, item.key]
+        stored += [item.display, item.action]
         stored += [item.outcome, item.status, item.error, item.message, before, after]
         assert row == [expected_cell(v) for v in stored]
         assert not any(cell.startswith(rpt.FORMULA_STARTS) for cell in row)
@@ -216,17 +227,109 @@ def test_the_renderers_do_not_import_io_libraries() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
-def test_chart_scales_bars_to_the_busiest_run() -> None:
-    runs = [rpt.RunInfo(n, "schedule", "apply", "full", "", n, n + 1, "ok", 0) for n in (1, 2)]
+def point(run_id: int, at_ms: int, items: int, *, mode: str = "apply", outcome: str = "ok") -> Any:
+    run = rpt.RunInfo(run_id, "schedule", mode, "full", "", at_ms, at_ms + 1, outcome, 0)
+    return rpt.history_point(run, [rpt.Count("employee", "create", "ok", items)])
+
+
+def test_the_chart_shows_a_small_run_next_to_a_first_sync_on_a_time_axis() -> None:
+    day = 86_400_000
+    start = 1_795_400_000_000
     points = [
-        rpt.history_point(runs[0], [rpt.Count("employee", "create", "ok", 10)]),
-        rpt.history_point(runs[1], [rpt.Count("employee", "update", "ok", 5)]),
+        point(1, start, 100_000),
+        point(2, start + day, 50, outcome="partial"),
+        point(3, start + day + 3_600_000, 120, mode="dry_run"),
+        point(4, start + 3 * day, 5, outcome="blocked"),
     ]
-    svg = parse(rpt.chart_svg(points, current=2))
-    heights = [
-        float(dict(a)["height"] or 0)
-        for t, a in svg.tags
-        if t == "rect" and ("class", "frame") not in a
+    drawn = chart.history_chart(points, current=4)
+    bars = {b.run_id: b for b in drawn.bars}
+    height = {n: sum(s.height for s in b.segments) for n, b in bars.items()}
+    # Log scale: 50 items are over a third of 100,000's height, 5 items under a fifth.
+    assert height[1] == pytest.approx(chart.PLOT_H * math.log10(100_001) / math.log10(100_001))
+    assert height[1] * 0.3 < height[2] < height[1] * 0.4
+    assert 0 < height[4] < height[1] * 0.2
+    # A time axis: two days between runs 2 and 4 are twice one day between runs 1 and 2.
+    assert bars[4].x - bars[2].x == pytest.approx(2 * (bars[2].x - bars[1].x), rel=0.05)
+    assert [t.label for t in drawn.y_ticks][-1] == "100k"
+    assert drawn.x_ticks[0].label == time.strftime("%Y-%m-%d", time.localtime(start / 1000))
+    # Outcomes by marker; the dry run apart, as a dot, not a bar.
+    assert [bars[n].marker for n in (1, 2, 4)] == ["circle", "triangle", "square"]
+    assert bars[3].dry and bars[3].segments == () and bars[3].radius > 0
+    assert (drawn.runs, drawn.dry_runs) == (3, 1)
+
+
+def test_runs_at_the_same_moment_do_not_hide_each_other() -> None:
+    points = [point(n, 1_795_400_000_000, 10) for n in range(1, 31)]
+    xs = [b.x for b in chart.history_chart(points).bars]
+    gaps = [b - a for a, b in itertools.pairwise(xs)]
+    assert min(gaps) >= chart.history_chart(points).bars[0].width
+    assert xs[-1] <= chart.WIDTH
+
+
+def test_the_chart_in_the_page_marks_every_outcome() -> None:
+    run = rpt.RunInfo(4, "schedule", "apply", "full", "", 1, 2, "blocked", 2)
+    points = (
+        point(1, 0, 10),
+        point(2, 1000, 10, outcome="failed"),
+        point(3, 2000, 3),
+        rpt.history_point(run, ()),
+    )
+    page = parse(rpt.render_html(rpt.RunReport(run, history=points)))
+    marks = [
+        dict(a)["class"] for t, a in page.tags if (dict(a).get("class") or "").startswith("m-")
     ]
-    assert heights == [rpt.PLOT_H, rpt.PLOT_H / 2]
-    assert "run 2" in svg.all_text and "5 update" in svg.all_text
+    assert {"m-ok", "m-failed", "m-blocked"} <= set(marks)
+    assert "run 2, " in page.all_text and ", failed: 10 create" in page.all_text
+
+
+def many(n: int) -> rpt.RunReport:
+    run = rpt.RunInfo(9, "shell", "apply", "full", "", 1, 2, "partial", 1)
+    positions = [{"department": "D1", "job_title": "Engineer", "primary": True, "chief": False}]
+    items = tuple(
+        rpt.Item(
+            seq,
+            "employee",
+            f"E{seq}",
+            f"user{seq}",
+            "create",
+            f"create employee user{seq}",
+            None,
+            {"name": f"Person {seq}", "positions": positions},
+            outcome="failed" if seq % 10 == 0 else "ok",
+            error="mobile taken" if seq % 10 == 0 else None,
+        )
+        for seq in range(n)
+    )
+    return rpt.RunReport(run, items=items, departments={"D1": "Acme/R&D"})
+
+
+def test_the_page_shows_the_first_rows_and_holds_every_change_for_the_search() -> None:
+    page = rpt.render_html(many(1000))
+    parsed = parse(page)
+    rows = [a for t, a in parsed.tags if t == "tr" and ("class", "failed-row") in a]
+    assert len(rows) == 20  # 1 in 10 of the first 200 rows in the page (20 shown, 180 folded)
+    assert "… and 800 more" in parsed.all_text
+    assert "Acme/R&D (Engineer, primary)" not in parsed.all_text  # one position: no "primary"
+    assert "positions Acme/R&D (Engineer)" in parsed.all_text
+    _, (data,) = allowed_scripts(page)
+    held = json.loads(data)
+    (group,) = held["groups"]
+    assert len(group["rows"]) == 4 * 1000  # every change, four values each
+    assert held["words"][held["details"][group["rows"][2]][0][2][0]] == "Acme/R&D"
+    assert "search holds the first" not in parsed.all_text
+
+
+def test_past_its_budget_the_page_says_how_many_changes_it_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from syncd.report import html
+
+    monkeypatch.setattr(html, "PAGE_BUDGET", 150_000)
+    page = rpt.render_html(many(5000))
+    _, (data,) = allowed_scripts(page)
+    held = len(json.loads(data)["groups"][0]["rows"]) // 4
+    assert 500 < held < 5000
+    assert len(page.encode()) <= 150_000
+    text = " ".join(parse(page).all_text.split())
+    assert f"The search holds the first {held:,} of 5,000 changes" in text
+    assert "syncd reports show 9 --output csv lists them all" in text
