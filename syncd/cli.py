@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from syncd.plan import Change
-    from syncd.runner import RunResult
+    from syncd.runner import RunRequest, RunResult
 
 app = typer.Typer(
     name="syncd",
@@ -233,20 +233,75 @@ def sync(
         typer.Option(min=0, callback=_finite, help="Seconds to wait for a running sync to finish."),
     ] = 0,
     output: OutputOption = Output.TEXT,
+    save_plan: Annotated[
+        Path | None,
+        typer.Option(
+            "--save-plan",
+            help="Write the plan to this file for review and `syncd apply` (a dry run).",
+            dir_okay=False,
+        ),
+    ] = None,
 ) -> None:
     """Sync the source to the platform: show the plan, then apply it; --dry-run only shows it."""
+    from syncd.runner import RunRequest
+
+    settings = settings_from(config)
+    request = RunRequest(
+        dry_run=dry_run or check_only or save_plan is not None,
+        read="incremental" if incremental else "full",
+        allow_removals=allow_removals,
+        save_plan=save_plan,
+    )
+    code = _sync_and_show(settings, request, check_only, show, long, wait, output)
+    if save_plan is not None and code in (0, 1, 2):  # blocked too: the reviewer decides
+        err.print(
+            labelled("saved:", "bold", f"the plan is in {save_plan}: syncd apply {save_plan}")
+        )
+    raise typer.Exit(code)
+
+
+@app.command()
+def apply(
+    plan_file: Annotated[
+        Path,
+        typer.Argument(help="A plan saved by syncd sync --dry-run --save-plan.", dir_okay=False),
+    ],
+    config: ConfigOption = None,
+    show: Annotated[int, typer.Option(min=0, help="Changes to list (0: all).")] = 200,
+    long: Annotated[
+        bool, typer.Option("--long", "-l", help="List the fields each change sets, one a line.")
+    ] = False,
+    wait: Annotated[
+        float,
+        typer.Option(min=0, callback=_finite, help="Seconds to wait for a running sync to finish."),
+    ] = 0,
+    output: OutputOption = Output.TEXT,
+) -> None:
+    """Apply a saved plan: only if planning now gives the very same changes (else exit 2)."""
+    from syncd import saved_plan
+    from syncd.runner import RunRequest
+
+    settings = settings_from(config)
+    request = RunRequest(saved=saved_plan.read(plan_file))
+    raise typer.Exit(_sync_and_show(settings, request, False, show, long, wait, output))
+
+
+def _sync_and_show(
+    settings: Settings,
+    request: RunRequest,
+    check_only: bool,
+    show: int,
+    long: bool,
+    wait: float,
+    output: Output,
+) -> int:
+    """One run with its screen: the plan before anything is sent, bars, then the outcome."""
     from syncd import snapshot as store
     from syncd._status import log_failures
     from syncd.dry_runs import prune_dry_runs
     from syncd.metrics import write_textfile
-    from syncd.runner import RunRequest, run_sync
+    from syncd.runner import run_sync
 
-    settings = settings_from(config)
-    request = RunRequest(
-        dry_run=dry_run or check_only,
-        read="incremental" if incremental else "full",
-        allow_removals=allow_removals,
-    )
     screen = Screen(
         show=show, long=long, as_json=output is Output.JSON, log_format=settings.log_format
     )
@@ -273,7 +328,7 @@ def sync(
             write_textfile(engine, settings.metrics.textfile)
     finally:
         engine.dispose()
-    raise typer.Exit(code)
+    return code
 
 
 def live(log_format: str) -> bool:

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from sqlalchemy import Engine
 
+from syncd import saved_plan
 from syncd import snapshot as store
 from syncd._gc import collection_paused
 from syncd.config import Settings
@@ -49,6 +50,7 @@ from syncd.platform import PlatformClient
 from syncd.platform.view import newest, read_platform, with_adoptions
 from syncd.recovery import recover
 from syncd.runs import after_run
+from syncd.saved_plan import SavedPlan
 from syncd.sources import describe, read_directory
 
 log = logging.getLogger(__name__)
@@ -64,6 +66,8 @@ class RunRequest:
     read: Literal["full", "incremental"] = "full"
     allow_removals: int | None = None
     trigger: str = "shell"
+    save_plan: Path | None = None  # a dry run: write its plan there for `syncd apply`
+    saved: SavedPlan | None = None  # apply this saved plan, if it is the plan made now
 
 
 @dataclass
@@ -224,14 +228,32 @@ class _Run:
             # Each person who changed there is compared with what syncd wrote: one read.
             held = {e.username: k for k, e in snapshot.employees.items()}
             snapshot.fields.prefetch([held[u] for u in view.changed if u in held])
+        policy = policy_of(self.settings)
         with collection_paused(freeze=True):
-            the_plan = plan(directory, snapshot, view, policy_of(self.settings), now_ms())
+            the_plan = plan(directory, snapshot, view, policy, now_ms())
+        saved = self.request.saved
         limits = Limits(
             self.settings.sync.max_removals,
             self.settings.sync.max_removal_ratio,
-            self.request.allow_removals,
+            # A saved plan's removals were reviewed: they stand for --allow-removals.
+            self.request.allow_removals if saved is None else saved.removals,
         )
         guards = check_guards(the_plan, directory, snapshot, limits)
+        if saved is not None:
+            guards.insert(
+                0, saved_plan.check(saved, self.settings, the_plan, directory, snapshot, policy)
+            )
+        if self.request.save_plan is not None:
+            saved_plan.write(
+                self.request.save_plan,
+                run_id=self.run_id,
+                settings=self.settings,
+                plan=the_plan,
+                guards=guards,
+                directory=directory,
+                snapshot=snapshot,
+                policy=policy,
+            )
         self.result.plan, self.result.guards = the_plan, guards
         self.summary["guards"] = [asdict(g) for g in guards]
         self.summary["notes"] = [asdict(n) for n in the_plan.notes]
