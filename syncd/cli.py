@@ -30,7 +30,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from enum import StrEnum
-from importlib.metadata import version as package_version
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Annotated, Any
@@ -123,7 +122,9 @@ OutputOption = Annotated[
 
 def _print_version(value: bool) -> None:
     if value:
-        out.print(f"syncd {package_version('syncd')}")
+        from importlib.metadata import version
+
+        out.print(f"syncd {version('syncd')}")
         raise typer.Exit(EXIT_OK)
 
 

@@ -9,7 +9,6 @@ from collections.abc import Callable
 
 from syncd.plan import Note
 from syncd.report.csv import CSV_COLUMNS, FORMULA_STARTS, neutralise, render_csv, render_person_csv
-from syncd.report.html import render_html
 from syncd.report.json import render_json, render_person_json, render_run_list_json
 from syncd.report.notification import (
     NOTIFY_LINE,
@@ -42,6 +41,14 @@ from syncd.report.value import (
     totals,
 )
 from syncd.report.wording import SYMBOLS, UNSAFE, printable, shown
+
+
+def render_html(report: RunReport) -> str:
+    """The report as one self-contained page (Jinja2 is loaded only when a page is made)."""
+    from syncd.report.html import render_html as page
+
+    return page(report)
+
 
 RENDERERS: dict[str, Callable[[RunReport], str]] = {
     "text": render_text,
