@@ -42,6 +42,8 @@ from pydantic_settings import (
 )
 
 from syncd.errors import ConfigError
+from syncd.mapping import Mapping
+from syncd.model import MatchKey
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +139,18 @@ class LdapSource(Section):
     read_timeout: PositiveFloat = 60.0
     attributes: dict[str, str] = {}  # model field -> LDAP attribute, over the flavor's preset
     extra_attributes: dict[str, str] = {}  # LDAP attribute -> extra attribute name
+    # Active Directory: continuation references to other domains of the forest are read
+    # through this Global Catalog (ldaps://gc.corp.example:3269); unset, each is a warning.
+    global_catalog: str | None = None
+
+    @field_validator("global_catalog")
+    @classmethod
+    def _ldap_url(cls, value: str | None) -> str | None:
+        if value is not None and urlsplit(value).scheme.lower() not in ("ldap", "ldaps"):
+            raise ValueError(
+                "must be an ldaps:// (or ldap://) URL, e.g. ldaps://gc.corp.example:3269"
+            )
+        return value
 
     @model_validator(mode="after")
     def _one_password_source(self) -> LdapSource:
@@ -148,6 +162,7 @@ class SourceSettings(Section):
     kind: Literal["csv", "ldap"]
     csv: CsvSource | None = None
     ldap: LdapSource | None = None
+    mapping: Mapping = Mapping()  # rules: fields from templates and transforms, a row filter
 
     @model_validator(mode="after")
     def _section_for_kind(self) -> SourceSettings:
@@ -252,6 +267,7 @@ class SyncSettings(Section):
     exclude: Exclusions = Exclusions()
     username_change: Literal["conflict", "remove_and_create"] = "conflict"
     extended_fields: dict[str, str] = {}  # extra attribute name -> platform field
+    match_by: MatchKey = "username"  # a first run adopts platform accounts holding the same
     drift_check: bool = True
 
 
@@ -516,7 +532,24 @@ def _with_paths_resolved(data: dict[str, Any], base: Path) -> dict[str, Any]:
         value = parent.get(keys[-1]) if isinstance(parent, dict) else None
         if isinstance(value, str) and value and not Path(value).is_absolute():
             parent[keys[-1]] = str(base / value)
+    for transform in _mapping_transforms(data):
+        value = transform.get("lookup")
+        if isinstance(value, str) and value and not Path(value).is_absolute():
+            transform["lookup"] = str(base / value)
     return data
+
+
+def _mapping_transforms(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The transforms written as tables in source.mapping (lookups name files)."""
+    source = data.get("source")
+    mapping = source.get("mapping") if isinstance(source, dict) else None
+    found = []
+    for section in ("fields", "extra", "properties"):
+        rules = mapping.get(section) if isinstance(mapping, dict) else None
+        for rule in rules.values() if isinstance(rules, dict) else ():
+            transforms = rule.get("transforms") if isinstance(rule, dict) else None
+            found += [t for t in transforms or () if isinstance(t, dict)]
+    return found
 
 
 def _describe(where: str, exc: ValidationError) -> str:
@@ -554,7 +587,17 @@ _SECRETS = (
 )
 
 
-def _with_secrets(settings: Settings, required: bool) -> Settings:
+def with_source_secret(settings: Settings) -> Settings:
+    """Settings loaded without secrets, with the source's own (the LDAP bind password) filled.
+
+    For commands that read the source but never call the platform (``syncd check``).
+    """
+    return _with_secrets(settings, True, _SECRETS[1:])
+
+
+def _with_secrets(
+    settings: Settings, required: bool, secrets: tuple[tuple[str, ...], ...] = _SECRETS
+) -> Settings:
     """Fill secrets from their *_file key or systemd credentials; a platform secret is required.
 
     When not ``required`` no secret file is read: the command does not use them, and its
@@ -563,7 +606,7 @@ def _with_secrets(settings: Settings, required: bool) -> Settings:
     if not required:
         return settings
     updates: dict[str, Any] = {}
-    for section_name, value_key, file_key, credential, dotted in _SECRETS:
+    for section_name, value_key, file_key, credential, dotted in secrets:
         section = _section(settings, section_name)
         if section is None or getattr(section, value_key) is not None:
             continue

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from syncd.config import LdapSource
 from syncd.errors import ConfigError
+from syncd.mapping import Get, Mapped, Rules, with_mapped
 from syncd.model import (
     Employee,
     Kind,
@@ -23,6 +24,7 @@ from syncd.model import (
 )
 from syncd.sources import active_directory as ad
 from syncd.sources._text import parse_date, parse_flag, parse_int32
+from syncd.sources._trace import Outcome, Tracer
 from syncd.sources.ldap.wire import Values
 
 OPENLDAP_USERS_FILTER = "(objectClass=inetOrgPerson)"
@@ -73,14 +75,26 @@ class Shape:
     department_fields: Mapping[str, int]  # department field -> slot in department_attributes
     department_guid_ids: bool
     department_name_attribute: str
+    expires_slot: int | None = None  # AD: accountExpires
+    rules: Rules | None = None
+    # Fields a rule makes: their values go to slots past the empty one, in this order.
+    ruled: tuple[str, ...] = ()
+    own_fields: Mapping[str, tuple[int, ...]] | None = None  # fields' slots without the rules
 
     @property
     def empty_slot(self) -> int:
         """One slot past the attributes, never filled: what unmapped fields read."""
         return len(self.attributes)
 
+    def slot_of(self, attribute: str) -> int:
+        """The slot an attribute is read into (the empty slot for one not asked for)."""
+        key = attribute.lower()
+        return next(
+            (i for i, name in enumerate(self.attributes) if name.lower() == key), self.empty_slot
+        )
+
     @classmethod
-    def from_settings(cls, settings: LdapSource) -> Shape:
+    def from_settings(cls, settings: LdapSource, rules: Rules | None = None) -> Shape:
         is_ad = settings.flavor == "active_directory"
         preset = dict(ad.PRESET if is_ad else OPENLDAP_PRESET)
         unknown = sorted(set(settings.attributes) - set(EMPLOYEE_FIELDS) - set(DEPARTMENT_FIELDS))
@@ -109,7 +123,14 @@ class Shape:
             else None
         )
         extras = tuple((slots.add(a), name) for a, name in settings.extra_attributes.items())
+        expires = slots.add(ad.EXPIRES_ATTRIBUTE) if is_ad else None
+        for attribute in rules.attributes() if rules else ():
+            slots.add(attribute)
         empty = len(slots.names())
+        ruled = tuple(rules.fields) if rules else ()
+        own_fields = dict(fields)
+        for i, name in enumerate(ruled):
+            fields[name] = (empty + 1 + i,)
 
         id_attribute = preset["id"][0]
         department_slots = _SlotTable()
@@ -137,6 +158,10 @@ class Shape:
             department_fields=department_fields,
             department_guid_ids=department_id.lower() == ad.GUID_ATTRIBUTE,
             department_name_attribute=settings.department_name_attribute,
+            expires_slot=expires,
+            rules=rules,
+            ruled=ruled,
+            own_fields=own_fields,
         )
 
 
@@ -196,11 +221,17 @@ class PeopleReader:
         departed: frozenset[str],
         placement: Placement,
         rejected: list[RejectedRow],
+        *,
+        expired_before: int = 0,  # AD: accountExpires at or below this (and above 0) is past
+        trace: Tracer | None = None,
     ) -> None:
         self.shape = shape
         self.departed = departed
         self.placement = placement
         self.rejected = rejected
+        self.expired_before = expired_before
+        self.trace = trace
+        self.filtered = 0  # people the row filter left out
         self.highest_change: str | None = None
         self._highest_usn = -1
         self._slots = {
@@ -208,15 +239,66 @@ class PeopleReader:
         }
         self._first = {name: found[0] for name, found in self._slots.items()}
         self._rare_mapped = any(name in shape.fields for name in _RARE_FIELDS)
+        self._own = dict(shape.own_fields or shape.fields)
+        self._own.update((name, (slot,)) for slot, name in shape.extras)
+        if trace is not None:
+            own = {
+                name: tuple(shape.attributes[s] for s in slots) for name, slots in self._own.items()
+            }
+            trace.start(own)
 
     def employee(self, dn: str, values: Values) -> tuple[str, Employee | None]:
         try:
-            return dn, self._employee(dn, values)
+            if self.shape.rules is None and self.trace is None:
+                return dn, self._employee(dn, values)
+            return dn, self._mapped(dn, values)
         except ValueError as exc:
             reason = value_problem(exc)
             key, username = self._safe(values, "id"), self._safe(values, "username")
             self.rejected.append(RejectedRow(dn, reason, Kind.EMPLOYEE, key, username))
+            if self.trace is not None:
+                self.trace.record(dn, self._getter(values), Outcome(None, reason))
             return dn, None
+
+    def _mapped(self, dn: str, values: Values) -> Employee | None:
+        """The person by the mapping rules: None when the row filter leaves them out."""
+        get, rules = self._getter(values), self.shape.rules
+        mapped: Mapped | None = None
+        if rules is not None:
+            reason = rules.left_out(get)
+            if reason is not None:
+                self.filtered += 1
+                if self.trace is not None:
+                    self.trace.record(dn, get, Outcome(None, reason, left_out=True))
+                return None
+            mapped = rules.apply(get, lambda section, name: self._own_text(values, name))
+            values.extend(
+                None if (v := mapped.fields[name]) is None else v.encode()
+                for name in self.shape.ruled
+            )
+        employee = self._employee(dn, values)
+        if mapped is not None:
+            employee = with_mapped(employee, mapped)
+        if self.trace is not None:
+            self.trace.record(dn, get, Outcome(employee))
+        return employee
+
+    def _getter(self, values: Values) -> Get:
+        """An attribute's first value as text, by name (a value not UTF-8 rejects the person)."""
+        slot_of = self.shape.slot_of
+
+        def get(attribute: str) -> str | None:
+            raw = values[slot_of(attribute)]
+            return raw.decode() if raw else None
+
+        return get
+
+    def _own_text(self, values: Values, name: str) -> str | None:
+        """A field's (or extra attribute's) value read the way it is without a rule."""
+        for slot in self._own.get(name, ()):
+            if raw := values[slot]:
+                return raw.decode()
+        return None
 
     def _employee(self, dn: str, values: Values) -> Employee:
         first, shape = self._first, self.shape
@@ -226,7 +308,7 @@ class PeopleReader:
         title = v.decode() if (v := values[first["job_title"]]) else None
         path = v.decode() if (v := values[shape.department_slot]) else None
         department = self.placement.department_of(path, dn)
-        departed = employee_id in self.departed or self._disabled(values)
+        departed = employee_id in self.departed or self._disabled(values) or self._expired(values)
         gender, birthday, sort_order, senior = (
             self._rare_fields(values) if self._rare_mapped else (None, None, None, False)
         )
@@ -290,6 +372,11 @@ class PeopleReader:
         raw = values[slot] if slot is not None else None
         return ad.is_disabled(raw.decode("ascii")) if raw else False
 
+    def _expired(self, values: Values) -> bool:
+        slot = self.shape.expires_slot
+        raw = values[slot] if slot is not None else None
+        return ad.has_expired(raw.decode("ascii"), self.expired_before) if raw else False
+
     def _extras(self, values: Values) -> tuple[tuple[str, str], ...]:
         return tuple(
             (name, raw.decode()) for slot, name in self.shape.extras if (raw := values[slot])
@@ -299,7 +386,7 @@ class PeopleReader:
         """A field for a rejected row's key, if it can be read at all."""
         try:
             return (
-                self._id_of(values) if field_name == "id" else self._text(values, field_name)
+                self._id_of(values) if field_name == "id" else self._own_text(values, field_name)
             ) or None
         except ValueError:  # UnicodeDecodeError included
             return None

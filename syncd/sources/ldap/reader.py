@@ -14,9 +14,10 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from collections.abc import Callable
+from collections.abc import Mapping as Table
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
 import ldap3
@@ -25,10 +26,13 @@ from ldap3.core.exceptions import LDAPException
 from syncd._gc import collection_paused
 from syncd.config import LdapSource
 from syncd.logs import register_secret
-from syncd.model import Department, Directory, RejectedRow, build_directory
+from syncd.mapping import Mapping, Rules
+from syncd.model import Department, Directory, Employee, RejectedRow, build_directory
 from syncd.sources import active_directory as ad
 from syncd.sources._paths import DepartmentPaths
+from syncd.sources._trace import Tracer
 from syncd.sources.ldap.connection import Session, connect
+from syncd.sources.ldap.forest import Forest
 from syncd.sources.ldap.mapping import (
     GENERALIZED_TIME,
     OPENLDAP_CHANGE_ATTRIBUTE,
@@ -45,17 +49,37 @@ from syncd.sources.ldap.wire import Search
 log = logging.getLogger(__name__)
 
 
-def read_ldap(settings: LdapSource, *, since: str | None = None) -> Directory:
-    """A Directory of the OU tree (or department paths) and the people under ``users_base``."""
+def read_ldap(
+    settings: LdapSource,
+    *,
+    since: str | None = None,
+    mapping: Mapping | None = None,
+    trace: Tracer | None = None,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> Directory:
+    """A Directory of the OU tree (or department paths) and the people under ``users_base``.
+
+    ``mapping``: the rules (source.mapping); ``trace`` is told of every person read;
+    ``clock`` says when "now" is for account expiry.
+    """
     password = settings.bind_password.get_secret_value() if settings.bind_password else None
     register_secret(password)
-    shape = Shape.from_settings(settings)
-    session = connect(settings, password)
+    rules = Rules(mapping) if mapping is not None and not mapping.empty else None
+    shape = Shape.from_settings(settings, rules)
+    forest = Forest(connect(settings, password), settings, password)
     try:
         with collection_paused():
-            return _read(session, settings, shape, since)
+            return _read(
+                forest, settings, shape, since, _Read(clock().replace(microsecond=0), trace)
+            )
     finally:
-        session.close()
+        forest.close()
+
+
+@dataclass(frozen=True)
+class _Read:
+    now: datetime  # account expiry is checked against this moment
+    trace: Tracer | None
 
 
 @dataclass(frozen=True)
@@ -66,26 +90,33 @@ class _Delta:
     since: str | None  # the mark given, when it is used
     controller: str = ""  # AD: the domain controller read from
     usn_before: int | None = None  # AD: its highestCommittedUSN before the read
+    expiry_checked: datetime | None = None  # AD: when the read that made the mark checked expiry
 
 
-def _read(session: Session, settings: LdapSource, shape: Shape, since: str | None) -> Directory:
+def _read(
+    forest: Forest, settings: LdapSource, shape: Shape, since: str | None, read: _Read
+) -> Directory:
+    session = forest.session
     delta = _plan_delta(session, shape, since)
     users_filter = shape.users_filter
     if delta.changed_filter:
         users_filter = f"(&{users_filter}{delta.changed_filter})"
-    departed = _departed_ids(session, settings, shape, users_filter)
+    departed = _departed_ids(forest, settings, shape, users_filter)
 
     departments: list[tuple[str, Department]] = []
     rejected: list[RejectedRow] = []
     placement: Placement
     if settings.departments_from == "ou_tree":
-        tree = ou_tree(session, settings, shape, rejected)
+        tree = ou_tree(forest, settings, shape, rejected)
         departments = tree.departments
         placement = tree
     else:
         placement = DepartmentPaths(settings.department_path_separator)
 
-    people = PeopleReader(shape, departed, placement, rejected)
+    now = ad.filetime(read.now)
+    people = PeopleReader(
+        shape, departed, placement, rejected, expired_before=now, trace=read.trace
+    )
     started = time.monotonic()
     search = Search(
         step=f"search users under {settings.users_base}",
@@ -93,14 +124,15 @@ def _read(session: Session, settings: LdapSource, shape: Shape, since: str | Non
         filter=users_filter,
         attributes=shape.attributes,
         page_size=settings.page_size,
-        skip_references=shape.flavor == "active_directory",
     )
-    employees = [people.employee(dn, values) for dn, values in session.wire.entries(search)]
+    employees = [people.employee(dn, values) for dn, values in forest.entries(search)]
+    if delta.changed_filter and shape.flavor == "active_directory":
+        employees += _expired_since(forest, search, people, delta, now, {dn for dn, _ in employees})
     elapsed = time.monotonic() - started
     if isinstance(placement, DepartmentPaths):
         departments = placement.departments()
 
-    cursor = _new_mark(shape, delta, people.highest_change, elapsed)
+    cursor = _new_mark(shape, delta, people.highest_change, elapsed, read.now)
     directory = build_directory(
         departments,
         ((where, e) for where, e in employees if e is not None),
@@ -108,17 +140,44 @@ def _read(session: Session, settings: LdapSource, shape: Shape, since: str | Non
         complete=not delta.changed_filter,
         source=_describe_source(session.url, settings.users_base),
         cursor=cursor,
+        filtered=people.filtered,
+        warnings=forest.warnings,
     )
     log.info(
-        "read %s from %s: %d departments, %d people, %d rejected, mark %s",
+        "read %s from %s: %d departments, %d people, %d rejected, %d left out, mark %s",
         "all" if directory.complete else f"changes since {since}",
         session.url,
         len(directory.departments),
         len(directory.employees),
         len(directory.rejected),
+        directory.filtered,
         cursor,
     )
     return directory
+
+
+def _expired_since(
+    forest: Forest,
+    search: Search,
+    people: PeopleReader,
+    delta: _Delta,
+    now: int,
+    seen: set[str],
+) -> list[tuple[str, Employee | None]]:
+    """AD, incremental read: the people whose account expired since the mark's read.
+
+    An expiry passing changes nothing in the directory, so no change read finds it: this
+    search does, for the window from the previous read's check (all expired accounts when
+    the mark has no time) to now.
+    """
+    since = ad.filetime(delta.expiry_checked) if delta.expiry_checked else None
+    users_filter = people.shape.users_filter
+    expired = replace(
+        search,
+        step=f"search users whose account expired under {search.base}",
+        filter=f"(&{users_filter}{ad.expired_filter(since, now)})",
+    )
+    return [people.employee(dn, v) for dn, v in forest.entries(expired) if dn not in seen]
 
 
 def _describe_source(url: str, base: str) -> str:
@@ -150,7 +209,7 @@ def _plan_delta(session: Session, shape: Shape, since: str | None) -> _Delta:
             controller,
         )
         return _Delta("", None, controller, usn_before)
-    return _Delta(previous.changed_filter(), since, controller, usn_before)
+    return _Delta(previous.changed_filter(), since, controller, usn_before, previous.checked)
 
 
 def _ad_root_dse(session: Session) -> tuple[str, int | None]:
@@ -177,21 +236,23 @@ def _ad_root_dse(session: Session) -> tuple[str, int | None]:
     return controller, int(usn)
 
 
-def _first_raw(raw: Mapping[str, list[bytes]], name: str) -> str | None:
+def _first_raw(raw: Table[str, list[bytes]], name: str) -> str | None:
     for key, values in raw.items():
         if key.lower() == name.lower() and values:
             return values[0].decode("utf-8", "replace")
     return None
 
 
-def _new_mark(shape: Shape, delta: _Delta, highest: str | None, elapsed: float) -> str | None:
+def _new_mark(
+    shape: Shape, delta: _Delta, highest: str | None, elapsed: float, now: datetime
+) -> str | None:
     """The mark the next delta starts from; never earlier than the one given."""
     if shape.flavor == "active_directory":
         if delta.usn_before is not None:
-            return str(ad.UsnMark(delta.usn_before, delta.controller))
+            return str(ad.UsnMark(delta.usn_before, delta.controller, now))
         if highest is None:
             return delta.since
-        return str(ad.UsnMark(int(highest), delta.controller))
+        return str(ad.UsnMark(int(highest), delta.controller, now))
     if highest is None:
         return delta.since
     # A paged read is no snapshot: an entry read early and changed later may carry an
@@ -207,7 +268,7 @@ def _minus_seconds(generalized_time: str, seconds: int) -> str:
 
 
 def _departed_ids(
-    session: Session, settings: LdapSource, shape: Shape, users_filter: str
+    forest: Forest, settings: LdapSource, shape: Shape, users_filter: str
 ) -> frozenset[str]:
     """Ids of the people ``departed_filter`` matches, evaluated by the server."""
     if not settings.departed_filter:
@@ -219,10 +280,9 @@ def _departed_ids(
         filter=f"(&{users_filter}{parenthesized(settings.departed_filter)})",
         attributes=tuple(shape.attributes[slot] for slot in id_slots),
         page_size=settings.page_size,
-        skip_references=shape.flavor == "active_directory",
     )
     ids: set[str] = set()
-    for dn, values in session.wire.entries(search):
+    for dn, values in forest.entries(search):
         raw = next((found for found in values if found), None)
         if raw is None:
             continue

@@ -19,7 +19,7 @@ from syncd.sources.ldap.mapping import (
 from syncd.sources.ldap.wire import Search, Values
 
 if TYPE_CHECKING:
-    from syncd.sources.ldap.connection import Session
+    from syncd.sources.ldap.forest import Forest
 
 # The id an OU is placed under when its own id cannot be read: no department has it.
 _UNREADABLE_ID = "rejected:"
@@ -57,7 +57,7 @@ class OuTree:
 
 
 def ou_tree(
-    session: Session, settings: LdapSource, shape: Shape, rejected: list[RejectedRow]
+    forest: Forest, settings: LdapSource, shape: Shape, rejected: list[RejectedRow]
 ) -> OuTree:
     base = settings.departments_base or settings.users_base
     tree = OuTree(base)
@@ -67,10 +67,9 @@ def ou_tree(
         filter=ad.DEPARTMENTS_FILTER if shape.flavor == "active_directory" else DEPARTMENTS_FILTER,
         attributes=shape.department_attributes,
         page_size=settings.page_size,
-        skip_references=shape.flavor == "active_directory",
     )
     read: list[tuple[str, str, Department]] = []
-    for dn, values in session.wire.entries(search):
+    for dn, values in forest.entries(search):
         key = dn_key(dn)
         if key == tree.base_key:
             continue  # the base is the root organization, not a department

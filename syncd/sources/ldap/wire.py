@@ -36,7 +36,9 @@ class Search:
     filter: str
     attributes: tuple[str, ...]
     page_size: int
-    skip_references: bool  # AD: references to application partitions hold no people
+    # Continuation references are collected here (AD: other partitions and domains of the
+    # forest, for the reader to follow or report); None: a reference fails the search.
+    references: list[str] | None = None
 
 
 # A DN and the first value of each requested attribute by slot (None: not present),
@@ -162,14 +164,14 @@ class Wire:
         if tag == 0x65:  # SearchResultDone
             return self._done(data, op, end, search, step)
         if tag == 0x73:  # SearchResultReference
-            urls = ", ".join(_strings(data, op, end))
-            if not search.skip_references:
+            urls = _strings(data, op, end)
+            if search.references is None:
                 raise self.session.fail(
                     step,
-                    f"part of the subtree is on another server (referral to {urls});"
+                    f"part of the subtree is on another server (referral to {', '.join(urls)});"
                     " a partial read is not used: point the base below it",
                 )
-            log.debug("%s: skipped a continuation reference to %s", step, urls)
+            search.references.extend(urls[:1])  # any one URL of a reference names the subtree
         else:
             log.debug("%s: ignored a message with tag 0x%02x", step, tag)
         return None
