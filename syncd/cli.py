@@ -221,12 +221,32 @@ class _BarProgress:
 
 
 @app.command()
-def check(config: ConfigOption = None) -> None:
+def check(
+    config: ConfigOption = None,
+    preview: Annotated[
+        bool,
+        typer.Option(help="Show source values and the platform fields they become, per person."),
+    ] = False,
+    people: Annotated[
+        list[str] | None, typer.Argument(help="With --preview: N people, or usernames.")
+    ] = None,
+    output: Annotated[str, typer.Option(help="With --preview: table or json.")] = "table",
+) -> None:
     """Read the configured source and show what it holds; the platform is not contacted."""
-    from syncd.model import Kind
+    from syncd.config import with_source_secret
+    from syncd.model import Kind, match_index
     from syncd.report import printable
     from syncd.sources import describe, read_directory
 
+    if preview or people:
+        from syncd.sources.preview import show_preview
+
+        if output not in ("table", "json"):
+            raise typer.BadParameter("must be table or json", param_hint="--output")
+        # The platform's secret is not needed, nor read; the source's is.
+        settings = with_source_secret(settings_from(config, require_secrets=False))
+        show_preview(settings, people or [], output, out)
+        return
     settings = settings_from(config)
     directory = read_directory(settings.source)
     # What was read, when the source says (the LDAP server used, after any failover).
@@ -235,10 +255,18 @@ def check(config: ConfigOption = None) -> None:
     out.print(f"employees   {len(directory.employees)}")
     departed = sum(1 for e in directory.employees.values() if e.state == "departed")
     out.print(f"departed    {departed}")
+    out.print(f"left out    {directory.filtered} (source.mapping.filter)")
     out.print(f"rejected    {len(directory.rejected)}")
     for row in directory.rejected:
         what = "department" if row.kind is Kind.DEPARTMENT else "employee"
         out.print(f"  {printable(row.where)}: {what}: {printable(row.reason)}")
+    for warning in directory.warnings:
+        err.print(labelled("warning:", "yellow", printable(warning)))
+    key = settings.sync.match_by
+    shared = {v: ids for v, ids in match_index(directory, key).items() if len(ids) > 1}
+    for value, ids in sorted(shared.items()):
+        message = f"{len(ids)} people share {key} {value}: none of them can be matched"
+        err.print(labelled("warning:", "yellow", printable(message)))
 
 
 reports_app = typer.Typer(help="Review the runs syncd recorded.", no_args_is_help=True)
