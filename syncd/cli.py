@@ -397,12 +397,17 @@ def demo(
     from syncd.emulator import EmulatorOptions, serve_in_thread
     from syncd.runner import RunRequest, run_sync
     from syncd.runs import show_run
+    from syncd.sources.preview import show_preview
 
     with serve_in_thread(EmulatorOptions()) as platform:
         config = scenario.prepare(
             folder.resolve(), platform.base_url, platform.options.client_secret
         )
         settings = settings_from(config)
+        out.rule(
+            "0. the mapping rule in the settings, previewed: syncd check --preview wangjianguo"
+        )
+        show_preview(settings, ["wangjianguo"], "table", out)
         out.rule(f"1. first sync: the sample company into the emulator at {platform.base_url}")
         first = run_sync(settings, RunRequest(trigger="demo"))
         _print_run(settings, first, show=15)

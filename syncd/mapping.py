@@ -261,7 +261,7 @@ class FieldRule(_Section):
         steps = [
             step
             if isinstance(step, str)
-            else f"replace {step.replace[0]!r}"
+            else f"replace '{step.replace[0]}' with '{step.replace[1]}'"
             if isinstance(step, Replace)
             else f"lookup {step.lookup.path.name}"
             if isinstance(step, Lookup)
