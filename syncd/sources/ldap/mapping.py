@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from syncd.config import LdapSource
@@ -80,6 +80,7 @@ class Shape:
     # Fields a rule makes: their values go to slots past the empty one, in this order.
     ruled: tuple[str, ...] = ()
     own_fields: Mapping[str, tuple[int, ...]] | None = None  # fields' slots without the rules
+    attribute_slots: Mapping[str, int] = field(default_factory=dict)  # lower-case name -> slot
 
     @property
     def empty_slot(self) -> int:
@@ -88,10 +89,7 @@ class Shape:
 
     def slot_of(self, attribute: str) -> int:
         """The slot an attribute is read into (the empty slot for one not asked for)."""
-        key = attribute.lower()
-        return next(
-            (i for i, name in enumerate(self.attributes) if name.lower() == key), self.empty_slot
-        )
+        return self.attribute_slots.get(attribute.lower(), self.empty_slot)
 
     @classmethod
     def from_settings(cls, settings: LdapSource, rules: Rules | None = None) -> Shape:
@@ -162,6 +160,7 @@ class Shape:
             rules=rules,
             ruled=ruled,
             own_fields=own_fields,
+            attribute_slots={name.lower(): i for i, name in enumerate(slots.names())},
         )
 
 
