@@ -42,7 +42,7 @@ from pydantic_settings import (
 )
 
 from syncd.errors import ConfigError
-from syncd.mapping import Mapping
+from syncd.mapping import SourceMapping
 from syncd.model import MatchKey
 
 log = logging.getLogger(__name__)
@@ -162,7 +162,7 @@ class SourceSettings(Section):
     kind: Literal["csv", "ldap"]
     csv: CsvSource | None = None
     ldap: LdapSource | None = None
-    mapping: Mapping = Mapping()  # rules: fields from templates and transforms, a row filter
+    mapping: SourceMapping = SourceMapping()  # rules: templates, transforms, a row filter
 
     @model_validator(mode="after")
     def _section_for_kind(self) -> SourceSettings:

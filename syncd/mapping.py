@@ -293,7 +293,7 @@ class RowFilter(_Section):
         return value
 
 
-class Mapping(_Section):
+class SourceMapping(_Section):
     """``[source.mapping]``: rules for model fields, extra attributes, custom properties."""
 
     fields: dict[str, FieldRule] = {}
@@ -360,7 +360,7 @@ class _Compiled:
 class Rules:
     """The mapping compiled for one read."""
 
-    def __init__(self, mapping: Mapping) -> None:
+    def __init__(self, mapping: SourceMapping) -> None:
         def compiled(section: str, rules: dict[str, FieldRule]) -> dict[str, _Compiled]:
             return {
                 name: _Compiled(

@@ -25,7 +25,7 @@ from typing import BinaryIO, TextIO, TypeVar
 from syncd._gc import collection_paused
 from syncd.config import CsvDepartmentColumns, CsvEmployeeColumns, CsvSource
 from syncd.errors import SourceError
-from syncd.mapping import Mapping, RuleFailure, Rules, with_mapped
+from syncd.mapping import RuleFailure, Rules, SourceMapping, with_mapped
 from syncd.model import (
     Department,
     Directory,
@@ -79,7 +79,7 @@ T = TypeVar("T")
 
 
 def read_csv(
-    settings: CsvSource, *, mapping: Mapping | None = None, trace: Tracer | None = None
+    settings: CsvSource, *, mapping: SourceMapping | None = None, trace: Tracer | None = None
 ) -> Directory:
     """Read the configured CSV files into a complete Directory, or raise SourceError.
 

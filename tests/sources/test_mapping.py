@@ -16,7 +16,7 @@ import pytest
 
 from syncd.config import CsvSource, LdapSource, load_settings
 from syncd.errors import ConfigError, SourceError
-from syncd.mapping import Mapping, RuleFailure, Rules, Template
+from syncd.mapping import RuleFailure, Rules, SourceMapping, Template
 from syncd.model import Directory, Employee, State, match_index, match_value
 from syncd.sources.csv import read_csv
 from syncd.sources.ldap import read_ldap
@@ -26,7 +26,7 @@ SettingsFactory = Callable[..., LdapSource]
 
 
 def rules(**mapping: Any) -> Rules:
-    return Rules(Mapping.model_validate(mapping))
+    return Rules(SourceMapping.model_validate(mapping))
 
 
 def attributes(**values: str) -> Callable[[str], str | None]:
@@ -252,9 +252,9 @@ def csv_settings(tmp_path: Path) -> CsvSource:
     )
 
 
-def csv_mapping(tmp_path: Path, **more: Any) -> Mapping:
+def csv_mapping(tmp_path: Path, **more: Any) -> SourceMapping:
     (tmp_path / "titles.csv").write_text("title,job title\nSWE,Software Engineer\nMGR,Manager\n")
-    return Mapping.model_validate(
+    return SourceMapping.model_validate(
         {
             "fields": {
                 "name": "{family}{given}",
@@ -314,7 +314,7 @@ def test_an_include_filter_keeps_only_whom_it_names(tmp_path: Path) -> None:
 
 
 def test_a_csv_rule_naming_a_column_the_file_lacks_stops_the_read(tmp_path: Path) -> None:
-    mapping = Mapping.model_validate({"fields": {"en_name": "{given} {middle}"}})
+    mapping = SourceMapping.model_validate({"fields": {"en_name": "{given} {middle}"}})
 
     with pytest.raises(SourceError) as caught:
         read_csv(csv_settings(tmp_path), mapping=mapping)
@@ -342,7 +342,7 @@ def test_source_side_match_keys_show_ambiguity(tmp_path: Path) -> None:
 def test_ldap_rules_read_the_attributes_they_name(
     slapd: Slapd, acme: str, ldap_settings: SettingsFactory
 ) -> None:
-    mapping = Mapping.model_validate(
+    mapping = SourceMapping.model_validate(
         {
             "fields": {
                 "name": "{sn}, {cn}",
@@ -375,7 +375,7 @@ def test_an_ldap_rule_that_fails_rejects_that_person_only(
 ) -> None:
     table = tmp_path / "titles.csv"
     table.write_text("title,platform title\nBackend Engineer,Backend\nFrontend Engineer,Frontend\n")
-    mapping = Mapping.model_validate(
+    mapping = SourceMapping.model_validate(
         {"fields": {"job_title": {"template": "{title}", "transforms": [{"lookup": str(table)}]}}}
     )
 

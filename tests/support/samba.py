@@ -16,7 +16,6 @@ certificate from the tests' own CA (``tests.support.slapd.make_tls_files``).
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -26,7 +25,7 @@ from pathlib import Path
 import ldap3
 from ldap3.core.exceptions import LDAPException
 
-from tests.support.slapd import TlsFiles, _die_with_parent, _run
+from tests.support.slapd import TlsFiles, _die_with_parent, _port_free, _run, stop_process
 
 SAMBA = Path("/usr/sbin/samba")
 SAMBA_TOOL = Path("/usr/bin/samba-tool")
@@ -37,7 +36,6 @@ BASE = "DC=acme,DC=test"
 ADMIN_PASSWORD = "Samba-Admin-Pw-4b7e"  # meets the domain's default complexity rules
 PORTS = (389, 636, 3268, 3269)
 START_TIMEOUT = 30.0
-STOP_TIMEOUT = 10.0
 
 # Adds LDIF to the domain's database before the server starts: one transaction, through
 # Samba's own database modules (about 1 ms an entry; over LDAP it is ten times that).
@@ -138,14 +136,7 @@ class SambaDC:
 
     def stop(self) -> None:
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
     def _wait_until_ready(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT
@@ -236,16 +227,6 @@ def running_samba(directory: Path, tls: TlsFiles, *, ldif: str = "") -> Iterator
         yield dc
     finally:
         dc.stop()
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
 
 
 BULK_PEOPLE = 1005  # more than a page of 1000, Active Directory's cap

@@ -14,8 +14,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
-from collections.abc import Mapping as Table
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
@@ -26,7 +25,7 @@ from ldap3.core.exceptions import LDAPException
 from syncd._gc import collection_paused
 from syncd.config import LdapSource
 from syncd.logs import register_secret
-from syncd.mapping import Mapping, Rules
+from syncd.mapping import Rules, SourceMapping
 from syncd.model import Department, Directory, Employee, RejectedRow, build_directory
 from syncd.sources import active_directory as ad
 from syncd.sources._paths import DepartmentPaths
@@ -53,7 +52,7 @@ def read_ldap(
     settings: LdapSource,
     *,
     since: str | None = None,
-    mapping: Mapping | None = None,
+    mapping: SourceMapping | None = None,
     trace: Tracer | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> Directory:
@@ -236,7 +235,7 @@ def _ad_root_dse(session: Session) -> tuple[str, int | None]:
     return controller, int(usn)
 
 
-def _first_raw(raw: Table[str, list[bytes]], name: str) -> str | None:
+def _first_raw(raw: Mapping[str, list[bytes]], name: str) -> str | None:
     for key, values in raw.items():
         if key.lower() == name.lower() and values:
             return values[0].decode("utf-8", "replace")
