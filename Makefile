@@ -13,10 +13,15 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # The OpenLDAP server and client tools, openssl for test certificates, Chromium for the HTML
-# report test, systemd-analyze to verify the unit files.
+# report test, systemd-analyze to verify the unit files, and Samba to run an Active Directory
+# domain controller for the AD tests (with its AD database modules, and the provisioning
+# files and VFS modules that provisioning a domain needs).
 system-packages:
 	@missing=""; \
 	[ -x /usr/sbin/slapd ] || missing="$$missing slapd"; \
+	{ [ -x /usr/sbin/samba ] && ls -d /usr/share/samba/setup /usr/lib/*-linux-gnu/samba/ldb \
+	    /usr/lib/*-linux-gnu/samba/vfs/acl_xattr.so >/dev/null 2>&1; } \
+	  || missing="$$missing samba samba-ad-provision samba-dsdb-modules samba-vfs-modules"; \
 	command -v ldapsearch >/dev/null || missing="$$missing ldap-utils"; \
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v openssl >/dev/null || missing="$$missing openssl"; \

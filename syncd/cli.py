@@ -638,13 +638,28 @@ def _change_document(c: Change) -> dict[str, Any]:
 
 
 @app.command()
-def check(config: ConfigOption = None, output: OutputOption = Output.TEXT) -> None:
+def check(
+    config: ConfigOption = None,
+    preview: Annotated[
+        bool,
+        typer.Option(help="Show source values and the platform fields they become, per person."),
+    ] = False,
+    people: Annotated[
+        list[str] | None, typer.Argument(help="With --preview: N people, or usernames.")
+    ] = None,
+    output: OutputOption = Output.TEXT,
+) -> None:
     """Read the source and show what it holds; the platform and its secret are not needed."""
-    from syncd.model import Kind
+    from syncd.model import Kind, match_index
     from syncd.report import printable
     from syncd.sources import describe, read_directory
 
     settings = settings_from(config, platform_secret=False)
+    if preview or people:
+        from syncd.sources.preview import show_preview
+
+        show_preview(settings, people or [], "json" if output is Output.JSON else "table", out)
+        return
     with spinner("reading the source") if live(settings.log_format) else nullcontext():
         directory = read_directory(settings.source)
     # What was read, when the source says (the LDAP server used, after any failover).
@@ -669,10 +684,18 @@ def check(config: ConfigOption = None, output: OutputOption = Output.TEXT) -> No
     out.print(f"departments {len(directory.departments)}")
     out.print(f"employees   {len(directory.employees)}")
     out.print(f"departed    {departed}")
+    out.print(f"left out    {directory.filtered} (source.mapping.filter)")
     out.print(f"rejected    {len(directory.rejected)}")
     for row in directory.rejected:
         what = "department" if row.kind is Kind.DEPARTMENT else "employee"
         out.print(f"  {printable(row.where)}: {what}: {printable(row.reason)}")
+    for warning in directory.warnings:
+        err.print(labelled("warning:", "yellow", printable(warning)))
+    key = settings.sync.match_by
+    shared = {v: ids for v, ids in match_index(directory, key).items() if len(ids) > 1}
+    for value, ids in sorted(shared.items()):
+        message = f"{len(ids)} people share {key} {value}: none of them can be matched"
+        err.print(labelled("warning:", "yellow", printable(message)))
 
 
 reports_app = typer.Typer(help="Review the runs syncd recorded.", no_args_is_help=True)
@@ -832,12 +855,17 @@ def demo(
     from syncd.emulator import EmulatorOptions, serve_in_thread
     from syncd.runner import RunRequest, run_sync
     from syncd.runs import show_run
+    from syncd.sources.preview import show_preview
 
     with serve_in_thread(EmulatorOptions()) as platform:
         config = scenario.prepare(
             folder.resolve(), platform.base_url, platform.options.client_secret
         )
         settings = settings_from(config)
+        out.rule(
+            "0. the mapping rule in the settings, previewed: syncd check --preview wangjianguo"
+        )
+        show_preview(settings, ["wangjianguo"], "table", out)
         out.rule(f"1. first sync: the sample company into the emulator at {platform.base_url}")
         first = run_sync(settings, RunRequest(trigger="demo"))
         _print_run(settings, first, show=15)

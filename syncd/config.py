@@ -43,6 +43,8 @@ from pydantic_settings import (
 )
 
 from syncd.errors import ConfigError
+from syncd.mapping import SourceMapping
+from syncd.model import MatchKey
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +144,18 @@ class LdapSource(Section):
     read_timeout: PositiveFloat = 60.0
     attributes: dict[str, str] = {}  # model field -> LDAP attribute, over the flavor's preset
     extra_attributes: dict[str, str] = {}  # LDAP attribute -> extra attribute name
+    # Active Directory: continuation references to other domains of the forest are read
+    # through this Global Catalog (ldaps://gc.corp.example:3269); unset, each is a warning.
+    global_catalog: str | None = None
+
+    @field_validator("global_catalog")
+    @classmethod
+    def _ldap_url(cls, value: str | None) -> str | None:
+        if value is not None and urlsplit(value).scheme.lower() not in ("ldap", "ldaps"):
+            raise ValueError(
+                "must be an ldaps:// (or ldap://) URL, e.g. ldaps://gc.corp.example:3269"
+            )
+        return value
 
     @field_validator("urls")
     @classmethod
@@ -165,6 +179,7 @@ class SourceSettings(Section):
     kind: Literal["csv", "ldap"]
     csv: CsvSource | None = None
     ldap: LdapSource | None = None
+    mapping: SourceMapping = SourceMapping()  # rules: templates, transforms, a row filter
 
     @model_validator(mode="after")
     def _section_for_kind(self) -> SourceSettings:
@@ -269,7 +284,17 @@ class SyncSettings(Section):
     exclude: Exclusions = Exclusions()
     username_change: Literal["conflict", "remove_and_create"] = "conflict"
     extended_fields: dict[str, str] = {}  # extra attribute name -> platform field
+    match_by: MatchKey = "username"  # a first run adopts platform accounts holding the same
     drift_check: bool = True
+
+    @field_validator("match_by")
+    @classmethod
+    def _planner_matches_usernames_only(cls, value: MatchKey) -> MatchKey:
+        # The source side is ready (syncd.model.match_value, match_index); the planner
+        # adopts by username only so far. Remove this check when it matches by the others.
+        if value != "username":
+            raise ValueError(f"matching platform accounts by {value} is not supported yet")
+        return value
 
 
 class ScheduleSettings(Section):
@@ -648,7 +673,24 @@ def _with_paths_resolved(data: dict[str, Any], base: Path) -> dict[str, Any]:
         value = parent.get(keys[-1]) if isinstance(parent, dict) else None
         if isinstance(value, str) and value and not Path(value).is_absolute():
             parent[keys[-1]] = str(base / value)
+    for transform in _mapping_transforms(data):
+        value = transform.get("lookup")
+        if isinstance(value, str) and value and not Path(value).is_absolute():
+            transform["lookup"] = str(base / value)
     return data
+
+
+def _mapping_transforms(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The transforms written as tables in source.mapping (lookups name files)."""
+    source = data.get("source")
+    mapping = source.get("mapping") if isinstance(source, dict) else None
+    found = []
+    for section in ("fields", "extra", "properties"):
+        rules = mapping.get(section) if isinstance(mapping, dict) else None
+        for rule in rules.values() if isinstance(rules, dict) else ():
+            transforms = rule.get("transforms") if isinstance(rule, dict) else None
+            found += [t for t in transforms or () if isinstance(t, dict)]
+    return found
 
 
 def _describe(where: str, exc: ValidationError) -> str:

@@ -8,10 +8,12 @@ the rest of the data is still used.
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Literal
 
 PATH_SEPARATOR = "/"  # the platform joins node names with it into name paths
 # Characters a serial_no must not carry: it travels as a URL path segment
@@ -66,6 +68,8 @@ class Employee:
     senior: bool = False
     state: State = State.ACTIVE
     extra: tuple[tuple[str, str], ...] = ()  # attributes that settings map to extended fields
+    # Custom platform fields: (data_schema_id, value), sorted by id; sent as ``properties``.
+    properties: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +89,8 @@ class Directory:
     complete: bool = True  # a full read; False for a delta (incremental) read
     source: str = ""  # where it was read from, for reports
     cursor: str | None = None  # the new high-water mark of an incremental-capable source
+    filtered: int = 0  # people the row filter (source.mapping.filter) left out
+    warnings: tuple[str, ...] = ()  # what the read could not cover, e.g. a domain not read
     _paths: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -149,6 +155,40 @@ def serial_no(department_id: str) -> str:
     )
 
 
+# ---------------------------------------------------------------- matching platform accounts
+
+# What a first run may match existing platform accounts by (setting sync.match_by).
+MatchKey = Literal["username", "email", "mobile", "sn"]
+_NOT_DIGITS = re.compile(r"[^0-9]")
+
+
+def match_value(key: MatchKey, value: str | None) -> str | None:
+    """A value as compared when matching accounts; the same rule for source and platform.
+
+    usernames exactly (the platform matches them so), email addresses in any case, mobile
+    numbers by their digits (with a leading ``+`` kept), work numbers trimmed.
+    """
+    text = (value or "").strip()
+    if not text:
+        return None
+    if key == "email":
+        return text.casefold()
+    if key == "mobile":
+        digits = _NOT_DIGITS.sub("", text)
+        return ("+" + digits if text.startswith("+") else digits) or None
+    return text
+
+
+def match_index(directory: Directory, key: MatchKey) -> dict[str, tuple[str, ...]]:
+    """Matching value -> the source ids of the people holding it; more than one is ambiguous."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for e in directory.employees.values():
+        value = match_value(key, getattr(e, key))
+        if value is not None:
+            found[value].append(e.id)
+    return {value: tuple(ids) for value, ids in found.items()}
+
+
 GENDERS = {
     "male": "MALE",
     "m": "MALE",
@@ -178,6 +218,8 @@ def build_directory(
     complete: bool = True,
     source: str = "",
     cursor: str | None = None,
+    filtered: int = 0,
+    warnings: Iterable[str] = (),
 ) -> Directory:
     """Validate what a source read: each item comes with where it was read (file:line or DN).
 
@@ -197,6 +239,8 @@ def build_directory(
         complete=complete,
         source=source,
         cursor=cursor,
+        filtered=filtered,
+        warnings=tuple(warnings),
     )
 
 

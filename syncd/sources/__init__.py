@@ -7,21 +7,32 @@ passes for a complete one.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from syncd.config import SourceSettings
 from syncd.model import Directory
 
+if TYPE_CHECKING:
+    from syncd.sources._trace import Tracer
 
-def read_directory(settings: SourceSettings, *, since: str | None = None) -> Directory:
-    """Read the configured source; ``since`` asks an LDAP source for changes after that mark."""
+
+def read_directory(
+    settings: SourceSettings, *, since: str | None = None, trace: Tracer | None = None
+) -> Directory:
+    """Read the configured source, by its mapping rules.
+
+    ``since`` asks an LDAP source for changes after that mark; ``trace`` is told of every
+    person read (the preview).
+    """
     if settings.kind == "csv":
         from syncd.sources.csv import read_csv
 
         assert settings.csv is not None
-        return read_csv(settings.csv)
+        return read_csv(settings.csv, mapping=settings.mapping, trace=trace)
     from syncd.sources.ldap import read_ldap
 
     assert settings.ldap is not None
-    return read_ldap(settings.ldap, since=since)
+    return read_ldap(settings.ldap, since=since, mapping=settings.mapping, trace=trace)
 
 
 def describe(settings: SourceSettings) -> str:

@@ -8,6 +8,10 @@
   it, so the mark carries that controller's name. The mark itself is the controller's
   ``highestCommittedUSN`` read *before* the search, as Microsoft documents for polling:
   a change made while the paged search runs has a higher USN and is read next time.
+- ``accountExpires`` is a FILETIME (100 ns steps since 1601-01-01 UTC); 0 and 2**63 - 1
+  mean never. Once it has passed the account is expired: departed, as if disabled. The
+  passing changes nothing in the directory (no ``uSNChanged``), so a delta must ask for
+  it: ``expired_filter`` selects the accounts that expired within a time window.
 - Pages are capped at 1000 entries by the server (``MaxPageSize``).
 - A search from the domain root returns continuation references to the application
   partitions (DomainDnsZones, ForestDnsZones, Configuration): they hold no people.
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 ACCOUNTDISABLE = 0x0002
 USERS_FILTER = "(&(objectCategory=person)(objectClass=user))"
@@ -24,6 +29,10 @@ DEPARTMENTS_FILTER = "(objectClass=organizationalUnit)"
 GUID_ATTRIBUTE = "objectguid"  # lower case: attribute names are compared case-insensitively
 CHANGE_ATTRIBUTE = "uSNChanged"
 ACCOUNT_CONTROL_ATTRIBUTE = "userAccountControl"
+EXPIRES_ATTRIBUTE = "accountExpires"
+NEVER_EXPIRES = 2**63 - 1
+_FILETIME_EPOCH = datetime(1601, 1, 1, tzinfo=UTC)
+_GENERALIZED = "%Y%m%d%H%M%SZ"
 
 # Model field -> attributes tried in order (the first one present wins).
 PRESET: dict[str, tuple[str, ...]] = {
@@ -50,24 +59,68 @@ def is_disabled(user_account_control: str) -> bool:
     return bool(int(user_account_control) & ACCOUNTDISABLE)
 
 
+# The first RDNs of partitions a domain search refers to that hold no people.
+APPLICATION_PARTITIONS = ("dc=domaindnszones", "dc=forestdnszones", "cn=configuration")
+
+
+def is_application_partition(dn: str) -> bool:
+    """Whether a referenced DN is DNS zones or the configuration: no people there."""
+    first = dn.split(",", 1)[0].replace(" ", "").lower()
+    return first in APPLICATION_PARTITIONS
+
+
+def domain_of(dn: str) -> str:
+    """The DNS name of a domain's DN: ``DC=child,DC=corp,DC=example`` -> ``child.corp.example``."""
+    parts = [rdn.strip() for rdn in dn.split(",")]
+    return ".".join(p[3:].strip() for p in parts if p[:3].lower() == "dc=")
+
+
+def filetime(moment: datetime) -> int:
+    """A moment as AD stores times such as ``accountExpires``: 100 ns steps since 1601."""
+    delta = moment - _FILETIME_EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 10_000_000 + delta.microseconds * 10
+
+
+def has_expired(account_expires: str, now: int) -> bool:
+    """Whether an ``accountExpires`` value (decimal text) is at or before ``now`` (a FILETIME)."""
+    expires = int(account_expires)
+    return 0 < expires < NEVER_EXPIRES and expires <= now
+
+
+def expired_filter(since: int | None, now: int) -> str:
+    """The filter part selecting accounts whose expiry passed after ``since``, up to ``now``."""
+    return f"({EXPIRES_ATTRIBUTE}>={max(since or 0, 0) + 1})({EXPIRES_ATTRIBUTE}<={now})"
+
+
 @dataclass(frozen=True)
 class UsnMark:
-    """A delta mark: the highest committed USN of one domain controller."""
+    """A delta mark: the highest committed USN of one domain controller, and when the read
+    that made it checked account expiry (``#`` and a generalized time; older marks have none).
+    """
 
     usn: int
     controller: str
+    checked: datetime | None = None
 
     def __str__(self) -> str:
-        return f"{self.usn}@{self.controller}"
+        checked = f"#{self.checked.strftime(_GENERALIZED)}" if self.checked else ""
+        return f"{self.usn}@{self.controller}{checked}"
 
     @classmethod
     def parse(cls, text: str) -> UsnMark:
-        usn, separator, controller = text.partition("@")
+        usn, separator, rest = text.partition("@")
+        controller, _, checked = rest.partition("#")
         if not separator or not usn.isdigit() or not controller:
             raise ValueError(
                 f"{text!r} is not an Active Directory mark (<usn>@<domain controller>)"
             )
-        return cls(int(usn), controller)
+        try:
+            moment = (
+                datetime.strptime(checked, _GENERALIZED).replace(tzinfo=UTC) if checked else None
+            )
+        except ValueError:
+            raise ValueError(f"{text!r}: {checked!r} is not a time (YYYYMMDDHHMMSSZ)") from None
+        return cls(int(usn), controller, moment)
 
     def changed_filter(self) -> str:
         """The filter part selecting what changed after this mark."""

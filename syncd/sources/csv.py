@@ -25,6 +25,7 @@ from typing import BinaryIO, TextIO, TypeVar
 from syncd._gc import collection_paused
 from syncd.config import CsvDepartmentColumns, CsvEmployeeColumns, CsvSource
 from syncd.errors import SourceError
+from syncd.mapping import RuleFailure, Rules, SourceMapping, with_mapped
 from syncd.model import (
     Department,
     Directory,
@@ -49,6 +50,7 @@ from syncd.sources._text import (
     sniff_delimiter,
     split_list,
 )
+from syncd.sources._trace import Outcome, Tracer
 
 FIELD_LIMIT = 1024 * 1024  # characters in one field; a longer one rejects its row
 AUTO = "auto"
@@ -76,18 +78,30 @@ _NO_LINE_END = (
 T = TypeVar("T")
 
 
-def read_csv(settings: CsvSource) -> Directory:
-    """Read the configured CSV files into a complete Directory, or raise SourceError."""
+def read_csv(
+    settings: CsvSource, *, mapping: SourceMapping | None = None, trace: Tracer | None = None
+) -> Directory:
+    """Read the configured CSV files into a complete Directory, or raise SourceError.
+
+    ``mapping``: the rules (source.mapping); ``trace`` is told of every person read.
+    """
     for key in ("path_separator", "positions_separator"):
         if not getattr(settings, key):
             raise SourceError(f"source.csv.{key} is empty: set a character such as '/' or ';'")
     # The limit is process-wide in the csv module: set it on every read, in case it was changed.
     csv.field_size_limit(FIELD_LIMIT)
+    rules = Rules(mapping) if mapping is not None and not mapping.empty else None
     with collection_paused():
-        return _read(settings)
+        return _read(settings, _Mapping(rules, trace))
 
 
-def _read(settings: CsvSource) -> Directory:
+@dataclass(frozen=True, slots=True)
+class _Mapping:
+    rules: Rules | None
+    trace: Tracer | None
+
+
+def _read(settings: CsvSource, mapping: _Mapping) -> Directory:
     if settings.layout == "two_files":
         assert settings.departments is not None  # the settings validator requires it
         departments = _read_file(
@@ -100,7 +114,7 @@ def _read(settings: CsvSource) -> Directory:
             settings.employees,
             "source.csv.employees",
             settings,
-            lambda table: _read_employees(table, settings, _DepartmentIds()),
+            lambda table: _read_employees(table, settings, _DepartmentIds(), mapping),
         )
         files = [settings.employees, settings.departments]
     else:
@@ -109,7 +123,7 @@ def _read(settings: CsvSource) -> Directory:
             "source.csv.employees",
             settings,
             lambda table: _read_employees(
-                table, settings, DepartmentPaths(settings.path_separator)
+                table, settings, DepartmentPaths(settings.path_separator), mapping
             ),
         )
         departments = _DepartmentsRead(people.departments, [])
@@ -120,6 +134,7 @@ def _read(settings: CsvSource) -> Directory:
         rejected=departments.rejected + people.rejected,
         complete=True,
         source="csv:" + ",".join(str(f) for f in files),
+        filtered=people.filtered,
     )
 
 
@@ -467,6 +482,7 @@ class _Columns:
                 self._index[key] = i
         self.width = len(table.header)
         self._min_width = table.named_width
+        self.virtual: dict[int, str] = {}  # indexes past the header: what mapping rules made
 
     def find(self, column: str | None, setting: str, *, required: bool) -> int | None:
         """The index of a configured column; a required one absent from the header raises."""
@@ -533,6 +549,8 @@ class _Columns:
         """A column's name in the header, or its number when it has none."""
         if index is None:
             return "?"
+        if index in self.virtual:
+            return self.virtual[index]
         if index < len(self.labels) and self.labels[index]:
             return self.labels[index]
         return f"#{index + 1}"
@@ -646,13 +664,17 @@ class _EmployeesRead:
     items: list[tuple[str, Employee]]
     rejected: list[RejectedRow]
     departments: list[tuple[str, Department]]  # layout paths: those on the paths read
+    filtered: int  # rows the row filter left out
 
 
 def _read_employees(
-    table: _Table, settings: CsvSource, department_of: _DepartmentIds | DepartmentPaths
+    table: _Table,
+    settings: CsvSource,
+    department_of: _DepartmentIds | DepartmentPaths,
+    mapping: _Mapping,
 ) -> _EmployeesRead:
     columns = _Columns(table)
-    reader = _EmployeeReader(columns, settings, department_of)
+    reader = _EmployeeReader(columns, settings, department_of, mapping)
     items: list[tuple[str, Employee]] = []
     rejected: list[RejectedRow] = []
 
@@ -672,9 +694,9 @@ def _read_employees(
             employee = reader.employee(cells, where)
             if isinstance(employee, Employee):
                 items.append((where, employee))
-            elif not _is_blank(cells):
+            elif employee is not None and not _is_blank(cells):
                 reject(where, employee, cells)
-    return _EmployeesRead(items, rejected, department_of.departments())
+    return _EmployeesRead(items, rejected, department_of.departments(), reader.filtered)
 
 
 _ABSENT = -1  # the index of a column the file lacks: it reads the "" appended to each row
@@ -710,6 +732,7 @@ class _EmployeeReader:
         columns: _Columns,
         settings: CsvSource,
         department_of: _DepartmentIds | DepartmentPaths,
+        mapping: _Mapping,
     ) -> None:
         required = ("id", "username", "name", "department")
         at = _resolved(columns, settings.columns, "source.csv.columns", required)
@@ -722,6 +745,26 @@ class _EmployeeReader:
         ]
         self._extras = sorted((a, i) for a, i in extras if i is not None)
         self._columns = columns
+        self.filtered = 0  # rows the row filter left out
+        self._mapping = mapping
+        self._own = {f: i for f, i in at.items() if i is not None}
+        self._own.update((a, i) for a, i in self._extras)
+        self._ruled_at = self._at
+        self._ruled: tuple[str, ...] = ()
+        if mapping.rules is not None:
+            self._ruled = tuple(mapping.rules.fields)
+            # Rows laid out to the header's width, an empty cell, then the ruled values.
+            width = columns.width
+            ruled = {name: width + 1 + n for n, name in enumerate(self._ruled)}
+            for name, index in ruled.items():
+                columns.virtual[index] = f"source.mapping.fields.{name}"
+            self._ruled_at = _EmployeeIndexes(
+                **{f: ruled.get(f, width if i is None else i) for f, i in at.items()}
+            )
+            for attribute, setting in mapping.rules.attributes().items():
+                columns.find(attribute, setting, required=True)
+        if mapping.trace is not None:
+            mapping.trace.start({f: (columns.label(i),) for f, i in self._own.items()})
         self._departed = frozenset(v.strip().casefold() for v in settings.departed_values)
         self._positions_separator = settings.positions_separator
         self._department_of = department_of.department_of
@@ -729,13 +772,60 @@ class _EmployeeReader:
         self._secondary: dict[str, Position] = {}
         self._dates: dict[str, str | None] = {}  # birthdays repeat: parse each text once
 
-    def employee(self, cells: list[str], where: str) -> Employee | str:
+    def employee(self, cells: list[str], where: str) -> Employee | str | None:
+        """The row's Employee, or why it is rejected; None when the row filter leaves it out."""
         values = [cell.strip() for cell in cells]
         values.append("")  # what every column the file lacks reads as (index _ABSENT)
         at = self._at
-        ident, username, name = values[at.id], values[at.username], values[at.name]
-        if ident == self._id_label and self._columns.repeats_header(cells):
+        if values[at.id] == self._id_label and self._columns.repeats_header(cells):
             return _REPEATED_HEADER
+        if self._mapping.rules is None and self._mapping.trace is None:
+            return self._employee(values, at, where)
+        return self._mapped(values, where)
+
+    def _mapped(self, values: list[str], where: str) -> Employee | str | None:
+        """The row by the mapping rules (see syncd.mapping), told to the trace if any."""
+        rules, trace, columns = self._mapping.rules, self._mapping.trace, self._columns
+
+        def get(attribute: str) -> str | None:
+            index = columns.find(attribute, "", required=False)
+            return values[index] or None if index is not None and index < len(values) else None
+
+        outcome: Employee | str | None
+        if rules is None:
+            outcome = self._employee(values, self._at, where)
+        elif (reason := rules.left_out(get)) is not None:
+            self.filtered += 1
+            if trace is not None:
+                trace.record(where, get, Outcome(None, reason, left_out=True))
+            return None
+        else:
+            try:
+                mapped = rules.apply(get, lambda section, name: self._own_text(values, name))
+            except RuleFailure as exc:
+                outcome = str(exc)
+            else:
+                width = columns.width
+                row = values[: min(width, len(values) - 1)]
+                row += [""] * (width + 1 - len(row))  # to the header's width, then index width
+                row += [mapped.fields[name] or "" for name in self._ruled]
+                outcome = self._employee(row, self._ruled_at, where)
+                if isinstance(outcome, Employee):
+                    outcome = with_mapped(outcome, mapped)
+        if trace is not None:
+            employee = outcome if isinstance(outcome, Employee) else None
+            trace.record(
+                where, get, Outcome(employee, outcome if isinstance(outcome, str) else None)
+            )
+        return outcome
+
+    def _own_text(self, values: list[str], name: str) -> str | None:
+        """A field's (or extra attribute's) cell as it is read without a rule."""
+        index = self._own.get(name)
+        return values[index] or None if index is not None and index < len(values) else None
+
+    def _employee(self, values: list[str], at: _EmployeeIndexes, where: str) -> Employee | str:
+        ident, username, name = values[at.id], values[at.username], values[at.name]
         # Departments before the checks: in layout paths, a rejected row's departments exist.
         department_id = self._department_of(values[at.department], where)
         secondary: list[str] = []
@@ -747,7 +837,7 @@ class _EmployeeReader:
             return self._columns.missing(at.username)
         if not name:
             return self._columns.missing(at.name)
-        parsed = self._parsed(values)
+        parsed = self._parsed(values, at)
         if isinstance(parsed, str):
             return parsed
         birthday, sort_order, senior = parsed
@@ -771,9 +861,11 @@ class _EmployeeReader:
             extra=self._extra(values),
         )
 
-    def _parsed(self, values: list[str]) -> tuple[str | None, int | None, bool] | str:
+    def _parsed(
+        self, values: list[str], at: _EmployeeIndexes
+    ) -> tuple[str | None, int | None, bool] | str:
         """Birthday, sort order and senior flag, or the reason one of them is not valid."""
-        at, columns = self._at, self._columns
+        columns = self._columns
         birthday = sort_order = None
         senior = False
         if text := values[at.birthday]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-import syncd.sources.ldap as ldap_source
+import syncd.sources.ldap.wire as ldap_source
 from syncd.errors import EXIT_BLOCKED, EXIT_FAILED, EXIT_OK
 from syncd.runner import RunRequest, run_sync
 from tests.support.slapd import Slapd, synthetic_people_ldif

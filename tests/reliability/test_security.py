@@ -21,7 +21,7 @@ import pytest
 import uvicorn
 
 import syncd.emulator.tokens as emulator_tokens
-import syncd.sources.ldap as ldap_source
+import syncd.sources.ldap.wire as ldap_source
 from syncd.cli import run_cli
 from syncd.emulator import EmulatorOptions, RunningEmulator, create_app
 from syncd.errors import EXIT_FAILED, EXIT_OK

@@ -17,6 +17,7 @@ import pytest
 from pydantic import SecretStr
 
 from syncd.config import LdapSource
+from tests.support.samba import BULK_PEOPLE, SambaDC, running_samba, samba_ldif
 from tests.support.slapd import Slapd, TlsFiles, make_tls_files, running_slapd
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,3 +116,12 @@ def ldap_settings(slapd: Slapd, ldap_base: str) -> Callable[..., LdapSource]:
 def settings_on() -> Callable[..., LdapSource]:
     """Settings for any server and base: ``settings_on(server, base, **overrides)``."""
     return _settings
+
+
+@pytest.fixture(scope="session")
+def samba_dc(tmp_path_factory: pytest.TempPathFactory, tls_files: TlsFiles) -> Iterator[SambaDC]:
+    """A real Active Directory domain controller (Samba) for the session, with its test data."""
+    with running_samba(
+        tmp_path_factory.mktemp("samba"), tls_files, ldif=samba_ldif(BULK_PEOPLE)
+    ) as dc:
+        yield dc

@@ -11,9 +11,9 @@ import pytest
 from syncd.config import CsvSource, LdapSource
 from syncd.errors import ConfigError, SourceError
 from syncd.model import Directory, Employee, Kind, State
-from syncd.sources import ldap as ldap_source
 from syncd.sources.csv import read_csv
 from syncd.sources.ldap import read_ldap
+from syncd.sources.ldap import wire as ldap_source
 from tests.support.slapd import Slapd, synthetic_people_ldif
 
 SettingsFactory = Callable[..., LdapSource]

@@ -1,15 +1,18 @@
 """Active Directory: what can be checked here without a domain controller.
 
 The GUID rendering, userAccountControl and the USN mark are unit-tested; the flavor's
-reading is exercised against the test slapd with a few AD attributes (ad-lite.schema).
-That is no AD: a real domain controller is still needed for objectCategory expansion,
-server-maintained uSNChanged/highestCommittedUSN, and its page cap.
+reading is exercised against the test slapd with a few AD attributes (ad-lite.schema),
+and a child domain of the forest with a referral entry and a second slapd as its Global
+Catalog. test_samba_ad.py reads a real domain controller.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -17,9 +20,10 @@ from syncd.config import LdapSource
 from syncd.model import Directory, Employee, State
 from syncd.sources import active_directory as ad
 from syncd.sources.ldap import Shape, read_ldap
-from tests.support.slapd import Slapd
+from tests.support.slapd import Slapd, running_slapd
 
 SettingsFactory = Callable[..., LdapSource]
+AD_SCHEMA = Path(__file__).resolve().parents[1] / "data" / "ldap" / "ad-lite.schema"
 
 ALICE_GUID = "00112233-4455-6677-8899-aabbccddeeff"
 ENGINEERING_GUID = "0d0c0b0a-0f0e-1110-1213-141516171819"
@@ -78,6 +82,36 @@ def test_usn_marks_belong_to_one_controller() -> None:
             ad.UsnMark.parse(bad)
 
 
+def test_a_mark_carries_when_it_checked_expiry() -> None:
+    checked = datetime(2026, 3, 1, 12, 30, tzinfo=UTC)
+    mark = ad.UsnMark(9, "dc1.corp.example", checked)
+
+    assert str(mark) == "9@dc1.corp.example#20260301123000Z"
+    assert ad.UsnMark.parse(str(mark)) == mark
+    with pytest.raises(ValueError, match="is not a time"):
+        ad.UsnMark.parse("9@dc1#yesterday")
+
+
+def test_account_expiry() -> None:
+    assert ad.filetime(datetime(1601, 1, 1, tzinfo=UTC)) == 0
+    assert ad.filetime(datetime(2020, 1, 1, tzinfo=UTC)) == 132223104000000000
+    now = ad.filetime(datetime(2026, 1, 1, tzinfo=UTC))
+    assert ad.has_expired("132223104000000000", now)
+    assert not ad.has_expired("0", now) and not ad.has_expired(str(ad.NEVER_EXPIRES), now)
+    assert not ad.has_expired(str(now + 1), now) and ad.has_expired(str(now), now)
+    assert ad.expired_filter(None, 5) == "(accountExpires>=1)(accountExpires<=5)"
+    assert ad.expired_filter(3, 5) == "(accountExpires>=4)(accountExpires<=5)"
+
+
+def test_referred_partitions_and_domains() -> None:
+    for dn in ("CN=Configuration,DC=corp,DC=example", "DC=DomainDnsZones,DC=corp,DC=example",
+               "dc=forestdnszones, dc=corp,dc=example"):  # fmt: skip
+        assert ad.is_application_partition(dn)
+    assert not ad.is_application_partition("DC=child,DC=corp,DC=example")
+    assert ad.domain_of("DC=child,DC=corp,DC=example") == "child.corp.example"
+    assert ad.domain_of("dc=child, ou=x,dc=acme,dc=example") == "child.acme.example"
+
+
 def test_the_active_directory_preset(ldap_settings: SettingsFactory) -> None:
     shape = Shape.from_settings(ldap_settings(flavor="active_directory"))
 
@@ -129,8 +163,10 @@ def test_reading_the_active_directory_flavor(ad_base: str, ldap_settings: Settin
     assert bob.name == "Bob Builder"  # no displayName: cn
     assert place(directory, bob) == ("Engineering", "Operations")
     assert carol.positions == ()
-    # slapd publishes no highestCommittedUSN: the mark is the highest uSNChanged read.
-    assert directory.cursor == "103@127.0.0.1"
+    # slapd publishes no highestCommittedUSN: the mark is the highest uSNChanged read,
+    # with when the read checked account expiry.
+    assert directory.cursor is not None
+    assert re.fullmatch(r"103@127\.0\.0\.1#\d{14}Z", directory.cursor)
 
 
 def test_an_active_directory_delta(
@@ -149,7 +185,7 @@ def test_an_active_directory_delta(
 
     assert not delta.complete
     assert {u: e.state for u, e in people(delta).items()} == {"bob": State.ACTIVE}
-    assert delta.cursor == "110@127.0.0.1"
+    assert delta.cursor is not None and delta.cursor.startswith("110@127.0.0.1#")
     assert len(delta.departments) == 2
 
 
@@ -206,3 +242,63 @@ def test_an_unreadable_id_among_the_departed_rejects_that_person_only(
     (row,) = directory.rejected
     assert row.username == "dan" and "16 bytes, not 15" in row.reason
     assert set(people(directory)) == {"alice", "bob", "carol"}
+
+
+# ---------------------------------------------------------------- other domains of the forest
+
+
+def child_domain(slapd: Slapd, ad_base: str, catalog_url: str) -> str:
+    """A child domain below the base: a referral entry, as AD answers for one."""
+    child = f"dc=child,{ad_base}"
+    slapd.add_ldif(
+        f"dn: {child}\nobjectClass: referral\nobjectClass: extensibleObject\ndc: child\n"
+        f"ref: {catalog_url}/{child}\n",
+        manage_dsa_it=True,
+    )
+    return child
+
+
+@pytest.fixture
+def catalog(tmp_path: Path, ad_base: str) -> Iterator[Slapd]:
+    """A second server playing the Global Catalog: it holds the child domain's people."""
+    with running_slapd(tmp_path / "catalog", schemas=[AD_SCHEMA]) as server:
+        test_ou = ad_base.split(",")[0].split("=")[1]
+        server.add_ldif(
+            f"dn: {ad_base}\nobjectClass: organizationalUnit\nou: {test_ou}\n\n"
+            f"dn: dc=child,{ad_base}\nobjectClass: domain\ndc: child\n\n"
+            f"dn: cn=Ivy,dc=child,{ad_base}\nobjectClass: user\ncn: Ivy\nsn: I\n"
+            "sAMAccountName: ivy\nobjectGUID:: VVVVVVVVVVVVVVVVVVVVVQ==\n"
+            "objectCategory: person\nuserAccountControl: 512\n"
+        )
+        yield server
+
+
+def test_a_child_domain_not_read_is_a_warning_naming_it(
+    slapd: Slapd,
+    ad_base: str,
+    catalog: Slapd,
+    ldap_settings: SettingsFactory,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    child_domain(slapd, ad_base, catalog.url)
+
+    with caplog.at_level(logging.WARNING, logger="syncd.sources.ldap"):
+        directory = read_ldap(ldap_settings(flavor="active_directory"))
+
+    assert set(people(directory)) == {"alice", "bob", "carol"}
+    (warning,) = directory.warnings  # the OU search and the people search: one warning
+    assert warning.startswith("the domain child.acme.example was not read: ")
+    assert "set source.ldap.global_catalog" in warning
+    assert warning in caplog.text
+
+
+def test_a_child_domain_is_read_through_the_global_catalog(
+    slapd: Slapd, ad_base: str, catalog: Slapd, ldap_settings: SettingsFactory
+) -> None:
+    child_domain(slapd, ad_base, catalog.url)
+
+    directory = read_ldap(ldap_settings(flavor="active_directory", global_catalog=catalog.url))
+
+    assert set(people(directory)) == {"alice", "bob", "carol", "ivy"}
+    assert people(directory)["ivy"].id == "55555555-5555-5555-5555-555555555555"
+    assert directory.warnings == ()

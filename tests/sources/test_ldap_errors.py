@@ -20,8 +20,8 @@ from pydantic import SecretStr
 from syncd.cli import run_cli
 from syncd.config import LdapSource
 from syncd.errors import ConfigError, SourceError
-from syncd.sources import ldap as ldap_source
 from syncd.sources.ldap import read_ldap
+from syncd.sources.ldap import wire as ldap_source
 from tests.support.slapd import Slapd, TlsFiles, free_port, synthetic_people_ldif
 
 SettingsFactory = Callable[..., LdapSource]

@@ -187,14 +187,7 @@ class Slapd:
     def stop(self) -> None:
         """Stop slapd (SIGTERM, then SIGKILL if it lingers); the data stays for ``start``."""
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
     def __enter__(self) -> Slapd:
         self.start()
@@ -423,6 +416,18 @@ def synthetic_people_ldif(
             f"telephoneNumber: +86 10 {i:08d}\nemployeeNumber: E{i:06d}\ntitle: Engineer\n{stamp}\n"
         )
     return "".join(chunks)
+
+
+def stop_process(process: subprocess.Popen[bytes] | None) -> None:
+    """Stop a server we started: SIGTERM, then SIGKILL if it lingers past STOP_TIMEOUT."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _port_free(port: int) -> bool:

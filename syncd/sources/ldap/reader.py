@@ -1,0 +1,299 @@
+"""One read: the OU tree (or department paths), the departed, then the people, and the new mark.
+
+Identity is the immutable ``entryUUID`` (OpenLDAP) or ``objectGUID`` (AD), so a moved or
+renamed entry is the same person or department. A read either returns a whole Directory
+or raises SourceError naming the server and the step that failed.
+
+Incremental reads (``since``): only people changed after the mark are read
+(``modifyTimestamp`` or ``uSNChanged``); for ``ou_tree`` every department is still read.
+Deletions cannot be seen in a delta: only a full read finds leavers.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
+
+import ldap3
+from ldap3.core.exceptions import LDAPException
+
+from syncd._gc import collection_paused
+from syncd.config import LdapSource
+from syncd.logs import register_secret
+from syncd.mapping import Rules, SourceMapping
+from syncd.model import Department, Directory, Employee, RejectedRow, build_directory
+from syncd.sources import active_directory as ad
+from syncd.sources._paths import DepartmentPaths
+from syncd.sources._trace import Tracer
+from syncd.sources.ldap.connection import Session, connect
+from syncd.sources.ldap.forest import Forest
+from syncd.sources.ldap.mapping import (
+    GENERALIZED_TIME,
+    OPENLDAP_CHANGE_ATTRIBUTE,
+    PeopleReader,
+    Placement,
+    Shape,
+    entry_id,
+    parenthesized,
+    value_problem,
+)
+from syncd.sources.ldap.tree import ou_tree
+from syncd.sources.ldap.wire import Search
+
+log = logging.getLogger(__name__)
+
+
+def read_ldap(
+    settings: LdapSource,
+    *,
+    since: str | None = None,
+    mapping: SourceMapping | None = None,
+    trace: Tracer | None = None,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> Directory:
+    """A Directory of the OU tree (or department paths) and the people under ``users_base``.
+
+    ``mapping``: the rules (source.mapping); ``trace`` is told of every person read;
+    ``clock`` says when "now" is for account expiry.
+    """
+    password = settings.bind_password.get_secret_value() if settings.bind_password else None
+    register_secret(password)
+    rules = Rules(mapping) if mapping is not None and not mapping.empty else None
+    shape = Shape.from_settings(settings, rules)
+    forest = Forest(connect(settings, password), settings, password)
+    try:
+        with collection_paused():
+            return _read(
+                forest, settings, shape, since, _Read(clock().replace(microsecond=0), trace)
+            )
+    finally:
+        forest.close()
+
+
+@dataclass(frozen=True)
+class _Read:
+    now: datetime  # account expiry is checked against this moment
+    trace: Tracer | None
+
+
+@dataclass(frozen=True)
+class _Delta:
+    """What a read selects, and what its new mark is made from."""
+
+    changed_filter: str  # "" for a full read
+    since: str | None  # the mark given, when it is used
+    controller: str = ""  # AD: the domain controller read from
+    usn_before: int | None = None  # AD: its highestCommittedUSN before the read
+    expiry_checked: datetime | None = None  # AD: when the read that made the mark checked expiry
+
+
+def _read(
+    forest: Forest, settings: LdapSource, shape: Shape, since: str | None, read: _Read
+) -> Directory:
+    session = forest.session
+    delta = _plan_delta(session, shape, since)
+    users_filter = shape.users_filter
+    if delta.changed_filter:
+        users_filter = f"(&{users_filter}{delta.changed_filter})"
+    departed = _departed_ids(forest, settings, shape, users_filter)
+
+    departments: list[tuple[str, Department]] = []
+    rejected: list[RejectedRow] = []
+    placement: Placement
+    if settings.departments_from == "ou_tree":
+        tree = ou_tree(forest, settings, shape, rejected)
+        departments = tree.departments
+        placement = tree
+    else:
+        placement = DepartmentPaths(settings.department_path_separator)
+
+    now = ad.filetime(read.now)
+    people = PeopleReader(
+        shape, departed, placement, rejected, expired_before=now, trace=read.trace
+    )
+    started = time.monotonic()
+    search = Search(
+        step=f"search users under {settings.users_base}",
+        base=settings.users_base,
+        filter=users_filter,
+        attributes=shape.attributes,
+        page_size=settings.page_size,
+    )
+    employees = [people.employee(dn, values) for dn, values in forest.entries(search)]
+    if delta.changed_filter and shape.flavor == "active_directory":
+        employees += _expired_since(forest, search, people, delta, now, {dn for dn, _ in employees})
+    elapsed = time.monotonic() - started
+    if isinstance(placement, DepartmentPaths):
+        departments = placement.departments()
+
+    cursor = _new_mark(shape, delta, people.highest_change, elapsed, read.now)
+    directory = build_directory(
+        departments,
+        ((where, e) for where, e in employees if e is not None),
+        rejected=rejected,
+        complete=not delta.changed_filter,
+        source=_describe_source(session.url, settings.users_base),
+        cursor=cursor,
+        filtered=people.filtered,
+        warnings=forest.warnings,
+    )
+    log.info(
+        "read %s from %s: %d departments, %d people, %d rejected, %d left out, mark %s",
+        "all" if directory.complete else f"changes since {since}",
+        session.url,
+        len(directory.departments),
+        len(directory.employees),
+        len(directory.rejected),
+        directory.filtered,
+        cursor,
+    )
+    return directory
+
+
+def _expired_since(
+    forest: Forest,
+    search: Search,
+    people: PeopleReader,
+    delta: _Delta,
+    now: int,
+    seen: set[str],
+) -> list[tuple[str, Employee | None]]:
+    """AD, incremental read: the people whose account expired since the mark's read.
+
+    An expiry passing changes nothing in the directory, so no change read finds it: this
+    search does, for the window from the previous read's check (all expired accounts when
+    the mark has no time) to now.
+    """
+    since = ad.filetime(delta.expiry_checked) if delta.expiry_checked else None
+    users_filter = people.shape.users_filter
+    expired = replace(
+        search,
+        step=f"search users whose account expired under {search.base}",
+        filter=f"(&{users_filter}{ad.expired_filter(since, now)})",
+    )
+    return [people.employee(dn, v) for dn, v in forest.entries(expired) if dn not in seen]
+
+
+def _describe_source(url: str, base: str) -> str:
+    return f"{url.rstrip('/')}/{base}"  # an LDAP URL of the base (RFC 4516, unescaped)
+
+
+def _plan_delta(session: Session, shape: Shape, since: str | None) -> _Delta:
+    if shape.flavor != "active_directory":
+        if since is None:
+            return _Delta("", None)
+        if not GENERALIZED_TIME.match(since):
+            raise session.fail(
+                "read changes", f"the mark {since!r} is not a generalized time (YYYYMMDDHHMMSSZ)"
+            )
+        return _Delta(f"({OPENLDAP_CHANGE_ATTRIBUTE}>={since})", since)
+
+    controller, usn_before = _ad_root_dse(session)
+    if since is None:
+        return _Delta("", None, controller, usn_before)
+    try:
+        previous = ad.UsnMark.parse(since)
+    except ValueError as exc:
+        raise session.fail("read changes", str(exc)) from None
+    if previous.controller != controller:
+        # USNs are counted per controller: a mark from another one says nothing here.
+        log.info(
+            "the mark %s is from another domain controller: reading everything from %s",
+            since,
+            controller,
+        )
+        return _Delta("", None, controller, usn_before)
+    return _Delta(previous.changed_filter(), since, controller, usn_before, previous.checked)
+
+
+def _ad_root_dse(session: Session) -> tuple[str, int | None]:
+    """The controller's name and ``highestCommittedUSN``, from its root DSE."""
+    connection = session.connection
+    try:
+        found = connection.search(
+            "", "(objectClass=*)", ldap3.BASE, attributes=["highestCommittedUSN", "dnsHostName"]
+        )
+    except (LDAPException, OSError) as exc:
+        raise session.fail("read the root DSE", str(exc)) from None
+    entries = (connection.response or []) if found else []
+    raw = entries[0].get("raw_attributes", {}) if entries else {}
+    controller = (
+        _first_raw(raw, "dnsHostName") or urlsplit(session.url).hostname or session.url
+    ).lower()
+    usn = _first_raw(raw, "highestCommittedUSN")
+    if usn is None or not usn.isdigit():
+        log.warning(
+            "%s publishes no highestCommittedUSN: the mark will be the highest uSNChanged read",
+            session.url,
+        )
+        return controller, None
+    return controller, int(usn)
+
+
+def _first_raw(raw: Mapping[str, list[bytes]], name: str) -> str | None:
+    for key, values in raw.items():
+        if key.lower() == name.lower() and values:
+            return values[0].decode("utf-8", "replace")
+    return None
+
+
+def _new_mark(
+    shape: Shape, delta: _Delta, highest: str | None, elapsed: float, now: datetime
+) -> str | None:
+    """The mark the next delta starts from; never earlier than the one given."""
+    if shape.flavor == "active_directory":
+        if delta.usn_before is not None:
+            return str(ad.UsnMark(delta.usn_before, delta.controller, now))
+        if highest is None:
+            return delta.since
+        return str(ad.UsnMark(int(highest), delta.controller, now))
+    if highest is None:
+        return delta.since
+    # A paged read is no snapshot: an entry read early and changed later may carry an
+    # older timestamp than one read at the end. Pulling the mark back by the read's own
+    # duration makes the next delta re-read that window rather than miss it.
+    mark = _minus_seconds(highest, math.ceil(elapsed) + 1)
+    return max(mark, delta.since) if delta.since else mark
+
+
+def _minus_seconds(generalized_time: str, seconds: int) -> str:
+    moment = datetime.strptime(generalized_time[:14], "%Y%m%d%H%M%S") - timedelta(seconds=seconds)
+    return moment.strftime("%Y%m%d%H%M%SZ")
+
+
+def _departed_ids(
+    forest: Forest, settings: LdapSource, shape: Shape, users_filter: str
+) -> frozenset[str]:
+    """Ids of the people ``departed_filter`` matches, evaluated by the server."""
+    if not settings.departed_filter:
+        return frozenset()
+    id_slots = shape.fields["id"]
+    search = Search(
+        step="search departed users",
+        base=settings.users_base,
+        filter=f"(&{users_filter}{parenthesized(settings.departed_filter)})",
+        attributes=tuple(shape.attributes[slot] for slot in id_slots),
+        page_size=settings.page_size,
+    )
+    ids: set[str] = set()
+    for dn, values in forest.entries(search):
+        raw = next((found for found in values if found), None)
+        if raw is None:
+            continue
+        try:
+            ids.add(entry_id(raw, guid=shape.guid_ids))
+        except ValueError as exc:  # UnicodeDecodeError included
+            # One entry must not stop the read: the people search reads it again and
+            # rejects it for the same id, with its username, so it is kept as it is.
+            log.warning(
+                "%s: %s: the id cannot be read (%s); the person is rejected",
+                search.step,
+                dn,
+                value_problem(exc),
+            )
+    return frozenset(ids)

@@ -1,0 +1,188 @@
+"""The active_directory flavor against a real domain controller (Samba AD, on loopback).
+
+What the AD-like slapd cannot show: objectCategory expansion in the default filter,
+server-maintained uSNChanged and highestCommittedUSN, objectGUIDs the server makes,
+accountExpires, paging beyond the 1,000-entry cap, the continuation reference every
+domain search returns (to CN=Configuration), and the Global Catalog port.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from syncd.config import LdapSource
+from syncd.model import Directory, Employee, State
+from syncd.sources import active_directory as ad
+from syncd.sources.ldap import read_ldap
+from syncd.sources.ldap import wire as ldap_wire
+from tests.support.samba import BASE, BULK_PEOPLE, SambaDC
+from tests.support.slapd import TlsFiles
+
+ACME = f"OU=Acme,{BASE}"
+
+
+@pytest.fixture
+def ad_settings(samba_dc: SambaDC, tls_files: TlsFiles) -> Callable[..., LdapSource]:
+    def make(**overrides: Any) -> LdapSource:
+        values: dict[str, Any] = {
+            "urls": [samba_dc.url],
+            "flavor": "active_directory",
+            "ca_file": tls_files.ca_cert,
+            "bind_dn": samba_dc.bind_dn,
+            "bind_password": SecretStr(samba_dc.password),
+            "users_base": ACME,
+            "page_size": 1000,
+            "connect_timeout": 5.0,
+            "read_timeout": 20.0,
+        }
+        values.update(overrides)
+        return LdapSource(**values)
+
+    return make
+
+
+def people(directory: Directory) -> dict[str, Employee]:
+    return {e.username: e for e in directory.employees.values()}
+
+
+def test_a_domain_read_with_server_made_ids_states_and_mark(
+    samba_dc: SambaDC, ad_settings: Callable[..., LdapSource]
+) -> None:
+    usn_before = samba_dc.highest_committed_usn()
+
+    directory = read_ldap(ad_settings())
+
+    everyone = people(directory)
+    assert set(everyone) == {"alice", "bob", "carol", "dave"}  # PC01$ is a computer
+    alice = everyone["alice"]
+    assert str(uuid.UUID(alice.id)) == alice.id  # the objectGUID Samba made, as AD shows it
+    assert (alice.name, alice.email, alice.sn) == ("Alice L.", "alice@acme.test", "1001")
+    assert directory.path(alice.positions[0].department_id or "") == ("Engineering",)
+    assert everyone["bob"].state is State.DEPARTED  # ACCOUNTDISABLE
+    assert everyone["carol"].state is State.DEPARTED  # accountExpires in 2020
+    assert everyone["dave"].state is State.ACTIVE  # accountExpires 0: never
+    assert alice.state is State.ACTIVE
+    assert directory.warnings == ()
+    assert directory.cursor is not None
+    mark = ad.UsnMark.parse(directory.cursor)
+    assert mark.usn >= usn_before and mark.controller.endswith(".acme.test")
+    assert mark.checked is not None
+
+
+def test_paging_past_the_thousand_entry_cap(
+    ad_settings: Callable[..., LdapSource], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pages: list[int] = []
+    send = ldap_wire.send_page
+
+    def counting(connection: Any, request: Any, page_size: int, cookie: bytes) -> int:
+        pages.append(page_size)
+        return send(connection, request, page_size, cookie)
+
+    monkeypatch.setattr(ldap_wire, "send_page", counting)
+
+    directory = read_ldap(ad_settings(users_base=f"OU=Bulk,{BASE}"))
+
+    assert len(directory.employees) == BULK_PEOPLE
+    assert len({e.id for e in directory.employees.values()}) == BULK_PEOPLE
+    # One page of OUs, then the people in two pages of at most 1000.
+    assert pages == [1000, 1000, 1000]
+
+
+def test_a_change_read_follows_usn_changed(
+    samba_dc: SambaDC, ad_settings: Callable[..., LdapSource]
+) -> None:
+    samba_dc.add(f"OU=Delta,{BASE}", "organizationalUnit", {})
+    for name in ("erin", "frank"):
+        samba_dc.add(
+            f"CN={name},OU=Delta,{BASE}",
+            "user",
+            {"sAMAccountName": name, "userAccountControl": "544", "title": "Clerk"},
+        )
+    settings = ad_settings(users_base=f"OU=Delta,{BASE}")
+    full = read_ldap(settings)
+    assert set(people(full)) == {"erin", "frank"}
+
+    samba_dc.modify(f"CN=erin,OU=Delta,{BASE}", {"title": "Head Clerk"})
+    delta = read_ldap(settings, since=full.cursor)
+
+    assert not delta.complete
+    assert {u: e.job_title for u, e in people(delta).items()} == {"erin": "Head Clerk"}
+    assert delta.cursor is not None and full.cursor is not None
+    assert ad.UsnMark.parse(delta.cursor).usn > ad.UsnMark.parse(full.cursor).usn
+    assert people(read_ldap(settings, since=delta.cursor)) == {}
+
+
+def test_an_account_expiring_between_two_reads_departs_its_person(
+    samba_dc: SambaDC, ad_settings: Callable[..., LdapSource]
+) -> None:
+    now = datetime.now(UTC)
+    samba_dc.add(f"OU=Expiry,{BASE}", "organizationalUnit", {})
+    samba_dc.add(
+        f"CN=gina,OU=Expiry,{BASE}",
+        "user",
+        {
+            "sAMAccountName": "gina",
+            "userAccountControl": "544",
+            "accountExpires": str(ad.filetime(now + timedelta(days=1))),
+        },
+    )
+    samba_dc.add(
+        f"CN=hank,OU=Expiry,{BASE}",
+        "user",
+        {"sAMAccountName": "hank", "userAccountControl": "544", "accountExpires": "0"},
+    )
+    settings = ad_settings(users_base=f"OU=Expiry,{BASE}")
+    full = read_ldap(settings, clock=lambda: now)
+    assert {u: e.state for u, e in people(full).items()} == {
+        "gina": State.ACTIVE,
+        "hank": State.ACTIVE,
+    }
+
+    # Two days on, nothing changed in the directory: no uSNChanged moved, yet gina's
+    # account has expired. The change read finds her by the expiry window since the mark.
+    later = now + timedelta(days=2)
+    delta = read_ldap(settings, since=full.cursor, clock=lambda: later)
+
+    assert {u: e.state for u, e in people(delta).items()} == {"gina": State.DEPARTED}
+    assert delta.cursor is not None
+    assert ad.UsnMark.parse(delta.cursor).checked == later.replace(microsecond=0)
+    # The next change read looks only after that: gina is not read again.
+    again = read_ldap(settings, since=delta.cursor, clock=lambda: later + timedelta(hours=1))
+    assert people(again) == {}
+    # A full read sees the same as the change read did.
+    assert people(read_ldap(settings, clock=lambda: later))["gina"].state is State.DEPARTED
+
+
+def test_the_configuration_partition_reference_is_expected_not_a_warning(
+    ad_settings: Callable[..., LdapSource], caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = ad_settings(
+        users_base=BASE,  # the domain root: Samba refers to CN=Configuration below it
+        users_filter="(&(objectCategory=person)(objectClass=user)(sAMAccountName=alice))",
+        departments_from="attribute",
+        department_attribute="department",
+    )
+
+    with caplog.at_level(logging.DEBUG, logger="syncd.sources.ldap"):
+        directory = read_ldap(settings)
+
+    assert set(people(directory)) == {"alice"}
+    assert directory.warnings == ()
+    assert re.search(r"CN=Configuration,DC=acme,DC=test is an application partition", caplog.text)
+
+
+def test_the_global_catalog_port_serves_a_read(
+    samba_dc: SambaDC, ad_settings: Callable[..., LdapSource]
+) -> None:
+    directory = read_ldap(ad_settings(urls=[samba_dc.global_catalog_url]))
+
+    assert {"alice", "bob", "dave"} <= set(people(directory))
