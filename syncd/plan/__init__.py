@@ -48,6 +48,7 @@ from syncd.plan.values import (
     Snapshot,
     SyncedDepartment,
     SyncedEmployee,
+    people,
 )
 
 __all__ = [
@@ -86,11 +87,14 @@ def plan(
     now_ms: int,
 ) -> Plan:
     """Compare what the source says with what syncd wrote and the platform holds."""
-    notes: list[Note] = []
+    notes = [Note("source", "", warning) for warning in directory.warnings]
+    if directory.filtered:
+        left_out = people(directory.filtered)
+        notes.append(Note("source", "", f"{left_out} left out by source.mapping.filter"))
     departments = DepartmentPlanner(directory, snapshot, view, policy, notes)
     creates, updates = departments.run()
-    people = EmployeePlanner(directory, snapshot, view, policy, notes, now_ms)
-    replaced, upserts, unlocks, locks, removes, forgets = people.run()
+    staff = EmployeePlanner(directory, snapshot, view, policy, notes, now_ms)
+    replaced, upserts, unlocks, locks, removes, forgets = staff.run()
     # Last: a department is deleted only once nobody stays in it after the people's changes.
     deletes = departments.deletes((*replaced, *upserts, *removes, *forgets))
     return Plan(
@@ -106,5 +110,5 @@ def plan(
             *deletes,
         ),
         notes=tuple(notes),
-        unweighed_since=people.unweighed_since(),
+        unweighed_since=staff.unweighed_since(),
     )

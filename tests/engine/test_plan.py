@@ -682,3 +682,18 @@ def test_a_move_is_told_with_department_name_paths_not_ids() -> None:
     p = plan(directory(COMPANY, moved), snapshot, view, Policy(), NOW)
     (change,) = p.changes
     assert change.message == "update employee alice (positions Acme/R&D → Acme/R&D/Backend)"
+
+
+def test_what_the_source_could_not_cover_is_told_in_the_plan() -> None:
+    d = build_directory(
+        [("departments.csv:2", dept("rd", "R&D"))],
+        [("employees.csv:2", STAFF[0])],
+        filtered=3,
+        warnings=["the child domain DC=emea,DC=acme,DC=example was not read"],
+    )
+    snapshot, view = synced(d)
+    notes = [(n.kind, n.message) for n in plan(d, snapshot, view, Policy(), NOW).notes]
+    assert notes == [
+        ("source", "the child domain DC=emea,DC=acme,DC=example was not read"),
+        ("source", "3 people left out by source.mapping.filter"),
+    ]
