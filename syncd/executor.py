@@ -553,6 +553,14 @@ class Executor:
         if e.sort_order is not None:
             body["sort_order"] = e.sort_order
         body.update(extended_values(e, c.extended_fields or {}))  # as in c.after["extended"]
+        wanted = dict(e.properties)
+        # A property the source no longer gives is cleared: sent with no values.
+        dropped = [k for k in (cleared or {}).get("properties") or {} if k not in wanted]
+        if wanted or dropped:
+            body["properties"] = [
+                {"data_schema_id": k, "values": [v] if k in wanted else []}
+                for k, v in [*wanted.items(), *((k, "") for k in dropped)]
+            ]
         return body
 
     def _send_import_employees(self, batch: list[Item]) -> ImportResult:

@@ -213,6 +213,8 @@ class Staff:
             draft.profile["mobile"] = self._checked_mobile(text(body, "mobile"), current)
         if current is None or "positions" in body:
             draft.positions = self._positions(body.get("positions"))
+        if "properties" in body:
+            draft.profile["properties"] = self._properties(body["properties"], current)
         for key, value in body.items():
             if key not in NOT_IN_PROFILE and key not in draft.profile:
                 draft.profile[key] = value
@@ -237,6 +239,30 @@ class Staff:
         if owner is not None and (current is None or owner != current.id):
             raise ApiError(EMPLOYEE_CONFLICT, "mobile already used by another employee")
         return mobile
+
+    @staticmethod
+    def _properties(value: Any, current: Employee | None) -> list[dict[str, Any]]:
+        """Custom fields (section G's Property): each data_schema_id given replaces that
+        property's values (none: it is removed); the others are kept."""
+        if not isinstance(value, list):
+            raise bad_request("properties must be a list")
+        kept = (
+            {p["data_schema_id"]: p for p in (current.profile.get("properties") or [])}
+            if current
+            else {}
+        )
+        for item in value:
+            schema = item.get("data_schema_id") if isinstance(item, dict) else None
+            values = item.get("values") if isinstance(item, dict) else None
+            if not isinstance(schema, str) or not schema or not isinstance(values, list):
+                raise bad_request("a property needs data_schema_id and a list of values")
+            if not all(isinstance(v, str) for v in values):
+                raise bad_request(f"property {schema}: values must be text")
+            if values:
+                kept[schema] = {"data_schema_id": schema, "values": values}
+            else:
+                kept.pop(schema, None)
+        return list(kept.values())
 
     def _positions(self, value: Any) -> list[Position]:
         if not isinstance(value, list) or not value:

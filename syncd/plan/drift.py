@@ -77,7 +77,20 @@ _SAME: dict[str, Callable[[Any, Any], bool]] = {
     "gender": lambda there, wrote: not wrote or _text(there).upper() == str(wrote).upper(),
     "sort_order": lambda there, wrote: wrote is None or there == wrote,
     "senior": lambda there, wrote: bool(there) == bool(wrote),
+    # Only the properties syncd wrote: the platform's list form gives each with its values.
+    "properties": lambda there, wrote: (
+        not wrote or all(_properties(there).get(k) == v for k, v in wrote.items())
+    ),
 }
+
+
+def _properties(there: Any) -> dict[str, str]:
+    """The platform's ``[{data_schema_id, values}]`` as syncd writes it: id -> first value."""
+    found = {}
+    for p in there if isinstance(there, list) else ():
+        if isinstance(p, dict) and p.get("values"):
+            found[str(p.get("data_schema_id"))] = str(p["values"][0])
+    return found
 
 
 class PeopleDrift:
@@ -104,6 +117,8 @@ class PeopleDrift:
         """What syncd wrote, with the fields changed on the platform as they are there now."""
         before = dict(self.snapshot.fields(Kind.EMPLOYEE, synced.source_id) or {})
         before.update(drift)
+        if "properties" in drift:
+            before["properties"] = _properties(drift["properties"])
         if "positions" in drift:
             before["positions"] = [
                 {

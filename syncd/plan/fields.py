@@ -60,6 +60,9 @@ def employee_fields(e: Employee, extended_fields: Mapping[str, str]) -> dict[str
             for p in e.positions
         ],
         "extended": extended_values(e, extended_fields),
+        # Only when there are some: the fields, and so the hashes, of everyone else stay
+        # as they were before properties were synced.
+        **({"properties": dict(e.properties)} if e.properties else {}),
     }
 
 
@@ -106,6 +109,8 @@ def employee_hash(e: Employee, extended_fields: Mapping[str, str]) -> str:
         _positions_text(e.positions),
         _extended(e, extended_fields),
     )
+    if e.properties:  # appended only when there are some: other hashes stay as stored
+        text += repr(e.properties)
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
@@ -143,4 +148,5 @@ def employee_from_fields(
         senior=bool(written.get("senior")),
         state=state,
         extra=extra,
+        properties=tuple(sorted((written.get("properties") or {}).items())),
     )

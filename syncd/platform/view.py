@@ -27,7 +27,7 @@ from syncd.platform.schemas import Node
 
 USERS_PAGE = 5000  # users asked per page of the D3 list (a platform may give fewer)
 # The list form's profile fields that people drift compares (see syncd.plan.drift).
-COMPARED = ("name", "email", "mobile", "sn", "gender", "sort_order", "senior")
+COMPARED = ("name", "email", "mobile", "sn", "gender", "sort_order", "senior", "properties")
 
 
 def read_platform(

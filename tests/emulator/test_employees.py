@@ -252,3 +252,26 @@ def test_node_counts_follow_imports_and_removals(api: Api, depts: dict[str, int]
 def test_import_body_must_be_an_array(api: Api) -> None:
     answer = api.call("POST", f"{ORG}/import-employees", json={"username": "ann"})
     assert answer["status"] != 0 and "array" in answer["message"]
+
+
+def test_properties_replace_by_schema_id_and_bad_ones_fail_per_item(api: Api) -> None:
+    def prop(schema: str, *values: str) -> dict[str, Any]:
+        return {"data_schema_id": schema, "values": list(values)}
+
+    api.import_employees([person("ann", properties=[prop("a", "1"), prop("b", "2")])])
+    api.import_employees([person("ann", properties=[prop("a", "9"), prop("b")])])
+    [ann] = api.ok(
+        "GET",
+        f"{ORG}/employees",
+        {**DOMAIN, "matching": "true", "type": "username", "query": "ann"},
+    )
+    assert ann["properties"] == [prop("a", "9")]  # a replaced, b removed (no values)
+
+    result = api.import_employees(
+        [person("bob", properties=[{"values": ["x"]}]), person("cat", properties="x")]
+    )
+    assert result["successes"] == {}
+    assert result["failures"] == {
+        "bob": "a property needs data_schema_id and a list of values",
+        "cat": "properties must be a list",
+    }
