@@ -287,15 +287,6 @@ class SyncSettings(Section):
     match_by: MatchKey = "username"  # a first run adopts platform accounts holding the same
     drift_check: bool = True
 
-    @field_validator("match_by")
-    @classmethod
-    def _planner_matches_usernames_only(cls, value: MatchKey) -> MatchKey:
-        # The source side is ready (syncd.model.match_value, match_index); the planner
-        # adopts by username only so far. Remove this check when it matches by the others.
-        if value != "username":
-            raise ValueError(f"matching platform accounts by {value} is not supported yet")
-        return value
-
 
 class ScheduleSettings(Section):
     """When ``syncd run`` syncs: every interval, or on a cron expression (local time).

@@ -587,6 +587,7 @@ class Executor:
                 "employee_id": employee_id,
                 "hash": c.hash,
                 "adopted": c.platform_before is not None,
+                "matched_by": (c.platform_before or {}).get("matched_by"),
                 **self._lock_state(c),
             }
             rows.append((item, row))

@@ -123,6 +123,7 @@ def policy_of(settings: Settings) -> Policy:
         exclude_usernames=tuple(s.exclude.usernames),
         exclude_departments=tuple(s.exclude.departments),
         username_change=s.username_change,
+        match_by=s.match_by,
         extended_fields=dict(s.extended_fields),
     )
 
@@ -223,7 +224,9 @@ class _Run:
             reads = pool.submit(read_platform, client, snapshot, complete, cursors, self.settings)
             with collection_paused(freeze=True):
                 directory = self._read()
-            view = with_adoptions(reads.result(), client, snapshot, directory)
+            view = with_adoptions(
+                reads.result(), client, snapshot, directory, self.settings.sync.match_by
+            )
         if view.changed and isinstance(snapshot.fields, store.FieldLookup):
             # Each person who changed there is compared with what syncd wrote: one read.
             held = {e.username: k for k, e in snapshot.employees.items()}

@@ -27,7 +27,7 @@ from syncd.errors import StateError
 from syncd.model import Kind, serial_no
 from syncd.plan import Snapshot, SyncedDepartment, SyncedEmployee
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 60_000  # longer than a token request: renewal holds the write lock
 # Checkpoint the WAL every ~40 MB rather than SQLite's 4 MB: a 100,000-person first sync
 # writes ~100 MB, and each checkpoint syncs the files to disk (335 fdatasync calls -> 26).
@@ -57,6 +57,9 @@ class EmployeeRow(SQLModel, table=True):
     # "departed" (in the source), "missing" (from it), or None: adopted already locked
     lock_reason: str | None = None
     locked_since: int | None = None  # ms
+    # The key a first run adopted the account by, when not its username (email, mobile,
+    # sn): the account keeps the platform's username, whatever the source's is.
+    matched_by: str | None = None
 
 
 class CursorRow(SQLModel, table=True):
@@ -130,7 +133,14 @@ def _v2_safe_serials(conn: Connection) -> None:
         conn.execute(text("UPDATE departments SET hash = '' WHERE source_id = :k"), unsafe)
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1, _v2_safe_serials]
+def _v3_matched_by(conn: Connection) -> None:
+    """employees.matched_by (a fresh database has it already: its tables are made whole)."""
+    columns = {r[1] for r in conn.exec_driver_sql("PRAGMA table_info(employees)")}
+    if "matched_by" not in columns:
+        conn.exec_driver_sql("ALTER TABLE employees ADD COLUMN matched_by VARCHAR")
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1, _v2_safe_serials, _v3_matched_by]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -321,10 +331,10 @@ def load_snapshot(engine: Engine) -> Snapshot:
             )
         }
         employees = {
-            r[0]: SyncedEmployee(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6])
+            r[0]: SyncedEmployee(r[0], r[1], r[2], r[3], bool(r[4]), r[5], r[6], r[7])
             for r in raw.execute(
-                "SELECT source_id, username, employee_id, hash, locked, lock_reason, locked_since "
-                "FROM employees"
+                "SELECT source_id, username, employee_id, hash, locked, lock_reason, locked_since, "
+                "matched_by FROM employees"
             )
         }
     return Snapshot(departments, employees, FieldLookup(engine), PlacedLookup(engine))
@@ -422,10 +432,11 @@ _UPSERT_DEPARTMENT = (
 # record's); an existing row keeps its own: locks change only through set_locked.
 _UPSERT_EMPLOYEE = (
     "INSERT INTO employees (source_id, username, employee_id, fields, hash, adopted, locked, "
-    "lock_reason, locked_since) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "lock_reason, locked_since, matched_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (source_id) DO UPDATE SET "
     "username = excluded.username, employee_id = excluded.employee_id, "
-    "fields = excluded.fields, hash = excluded.hash, adopted = excluded.adopted"
+    "fields = excluded.fields, hash = excluded.hash, adopted = excluded.adopted, "
+    "matched_by = COALESCE(excluded.matched_by, employees.matched_by)"
 )
 _INSERT_ITEM = (
     'INSERT INTO run_items (run_id, seq, kind, "key", display, action, message, "before", '
@@ -483,6 +494,7 @@ def _employee_values(r: Mapping[str, Any]) -> tuple[Any, ...]:
         r["locked"],
         r["lock_reason"],
         r["locked_since"],
+        r.get("matched_by"),
     )
 
 

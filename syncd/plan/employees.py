@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from syncd.model import Directory, Employee, Kind, State
+from syncd.model import Directory, Employee, Kind, State, match_index, match_value
 from syncd.plan.actions import Action
 from syncd.plan.drift import PeopleDrift
 from syncd.plan.fields import employee_from_fields, employee_hash
@@ -57,6 +57,7 @@ class EmployeePlanner:
         self.names = department_names(directory, snapshot, view.root_name)
         self.weighed: set[str] = set()  # usernames whose platform record was looked at
         self.forgets: list[Change] = []  # deleted on the platform, not wanted back
+        self._source_index: dict[str, tuple[str, ...]] | None = None  # match_by value -> ids
 
     def _synced_holder(self, username: str) -> SyncedEmployee | None:
         """The synced record that holds this username, in any letter case."""
@@ -92,8 +93,11 @@ class EmployeePlanner:
             synced = self.snapshot.employees.get(e.id)
             if synced is None:
                 self._plan_new(e, self._synced_holder(e.username))
-            else:
-                self._plan_synced(e, synced)
+                continue
+            if synced.matched_by is not None:
+                # Adopted by another key: the account keeps the platform's username.
+                e = replace(e, username=synced.username)
+            self._plan_synced(e, synced)
         self._plan_leavers()
         self._plan_unread_drift()
         if self.never_synced_departed:
@@ -273,6 +277,8 @@ class EmployeePlanner:
             )
             self._plan_lock_state(e, holder.locked, holder)
             return
+        if self.view.by_key and self._adopted_by_key(e):
+            return
         person = self.view.people.get(e.username.casefold())
         if person is not None and person.username != e.username:
             # The platform matches usernames exactly: sending this one would make a second
@@ -305,6 +311,58 @@ class EmployeePlanner:
             )
         )
         self._plan_lock_state(e, person.locked, None, target_id=person.id)
+
+    def _adopted_by_key(self, e: Employee) -> bool:
+        """Adopt the one platform account holding this person's ``sync.match_by`` value (a
+        first run); a value two people or two accounts hold is a conflict. Whether the
+        person was dealt with here (adopted, or in a conflict)."""
+        key = self.policy.match_by
+        value = match_value(key, getattr(e, key))
+        if value is None:
+            return False
+        if self._source_index is None:
+            self._source_index = match_index(self.directory, key)
+        sharing = self._source_index.get(value, ())
+        accounts = self.view.by_key.get(value, ())
+        if len(sharing) > 1 or len(accounts) > 1:
+            names = ", ".join(a.username for a in accounts)
+            holders = (
+                f"{len(sharing)} people in the source"
+                if len(sharing) > 1
+                else f"{len(accounts)} accounts on the platform ({names})"
+            )
+            self.notes.append(
+                Note(
+                    "conflict",
+                    e.id,
+                    f"{e.username}: {holders} hold {key} {value}: neither adopted nor created "
+                    "until it is unique",
+                )
+            )
+            return True
+        if not accounts:
+            return False
+        account = accounts[0]
+        pinned = replace(e, username=account.username)
+        before = {
+            "username": account.username,
+            "locked": account.locked,
+            "employee_id": account.id,
+            "matched_by": key,
+        }
+        self.upserts.append(
+            self.change(
+                Action.UPDATE,
+                pinned,
+                None,
+                hash=employee_hash(pinned, self.policy.extended_fields),
+                target_id=account.id,
+                reason=f"adopting the platform's account {account.username} (matched by {key})",
+                platform_before=before,
+            )
+        )
+        self._plan_lock_state(pinned, account.locked, None, target_id=account.id)
+        return True
 
     def _username_changed(self, e: Employee, synced: SyncedEmployee) -> None:
         changed = f"username changed in the source from {synced.username} to {e.username}"

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from syncd.model import Department, Employee, Kind
+from syncd.model import Department, Employee, Kind, MatchKey
 from syncd.plan.actions import REMOVING, Action
 from syncd.plan.fields import department_fields, employee_fields
 from syncd.plan.messages import describe
@@ -38,6 +38,7 @@ class SyncedEmployee:
     locked: bool = False
     lock_reason: str | None = None
     locked_since: int | None = None
+    matched_by: str | None = None  # adopted by this key: the platform's username is kept
 
 
 def _no_fields(kind: Kind, source_id: str) -> Mapping[str, Any] | None:
@@ -75,6 +76,9 @@ class PlatformPerson:
     id: int
     username: str
     locked: bool = False
+    email: str | None = None
+    mobile: str | None = None
+    sn: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +110,9 @@ class PlatformView:
     # so nobody is known to be deleted there.
     listed: frozenset[str] | None = None
     employee_count: int = 0  # the root's all_employee_count: 0, nobody to adopt
+    # A first run matching by another key than username (sync.match_by): every account,
+    # by its normalised value of that key.
+    by_key: Mapping[str, tuple[PlatformPerson, ...]] = field(default_factory=dict)
     _paths: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
 
     def name_paths(self) -> dict[int, str]:
@@ -140,6 +147,7 @@ class Policy:
     exclude_usernames: tuple[str, ...] = ()
     exclude_departments: tuple[str, ...] = ()  # source ids or name paths below the root
     username_change: str = "conflict"  # or remove_and_create
+    match_by: MatchKey = "username"  # a first run adopts accounts by it (or email, mobile, sn)
     extended_fields: Mapping[str, str] = field(default_factory=dict)
 
 

@@ -20,10 +20,10 @@ from dataclasses import replace
 from typing import Any
 
 from syncd.config import Settings
-from syncd.model import Directory
+from syncd.model import Directory, MatchKey, match_value
 from syncd.plan import PlatformEmployee, PlatformNode, PlatformPerson, PlatformView, Snapshot
 from syncd.platform.client import PlatformClient
-from syncd.platform.schemas import Node
+from syncd.platform.schemas import EmployeeRecord, Node
 
 USERS_PAGE = 5000  # users asked per page of the D3 list (a platform may give fewer)
 # The list form's profile fields that people drift compares (see syncd.plan.drift).
@@ -63,11 +63,17 @@ def read_platform(
 
 
 def with_adoptions(
-    view: PlatformView, client: PlatformClient, snapshot: Snapshot, directory: Directory
+    view: PlatformView,
+    client: PlatformClient,
+    snapshot: Snapshot,
+    directory: Directory,
+    match_by: MatchKey = "username",
 ) -> PlatformView:
     """The view, with the platform's accounts of people the source names and syncd never
-    synced (adopted by username rather than made twice)."""
-    people: dict[str, PlatformPerson] = {}
+    synced (adopted rather than made twice): by username, or on a first run by
+    ``match_by`` (email, mobile or work number), which needs every account listed."""
+    if not directory.complete and view.listed is not None:
+        view = replace(view, listed=None)  # an incremental read finds no one deleted
     known = {e.username.casefold() for e in snapshot.employees.values()}
     unknown = [
         e.username
@@ -75,15 +81,32 @@ def with_adoptions(
         if e.id not in snapshot.employees and e.username.casefold() not in known
     ]
     # An organization with nobody in it has nobody to adopt: skip the look-ups.
-    if unknown and view.employee_count > 0:
-        for record in client.employees_by_username(unknown):
-            if record.username:
-                people[record.username.casefold()] = PlatformPerson(
-                    record.id, record.username, record.locked or record.disabled
-                )
-    if not directory.complete and view.listed is not None:
-        view = replace(view, listed=None)  # an incremental read finds no one deleted
-    return replace(view, people=people)
+    if not unknown or view.employee_count <= 0:
+        return view
+    if match_by != "username" and not snapshot.employees:
+        records = client.list_employees(org_id=view.root_id, recursion=True)
+    else:
+        records = client.employees_by_username(unknown)
+    found = [_platform_person(r) for r in records if r.username]
+    people = {p.username.casefold(): p for p in found}
+    by_key: dict[str, list[PlatformPerson]] = {}
+    if match_by != "username" and not snapshot.employees:
+        for person in found:
+            value = match_value(match_by, getattr(person, match_by))
+            if value is not None:
+                by_key.setdefault(value, []).append(person)
+    return replace(view, people=people, by_key={k: tuple(v) for k, v in by_key.items()})
+
+
+def _platform_person(record: EmployeeRecord) -> PlatformPerson:
+    return PlatformPerson(
+        record.id,
+        record.username or "",
+        record.locked or record.disabled,
+        record.email,
+        record.mobile,
+        record.sn,
+    )
 
 
 def newest(stamps: Iterable[int | None]) -> int | None:

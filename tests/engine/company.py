@@ -21,6 +21,7 @@ EMPLOYEE_COLUMNS = [
     "job_title",
     "email",
     "mobile",
+    "sn",
     "status",
 ]
 DEPARTMENT_COLUMNS = ["id", "name", "parent_id"]
