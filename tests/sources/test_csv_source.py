@@ -12,7 +12,7 @@ import pytest
 from syncd.config import CsvSource
 from syncd.errors import SourceError
 from syncd.model import Department, Directory, Employee, Kind, Position, RejectedRow, State
-from syncd.sources import csv as csv_source
+from syncd.sources.csv import files as csv_files
 from syncd.sources.csv import FIELD_LIMIT, read_csv
 
 DATA = Path(__file__).parent.parent / "data" / "csv"
@@ -877,7 +877,7 @@ def test_permission_denied_on_open(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     def denied(*args: Any, **kwargs: Any) -> Any:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(csv_source, "open", denied, raising=False)
+    monkeypatch.setattr(csv_files, "open", denied, raising=False)
     assert (
         fails(CsvSource(layout="paths", employees=path))
         == f"{path}: cannot be read (permission denied)"
@@ -890,7 +890,7 @@ def test_a_read_error_midway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     def failing(*args: Any, **kwargs: Any) -> Any:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(csv_source, "open", failing, raising=False)
+    monkeypatch.setattr(csv_files, "open", failing, raising=False)
     assert (
         fails(CsvSource(layout="paths", employees=path))
         == f"{path}: reading failed: Input/output error"

@@ -1,0 +1,149 @@
+"""Columns: the settings' names found in the header, and cells read from a row."""
+
+from __future__ import annotations
+
+from syncd.config import CsvDepartmentColumns, CsvEmployeeColumns
+from syncd.errors import SourceError
+from syncd.sources._text import (
+    header_key,
+    shown,
+)
+from syncd.sources.csv.records import _NUL_REASON, _SHOWN_HEADER_CELLS, _Broken, _Table
+
+
+class _Columns:
+    """Column indexes of a header, resolved once from the settings' column names."""
+
+    def __init__(self, table: _Table) -> None:
+        self._path = table.path
+        self.labels = table.header
+        self._index: dict[str, int] = {}
+        self._seen_twice: dict[str, list[int]] = {}
+        for i, cell in enumerate(table.header):
+            key = header_key(cell)
+            if not key:
+                continue
+            if key in self._index:
+                self._seen_twice.setdefault(key, [self._index[key]]).append(i)
+            else:
+                self._index[key] = i
+        self.width = len(table.header)
+        self._min_width = table.named_width
+        self.virtual: dict[int, str] = {}  # indexes past the header: what mapping rules made
+
+    def find(self, column: str | None, setting: str, *, required: bool) -> int | None:
+        """The index of a configured column; a required one absent from the header raises."""
+        if column is None:
+            return None
+        key = header_key(column)
+        if key in self._seen_twice:
+            places = " and ".join(str(i + 1) for i in self._seen_twice[key])
+            raise SourceError(
+                f"{self._path}: column {column!r} ({setting}) appears more than once in the "
+                f"header (columns {places}): rename one of them"
+            )
+        index = self._index.get(key)
+        if index is None and required:
+            raise SourceError(
+                f"{self._path}: column {column!r} ({setting}) is not in the header; "
+                f"the header has: {self._listed()}"
+            )
+        return index
+
+    def _listed(self) -> str:
+        cells = [repr(cell) for cell in self.labels if cell]
+        if len(cells) > _SHOWN_HEADER_CELLS:
+            more = len(cells) - _SHOWN_HEADER_CELLS
+            cells = [*cells[:_SHOWN_HEADER_CELLS], f"... and {more} more"]
+        return ", ".join(cells) or "(no names)"
+
+    def misfit(self, cells: list[str]) -> str | None:
+        """Why a row's number of fields does not fit the header (blank extra cells do fit)."""
+        if len(cells) == self.width or self._min_width <= len(cells) < self.width:
+            return None
+        if len(cells) > self.width and _is_blank(cells[self.width :]):
+            return None
+        expected = str(self.width)
+        if self._min_width < self.width:
+            expected = f"{self._min_width} to {self.width}"
+        return f"the row has {len(cells)} fields where the header has {expected}"
+
+    def repeats_header(self, cells: list[str]) -> bool:
+        """Whether a row is the header again, as when two exports are joined into one file."""
+        if self.misfit(cells) is not None:
+            return False
+        # Not strict: a fitting row may end before trailing unnamed columns, or go past them.
+        pairs = zip(cells, self.labels, strict=False)
+        return all(cell.replace("\ufeff", "").strip() == label for cell, label in pairs)
+
+    def trusted(self, cells: list[str] | None, index: int | None) -> str | None:
+        """A cell that names the row's record, when it can be trusted to (for rejected rows)."""
+        if cells is None or index is None:
+            return None
+        if self.misfit(cells) is None:
+            return _clean(_cell(cells, index))
+        # A stray or missing delimiter shifts every cell after it: only the first cell is sure.
+        return _clean(cells[0]) if index == 0 and cells else None
+
+    def reason(self, broken: _Broken) -> str:
+        """Why a broken record is rejected, naming the column where that can be known."""
+        if broken.nul and broken.cells is not None and self.misfit(broken.cells) is None:
+            index = next(i for i, cell in enumerate(broken.cells) if "\x00" in cell)
+            return f"column {self.label(index)!r} {_NUL_REASON}"
+        return broken.reason
+
+    def label(self, index: int | None) -> str:
+        """A column's name in the header, or its number when it has none."""
+        if index is None:
+            return "?"
+        if index in self.virtual:
+            return self.virtual[index]
+        if index < len(self.labels) and self.labels[index]:
+            return self.labels[index]
+        return f"#{index + 1}"
+
+    def missing(self, index: int | None) -> str:
+        return f"column {self.label(index)!r} is empty, and it is required"
+
+    def not_a_number(self, index: int | None, text: str) -> str:
+        return (
+            f"column {self.label(index)!r}: {shown(text)} is not a whole number "
+            "(from -2147483648 to 2147483647)"
+        )
+
+
+def _resolved(
+    columns: _Columns,
+    settings: CsvEmployeeColumns | CsvDepartmentColumns,
+    prefix: str,
+    required: tuple[str, ...],
+) -> dict[str, int | None]:
+    """Each column setting's index in the header.
+
+    A required column, or an optional one the settings name explicitly, must be in the
+    header: a typo must not quietly drop a column. An optional column left at its default
+    name may be absent.
+    """
+    at: dict[str, int | None] = {}
+    for field in type(settings).model_fields:
+        must = field in required or field in settings.model_fields_set
+        at[field] = columns.find(getattr(settings, field), f"{prefix}.{field}", required=must)
+    return at
+
+
+def _cell(cells: list[str], index: int | None) -> str | None:
+    """A cell's trimmed text; None when it is empty or its column is not in the file."""
+    if index is None or index >= len(cells):
+        return None
+    return cells[index].strip() or None
+
+
+def _clean(value: str | None) -> str | None:
+    """An identifying cell without NUL characters, which cannot be part of a real id."""
+    if value is None:
+        return None
+    return value.replace("\x00", "").strip() or None
+
+
+def _is_blank(cells: list[str]) -> bool:
+    return not any(cell.strip() for cell in cells)

@@ -1,0 +1,303 @@
+"""Employees: each row read into an Employee value, or set aside with its reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from syncd.config import CsvSource
+from syncd.mapping import RuleFailure, Rules, with_mapped
+from syncd.model import (
+    Department,
+    Employee,
+    Kind,
+    Position,
+    RejectedRow,
+    State,
+    normalize_gender,
+)
+from syncd.sources._paths import DepartmentPaths
+from syncd.sources._text import (
+    parse_date,
+    parse_flag,
+    parse_int32,
+    shown,
+    split_list,
+)
+from syncd.sources._trace import Outcome, Tracer
+from syncd.sources.csv.columns import _Columns, _is_blank, _resolved
+from syncd.sources.csv.departments import _DepartmentIds
+from syncd.sources.csv.records import _REPEATED_HEADER, _Broken, _Table
+
+
+@dataclass(frozen=True, slots=True)
+class _EmployeesRead:
+    items: list[tuple[str, Employee]]
+    rejected: list[RejectedRow]
+    departments: list[tuple[str, Department]]  # layout paths: those on the paths read
+    filtered: int  # rows the row filter left out
+
+
+@dataclass(frozen=True, slots=True)
+class _Mapping:
+    rules: Rules | None
+    trace: Tracer | None
+
+
+def _read_employees(
+    table: _Table,
+    settings: CsvSource,
+    department_of: _DepartmentIds | DepartmentPaths,
+    mapping: _Mapping,
+) -> _EmployeesRead:
+    columns = _Columns(table)
+    reader = _EmployeeReader(columns, settings, department_of, mapping)
+    items: list[tuple[str, Employee]] = []
+    rejected: list[RejectedRow] = []
+
+    def reject(where: str, reason: str, cells: list[str] | None) -> None:
+        key, username = columns.trusted(cells, reader.id), columns.trusted(cells, reader.username)
+        rejected.append(RejectedRow(where, reason, Kind.EMPLOYEE, key, username))
+
+    width, name = columns.width, table.name
+    for line, cells in table.rows:
+        where = f"{name}:{line}"
+        if isinstance(cells, _Broken):
+            reject(where, columns.reason(cells), cells.cells)
+        elif len(cells) != width and (misfit := columns.misfit(cells)) is not None:
+            if not _is_blank(cells):
+                reject(where, misfit, cells)
+        else:
+            employee = reader.employee(cells, where)
+            if isinstance(employee, Employee):
+                items.append((where, employee))
+            elif employee is not None and not _is_blank(cells):
+                reject(where, employee, cells)
+    return _EmployeesRead(items, rejected, department_of.departments(), reader.filtered)
+
+
+_ABSENT = -1  # the index of a column the file lacks: it reads the "" appended to each row
+
+
+@dataclass(frozen=True, slots=True)
+class _EmployeeIndexes:
+    """Where each employee column is in a row, or _ABSENT."""
+
+    id: int
+    username: int
+    name: int
+    department: int
+    positions: int
+    en_name: int
+    email: int
+    mobile: int
+    tel: int
+    sn: int
+    gender: int
+    birthday: int
+    job_title: int
+    sort_order: int
+    senior: int
+    status: int
+
+
+class _EmployeeReader:
+    """Turns one row of the employees file into an Employee, or says why it cannot."""
+
+    def __init__(
+        self,
+        columns: _Columns,
+        settings: CsvSource,
+        department_of: _DepartmentIds | DepartmentPaths,
+        mapping: _Mapping,
+    ) -> None:
+        required = ("id", "username", "name", "department")
+        at = _resolved(columns, settings.columns, "source.csv.columns", required)
+        self.id, self.username = at["id"], at["username"]
+        self._id_label = columns.label(self.id)
+        self._at = _EmployeeIndexes(**{f: _ABSENT if i is None else i for f, i in at.items()})
+        extras = [
+            (attribute, columns.find(header, "source.csv.extra_columns", required=True))
+            for header, attribute in settings.extra_columns.items()
+        ]
+        self._extras = sorted((a, i) for a, i in extras if i is not None)
+        self._columns = columns
+        self.filtered = 0  # rows the row filter left out
+        self._mapping = mapping
+        self._own = {f: i for f, i in at.items() if i is not None}
+        self._own.update((a, i) for a, i in self._extras)
+        self._ruled_at = self._at
+        self._ruled: tuple[str, ...] = ()
+        if mapping.rules is not None:
+            self._ruled = tuple(mapping.rules.fields)
+            # Rows laid out to the header's width, an empty cell, then the ruled values.
+            width = columns.width
+            ruled = {name: width + 1 + n for n, name in enumerate(self._ruled)}
+            for name, index in ruled.items():
+                columns.virtual[index] = f"source.mapping.fields.{name}"
+            self._ruled_at = _EmployeeIndexes(
+                **{f: ruled.get(f, width if i is None else i) for f, i in at.items()}
+            )
+            for attribute, setting in mapping.rules.attributes().items():
+                columns.find(attribute, setting, required=True)
+        if mapping.trace is not None:
+            mapping.trace.start({f: (columns.label(i),) for f, i in self._own.items()})
+        self._departed = frozenset(v.strip().casefold() for v in settings.departed_values)
+        self._positions_separator = settings.positions_separator
+        self._department_of = department_of.department_of
+        self._primary: dict[tuple[str, str | None], Position] = {}
+        self._secondary: dict[str, Position] = {}
+        self._dates: dict[str, str | None] = {}  # birthdays repeat: parse each text once
+
+    def employee(self, cells: list[str], where: str) -> Employee | str | None:
+        """The row's Employee, or why it is rejected; None when the row filter leaves it out."""
+        values = [cell.strip() for cell in cells]
+        values.append("")  # what every column the file lacks reads as (index _ABSENT)
+        at = self._at
+        if values[at.id] == self._id_label and self._columns.repeats_header(cells):
+            return _REPEATED_HEADER
+        if self._mapping.rules is None and self._mapping.trace is None:
+            return self._employee(values, at, where)
+        return self._mapped(values, where)
+
+    def _mapped(self, values: list[str], where: str) -> Employee | str | None:
+        """The row by the mapping rules (see syncd.mapping), told to the trace if any."""
+        rules, trace, columns = self._mapping.rules, self._mapping.trace, self._columns
+
+        def get(attribute: str) -> str | None:
+            index = columns.find(attribute, "", required=False)
+            return values[index] or None if index is not None and index < len(values) else None
+
+        outcome: Employee | str | None
+        if rules is None:
+            outcome = self._employee(values, self._at, where)
+        elif (reason := rules.left_out(get)) is not None:
+            self.filtered += 1
+            if trace is not None:
+                trace.record(where, get, Outcome(None, reason, left_out=True))
+            return None
+        else:
+            try:
+                mapped = rules.apply(get, lambda section, name: self._own_text(values, name))
+            except RuleFailure as exc:
+                outcome = str(exc)
+            else:
+                width = columns.width
+                row = values[: min(width, len(values) - 1)]
+                row += [""] * (width + 1 - len(row))  # to the header's width, then index width
+                row += [mapped.fields[name] or "" for name in self._ruled]
+                outcome = self._employee(row, self._ruled_at, where)
+                if isinstance(outcome, Employee):
+                    outcome = with_mapped(outcome, mapped)
+        if trace is not None:
+            employee = outcome if isinstance(outcome, Employee) else None
+            trace.record(
+                where, get, Outcome(employee, outcome if isinstance(outcome, str) else None)
+            )
+        return outcome
+
+    def _own_text(self, values: list[str], name: str) -> str | None:
+        """A field's (or extra attribute's) cell as it is read without a rule."""
+        index = self._own.get(name)
+        return values[index] or None if index is not None and index < len(values) else None
+
+    def _employee(self, values: list[str], at: _EmployeeIndexes, where: str) -> Employee | str:
+        ident, username, name = values[at.id], values[at.username], values[at.name]
+        # Departments before the checks: in layout paths, a rejected row's departments exist.
+        department_id = self._department_of(values[at.department], where)
+        secondary: list[str] = []
+        if values[at.positions]:
+            secondary = self._departments_in(values[at.positions], where, department_id)
+        if not ident:
+            return self._columns.missing(at.id)
+        if not username:
+            return self._columns.missing(at.username)
+        if not name:
+            return self._columns.missing(at.name)
+        parsed = self._parsed(values, at)
+        if isinstance(parsed, str):
+            return parsed
+        birthday, sort_order, senior = parsed
+        job_title = values[at.job_title] or None
+        return Employee(
+            id=ident,
+            username=username,
+            name=name,
+            positions=self._positions(department_id, job_title, secondary),
+            en_name=values[at.en_name] or None,
+            email=values[at.email] or None,
+            mobile=values[at.mobile] or None,
+            tel=values[at.tel] or None,
+            sn=values[at.sn] or None,
+            gender=normalize_gender(values[at.gender]),
+            birthday=birthday,
+            job_title=job_title,
+            sort_order=sort_order,
+            senior=senior,
+            state=self._state(values[at.status]),
+            extra=self._extra(values),
+        )
+
+    def _parsed(
+        self, values: list[str], at: _EmployeeIndexes
+    ) -> tuple[str | None, int | None, bool] | str:
+        """Birthday, sort order and senior flag, or the reason one of them is not valid."""
+        columns = self._columns
+        birthday = sort_order = None
+        senior = False
+        if text := values[at.birthday]:
+            birthday = self._date(text)
+            if birthday is None:
+                return (
+                    f"column {columns.label(at.birthday)!r}: {shown(text)} is not a date "
+                    "(YYYY-MM-DD, YYYY/MM/DD or YYYYMMDD)"
+                )
+        if text := values[at.sort_order]:
+            sort_order = parse_int32(text)
+            if sort_order is None:
+                return columns.not_a_number(at.sort_order, text)
+        if text := values[at.senior]:
+            flag = parse_flag(text)
+            if flag is None:
+                return (
+                    f"column {columns.label(at.senior)!r}: {shown(text)} is neither yes "
+                    "(1, true, yes, y, 是) nor no (0, false, no, n, 否)"
+                )
+            senior = flag
+        return birthday, sort_order, senior
+
+    def _state(self, status: str) -> State:
+        return State.DEPARTED if status.casefold() in self._departed else State.ACTIVE
+
+    def _extra(self, values: list[str]) -> tuple[tuple[str, str], ...]:
+        if not self._extras:
+            return ()
+        return tuple((attribute, values[i]) for attribute, i in self._extras if values[i])
+
+    def _date(self, text: str) -> str | None:
+        if text in self._dates:
+            return self._dates[text]
+        date = self._dates[text] = parse_date(text)
+        return date
+
+    def _departments_in(self, text: str, where: str, primary: str | None) -> list[str]:
+        items = split_list(text, self._positions_separator)
+        found = (self._department_of(item, where) for item in items)
+        return list(dict.fromkeys(d for d in found if d is not None and d != primary))
+
+    def _positions(
+        self, department_id: str | None, job_title: str | None, secondary: list[str]
+    ) -> tuple[Position, ...]:
+        # Positions are frozen values: the many people who share one share one object.
+        positions: list[Position] = []
+        if department_id is not None:
+            key = (department_id, job_title)
+            primary = self._primary.get(key)
+            if primary is None:
+                primary = self._primary[key] = Position(department_id, job_title, primary=True)
+            positions.append(primary)
+        for other in secondary:
+            position = self._secondary.get(other)
+            if position is None:
+                position = self._secondary[other] = Position(other)
+            positions.append(position)
+        return tuple(positions)

@@ -1,0 +1,192 @@
+"""Records of a CSV file: physical lines joined into rows, and the rows that cannot be read."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from syncd.errors import SourceError
+from syncd.sources._text import (
+    declared_delimiter,
+    delimiter_from_setting,
+    ends_inside_quotes,
+    sniff_delimiter,
+)
+
+FIELD_LIMIT = 1024 * 1024  # characters in one field; a longer one rejects its row
+AUTO = "auto"
+FALLBACK_ENCODING = "gb18030"  # what Excel in China writes; GBK and GB2312 are subsets of it
+# A file with this many non-ASCII characters that decode as UTF-8 before a bad byte is taken
+# for damaged UTF-8: read as GB18030 every name would become mojibake. In a GB18030 file the
+# first Chinese character already fails as UTF-8 about 9 times in 10, the first two ~99 in 100.
+UTF8_EVIDENCE = 2
+_PREFIX_CHARS = 4096  # how much of an unparseable line is read again to name its person
+_SHOWN_HEADER_CELLS = 40
+_DECODE_CHUNK = 1 << 20
+_SNIFFED_CHARS = 65536  # of the header line: names are short, a broken header may not be
+_REPEATED_HEADER = "the row repeats the header (were two exports joined into one file?)"
+_NUL_REASON = "contains NUL characters (a binary file, or UTF-16 read as another encoding?)"
+_CUT_SHORT = (
+    "the file ends in the middle of this row (fewer fields than the header and no line end): "
+    "it looks cut short, so rows may be missing"
+)
+_NO_LINE_END = (
+    "the file ends without a line end after this row, so it may be cut short inside its last "
+    "field and rows may be missing (exports end every row with a line end; add one if the "
+    "file is whole)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Broken:
+    """A record that could not be parsed, or was parsed but must not be used."""
+
+    reason: str
+    cells: list[str] | None  # what could be read of it, to name its person where that is safe
+    nul: bool = False  # parsed, but a cell holds NUL characters
+
+
+class _Table:
+    """A CSV file's header, then its records, each with the physical line it starts on."""
+
+    def __init__(self, path: Path, fh: TextIO, delimiter: str) -> None:
+        self.path = path
+        self.name = path.name
+        skipped, first = _first_content_line(fh)
+        declared = declared_delimiter(first) if first is not None else None
+        if declared is not None:  # Excel's "sep=;" line: the header comes after it
+            more, first = _first_content_line(fh)
+            skipped += 1 + more
+        if first is None:
+            raise SourceError(f"{path}: has no header: the file holds only blank lines")
+        self.delimiter = _delimiter(delimiter, declared, first)
+        self._record: list[str] = []  # the physical lines of the record being read
+        self._nul: list[str] = []  # lines with NUL characters seen in that record
+        self._lines = _remembered(itertools.chain([first], fh), self._record, self._nul)
+        # A file whose header ends in CR LF ends every row so: a last line ending in a bare CR
+        # was cut between the two.
+        self._line_ends: tuple[str, ...] = ("\n",) if first.endswith("\r\n") else ("\n", "\r")
+        self._reader = csv.reader(self._lines, delimiter=self.delimiter, strict=True)
+        # The header's columns up to its last named one: columns without a name are never
+        # read, so a row may leave trailing ones out. 0 until the header is read.
+        self.named_width = 0
+        self.rows = self._records(skipped + 1)
+        self.header_line, header = next(self.rows)
+        if isinstance(header, _Broken):
+            raise SourceError(
+                f"{path}: line {self.header_line}: the header cannot be read: {header.reason}"
+            )
+        self.header = [cell.replace("\ufeff", "").strip() for cell in header]
+        self.named_width = max((n + 1 for n, cell in enumerate(self.header) if cell), default=0)
+
+    def where(self, line: int) -> str:
+        return f"{self.name}:{line}"
+
+    def _records(self, line: int) -> Iterator[tuple[int, list[str] | _Broken]]:
+        reader, record, nul = self._reader, self._record, self._nul
+        while True:
+            record.clear()
+            try:
+                cells = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                broken = self._unparsed(str(exc))
+                nul.clear()
+                yield line, broken
+            else:
+                if nul:
+                    nul.clear()
+                    yield line, _Broken(f"the row {_NUL_REASON}", cells, nul=True)
+                elif self.named_width and not record[-1].endswith(self._line_ends):
+                    # Only a file's last line lacks its line end: the file may have been cut
+                    # there, even inside the last field, unless a closing quote ends it.
+                    if len(cells) < self.named_width:
+                        yield line, _Broken(_CUT_SHORT, None)
+                    elif _ends_quoted("".join(record), self.delimiter):
+                        yield line, cells
+                    else:
+                        yield line, _Broken(_NO_LINE_END, None)
+                else:
+                    yield line, cells
+            line += len(record)
+
+    def _unparsed(self, problem: str) -> _Broken:
+        """Skip to the true end of a record the reader gave up on, and say why it is unusable.
+
+        Its person is named only when its lines are sure to be its own: a record whose
+        quoting is broken across lines may have swallowed other people's rows, and then
+        nobody can be said to have left.
+        """
+        if problem.startswith("unexpected end of data"):
+            return _Broken(
+                "the file ends inside a quoted field that starts on this line: it looks cut "
+                "short (or a quote is never closed), so rows may be missing",
+                None,
+            )
+        too_long = problem.startswith("field larger than field limit")
+        if too_long:
+            problem = f"a field is longer than {FIELD_LIMIT:,} characters (the limit)"
+        elif "expected after" in problem:
+            problem = f"the quoting is malformed ({problem})"
+        else:
+            problem = f"the row is not valid CSV ({problem})"
+        inside = ends_inside_quotes("".join(self._record), self.delimiter)
+        while inside:
+            line = next(self._lines, None)
+            if line is None:
+                return _Broken(f"{problem}, and the file ends inside its quoted field", None)
+            inside = ends_inside_quotes(line, self.delimiter, inside=True)
+        if too_long or len(self._record) == 1:
+            return _Broken(problem, _leading_cells(self._record[0], self.delimiter))
+        return _Broken(f"{problem}; the record spans lines that may belong to other rows", None)
+
+
+def _ends_quoted(text: str, delimiter: str) -> bool:
+    """Whether a record's text ends with the quote that closes its last, quoted, field."""
+    return text.endswith('"') and ends_inside_quotes(text[:-1], delimiter)
+
+
+def _remembered(lines: Iterator[str], record: list[str], nul: list[str]) -> Iterator[str]:
+    """Pass lines on to the csv reader, keeping those of the current record and any with NUL."""
+    for line in lines:
+        record.append(line)
+        if "\x00" in line:
+            nul.append(line)
+        yield line
+
+
+def _first_content_line(fh: TextIO) -> tuple[int, str | None]:
+    """The number of blank lines before the first one with text, and that line."""
+    skipped = 0
+    for line in iter(fh.readline, ""):
+        if line.replace("\ufeff", "").strip():
+            return skipped, line
+        skipped += 1
+    return skipped, None
+
+
+def _delimiter(setting: str, declared: str | None, header_line: str) -> str:
+    if setting.strip().casefold() == AUTO:
+        return declared or sniff_delimiter(header_line[:_SNIFFED_CHARS])
+    delimiter = delimiter_from_setting(setting)
+    if delimiter is None:
+        raise SourceError(
+            f"source.csv.delimiter: {setting!r} is not a delimiter: use 'auto', ',', ';', 'tab', "
+            "'|' or another single character"
+        )
+    return delimiter
+
+
+def _leading_cells(line: str, delimiter: str) -> list[str]:
+    """The cells a line starts with, read leniently (the last one dropped if the line was cut)."""
+    prefix = line[:_PREFIX_CHARS]
+    try:
+        cells = next(csv.reader([prefix], delimiter=delimiter), [])
+    except csv.Error:
+        return []
+    return cells[:-1] if len(prefix) < len(line) else cells
