@@ -12,8 +12,8 @@ import pytest
 from syncd.config import CsvSource
 from syncd.errors import SourceError
 from syncd.model import Department, Directory, Employee, Kind, Position, RejectedRow, State
-from syncd.sources.csv import files as csv_files
 from syncd.sources.csv import FIELD_LIMIT, read_csv
+from syncd.sources.csv import files as csv_files
 
 DATA = Path(__file__).parent.parent / "data" / "csv"
 SAMPLE = Path(__file__).parent.parent.parent / "config" / "sample"
