@@ -315,7 +315,8 @@ class DepartmentPlanner:
                     moved[c.previous_key] = places
         # syncd's people who changed on the platform: their record says where they are now
         # (moved in or out behind syncd's back), not what syncd last wrote.
-        held = {e.username: k for k, e in self.snapshot.employees.items()}
+        changes_there = self.view.changed
+        held = {e.username: k for k, e in self.snapshot.employees.items()} if changes_there else {}
         changed = {
             held[username]: {org for org, _, _, _ in found.positions}
             for username, found in self.view.changed.items()

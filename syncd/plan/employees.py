@@ -14,7 +14,7 @@ from typing import Any
 from syncd.model import Directory, Employee, Kind, State, match_index, match_value
 from syncd.plan.actions import Action
 from syncd.plan.drift import PeopleDrift
-from syncd.plan.fields import employee_from_fields, employee_hash
+from syncd.plan.fields import EmployeeHasher, employee_from_fields
 from syncd.plan.messages import department_names
 from syncd.plan.values import (
     DAY_MS,
@@ -54,6 +54,7 @@ class EmployeePlanner:
         self.removes: list[Change] = []
         self._by_username: dict[str, SyncedEmployee] | None = None  # made when first needed
         self.drift = PeopleDrift(snapshot, view)
+        self.hash = EmployeeHasher(policy.extended_fields)
         self.names = department_names(directory, snapshot, view.root_name)
         self.weighed: set[str] = set()  # usernames whose platform record was looked at
         self.forgets: list[Change] = []  # deleted on the platform, not wanted back
@@ -121,7 +122,7 @@ class EmployeePlanner:
             self.weighed.add(synced.username)
             self._deleted_on_platform(e, synced)
             return
-        wanted = employee_hash(e, self.policy.extended_fields)
+        wanted = self.hash(e)
         found = self.drift.found(synced)
         self._plan_update(e, synced, wanted, found)
         self._plan_lock_state(e, synced.locked, synced, found)
@@ -143,7 +144,8 @@ class EmployeePlanner:
         self, e: Employee, synced: SyncedEmployee, wanted: str, found: PlatformEmployee | None
     ) -> None:
         """An update when the source changed since syncd wrote, or the platform did."""
-        self.weighed.add(synced.username)
+        if self.view.changed:
+            self.weighed.add(synced.username)
         drift = self.drift.differences(synced, found) if found is not None else {}
         if not drift:
             if wanted != synced.hash:
@@ -197,7 +199,7 @@ class EmployeePlanner:
             self._forget(synced, "deleted on the platform; departed in the source: not recreated")
             return
         self._drift_note(e.id, f"{e.username} was deleted on the platform: recreating the account")
-        wanted = employee_hash(e, self.policy.extended_fields)
+        wanted = self.hash(e)
         self.upserts.append(
             self.change(Action.CREATE, e, None, hash=wanted, reason="deleted on the platform")
         )
@@ -238,7 +240,7 @@ class EmployeePlanner:
                 self.unlocks.append(self.change(Action.UNLOCK, e, synced, reason=reason))
 
     def _plan_new(self, e: Employee, holder: SyncedEmployee | None) -> None:
-        wanted = employee_hash(e, self.policy.extended_fields)
+        wanted = self.hash(e)
         if holder is not None:
             # The username belongs to a record syncd knows under another source id.
             if holder.source_id in self.directory.employees or not self.directory.complete:
@@ -355,7 +357,7 @@ class EmployeePlanner:
                 Action.UPDATE,
                 pinned,
                 None,
-                hash=employee_hash(pinned, self.policy.extended_fields),
+                hash=self.hash(pinned),
                 target_id=account.id,
                 reason=f"adopting the platform's account {account.username} (matched by {key})",
                 platform_before=before,
@@ -414,7 +416,7 @@ class EmployeePlanner:
         self.replaced.append(
             self.change(Action.REMOVE, None, synced, reason=f"username changed to {e.username}")
         )
-        wanted = employee_hash(e, self.policy.extended_fields)
+        wanted = self.hash(e)
         self.upserts.append(
             self.change(
                 Action.CREATE,
@@ -464,7 +466,8 @@ class EmployeePlanner:
         }
 
     def _plan_leaver(self, synced: SyncedEmployee) -> None:
-        self.weighed.add(synced.username)
+        if self.view.changed:
+            self.weighed.add(synced.username)
         if self.drift.gone(synced):
             self._forget(synced, "missing from the source and deleted on the platform")
             return
