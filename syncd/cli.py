@@ -715,12 +715,15 @@ def reports_list(
         bool, typer.Option(help="Only runs that failed, partly failed or were blocked.")
     ] = False,
     output: Annotated[str, typer.Option("--output", "-o", help="text or json.")] = "text",
+    dry_runs: Annotated[
+        bool, typer.Option("--dry-runs", help="List dry runs (--dry-run, --check) instead.")
+    ] = False,
 ) -> None:
-    """One line per run."""
+    """One line per run: real runs; dry runs are kept apart (--dry-runs)."""
     from syncd.runs import print_run_list
 
     settings = settings_from(config, require_secrets=False)
-    print_run_list(settings, out, last=last, failed_only=failed, fmt=output)
+    print_run_list(settings, out, last=last, failed_only=failed, fmt=output, dry_runs=dry_runs)
 
 
 @reports_app.command("show")

@@ -149,17 +149,24 @@ def _rejected_counts(conn: Connection, run_ids: Sequence[int]) -> dict[int, int]
 
 
 def _runs(
-    conn: Connection, *, last: int, upto: int | None = None, failed_only: bool = False
+    conn: Connection,
+    *,
+    last: int,
+    upto: int | None = None,
+    failed_only: bool = False,
+    mode: str | None = None,
 ) -> list[rpt.RunInfo]:
-    """The newest ``last`` runs (up to run ``upto``), newest first."""
+    """The newest ``last`` runs (up to run ``upto``; of one ``mode``: apply or dry_run)."""
     query = text(
         "SELECT id, trigger, mode, read, source, started_at, finished_at, outcome, exit_code, "
         "host, pid FROM runs WHERE (:upto IS NULL OR id <= :upto) "
+        "AND (:mode IS NULL OR mode = :mode) "
         "AND (NOT :failed_only OR outcome IN :problems) ORDER BY id DESC LIMIT :n"
     ).bindparams(bindparam("problems", expanding=True))
     params = {
         "n": last,
         "upto": upto,
+        "mode": mode,
         "failed_only": failed_only,
         "problems": list(rpt.PROBLEM_OUTCOMES),
     }
@@ -167,15 +174,25 @@ def _runs(
 
 
 def _history(conn: Connection, upto: int, limit: int) -> list[rpt.HistoryPoint]:
-    runs = _runs(conn, last=limit, upto=upto)
+    # The last real runs, and the last dry runs beside them: a check every five minutes
+    # must not push the real runs off the chart.
+    runs = sorted(
+        _runs(conn, last=limit, upto=upto, mode="apply")
+        + _runs(conn, last=limit, upto=upto, mode="dry_run"),
+        key=lambda r: r.id,
+        reverse=True,
+    )
     counts = _counts(conn, [r.id for r in runs])
     return [rpt.history_point(r, counts.get(r.id, [])) for r in reversed(runs)]
 
 
-def list_runs(engine: Engine, *, last: int = 20, failed_only: bool = False) -> list[rpt.RunLine]:
-    """The newest runs, newest first, with their totals and rejected rows."""
+def list_runs(
+    engine: Engine, *, last: int = 20, failed_only: bool = False, dry_runs: bool = False
+) -> list[rpt.RunLine]:
+    """The newest real runs (or dry runs), newest first, with totals and rejected rows."""
+    mode = "dry_run" if dry_runs else "apply"
     with reading(engine) as conn:
-        runs = _runs(conn, last=max(last, 0), failed_only=failed_only)
+        runs = _runs(conn, last=max(last, 0), failed_only=failed_only, mode=mode)
         ids = [r.id for r in runs]
         counts = _counts(conn, ids)
         rejected = _rejected_counts(conn, ids)
@@ -301,17 +318,25 @@ LIST_FORMATS = ("text", "json")
 
 
 def print_run_list(
-    settings: Settings, console: Console, *, last: int, failed_only: bool, fmt: str = "text"
+    settings: Settings,
+    console: Console,
+    *,
+    last: int,
+    failed_only: bool,
+    fmt: str = "text",
+    dry_runs: bool = False,
 ) -> None:
     _check_format(fmt, LIST_FORMATS)
     lines = _with_state(
-        settings, lambda engine: list_runs(engine, last=last, failed_only=failed_only)
+        settings,
+        lambda engine: list_runs(engine, last=last, failed_only=failed_only, dry_runs=dry_runs),
     )
     if fmt == "json":
         _print_as_is(console, rpt.render_run_list_json(lines))
         return
     if not lines:
-        console.print("no failed runs recorded" if failed_only else "no runs recorded yet")
+        which = "dry runs" if dry_runs else "runs"
+        console.print(f"no failed {which} recorded" if failed_only else f"no {which} recorded yet")
         return
     _print_table(console, lines)
 
