@@ -416,6 +416,12 @@ class Screen:
             print_plan(result, self.show, long=self.long)
         self.shown_plan = True
 
+    def step(self, doing: str, read: int | None = None) -> None:
+        """The spinner's words: what is done before anything is sent, and how far it got."""
+        if self._spinner is not None:
+            text = doing if read is None else f"{doing}: {read:,} people read"
+            self._spinner.update(self._spinner.task_ids[0], description=text, refresh=True)
+
     def phase(self, name: str, total: int) -> None:
         if not self.live:
             log.info("%s: %d items", name, total)

@@ -334,6 +334,8 @@ class StatusSettings(Section):
 
     # No run finished ok (or partial: it sent what it could) for this long; 0: not checked.
     max_success_age_minutes: Annotated[int, Field(ge=0)] = 1440
+
+
 # ---------------------------------------------------------------- notifications
 
 NotifyWhen = Literal["failure", "block", "every_run"]

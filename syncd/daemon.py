@@ -467,6 +467,9 @@ class Daemon:
 class _LogProgress:
     """One log line per phase of the apply."""
 
+    def step(self, doing: str, read: int | None = None) -> None:
+        pass
+
     def phase(self, name: str, total: int) -> None:
         log.info("%s: %d items", name, total)
 

@@ -48,11 +48,17 @@ ITEM_FAILURES = (PlatformError, PlatformUnavailable, NotSent)
 
 
 class Progress(Protocol):
+    """How a run tells what it does: steps before anything is sent, then the apply's phases."""
+
+    def step(self, doing: str, read: int | None = None) -> None: ...
     def phase(self, name: str, total: int) -> None: ...
     def advance(self, n: int) -> None: ...
 
 
 class NoProgress:
+    def step(self, doing: str, read: int | None = None) -> None:
+        pass
+
     def phase(self, name: str, total: int) -> None:
         pass
 

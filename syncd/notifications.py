@@ -113,9 +113,7 @@ def notify(settings: Settings, engine: Engine, run_id: int) -> bool:
     return True
 
 
-def _send_text(
-    settings: Settings, engine: Engine, recipients: Sequence[str], message: str
-) -> None:
+def _send_text(settings: Settings, engine: Engine, recipients: Sequence[str], message: str) -> None:
     from syncd.platform import PlatformClient  # httpx is needed only when there is a message
 
     with PlatformClient(settings.platform, store.TokenStore(engine)) as client:

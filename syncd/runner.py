@@ -31,7 +31,7 @@ from syncd.errors import (
     EXIT_PARTIAL,
     SyncdError,
 )
-from syncd.executor import ApplyResult, Executor, Progress, item_rows
+from syncd.executor import ApplyResult, Executor, NoProgress, Progress, item_rows
 from syncd.lock import FileLock, holder
 from syncd.logs import redact
 from syncd.model import Directory, Kind
@@ -173,7 +173,7 @@ class _Run:
         self.settings = settings
         self.request = request
         self.engine = engine
-        self.progress = progress
+        self.progress = progress or NoProgress()
         self.stop = stop or threading.Event()
         self.on_planned = on_planned
         self.started = now_ms()
@@ -224,6 +224,7 @@ class _Run:
             reads = pool.submit(read_platform, client, snapshot, complete, cursors, self.settings)
             with collection_paused(freeze=True):
                 directory = self._read()
+            self.progress.step("reading the platform, planning")
             view = with_adoptions(
                 reads.result(), client, snapshot, directory, self.settings.sync.match_by
             )
@@ -290,7 +291,12 @@ class _Run:
         since = None
         if self.request.read == "incremental" and self.settings.source.kind == "ldap":
             since = store.get_cursor(self.engine, SOURCE_CURSOR)
-        directory = read_directory(self.settings.source, since=since)
+        self.progress.step("reading the source")
+        directory = read_directory(
+            self.settings.source,
+            since=since,
+            count=lambda n: self.progress.step("reading the source", n),
+        )
         self.result.directory = directory
         self.summary["source"] = {
             "kind": self.settings.source.kind,

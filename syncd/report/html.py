@@ -195,9 +195,7 @@ def _row(item: Item, r: RunReport) -> Row:
     return Row(shown(item.display), _name(item), lines, *_state(item, r))
 
 
-def search_data(
-    r: RunReport, groups: Sequence[Group], budget: int
-) -> tuple[dict[str, Any], int]:
+def search_data(r: RunReport, groups: Sequence[Group], budget: int) -> tuple[dict[str, Any], int]:
     """Every change, compactly, for the page's script; and how many it holds.
 
     Per group a flat list, four values a change: display, name, detail, state. Details

@@ -13,26 +13,30 @@ from syncd.config import SourceSettings
 from syncd.model import Directory
 
 if TYPE_CHECKING:
-    from syncd.sources._trace import Tracer
+    from syncd.sources._trace import Count, Tracer
 
 
 def read_directory(
-    settings: SourceSettings, *, since: str | None = None, trace: Tracer | None = None
+    settings: SourceSettings,
+    *,
+    since: str | None = None,
+    trace: Tracer | None = None,
+    count: Count | None = None,
 ) -> Directory:
     """Read the configured source, by its mapping rules.
 
     ``since`` asks an LDAP source for changes after that mark; ``trace`` is told of every
-    person read (the preview).
+    person read (the preview); ``count`` how many were read so far, now and then.
     """
     if settings.kind == "csv":
         from syncd.sources.csv import read_csv
 
         assert settings.csv is not None
-        return read_csv(settings.csv, mapping=settings.mapping, trace=trace)
+        return read_csv(settings.csv, mapping=settings.mapping, trace=trace, count=count)
     from syncd.sources.ldap import read_ldap
 
     assert settings.ldap is not None
-    return read_ldap(settings.ldap, since=since, mapping=settings.mapping, trace=trace)
+    return read_ldap(settings.ldap, since=since, mapping=settings.mapping, trace=trace, count=count)
 
 
 def describe(settings: SourceSettings) -> str:

@@ -1,13 +1,16 @@
-"""What a source tells a preview about each person it reads (``syncd check --preview``)."""
+"""What a source tells others as it reads: each person, for a preview (``syncd check
+--preview``); how many so far, for a spinner (``counted``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from syncd.mapping import Get
 from syncd.model import Employee
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -17,6 +20,21 @@ class Outcome:
     employee: Employee | None
     reason: str | None = None  # why rejected, or left out
     left_out: bool = False  # by the row filter
+
+
+Count = Callable[[int], None]  # told how many people were read so far
+COUNT_EVERY = 1000
+
+
+def counted(items: Iterable[T], count: Count | None) -> Iterator[T]:
+    """``items``, telling ``count`` how many went by, every COUNT_EVERY of them."""
+    if count is None:
+        yield from items
+        return
+    for n, item in enumerate(items, start=1):
+        yield item
+        if n % COUNT_EVERY == 0:
+            count(n)
 
 
 class Tracer(Protocol):

@@ -26,15 +26,20 @@ def test_the_plan_and_the_guards_show_before_the_apply_starts(site: Site) -> Non
 def test_a_spinner_tells_what_is_under_way_while_reading_and_planning(
     site: Site, emulator: RunningEmulator
 ) -> None:
+    write_csv(site.root, [(f"E{n}", f"user{n}", f"User {n}", "D1") for n in range(3000)])
     slow = {"match": "page-orgs", "fault": "latency", "latency_ms": 1500, "count": 1}
     emulator.set_faults(scripted=[slow])
     child = at_terminal(site, "sync", "--dry-run")
 
-    child.expect("reading the source and the platform, planning")
+    child.expect("reading the source: 3,000 people read")
+    child.expect("reading the platform, planning")  # the platform is slow to answer
     code, screen = finish(child)
 
     assert code == 0, screen
-    assert screen.index("reading the source and the platform") < screen.index("plan: ")
+    for count in ("1,000", "2,000", "3,000"):
+        assert f"reading the source: {count} people read" in screen
+    assert screen.index("reading the source: 1,000") < screen.index("reading the platform")
+    assert screen.index("reading the platform, planning") < screen.index("plan: ")
 
 
 def test_log_lines_print_above_the_bars_never_through_them(

@@ -21,7 +21,7 @@ from syncd.errors import SourceError
 from syncd.mapping import Rules, SourceMapping
 from syncd.model import Directory, build_directory
 from syncd.sources._paths import DepartmentPaths
-from syncd.sources._trace import Tracer
+from syncd.sources._trace import Count, Tracer
 from syncd.sources.csv.departments import _DepartmentIds, _DepartmentsRead, _read_departments
 from syncd.sources.csv.employees import _Mapping, _read_employees
 from syncd.sources.csv.files import _read_file
@@ -31,11 +31,16 @@ __all__ = ["FIELD_LIMIT", "read_csv"]
 
 
 def read_csv(
-    settings: CsvSource, *, mapping: SourceMapping | None = None, trace: Tracer | None = None
+    settings: CsvSource,
+    *,
+    mapping: SourceMapping | None = None,
+    trace: Tracer | None = None,
+    count: Count | None = None,
 ) -> Directory:
     """Read the configured CSV files into a complete Directory, or raise SourceError.
 
-    ``mapping``: the rules (source.mapping); ``trace`` is told of every person read.
+    ``mapping``: the rules (source.mapping); ``trace`` is told of every person read;
+    ``count`` how many rows were read so far, now and then.
     """
     for key in ("path_separator", "positions_separator"):
         if not getattr(settings, key):
@@ -44,7 +49,7 @@ def read_csv(
     csv.field_size_limit(FIELD_LIMIT)
     rules = Rules(mapping) if mapping is not None and not mapping.empty else None
     with collection_paused():
-        return _read(settings, _Mapping(rules, trace))
+        return _read(settings, _Mapping(rules, trace, count))
 
 
 def _read(settings: CsvSource, mapping: _Mapping) -> Directory:

@@ -23,7 +23,7 @@ from syncd.sources._text import (
     shown,
     split_list,
 )
-from syncd.sources._trace import Outcome, Tracer
+from syncd.sources._trace import Count, Outcome, Tracer, counted
 from syncd.sources.csv.columns import _Columns, _is_blank, _resolved
 from syncd.sources.csv.departments import _DepartmentIds
 from syncd.sources.csv.records import _REPEATED_HEADER, _Broken, _Table
@@ -41,6 +41,7 @@ class _EmployeesRead:
 class _Mapping:
     rules: Rules | None
     trace: Tracer | None
+    count: Count | None = None
 
 
 def _read_employees(
@@ -59,7 +60,7 @@ def _read_employees(
         rejected.append(RejectedRow(where, reason, Kind.EMPLOYEE, key, username))
 
     width, name = columns.width, table.name
-    for line, cells in table.rows:
+    for line, cells in counted(table.rows, mapping.count):
         where = f"{name}:{line}"
         if isinstance(cells, _Broken):
             reject(where, columns.reason(cells), cells.cells)

@@ -29,7 +29,7 @@ from syncd.mapping import Rules, SourceMapping
 from syncd.model import Department, Directory, Employee, RejectedRow, build_directory
 from syncd.sources import active_directory as ad
 from syncd.sources._paths import DepartmentPaths
-from syncd.sources._trace import Tracer
+from syncd.sources._trace import Count, Tracer, counted
 from syncd.sources.ldap.connection import Session, connect
 from syncd.sources.ldap.forest import Forest
 from syncd.sources.ldap.mapping import (
@@ -55,11 +55,12 @@ def read_ldap(
     mapping: SourceMapping | None = None,
     trace: Tracer | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    count: Count | None = None,
 ) -> Directory:
     """A Directory of the OU tree (or department paths) and the people under ``users_base``.
 
     ``mapping``: the rules (source.mapping); ``trace`` is told of every person read;
-    ``clock`` says when "now" is for account expiry.
+    ``clock`` says when "now" is for account expiry; ``count`` how many people were read.
     """
     password = settings.bind_password.get_secret_value() if settings.bind_password else None
     register_secret(password)
@@ -69,7 +70,7 @@ def read_ldap(
     try:
         with collection_paused():
             return _read(
-                forest, settings, shape, since, _Read(clock().replace(microsecond=0), trace)
+                forest, settings, shape, since, _Read(clock().replace(microsecond=0), trace, count)
             )
     finally:
         forest.close()
@@ -79,6 +80,7 @@ def read_ldap(
 class _Read:
     now: datetime  # account expiry is checked against this moment
     trace: Tracer | None
+    count: Count | None = None
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,8 @@ def _read(
         attributes=shape.attributes,
         page_size=settings.page_size,
     )
-    employees = [people.employee(dn, values) for dn, values in forest.entries(search)]
+    entries = counted(forest.entries(search), read.count)
+    employees = [people.employee(dn, values) for dn, values in entries]
     if delta.changed_filter and shape.flavor == "active_directory":
         employees += _expired_since(forest, search, people, delta, now, {dn for dn, _ in employees})
     elapsed = time.monotonic() - started
