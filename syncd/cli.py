@@ -112,6 +112,20 @@ class Output(StrEnum):
     JSON = "json"
 
 
+def _finite(value: float) -> float:
+    if not math.isfinite(value):
+        raise typer.BadParameter("must be a finite number")
+    return value
+
+
+ShowOption = Annotated[int, typer.Option(min=0, help="Changes to list (0: all).")]
+LongOption = Annotated[
+    bool, typer.Option("--long", "-l", help="List the fields each change sets, one a line.")
+]
+WaitOption = Annotated[
+    float,
+    typer.Option(min=0, callback=_finite, help="Seconds to wait for a running sync to finish."),
+]
 OutputOption = Annotated[
     Output,
     typer.Option(
@@ -200,12 +214,6 @@ def in_order(counts: Mapping[str, int]) -> list[tuple[str, int]]:
     return [(action, counts[action]) for action in ACTION_STYLES if counts.get(action)]
 
 
-def _finite(value: float) -> float:
-    if not math.isfinite(value):
-        raise typer.BadParameter("must be a finite number")
-    return value
-
-
 @app.command()
 def sync(
     config: ConfigOption = None,
@@ -225,14 +233,9 @@ def sync(
         bool,
         typer.Option(help="LDAP: read only what changed since the last run (finds no leavers)."),
     ] = False,
-    show: Annotated[int, typer.Option(min=0, help="Changes to list (0: all).")] = 200,
-    long: Annotated[
-        bool, typer.Option("--long", "-l", help="List the fields each change sets, one a line.")
-    ] = False,
-    wait: Annotated[
-        float,
-        typer.Option(min=0, callback=_finite, help="Seconds to wait for a running sync to finish."),
-    ] = 0,
+    show: ShowOption = 200,
+    long: LongOption = False,
+    wait: WaitOption = 0,
     output: OutputOption = Output.TEXT,
     save_plan: Annotated[
         Path | None,
@@ -268,14 +271,9 @@ def apply(
         typer.Argument(help="A plan saved by syncd sync --dry-run --save-plan.", dir_okay=False),
     ],
     config: ConfigOption = None,
-    show: Annotated[int, typer.Option(min=0, help="Changes to list (0: all).")] = 200,
-    long: Annotated[
-        bool, typer.Option("--long", "-l", help="List the fields each change sets, one a line.")
-    ] = False,
-    wait: Annotated[
-        float,
-        typer.Option(min=0, callback=_finite, help="Seconds to wait for a running sync to finish."),
-    ] = 0,
+    show: ShowOption = 200,
+    long: LongOption = False,
+    wait: WaitOption = 0,
     output: OutputOption = Output.TEXT,
 ) -> None:
     """Apply a saved plan: only if planning now gives the very same changes (else exit 2)."""
@@ -614,7 +612,7 @@ def run_document(engine: Engine, result: RunResult, show: int, code: int) -> dic
             "rejected": len(d.rejected),
         },
         "planned": dict(in_order(Counter(c.action.value for c in changes))),
-        "changes": [_change_document(c) for c in changes[: show or None]],
+        "changes": [c.as_document() for c in changes[: show or None]],
         "notes": [{"kind": n.kind, "key": n.key, "message": n.message} for n in the_plan.notes]
         if the_plan is not None
         else [],
@@ -628,18 +626,6 @@ def run_document(engine: Engine, result: RunResult, show: int, code: int) -> dic
         "failures": [
             {"error": error, "count": n} for error, n in store.failure_groups(engine, result.run_id)
         ],
-    }
-
-
-def _change_document(c: Change) -> dict[str, Any]:
-    return {
-        "kind": c.kind.value,
-        "action": c.action.value,
-        "key": c.key,
-        "display": c.new_path or c.display,
-        "message": c.message,
-        "before": c.before,
-        "after": c.after,
     }
 
 

@@ -155,18 +155,7 @@ def write(
         "counts": {f"{k.value} {a.value}": n for (k, a), n in sorted(plan.counts().items())},
         "guards": [{"name": g.name, "passed": g.passed, "message": g.message} for g in guards],
         "notes": [{"kind": n.kind, "key": n.key, "message": n.message} for n in plan.notes],
-        "changes": [
-            {
-                "kind": c.kind.value,
-                "action": c.action.value,
-                "key": c.key,
-                "display": c.new_path or c.display,
-                "message": c.message,
-                "before": c.before,
-                "after": c.after,
-            }
-            for c in plan.changes
-        ],
+        "changes": [c.as_document() for c in plan.changes],
     }
     text = json.dumps(document, ensure_ascii=False, indent=1, default=str)
     try:

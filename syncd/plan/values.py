@@ -189,6 +189,19 @@ class Change:
             return employee_fields(self.record, self.extended_fields or {})
         return None
 
+    def as_document(self) -> dict[str, Any]:
+        """The change as plain data (for JSON): what, on which record, the sentence, the
+        fields before and after."""
+        return {
+            "kind": self.kind.value,
+            "action": self.action.value,
+            "key": self.key,
+            "display": self.new_path or self.display,
+            "message": self.message,
+            "before": self.before,
+            "after": self.after,
+        }
+
     @property
     def message(self) -> str:
         """One human sentence: what will be done, and why."""
