@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test bench bench-docs lint system-packages clean
+.PHONY: demo test bench bench-docs bench-packages lint system-packages clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,12 +46,19 @@ $(CSV_DIFF): | $(VENV)/.installed
 	$(PYTHON) -m venv $(VENV)/csv-diff
 	$(VENV)/csv-diff/bin/pip install --quiet 'csv-diff==1.2'
 
+# GNU time, which reads the peak RSS of each process the benchmark measures.
+bench-packages: system-packages
+	@[ -x /usr/bin/time ] || { echo "installing Debian packages: time"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q time >/dev/null \
+	  || { $(SUDO) apt-get update -q >/dev/null && \
+	       $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q time >/dev/null; }; }
+
 # BENCH_ARGS: e.g. --quick, or --repeat 3 (benchmarks/run.py --help)
-bench: system-packages $(VENV)/.installed $(CSV_DIFF)
+bench: bench-packages $(VENV)/.installed $(CSV_DIFF)
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 # The same, then its table into docs/performance.md and its headline into README.md.
-bench-docs: system-packages $(VENV)/.installed $(CSV_DIFF)
+bench-docs: bench-packages $(VENV)/.installed $(CSV_DIFF)
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS) --markdown docs/performance.md --headline README.md
 
 clean:

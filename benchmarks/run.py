@@ -32,6 +32,8 @@ from benchmarks.table import text, write_headline, write_markdown
 
 OUT = Path(__file__).resolve().parent / "out"
 PARTS = ("csv", "ldap", "plan")
+FULL = {"people": 100_000, "plan_people": 1_000_000, "repeat": 5, "plan_repeat": 3}
+QUICK = {**FULL, "people": 10_000, "plan_people": 100_000}
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -39,16 +41,16 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="benchmarks/run.py",
         description="syncd's figures next to their comparisons, A/B alternated, medians.",
     )
-    parser.add_argument("--people", type=int, default=100_000, help="people in the company")
-    parser.add_argument("--plan-people", type=int, default=1_000_000, help="people planned")
-    parser.add_argument("--repeat", type=int, default=5, help="repetitions (medians of them)")
+    parser.add_argument("--people", type=int, help="people in the company (100,000)")
+    parser.add_argument("--plan-people", type=int, help="people planned (1,000,000)")
+    parser.add_argument("--repeat", type=int, help="repetitions, medians of them (5)")
     parser.add_argument(
-        "--plan-repeat", type=int, default=3, help="repetitions of planning (a minute each)"
+        "--plan-repeat", type=int, help="repetitions of planning, a minute each (3)"
     )
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="10,000 people, planning 100,000, 5 repetitions (planning 3): about two minutes",
+        help="10,000 people and planning 100,000 unless given: about two minutes",
     )
     parser.add_argument(
         "--parts", default=",".join(PARTS), help=f"comma-separated, of: {', '.join(PARTS)}"
@@ -66,6 +68,12 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--keep", action="store_true", help="keep the run's data files, not only its logs"
     )
     parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="run syncd, the LDAP reader and the planner under cProfile (.prof beside the logs;"
+        " the timings are then the profiler's)",
+    )
+    parser.add_argument(
         "--markdown", type=Path, help="write the table into this file (docs/performance.md)"
     )
     parser.add_argument(
@@ -78,8 +86,10 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="render this results file instead of measuring",
     )
     args = parser.parse_args(argv)
-    if args.quick:
-        args.people, args.plan_people, args.repeat, args.plan_repeat = 10_000, 100_000, 5, 3
+    defaults = QUICK if args.quick else FULL
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
     args.parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     unknown = sorted(set(args.parts) - set(PARTS))
     if unknown:
@@ -125,6 +135,7 @@ def measure(args: argparse.Namespace, argv: list[str]) -> Results:
         args.repeat,
         args.plan_repeat,
         lambda line: print(line, flush=True),
+        args.profile,
     )
     started = time.perf_counter()
     try:
@@ -153,13 +164,13 @@ def measure(args: argparse.Namespace, argv: list[str]) -> Results:
 
 
 def _keep_logs_only(folder: Path) -> None:
-    """Remove a run's data (CSV, LDIF, state: hundreds of MB at scale); its logs stay."""
+    """Remove a run's data (CSV, LDIF, state: hundreds of MB at scale); logs and profiles stay."""
     for entry in folder.iterdir():
         if entry.is_dir():
             _keep_logs_only(entry)
             if not any(entry.iterdir()):
                 entry.rmdir()
-        elif entry.suffix != ".log":
+        elif entry.suffix not in (".log", ".prof"):
             entry.unlink()
 
 

@@ -74,6 +74,16 @@ class Context:
     repeat: int
     plan_repeat: int
     log: Callable[[str], None]
+    profile: bool = False  # run syncd, the LDAP reader and the planner under cProfile
+
+    def command(self, key: str, folder: Path, *command: str | Path) -> list[str | Path]:
+        """``command``, or with --profile the same under cProfile, writing ``<key>-<n>.prof``."""
+        if not self.profile:
+            return list(command)
+        stats = folder / f"{key}-{len(self.results.series.get(key, []))}.prof"
+        if command[0] == sys.executable:  # python -m module: cProfile runs modules too
+            return [sys.executable, "-m", "cProfile", "-o", stats, *command[1:]]
+        return [sys.executable, "-m", "cProfile", "-o", stats, *command]
 
     def platform(self, emulator: Emulator | None) -> Platform:
         # Settings need a platform URL even where nothing calls it: then the discard port.
@@ -112,7 +122,9 @@ def sync(
         emulator.reset(data=False)  # the request counts only
     state = settings.parent / "state"
     log = settings.parent / f"{key}-{len(ctx.results.series.get(key, []))}.log"
-    run = measure([SYNCD, "sync", "--config", settings, *extra], log)
+    run = measure(
+        ctx.command(key, settings.parent, SYNCD, "sync", "--config", settings, *extra), log
+    )
     if run.exit_code != 0:
         raise RuntimeError(f"{key}: syncd exited {run.exit_code}:\n{run.output[-3000:]}")
     items = last_run_items(state)
@@ -244,7 +256,10 @@ def ldap_chain(ctx: Context, emulator: Emulator) -> None:
         )
 
         def read_ldap() -> None:
-            run = measure(python_child("benchmarks.ldap_read", str(settings)), folder / "read.log")
+            command = ctx.command(
+                "ldap_read", folder, *python_child("benchmarks.ldap_read", str(settings))
+            )
+            run = measure(command, folder / "read.log")
             found = child_json(run)
             timed = Measured(found["read_seconds"], found["read_cpu_seconds"], run.peak_rss_mb, 0)
             ctx.keep("ldap_read", timed, process_wall=run.wall, **found)
@@ -312,9 +327,10 @@ def planning_chain(ctx: Context) -> None:
     gc.collect()
 
     def plan() -> None:
-        command = python_child("benchmarks.plan_only", "--people", str(people), "--seed",
-                               str(ctx.seed))  # fmt: skip
-        run = measure(command, folder / "plan.log")
+        command = python_child(
+            "benchmarks.plan_only", "--people", str(people), "--seed", str(ctx.seed)
+        )
+        run = measure(ctx.command("plan", folder, *command), folder / "plan.log")
         found = child_json(run)
         timed = Measured(found["plan_seconds"], found["plan_cpu_seconds"], run.peak_rss_mb, 0)
         ctx.keep("plan", timed, process_wall=run.wall, **found)

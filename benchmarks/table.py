@@ -201,7 +201,7 @@ def _span(values: Sequence[int]) -> str:
 
 
 PROCESS_HEADER = ("process", "n", "wall (median)", "range", "CPU", "peak RSS", "calls")
-HEADER = ("work", "syncd", "comparison", "ratio (range)", "goal", "")
+HEADER = ("work", "syncd", "comparison", "ratio (range)", "goal", "met")
 
 
 # ---------------------------------------------------------------- renderings
@@ -273,6 +273,8 @@ def machine_line(results: Results) -> str:
         if max(load, end) >= 0.5
         else f" Load average {load:.1f} at the start, {end:.1f} at the end."
     )
+    if results.options.get("profile"):
+        shared += " Run under cProfile (--profile): the timings are the profiler's, not syncd's."
     return (
         f"Measured {when} on {m.get('nproc')} CPUs ({m.get('cpu_model')}), "
         f"{m.get('memory_gb')} GB RAM, {m.get('os')}, Python {m.get('python')}; code at commit "
