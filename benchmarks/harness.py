@@ -2,7 +2,8 @@
 
 Every process is started in its own session and is asked to die with the harness
 (``PR_SET_PDEATHSIG``), and every ``with`` block kills its process group on the way out:
-no server outlives a crashed or interrupted benchmark.
+no server outlives a crashed or interrupted benchmark. A measured command runs under GNU
+time, in time's process group: killed with it, and in any case ending by itself.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
     benchmarks/run.py [--people 100000] [--plan-people 1000000] [--repeat 5] [--plan-repeat 3]
                       [--quick] [--parts csv,ldap,plan] [--batch-size 200] [--concurrency 4]
-                      [--seed 1] [--syncd-source DIR] [--keep]
+                      [--seed 1] [--syncd-source DIR] [--keep] [--profile]
                       [--markdown FILE] [--headline FILE] [--from RESULTS.json]
 
 Prints issue 14's table: each of syncd's figures next to its comparison's, measured A/B

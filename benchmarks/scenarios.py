@@ -116,10 +116,7 @@ def sync(
     key: str, ctx: Context, emulator: Emulator, settings: Path, *extra: str, reset: bool = False
 ) -> Sample:
     """``syncd sync`` measured; its write calls, the fewest possible, and its platform reads."""
-    if reset:
-        emulator.reset(data=True)
-    else:
-        emulator.reset(data=False)  # the request counts only
+    emulator.reset(data=reset)  # the request counts always; with reset, the data too
     state = settings.parent / "state"
     log = settings.parent / f"{key}-{len(ctx.results.series.get(key, []))}.log"
     run = measure(
