@@ -1,10 +1,11 @@
-# One command each: `make demo`, `make test`, `make bench`. Each sets up what it needs.
+# One command each: `make demo`, `make test`, `make bench` (`make bench-docs` also writes
+# docs/performance.md and README.md's headline). Each sets up what it needs.
 PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test bench lint system-packages clean
+.PHONY: demo test bench bench-docs bench-packages lint system-packages clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -43,8 +44,27 @@ lint: $(VENV)/.installed
 test: system-packages lint
 	$(BIN)/pytest
 
-bench: system-packages $(VENV)/.installed
-	$(BIN)/python benchmarks/run.py
+# csv-diff, the benchmark's comparison for planning, in a virtual environment of its own: its
+# wheel installs a top-level `tests` package that would shadow this repository's tests/.
+CSV_DIFF := $(VENV)/csv-diff/bin/csv-diff
+$(CSV_DIFF): | $(VENV)/.installed
+	$(PYTHON) -m venv $(VENV)/csv-diff
+	$(VENV)/csv-diff/bin/pip install --quiet 'csv-diff==1.2'
+
+# GNU time, which reads the peak RSS of each process the benchmark measures.
+bench-packages: system-packages
+	@[ -x /usr/bin/time ] || { echo "installing Debian packages: time"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q time >/dev/null \
+	  || { $(SUDO) apt-get update -q >/dev/null && \
+	       $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q time >/dev/null; }; }
+
+# BENCH_ARGS: e.g. --quick, or --repeat 3 (benchmarks/run.py --help)
+bench: bench-packages $(VENV)/.installed $(CSV_DIFF)
+	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+
+# The same, then its table into docs/performance.md and its headline into README.md.
+bench-docs: bench-packages $(VENV)/.installed $(CSV_DIFF)
+	$(BIN)/python benchmarks/run.py $(BENCH_ARGS) --markdown docs/performance.md --headline README.md
 
 clean:
 	rm -rf $(VENV) .syncd .pytest_cache .mypy_cache .ruff_cache

@@ -13,6 +13,7 @@ import csv
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 MAX_DEPTH = 6
@@ -23,6 +24,9 @@ TOP_LEVEL = 8
 LDAP_SUFFIX = "dc=corp,dc=example"
 LDAP_PEOPLE_BASE = f"ou=Corp,{LDAP_SUFFIX}"  # the root organization: its OUs are departments
 DEPARTED_TYPE = "departed"  # LDAP employeeType of departed people (matched by departed_filter)
+# When the LDIF's entries were last changed: departments at the start, then each person a
+# minute after the one before, as in a directory edited over months (not all at load time).
+LDAP_CHANGED_FROM = datetime(2025, 1, 1, tzinfo=UTC)
 
 DEPARTMENT_WORDS_EN = (
     "Sales", "Engineering", "Finance", "Marketing", "Operations", "Legal", "Support",
@@ -243,7 +247,9 @@ def write_ldif(company: Company, path: Path) -> Path:
     """The company as an OU tree under LDAP_PEOPLE_BASE (suffix entry not included).
 
     Second positions have no place in an OU tree and are left out; departed people carry
-    ``employeeType: departed``.
+    ``employeeType: departed``. Entries carry ``modifyTimestamp`` (``slapadd`` keeps it),
+    spread from LDAP_CHANGED_FROM: an incremental read after a full one finds only the
+    people changed last, as in a real directory, not everyone loaded in the same second.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as fh:
@@ -254,12 +260,13 @@ def write_ldif(company: Company, path: Path) -> Path:
 
 def ldif_entries(company: Company) -> Iterator[str]:
     dns: dict[str, str] = {}
-    yield f"dn: {LDAP_PEOPLE_BASE}\nobjectClass: organizationalUnit\nou: Corp\n\n"
+    loaded = _changed(LDAP_CHANGED_FROM)
+    yield f"dn: {LDAP_PEOPLE_BASE}\nobjectClass: organizationalUnit\nou: Corp\n{loaded}\n"
     for u in company.ordered_units():
         parent = LDAP_PEOPLE_BASE if u.parent is None else dns[u.parent]
         dn = dns[u.id] = f"ou={u.name},{parent}"
-        yield f"{_line('dn', dn)}objectClass: organizationalUnit\n{_line('ou', u.name)}\n"
-    for p in company.people.values():
+        yield f"{_line('dn', dn)}objectClass: organizationalUnit\n{_line('ou', u.name)}{loaded}\n"
+    for number, p in enumerate(company.people.values(), start=1):
         surname = p.name.split()[-1] if " " in p.name else p.name[:1]
         lines = [
             _line("dn", f"uid={p.username},{dns[p.department]}"),
@@ -272,9 +279,14 @@ def ldif_entries(company: Company) -> Iterator[str]:
             _line("employeeNumber", p.sn),
             _line("title", p.job_title),
             _line("employeeType", DEPARTED_TYPE if p.departed else "staff"),
+            _changed(LDAP_CHANGED_FROM + timedelta(minutes=number)),
             "\n",
         ]
         yield "".join(lines)
+
+
+def _changed(moment: datetime) -> str:
+    return f"modifyTimestamp: {moment.strftime('%Y%m%d%H%M%SZ')}\n"
 
 
 def _line(attribute: str, value: str) -> str:

@@ -2,7 +2,8 @@
 
 Every process is started in its own session and is asked to die with the harness
 (``PR_SET_PDEATHSIG``), and every ``with`` block kills its process group on the way out:
-no server outlives a crashed or interrupted benchmark.
+no server outlives a crashed or interrupted benchmark. A measured command runs under GNU
+time, in time's process group: killed with it, and in any case ending by itself.
 """
 
 from __future__ import annotations
@@ -11,12 +12,12 @@ import ctypes
 import json
 import math
 import os
-import resource
 import signal
 import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -31,6 +32,7 @@ from syncd.emulator.options import EmulatorOptions
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 SYNCD = BIN / "syncd"
+TIME = Path("/usr/bin/time")  # GNU time (Debian package time): the peak RSS of what it runs
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
 _PR_SET_PDEATHSIG = 1
@@ -123,26 +125,33 @@ class Measured:
 def measure(
     command: Sequence[str | Path], log: Path | None, *, env: Mapping[str, str] | None = None
 ) -> Measured:
-    """Run a command to its end and measure it (wall, CPU and peak RSS via wait4).
+    """Run a command to its end and measure it: wall time, CPU time and peak RSS.
 
-    Its output goes to ``log`` (replaced), or is discarded when ``log`` is None.
+    Its output goes to ``log`` (replaced), or is discarded when ``log`` is None. The peak RSS
+    is the one GNU time reads from wait4 for the command, which it starts itself: a child of
+    the harness would count the harness's own memory, copied by fork and kept by exec as its
+    high-water mark (a 500 MB harness makes ``true`` peak at 500 MB). CPU time is wait4's
+    for time and the command together (time's own is a few milliseconds).
     """
     if log is not None:
         log.parent.mkdir(parents=True, exist_ok=True)
         log.unlink(missing_ok=True)
-    started = time.perf_counter()
-    process = spawn(command, log, env=child_env(env))
-    try:
-        _, status, usage = os.wait4(process.pid, 0)
-    except BaseException:
-        _kill_group(process)
-        raise
-    wall = time.perf_counter() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
+    with tempfile.NamedTemporaryFile("r", prefix="rss-", suffix=".txt") as rss:
+        started = time.perf_counter()
+        process = spawn([TIME, "-f", "%M", "-o", rss.name, *command], log, env=child_env(env))
+        try:
+            _, status, usage = os.wait4(process.pid, 0)
+        except BaseException:
+            _kill_group(process)
+            raise
+        wall = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        # The last line: time puts "Command exited with non-zero status N" before it.
+        kilobytes = rss.read().split()[-1:] or ["0"]  # none: time itself could not run
     return Measured(
         wall=wall,
         cpu=usage.ru_utime + usage.ru_stime,
-        peak_rss_mb=usage.ru_maxrss / 1024,  # kilobytes on Linux
+        peak_rss_mb=int(kilobytes[0]) / 1024,
         exit_code=process.returncode,
         output=log.read_text(encoding="utf-8", errors="replace") if log is not None else "",
     )
@@ -331,7 +340,3 @@ def short_endpoint(key: str) -> str:
         path.replace("/v1/admin/organizations", "").replace("{code}", "").replace("{org_code}", "")
     )
     return f"{method} {tail.strip('/') or '(root)'}"
-
-
-def rusage_self_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

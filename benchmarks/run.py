@@ -1,62 +1,59 @@
-"""syncd's benchmarks, one command: ``make bench`` (or ``.venv/bin/python benchmarks/run.py``).
+"""syncd's benchmark, one command: ``make bench`` (or ``.venv/bin/python benchmarks/run.py``).
 
-    benchmarks/run.py [--sizes 10000,100000] [--scenarios initial,resync,churn,floor,ldap,plan]
-                      [--plan-people 1000000] [--repeat N] [--batch-size 200]
-                      [--concurrency 4] [--quick] [--syncd-source DIR]
+    benchmarks/run.py [--people 100000] [--plan-people 1000000] [--repeat 5] [--plan-repeat 3]
+                      [--quick] [--parts csv,ldap,plan] [--batch-size 200] [--concurrency 4]
+                      [--seed 1] [--syncd-source DIR] [--keep] [--profile]
+                      [--markdown FILE] [--headline FILE] [--from RESULTS.json]
 
-syncd runs as its own process (``syncd sync``), against ``syncd emulator`` in another,
-both on loopback; each row's wall time, CPU time and peak RSS are the measured process's
-own (os.wait4). Prints a table, writes benchmarks/out/results-<timestamp>.json, and keeps
-each run's files (settings, CSV, logs, state) in benchmarks/out/<timestamp>/.
+Prints issue 14's table: each of syncd's figures next to its comparison's, measured A/B
+alternated in the same run, medians of the repetitions, with the ratio and the goal; then
+every process measured. Writes benchmarks/out/results-<timestamp>.json (every sample) and,
+with --markdown/--headline, the table into docs/performance.md and the one-line headline
+into README.md (between their markers). --from re-renders a results file without measuring.
 Timings are reported, never asserted: these are measurements, not tests.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
+import shlex
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
 
-from benchmarks.harness import Platform, running_emulator, use_syncd_from
-from benchmarks.scenarios import (
-    SYNC_SCENARIOS,
-    Context,
-    Result,
-    csv_syncs,
-    floor,
-    ldap_read,
-    planning,
-)
+from benchmarks.harness import running_emulator, use_syncd_from
+from benchmarks.results import Results, machine
+from benchmarks.scenarios import Context, csv_chain, ldap_chain, planning_chain
+from benchmarks.table import text, write_headline, write_markdown
 
 OUT = Path(__file__).resolve().parent / "out"
-ALL = (*SYNC_SCENARIOS, "floor", "ldap", "plan")
-BIG = 100_000
+PARTS = ("csv", "ldap", "plan")
+FULL = {"people": 100_000, "plan_people": 1_000_000, "repeat": 5, "plan_repeat": 3}
+QUICK = {**FULL, "people": 10_000, "plan_people": 100_000}
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="benchmarks/run.py", description="syncd benchmarks at enterprise scale."
+        prog="benchmarks/run.py",
+        description="syncd's figures next to their comparisons, A/B alternated, medians.",
+    )
+    parser.add_argument("--people", type=int, help="people in the company (100,000)")
+    parser.add_argument("--plan-people", type=int, help="people planned (1,000,000)")
+    parser.add_argument("--repeat", type=int, help="repetitions, medians of them (5)")
+    parser.add_argument(
+        "--plan-repeat", type=int, help="repetitions of planning, a minute each (3)"
     )
     parser.add_argument(
-        "--sizes", default="10000,100000", help="people per company, comma-separated"
+        "--quick",
+        action="store_true",
+        help="10,000 people and planning 100,000 unless given: about two minutes",
     )
     parser.add_argument(
-        "--scenarios", default=",".join(ALL), help=f"comma-separated, of: {', '.join(ALL)}"
-    )
-    parser.add_argument("--plan-people", type=int, default=1_000_000, help="people for 'plan'")
-    parser.add_argument(
-        "--repeat",
-        type=int,
-        default=None,
-        help="repetitions, best kept (default 3; 1 above 10,000)",
+        "--parts", default=",".join(PARTS), help=f"comma-separated, of: {', '.join(PARTS)}"
     )
     parser.add_argument("--batch-size", type=int, default=200, help="platform.batch_size")
     parser.add_argument("--concurrency", type=int, default=4, help="platform.concurrency")
@@ -68,182 +65,113 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="run the syncd package in this folder instead (a before/after comparison)",
     )
     parser.add_argument(
-        "--quick", action="store_true", help="a smoke run: 2,000 people, planning 100,000, once"
+        "--keep", action="store_true", help="keep the run's data files, not only its logs"
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="run syncd, the LDAP reader and the planner under cProfile (.prof beside the logs;"
+        " the timings are then the profiler's)",
+    )
+    parser.add_argument(
+        "--markdown", type=Path, help="write the table into this file (docs/performance.md)"
+    )
+    parser.add_argument(
+        "--headline", type=Path, help="write the one-line headline into this file (README.md)"
+    )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        help="render this results file instead of measuring",
     )
     args = parser.parse_args(argv)
-    if args.quick:
-        args.sizes, args.plan_people, args.repeat = "2000", 100_000, 1
-    args.sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
-    args.scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
-    unknown = sorted(set(args.scenarios) - set(ALL))
+    defaults = QUICK if args.quick else FULL
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    args.parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    unknown = sorted(set(args.parts) - set(PARTS))
     if unknown:
-        parser.error(f"unknown scenario(s): {', '.join(unknown)}")
+        parser.error(f"unknown part(s): {', '.join(unknown)}")
+    if min(args.repeat, args.plan_repeat, args.people, args.plan_people) < 1:
+        parser.error("--people, --plan-people, --repeat and --plan-repeat must be at least 1")
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
+    if args.source is not None:
+        results = Results.load(args.source)
+    else:
+        results = measure(args, list(sys.argv[1:] if argv is None else argv))
+    print()
+    print(text(results))
+    if args.markdown is not None:
+        write_markdown(args.markdown, results)
+        print(f"table written into {args.markdown}")
+    if args.headline is not None:
+        write_headline(args.headline, results)
+        print(f"headline written into {args.headline}")
+    return 0
+
+
+def measure(args: argparse.Namespace, argv: list[str]) -> Results:
     if args.syncd_source is not None:
         use_syncd_from(args.syncd_source)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = OUT / stamp
     out.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    results = run_all(args, out)
-    print()
-    print(table(results))
+    options = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    options["command"] = shlex.join(["benchmarks/run.py", *argv])
+    results = Results(args.people, args.plan_people, options, machine())
     path = OUT / f"results-{stamp}.json"
-    path.write_text(json.dumps(report(args, results, time.perf_counter() - started), indent=2))
-    print(f"\nresults: {path}\nfiles:   {out}")
-    return 0
-
-
-def run_all(args: argparse.Namespace, out: Path) -> list[Result]:
-    # The LDAP and planning scenarios never call the platform, but settings need its URL:
-    # the discard port on loopback, where nothing answers.
-    platform_settings = Platform("http://127.0.0.1:9", args.batch_size, args.concurrency)
-    results: list[Result] = []
-
-    def repeat(people: int) -> int:
-        return int(args.repeat or (3 if people <= 10_000 else 1))
-
-    def log(line: str) -> None:
-        print(line, flush=True)
-
-    wanted_syncs = [s for s in SYNC_SCENARIOS if s in args.scenarios]
-    if wanted_syncs or "floor" in args.scenarios:
-        with running_emulator(out / "emulator.log") as emulator:
-            ctx = Context(
-                out,
-                emulator,
-                Platform(emulator.base_url, args.batch_size, args.concurrency),
-                args.seed,
-                repeat,
-                log,
-            )
-            for people in args.sizes:
-                if wanted_syncs:
-                    log(f"CSV syncs of {people:,} people")
-                    results += csv_syncs(people, wanted_syncs, ctx)
-                if "floor" in args.scenarios:
-                    log(f"platform floor for {people:,} people")
-                    results.append(floor(people, ctx))
-    ctx = Context(out, None, platform_settings, args.seed, repeat, log)
-    if "ldap" in args.scenarios:
-        for people in args.sizes:
-            log(f"LDAP read of {people:,} people")
-            results.append(ldap_read(people, ctx))
-    if "plan" in args.scenarios:
-        log(f"planning {args.plan_people:,} people")
-        results.append(planning(args.plan_people, ctx))
-    for result in results:
-        judge(result)
+    ctx = Context(
+        out,
+        results,
+        args.batch_size,
+        args.concurrency,
+        args.seed,
+        args.repeat,
+        args.plan_repeat,
+        lambda line: print(line, flush=True),
+        args.profile,
+    )
+    started = time.perf_counter()
+    try:
+        if "csv" in args.parts or "ldap" in args.parts:
+            with running_emulator(out / "emulator.log") as emulator:
+                if "csv" in args.parts:
+                    with running_emulator(out / "push-emulator.log") as push_emulator:
+                        print(f"CSV syncs of {args.people:,} people", flush=True)
+                        csv_chain(ctx, emulator, push_emulator)
+                    results.save(path)
+                if "ldap" in args.parts:
+                    print(f"LDAP reads and syncs of {args.people:,} people", flush=True)
+                    ldap_chain(ctx, emulator)
+                    results.save(path)
+        if "plan" in args.parts:
+            print(f"planning {args.plan_people:,} people", flush=True)
+            planning_chain(ctx)
+    finally:
+        results.seconds = round(time.perf_counter() - started, 1)
+        results.machine["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+        results.save(path)
+        if not args.keep:
+            _keep_logs_only(out)
+    print(f"\nresults: {path}\nlogs:    {out}")
     return results
 
 
-# ---------------------------------------------------------------- targets
-
-
-def judge(r: Result) -> None:
-    """Set the row's target and whether it was met (targets are for 100,000 people and up)."""
-    name = r.scenario
-    if name.startswith("planning"):
-        r.target = "< 20 s, < 2 GB" if r.people >= 1_000_000 else ""
-        r.met = r.wall < 20 and (r.peak_rss_mb or 0) < 2048 if r.target else None
-        return
-    if r.people < BIG:
-        return
-    if name.startswith("initial"):
-        r.target, r.met = "< 30 s, < 400 MB", r.wall < 30 and (r.peak_rss_mb or 0) < 400
-    elif name.startswith("no-change"):
-        r.target, r.met = "< 3 s, 0 writes", r.wall < 3 and r.writes == 0
-    elif name.startswith("1% churn"):
-        r.target = "< 5 s, writes <= min"
-        r.met = r.wall < 5 and (r.writes or 0) <= (r.min_writes or 0)
-    elif name.startswith("LDAP"):
-        r.target, r.met = "< 3x ldapsearch", r.detail["ratio"] < 3
-
-
-# ---------------------------------------------------------------- output
-
-
-def table(results: Sequence[Result]) -> str:
-    header = (
-        "scenario", "N", "wall s", "CPU s", "peak RSS MB", "writes (min)", "items sent",
-        "target", "met",
-    )  # fmt: skip
-    rows = [header]
-    for r in results:
-        writes = "" if r.writes is None else f"{r.writes}"
-        if r.min_writes is not None:
-            writes += f" ({r.min_writes})"
-        rows.append(
-            (
-                r.scenario,
-                f"{r.people:,}",
-                f"{r.wall:.2f}",
-                "" if r.cpu is None else f"{r.cpu:.2f}",
-                "" if r.peak_rss_mb is None else f"{r.peak_rss_mb:.0f}",
-                writes,
-                "" if r.items_sent is None else f"{r.items_sent:,}",
-                r.target,
-                {True: "yes", False: "NO", None: ""}[r.met],
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = [" | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
-    lines.insert(1, "-+-".join("-" * w for w in widths))
-    lines += ["", *notes(results)]
-    return "\n".join(lines)
-
-
-def notes(results: Sequence[Result]) -> list[str]:
-    """What a row cannot say: calls by endpoint, the LDAP ratios, the floor, repetitions."""
-    out = []
-    for r in results:
-        label = f"{r.scenario}, {r.people:,}:"
-        if r.calls and not r.scenario.startswith("platform floor"):
-            calls = ", ".join(f"{k} {n}" for k, n in sorted(r.calls.items()))
-            out.append(f"{label} calls {calls}")
-        if r.scenario.startswith("LDAP"):
-            d = r.detail
-            out.append(
-                f"{label} ldapsearch {d['ldapsearch_seconds']:.2f} s; read_ldap "
-                f"{r.wall:.2f} s = {d['ratio']}x; syncd check {d['syncd_check_seconds']:.2f} s "
-                f"= {d['syncd_check_ratio']}x (peak RSS {d['syncd_check_rss_mb']:.0f} MB); "
-                f"plain ldap3 paged_search {d['plain_ldap3_seconds']:.2f} s "
-                f"= {d['plain_ldap3_ratio']}x"
-            )
-        if r.scenario.startswith(("platform floor", "planning")):
-            out.append(f"{label} {r.detail}")
-        if len(r.runs) > 1:
-            out.append(f"{label} wall of each repetition {r.runs}")
-    syncs = {(r.scenario, r.people): r for r in results}
-    for (name, people), r in syncs.items():
-        if name.startswith("platform floor") and ("initial sync (CSV)", people) in syncs:
-            initial = syncs[("initial sync (CSV)", people)]
-            out.append(
-                f"initial sync {people:,}: syncd {initial.wall:.2f} s against the platform's "
-                f"floor {r.wall:.2f} s: syncd's own share {initial.wall - r.wall:.2f} s"
-            )
-    return out
-
-
-def report(
-    args: argparse.Namespace, results: Sequence[Result], seconds: float
-) -> dict[str, object]:
-    return {
-        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "load_average": os.getloadavg(),
-        },
-        "options": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-        "seconds": round(seconds, 1),
-        "results": [asdict(r) for r in results],
-    }
+def _keep_logs_only(folder: Path) -> None:
+    """Remove a run's data (CSV, LDIF, state: hundreds of MB at scale); logs and profiles stay."""
+    for entry in folder.iterdir():
+        if entry.is_dir():
+            _keep_logs_only(entry)
+            if not any(entry.iterdir()):
+                entry.rmdir()
+        elif entry.suffix not in (".log", ".prof"):
+            entry.unlink()
 
 
 if __name__ == "__main__":
