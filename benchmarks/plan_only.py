@@ -11,23 +11,25 @@ can read this process's peak RSS.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
+import gc
 import json
 import resource
+import tempfile
 import time
-from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
 
 from benchmarks.generate import Company, make_company
 from benchmarks.mutate import churn
+from syncd import snapshot as store
 from syncd.executor import item_rows
-from syncd.model import Department, Directory, Employee, Kind, Position, State, build_directory
+from syncd.model import Department, Directory, Employee, Position, State, build_directory
 from syncd.plan import (
     PlatformNode,
     PlatformView,
     Policy,
     Snapshot,
-    SyncedDepartment,
-    SyncedEmployee,
     department_fields,
     department_hash,
     employee_fields,
@@ -36,6 +38,7 @@ from syncd.plan import (
 )
 
 ROOT_ID = 1
+ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True)  # as the journal writes fields
 ROOT_NAME = "Acme"
 GENDERS = {"male": "MALE", "female": "FEMALE"}
 
@@ -75,26 +78,44 @@ def directory_of(company: Company) -> Directory:
     return build_directory(departments, employees, source="memory")
 
 
-def synced(directory: Directory) -> tuple[Snapshot, PlatformView]:
-    """A snapshot and a full platform listing that say ``directory`` was synced as it is."""
+def synced(directory: Directory, state: Path) -> tuple[Snapshot, PlatformView]:
+    """A state database and a full platform listing that say ``directory`` was synced as it
+    is; the snapshot is loaded from that database as a sync loads it (field values, which
+    planning asks for the records that changed, are read from SQLite)."""
     node_ids = {d: ROOT_ID + 1 + i for i, d in enumerate(directory.departments)}
-    departments = {
-        d.id: SyncedDepartment(
-            d.id, node_ids[d.id], "/".join((ROOT_NAME, *directory.path(d.id))), department_hash(d)
+    engine = store.open_engine(state / "syncd.db")
+    with store.write(engine) as conn:
+        store.upsert_departments(
+            conn,
+            [
+                {
+                    "source_id": d.id,
+                    "node_id": node_ids[d.id],
+                    "name_path": "/".join((ROOT_NAME, *directory.path(d.id))),
+                    "fields": ENCODER.encode(department_fields(d)),
+                    "hash": department_hash(d),
+                    "adopted": False,
+                }
+                for d in directory.departments.values()
+            ],
         )
-        for d in directory.departments.values()
-    }
-    employees = {
-        e.id: SyncedEmployee(
-            e.id,
-            e.username,
-            10_000_000 + i,
-            employee_hash(e, {}),
-            locked=e.state is State.DEPARTED,
-            lock_reason="departed" if e.state is State.DEPARTED else None,
+        store.upsert_employees(
+            conn,
+            [
+                {
+                    "source_id": e.id,
+                    "username": e.username,
+                    "employee_id": 10_000_000 + i,
+                    "fields": ENCODER.encode(employee_fields(e, {})),
+                    "hash": employee_hash(e, {}),
+                    "adopted": False,
+                    "locked": e.state is State.DEPARTED,
+                    "lock_reason": "departed" if e.state is State.DEPARTED else None,
+                    "locked_since": None,
+                }
+                for i, e in enumerate(directory.employees.values())
+            ],
         )
-        for i, e in enumerate(directory.employees.values())
-    }
     nodes = {
         node_ids[d.id]: PlatformNode(
             node_ids[d.id],
@@ -106,20 +127,17 @@ def synced(directory: Directory) -> tuple[Snapshot, PlatformView]:
         )
         for d in directory.departments.values()
     }
-
-    def fields(kind: Kind, source_id: str) -> Mapping[str, Any] | None:
-        # What the snapshot's JSON column would hold, made only for records asked about.
-        if kind is Kind.DEPARTMENT:
-            d = directory.departments.get(source_id)
-            return None if d is None else department_fields(d)
-        e = directory.employees.get(source_id)
-        return None if e is None else employee_fields(e, {})
-
-    snapshot = Snapshot(departments, employees, fields)
-    return snapshot, PlatformView(ROOT_ID, ROOT_NAME, nodes, complete_listing=True)
+    return store.load_snapshot(engine), PlatformView(
+        ROOT_ID, ROOT_NAME, nodes, complete_listing=True
+    )
 
 
 def rss_mb() -> float:
+    """The process's peak RSS since it started or since forget_generation_peak."""
+    with contextlib.suppress(OSError), open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -133,13 +151,39 @@ def main() -> None:
     began = time.perf_counter()
     company = make_company(args.people, args.seed)
     changed, _ = churn(company, args.churn)
-    before = directory_of(company)
-    snapshot, view = synced(before)
-    del company
-    after = directory_of(changed)
-    del changed
-    built = time.perf_counter() - began
-    rss_inputs = rss_mb()
+    with tempfile.TemporaryDirectory(prefix="syncd-plan-") as state:
+        before = directory_of(company)
+        del company
+        snapshot, view = synced(before, Path(state))
+        del before  # as in a sync, the snapshot stands for what was written before
+        after = directory_of(changed)
+        del changed
+        built = time.perf_counter() - began
+        forget_generation_peak()
+        rss_inputs = rss_mb()
+        measure(args, after, snapshot, view, built, rss_inputs)
+
+
+def forget_generation_peak() -> None:
+    """Free what generating the company left, and reset the process's peak RSS (Linux:
+    /proc/self/clear_refs), so the peak read afterwards, here and by GNU time, is what
+    planning holds: the directory, the snapshot, the platform view and the plan."""
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)  # glibc: give freed memory back to the OS
+    with contextlib.suppress(OSError), open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")
+
+
+def measure(
+    args: argparse.Namespace,
+    after: Directory,
+    snapshot: Snapshot,
+    view: PlatformView,
+    built: float,
+    rss_inputs: float,
+) -> None:
+    """Plan, make the journal rows, and print the figures as JSON."""
 
     started, cpu = time.perf_counter(), time.process_time()
     result = plan(after, snapshot, view, Policy(leaver_policy="lock_then_remove"), 10**13)
