@@ -27,7 +27,7 @@ from syncd.errors import StateError
 from syncd.model import Kind, serial_no
 from syncd.plan import Snapshot, SyncedDepartment, SyncedEmployee
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 60_000  # longer than a token request: renewal holds the write lock
 # Checkpoint the WAL every ~40 MB rather than SQLite's 4 MB: a 100,000-person first sync
 # writes ~100 MB, and each checkpoint syncs the files to disk (335 fdatasync calls -> 26).
@@ -57,6 +57,17 @@ class EmployeeRow(SQLModel, table=True):
     # "departed" (in the source), "missing" (from it), or None: adopted already locked
     lock_reason: str | None = None
     locked_since: int | None = None  # ms
+
+
+class PhotoRow(SQLModel, table=True):
+    """The photo syncd last set as a person's avatar; gone with the person's row."""
+
+    __tablename__ = "photos"
+    source_id: str = Field(
+        primary_key=True, foreign_key="employees.source_id", ondelete="CASCADE"
+    )
+    digest: str  # MD5 of the bytes sent (the media API's file_digest)
+    media_id: str  # the platform's media id, set as the avatar
 
 
 class CursorRow(SQLModel, table=True):
@@ -130,7 +141,12 @@ def _v2_safe_serials(conn: Connection) -> None:
         conn.execute(text("UPDATE departments SET hash = '' WHERE source_id = :k"), unsafe)
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1, _v2_safe_serials]
+def _v3_photos(conn: Connection) -> None:
+    """The photos table (a new database has it from _create_v1 already)."""
+    PhotoRow.__table__.create(conn, checkfirst=True)  # type: ignore[attr-defined]
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1, _v2_safe_serials, _v3_photos]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -327,7 +343,10 @@ def load_snapshot(engine: Engine) -> Snapshot:
                 "FROM employees"
             )
         }
-    return Snapshot(departments, employees, FieldLookup(engine), PlacedLookup(engine))
+        photos = {r[0]: r[1] for r in raw.execute("SELECT source_id, digest FROM photos")}
+    return Snapshot(
+        departments, employees, FieldLookup(engine), PlacedLookup(engine), photos=photos
+    )
 
 
 class PlacedLookup:
@@ -498,6 +517,17 @@ def set_locked(
             ),
             [{"k": k, "l": locked, "r": reason, "s": since} for k in source_ids],
         )
+
+
+def set_photos(conn: Connection, rows: Sequence[tuple[str, str, str]]) -> None:
+    """(source_id, digest, media_id) of photos set as avatars; the people's rows must exist."""
+    _executemany(
+        conn,
+        "INSERT INTO photos (source_id, digest, media_id) VALUES (?, ?, ?) "
+        "ON CONFLICT (source_id) DO UPDATE SET digest = excluded.digest, "
+        "media_id = excluded.media_id",
+        list(rows),
+    )
 
 
 def forget_employees(conn: Connection, source_ids: Sequence[str]) -> None:

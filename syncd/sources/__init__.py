@@ -19,20 +19,28 @@ if TYPE_CHECKING:
 def read_directory(
     settings: SourceSettings, *, since: str | None = None, trace: Tracer | None = None
 ) -> Directory:
-    """Read the configured source, by its mapping rules.
+    """Read the configured source, by its mapping rules, with people's photos when enabled.
 
     ``since`` asks an LDAP source for changes after that mark; ``trace`` is told of every
     person read (the preview).
     """
+    photos = settings.photos if settings.photos.enabled else None
     if settings.kind == "csv":
         from syncd.sources.csv import read_csv
 
         assert settings.csv is not None
-        return read_csv(settings.csv, mapping=settings.mapping, trace=trace)
+        directory = read_csv(settings.csv, mapping=settings.mapping, trace=trace)
+        if photos is None:
+            return directory
+        from syncd.sources.photos import with_photo_files
+
+        return with_photo_files(directory, photos)
     from syncd.sources.ldap import read_ldap
 
     assert settings.ldap is not None
-    return read_ldap(settings.ldap, since=since, mapping=settings.mapping, trace=trace)
+    return read_ldap(
+        settings.ldap, since=since, mapping=settings.mapping, trace=trace, photos=photos
+    )
 
 
 def describe(settings: SourceSettings) -> str:
