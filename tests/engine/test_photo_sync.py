@@ -22,7 +22,12 @@ def photo_folder(world: World) -> Path:
     """Turn photos on for this world (files named by the source id) and return the folder."""
     folder = world.folder / "photos"
     folder.mkdir(exist_ok=True)
-    world.more_settings = ["[source.photos]", "enabled = true", 'folder = "photos"', 'named_by = "id"']
+    world.more_settings = [
+        "[source.photos]",
+        "enabled = true",
+        'folder = "photos"',
+        'named_by = "id"',
+    ]
     return folder
 
 
@@ -41,7 +46,7 @@ def media_by_digest(world: World) -> dict[str, str]:
 
 
 def md5(data: bytes) -> str:
-    return hashlib.md5(data).hexdigest()
+    return hashlib.md5(data, usedforsecurity=False).hexdigest()
 
 
 def stored_photos(world: World) -> dict[str, str]:
