@@ -15,10 +15,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from syncd.emulator.codes import ApiError, bad_request
+from syncd.emulator.codes import NO_SUCH_MEDIA, ApiError, bad_request
 from syncd.emulator.people import Employee, Staff
 
-NO_SUCH_MEDIA = 204404  # the emulator's choice: no media with this id or digest
 IMAGE_SIGNATURES = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"GIF87a", b"GIF89a", b"BM")
 FIRST_MEDIA = 1
 
