@@ -171,7 +171,7 @@ class Executor:
         # one still here when it is sent is held back, rather than refused by the platform.
         self.pending_creates: set[str] = set()
         self.result = ApplyResult()
-        # Reads a photo's bytes from the source when it is sent (sources.photos.photo_reader).
+        # Reads a photo's bytes from the source when it is sent (sources.photos.PhotoReader).
         self.photos = photos
         self.media: dict[str, str] = {}  # digest -> media id uploaded this run
         self._uploading: dict[str, threading.Lock] = {}  # digest -> held while it uploads
@@ -707,7 +707,6 @@ class Executor:
                 self.employee_ids.pop(item.change.key, None)
         self._record(outcomes, lambda conn: store.delete_employees(conn, gone))
 
-
     # ------------------------------------------------------------ photos
 
     def _set_photos(self, items: list[Item]) -> None:
@@ -720,9 +719,9 @@ class Executor:
         for start in range(0, len(items), USER_LOOKUP):
             chunk = items[start : start + USER_LOOKUP]
             synced = [i for i in chunk if i.change.key in self.employee_ids]
-            for item in chunk:
-                if item.change.key not in self.employee_ids:
-                    self._fail([item], NOT_SYNCED)
+            unsynced = [i for i in chunk if i.change.key not in self.employee_ids]
+            if unsynced:
+                self._fail(unsynced, NOT_SYNCED)
             try:
                 user_ids = self._user_ids([i.change.display for i in synced])
             except PlatformError as exc:

@@ -72,11 +72,7 @@ def read_ldap(
     try:
         with collection_paused():
             return _read(
-                forest,
-                settings,
-                shape,
-                since,
-                _Read(clock().replace(microsecond=0), trace, photos),
+                forest, settings, shape, since, _Read(clock().replace(microsecond=0), trace, photos)
             )
     finally:
         forest.close()
