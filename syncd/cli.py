@@ -202,6 +202,7 @@ ACTION_STYLES = {
     "adopt": "cyan",
     "update": "yellow",
     "move": "yellow",
+    "photo": "cyan",
     "unlock": "green",
     "lock": "red",
     "remove": "red",
@@ -642,7 +643,7 @@ def check(
     output: OutputOption = Output.TEXT,
 ) -> None:
     """Read the source and show what it holds; the platform and its secret are not needed."""
-    from syncd.model import Kind, match_index
+    from syncd.model import match_index
     from syncd.report import printable
     from syncd.sources import describe, read_directory
 
@@ -679,8 +680,7 @@ def check(
     out.print(f"left out    {directory.filtered} (source.mapping.filter)")
     out.print(f"rejected    {len(directory.rejected)}")
     for row in directory.rejected:
-        what = "department" if row.kind is Kind.DEPARTMENT else "employee"
-        out.print(f"  {printable(row.where)}: {what}: {printable(row.reason)}")
+        out.print(f"  {printable(row.where)}: {row.kind.value}: {printable(row.reason)}")
     for warning in directory.warnings:
         err.print(labelled("warning:", "yellow", printable(warning)))
     key = settings.sync.match_by

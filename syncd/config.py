@@ -175,17 +175,41 @@ class LdapSource(Section):
         return self
 
 
+class PhotoSettings(Section):
+    """People's photos, set as their avatars on the platform: off unless ``enabled``."""
+
+    enabled: bool = False
+    # CSV: a folder of image files, each named by a field's value and any extension
+    # (photos/10023.jpg for work number 10023); required for a CSV source.
+    folder: Path | None = None
+    named_by: Literal["sn", "id", "username"] = "sn"
+    # LDAP: the attribute holding the photo; default jpegPhoto, AD's thumbnailPhoto.
+    attribute: str | None = None
+    max_bytes: Annotated[int, Field(gt=0, le=20 * 1024 * 1024)] = 1024 * 1024
+    types: Annotated[list[Literal["jpeg", "png"]], Field(min_length=1)] = ["jpeg", "png"]
+
+
 class SourceSettings(Section):
     kind: Literal["csv", "ldap"]
     csv: CsvSource | None = None
     ldap: LdapSource | None = None
     mapping: SourceMapping = SourceMapping()  # rules: templates, transforms, a row filter
+    photos: PhotoSettings = PhotoSettings()
 
     @model_validator(mode="after")
     def _section_for_kind(self) -> SourceSettings:
         if getattr(self, self.kind) is None:
             raise ValueError(
                 f"source.kind is {self.kind!r} but there is no [source.{self.kind}] section"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _photo_folder_for_csv(self) -> SourceSettings:
+        if self.kind == "csv" and self.photos.enabled and self.photos.folder is None:
+            raise ValueError(
+                "source.photos is enabled for a CSV source but source.photos.folder is not set "
+                '(the folder of image files, e.g. folder = "photos")'
             )
         return self
 
@@ -645,6 +669,7 @@ _PATH_KEYS = (
     ("state_dir",),
     ("source", "csv", "employees"),
     ("source", "csv", "departments"),
+    ("source", "photos", "folder"),
     ("source", "ldap", "ca_file"),
     ("source", "ldap", "bind_password_file"),
     ("platform", "ca_file"),

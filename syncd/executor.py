@@ -27,7 +27,8 @@ from sqlalchemy import Connection, Engine
 
 from syncd import snapshot as store
 from syncd.errors import PlatformError, PlatformUnavailable, SyncdError, TokenError
-from syncd.model import Department, Employee, Kind, State, serial_no
+from syncd.model import Department, Employee, Kind, Photo, State, serial_no
+from syncd.photos import EXTENSIONS, MIME_TYPES, PhotoUnavailable
 from syncd.plan import Action, Change, Plan, Snapshot, extended_values
 from syncd.platform import ImportResult, Node, PlatformClient
 
@@ -37,6 +38,8 @@ T = TypeVar("T")
 
 NODE_GONE = 208502
 OPTIONAL_TEXT = ("en_name", "email", "mobile", "tel", "sn", "gender")
+NOT_SYNCED = "this person's account is not synced: not created or adopted"
+USER_LOOKUP = 100  # photos whose people's user ids are looked up in one call
 
 
 class NotSent(Exception):
@@ -117,6 +120,8 @@ def _phase(c: Change) -> str:
         return "delete departments" if c.action is Action.DELETE else "update departments"
     if c.action in (Action.CREATE, Action.UPDATE):
         return "create and update employees"
+    if c.action is Action.PHOTO:
+        return "set photos"
     return {
         Action.UNLOCK: "unlock employees",
         Action.LOCK: "lock employees",
@@ -147,6 +152,7 @@ class Executor:
         now_ms: Callable[[], int],
         progress: Progress | None = None,
         stop: threading.Event | None = None,
+        photos: Callable[[Photo], tuple[Photo, bytes]] | None = None,
     ) -> None:
         self.client = client
         self.engine = engine
@@ -171,6 +177,11 @@ class Executor:
         # one still here when it is sent is held back, rather than refused by the platform.
         self.pending_creates: set[str] = set()
         self.result = ApplyResult()
+        # Reads a photo's bytes from the source when it is sent (sources.photos.PhotoReader).
+        self.photos = photos
+        self.media: dict[str, str] = {}  # digest -> media id uploaded this run
+        self._uploading: dict[str, threading.Lock] = {}  # digest -> held while it uploads
+        self._uploads_lock = threading.Lock()
 
     # ------------------------------------------------------------ driving
 
@@ -181,6 +192,7 @@ class Executor:
             "create departments": self._create_departments,
             "update departments": self._update_departments,
             "create and update employees": self._upsert_employees,
+            "set photos": self._set_photos,
             "unlock employees": lambda items: self._set_locks(items, lock=False),
             "lock employees": lambda items: self._set_locks(items, lock=True),
             "remove employees": self._remove_employees,
@@ -646,7 +658,7 @@ class Executor:
             # adoption failed this run is not syncd's to lock or unlock (retried next run).
             employee_id = self.employee_ids.get(item.change.key)
             if employee_id is None:
-                self._fail([item], "this person's account is not synced: not created or adopted")
+                self._fail([item], NOT_SYNCED)
                 continue
             item.body = {"id": employee_id}
             ready.append(item)
@@ -709,6 +721,76 @@ class Executor:
                 gone.append((item.change.key, item.key))
                 self.employee_ids.pop(item.change.key, None)
         self._record(outcomes, lambda conn: store.delete_employees(conn, gone))
+
+    # ------------------------------------------------------------ photos
+
+    def _set_photos(self, items: list[Item]) -> None:
+        """Each photo read from the source when its turn comes (so never all in memory),
+        uploaded unless this run uploaded the same bytes already, and set as the avatar."""
+        self._pipeline(self._ready_photos(items), self._send_photo, self._settle_photo)
+
+    def _ready_photos(self, items: list[Item]) -> Iterator[list[Item]]:
+        """One photo per batch, ready to send; user ids looked up USER_LOOKUP at a time."""
+        for start in range(0, len(items), USER_LOOKUP):
+            chunk = items[start : start + USER_LOOKUP]
+            synced = [i for i in chunk if i.change.key in self.employee_ids]
+            unsynced = [i for i in chunk if i.change.key not in self.employee_ids]
+            if unsynced:
+                self._fail(unsynced, NOT_SYNCED)
+            try:
+                user_ids = self._user_ids([i.change.display for i in synced])
+            except PlatformError as exc:
+                self._fail(synced, f"the user id could not be looked up: {exc.message}", exc.status)
+                continue
+            for item in synced:
+                if self._prepare_photo(item, user_ids):
+                    yield [item]
+
+    def _user_ids(self, usernames: list[str]) -> dict[str, str]:
+        """Username (casefolded) -> user id: the avatar is set on the user, not the employee."""
+        if not usernames:
+            return {}
+        found = self.client.employees_by_username(usernames, batch=USER_LOOKUP)
+        return {p.username.casefold(): p.user_id for p in found if p.username and p.user_id}
+
+    def _prepare_photo(self, item: Item, user_ids: Mapping[str, str]) -> bool:
+        c = item.change
+        user_id = user_ids.get(c.display.casefold())
+        if user_id is None:
+            self._fail([item], f"the platform has no account {c.display} to set the photo on")
+            return False
+        assert isinstance(c.record, Photo) and self.photos is not None
+        try:
+            photo, data = self.photos(c.record)
+        except PhotoUnavailable as exc:
+            self._fail([item], f"the photo cannot be sent: {exc}")
+            return False
+        item.key = user_id
+        item.body = {"photo": photo, "data": data}
+        return True
+
+    def _send_photo(self, batch: list[Item]) -> tuple[str, str]:
+        (item,) = batch
+        photo: Photo = item.body["photo"]
+        with self._uploads_lock:
+            uploading = self._uploading.setdefault(photo.digest, threading.Lock())
+        with uploading:  # people sharing a photo: the first uploads it, the others wait
+            media_id = self.media.get(photo.digest)
+            if media_id is None:
+                media_id = self.client.upload_image(
+                    f"{item.change.display}.{EXTENSIONS[photo.type]}",
+                    item.body["data"],
+                    digest=photo.digest,
+                    mime_type=MIME_TYPES[photo.type],
+                )
+                self.media[photo.digest] = media_id
+        self.client.set_avatar(item.key, media_id)
+        return photo.digest, media_id
+
+    def _settle_photo(self, batch: list[Item], answer: tuple[str, str]) -> None:
+        (item,) = batch
+        row = (item.change.key, *answer)
+        self._record([(item, "ok", None, None)], lambda conn: store.set_photos(conn, [row]))
 
 
 def _node_body(d: Department) -> dict[str, Any]:

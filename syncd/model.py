@@ -25,6 +25,7 @@ _SERIAL_ESCAPED = frozenset("/\\%?#;~")
 class Kind(StrEnum):
     DEPARTMENT = "department"
     EMPLOYEE = "employee"
+    PHOTO = "photo"  # rejected rows only: a photo that cannot be used (its person is kept)
 
 
 class State(StrEnum):
@@ -51,6 +52,17 @@ class Position:
 
 
 @dataclass(frozen=True, slots=True)
+class Photo:
+    """A person's photo as the source holds it: its digest, and where its bytes are read
+    when it is sent (never held here: a company's photos do not fit in memory)."""
+
+    digest: str  # MD5 of the bytes, in hex: the media API's file_digest
+    size: int  # bytes
+    type: str  # "jpeg" or "png", by the image's magic bytes
+    origin: str  # a file's path (CSV) or the entry's DN (LDAP)
+
+
+@dataclass(frozen=True, slots=True)
 class Employee:
     id: str
     username: str
@@ -70,6 +82,7 @@ class Employee:
     extra: tuple[tuple[str, str], ...] = ()  # attributes that settings map to extended fields
     # Custom platform fields: (data_schema_id, value), sorted by id; sent as ``properties``.
     properties: tuple[tuple[str, str], ...] = ()
+    photo: Photo | None = None  # set as the avatar; never part of the employee's hash
 
 
 @dataclass(frozen=True, slots=True)

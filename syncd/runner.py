@@ -52,6 +52,7 @@ from syncd.recovery import recover
 from syncd.runs import after_run
 from syncd.saved_plan import SavedPlan
 from syncd.sources import describe, read_directory
+from syncd.sources.photos import photo_reader
 
 log = logging.getLogger(__name__)
 
@@ -342,6 +343,7 @@ class _Run:
         view: PlatformView,
         directory: Directory,
     ) -> None:
+        photos = photo_reader(self.settings.source)  # None unless source.photos.enabled
         executor = Executor(
             client,
             self.engine,
@@ -356,8 +358,13 @@ class _Run:
             now_ms=now_ms,
             progress=self.progress,
             stop=self.stop,
+            photos=photos,
         )
-        applied = executor.apply(the_plan)
+        try:
+            applied = executor.apply(the_plan)
+        finally:
+            if photos is not None:
+                photos.close()
         self.result.applied = applied
         self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
         if applied.error is not None:

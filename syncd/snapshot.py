@@ -27,7 +27,7 @@ from syncd.errors import StateError
 from syncd.model import Kind, serial_no
 from syncd.plan import Snapshot, SyncedDepartment, SyncedEmployee
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 BUSY_TIMEOUT_MS = 60_000  # longer than a token request: renewal holds the write lock
 # Checkpoint the WAL every ~40 MB rather than SQLite's 4 MB: a 100,000-person first sync
 # writes ~100 MB, and each checkpoint syncs the files to disk (335 fdatasync calls -> 26).
@@ -60,6 +60,17 @@ class EmployeeRow(SQLModel, table=True):
     # The key a first run adopted the account by, when not its username (email, mobile,
     # sn): the account keeps the platform's username, whatever the source's is.
     matched_by: str | None = None
+
+
+class PhotoRow(SQLModel, table=True):
+    """The photo syncd last set as a person's avatar; gone with the person's row."""
+
+    __tablename__ = "photos"
+    source_id: str = Field(
+        primary_key=True, foreign_key="employees.source_id", ondelete="CASCADE"
+    )
+    digest: str  # MD5 of the bytes sent (the media API's file_digest)
+    media_id: str  # the platform's media id, set as the avatar
 
 
 class CursorRow(SQLModel, table=True):
@@ -140,7 +151,17 @@ def _v3_matched_by(conn: Connection) -> None:
         conn.exec_driver_sql("ALTER TABLE employees ADD COLUMN matched_by VARCHAR")
 
 
-MIGRATIONS: list[Callable[[Connection], None]] = [_create_v1, _v2_safe_serials, _v3_matched_by]
+def _v4_photos(conn: Connection) -> None:
+    """The photos table (a new database has it from _create_v1 already)."""
+    PhotoRow.__table__.create(conn, checkfirst=True)  # type: ignore[attr-defined]
+
+
+MIGRATIONS: list[Callable[[Connection], None]] = [
+    _create_v1,
+    _v2_safe_serials,
+    _v3_matched_by,
+    _v4_photos,
+]
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -337,7 +358,10 @@ def load_snapshot(engine: Engine) -> Snapshot:
                 "matched_by FROM employees"
             )
         }
-    return Snapshot(departments, employees, FieldLookup(engine), PlacedLookup(engine))
+        photos = {r[0]: r[1] for r in raw.execute("SELECT source_id, digest FROM photos")}
+    return Snapshot(
+        departments, employees, FieldLookup(engine), PlacedLookup(engine), photos=photos
+    )
 
 
 class PlacedLookup:
@@ -510,6 +534,17 @@ def set_locked(
             ),
             [{"k": k, "l": locked, "r": reason, "s": since} for k in source_ids],
         )
+
+
+def set_photos(conn: Connection, rows: Sequence[tuple[str, str, str]]) -> None:
+    """(source_id, digest, media_id) of photos set as avatars; the people's rows must exist."""
+    _executemany(
+        conn,
+        "INSERT INTO photos (source_id, digest, media_id) VALUES (?, ?, ?) "
+        "ON CONFLICT (source_id) DO UPDATE SET digest = excluded.digest, "
+        "media_id = excluded.media_id",
+        list(rows),
+    )
 
 
 def forget_employees(conn: Connection, source_ids: Sequence[str]) -> None:

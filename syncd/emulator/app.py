@@ -18,6 +18,7 @@ from syncd.emulator.params import envelope
 from syncd.emulator.routes.application import application_routes, token_routes
 from syncd.emulator.routes.control import control_routes
 from syncd.emulator.routes.employees import employee_routes
+from syncd.emulator.routes.media import media_routes
 from syncd.emulator.routes.organizations import organization_routes
 from syncd.emulator.runtime import Runtime
 
@@ -57,6 +58,7 @@ def create_app(options: EmulatorOptions | None = None) -> FastAPI:
         organization_routes(runtime),
         token_routes(runtime),
         application_routes(runtime),
+        media_routes(runtime),
         control_routes(runtime),
     ]
     for router in routers:

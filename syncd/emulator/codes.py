@@ -23,6 +23,7 @@ SERIAL_NO_EXISTS = 208509  # another node already carries this serial_no
 INVALID_MOVE = 208510  # root moved or deleted, or a node moved under itself
 EMPLOYEE_CONFLICT = 208601  # username, email or mobile already taken
 USERNAME_IMMUTABLE = 208602  # single-employee update tried to change the username
+NO_SUCH_MEDIA = 204404  # no uploaded file with this id or digest (media, avatar)
 
 TOKEN_NOT_FOUND_MESSAGE = "token not found."  # noqa: S105 (an error text)
 INTERNAL_ERROR_MESSAGE = "Internal Server Error."

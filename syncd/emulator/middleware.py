@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from syncd.emulator.codes import INTERNAL_ERROR, INTERNAL_ERROR_MESSAGE, TOO_MANY_REQUESTS
 from syncd.emulator.runtime import Runtime
 
-API_PREFIXES = ("/v1/", "/app/")
+API_PREFIXES = ("/v1/", "/app/", "/users/")  # /users/: the legacy avatar endpoint
 NO_ROUTE = "(no route)"
 PROMISED_LENGTH = b"1024"  # what a dropped-before response claims it will send
 

@@ -6,6 +6,7 @@ from dataclasses import asdict
 from typing import Any
 
 from syncd.emulator.clock import Clock
+from syncd.emulator.media import MediaStore
 from syncd.emulator.options import EmulatorOptions
 from syncd.emulator.people import Employee, Position, Staff
 from syncd.emulator.records import employee_list_record, node_record
@@ -42,6 +43,7 @@ class EmulatorState:
             options.org_code, options.domain_id, options.org_name, ROOT_ID, self.clock.stamp()
         )
         self.staff = Staff(self.tree)
+        self.media = MediaStore()
 
     @property
     def application(self) -> Application:
@@ -70,6 +72,7 @@ class EmulatorState:
         self.staff = Staff(self.tree, next_id=next_employee)
         self.tokens = TokenBook(self.options.token_lifetime_seconds)
         self.messages = []
+        self.media = MediaStore(next_id=self.media.next_id)
 
     def view(self) -> dict[str, Any]:
         """The read-only dump served at /_emulator/state."""
@@ -85,6 +88,7 @@ class EmulatorState:
             "employees": [employee_list_record(self.tree, e) for e in self.staff],
             "messages": self.messages,
             "tokens_issued": self.tokens.issued,
+            "media": self.media.view(),
         }
 
     # --- saved form ----------------------------------------------------------------
@@ -102,6 +106,7 @@ class EmulatorState:
             "messages": self.messages,
             "tokens": [asdict(t) for t in self.tokens.tokens()],
             "tokens_issued": self.tokens.issued,
+            "media": self.media.dump(),
         }
 
     @classmethod
@@ -130,6 +135,7 @@ class EmulatorState:
                 [Token(**t) for t in data["tokens"]],
                 int(data["tokens_issued"]),
             )
+            state.media = MediaStore.load(data.get("media") or {})  # absent from older files
         except (KeyError, TypeError) as error:
             raise ValueError(f"damaged emulator state file: {error!r}") from None
         return state

@@ -7,7 +7,8 @@ clock: the time comes in as ``now_ms``. It returns changes in the order the
 executor applies them:
 
 1. create departments, parents first;  2. update and move departments;
-3. create and update employees;  4. unlock, then lock;  5. remove employees;
+3. create and update employees, then set their photos;  4. unlock, then lock;
+5. remove employees;
 6. forget people deleted on the platform and not wanted back (nothing is sent);
 7. delete departments, children first.
 
@@ -35,6 +36,7 @@ from syncd.plan.fields import (
 )
 from syncd.plan.guards import GuardDecision, Limits, check_guards
 from syncd.plan.messages import field_diff
+from syncd.plan.photos import plan_photos
 from syncd.plan.values import (
     DAY_MS,
     Change,
@@ -95,6 +97,7 @@ def plan(
     creates, updates = departments.run()
     staff = EmployeePlanner(directory, snapshot, view, policy, notes, now_ms)
     replaced, upserts, unlocks, locks, removes, forgets = staff.run()
+    photos = plan_photos(directory, snapshot, upserts, policy.exclude_usernames)
     # Last: a department is deleted only once nobody stays in it after the people's changes.
     deletes = departments.deletes((*replaced, *upserts, *removes, *forgets))
     return Plan(
@@ -103,6 +106,7 @@ def plan(
             *updates,
             *replaced,
             *upserts,
+            *photos,
             *unlocks,
             *locks,
             *removes,

@@ -17,6 +17,8 @@ class Action(StrEnum):
     # Gone from the platform (deleted there) and not wanted back: the snapshot lets go of
     # the record; nothing is sent.
     FORGET = "forget"
+    # A person's photo set as their avatar (uploaded through the media API when new).
+    PHOTO = "photo"
 
 
 REMOVING = frozenset({Action.LOCK, Action.REMOVE, Action.DELETE})

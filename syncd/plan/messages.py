@@ -59,6 +59,12 @@ def describe(c: Change) -> str:
         return f"create {noun} {c.new_path or c.display}"
     if c.action is Action.ADOPT:
         return f"adopt {noun} {c.display} as it is on the platform"
+    if c.action is Action.PHOTO:
+        photo = c.after or {}
+        return (
+            f"set the photo of {noun} {c.display} "
+            f"({photo.get('from')}, {str(photo.get('type')).upper()}, {photo.get('size'):,} bytes)"
+        )
     if c.action in (Action.UPDATE, Action.MOVE):
         diff = field_diff(c.before, c.after)
         names = c.departments

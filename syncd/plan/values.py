@@ -8,7 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from syncd.model import Department, Employee, Kind, MatchKey
+from syncd.model import Department, Employee, Kind, MatchKey, Photo
+from syncd.photos import photo_fields
 from syncd.plan.actions import REMOVING, Action
 from syncd.plan.fields import department_fields, employee_fields
 from syncd.plan.messages import describe
@@ -58,6 +59,8 @@ class Snapshot:
     # Department source id -> the synced people placed there (as last written), asked
     # only about departments gone from the source.
     placed: Callable[[Sequence[str]], Mapping[str, Sequence[str]]] = _nobody_placed
+    # Employee source id -> the digest of the photo syncd last set as their avatar.
+    photos: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +163,7 @@ class Change:
     action: Action
     key: str  # source id
     display: str  # department: full name path as it is now; employee: username
-    record: Department | Employee | None = None  # the wanted state
+    record: Department | Employee | Photo | None = None  # the wanted state
     hash: str = ""  # of the wanted fields
     target_id: int | None = None  # platform node or employee id, when known
     new_path: str = ""  # department: full name path once applied
@@ -175,8 +178,8 @@ class Change:
 
     @property
     def before(self) -> Mapping[str, Any] | None:
-        if self.platform_before is not None:
-            return self.platform_before
+        if self.platform_before is not None or isinstance(self.record, Photo):
+            return self.platform_before  # a photo's: the digest set before, if any
         if self.action in (Action.CREATE, Action.ADOPT):
             return None
         return self.lookup(self.kind, self.key)
@@ -187,6 +190,8 @@ class Change:
             return department_fields(self.record)
         if isinstance(self.record, Employee):
             return employee_fields(self.record, self.extended_fields or {})
+        if isinstance(self.record, Photo):
+            return photo_fields(self.record)
         return None
 
     def as_document(self) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The platform's admin API, as syncd uses it: organizations, employees, users, messages.
+"""The platform's admin API, as syncd uses it: organizations, employees, users, messages,
+media and avatars.
 
 One ``PlatformClient`` holds one ``httpx.Client`` and may be shared by threads. Every
 call goes through the same path: take the shared token, send, read the envelope, retry
@@ -15,7 +16,9 @@ a dropped connection, HTTP 5xx, status 115)? Those whose second copy does no har
   platform refuses a ``serial_no`` it already holds, as a per-item failure, so a resent
   batch cannot create a node twice; the executor recognises that failure and adopts the
   node it created the first time (looked up by ``serial_no``);
-- the token request: a second token replaces the first, which nobody has seen yet.
+- the token request: a second token replaces the first, which nobody has seen yet;
+- an image upload with its ``file_digest`` (the platform keeps one file per digest and
+  answers the same media id) and setting an avatar (the same one twice is once).
 
 Not so a message (``send_text``), a node created without a ``serial_no`` (alone or in an
 ``import-orgs`` batch) or a single employee (``create_employee``: the second copy
@@ -25,6 +28,7 @@ never saw them (no connection, HTTP 429).
 
 from __future__ import annotations
 
+import base64
 import logging
 import math
 import ssl
@@ -61,6 +65,9 @@ EMPLOYEES = ORG + "/employees"
 EMPLOYEE = EMPLOYEES + "/{employee_id}"
 USERS = "/v1/users"
 MBOX = "/app/mbox"
+MEDIA_IMAGES = "/v1/medias/images"
+# A legacy client endpoint (section I): on the same base_url, with no /v1 prefix.
+AVATAR = "/users/{user_id}/avatar"
 
 # A token is fetched under the state database's write lock, which other syncd processes
 # wait for at most BUSY_TIMEOUT_MS: stop retrying the fetch well before they give up.
@@ -387,6 +394,28 @@ class PlatformClient:
 
     def _employee_action(self, employee_id: int, action: str) -> None:
         self._call("POST", EMPLOYEE + "/" + action, path={"employee_id": employee_id})
+
+    # ------------------------------------------------------------ media and avatars
+
+    def upload_image(self, name: str, content: bytes, *, digest: str, mime_type: str) -> str:
+        """Upload an image (JSON, base64); its media id. Safe to resend: the platform keeps
+        one file per ``file_digest``, and a repeated digest answers the same id."""
+        body = {
+            "file_name": name,
+            "file_content": base64.b64encode(content).decode("ascii"),
+            "file_digest": digest,
+            "file_type": mime_type,
+        }
+        result = self._call("POST", MEDIA_IMAGES, body=body)
+        if isinstance(result, dict):  # an id in a record, as some versions may answer
+            result = result.get("id") or result.get("media_id")
+        if not isinstance(result, str) or not result:
+            raise _malformed(f"POST {MEDIA_IMAGES}", "expected the media id")
+        return result
+
+    def set_avatar(self, user_id: str, media_id: str) -> None:
+        """Set a user's avatar to an uploaded image (by the user's id, not the employee's)."""
+        self._call("POST", AVATAR, path={"user_id": user_id}, body={"avatar": media_id})
 
     # ------------------------------------------------------------ users and messages
 

@@ -19,7 +19,7 @@ from syncd.logs import redact
 from syncd.plan import Note, field_diff
 
 SCHEMA = 1  # of the JSON record; a key removed or changing meaning makes it 2
-ACTIONS = ("create", "adopt", "update", "move", "unlock", "lock", "remove", "delete")
+ACTIONS = ("create", "adopt", "update", "move", "photo", "unlock", "lock", "remove", "delete")
 # The run list's count columns, by the actions each one adds up.
 LIST_COLUMNS: dict[str, tuple[str, ...]] = {
     "created": ("create",),

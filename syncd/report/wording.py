@@ -17,6 +17,7 @@ SYMBOLS = {
     "adopt": "=",
     "update": "~",
     "move": ">",
+    "photo": "*",
     "unlock": "^",
     "lock": "!",
     "remove": "-",

@@ -23,20 +23,33 @@ def read_directory(
     trace: Tracer | None = None,
     count: Count | None = None,
 ) -> Directory:
-    """Read the configured source, by its mapping rules.
+    """Read the configured source, by its mapping rules, with people's photos when enabled.
 
     ``since`` asks an LDAP source for changes after that mark; ``trace`` is told of every
     person read (the preview); ``count`` how many were read so far, now and then.
     """
+    photos = settings.photos if settings.photos.enabled else None
     if settings.kind == "csv":
         from syncd.sources.csv import read_csv
 
         assert settings.csv is not None
-        return read_csv(settings.csv, mapping=settings.mapping, trace=trace, count=count)
+        directory = read_csv(settings.csv, mapping=settings.mapping, trace=trace, count=count)
+        if photos is None:
+            return directory
+        from syncd.sources.photos import with_photo_files
+
+        return with_photo_files(directory, photos)
     from syncd.sources.ldap import read_ldap
 
     assert settings.ldap is not None
-    return read_ldap(settings.ldap, since=since, mapping=settings.mapping, trace=trace, count=count)
+    return read_ldap(
+        settings.ldap,
+        since=since,
+        mapping=settings.mapping,
+        trace=trace,
+        photos=photos,
+        count=count,
+    )
 
 
 def describe(settings: SourceSettings) -> str:

@@ -148,6 +148,7 @@ class World:
     emulator: RunningEmulator
     company: Company
     sync_settings: dict[str, Any] = field(default_factory=dict)
+    more_settings: list[str] = field(default_factory=list)  # TOML lines, after [sync]
 
     def settings(self, **sync: Any) -> Settings:
         options = {**self.sync_settings, **sync}
@@ -170,6 +171,7 @@ class World:
             "batch_size = 2",
             "[sync]",
             *(f"{key} = {json.dumps(value)}" for key, value in options.items()),
+            *self.more_settings,
         ]
         path = self.folder / "syncd.toml"
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -8,6 +8,7 @@ domain search returns (to CN=Configuration), and the Global Catalog port.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import uuid
@@ -18,11 +19,13 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from syncd.config import LdapSource
-from syncd.model import Directory, Employee, State
+from syncd.config import LdapSource, PhotoSettings, SourceSettings
+from syncd.model import Directory, Employee, Kind, State
 from syncd.sources import active_directory as ad
 from syncd.sources.ldap import read_ldap
 from syncd.sources.ldap import wire as ldap_wire
+from syncd.sources.photos import PhotoReader
+from tests.support.images import jpeg
 from tests.support.samba import BASE, BULK_PEOPLE, SambaDC
 from tests.support.slapd import TlsFiles
 
@@ -186,3 +189,34 @@ def test_the_global_catalog_port_serves_a_read(
     directory = read_ldap(ad_settings(urls=[samba_dc.global_catalog_url]))
 
     assert {"alice", "bob", "dave"} <= set(people(directory))
+
+
+def test_thumbnail_photos_are_read_and_fetched_again_by_dn(
+    samba_dc: SambaDC, ad_settings: Callable[..., LdapSource]
+) -> None:
+    samba_dc.add(f"OU=Photos,{BASE}", "organizationalUnit", {})
+    portrait = jpeg("ines", padding=3000)
+    for name, photo in (("ines", portrait), ("jack", b"not an image at all")):
+        samba_dc.add(
+            f"CN={name},OU=Photos,{BASE}",
+            "user",
+            {"sAMAccountName": name, "userAccountControl": "544", "thumbnailPhoto": photo},
+        )
+    settings = ad_settings(users_base=f"OU=Photos,{BASE}")
+    photos = PhotoSettings(enabled=True)  # Active Directory: thumbnailPhoto by default
+
+    directory = read_ldap(settings, photos=photos)
+
+    ines = people(directory)["ines"].photo
+    assert ines is not None
+    digest = hashlib.md5(portrait, usedforsecurity=False).hexdigest()
+    assert (ines.digest, ines.type, ines.size) == (digest, "jpeg", len(portrait))
+    assert ines.origin.lower() == f"CN=ines,OU=Photos,{BASE}".lower()
+    assert people(directory)["jack"].photo is None
+    (row,) = [r for r in directory.rejected if r.kind is Kind.PHOTO]
+    assert row.username == "jack" and "neither JPEG nor PNG" in row.reason
+    reader = PhotoReader(SourceSettings(kind="ldap", ldap=settings, photos=photos))
+    try:
+        assert reader(ines) == (ines, portrait)
+    finally:
+        reader.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from syncd.config import LdapSource
 from syncd.errors import ConfigError
@@ -26,6 +26,9 @@ from syncd.sources import active_directory as ad
 from syncd.sources._text import parse_date, parse_flag, parse_int32
 from syncd.sources._trace import Outcome, Tracer
 from syncd.sources.ldap.wire import Values
+
+if TYPE_CHECKING:
+    from syncd.sources.photos import PhotoCheck
 
 OPENLDAP_USERS_FILTER = "(objectClass=inetOrgPerson)"
 OPENLDAP_CHANGE_ATTRIBUTE = "modifyTimestamp"
@@ -81,6 +84,7 @@ class Shape:
     ruled: tuple[str, ...] = ()
     own_fields: Mapping[str, tuple[int, ...]] | None = None  # fields' slots without the rules
     attribute_slots: Mapping[str, int] = field(default_factory=dict)  # lower-case name -> slot
+    photo_slot: int | None = None  # source.photos on: the photo attribute (first value)
 
     @property
     def empty_slot(self) -> int:
@@ -92,7 +96,9 @@ class Shape:
         return self.attribute_slots.get(attribute.lower(), self.empty_slot)
 
     @classmethod
-    def from_settings(cls, settings: LdapSource, rules: Rules | None = None) -> Shape:
+    def from_settings(
+        cls, settings: LdapSource, rules: Rules | None = None, *, photo_attribute: str | None = None
+    ) -> Shape:
         is_ad = settings.flavor == "active_directory"
         preset = dict(ad.PRESET if is_ad else OPENLDAP_PRESET)
         unknown = sorted(set(settings.attributes) - set(EMPLOYEE_FIELDS) - set(DEPARTMENT_FIELDS))
@@ -122,6 +128,7 @@ class Shape:
         )
         extras = tuple((slots.add(a), name) for a, name in settings.extra_attributes.items())
         expires = slots.add(ad.EXPIRES_ATTRIBUTE) if is_ad else None
+        photo = slots.add(photo_attribute) if photo_attribute else None
         for attribute in rules.attributes() if rules else ():
             slots.add(attribute)
         empty = len(slots.names())
@@ -161,6 +168,7 @@ class Shape:
             ruled=ruled,
             own_fields=own_fields,
             attribute_slots={name.lower(): i for i, name in enumerate(slots.names())},
+            photo_slot=photo,
         )
 
 
@@ -223,8 +231,10 @@ class PeopleReader:
         *,
         expired_before: int = 0,  # AD: accountExpires at or below this (and above 0) is past
         trace: Tracer | None = None,
+        photos: PhotoCheck | None = None,
     ) -> None:
         self.shape = shape
+        self.photos = photos  # checks the photo of each person, when photos are read
         self.departed = departed
         self.placement = placement
         self.rejected = rejected
@@ -311,9 +321,14 @@ class PeopleReader:
         gender, birthday, sort_order, senior = (
             self._rare_fields(values) if self._rare_mapped else (None, None, None, False)
         )
+        username = self._text(values, "username") or ""
+        photo = None
+        if self.photos is not None and shape.photo_slot is not None:
+            data = values[shape.photo_slot]
+            photo = self.photos.photo(data, dn, employee_id, username) if data else None
         return Employee(
             id=employee_id,
-            username=self._text(values, "username") or "",
+            username=username,
             name=self._text(values, "name") or "",
             positions=(Position(department, title, primary=True),)
             if department is not None
@@ -330,6 +345,7 @@ class PeopleReader:
             senior=senior,
             state=State.DEPARTED if departed else State.ACTIVE,
             extra=self._extras(values) if shape.extras else (),
+            photo=photo,
         )
 
     def _rare_fields(self, values: Values) -> tuple[str | None, str | None, int | None, bool]:

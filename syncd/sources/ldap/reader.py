@@ -23,7 +23,7 @@ import ldap3
 from ldap3.core.exceptions import LDAPException
 
 from syncd._gc import collection_paused
-from syncd.config import LdapSource
+from syncd.config import LdapSource, PhotoSettings
 from syncd.logs import register_secret
 from syncd.mapping import Rules, SourceMapping
 from syncd.model import Department, Directory, Employee, RejectedRow, build_directory
@@ -44,6 +44,7 @@ from syncd.sources.ldap.mapping import (
 )
 from syncd.sources.ldap.tree import ou_tree
 from syncd.sources.ldap.wire import Search
+from syncd.sources.photos import PhotoCheck, photo_attribute
 
 log = logging.getLogger(__name__)
 
@@ -56,21 +57,28 @@ def read_ldap(
     trace: Tracer | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     count: Count | None = None,
+    photos: PhotoSettings | None = None,
 ) -> Directory:
     """A Directory of the OU tree (or department paths) and the people under ``users_base``.
 
     ``mapping``: the rules (source.mapping); ``trace`` is told of every person read;
-    ``clock`` says when "now" is for account expiry; ``count`` how many people were read.
+    ``clock`` says when "now" is for account expiry; ``count`` how many people were read;
+    ``photos``: read people's photos.
     """
     password = settings.bind_password.get_secret_value() if settings.bind_password else None
     register_secret(password)
     rules = Rules(mapping) if mapping is not None and not mapping.empty else None
-    shape = Shape.from_settings(settings, rules)
+    attribute = photo_attribute(photos, settings) if photos is not None else None
+    shape = Shape.from_settings(settings, rules, photo_attribute=attribute)
     forest = Forest(connect(settings, password), settings, password)
     try:
         with collection_paused():
             return _read(
-                forest, settings, shape, since, _Read(clock().replace(microsecond=0), trace, count)
+                forest,
+                settings,
+                shape,
+                since,
+                _Read(clock().replace(microsecond=0), trace, count, photos),
             )
     finally:
         forest.close()
@@ -81,6 +89,7 @@ class _Read:
     now: datetime  # account expiry is checked against this moment
     trace: Tracer | None
     count: Count | None = None
+    photos: PhotoSettings | None = None
 
 
 @dataclass(frozen=True)
@@ -115,8 +124,9 @@ def _read(
         placement = DepartmentPaths(settings.department_path_separator)
 
     now = ad.filetime(read.now)
+    photos = PhotoCheck(read.photos, rejected) if read.photos is not None else None
     people = PeopleReader(
-        shape, departed, placement, rejected, expired_before=now, trace=read.trace
+        shape, departed, placement, rejected, expired_before=now, trace=read.trace, photos=photos
     )
     started = time.monotonic()
     search = Search(
