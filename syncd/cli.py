@@ -31,6 +31,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib.metadata import version as package_version
+from importlib.util import find_spec
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Annotated, Any
@@ -743,6 +744,7 @@ def emulator(
     ] = None,
 ) -> None:
     """Serve the platform emulator: the admin API syncd uses, for tests and demos."""
+    _need_the_emulator("syncd emulator")
     from syncd.emulator import EmulatorOptions, FaultSettings, read_fault_settings, serve
 
     if api_version not in ("v3", "v4"):
@@ -772,6 +774,7 @@ def demo(
     ),
 ) -> None:
     """Sync the sample company into a local emulator, change it, sync again, show both runs."""
+    _need_the_emulator("syncd demo")
     from syncd import demo as scenario
     from syncd.emulator import EmulatorOptions, serve_in_thread
     from syncd.runner import RunRequest, run_sync
@@ -803,6 +806,16 @@ def demo(
     out.print(f"Review the runs again: syncd reports list --config {config}")
     if second.exit_code:
         raise typer.Exit(second.exit_code)
+
+
+def _need_the_emulator(command: str) -> None:
+    """The emulator is an extra (FastAPI, uvicorn): without it, one line says how to add it."""
+    missing = [name for name in ("fastapi", "uvicorn") if find_spec(name) is None]
+    if missing:
+        raise SyncdError(
+            f"{command} needs the platform emulator, which is not installed ({', '.join(missing)} "
+            "missing): install syncd[emulator], e.g. pip install 'syncd[emulator]'"
+        )
 
 
 def run_cli(args: list[str] | None = None) -> int:
