@@ -126,3 +126,19 @@ def test_the_units_are_the_shipped_ones_and_all_or_none_are_written(
     assert sorted(p.name for p in again.iterdir()) == ["syncd-sync.timer"]
     assert not settings.exists()  # the settings file is not written either
 
+
+def test_the_example_settings_take_the_secret_from_the_systemd_credential(
+    tmp_path: Path, credentials: Path
+) -> None:
+    # README's service install: the example's settings, the secret as a credential. A
+    # client_secret_file in the example would be read instead, and be missing.
+    example = tmp_path / "syncd.toml"
+    example.write_bytes((REPO / "config" / "syncd.example.toml").read_bytes())
+
+    settings = load_settings(example)
+    assert settings.platform.client_secret_file is None
+    assert settings.platform.client_secret is not None
+    assert settings.platform.client_secret.get_secret_value() == "platform-secret"
+    for unit in ("syncd.service", "syncd-sync.service"):
+        text = (REPO / "systemd" / unit).read_text()
+        assert "LoadCredential=client_secret:/etc/syncd/credentials/client_secret" in text
