@@ -68,7 +68,7 @@ def settings_file(path: Path, source: SourceKind) -> NewFile:
 
 def unit_files_in(folder: Path) -> list[NewFile]:
     if not folder.is_dir():
-        raise ConfigError(f"--units {folder}: no such folder")
+        raise ConfigError(f"--units {folder}: not a folder")
     return [
         NewFile(folder / unit.name, unit.read_text(encoding="utf-8"), UNIT_MODE)
         for unit in unit_files()
@@ -79,21 +79,23 @@ def create(files: Sequence[NewFile]) -> None:
     """Write every file, or none when one of them exists already or has no folder."""
     for new in files:
         if new.path.exists() or new.path.is_symlink():
-            raise ConfigError(
-                f"{new.path} already exists: syncd init never overwrites a file; "
-                "name another path, or move that file away first"
-            )
+            raise _taken(new.path)
         if not new.path.parent.is_dir():
             raise ConfigError(f"{new.path}: folder {new.path.parent} does not exist")
     for new in files:
         try:
             fd = os.open(new.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, new.mode)
         except FileExistsError:  # made since the check above
-            raise ConfigError(
-                f"{new.path} already exists: syncd init never overwrites a file"
-            ) from None
+            raise _taken(new.path) from None
         except OSError as exc:
             raise ConfigError(f"{new.path}: cannot create it: {exc.strerror}") from None
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             os.fchmod(fd, new.mode)  # exactly this mode, whatever the umask
             handle.write(new.text)
+
+
+def _taken(path: Path) -> ConfigError:
+    return ConfigError(
+        f"{path} already exists: syncd init never overwrites a file; "
+        "name another path, or move that file away first"
+    )
