@@ -4,9 +4,12 @@
 # ---- build: wheels of syncd and of everything it needs
 FROM python:3.11-slim-bookworm AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE constraints.txt ./
 COPY syncd ./syncd
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+# The package data: syncd/data links to these (the example settings, sample, unit files).
+COPY config ./config
+COPY systemd ./systemd
+RUN pip wheel --no-cache-dir --constraint constraints.txt --wheel-dir /wheels .
 
 # ---- runtime: only the installed wheels, no build tools, no tests
 FROM python:3.11-slim-bookworm

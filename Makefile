@@ -1,16 +1,24 @@
 # One command each: `make demo`, `make test`, `make bench` (`make bench-docs` also writes
 # docs/performance.md and README.md's headline). Each sets up what it needs.
-PYTHON ?= python3.11
+# Any Python 3.11 or newer: `make test PYTHON=python3.12`.
+PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# The versions CI tests: every install here is held to them (`make constraints` renews them).
+PIP_INSTALL := pip install --quiet --constraint constraints.txt
 
-.PHONY: demo test bench bench-docs bench-packages lint system-packages clean
+.PHONY: demo test bench bench-docs bench-packages lint system-packages constraints clean
 
-$(VENV)/.installed: pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+# Debian's Python makes virtual environments only with python3-venv installed.
+$(VENV)/.installed: pyproject.toml constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+	  || { echo "syncd needs Python 3.11 or newer: make $(MAKECMDGOALS) PYTHON=python3.X" >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV) || { \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv >/dev/null \
+	  && $(PYTHON) -m venv --clear $(VENV); }
+	$(BIN)/$(PIP_INSTALL) --upgrade pip
+	$(BIN)/$(PIP_INSTALL) -e '.[dev]'
 	touch $@
 
 # The OpenLDAP server and client tools, openssl for test certificates, Chromium for the HTML
@@ -65,6 +73,18 @@ bench: bench-packages $(VENV)/.installed $(CSV_DIFF)
 # The same, then its table into docs/performance.md and its headline into README.md.
 bench-docs: bench-packages $(VENV)/.installed $(CSV_DIFF)
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS) --markdown docs/performance.md --headline README.md
+
+# The newest releases pyproject.toml allows, resolved afresh and written to constraints.txt;
+# then `make test` tests them.
+constraints:
+	@fresh=$$(mktemp -d) && trap 'rm -rf "$$fresh"' EXIT && \
+	$(PYTHON) -m venv "$$fresh" && \
+	"$$fresh/bin/pip" install --quiet --upgrade pip && \
+	"$$fresh/bin/pip" install --quiet --editable '.[dev]' && \
+	{ echo "# The versions syncd is tested with: make test installs with them (make constraints)."; \
+	  "$$fresh/bin/pip" freeze --all --exclude-editable --exclude setuptools --exclude wheel; \
+	} > constraints.txt
+	@echo "constraints.txt renewed: run make test"
 
 clean:
 	rm -rf $(VENV) .syncd .pytest_cache .mypy_cache .ruff_cache

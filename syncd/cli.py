@@ -1,4 +1,4 @@
-"""The ``syncd`` command: sync, check, run, status, reports, emulator, demo.
+"""The ``syncd`` command: sync, check, run, status, reports, emulator, demo, init.
 
 Exit codes: 0 everything applied (or nothing to do), 1 some items failed (or, with
 ``--check``, changes pending; ``status``: unhealthy), 2 blocked by a guard, 3 could not
@@ -30,6 +30,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from enum import StrEnum
+from importlib.util import find_spec
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Annotated, Any
@@ -51,6 +52,7 @@ from rich.text import Text
 
 from syncd.config import Settings, load_settings
 from syncd.errors import EXIT_FAILED, EXIT_OK, SyncdError
+from syncd.init import SourceKind
 from syncd.logs import (
     add_log_fields,
     journal_prefix,
@@ -817,6 +819,7 @@ def emulator(
     ] = None,
 ) -> None:
     """Serve the platform emulator: the admin API syncd uses, for tests and demos."""
+    _need_the_emulator("syncd emulator")
     from syncd.emulator import EmulatorOptions, FaultSettings, read_fault_settings, serve
 
     if api_version not in ("v3", "v4"):
@@ -846,6 +849,7 @@ def demo(
     ),
 ) -> None:
     """Sync the sample company into a local emulator, change it, sync again, show both runs."""
+    _need_the_emulator("syncd demo")
     from syncd import demo as scenario
     from syncd.emulator import EmulatorOptions, serve_in_thread
     from syncd.runner import RunRequest, run_sync
@@ -882,6 +886,62 @@ def demo(
     out.print(f"Review the runs again: syncd reports list --config {config}")
     if second.exit_code:
         raise typer.Exit(second.exit_code)
+
+
+def _need_the_emulator(command: str) -> None:
+    """The emulator is an extra (FastAPI, uvicorn): without it, one line says how to add it."""
+    missing = [name for name in ("fastapi", "uvicorn") if find_spec(name) is None]
+    if missing:
+        raise SyncdError(
+            f"{command} needs the platform emulator, which is not installed ({', '.join(missing)} "
+            "missing): install syncd[emulator], e.g. pip install 'syncd[emulator]'"
+        )
+
+
+@app.command()
+def init(
+    path: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="PATH",
+            help="The settings file to write; never overwritten.",
+            show_default=False,
+        ),
+    ] = None,
+    source: Annotated[SourceKind, typer.Option(help="Where people come from.")] = SourceKind.CSV,
+    units: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the systemd unit files into this folder (/etc/systemd/system).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Write a commented settings file for a kind of source (and, asked, the systemd units)."""
+    from syncd import init as setup
+    from syncd.data import EXAMPLE_SETTINGS
+
+    if path is None and units is None:
+        raise typer.BadParameter("name the settings file to write", param_hint="PATH")
+    files = [setup.settings_file(path, source)] if path is not None else []
+    files += setup.unit_files_in(units) if units is not None else []
+    setup.create(files)
+    for new in files:
+        out.print(f"wrote {new.path} (mode {new.mode:04o})")
+    if path is not None:
+        out.print(
+            f'Next: put your own values where {path} says "# yours", give the platform\'s '
+            f"secret (the file's head says how), then: syncd check --config {path}"
+        )
+        out.print(f"Every key, with its default and what it does: {EXAMPLE_SETTINGS}")
+    if units is not None:
+        out.print('Then: systemctl daemon-reload (README, "Install as a service")')
+        this = Path(sys.executable).parent / "syncd"
+        if this != setup.UNITS_START:
+            out.print(
+                f"The units start {setup.UNITS_START} (README's install); this syncd is "
+                f"{this}: install it there, or change ExecStart= in the units"
+            )
 
 
 def run_cli(args: list[str] | None = None) -> int:

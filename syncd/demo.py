@@ -6,21 +6,13 @@ import csv
 import shutil
 from pathlib import Path
 
+from syncd.data import SAMPLE
 from syncd.errors import ConfigError
 
 SAMPLE_FILES = ("employees.csv", "departments.csv")
 MARKER = ".syncd-demo"  # written into every demo folder: only such a folder is ever cleared
 # Everything a demo writes into its folder; nothing else there is touched.
 DEMO_FILES = (*SAMPLE_FILES, "syncd.toml", "report.html", "state", MARKER)
-
-
-def sample_folder() -> Path:
-    """config/sample in the working directory, else next to the package (a source checkout)."""
-    for base in (Path.cwd(), Path(__file__).resolve().parents[1]):
-        folder = base / "config" / "sample"
-        if (folder / "employees.csv").exists():
-            return folder
-    raise FileNotFoundError("config/sample/employees.csv: run the demo from a syncd checkout")
 
 
 def prepare(folder: Path, base_url: str, client_secret: str) -> Path:
@@ -33,7 +25,7 @@ def prepare(folder: Path, base_url: str, client_secret: str) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / MARKER).write_text("written by `syncd demo`\n", encoding="utf-8")
     for name in SAMPLE_FILES:
-        shutil.copy(sample_folder() / name, folder / name)
+        (folder / name).write_bytes(SAMPLE.joinpath(name).read_bytes())
     settings = folder / "syncd.toml"
     settings.write_text(
         "\n".join(

@@ -1,0 +1,144 @@
+"""`syncd init`: settings for each kind of source that load as written, the unit files, and
+never a file replaced."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from syncd.cli import run_cli
+from syncd.config import load_settings
+from syncd.data import SAMPLE
+from syncd.init import UNITS_START
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED_UNITS = sorted((REPO / "systemd").iterdir())
+
+
+def init(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code = run_cli(["init", *args])
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+@pytest.fixture
+def credentials(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The secrets as systemd gives them to the service: files in $CREDENTIALS_DIRECTORY."""
+    folder = tmp_path / "credentials"
+    folder.mkdir()
+    (folder / "client_secret").write_text("platform-secret\n")
+    (folder / "bind_password").write_text("ldap-password\n")
+    monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(folder))
+    return folder
+
+
+def test_the_csv_settings_read_the_sample_company_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], credentials: Path
+) -> None:
+    path = tmp_path / "syncd.toml"
+    code, output = init(capsys, str(path))
+    assert code == 0, output
+    assert path.stat().st_mode & 0o777 == 0o600
+    for name in ("employees.csv", "departments.csv"):
+        (tmp_path / name).write_bytes(SAMPLE.joinpath(name).read_bytes())
+
+    settings = load_settings(path)
+    assert settings.source.csv is not None
+    assert settings.source.csv.employees == tmp_path / "employees.csv"
+    assert settings.platform.client_secret is not None
+    assert settings.platform.client_secret.get_secret_value() == "platform-secret"
+
+    assert run_cli(["check", "--config", str(path)]) == 0
+    checked = capsys.readouterr().out
+    assert "employees   40" in checked and "departments 11" in checked
+    assert "rejected    0" in checked
+
+
+@pytest.mark.parametrize("kind", ["openldap", "active_directory"])
+def test_the_ldap_settings_load_as_written_with_the_passwords_as_credentials(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], credentials: Path
+) -> None:
+    path = tmp_path / f"{kind}.toml"
+    code, output = init(capsys, "--source", kind, str(path))
+    assert code == 0, output
+    text = path.read_text(encoding="utf-8")
+    assert "password =" not in text and "secret =" not in text  # no secret, even as a placeholder
+
+    settings = load_settings(path)
+    assert settings.source.kind == "ldap" and settings.source.ldap is not None
+    assert settings.source.ldap.flavor == kind
+    assert settings.source.ldap.urls[0].startswith("ldaps://")
+    assert settings.source.ldap.bind_password is not None
+    assert settings.source.ldap.bind_password.get_secret_value() == "ldap-password"
+    assert settings.platform.client_secret is not None
+
+
+def test_an_existing_file_is_never_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "syncd.toml"
+    path.write_text("# the admin's own settings\n")
+    code, output = init(capsys, "--source", "openldap", str(path))
+    assert code == 3
+    assert f"{path} already exists: syncd init never overwrites a file" in output
+    assert path.read_text() == "# the admin's own settings\n"
+
+    dangling = tmp_path / "link.toml"
+    dangling.symlink_to(tmp_path / "elsewhere.toml")
+    assert init(capsys, str(dangling))[0] == 3
+    assert not (tmp_path / "elsewhere.toml").exists()
+
+
+def test_a_missing_path_a_folder_or_a_missing_folder_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, output = init(capsys)
+    assert code == 3
+    assert "name the settings file to write" in output
+    code, output = init(capsys, str(tmp_path))
+    assert code == 3
+    assert f"{tmp_path} is a folder: name the settings file, e.g. {tmp_path}/syncd.toml" in output
+    code, output = init(capsys, str(tmp_path / "etc" / "syncd.toml"))
+    assert code == 3
+    assert f"folder {tmp_path / 'etc'} does not exist" in output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_units_are_the_shipped_ones_and_all_or_none_are_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, output = init(capsys, "--units", str(tmp_path))
+    assert code == 0, output
+    for unit in SHIPPED_UNITS:
+        written = tmp_path / unit.name
+        assert written.read_bytes() == unit.read_bytes()
+        assert written.stat().st_mode & 0o777 == 0o644
+    assert f"ExecStart={UNITS_START} run" in (tmp_path / "syncd.service").read_text()
+
+    again = tmp_path / "again"
+    again.mkdir()
+    (again / "syncd-sync.timer").write_text("[Timer]\nOnCalendar=daily\n")
+    settings = tmp_path / "syncd.toml"
+    code, output = init(capsys, str(settings), "--units", str(again))
+    assert code == 3
+    assert f"{again / 'syncd-sync.timer'} already exists" in output
+    assert sorted(p.name for p in again.iterdir()) == ["syncd-sync.timer"]
+    assert not settings.exists()  # the settings file is not written either
+
+
+def test_the_example_settings_take_the_secret_from_the_systemd_credential(
+    tmp_path: Path, credentials: Path
+) -> None:
+    # README's service install: the example's settings, the secret as a credential. A
+    # client_secret_file in the example would be read instead, and be missing.
+    example = tmp_path / "syncd.toml"
+    example.write_bytes((REPO / "config" / "syncd.example.toml").read_bytes())
+
+    settings = load_settings(example)
+    assert settings.platform.client_secret_file is None
+    assert settings.platform.client_secret is not None
+    assert settings.platform.client_secret.get_secret_value() == "platform-secret"
+    for unit in ("syncd.service", "syncd-sync.service"):
+        text = (REPO / "systemd" / unit).read_text()
+        assert "LoadCredential=client_secret:/etc/syncd/credentials/client_secret" in text
