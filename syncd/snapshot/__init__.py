@@ -1,0 +1,101 @@
+"""The state database: what syncd pushed, the runs it made, its cursors and the shared token.
+
+One SQLite file in the state directory, in WAL mode, shared by the daemon and every
+shell command on the host. Tables are declared with SQLModel; bulk writes go through
+SQLAlchemy Core statements, one transaction per batch (the ORM is ~10x slower at
+100,000 rows). The schema version lives in ``PRAGMA user_version``; ``MIGRATIONS[n]``
+takes a database from version n to n+1.
+
+The package's rooms: ``tables`` (and migrations), ``engine`` (opening, write transactions,
+cursors), ``tokens``, ``records`` (the snapshot), ``journal`` (runs and their items).
+"""
+
+from __future__ import annotations
+
+from syncd.snapshot.engine import get_cursor, open_engine, set_cursor, write
+from syncd.snapshot.journal import (
+    failure_groups,
+    finish_run,
+    insert_items,
+    insert_rejected,
+    interrupt_stale_runs,
+    journaled_after,
+    load_items,
+    mark_sent,
+    set_summary,
+    settle_items,
+    start_run,
+    unsettled_items,
+)
+from syncd.snapshot.records import (
+    FieldLookup,
+    PlacedLookup,
+    delete_departments,
+    delete_employees,
+    forget_employees,
+    load_snapshot,
+    set_department_paths,
+    set_locked,
+    set_photos,
+    upsert_departments,
+    upsert_employees,
+)
+from syncd.snapshot.tables import (
+    BUSY_TIMEOUT_MS,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    WAL_CHECKPOINT_PAGES,
+    CursorRow,
+    DepartmentRow,
+    EmployeeRow,
+    PhotoRow,
+    RejectedRowRecord,
+    RunItemRow,
+    RunRow,
+    TokenRow,
+)
+from syncd.snapshot.tokens import CachedToken, TokenStore
+
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "WAL_CHECKPOINT_PAGES",
+    "CachedToken",
+    "CursorRow",
+    "DepartmentRow",
+    "EmployeeRow",
+    "FieldLookup",
+    "PhotoRow",
+    "PlacedLookup",
+    "RejectedRowRecord",
+    "RunItemRow",
+    "RunRow",
+    "TokenRow",
+    "TokenStore",
+    "delete_departments",
+    "delete_employees",
+    "failure_groups",
+    "finish_run",
+    "forget_employees",
+    "get_cursor",
+    "insert_items",
+    "insert_rejected",
+    "interrupt_stale_runs",
+    "journaled_after",
+    "load_items",
+    "load_snapshot",
+    "mark_sent",
+    "open_engine",
+    "set_cursor",
+    "set_department_paths",
+    "set_locked",
+    "set_photos",
+    "set_summary",
+    "settle_items",
+    "start_run",
+    "unsettled_items",
+    "upsert_departments",
+    "upsert_employees",
+    "write",
+]

@@ -1,0 +1,149 @@
+"""Runs and their items: the journal a run writes before and after each batch, and reads back."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import socket
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Engine, insert, text, update
+
+from syncd.snapshot.engine import write
+from syncd.snapshot.records import _INSERT_ITEM, _ITEMS_PER_STATEMENT, _executemany
+from syncd.snapshot.tables import RejectedRowRecord, RunRow
+
+
+def start_run(engine: Engine, **values: Any) -> int:
+    """Record a run as running; returns its id."""
+    values.setdefault("pid", os.getpid())
+    values.setdefault("host", socket.gethostname())
+    with write(engine) as conn:
+        result = conn.execute(insert(RunRow.__table__).values(**values))  # type: ignore[attr-defined]
+        run_id = result.inserted_primary_key[0] if result.inserted_primary_key else None
+    assert run_id is not None
+    return int(run_id)
+
+
+def finish_run(engine: Engine, run_id: int, **values: Any) -> None:
+    with write(engine) as conn:
+        conn.execute(
+            update(RunRow.__table__)  # type: ignore[attr-defined]
+            .where(RunRow.__table__.c.id == run_id)  # type: ignore[attr-defined]
+            .values(**values)
+        )
+
+
+def interrupt_stale_runs(engine: Engine, now_ms: int) -> list[int]:
+    """Runs left 'running' by a process that died are marked interrupted (caller holds the lock)."""
+    with write(engine) as conn:
+        ids = [
+            int(r[0]) for r in conn.exec_driver_sql("SELECT id FROM runs WHERE outcome = 'running'")
+        ]
+        if ids:
+            conn.execute(
+                text(
+                    "UPDATE runs SET outcome = 'interrupted', exit_code = 3, finished_at = :t "
+                    "WHERE outcome = 'running'"
+                ),
+                {"t": now_ms},
+            )
+    return ids
+
+
+def insert_items(conn: Connection, run_id: int, items: Iterable[Mapping[str, Any]]) -> None:
+    """Rows with seq, kind, key, display, action, message, before, after (JSON text), outcome."""
+    rows = (
+        (run_id, i["seq"], i["kind"], i["key"], i["display"], i["action"], i["message"],
+         i["before"], i["after"], i["outcome"])
+        for i in items
+    )  # fmt: skip
+    while chunk := list(itertools.islice(rows, _ITEMS_PER_STATEMENT)):
+        _executemany(conn, _INSERT_ITEM, chunk)
+
+
+def mark_sent(conn: Connection, run_id: int, seqs: Sequence[int]) -> None:
+    _executemany(
+        conn,
+        "UPDATE run_items SET outcome = 'sent', attempts = attempts + 1 "
+        "WHERE run_id = ? AND seq = ?",
+        [(run_id, s) for s in seqs],
+    )
+
+
+def settle_items(conn: Connection, run_id: int, results: Sequence[Mapping[str, Any]]) -> None:
+    """Rows with seq, outcome, status, error."""
+    _executemany(
+        conn,
+        "UPDATE run_items SET outcome = ?, status = ?, error = ? WHERE run_id = ? AND seq = ?",
+        [(r["outcome"], r.get("status"), r.get("error"), run_id, r["seq"]) for r in results],
+    )
+
+
+def journaled_after(conn: Connection, run_id: int, first: int, last: int) -> dict[int, str]:
+    """The ``after`` JSON text of a run's items ``first`` to ``last`` (by seq), when set."""
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    rows = raw.execute(
+        'SELECT seq, "after" FROM run_items WHERE run_id = ? AND seq BETWEEN ? AND ? '
+        'AND "after" IS NOT NULL',
+        (run_id, first, last),
+    )
+    return {int(seq): str(after) for seq, after in rows}
+
+
+def unsettled_items(engine: Engine) -> list[dict[str, Any]]:
+    """Items a crashed run sent without learning the answer."""
+    with engine.connect() as conn:
+        rows = conn.exec_driver_sql(
+            "SELECT run_id, seq, kind, key, display, action, after FROM run_items "
+            "WHERE outcome = 'sent'"
+        )
+        return [dict(r._mapping) for r in rows]
+
+
+def insert_rejected(engine: Engine, run_id: int, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Rows with kind, where, key, reason."""
+    if rows:
+        with write(engine) as conn:
+            conn.execute(
+                insert(RejectedRowRecord.__table__),  # type: ignore[attr-defined]
+                [{"run_id": run_id, "seq": i, **r} for i, r in enumerate(rows)],
+            )
+
+
+def failure_groups(engine: Engine, run_id: int, limit: int = 10) -> list[tuple[str, int]]:
+    """A run's failed items grouped by error text, most frequent first."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT COALESCE(error, 'unknown error'), COUNT(*) AS n FROM run_items "
+                "WHERE run_id = :r AND outcome = 'failed' GROUP BY 1 ORDER BY n DESC, 1 LIMIT :l"
+            ),
+            {"r": run_id, "l": limit},
+        )
+        return [(str(r[0]), int(r[1])) for r in rows]
+
+
+def load_items(
+    engine: Engine, run_id: int, *, limit: int | None = None, outcome: str | None = None
+) -> list[dict[str, Any]]:
+    """A run's items in plan order, as stored (messages were written before anything was sent)."""
+    query = "SELECT * FROM run_items WHERE run_id = :r"
+    if outcome is not None:
+        query += " AND outcome = :o"
+    query += " ORDER BY seq"
+    if limit is not None:
+        query += " LIMIT :l"
+    with engine.connect() as conn:
+        rows = conn.execute(text(query), {"r": run_id, "o": outcome, "l": limit})
+        return [dict(r._mapping) for r in rows]
+
+
+def set_summary(conn: Connection, run_id: int, summary: Mapping[str, Any]) -> None:
+    conn.execute(
+        text("UPDATE runs SET summary = :s WHERE id = :r"),
+        {"s": json.dumps(summary, ensure_ascii=False), "r": run_id},
+    )
