@@ -1,0 +1,199 @@
+"""The departments' phases: create (level by level), update and move, delete."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from sqlalchemy import Connection
+
+from syncd import snapshot as store
+from syncd.errors import PlatformError, PlatformUnavailable
+from syncd.executor.pipeline import Item, NotSent, Pipeline, _json
+from syncd.model import Department, serial_no
+from syncd.plan import Action, Change
+from syncd.platform import ImportResult, Node
+
+NODE_GONE = 208502
+
+
+class Departments(Pipeline):
+    """Nodes created, updated, moved and deleted, each settled in the journal."""
+
+    def _create_departments(self, items: list[Item]) -> None:
+        # One import per depth level at most: every parent exists before its children are sent.
+        for _, level in itertools.groupby(items, key=lambda i: i.change.depth):
+            if self.stop.is_set():  # the levels below stay unsent, as planned
+                self.result.interrupted = True
+                return
+            ready: list[Item] = []
+            for item in level:
+                if self._prepare_create(item):
+                    ready.append(item)
+            self._pipeline(self._batches(ready), self._send_import_orgs, self._settle_import_orgs)
+
+    def _prepare_create(self, item: Item) -> bool:
+        d = item.change.record
+        assert isinstance(d, Department)
+        if d.parent_id in self.pending_creates:
+            self._fail([item], self._held_back(d.parent_id))
+            return False
+        parent_path = self.root_name if d.parent_id is None else self.paths.get(d.parent_id)
+        if parent_path is None:
+            self._fail([item], f"parent department {d.parent_id} is not on the platform")
+            return False
+        item.key = f"{parent_path}/{d.name}"
+        item.body = _node_body(d) | {"type": "DEPT", "parent_path": parent_path}
+        return True
+
+    def _send_import_orgs(self, batch: list[Item]) -> ImportResult:
+        return self.client.import_orgs([i.body for i in batch])
+
+    def _settle_import_orgs(self, batch: list[Item], answer: ImportResult) -> None:
+        outcomes: list[tuple[Item, str, str | None, int | None]] = []
+        rows = []
+        for item in batch:
+            node_id = answer.successes.get(item.key)
+            note = None
+            confirmed = True
+            if node_id is None:
+                # A resent batch whose first answer was lost finds its own nodes already there.
+                found = self._existing_node(item.change.key)
+                node_id = None if found is None else found.id
+                confirmed = found is not None and self._as_sent(item, found)
+                note = "already on the platform (created by an earlier attempt)"
+            if node_id is None:
+                error = answer.failures.get(item.key, "the answer did not mention this node")
+                outcomes.append((item, "failed", error, None))
+                continue
+            self.node_ids[item.change.key] = node_id
+            self.paths[item.change.key] = item.key
+            self.pending_creates.discard(item.change.key)
+            outcomes.append((item, "ok", note, None))
+            row = self._department_row(item.change, node_id, item.key)
+            if not confirmed:
+                row["hash"] = ""  # not as this run sent it: compared again next run
+            rows.append(row)
+        self._record(outcomes, lambda conn: store.upsert_departments(conn, rows))
+
+    def _existing_node(self, source_id: str) -> Node | None:
+        try:
+            return self.client.node_by_serial(serial_no(source_id))
+        except (PlatformError, PlatformUnavailable):
+            return None  # the item fails with the import's own reason, and is planned again
+
+    def _as_sent(self, item: Item, node: Node) -> bool:
+        """Whether a node found by serial_no is the one this run's body describes (an
+        earlier run, killed, may have created it with other values)."""
+        d = item.change.record
+        assert isinstance(d, Department)
+        parent = self.root_id if d.parent_id is None else self.node_ids.get(d.parent_id)
+        return (
+            node.name == d.name
+            and node.parent_org_id == parent
+            and (d.sort_order is None or str(node.sort_order) == str(d.sort_order))
+        )
+
+    def _department_row(self, c: Change, node_id: int, path: str) -> dict[str, Any]:
+        return {
+            "source_id": c.key,
+            "node_id": node_id,
+            "name_path": path,
+            "fields": _json(c.after) or "{}",
+            "hash": c.hash,
+            "adopted": c.platform_before is not None,
+        }
+
+    def _update_departments(self, items: list[Item]) -> None:
+        # One at a time, in the plan's order (by new depth): a new parent is in place first.
+        for item in items:
+            if self.stop.is_set():
+                self.result.interrupted = True
+                return
+            self._send_one(item, self._send_node_update, self._settle_node_update)
+
+    def _send_node_update(self, item: Item) -> str:
+        c = item.change
+        d = c.record
+        assert isinstance(d, Department) and c.target_id is not None
+        parent_path = self.root_name if d.parent_id is None else self.paths.get(d.parent_id)
+        parent_id = self.root_id if d.parent_id is None else self.node_ids.get(d.parent_id)
+        if parent_path is None or parent_id is None:
+            raise NotSent(f"parent department {d.parent_id} is not on the platform")
+        new_path = f"{parent_path}/{d.name}"
+        if c.action is not Action.ADOPT:
+            body = _node_body(d)
+            if c.action is Action.MOVE or c.platform_before is not None:
+                body["new_parentId"] = parent_id
+            self.client.update_node(c.target_id, body)
+        return new_path
+
+    def _settle_node_update(self, item: Item, new_path: str) -> None:
+        c = item.change
+        assert c.target_id is not None
+        old_path = self.paths.get(c.key)
+        self.node_ids[c.key] = c.target_id
+        moved = self._rename_subtree(old_path, new_path) if old_path else {}
+        self.paths[c.key] = new_path
+        row = self._department_row(c, c.target_id, new_path)
+
+        def writes(conn: Connection) -> None:
+            store.upsert_departments(conn, [row])
+            store.set_department_paths(conn, moved)
+
+        self._record([(item, "ok", None, None)], writes)
+
+    def _rename_subtree(self, old: str, new: str) -> dict[str, str]:
+        """Descendants' name paths after their ancestor was renamed or moved."""
+        if old == new:
+            return {}
+        prefix = old + "/"
+        moved = {k: new + p[len(old) :] for k, p in self.paths.items() if p.startswith(prefix)}
+        self.paths.update(moved)
+        return moved
+
+    def _delete_departments(self, items: list[Item]) -> None:
+        for item in items:  # children first, as planned
+            if self.stop.is_set():
+                self.result.interrupted = True
+                return
+            if not self._send_one(item, self._send_node_delete, self._settle_node_delete):
+                self.failed_deletes.append(self._path_of(item))
+
+    def _path_of(self, item: Item) -> str:
+        return self.paths.get(item.change.key) or item.change.display
+
+    def _send_node_delete(self, item: Item) -> str:
+        # A node whose child could not be deleted still has it: never ask the platform to
+        # delete it anyway (one that allowed it would take the child along).
+        prefix = self._path_of(item) + "/"
+        child = next((p for p in self.failed_deletes if p.startswith(prefix)), None)
+        if child is not None:
+            raise NotSent(f"a child department is still there: {child} could not be deleted")
+        assert item.change.target_id is not None
+        try:
+            self.client.delete_node(item.change.target_id)
+        except PlatformError as exc:
+            if exc.status != NODE_GONE:
+                raise
+            return "already gone from the platform"
+        return ""
+
+    def _settle_node_delete(self, item: Item, note: str) -> None:
+        self.node_ids.pop(item.change.key, None)
+        self.paths.pop(item.change.key, None)
+        self._record(
+            [(item, "ok", note or None, None)],
+            lambda conn: store.delete_departments(conn, [item.change.key]),
+        )
+
+
+def _node_body(d: Department) -> dict[str, Any]:
+    body: dict[str, Any] = {"name": d.name, "serial_no": serial_no(d.id)}
+    if d.sort_order is not None:
+        body["sort_order"] = d.sort_order
+    if d.sn:
+        body["sn"] = d.sn
+    if d.en_name:
+        body["en_name"] = d.en_name
+    return body

@@ -1,0 +1,220 @@
+"""The one request path: the shared token, the retries, the envelope, the pages."""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from functools import partial
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+from tenacity import RetryCallState
+
+from syncd.config import PlatformSettings
+from syncd.errors import PlatformError, PlatformUnavailable, TokenError
+from syncd.logs import redact
+from syncd.platform._answers import _malformed
+from syncd.platform._envelope import TOKEN_NOT_FOUND, NotAnEnvelope, result_of
+from syncd.platform._retry import Fatal, RetryPolicy, Transient, classify
+from syncd.platform._tokens import TokenKeeper
+
+log = logging.getLogger("syncd.platform")
+
+# An attempt that starts right at its deadline still gets this long, rather than none.
+MIN_ATTEMPT_TIMEOUT = 0.1
+
+
+class Requests:
+    """The request path of ``PlatformClient``, which sets this state in ``__init__``."""
+
+    _settings: PlatformSettings
+    _on_retry: Callable[[str, str], None] | None
+    _policy: RetryPolicy
+    _host: str
+    _http: httpx.Client
+    _stats_lock: threading.Lock
+    _retries: int
+    _calls: Counter[str]
+    _tokens: TokenKeeper
+
+    def _pages(
+        self, template: str, key: str, params: dict[str, Any], page_size: int
+    ) -> Iterator[Any]:
+        """Records of every page, until total_count is reached (or an empty page).
+
+        A page shorter than asked ends the list only when the answer gives no total: a
+        platform that caps its pages below ``page_size`` is read on, never taken for done.
+        """
+        if page_size < 1:
+            raise ValueError("page_size must be at least 1")
+        skip = 0
+        while True:
+            result = self._call(
+                "GET", template, params={**params, "skip": skip, "limit": page_size}
+            )
+            records = result.get(key) if isinstance(result, dict) else None
+            if not isinstance(records, list):
+                raise _malformed(f"GET {template}", f"expected {{total_count, {key}: [...]}}")
+            yield from records
+            skip += len(records)
+            total = result.get("total_count")
+            if isinstance(total, int) and not isinstance(total, bool):
+                if skip >= total or not records:
+                    return
+            elif len(records) < page_size:
+                return
+
+    def _call(
+        self,
+        method: str,
+        template: str,
+        *,
+        path: Mapping[str, object] | None = None,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        repeatable: bool = True,
+    ) -> Any:
+        """Send with the shared token; on 10011 renew it once and send once more."""
+        url = _fill(template, {"org_code": self._settings.org_code, **(path or {})})
+
+        def send(token: str) -> Any:
+            return self._send(
+                method, template, url, token=token, params=params, body=body, repeatable=repeatable
+            )
+
+        token = self._tokens.current()
+        try:
+            return send(token)
+        except PlatformError as exc:
+            if exc.status != TOKEN_NOT_FOUND:
+                raise
+        log.info("the platform refused the access token (10011); renewing it")
+        try:
+            return send(self._tokens.replace(token))
+        except PlatformError as exc:
+            if exc.status != TOKEN_NOT_FOUND:
+                raise
+            raise TokenError(
+                TOKEN_NOT_FOUND,
+                f"the platform refused a just-renewed token for application "
+                f"{self._settings.client_id!r} at {self._settings.base_url}: is another program "
+                "using the same application? (each new token invalidates the previous one)",
+                exc.endpoint,
+            ) from None
+
+    def _send(
+        self,
+        method: str,
+        template: str,
+        url: str,
+        *,
+        token: str | None,
+        params: Mapping[str, Any] | None,
+        body: Any,
+        repeatable: bool = True,
+        deadline: float | None = None,
+    ) -> Any:
+        """One call with its retries; transport trouble ends as PlatformUnavailable."""
+        label = f"{method} {template}"
+        endpoint = f"{method} {url}"
+        query = dict(params or {})
+        if token is not None:
+            query["access_token"] = token
+        attempts = 0
+        started = time.monotonic()
+
+        def attempt() -> Any:
+            nonlocal attempts
+            attempts += 1
+            left = math.inf if deadline is None else deadline - (time.monotonic() - started)
+            return self._attempt(
+                method, url, label, endpoint, query, body, self._timeout_within(left)
+            )
+
+        retrying = self._policy.retrying(
+            repeatable=repeatable,
+            before_sleep=partial(self._before_retry, label, endpoint),
+            deadline=deadline,
+        )
+        try:
+            return retrying(attempt)
+        except Transient as exc:
+            failure = exc
+        except (Fatal, NotAnEnvelope) as exc:
+            raise PlatformUnavailable(redact(f"platform {self._host}: {endpoint}: {exc}")) from None
+        raise PlatformUnavailable(self._gave_up(endpoint, failure, attempts, repeatable))
+
+    def _timeout_within(self, left: float) -> httpx.Timeout:
+        """The configured timeouts, none longer than the ``left`` seconds before a deadline.
+
+        The deadline (the token fetch's) only stops new attempts; an attempt started just
+        before it must not then wait out the full timeouts. Even if connecting and reading
+        each take all that is left, the attempt ends within twice the deadline, which is
+        how TOKEN_RETRY_DEADLINE is chosen against the database's busy timeout.
+        """
+        left = max(left, MIN_ATTEMPT_TIMEOUT)
+        settings = self._settings
+        return httpx.Timeout(
+            min(settings.timeout, left), connect=min(settings.connect_timeout, left)
+        )
+
+    def _attempt(
+        self,
+        method: str,
+        url: str,
+        label: str,
+        endpoint: str,
+        query: dict[str, Any],
+        body: Any,
+        timeout: httpx.Timeout,
+    ) -> Any:
+        with self._stats_lock:
+            self._calls[label] += 1
+        try:
+            response = self._http.request(method, url, params=query, json=body, timeout=timeout)
+        except httpx.RequestError as exc:
+            failure = classify(exc)
+        else:
+            return result_of(response, endpoint)
+        # Raised outside the except block: the httpx exception, whose request holds the
+        # token in its URL, must not ride along as __context__.
+        raise failure
+
+    def _before_retry(self, label: str, endpoint: str, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        kind, reason = (exc.kind, exc.reason) if isinstance(exc, Transient) else ("error", str(exc))
+        wait = state.next_action.sleep if state.next_action is not None else 0.0
+        with self._stats_lock:
+            self._retries += 1
+        log.warning(
+            "platform %s: %s: %s; attempt %d of %d in %.2f s",
+            self._host,
+            endpoint,
+            redact(reason),
+            state.attempt_number + 1,
+            self._settings.retry_attempts,
+            wait,
+        )
+        if self._on_retry is not None:
+            self._on_retry(label, kind)
+
+    def _gave_up(self, endpoint: str, failure: Transient, attempts: int, repeatable: bool) -> str:
+        if self._policy.asked_too_long(failure) and (repeatable or failure.unsent):
+            why = (
+                f"the platform asked to wait {failure.retry_after:g} s before trying again, "
+                f"longer than platform.retry_after_max ({self._settings.retry_after_max:g} s)"
+            )
+        elif repeatable or failure.unsent:
+            why = f"gave up after {attempts} attempt{'s' if attempts != 1 else ''}"
+        else:
+            why = "not retried: the platform may have acted on it"
+        return redact(f"platform {self._host} unavailable: {endpoint}: {failure.reason} ({why})")
+
+
+def _fill(template: str, values: Mapping[str, object]) -> str:
+    return template.format(**{k: quote(str(v), safe="") for k, v in values.items()})
