@@ -1,0 +1,87 @@
+"""``syncd reports``: list, show and prune the runs syncd recorded; one person's history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from syncd.cli import ConfigOption, out, settings_from
+
+reports_app: typer.Typer = typer.Typer(help="Review the runs syncd recorded.", no_args_is_help=True)
+
+
+FileOption = Annotated[
+    Path | None, typer.Option("--file", help="Write to this file instead of stdout.")
+]
+
+
+@reports_app.command("list")
+def reports_list(
+    config: ConfigOption = None,
+    last: Annotated[int, typer.Option(min=0, help="How many runs, newest first.")] = 20,
+    failed: Annotated[
+        bool, typer.Option(help="Only runs that failed, partly failed or were blocked.")
+    ] = False,
+    output: Annotated[str, typer.Option("--output", "-o", help="text or json.")] = "text",
+    dry_runs: Annotated[
+        bool, typer.Option("--dry-runs", help="List dry runs (--dry-run, --check) instead.")
+    ] = False,
+) -> None:
+    """One line per run: real runs; dry runs are kept apart (--dry-runs)."""
+    from syncd.runs import print_run_list
+
+    settings = settings_from(config, require_secrets=False)
+    print_run_list(settings, out, last=last, failed_only=failed, fmt=output, dry_runs=dry_runs)
+
+
+@reports_app.command("show")
+def reports_show(
+    run: Annotated[str, typer.Argument(help="A run id, or 'latest'.")] = "latest",
+    config: ConfigOption = None,
+    failed_only: Annotated[bool, typer.Option(help="Only the items that failed.")] = False,
+    output: Annotated[
+        str, typer.Option("--output", "-o", "--format", help="text, json, csv or html.")
+    ] = "text",
+    file: FileOption = None,
+) -> None:
+    """One run in full: summary, failures grouped by error, changes, rejected rows."""
+    from syncd.runs import show_run
+
+    show_run(
+        settings_from(config, require_secrets=False),
+        out,
+        run,
+        fmt=output,
+        failed_only=failed_only,
+        output=file,
+    )
+
+
+@reports_app.command("person")
+def reports_person(
+    username: Annotated[str, typer.Argument(help="The person's username on the platform.")],
+    config: ConfigOption = None,
+    planned: Annotated[
+        bool, typer.Option(help="Also what dry runs and blocked runs only planned.")
+    ] = False,
+    output: Annotated[str, typer.Option("--output", "-o", help="text, json or csv.")] = "text",
+    file: FileOption = None,
+) -> None:
+    """Every run that changed, locked, removed or failed one person, and why."""
+    from syncd.runs import show_person
+
+    settings = settings_from(config, require_secrets=False)
+    show_person(settings, out, username, fmt=output, planned=planned, output=file)
+
+
+@reports_app.command("prune")
+def reports_prune(
+    keep_days: Annotated[int, typer.Option(help="Keep the runs of the last N days.")],
+    config: ConfigOption = None,
+) -> None:
+    """Delete the records of older runs."""
+    from syncd.runs import prune_runs
+
+    prune_runs(settings_from(config, require_secrets=False), out, keep_days=keep_days)

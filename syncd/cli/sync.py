@@ -1,0 +1,170 @@
+"""``syncd sync`` and ``syncd apply``: one run with its screen, stopped cleanly by signals."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from syncd.cli import (
+    ConfigOption,
+    LongOption,
+    Output,
+    OutputOption,
+    ShowOption,
+    WaitOption,
+    err,
+    labelled,
+    settings_from,
+)
+from syncd.cli.screen import Screen
+from syncd.config import Settings
+from syncd.logs import log_context
+
+if TYPE_CHECKING:
+    from syncd.runner import RunRequest
+
+
+def sync(
+    config: ConfigOption = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Read, plan and check; send nothing.")
+    ] = False,
+    check_only: Annotated[
+        bool, typer.Option("--check", help="A dry run that exits 1 when changes are pending.")
+    ] = False,
+    allow_removals: Annotated[
+        int | None,
+        typer.Option(
+            min=0, help="Let this run lock, remove or delete up to N records past the guards."
+        ),
+    ] = None,
+    incremental: Annotated[
+        bool,
+        typer.Option(help="LDAP: read only what changed since the last run (finds no leavers)."),
+    ] = False,
+    show: ShowOption = 200,
+    long: LongOption = False,
+    wait: WaitOption = 0,
+    output: OutputOption = Output.TEXT,
+    save_plan: Annotated[
+        Path | None,
+        typer.Option(
+            "--save-plan",
+            help="Write the plan to this file for review and `syncd apply` (a dry run).",
+            dir_okay=False,
+        ),
+    ] = None,
+) -> None:
+    """Sync the source to the platform: show the plan, then apply it; --dry-run only shows it."""
+    from syncd.runner import RunRequest
+
+    settings = settings_from(config)
+    request = RunRequest(
+        dry_run=dry_run or check_only or save_plan is not None,
+        read="incremental" if incremental else "full",
+        allow_removals=allow_removals,
+        save_plan=save_plan,
+    )
+    code = _sync_and_show(settings, request, check_only, show, long, wait, output)
+    if save_plan is not None and code in (0, 1, 2):  # blocked too: the reviewer decides
+        err.print(
+            labelled("saved:", "bold", f"the plan is in {save_plan}: syncd apply {save_plan}")
+        )
+    raise typer.Exit(code)
+
+
+def apply(
+    plan_file: Annotated[
+        Path,
+        typer.Argument(help="A plan saved by syncd sync --dry-run --save-plan.", dir_okay=False),
+    ],
+    config: ConfigOption = None,
+    show: ShowOption = 200,
+    long: LongOption = False,
+    wait: WaitOption = 0,
+    output: OutputOption = Output.TEXT,
+) -> None:
+    """Apply a saved plan: only if planning now gives the very same changes (else exit 2)."""
+    from syncd import saved_plan
+    from syncd.runner import RunRequest
+
+    settings = settings_from(config)
+    request = RunRequest(saved=saved_plan.read(plan_file))
+    raise typer.Exit(_sync_and_show(settings, request, False, show, long, wait, output))
+
+
+def _sync_and_show(
+    settings: Settings,
+    request: RunRequest,
+    check_only: bool,
+    show: int,
+    long: bool,
+    wait: float,
+    output: Output,
+) -> int:
+    """One run with its screen: the plan before anything is sent, bars, then the outcome."""
+    from syncd import snapshot as store
+    from syncd._status import log_failures
+    from syncd.dry_runs import prune_dry_runs
+    from syncd.metrics import write_textfile
+    from syncd.runner import run_sync
+
+    screen = Screen(
+        show=show, long=long, as_json=output is Output.JSON, log_format=settings.log_format
+    )
+    engine = store.open_engine(settings.database)
+    try:
+        with _stop_on_signals() as stop, screen, log_context():
+            result = run_sync(
+                settings,
+                request,
+                engine=engine,
+                progress=screen,
+                stop=stop,
+                on_planned=screen.planned,
+                lock_wait_seconds=wait,
+            )
+        log_failures(engine, result.run_id)
+        code = result.exit_code
+        if check_only and code == 0 and result.plan is not None and result.plan.changes:
+            code = 1
+        screen.finished(engine, result, code)
+        if request.dry_run:
+            prune_dry_runs(engine, settings.reports.dry_run_keep_days)
+        elif settings.metrics.textfile is not None:
+            write_textfile(engine, settings.metrics.textfile)
+    finally:
+        engine.dispose()
+    return code
+
+
+@contextmanager
+def _stop_on_signals() -> Iterator[threading.Event]:
+    """SIGTERM or SIGINT: the run stops after the batch in flight; a second one exits at once.
+
+    A shell sync and the timer unit's are stopped so: recorded as interrupted, exit 1.
+    """
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        # Between two bytecodes of the main thread: no logging (it takes locks), no raising.
+        name = signal.Signals(signum).name
+        if stop.is_set():
+            os.write(2, f"{name} again: exiting at once\n".encode())
+            os._exit(128 + signum)
+        stop.set()
+        os.write(2, f"{name}: stopping after the batch in flight (again: at once)\n".encode())
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield stop
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

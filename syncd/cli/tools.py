@@ -1,0 +1,164 @@
+"""``syncd emulator``, ``syncd demo`` and ``syncd init``: the emulator, the demo, new settings."""
+
+from __future__ import annotations
+
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from syncd.cli import out, settings_from
+from syncd.cli.screen import _print_run
+from syncd.errors import SyncdError
+from syncd.init import SourceKind
+
+
+def emulator(
+    host: Annotated[
+        str, typer.Option(help="Address to bind; loopback unless you mean it.")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8900,
+    org_code: Annotated[str, typer.Option(help="Organization code of the one root node.")] = "acme",
+    org_name: Annotated[str, typer.Option(help="Name of the root node.")] = "Acme",
+    domain_id: Annotated[str, typer.Option(help="Domain id.")] = "acme",
+    client_id: Annotated[
+        str, typer.Option(help="Application key accepted by /v1/token.")
+    ] = "syncd",
+    client_secret: Annotated[
+        str, typer.Option(envvar="SYNCD_EMULATOR_SECRET", help="Application secret accepted.")
+    ] = "demo-secret",  # noqa: S107 - the emulator's made-up demo credential
+    state_file: Annotated[
+        Path | None, typer.Option(help="Load state from this file at start, save it at stop.")
+    ] = None,
+    api_version: Annotated[
+        str, typer.Option(help="v4, or v3 (no employee /disable and /enable endpoints).")
+    ] = "v4",
+    token_lifetime: Annotated[int, typer.Option(help="Token lifetime in seconds.")] = 7200,
+    faults: Annotated[
+        Path | None, typer.Option(help="JSON file of fault settings to start with.")
+    ] = None,
+) -> None:
+    """Serve the platform emulator: the admin API syncd uses, for tests and demos."""
+    _need_the_emulator("syncd emulator")
+    from syncd.emulator import EmulatorOptions, FaultSettings, read_fault_settings, serve
+
+    if api_version not in ("v3", "v4"):
+        raise typer.BadParameter("must be v3 or v4", param_hint="--api-version")
+    serve(
+        EmulatorOptions(
+            host=host,
+            port=port,
+            org_code=org_code,
+            org_name=org_name,
+            domain_id=domain_id,
+            client_id=client_id,
+            client_secret=client_secret,
+            state_file=state_file,
+            api_version="v3" if api_version == "v3" else "v4",
+            token_lifetime_seconds=token_lifetime,
+            faults=read_fault_settings(faults) if faults else FaultSettings(),
+            log_level="info",
+        )
+    )
+
+
+def demo(
+    folder: Annotated[Path, typer.Option(help="Where the demo keeps its files and state.")] = Path(
+        ".syncd/demo"
+    ),
+) -> None:
+    """Sync the sample company into a local emulator, change it, sync again, show both runs."""
+    _need_the_emulator("syncd demo")
+    from syncd import demo as scenario
+    from syncd.emulator import EmulatorOptions, serve_in_thread
+    from syncd.runner import RunRequest, run_sync
+    from syncd.runs import show_run
+    from syncd.sources.preview import show_preview
+
+    with serve_in_thread(EmulatorOptions()) as platform:
+        config = scenario.prepare(
+            folder.resolve(), platform.base_url, platform.options.client_secret
+        )
+        settings = settings_from(config)
+        out.rule(
+            "0. the mapping rule in the settings, previewed: syncd check --preview wangjianguo"
+        )
+        show_preview(settings, ["wangjianguo"], "table", out)
+        out.rule(f"1. first sync: the sample company into the emulator at {platform.base_url}")
+        first = run_sync(settings, RunRequest(trigger="demo"))
+        _print_run(settings, first, show=15)
+        out.rule("2. HR changes the export")
+        for line in scenario.change_company(folder):
+            out.print(f"  {line}")
+        out.rule("3. second sync: only the changes are sent")
+        second = run_sync(settings, RunRequest(trigger="demo"))
+        _print_run(settings, second, show=0)
+        calls = platform.stats()["requests"]
+    out.rule("platform calls made by both syncs")
+    for endpoint, count in sorted(calls.items()):
+        out.print(f"  {count:4d}  {endpoint}")
+    out.rule(f"4. the report of run {second.run_id}: syncd reports show {second.run_id}")
+    show_run(settings, out, str(second.run_id), fmt="text")
+    page = folder / "report.html"
+    show_run(settings, out, str(second.run_id), fmt="html", output=page)
+    out.print(f"\nThe same report as a web page: {page}")
+    out.print(f"Review the runs again: syncd reports list --config {config}")
+    if second.exit_code:
+        raise typer.Exit(second.exit_code)
+
+
+def _need_the_emulator(command: str) -> None:
+    """The emulator is an extra (FastAPI, uvicorn): without it, one line says how to add it."""
+    missing = [name for name in ("fastapi", "uvicorn") if find_spec(name) is None]
+    if missing:
+        raise SyncdError(
+            f"{command} needs the platform emulator, which is not installed ({', '.join(missing)} "
+            "missing): install syncd[emulator], e.g. pip install 'syncd[emulator]'"
+        )
+
+
+def init(
+    path: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="PATH",
+            help="The settings file to write; never overwritten.",
+            show_default=False,
+        ),
+    ] = None,
+    source: Annotated[SourceKind, typer.Option(help="Where people come from.")] = SourceKind.CSV,
+    units: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the systemd unit files into this folder (/etc/systemd/system).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Write a commented settings file for a kind of source (and, asked, the systemd units)."""
+    from syncd import init as setup
+    from syncd.data import EXAMPLE_SETTINGS
+
+    if path is None and units is None:
+        raise typer.BadParameter("name the settings file to write", param_hint="PATH")
+    files = [setup.settings_file(path, source)] if path is not None else []
+    files += setup.unit_files_in(units) if units is not None else []
+    setup.create(files)
+    for new in files:
+        out.print(f"wrote {new.path} (mode {new.mode:04o})")
+    if path is not None:
+        out.print(
+            f'Next: put your own values where {path} says "# yours", give the platform\'s '
+            f"secret (the file's head says how), then: syncd check --config {path}"
+        )
+        out.print(f"Every key, with its default and what it does: {EXAMPLE_SETTINGS}")
+    if units is not None:
+        out.print('Then: systemctl daemon-reload (README, "Install as a service")')
+        this = Path(sys.executable).parent / "syncd"
+        if this != setup.UNITS_START:
+            out.print(
+                f"The units start {setup.UNITS_START} (README's install); this syncd is "
+                f"{this}: install it there, or change ExecStart= in the units"
+            )

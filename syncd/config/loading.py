@@ -1,0 +1,278 @@
+"""Loading: the TOML file, the SYNCD_* environment, and problems named with a "did you mean"."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import os
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import SettingsError
+
+from syncd.config.secrets import _holds_secret, _readable_by_others, _with_secrets
+from syncd.config.settings import Settings
+from syncd.errors import ConfigError
+
+log = logging.getLogger("syncd.config")  # the name it had before config became a package
+
+CONFIG_ENV = "SYNCD_CONFIG"
+ENV_PREFIX = "SYNCD_"
+ENV_NESTING = "__"
+# SYNCD_* variables read by syncd that are not settings keys.
+NOT_SETTINGS_ENV = frozenset({CONFIG_ENV, "SYNCD_EMULATOR_SECRET"})
+
+
+def config_path(explicit: Path | None) -> Path | None:
+    if explicit is not None:
+        return explicit
+    from_env = os.environ.get(CONFIG_ENV)
+    return Path(from_env) if from_env else None
+
+
+def load_settings(
+    path: Path | None = None,
+    *,
+    warn: Callable[[str], object] | None = None,
+    require_secrets: bool = True,
+    platform_secret: bool = True,
+) -> Settings:
+    """Read, validate and complete the settings, or raise one ConfigError naming file and key.
+
+    ``warn`` (default: a WARNING log line) is called with a message for problems that
+    do not stop syncd (a settings file readable by others that holds a secret, plain
+    http:// to the platform). Commands that only read the state database (status,
+    reports) pass ``require_secrets=False``: secret files are then not read at all;
+    ``syncd check``, which reads the source only, passes ``platform_secret=False``.
+    """
+    warn = warn or log.warning
+    path = config_path(path)
+    data: dict[str, Any] = {}
+    where = "environment"
+    if path is None and not any(_names_setting(name) for name in os.environ):
+        raise ConfigError(
+            f"no settings given: name the settings file with --config FILE or {CONFIG_ENV}=FILE "
+            "(or give every setting as a SYNCD_* environment variable)"
+        )
+    if path is not None:
+        where = str(path)
+        data = _with_paths_resolved(_read_toml(path), path.parent)
+        if _holds_secret(data) and _readable_by_others(path):
+            warn(f"{path} holds a secret and is readable by other users: chmod 600 it")
+    _check_environment_names()
+    # BaseSettings takes keyword arguments starting with "_" as its own options
+    # (_env_prefix, _cli_parse_args, ...), never as settings: no settings key starts so.
+    hidden = sorted(key for key in data if key.startswith("_"))
+    if hidden:
+        problems = "; ".join(f"key {key}: unknown key{_known_key_like((key,))}" for key in hidden)
+        raise ConfigError(f"{where}: invalid settings: {problems}")
+    try:
+        settings = Settings(**data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(where, exc)) from None
+    except SettingsError:
+        raise ConfigError(_describe_unparsable()) from None
+    if settings.platform.sends_in_clear:
+        warn(
+            f"platform.base_url {settings.platform.base_url} is plain http:// to another "
+            "host: the application secret and every access token cross the network "
+            "unencrypted. Use https://."
+        )
+    return _with_secrets(settings, require_secrets, platform_secret)
+
+
+def _names_setting(name: str) -> bool:
+    """A SYNCD_* variable other than those syncd reads besides settings (case-insensitive)."""
+    upper = name.upper()
+    return upper.startswith(ENV_PREFIX) and upper not in NOT_SETTINGS_ENV
+
+
+def _check_environment_names() -> None:
+    """A SYNCD_* variable must name a settings key, else its typo would go unnoticed."""
+    fields = Settings.model_fields
+    for name in sorted(os.environ):
+        if not _names_setting(name):
+            continue
+        upper = name.upper()
+        first = upper.removeprefix(ENV_PREFIX).split(ENV_NESTING)[0].lower()
+        if first in fields:
+            continue
+        raise ConfigError(
+            f"environment variable {name}: names no setting{_suggestion(upper, fields)} "
+            f"(SYNCD_ + the key path in capitals, sections joined by "
+            f"{ENV_NESTING!r}, e.g. SYNCD_PLATFORM__BATCH_SIZE)"
+        )
+
+
+def _suggestion(upper: str, fields: dict[str, FieldInfo]) -> str:
+    rest = upper.removeprefix(ENV_PREFIX)
+    for field in fields:
+        section = field.upper() + "_"
+        if rest.startswith(section) and _is_section(fields[field]):
+            return f": did you mean {ENV_PREFIX}{field.upper()}{ENV_NESTING}{rest[len(section) :]}?"
+    first = rest.split(ENV_NESTING)[0].lower()
+    close = difflib.get_close_matches(first, list(fields), n=1)
+    return f": did you mean {ENV_PREFIX}{close[0].upper()}?" if close else ""
+
+
+def _is_section(field: FieldInfo) -> bool:
+    return _model_of(field.annotation) is not None
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The settings section a field holds (``X`` or ``X | None``), or None for a value."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg
+    return None
+
+
+def _is_complex(annotation: Any) -> bool:
+    """Values pydantic-settings reads from the environment as JSON: lists, tables, sections."""
+    if _model_of(annotation) is not None:
+        return True
+    kinds = (list, dict, set, tuple, frozenset)
+    return get_origin(annotation) in kinds or any(
+        get_origin(arg) in kinds for arg in get_args(annotation)
+    )
+
+
+def _env_field(name: str) -> FieldInfo | None:
+    """The settings field a SYNCD_* variable sets, or None when it names none."""
+    model: type[BaseModel] | None = Settings
+    field: FieldInfo | None = None
+    for part in name.upper().removeprefix(ENV_PREFIX).split(ENV_NESTING):
+        if model is None:
+            return None
+        field = model.model_fields.get(part.lower())
+        if field is None:
+            return None
+        model = _model_of(field.annotation)
+    return field
+
+
+def _describe_unparsable() -> str:
+    """Name the SYNCD_* variables whose value pydantic-settings could not decode."""
+    culprits = []
+    for name in sorted(os.environ):
+        if not _names_setting(name):
+            continue
+        field = _env_field(name)
+        if field is None or not _is_complex(field.annotation):
+            continue
+        try:
+            json.loads(os.environ[name])
+        except ValueError:
+            culprits.append(name)
+    # Values are not quoted: the variable could hold a secret.
+    named = ", ".join(culprits) or "a SYNCD_* variable"
+    return (
+        f"environment variable {named}: cannot be parsed: lists and tables in "
+        "SYNCD_* variables must be JSON, e.g. SYNCD_SYNC__EXCLUDE__USERNAMES='[\"alice\"]'"
+    )
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: settings file not found") from None
+    except PermissionError:
+        raise ConfigError(f"{path}: settings file is not readable (permission denied)") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a settings file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not valid TOML: the file is not UTF-8") from None
+
+
+_PATH_KEYS = (
+    ("state_dir",),
+    ("source", "csv", "employees"),
+    ("source", "csv", "departments"),
+    ("source", "photos", "folder"),
+    ("source", "ldap", "ca_file"),
+    ("source", "ldap", "bind_password_file"),
+    ("platform", "ca_file"),
+    ("platform", "client_secret_file"),
+    ("metrics", "textfile"),
+    ("notifications", "email", "ca_file"),
+    ("notifications", "email", "password_file"),
+    ("notifications", "webhook", "ca_file"),
+    ("notifications", "webhook", "secret_file"),
+)
+
+
+def _with_paths_resolved(data: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Relative paths in a settings file are relative to the file's own directory."""
+    for keys in _PATH_KEYS:
+        parent: Any = data
+        for key in keys[:-1]:
+            parent = parent.get(key) if isinstance(parent, dict) else None
+        value = parent.get(keys[-1]) if isinstance(parent, dict) else None
+        if isinstance(value, str) and value and not Path(value).is_absolute():
+            parent[keys[-1]] = str(base / value)
+    for transform in _mapping_transforms(data):
+        value = transform.get("lookup")
+        if isinstance(value, str) and value and not Path(value).is_absolute():
+            transform["lookup"] = str(base / value)
+    return data
+
+
+def _mapping_transforms(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The transforms written as tables in source.mapping (lookups name files)."""
+    source = data.get("source")
+    mapping = source.get("mapping") if isinstance(source, dict) else None
+    found = []
+    for section in ("fields", "extra", "properties"):
+        rules = mapping.get(section) if isinstance(mapping, dict) else None
+        for rule in rules.values() if isinstance(rules, dict) else ():
+            transforms = rule.get("transforms") if isinstance(rule, dict) else None
+            found += [t for t in transforms or () if isinstance(t, dict)]
+    return found
+
+
+def _describe(where: str, exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors(include_url=False):
+        key = ".".join(str(part) for part in err["loc"]) or "(top level)"
+        message = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        if err["type"] == "extra_forbidden":
+            message += _known_key_like(err["loc"])
+        if err["type"] == "missing":
+            message = "required key is missing"
+        given = err.get("input")
+        shown = (
+            ""
+            if err["type"] in ("missing", "extra_forbidden") or isinstance(given, dict)
+            else f" (got {given!r})"
+        )
+        if "secret" in key or "password" in key:
+            shown = ""
+        env_name = ENV_PREFIX + ENV_NESTING.join(str(part) for part in err["loc"]).upper()
+        given_as = [name for name in os.environ if name.upper() == env_name]
+        origin = f" (from environment variable {given_as[0]})" if given_as else ""
+        problems.append(f"key {key}: {message}{shown}{origin}")
+    return f"{where}: invalid settings: " + "; ".join(problems)
+
+
+def _known_key_like(loc: tuple[int | str, ...]) -> str:
+    """ ", did you mean platform.batch_size?" for an unknown key close to a known one."""
+    model: type[BaseModel] | None = Settings
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part)) if model is not None else None
+        model = _model_of(field.annotation) if field is not None else None
+    if model is None:
+        return ""
+    close = difflib.get_close_matches(str(loc[-1]).lower(), list(model.model_fields), n=1)
+    prefix = "".join(f"{part}." for part in loc[:-1])
+    return f", did you mean {prefix}{close[0]}?" if close else ""

@@ -1,0 +1,131 @@
+"""Secrets: from the settings, their *_file keys or systemd credentials, one place each."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from pydantic import SecretStr
+
+from syncd.config.settings import Settings
+from syncd.errors import ConfigError
+
+_SECRETS = (
+    # (section getter, value field, file field, systemd credential name, dotted key)
+    ("platform", "client_secret", "client_secret_file", "client_secret", "platform.client_secret"),
+    (
+        "source.ldap",
+        "bind_password",
+        "bind_password_file",
+        "bind_password",
+        "source.ldap.bind_password",
+    ),
+    (
+        "notifications.email",
+        "password",
+        "password_file",
+        "smtp_password",
+        "notifications.email.password",
+    ),
+    (
+        "notifications.webhook",
+        "secret",
+        "secret_file",
+        "webhook_secret",
+        "notifications.webhook.secret",
+    ),
+)
+
+
+def _with_secrets(settings: Settings, required: bool, platform: bool = True) -> Settings:
+    """Fill secrets from their *_file key or systemd credentials; a platform secret is required.
+
+    When not ``required`` no secret file is read: the command does not use them, and its
+    operator may well not be allowed to read them. Without ``platform``, the platform's
+    secret is neither required nor read.
+    """
+    if not required:
+        return settings
+    for section_name, value_key, file_key, credential, dotted in _SECRETS:
+        if section_name == "platform" and not platform:
+            continue
+        section = _section(settings, section_name)
+        if section is None or getattr(section, value_key) is not None:
+            continue
+        secret_file = getattr(section, file_key)
+        if secret_file is None:
+            creds = os.environ.get("CREDENTIALS_DIRECTORY")
+            candidate = Path(creds) / credential if creds else None
+            if candidate is not None and candidate.exists():
+                secret_file = candidate
+        if secret_file is None:
+            if dotted == "platform.client_secret":
+                raise ConfigError(
+                    f"{dotted} is not set: give it in the settings file, in "
+                    f"{file_key.replace('_file', '')}_file, as SYNCD_PLATFORM__CLIENT_SECRET, "
+                    f"or as the systemd credential '{credential}'"
+                )
+            continue
+        value = _read_secret(secret_file, dotted)
+        settings = _replaced(settings, section_name, {value_key: SecretStr(value)})
+    return settings
+
+
+def _replaced(settings: Settings, dotted: str, update: dict[str, Any]) -> Settings:
+    """Settings with the section at ``dotted`` (``source.ldap``) updated: frozen, so copied
+    along the path up to the top."""
+    parts = dotted.split(".")
+    chain: list[Any] = [settings]
+    for part in parts:
+        chain.append(getattr(chain[-1], part))
+    updated: Any = chain[-1].model_copy(update=update)
+    for parent, part in zip(reversed(chain[:-1]), reversed(parts), strict=True):
+        updated = parent.model_copy(update={part: updated})
+    result: Settings = updated
+    return result
+
+
+def _section(settings: Settings, name: str) -> Any:
+    obj: Any = settings
+    for part in name.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _read_secret(path: Path, key: str) -> str:
+    try:
+        value = path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(f"{key}: cannot read secret file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:  # its text says which bytes: never quote a secret
+        raise ConfigError(f"{key}: secret file {path} is not UTF-8 text") from None
+    if not value:
+        raise ConfigError(f"{key}: secret file {path} is empty")
+    return value
+
+
+def _holds_secret(data: dict[str, Any]) -> bool:
+    inline = (
+        (("platform",), "client_secret"),
+        (("source", "ldap"), "bind_password"),
+        (("notifications", "email"), "password"),
+        (("notifications", "webhook"), "secret"),
+    )
+    for path, key in inline:
+        section: Any = data
+        for part in path:
+            section = section.get(part) if isinstance(section, dict) else None
+        if isinstance(section, dict) and section.get(key):
+            return True
+    return False
+
+
+def _readable_by_others(path: Path) -> bool:
+    try:
+        return bool(path.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH))
+    except OSError:
+        return False

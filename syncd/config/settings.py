@@ -1,0 +1,66 @@
+"""The settings as a whole: every section, and what syncd derives from them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from syncd.config.notifications import NotificationSettings
+from syncd.config.platform import PlatformSettings
+from syncd.config.service import (
+    MetricsSettings,
+    ReportSettings,
+    ScheduleSettings,
+    StatusSettings,
+)
+from syncd.config.source import SourceSettings
+from syncd.config.sync import SyncSettings
+
+DEFAULT_STATE_DIR = Path("/var/lib/syncd")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="SYNCD_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+    )
+
+    state_dir: Path = DEFAULT_STATE_DIR
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["text", "json"] = "text"
+    source: SourceSettings
+    platform: PlatformSettings
+    sync: SyncSettings = SyncSettings()
+    schedule: ScheduleSettings = ScheduleSettings()
+    reports: ReportSettings = ReportSettings()
+    status: StatusSettings = StatusSettings()
+    notifications: NotificationSettings = NotificationSettings()
+    metrics: MetricsSettings = MetricsSettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # init carries the TOML file's content: the environment overrides it.
+        return env_settings, init_settings
+
+    @property
+    def database(self) -> Path:
+        return self.state_dir / "syncd.db"
+
+    def secret_values(self) -> list[str]:
+        """Every secret in these settings, for log and report redaction."""
+        secrets = [self.platform.client_secret]
+        if self.source.ldap is not None:
+            secrets.append(self.source.ldap.bind_password)
+        secrets += [self.notifications.email.password, self.notifications.webhook.secret]
+        return [s.get_secret_value() for s in secrets if s is not None and s.get_secret_value()]

@@ -1,0 +1,33 @@
+"""What a sync may do: leavers, the removal guards, exclusions, matching, drift."""
+
+# Pydantic copies a list or dict default for each instance; ruff sees that only through a
+# base class in the same file, and Section is in section.py.
+# ruff: noqa: RUF012
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from syncd.config.section import Section
+from syncd.model import MatchKey
+
+
+class Exclusions(Section):
+    """Records syncd never touches, matched as exact values or shell patterns (``svc-*``)."""
+
+    usernames: list[str] = []
+    departments: list[str] = []  # source ids or name paths below the root
+
+
+class SyncSettings(Section):
+    leaver_policy: Literal["lock", "remove", "lock_then_remove"] = "lock_then_remove"
+    remove_after_days: Annotated[int, Field(ge=0)] = 30
+    max_removals: Annotated[int, Field(ge=0)] = 50
+    max_removal_ratio: Annotated[float, Field(ge=0, le=1)] = 0.10
+    exclude: Exclusions = Exclusions()
+    username_change: Literal["conflict", "remove_and_create"] = "conflict"
+    extended_fields: dict[str, str] = {}  # extra attribute name -> platform field
+    match_by: MatchKey = "username"  # a first run adopts platform accounts holding the same
+    drift_check: bool = True
