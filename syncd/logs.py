@@ -67,8 +67,23 @@ def install_redaction() -> None:
         try:
             message = record.getMessage()
         except Exception:  # a bad format string must not hide the record
-            message = str(record.msg)
-        record.msg, record.args = redact(message), None
+            record.msg, record.args = redact(str(record.msg)), None
+            return record
+        hidden = redact(message)
+        if hidden == message:
+            return record  # nothing to hide: as made (some formatters read its args)
+        # Redacted part by part when that hides it all: uvicorn's access formatter unpacks
+        # the arguments. Otherwise (a secret inside a URL object, say) merged into one text.
+        if isinstance(record.args, tuple) and isinstance(record.msg, str):
+            msg, parts = record.msg, record.args
+            record.msg = redact(msg)
+            record.args = tuple(redact(a) if isinstance(a, str) else a for a in parts)
+            try:
+                if record.getMessage() == hidden:
+                    return record
+            except Exception:  # noqa: S110 - a masked argument broke a %d: merged below
+                pass
+        record.msg, record.args = hidden, None
         return record
 
     logging.setLogRecordFactory(factory)
