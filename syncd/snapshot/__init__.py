@@ -1,12 +1,13 @@
 """The state database: what syncd pushed, the runs it made, its cursors and the shared token.
 
 One SQLite file in the state directory, in WAL mode, shared by the daemon and every
-shell command on the host. Tables are declared with SQLModel; bulk writes go through
-SQLAlchemy Core statements, one transaction per batch (the ORM is ~10x slower at
-100,000 rows). The schema version lives in ``PRAGMA user_version``; ``MIGRATIONS[n]``
-takes a database from version n to n+1.
+shell command on the host. Tables are declared with SQLModel; reads and writes go
+through SQL statements on SQLAlchemy Core connections, one transaction per batch (the
+ORM is ~10x slower at 100,000 rows). The schema version lives in ``PRAGMA user_version``;
+``MIGRATIONS[n]`` takes a database from version n to n+1.
 
-The package's rooms: ``tables`` (and migrations), ``engine`` (opening, write transactions,
+The package's rooms: ``rows`` (the tables, imported only to create or migrate them),
+``tables`` (the schema version and migrations), ``engine`` (opening, write transactions,
 cursors), ``tokens``, ``records`` (the snapshot), ``journal`` (runs and their items).
 """
 
@@ -45,14 +46,6 @@ from syncd.snapshot.tables import (
     MIGRATIONS,
     SCHEMA_VERSION,
     WAL_CHECKPOINT_PAGES,
-    CursorRow,
-    DepartmentRow,
-    EmployeeRow,
-    PhotoRow,
-    RejectedRowRecord,
-    RunItemRow,
-    RunRow,
-    TokenRow,
 )
 from syncd.snapshot.tokens import CachedToken, TokenStore
 
@@ -62,16 +55,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "WAL_CHECKPOINT_PAGES",
     "CachedToken",
-    "CursorRow",
-    "DepartmentRow",
-    "EmployeeRow",
     "FieldLookup",
-    "PhotoRow",
     "PlacedLookup",
-    "RejectedRowRecord",
-    "RunItemRow",
-    "RunRow",
-    "TokenRow",
     "TokenStore",
     "delete_departments",
     "delete_employees",

@@ -9,30 +9,34 @@ import socket
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Engine, insert, text, update
+from sqlalchemy import Connection, Engine, text
 
 from syncd.snapshot.engine import write
 from syncd.snapshot.records import _INSERT_ITEM, _ITEMS_PER_STATEMENT, _executemany
-from syncd.snapshot.tables import RejectedRowRecord, RunRow
 
 
-def start_run(engine: Engine, **values: Any) -> int:
-    """Record a run as running; returns its id."""
-    values.setdefault("pid", os.getpid())
-    values.setdefault("host", socket.gethostname())
+def start_run(
+    engine: Engine, *, trigger: str, mode: str, read: str, source: str, started_at: int
+) -> int:
+    """Record a run as running, by this process on this host; returns its id."""
     with write(engine) as conn:
-        result = conn.execute(insert(RunRow.__table__).values(**values))  # type: ignore[attr-defined]
-        run_id = result.inserted_primary_key[0] if result.inserted_primary_key else None
+        result = conn.exec_driver_sql(
+            'INSERT INTO runs ("trigger", mode, read, source, started_at, outcome, pid, host, '
+            "summary) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, '{}')",
+            (trigger, mode, read, source, started_at, os.getpid(), socket.gethostname()),
+        )
+        run_id = result.lastrowid
     assert run_id is not None
     return int(run_id)
 
 
-def finish_run(engine: Engine, run_id: int, **values: Any) -> None:
+def finish_run(
+    engine: Engine, run_id: int, *, outcome: str, exit_code: int, finished_at: int, summary: str
+) -> None:
     with write(engine) as conn:
-        conn.execute(
-            update(RunRow.__table__)  # type: ignore[attr-defined]
-            .where(RunRow.__table__.c.id == run_id)  # type: ignore[attr-defined]
-            .values(**values)
+        conn.exec_driver_sql(
+            "UPDATE runs SET finished_at = ?, outcome = ?, exit_code = ?, summary = ? WHERE id = ?",
+            (finished_at, outcome, exit_code, summary, run_id),
         )
 
 
@@ -108,9 +112,14 @@ def insert_rejected(engine: Engine, run_id: int, rows: Sequence[Mapping[str, Any
     """Rows with kind, where, key, reason."""
     if rows:
         with write(engine) as conn:
-            conn.execute(
-                insert(RejectedRowRecord.__table__),  # type: ignore[attr-defined]
-                [{"run_id": run_id, "seq": i, **r} for i, r in enumerate(rows)],
+            _executemany(
+                conn,
+                'INSERT INTO rejected_rows (run_id, seq, kind, "where", "key", reason) '
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (run_id, i, r["kind"], r["where"], r.get("key"), r["reason"])
+                    for i, r in enumerate(rows)
+                ],
             )
 
 

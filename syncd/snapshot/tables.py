@@ -1,11 +1,11 @@
-"""The tables of the state database, and the migrations that bring an older one up to date."""
+"""The state database's schema version and the migrations that bring an older one up to date
+(the tables themselves are declared in ``rows``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from sqlalchemy import Connection, text
-from sqlmodel import Field, SQLModel
 
 from syncd.model import serial_no
 
@@ -16,101 +16,11 @@ BUSY_TIMEOUT_MS = 60_000  # longer than a token request: renewal holds the write
 WAL_CHECKPOINT_PAGES = 10_000
 
 
-class DepartmentRow(SQLModel, table=True):
-    __tablename__ = "departments"
-    source_id: str = Field(primary_key=True)  # the node's serial_no on the platform
-    node_id: int | None = None
-    name_path: str = ""  # "Acme/R&D/Backend", root name first
-    fields: str = "{}"  # JSON: what syncd last wrote
-    hash: str = ""  # of fields; "" forces a comparison next run
-    adopted: bool = False  # found on the platform rather than created by syncd
-    last_modified: int | None = None  # the platform's, after syncd's last write
-
-
-class EmployeeRow(SQLModel, table=True):
-    __tablename__ = "employees"
-    source_id: str = Field(primary_key=True)  # the employee's extension_id on the platform
-    username: str = Field(index=True)
-    employee_id: int | None = None
-    fields: str = "{}"
-    hash: str = ""
-    adopted: bool = False
-    locked: bool = False
-    # "departed" (in the source), "missing" (from it), or None: adopted already locked
-    lock_reason: str | None = None
-    locked_since: int | None = None  # ms
-    # The key a first run adopted the account by, when not its username (email, mobile,
-    # sn): the account keeps the platform's username, whatever the source's is.
-    matched_by: str | None = None
-
-
-class PhotoRow(SQLModel, table=True):
-    """The photo syncd last set as a person's avatar; gone with the person's row."""
-
-    __tablename__ = "photos"
-    source_id: str = Field(primary_key=True, foreign_key="employees.source_id", ondelete="CASCADE")
-    digest: str  # MD5 of the bytes sent (the media API's file_digest)
-    media_id: str  # the platform's media id, set as the avatar
-
-
-class CursorRow(SQLModel, table=True):
-    __tablename__ = "cursors"
-    name: str = Field(primary_key=True)
-    value: str
-
-
-class TokenRow(SQLModel, table=True):
-    __tablename__ = "tokens"
-    app: str = Field(primary_key=True)  # base_url|domain_id|client_id
-    access_token: str
-    expire_time: int  # ms
-    issued_time: int | None = None
-
-
-class RunRow(SQLModel, table=True):
-    __tablename__ = "runs"
-    id: int | None = Field(default=None, primary_key=True)
-    trigger: str = "shell"  # shell, schedule, demo
-    mode: str = "apply"  # apply or dry_run
-    read: str = "full"  # full or incremental
-    source: str = ""  # kind and where
-    started_at: int = 0  # ms
-    finished_at: int | None = None
-    outcome: str = "running"  # running, ok, partial, failed, blocked, interrupted
-    exit_code: int | None = None
-    pid: int | None = None
-    host: str | None = None
-    summary: str = "{}"  # JSON: counts, guards, drift, notes, error
-
-
-class RunItemRow(SQLModel, table=True):
-    __tablename__ = "run_items"
-    run_id: int = Field(primary_key=True, foreign_key="runs.id")
-    seq: int = Field(primary_key=True)
-    kind: str  # department or employee
-    key: str  # source id
-    display: str  # name path or username
-    action: str
-    message: str = ""
-    before: str | None = None  # JSON
-    after: str | None = None  # JSON
-    outcome: str = "planned"  # planned, sent, ok, failed, skipped, recovered
-    status: int | None = None  # the platform's status code, when it gave one
-    error: str | None = None
-    attempts: int = 0
-
-
-class RejectedRowRecord(SQLModel, table=True):
-    __tablename__ = "rejected_rows"
-    run_id: int = Field(primary_key=True, foreign_key="runs.id")
-    seq: int = Field(primary_key=True)
-    kind: str
-    where: str
-    key: str | None = None
-    reason: str = ""
-
-
 def _create_v1(conn: Connection) -> None:
+    from sqlmodel import SQLModel
+
+    import syncd.snapshot.rows  # noqa: F401 - declares the tables in SQLModel.metadata
+
     SQLModel.metadata.create_all(conn)
     conn.exec_driver_sql("CREATE INDEX IF NOT EXISTS ix_run_items_outcome ON run_items (outcome)")
 
@@ -133,6 +43,8 @@ def _v3_matched_by(conn: Connection) -> None:
 
 def _v4_photos(conn: Connection) -> None:
     """The photos table (a new database has it from _create_v1 already)."""
+    from syncd.snapshot.rows import PhotoRow
+
     PhotoRow.__table__.create(conn, checkfirst=True)  # type: ignore[attr-defined]
 
 
