@@ -6,8 +6,9 @@ import logging
 import math
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from typing import Any
 from urllib.parse import quote
@@ -43,31 +44,79 @@ class Requests:
     _tokens: TokenKeeper
 
     def _pages(
-        self, template: str, key: str, params: dict[str, Any], page_size: int
+        self,
+        template: str,
+        key: str,
+        params: dict[str, Any],
+        page_size: int,
+        concurrency: int = 1,
     ) -> Iterator[Any]:
-        """Records of every page, until total_count is reached (or an empty page).
+        """Records of every page, in order, until total_count is reached (or an empty page).
 
         A page shorter than asked ends the list only when the answer gives no total: a
         platform that caps its pages below ``page_size`` is read on, never taken for done.
+        With ``concurrency``, the pages after the first (whose length and total tell where
+        the others start) are asked for that many at a time; a page shorter than the first
+        before the end sends the rest back to one page at a time, so nothing is skipped.
         """
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
-        skip = 0
+        records, total = self._page(template, key, params, 0, page_size)
+        yield from records
+        skip, step = len(records), len(records)
+        if concurrency > 1 and total is not None and step and skip < total:
+            starts = iter(range(skip, total, step))
+            in_flight: deque[tuple[int, Future[tuple[list[Any], int | None]]]] = deque()
+            with ThreadPoolExecutor(concurrency, thread_name_prefix="pages") as pool:
+                try:
+                    for start in starts:
+                        in_flight.append(
+                            (start, pool.submit(self._page, template, key, params, start, step))
+                        )
+                        if len(in_flight) < concurrency:
+                            continue
+                        skip, records, total = self._settled(in_flight)
+                        yield from records
+                        if len(records) < step:
+                            break
+                    else:
+                        while in_flight:
+                            skip, records, total = self._settled(in_flight)
+                            yield from records
+                            if len(records) < step:
+                                break
+                finally:
+                    for _, future in in_flight:
+                        future.cancel()
         while True:
-            result = self._call(
-                "GET", template, params={**params, "skip": skip, "limit": page_size}
-            )
-            records = result.get(key) if isinstance(result, dict) else None
-            if not isinstance(records, list):
-                raise _malformed(f"GET {template}", f"expected {{total_count, {key}: [...]}}")
-            yield from records
-            skip += len(records)
-            total = result.get("total_count")
-            if isinstance(total, int) and not isinstance(total, bool):
+            if total is not None:
                 if skip >= total or not records:
                     return
             elif len(records) < page_size:
                 return
+            records, total = self._page(template, key, params, skip, page_size)
+            yield from records
+            skip += len(records)
+
+    @staticmethod
+    def _settled(
+        in_flight: deque[tuple[int, Future[tuple[list[Any], int | None]]]],
+    ) -> tuple[int, list[Any], int | None]:
+        """The oldest page asked for: where the next one starts, its records, the total."""
+        start, future = in_flight.popleft()
+        records, total = future.result()
+        return start + len(records), records, total
+
+    def _page(
+        self, template: str, key: str, params: dict[str, Any], skip: int, limit: int
+    ) -> tuple[list[Any], int | None]:
+        """One page's records, and the total the platform gives (None if it gives none)."""
+        result = self._call("GET", template, params={**params, "skip": skip, "limit": limit})
+        records = result.get(key) if isinstance(result, dict) else None
+        if not isinstance(records, list):
+            raise _malformed(f"GET {template}", f"expected {{total_count, {key}: [...]}}")
+        total = result.get("total_count")
+        return records, total if isinstance(total, int) and not isinstance(total, bool) else None
 
     def _call(
         self,

@@ -16,13 +16,14 @@ class Users(Requests):
     """Every user record, page by page; a text message to some of them."""
 
     def users(
-        self, *, refresh_time: int | None = None, page_size: int = 100
+        self, *, refresh_time: int | None = None, page_size: int = 100, concurrency: int = 1
     ) -> Iterator[dict[str, Any]]:
-        """Every user record, page by page; with ``refresh_time``, those refreshed after it."""
+        """Every user record, page by page (``concurrency`` pages asked at a time); with
+        ``refresh_time``, those refreshed after it."""
         params: dict[str, Any] = {}
         if refresh_time is not None:
             params["refresh_time"] = refresh_time
-        for record in self._pages(USERS, "users", params, page_size):
+        for record in self._pages(USERS, "users", params, page_size, concurrency):
             yield _dict(record)
 
     def send_text(self, usernames: Sequence[str], content: str) -> dict[str, Any]:

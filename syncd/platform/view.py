@@ -50,7 +50,9 @@ def read_platform(
         nodes = _nodes(client.page_orgs())
     elif settings.sync.drift_check:
         nodes = _nodes(client.page_orgs(refresh_time=since_nodes))
-    changed, listed = _people_drift(client, snapshot, complete, cursors.get("people"))
+    changed, listed = _people_drift(
+        client, snapshot, complete, cursors.get("people"), settings.platform.concurrency
+    )
     return PlatformView(
         root.id,
         root.name or "",
@@ -115,7 +117,7 @@ def newest(stamps: Iterable[int | None]) -> int | None:
 
 
 def _people_drift(
-    client: PlatformClient, snapshot: Snapshot, complete: bool, since: int | None
+    client: PlatformClient, snapshot: Snapshot, complete: bool, since: int | None, concurrency: int
 ) -> tuple[dict[str, PlatformEmployee], frozenset[str] | None]:
     """The people syncd holds who changed on the platform, and (complete reads) who is there."""
     if not snapshot.employees:
@@ -123,7 +125,9 @@ def _people_drift(
     owned = {s.username for s in snapshot.employees.values()}
     listed = None
     if complete:
-        listed = frozenset(_usernames(client.users(page_size=USERS_PAGE)))
+        listed = frozenset(
+            _usernames(client.users(page_size=USERS_PAGE, concurrency=concurrency))
+        )
         # Missing from the list: deleted, or passed over while the list changed between
         # pages. Asked about by name, only those the platform does not know are gone.
         missing = [u for u in owned if u not in listed]
