@@ -333,8 +333,8 @@ def _valid_employees(
     departments: Mapping[str, Department],
     rejected: list[RejectedRow],
 ) -> dict[str, Employee]:
-    ids = Counter(e.id for _, e in items)
-    usernames = Counter(e.username.casefold() for _, e in items if e.username)
+    ids = _repeated([e.id for _, e in items])
+    usernames = _repeated([e.username.casefold() for _, e in items if e.username])
     kept: dict[str, Employee] = {}
     for where, e in items:
         reason = _employee_problem(e, ids, usernames, departments)
@@ -347,10 +347,17 @@ def _valid_employees(
     return kept
 
 
+def _repeated(values: list[str]) -> dict[str, int]:
+    """The values found more than once, with their counts (most often none: checked first)."""
+    if len(set(values)) == len(values):
+        return {}
+    return {value: n for value, n in Counter(values).items() if n > 1}
+
+
 def _employee_problem(
     e: Employee,
-    ids: Counter[str],
-    usernames: Counter[str],
+    ids: Mapping[str, int],
+    usernames: Mapping[str, int],
     departments: Mapping[str, Department],
 ) -> str | None:
     if not e.id:
@@ -359,10 +366,10 @@ def _employee_problem(
         return f"employee {e.id!r} has no username"
     if not e.name or not e.name.strip():
         return f"employee {e.username!r} has no name"
-    if ids[e.id] > 1:
+    if ids and e.id in ids:
         return f"employee id {e.id!r} appears {ids[e.id]} times"
-    if usernames[e.username.casefold()] > 1:
-        return f"username {e.username!r} is used by {usernames[e.username.casefold()]} people"
+    if usernames and (folded := e.username.casefold()) in usernames:
+        return f"username {e.username!r} is used by {usernames[folded]} people"
     if len(e.positions) > 1 and sum(p.primary for p in e.positions) > 1:
         return f"employee {e.username!r} has more than one primary position"
     for p in e.positions:

@@ -151,7 +151,7 @@ class _EmployeeReader:
 
     def employee(self, cells: list[str], where: str) -> Employee | str | None:
         """The row's Employee, or why it is rejected; None when the row filter leaves it out."""
-        values = [cell.strip() for cell in cells]
+        values = list(map(str.strip, cells))
         values.append("")  # what every column the file lacks reads as (index _ABSENT)
         at = self._at
         if values[at.id] == self._id_label and self._columns.repeats_header(cells):
