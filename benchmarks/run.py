@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
 
-from benchmarks.harness import running_emulator, use_syncd_from
+from benchmarks.harness import compile_bytecode, running_emulator, use_syncd_from
 from benchmarks.results import Results, machine
 from benchmarks.scenarios import Context, csv_chain, ldap_chain, planning_chain
 from benchmarks.table import text, write_headline, write_markdown
@@ -119,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def measure(args: argparse.Namespace, argv: list[str]) -> Results:
     if args.syncd_source is not None:
         use_syncd_from(args.syncd_source)
+    compile_bytecode()
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = OUT / stamp
     out.mkdir(parents=True, exist_ok=True)
