@@ -16,11 +16,10 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import Engine
 
-from syncd import saved_plan
 from syncd import snapshot as store
 from syncd._gc import collection_paused
 from syncd.config import Settings
@@ -50,9 +49,11 @@ from syncd.platform import PlatformClient
 from syncd.platform.view import newest, read_platform, with_adoptions
 from syncd.recovery import recover
 from syncd.runs import after_run
-from syncd.saved_plan import SavedPlan
 from syncd.sources import describe, read_directory
 from syncd.sources.photos import photo_reader
+
+if TYPE_CHECKING:
+    from syncd.saved_plan import SavedPlan
 
 log = logging.getLogger(__name__)
 
@@ -244,6 +245,8 @@ class _Run:
             self.request.allow_removals if saved is None else saved.removals,
         )
         guards = check_guards(the_plan, directory, snapshot, limits)
+        if saved is not None or self.request.save_plan is not None:
+            from syncd import saved_plan  # approve-then-apply only
         if saved is not None:
             guards.insert(
                 0, saved_plan.check(saved, self.settings, the_plan, directory, snapshot, policy)

@@ -113,7 +113,6 @@ def _sync_and_show(
     from syncd import snapshot as store
     from syncd._status import log_failures
     from syncd.dry_runs import prune_dry_runs
-    from syncd.metrics import write_textfile
     from syncd.runner import run_sync
 
     screen = Screen(
@@ -139,6 +138,8 @@ def _sync_and_show(
         if request.dry_run:
             prune_dry_runs(engine, settings.reports.dry_run_keep_days)
         elif settings.metrics.textfile is not None:
+            from syncd.metrics import write_textfile  # prometheus_client: only when asked
+
             write_textfile(engine, settings.metrics.textfile)
     finally:
         engine.dispose()
