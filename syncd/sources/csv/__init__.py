@@ -48,7 +48,9 @@ def read_csv(
     # The limit is process-wide in the csv module: set it on every read, in case it was changed.
     csv.field_size_limit(FIELD_LIMIT)
     rules = Rules(mapping) if mapping is not None and not mapping.empty else None
-    with collection_paused():
+    # What a read returns lives on: frozen, the collector never goes over it (it
+    # took a pass over every value made as soon as it was enabled again: 0.1 s at 100,000).
+    with collection_paused(freeze=True):
         return _read(settings, _Mapping(rules, trace, count))
 
 

@@ -72,7 +72,9 @@ def read_ldap(
     shape = Shape.from_settings(settings, rules, photo_attribute=attribute)
     forest = Forest(connect(settings, password), settings, password)
     try:
-        with collection_paused():
+        # What a read returns lives on: frozen, the collector never goes over it (it
+        # took a pass over every value made as soon as it was enabled again: 0.1 s at 100,000).
+        with collection_paused(freeze=True):
             return _read(
                 forest,
                 settings,
