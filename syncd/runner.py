@@ -346,6 +346,33 @@ class _Run:
         view: PlatformView,
         directory: Directory,
     ) -> None:
+        # Nothing to send: no executor, whose set-up goes over the whole snapshot.
+        applied = (
+            self._send(client, the_plan, snapshot, view, directory)
+            if the_plan.changes
+            else ApplyResult()
+        )
+        self.result.applied = applied
+        self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
+        if applied.error is not None:
+            raise applied.error
+        if applied.interrupted:
+            self.result.outcome, self.result.exit_code = "interrupted", EXIT_PARTIAL
+        elif applied.failed:
+            self.result.outcome, self.result.exit_code = "partial", EXIT_PARTIAL
+        else:
+            self.result.outcome, self.result.exit_code = "ok", EXIT_OK
+        clean = not applied.failed and not applied.interrupted
+        self._advance_cursors(view, the_plan, directory, clean=clean)
+
+    def _send(
+        self,
+        client: PlatformClient,
+        the_plan: Plan,
+        snapshot: Snapshot,
+        view: PlatformView,
+        directory: Directory,
+    ) -> ApplyResult:
         photos = photo_reader(self.settings.source)  # None unless source.photos.enabled
         executor = Executor(
             client,
@@ -364,22 +391,10 @@ class _Run:
             photos=photos,
         )
         try:
-            applied = executor.apply(the_plan)
+            return executor.apply(the_plan)
         finally:
             if photos is not None:
                 photos.close()
-        self.result.applied = applied
-        self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
-        if applied.error is not None:
-            raise applied.error
-        if applied.interrupted:
-            self.result.outcome, self.result.exit_code = "interrupted", EXIT_PARTIAL
-        elif applied.failed:
-            self.result.outcome, self.result.exit_code = "partial", EXIT_PARTIAL
-        else:
-            self.result.outcome, self.result.exit_code = "ok", EXIT_OK
-        clean = not applied.failed and not applied.interrupted
-        self._advance_cursors(view, the_plan, directory, clean=clean)
 
     def _advance_cursors(
         self, view: PlatformView, the_plan: Plan, directory: Directory, *, clean: bool

@@ -76,12 +76,11 @@ def with_adoptions(
     ``match_by`` (email, mobile or work number), which needs every account listed."""
     if not directory.complete and view.listed is not None:
         view = replace(view, listed=None)  # an incremental read finds no one deleted
-    known = {e.username.casefold() for e in snapshot.employees.values()}
-    unknown = [
-        e.username
-        for e in directory.employees.values()
-        if e.id not in snapshot.employees and e.username.casefold() not in known
-    ]
+    synced = snapshot.employees
+    newcomers = [e for e in directory.employees.values() if e.id not in synced]
+    # Usernames syncd holds, gathered only when someone is new (most runs: nobody).
+    known = {e.username.casefold() for e in synced.values()} if newcomers else set()
+    unknown = [e.username for e in newcomers if e.username.casefold() not in known]
     # An organization with nobody in it has nobody to adopt: skip the look-ups.
     if not unknown or view.employee_count <= 0:
         return view
