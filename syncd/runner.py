@@ -346,12 +346,30 @@ class _Run:
         view: PlatformView,
         directory: Directory,
     ) -> None:
-        # Nothing to send: no executor, whose set-up goes over the whole snapshot.
-        applied = (
-            self._send(client, the_plan, snapshot, view, directory)
-            if the_plan.changes
-            else ApplyResult()
-        )
+        applied = ApplyResult()
+        if the_plan.changes:  # else no executor: its set-up goes over the whole snapshot
+            photos = photo_reader(self.settings.source)  # None unless source.photos.enabled
+            executor = Executor(
+                client,
+                self.engine,
+                self.run_id,
+                snapshot,
+                root_id=view.root_id,
+                root_name=view.root_name,
+                paths=current_paths(snapshot, view, the_plan),
+                department_path=lambda d: _directory_path(directory, view.root_name, d),
+                batch_size=self.settings.platform.batch_size,
+                concurrency=self.settings.platform.concurrency,
+                now_ms=now_ms,
+                progress=self.progress,
+                stop=self.stop,
+                photos=photos,
+            )
+            try:
+                applied = executor.apply(the_plan)
+            finally:
+                if photos is not None:
+                    photos.close()
         self.result.applied = applied
         self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
         if applied.error is not None:
@@ -364,37 +382,6 @@ class _Run:
             self.result.outcome, self.result.exit_code = "ok", EXIT_OK
         clean = not applied.failed and not applied.interrupted
         self._advance_cursors(view, the_plan, directory, clean=clean)
-
-    def _send(
-        self,
-        client: PlatformClient,
-        the_plan: Plan,
-        snapshot: Snapshot,
-        view: PlatformView,
-        directory: Directory,
-    ) -> ApplyResult:
-        photos = photo_reader(self.settings.source)  # None unless source.photos.enabled
-        executor = Executor(
-            client,
-            self.engine,
-            self.run_id,
-            snapshot,
-            root_id=view.root_id,
-            root_name=view.root_name,
-            paths=current_paths(snapshot, view, the_plan),
-            department_path=lambda d: _directory_path(directory, view.root_name, d),
-            batch_size=self.settings.platform.batch_size,
-            concurrency=self.settings.platform.concurrency,
-            now_ms=now_ms,
-            progress=self.progress,
-            stop=self.stop,
-            photos=photos,
-        )
-        try:
-            return executor.apply(the_plan)
-        finally:
-            if photos is not None:
-                photos.close()
 
     def _advance_cursors(
         self, view: PlatformView, the_plan: Plan, directory: Directory, *, clean: bool
