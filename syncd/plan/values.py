@@ -6,7 +6,7 @@ import fnmatch
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from syncd.model import Department, Employee, Kind, MatchKey, Photo
 from syncd.photos import photo_fields
@@ -20,8 +20,9 @@ DAY_MS = 86_400_000
 # ---------------------------------------------------------------- inputs
 
 
-@dataclass(frozen=True, slots=True)
-class SyncedDepartment:
+# The snapshot's records are tuples: one of each per record syncd holds, loaded on every
+# run (100,000 frozen dataclasses took 0.08 s to build; these, 0.03 s).
+class SyncedDepartment(NamedTuple):
     """What syncd last wrote for a department, and where it lives on the platform."""
 
     source_id: str
@@ -30,8 +31,7 @@ class SyncedDepartment:
     hash: str
 
 
-@dataclass(frozen=True, slots=True)
-class SyncedEmployee:
+class SyncedEmployee(NamedTuple):
     source_id: str
     username: str
     employee_id: int | None

@@ -88,7 +88,7 @@ def test_photos_come_before_locks_and_unlocks() -> None:
     snapshot = synced(people, {})
     snapshot = replace(
         snapshot,
-        employees={**snapshot.employees, "e2": replace(snapshot.employees["e2"], locked=True)},
+        employees={**snapshot.employees, "e2": snapshot.employees["e2"]._replace(locked=True)},
     )
     p = planned(people, snapshot)
     assert [(c.action, c.display) for c in p.changes] == [

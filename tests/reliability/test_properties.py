@@ -16,8 +16,6 @@ report renderers (tests/reports); this one is about histories of reads.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -138,16 +136,16 @@ def test_nobody_is_locked_or_removed_unless_departed_or_gone_from_a_clean_comple
                 )
                 next_id += 1
             elif change.action is Action.UPDATE and synced is not None:
-                employees[change.key] = replace(synced, hash=change.hash)
+                employees[change.key] = synced._replace(hash=change.hash)
             elif change.action is Action.LOCK and synced is not None:
                 reason = "departed" if change.record is not None else "missing"
                 since = synced.locked_since or now
-                employees[change.key] = replace(
-                    synced, locked=True, lock_reason=reason, locked_since=since
+                employees[change.key] = synced._replace(
+                    locked=True, lock_reason=reason, locked_since=since
                 )
             elif change.action is Action.UNLOCK and synced is not None:
-                employees[change.key] = replace(
-                    synced, locked=False, lock_reason=None, locked_since=None
+                employees[change.key] = synced._replace(
+                    locked=False, lock_reason=None, locked_since=None
                 )
             elif change.action is Action.REMOVE:
                 employees.pop(change.key, None)
