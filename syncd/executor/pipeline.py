@@ -8,6 +8,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -144,6 +145,7 @@ class Pipeline:
         self.media: dict[str, str] = {}  # digest -> media id uploaded this run
         self._uploading: dict[str, threading.Lock] = {}  # digest -> held while it uploads
         self._uploads_lock = threading.Lock()
+        self._open = threading.local()  # .conn: the write transaction this thread has open
 
     # ------------------------------------------------------------ the journaled pipeline
 
@@ -153,39 +155,69 @@ class Pipeline:
         send: Callable[[list[Item]], Any],
         settle: Callable[[list[Item], Any], None],
     ) -> None:
-        """Send batches, up to `concurrency` at a time; answers are settled in this thread."""
+        """Send batches, up to `concurrency` at a time; answers are settled in this thread.
+
+        A batch's answer is settled, and the batch that takes its place journaled as sent,
+        in one transaction: committed before that batch leaves, as a crash needs.
+        """
         pending = iter(batches)
         in_flight: dict[Future[Any], list[Item]] = {}
         fatal: Exception | None = None  # ends the run once the batches in flight settle
         with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="send") as pool:
+            with self._transaction() as conn:
+                leaving = self._next_batches(conn, pending, len(in_flight))
             while True:
-                while fatal is None and len(in_flight) < self.concurrency:
-                    if self.stop.is_set():
-                        self.result.interrupted = True
-                        break
-                    batch = next(pending, None)
-                    if batch is None:
-                        break
-                    with store.write(self.engine) as conn:
-                        store.mark_sent(conn, self.run_id, [i.seq for i in batch])
+                for batch in leaving:
                     in_flight[pool.submit(send, batch)] = batch
                 if not in_flight:
                     break
                 done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-                for future in done:
-                    batch = in_flight.pop(future)
-                    try:
-                        answer = future.result()
-                    except ITEM_FAILURES as exc:
-                        if self._failed(batch, exc):
-                            fatal = fatal or exc
-                    else:
-                        settle(batch, answer)
-                    for item in batch:
-                        item.body = {}  # sent and settled: let it go before the phase ends
-                    self.progress.advance(len(batch))
+                with self._transaction() as conn:
+                    for future in done:
+                        batch = in_flight.pop(future)
+                        try:
+                            answer = future.result()
+                        except ITEM_FAILURES as exc:
+                            if self._failed(batch, exc):
+                                fatal = fatal or exc
+                        else:
+                            settle(batch, answer)
+                        for item in batch:
+                            item.body = {}  # sent and settled: let it go before the phase ends
+                        self.progress.advance(len(batch))
+                    leaving = [] if fatal else self._next_batches(conn, pending, len(in_flight))
         if fatal is not None:
             raise fatal
+
+    def _next_batches(
+        self, conn: Connection, pending: Iterator[list[Item]], in_flight: int
+    ) -> list[list[Item]]:
+        """The batches that fill the free slots, journaled as sent in ``conn``."""
+        leaving: list[list[Item]] = []
+        while in_flight + len(leaving) < self.concurrency:
+            if self.stop.is_set():
+                self.result.interrupted = True
+                break
+            batch = next(pending, None)
+            if batch is None:
+                break
+            store.mark_sent(conn, self.run_id, [i.seq for i in batch])
+            leaving.append(batch)
+        return leaving
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Connection]:
+        """A write transaction, or the one this thread has open (joined, committed with it)."""
+        joined: Connection | None = getattr(self._open, "conn", None)
+        if joined is not None:
+            yield joined
+            return
+        with store.write(self.engine) as conn:
+            self._open.conn = conn
+            try:
+                yield conn
+            finally:
+                self._open.conn = None
 
     def _send_one(
         self, item: Item, send: Callable[[Item], T], settle: Callable[[Item, T], None]
@@ -220,7 +252,7 @@ class Pipeline:
         writes: Callable[[Connection], None] | None = None,
     ) -> None:
         """Settle (item, outcome, error, status) and write the snapshot, in one transaction."""
-        with store.write(self.engine) as conn:
+        with self._transaction() as conn:
             store.settle_items(
                 conn,
                 self.run_id,

@@ -1,0 +1,87 @@
+"""The journal's batch updates, on a real state database: a batch in plan order with one
+outcome is written as a range, anything else row by row, and both touch exactly the rows
+named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from syncd import snapshot as store
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> tuple[Engine, int]:
+    engine = store.open_engine(tmp_path / "syncd.db")
+    run_id = store.start_run(
+        engine, trigger="shell", mode="apply", read="full", source="test", started_at=0
+    )
+    rows = [
+        {
+            "seq": seq,
+            "kind": "employee",
+            "key": f"E{seq}",
+            "display": f"user{seq}",
+            "action": "create",
+            "message": f"create employee user{seq}",
+            "before": None,
+            "after": "{}",
+            "outcome": "planned",
+        }
+        for seq in range(10)
+    ]
+    with store.write(engine) as conn:
+        store.insert_items(conn, run_id, rows)
+    return engine, run_id
+
+
+def outcomes(engine: Engine, run_id: int) -> dict[int, tuple[str, int, int | None, str | None]]:
+    with engine.connect() as conn:
+        found = conn.exec_driver_sql(
+            "SELECT seq, outcome, attempts, status, error FROM run_items WHERE run_id = ?",
+            (run_id,),
+        )
+        return {r[0]: (r[1], r[2], r[3], r[4]) for r in found}
+
+
+@pytest.mark.parametrize("seqs", [[2, 3, 4, 5], [2, 4, 5], [5, 3, 4], [7]], ids=str)
+def test_marked_sent_are_exactly_the_batch(journal: tuple[Engine, int], seqs: list[int]) -> None:
+    engine, run_id = journal
+    with store.write(engine) as conn:
+        store.mark_sent(conn, run_id, seqs)
+        store.mark_sent(conn, run_id, [])
+    found = outcomes(engine, run_id)
+    assert {s for s, (o, *_) in found.items() if o == "sent"} == set(seqs)
+    assert all(found[s][1] == 1 for s in seqs)  # one attempt each
+    assert all(found[s] == ("planned", 0, None, None) for s in found if s not in seqs)
+
+
+@pytest.mark.parametrize(
+    "results",
+    [
+        [(3, "ok", None, None), (4, "ok", None, None), (5, "ok", None, None)],
+        [(3, "ok", None, None), (5, "ok", None, None)],  # a gap: 4 is not this batch's
+        [(3, "ok", None, None), (4, "failed", 400, "bad mobile"), (5, "ok", None, None)],
+        [(3, "failed", 500, "down"), (4, "failed", 500, "down")],
+    ],
+    ids=["one outcome", "gap", "mixed", "all failed"],
+)
+def test_settled_are_exactly_the_answers(
+    journal: tuple[Engine, int], results: list[tuple[int, str, int | None, str | None]]
+) -> None:
+    engine, run_id = journal
+    with store.write(engine) as conn:
+        store.mark_sent(conn, run_id, [3, 4, 5])
+        store.settle_items(
+            conn,
+            run_id,
+            [{"seq": s, "outcome": o, "status": st, "error": e} for s, o, st, e in results],
+        )
+    found = outcomes(engine, run_id)
+    for seq, outcome, status, error in results:
+        assert found[seq] == (outcome, 1, status, error)
+    settled = {seq for seq, *_ in results}
+    assert all(found[s][0] == "sent" for s in {3, 4, 5} - settled)
+    assert all(found[s][0] == "planned" for s in set(found) - {3, 4, 5})
