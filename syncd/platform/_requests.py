@@ -69,22 +69,18 @@ class Requests:
             in_flight: deque[tuple[int, Future[tuple[list[Any], int | None]]]] = deque()
             with ThreadPoolExecutor(concurrency, thread_name_prefix="pages") as pool:
                 try:
-                    for start in starts:
-                        in_flight.append(
-                            (start, pool.submit(self._page, template, key, params, start, step))
-                        )
-                        if len(in_flight) < concurrency:
-                            continue
+                    while True:
+                        while len(in_flight) < concurrency and (
+                            (start := next(starts, None)) is not None
+                        ):
+                            page = pool.submit(self._page, template, key, params, start, step)
+                            in_flight.append((start, page))
+                        if not in_flight:
+                            break
                         skip, records, total = self._settled(in_flight)
                         yield from records
                         if len(records) < step:
                             break
-                    else:
-                        while in_flight:
-                            skip, records, total = self._settled(in_flight)
-                            yield from records
-                            if len(records) < step:
-                                break
                 finally:
                     for _, future in in_flight:
                         future.cancel()
