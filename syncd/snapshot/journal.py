@@ -69,31 +69,29 @@ def insert_items(conn: Connection, run_id: int, items: Iterable[Mapping[str, Any
 
 
 _MARK_SENT = "UPDATE run_items SET outcome = 'sent', attempts = attempts + 1 WHERE run_id = ? AND "
+_SETTLE = "UPDATE run_items SET outcome = ?, status = ?, error = ? WHERE run_id = ? AND "
+
+
+def _in_order(seqs: Sequence[int]) -> bool:
+    """Whether these are a batch in plan order with nothing left out: one range of seqs."""
+    return bool(seqs) and list(seqs) == list(range(seqs[0], seqs[0] + len(seqs)))
 
 
 def mark_sent(conn: Connection, run_id: int, seqs: Sequence[int]) -> None:
-    if not seqs:
-        return
-    first = seqs[0]
-    if list(seqs) == list(range(first, first + len(seqs))):  # a batch in plan order: a range
-        conn.exec_driver_sql(_MARK_SENT + "seq BETWEEN ? AND ?", (run_id, first, seqs[-1]))
+    if _in_order(seqs):
+        conn.exec_driver_sql(_MARK_SENT + "seq BETWEEN ? AND ?", (run_id, seqs[0], seqs[-1]))
     else:
         _executemany(conn, _MARK_SENT + "seq = ?", [(run_id, s) for s in seqs])
-
-
-_SETTLE = "UPDATE run_items SET outcome = ?, status = ?, error = ? WHERE run_id = ? AND "
 
 
 def settle_items(conn: Connection, run_id: int, results: Sequence[Mapping[str, Any]]) -> None:
     """Rows with seq, outcome, status, error."""
     rows = [(r["outcome"], r.get("status"), r.get("error"), run_id, r["seq"]) for r in results]
-    if not rows:
-        return
-    first, outcome = rows[0][4], rows[0][:3]
-    # A batch in plan order with one outcome (most often: all ok): one ranged statement.
-    if all(r[:3] == outcome and r[4] == first + n for n, r in enumerate(rows)):
+    seqs = [r[4] for r in rows]
+    # One outcome for the whole batch (most often: all ok): one ranged statement.
+    if _in_order(seqs) and all(r[:3] == rows[0][:3] for r in rows):
         conn.exec_driver_sql(
-            _SETTLE + "seq BETWEEN ? AND ?", (*outcome, run_id, first, rows[-1][4])
+            _SETTLE + "seq BETWEEN ? AND ?", (*rows[0][:3], run_id, seqs[0], seqs[-1])
         )
     else:
         _executemany(conn, _SETTLE + "seq = ?", rows)
