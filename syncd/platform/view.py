@@ -126,9 +126,7 @@ def _people_drift(
     owned = {s.username for s in snapshot.employees.values()}
     listed = None
     if complete:
-        listed = frozenset(
-            _usernames(client.users(page_size=USERS_PAGE, concurrency=concurrency))
-        )
+        listed = frozenset(_usernames(client.users(page_size=USERS_PAGE, concurrency=concurrency)))
         # Missing from the list: deleted, or passed over while the list changed between
         # pages. Asked about by name, only those the platform does not know are gone.
         missing = [u for u in owned if u not in listed]

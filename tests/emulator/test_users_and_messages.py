@@ -58,9 +58,7 @@ def test_every_write_moves_refresh_time_even_one_that_changes_nothing(api: Api) 
 def test_the_users_list_pages_through_everyone_oldest_change_first(api: Api) -> None:
     api.import_employees([person(f"user{i:02}") for i in range(7)])
     api.import_employees([person("user03", name="Changed")])
-    pages = [
-        api.ok("GET", "/v1/users", {"skip": skip, "limit": 3})["users"] for skip in (0, 3, 6)
-    ]
+    pages = [api.ok("GET", "/v1/users", {"skip": skip, "limit": 3})["users"] for skip in (0, 3, 6)]
     names = [u["username"] for page in pages for u in page]
     assert names == ["user00", "user01", "user02", "user04", "user05", "user06", "user03"]
 
