@@ -9,7 +9,7 @@ from sqlalchemy import Connection, text
 
 from syncd.model import serial_no
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 BUSY_TIMEOUT_MS = 60_000  # longer than a token request: renewal holds the write lock
 # Checkpoint the WAL every ~40 MB rather than SQLite's 4 MB: a 100,000-person first sync
 # writes ~100 MB, and each checkpoint syncs the files to disk (335 fdatasync calls -> 26).
@@ -48,10 +48,21 @@ def _v4_photos(conn: Connection) -> None:
     PhotoRow.__table__.create(conn, checkfirst=True)  # type: ignore[attr-defined]
 
 
+def _v5_sent_index(conn: Connection) -> None:
+    """The journal's index on outcome keeps only the items sent and not yet answered, all
+    crash recovery looks up: kept whole, it was rewritten at every item's every outcome
+    (about 3% of a 100,000-person first sync)."""
+    conn.exec_driver_sql("DROP INDEX IF EXISTS ix_run_items_outcome")
+    conn.exec_driver_sql(
+        "CREATE INDEX IF NOT EXISTS ix_run_items_sent ON run_items (outcome) WHERE outcome = 'sent'"
+    )
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _create_v1,
     _v2_safe_serials,
     _v3_matched_by,
     _v4_photos,
+    _v5_sent_index,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION

@@ -4,6 +4,8 @@ named."""
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -85,3 +87,25 @@ def test_settled_are_exactly_the_answers(
     settled = {seq for seq, *_ in results}
     assert all(found[s][0] == "sent" for s in {3, 4, 5} - settled)
     assert all(found[s][0] == "planned" for s in set(found) - {3, 4, 5})
+
+
+def test_a_version_4_database_indexes_only_the_items_sent(tmp_path: Path) -> None:
+    path = tmp_path / "syncd.db"
+    store.open_engine(path).dispose()
+    with closing(sqlite3.connect(path)) as db:  # as syncd with schema version 4 left it
+        db.execute("DROP INDEX ix_run_items_sent")
+        db.execute("CREATE INDEX ix_run_items_outcome ON run_items (outcome)")
+        db.execute("PRAGMA user_version = 4")
+        db.commit()
+
+    store.open_engine(path).dispose()
+
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (store.SCHEMA_VERSION,)
+        indexes = {r[1]: r[4] for r in db.execute("PRAGMA index_list(run_items)")}
+        assert "ix_run_items_outcome" not in indexes
+        assert indexes["ix_run_items_sent"] == 1  # partial
+        plan = db.execute(
+            "EXPLAIN QUERY PLAN SELECT run_id, seq FROM run_items WHERE outcome = 'sent'"
+        ).fetchall()
+        assert "ix_run_items_sent" in str(plan)  # crash recovery's look-up still uses it
