@@ -115,4 +115,5 @@ def plan(
         ),
         notes=tuple(notes),
         unweighed_since=staff.unweighed_since(),
+        removal_due=staff.removal_due,
     )

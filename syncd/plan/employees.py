@@ -59,6 +59,7 @@ class EmployeePlanner:
         self.weighed: set[str] = set()  # usernames whose platform record was looked at
         self.forgets: list[Change] = []  # deleted on the platform, not wanted back
         self._source_index: dict[str, tuple[str, ...]] | None = None  # match_by value -> ids
+        self.removal_due: int | None = None  # the next grace period to end (Plan.removal_due)
 
     def _synced_holder(self, username: str) -> SyncedEmployee | None:
         """The synced record that holds this username, in any letter case."""
@@ -497,7 +498,9 @@ class EmployeePlanner:
             return
         if policy == "lock_then_remove" and synced.locked_since is not None:
             due = synced.locked_since + self.policy.remove_after_days * DAY_MS
-            if due <= self.now_ms:
+            if due > self.now_ms:
+                self.removal_due = min(due, self.removal_due or due)
+            else:
                 days = (self.now_ms - synced.locked_since) // DAY_MS
                 self.removes.append(
                     self.change(

@@ -231,6 +231,9 @@ class Plan:
     # weigh (their row rejected, a username conflict): the people's refresh_time cursor
     # must stay before it, so the next run reads that change again.
     unweighed_since: int | None = None
+    # When the first leaver held locked comes to the end of their grace period: from then
+    # on the same inputs plan their removal (the only way the clock changes a plan).
+    removal_due: int | None = None
 
     @property
     def removals(self) -> int:

@@ -15,7 +15,7 @@ the newest ``last_modified`` seen; the runner moves it after a clean run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -78,11 +78,26 @@ def with_adoptions(
     ``match_by`` (email, mobile or work number), which needs every account listed."""
     if not directory.complete and view.listed is not None:
         view = replace(view, listed=None)  # an incremental read finds no one deleted
+    return adopting(view, client, snapshot, newcomers(snapshot, directory), match_by)
+
+
+def newcomers(snapshot: Snapshot, directory: Directory) -> list[str]:
+    """Usernames the source names that no record syncd synced holds, in any letter case."""
     synced = snapshot.employees
-    newcomers = [e for e in directory.employees.values() if e.id not in synced]
+    new = [e for e in directory.employees.values() if e.id not in synced]
     # Usernames syncd holds, gathered only when someone is new (most runs: nobody).
-    known = {e.username.casefold() for e in synced.values()} if newcomers else set()
-    unknown = [e.username for e in newcomers if e.username.casefold() not in known]
+    known = {e.username.casefold() for e in synced.values()} if new else set()
+    return [e.username for e in new if e.username.casefold() not in known]
+
+
+def adopting(
+    view: PlatformView,
+    client: PlatformClient,
+    snapshot: Snapshot,
+    unknown: Sequence[str],
+    match_by: MatchKey = "username",
+) -> PlatformView:
+    """The view with the accounts the platform holds for these ``newcomers``."""
     # An organization with nobody in it has nobody to adopt: skip the look-ups.
     if not unknown or view.employee_count <= 0:
         return view
