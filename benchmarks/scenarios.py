@@ -60,6 +60,8 @@ from benchmarks.results import Results, Sample
 # csv-diff lives in a virtual environment of its own inside .venv (make bench makes it): its
 # wheel installs a top-level ``tests`` package that would shadow this repository's tests/.
 CSV_DIFF = BIN.parent / "csv-diff" / "bin" / "csv-diff"
+# A no-change re-sync that reads and plans as if the files had changed (syncd.unchanged).
+READ_EVERY_RUN = {"SYNCD_SYNC__SKIP_UNCHANGED": "false"}
 # What a sync imports before it reads anything: the CLI and the run it drives.
 SYNC_IMPORTS = "import syncd.cli, syncd.runner"
 
@@ -113,15 +115,20 @@ def imports(ctx: Context) -> None:
 
 
 def sync(
-    key: str, ctx: Context, emulator: Emulator, settings: Path, *extra: str, reset: bool = False
+    key: str,
+    ctx: Context,
+    emulator: Emulator,
+    settings: Path,
+    *extra: str,
+    reset: bool = False,
+    env: dict[str, str] | None = None,
 ) -> Sample:
     """``syncd sync`` measured; its write calls, the fewest possible, and its platform reads."""
     emulator.reset(data=reset)  # the request counts always; with reset, the data too
     state = settings.parent / "state"
     log = settings.parent / f"{key}-{len(ctx.results.series.get(key, []))}.log"
-    run = measure(
-        ctx.command(key, settings.parent, SYNCD, "sync", "--config", settings, *extra), log
-    )
+    command = ctx.command(key, settings.parent, SYNCD, "sync", "--config", settings, *extra)
+    run = measure(command, log, env=env)
     if run.exit_code != 0:
         raise RuntimeError(f"{key}: syncd exited {run.exit_code}:\n{run.output[-3000:]}")
     items = last_run_items(state)
@@ -140,7 +147,7 @@ def sync(
         reads=sum(requests.values()) - sum(writes.values()),
         write_calls={short_endpoint(k): n for k, n in writes.items()},
     )
-    if key.endswith(("resync", "incremental")) and sample.detail["writes"]:
+    if key.endswith(("resync", "resync_full", "incremental")) and sample.detail["writes"]:
         ctx.log(f"  ! {key} wrote {sample.detail['write_calls']}: not a no-change re-sync")
     return sample
 
@@ -200,6 +207,7 @@ def csv_chain(ctx: Context, emulator: Emulator, push_emulator: Emulator) -> None
             in_turn(
                 i + j,
                 lambda: sync("resync", ctx, emulator, settings),
+                lambda: sync("resync_full", ctx, emulator, settings, env=READ_EVERY_RUN),
                 lambda: imports(ctx),
             )
         write_two_files(changed, data)

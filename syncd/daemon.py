@@ -363,8 +363,7 @@ class Daemon:
         counts = result.applied.counts if result.applied is not None else {}
         applied = sum(n for (_, _, outcome), n in counts.items() if outcome == "ok")
         failed = sum(n for (_, _, outcome), n in counts.items() if outcome == "failed")
-        complete = result.directory.complete if result.directory is not None else True
-        read = "full" if complete else "incremental"
+        read = (result.source or {}).get("read", "full")
         took = float(summary.get("duration_ms") or 0) / 1000
         self.last = (
             f"last run {result.run_id} {result.outcome} at {clock(datetime.now())} "

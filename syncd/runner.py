@@ -15,12 +15,14 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import Engine
 
 from syncd import snapshot as store
+from syncd import unchanged
 from syncd._gc import collection_paused
 from syncd.config import Settings
 from syncd.errors import (
@@ -46,7 +48,7 @@ from syncd.plan import (
     plan,
 )
 from syncd.platform import PlatformClient
-from syncd.platform.view import newest, read_platform, with_adoptions
+from syncd.platform.view import adopting, newcomers, newest, read_platform, with_adoptions
 from syncd.recovery import recover
 from syncd.runs import after_run
 from syncd.sources import describe, read_directory
@@ -79,7 +81,8 @@ class RunResult:
     exit_code: int
     dry_run: bool
     plan: Plan | None = None
-    directory: Directory | None = None
+    directory: Directory | None = None  # None when the source was not read
+    source: dict[str, Any] | None = None  # what the read found, or what an unchanged run's did
     guards: list[GuardDecision] = field(default_factory=list)
     applied: ApplyResult | None = None
     error: str | None = None
@@ -180,6 +183,7 @@ class _Run:
         self.on_planned = on_planned
         self.started = now_ms()
         self.summary: dict[str, Any] = {}
+        self.recovery_note: str | None = None
         read = "full" if settings.source.kind == "csv" else request.read
         self.run_id = store.start_run(
             engine,
@@ -211,6 +215,7 @@ class _Run:
     def _sync(self, client: PlatformClient) -> None:
         recovery = recover(client, self.engine, now_ms())
         self.summary["recovered"] = recovery.resolved
+        self.recovery_note = recovery.note
         # The directory, the snapshot and the plan live through the run, and after it in
         # the result: made with the cyclic collector off and frozen at once, they are never
         # gone over (its passes found nothing to free, and cost as much as loading the
@@ -219,22 +224,35 @@ class _Run:
         # without reference cycles are freed as usual all the same.
         with collection_paused(freeze=True):
             snapshot = store.load_snapshot(self.engine)
+        policy = policy_of(self.settings)
+        digest = None
+        if not (recovery.resolved or self.request.saved or self.request.save_plan):
+            digest = unchanged.source_digest(self.settings, policy)
+        memo = unchanged.recall(self.engine, digest, snapshot, now_ms())
+        match_by = self.settings.sync.match_by
         # The platform is read while the source is: its answers come from another machine
         # (or process), and little of the waiting needs this one.
         cursors, complete = self._cursors(), self._expects_complete()
         with ThreadPoolExecutor(1, thread_name_prefix="platform") as pool:
             reads = pool.submit(read_platform, client, snapshot, complete, cursors, self.settings)
-            with collection_paused(freeze=True):
-                directory = self._read()
-            self.progress.step("reading the platform, planning")
-            view = with_adoptions(
-                reads.result(), client, snapshot, directory, self.settings.sync.match_by
-            )
+            if memo is not None:
+                self.progress.step("reading the platform")
+                view = adopting(reads.result(), client, snapshot, memo.newcomers, match_by)
+                if unchanged.view_digest(view, snapshot, cursors["people"]) != memo.view:
+                    memo = None
+            if memo is None:
+                with collection_paused(freeze=True):
+                    directory = self._read()
+                self.progress.step("reading the platform, planning")
+                view = with_adoptions(reads.result(), client, snapshot, directory, match_by)
+        if memo is not None:
+            self._recalled(memo)
+            self._decided(client, memo.plan(), list(memo.guards), snapshot, view, None)
+            return
         if view.changed and isinstance(snapshot.fields, store.FieldLookup):
             # Each person who changed there is compared with what syncd wrote: one read.
             held = {e.username: k for k, e in snapshot.employees.items()}
             snapshot.fields.prefetch([held[u] for u in view.changed if u in held])
-        policy = policy_of(self.settings)
         with collection_paused(freeze=True):
             the_plan = plan(directory, snapshot, view, policy, now_ms())
         saved = self.request.saved
@@ -262,11 +280,25 @@ class _Run:
                 snapshot=snapshot,
                 policy=policy,
             )
+        self._decided(client, the_plan, guards, snapshot, view, directory)
+        if digest is not None:
+            self._remember(digest, the_plan, guards, snapshot, view, directory)
+
+    def _decided(
+        self,
+        client: PlatformClient,
+        the_plan: Plan,
+        guards: list[GuardDecision],
+        snapshot: Snapshot,
+        view: PlatformView,
+        directory: Directory | None,
+    ) -> None:
+        """Record the plan and the guards' decision, then apply unless blocked or dry."""
         self.result.plan, self.result.guards = the_plan, guards
         self.summary["guards"] = [asdict(g) for g in guards]
         self.summary["notes"] = [asdict(n) for n in the_plan.notes]
-        if recovery.note is not None:
-            self.summary["notes"].append(asdict(Note("recovery", "", recovery.note)))
+        if self.recovery_note is not None:
+            self.summary["notes"].append(asdict(Note("recovery", "", self.recovery_note)))
         self.summary["planned"] = {
             f"{k.value}.{a.value}": n for (k, a), n in the_plan.counts().items()
         }
@@ -291,6 +323,42 @@ class _Run:
             return
         self._apply(client, the_plan, snapshot, view, directory)
 
+    def _remember(
+        self,
+        digest: str,
+        the_plan: Plan,
+        guards: list[GuardDecision],
+        snapshot: Snapshot,
+        view: PlatformView,
+        directory: Directory,
+    ) -> None:
+        """If this run planned nothing, the next one from the same inputs need not plan."""
+        if the_plan.changes or the_plan.unweighed_since is not None or not directory.complete:
+            return
+        if not all(g.passed for g in guards):
+            return
+        # As the next run will read the platform: from the cursor this run leaves.
+        since = store.get_cursor(self.engine, PEOPLE_CURSOR)
+        memo = unchanged.Memo(
+            run_id=self.run_id,
+            source=digest,
+            view=unchanged.view_digest(view, snapshot, int(since) if since else None),
+            newcomers=tuple(newcomers(snapshot, directory)),
+            employees=len(snapshot.employees),
+            departments=len(snapshot.departments),
+            removal_due=the_plan.removal_due,
+            counts=self.summary["source"],
+            notes=the_plan.notes,
+            guards=tuple(guards),
+        )
+        unchanged.remember(self.engine, memo)
+
+    def _recalled(self, memo: unchanged.Memo) -> None:
+        """What this run reports of a source it did not read: what the memo's run read."""
+        self.summary["source"] = {**memo.counts, "unchanged_since": memo.run_id}
+        self.result.source = self.summary["source"]
+        store.copy_rejected(self.engine, memo.run_id, self.run_id)
+
     def _read(self) -> Directory:
         since = None
         if self.request.read == "incremental" and self.settings.source.kind == "ldap":
@@ -310,6 +378,7 @@ class _Run:
             "employees": len(directory.employees),
             "rejected": len(directory.rejected),
         }
+        self.result.source = self.summary["source"]
         store.insert_rejected(
             self.engine,
             self.run_id,
@@ -344,10 +413,11 @@ class _Run:
         the_plan: Plan,
         snapshot: Snapshot,
         view: PlatformView,
-        directory: Directory,
+        directory: Directory | None,
     ) -> None:
         applied = ApplyResult()
         if the_plan.changes:  # else no executor: its set-up goes over the whole snapshot
+            assert directory is not None  # only an unchanged source is not read: no changes
             photos = photo_reader(self.settings.source)  # None unless source.photos.enabled
             executor = Executor(
                 client,
@@ -357,7 +427,7 @@ class _Run:
                 root_id=view.root_id,
                 root_name=view.root_name,
                 paths=current_paths(snapshot, view, the_plan),
-                department_path=lambda d: _directory_path(directory, view.root_name, d),
+                department_path=partial(_directory_path, directory, view.root_name),
                 batch_size=self.settings.platform.batch_size,
                 concurrency=self.settings.platform.concurrency,
                 now_ms=now_ms,
@@ -381,10 +451,11 @@ class _Run:
         else:
             self.result.outcome, self.result.exit_code = "ok", EXIT_OK
         clean = not applied.failed and not applied.interrupted
-        self._advance_cursors(view, the_plan, directory, clean=clean)
+        mark = directory.cursor if directory is not None else None
+        self._advance_cursors(view, the_plan, mark, clean=clean)
 
     def _advance_cursors(
-        self, view: PlatformView, the_plan: Plan, directory: Directory, *, clean: bool
+        self, view: PlatformView, the_plan: Plan, mark: str | None, *, clean: bool
     ) -> None:
         nodes = newest(n.last_modified for n in view.nodes.values())
         people = newest(p.last_modified for p in view.changed.values())
@@ -397,8 +468,8 @@ class _Run:
             # failed found again by the next drift read: these move only when clean.
             if clean and people is not None:
                 store.set_cursor(conn, PEOPLE_CURSOR, str(people))
-            if clean and directory.cursor is not None:
-                store.set_cursor(conn, SOURCE_CURSOR, directory.cursor)
+            if clean and mark is not None:
+                store.set_cursor(conn, SOURCE_CURSOR, mark)
 
     def _finish(self) -> None:
         finished = now_ms()

@@ -159,12 +159,11 @@ def print_plan(result: RunResult, show: int, *, long: bool = False) -> None:
     """What was read, the plan (counts, then up to ``show`` changes), notes and guards."""
     from syncd.report import SYMBOLS, printable
 
-    if result.directory is not None:
-        d = result.directory
-        out.print(
-            f"read {len(d.employees)} employees and {len(d.departments)} departments "
-            f"({'full' if d.complete else 'incremental'} read), {len(d.rejected)} rows rejected"
-        )
+    if (d := result.source) is not None:
+        seen = f"read {d['employees']} employees and {d['departments']} departments"
+        if "unchanged_since" in d:
+            seen = f"source unchanged since run {d['unchanged_since']}: as then, {seen}"
+        out.print(f"{seen} ({d['read']} read), {d['rejected']} rows rejected")
     the_plan = result.plan
     if the_plan is not None:
         counts = Counter(c.action.value for c in the_plan.changes)
@@ -264,7 +263,7 @@ def run_document(engine: Engine, result: RunResult, show: int, code: int) -> dic
     """``syncd sync --output json``: the shape README.md documents."""
     from syncd import snapshot as store
 
-    d, the_plan = result.directory, result.plan
+    d, the_plan = result.source, result.plan
     changes = the_plan.changes if the_plan is not None else ()
     done = applied_counts(result)
     return {
@@ -276,10 +275,9 @@ def run_document(engine: Engine, result: RunResult, show: int, code: int) -> dic
         "source": None
         if d is None
         else {
-            "read": "full" if d.complete else "incremental",
-            "departments": len(d.departments),
-            "employees": len(d.employees),
-            "rejected": len(d.rejected),
+            k: d[k]
+            for k in ("read", "departments", "employees", "rejected", "unchanged_since")
+            if k in d
         },
         "planned": dict(in_order(Counter(c.action.value for c in changes))),
         "changes": [c.as_document() for c in changes[: show or None]],

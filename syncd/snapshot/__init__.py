@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from syncd.snapshot.engine import get_cursor, open_engine, set_cursor, write
 from syncd.snapshot.journal import (
+    applied_since,
+    copy_rejected,
     failure_groups,
     finish_run,
     insert_items,
@@ -58,6 +60,8 @@ __all__ = [
     "FieldLookup",
     "PlacedLookup",
     "TokenStore",
+    "applied_since",
+    "copy_rejected",
     "delete_departments",
     "delete_employees",
     "failure_groups",

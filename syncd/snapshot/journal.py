@@ -109,6 +109,30 @@ def journaled_after(conn: Connection, run_id: int, first: int, last: int) -> dic
     return {int(seq): str(after) for seq, after in rows}
 
 
+def applied_since(engine: Engine, run_id: int) -> bool:
+    """Whether a run after ``run_id`` (or that run itself is gone) may have changed the
+    snapshot: a real run that planned anything, sent or not."""
+    with engine.connect() as conn:
+        if conn.exec_driver_sql("SELECT 1 FROM runs WHERE id = ?", (run_id,)).first() is None:
+            return True
+        later = conn.exec_driver_sql(
+            "SELECT 1 FROM runs r WHERE r.id > ? AND r.mode = 'apply' "
+            "AND EXISTS (SELECT 1 FROM run_items i WHERE i.run_id = r.id) LIMIT 1",
+            (run_id,),
+        )
+        return later.first() is not None
+
+
+def copy_rejected(engine: Engine, from_run: int, to_run: int) -> None:
+    """A run's rejected rows recorded again for another run that read the same files."""
+    with write(engine) as conn:
+        conn.exec_driver_sql(
+            'INSERT INTO rejected_rows (run_id, seq, kind, "where", "key", reason) '
+            'SELECT ?, seq, kind, "where", "key", reason FROM rejected_rows WHERE run_id = ?',
+            (to_run, from_run),
+        )
+
+
 def unsettled_items(engine: Engine) -> list[dict[str, Any]]:
     """Items a crashed run sent without learning the answer."""
     with engine.connect() as conn:

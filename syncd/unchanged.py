@@ -1,0 +1,186 @@
+"""A run made from the same inputs as the last run that planned nothing plans nothing.
+
+``plan()`` is a pure function of the directory, the snapshot, the platform's view, the
+policy and the clock (which counts only when a locked leaver's grace period ends). A run
+that planned no change from a complete read, every guard passed, leaves a ``Memo``: a
+digest of its source files and settings, a digest of the view it planned against, and
+what its report said (counts, rejected rows, notes, guards). The next run skips reading
+the source and planning when
+
+- the source digest is the same (the files' bytes, the settings, this syncd's code);
+- no real run planned a change since (the snapshot is as that run left it);
+- no grace period has ended since;
+- the platform, read as every run reads it (every node, every username, the people
+  changed since the cursor), gives the same view digest.
+
+Anything else, or ``sync.skip_unchanged = false``, reads and plans as usual. Only a CSV
+source without photos has such a digest: an LDAP directory must be read to know it is
+unchanged, and photos are files of their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine
+
+import syncd
+from syncd import snapshot as store
+from syncd.config import Settings
+from syncd.plan import GuardDecision, Note, Plan, PlatformView, Policy, Snapshot
+
+log = logging.getLogger(__name__)
+
+CURSOR = "plan.unchanged"
+_CHUNK = 1 << 20
+_CODE = Path(syncd.__file__).parent
+
+
+@dataclass(frozen=True)
+class Memo:
+    """What a run that planned nothing leaves for the next one."""
+
+    run_id: int
+    source: str  # source_digest
+    view: str  # view_digest
+    newcomers: tuple[str, ...]  # usernames looked up on the platform to adopt (view.people)
+    employees: int  # the snapshot's size then: a cheap check that nobody edited it since
+    departments: int
+    removal_due: int | None  # Plan.removal_due
+    counts: dict[str, Any]  # the run summary's "source"
+    notes: tuple[Note, ...]
+    guards: tuple[GuardDecision, ...]
+
+    def plan(self) -> Plan:
+        """The plan the memo's run made, with a note saying it was not made again."""
+        note = Note(
+            "source",
+            "",
+            f"source unchanged since run {self.run_id}, which planned nothing, and so is the "
+            "platform: the source was not read and nothing was planned again",
+        )
+        return Plan((), (*self.notes, note))
+
+
+def source_digest(settings: Settings, policy: Policy) -> str | None:
+    """The source's files and the settings that shape its read and its plan, with this
+    syncd's code; None where the source cannot be digested without reading it."""
+    source = settings.source
+    if source.kind != "csv" or source.csv is None or source.photos.enabled:
+        return None
+    if not settings.sync.skip_unchanged:
+        return None
+    h = hashlib.blake2b(digest_size=16)
+    for text in (
+        _code_stamp(),
+        repr(source),  # the lookup tables of mapping rules are read into it
+        repr(settings.sync),
+        repr(policy),
+        settings.platform.base_url,
+        settings.platform.org_code,
+    ):
+        h.update(text.encode())
+        h.update(b"\0")
+    try:
+        for path in (source.csv.employees, source.csv.departments):
+            if path is not None:
+                with path.open("rb") as handle:
+                    while chunk := handle.read(_CHUNK):
+                        h.update(chunk)
+                h.update(b"\0")
+    except OSError:
+        return None  # the read says what is wrong with the file
+    return h.hexdigest()
+
+
+def _code_stamp() -> str:
+    """Each module of this syncd, by size and time: planning code changed, plans may too."""
+    stamps = []
+    for path in sorted(_CODE.rglob("*.py")):
+        st = path.stat()
+        stamps.append(f"{path.relative_to(_CODE)} {st.st_size} {st.st_mtime_ns}")
+    return "\n".join(stamps)
+
+
+def view_digest(view: PlatformView, snapshot: Snapshot, since: int | None) -> str:
+    """Everything in the view that planning reads, as a run reading people changed after
+    ``since`` sees it: the people changed before were weighed, and found as syncd wrote
+    them, by a run that planned nothing. Of every username listed, only which of syncd's
+    people are missing counts (the rest is not syncd's)."""
+    changed = [
+        (u, p.id, p.locked, sorted(p.fields.items()), p.positions, p.last_modified)
+        for u, p in view.changed.items()
+        if since is None or p.last_modified is None or p.last_modified > since
+    ]
+    deleted = None
+    if view.listed is not None:
+        listed = view.listed
+        deleted = sorted(
+            e.username for e in snapshot.employees.values() if e.username not in listed
+        )
+    parts: Iterable[object] = (
+        view.root_id,
+        view.root_name,
+        view.complete_listing,
+        view.employee_count > 0,  # whether anyone could be adopted
+        sorted(view.nodes.items()),
+        sorted(view.people.items()),
+        sorted(changed),
+        sorted(view.by_key.items()),
+        deleted,
+    )
+    h = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        h.update(repr(part).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def recall(engine: Engine, digest: str | None, snapshot: Snapshot, now_ms: int) -> Memo | None:
+    """The memo that still stands for a source with this digest, if any."""
+    if digest is None:
+        return None
+    memo = _load(store.get_cursor(engine, CURSOR))
+    if memo is None or memo.source != digest:
+        return None
+    if memo.removal_due is not None and memo.removal_due <= now_ms:
+        return None
+    if (memo.employees, memo.departments) != (len(snapshot.employees), len(snapshot.departments)):
+        return None
+    if store.applied_since(engine, memo.run_id):
+        return None
+    return memo
+
+
+def remember(engine: Engine, memo: Memo) -> None:
+    document = asdict(memo)
+    with store.write(engine) as conn:
+        store.set_cursor(conn, CURSOR, json.dumps(document, ensure_ascii=False))
+
+
+def _load(text: str | None) -> Memo | None:
+    if not text:
+        return None
+    try:
+        d = json.loads(text)
+        return Memo(
+            run_id=int(d["run_id"]),
+            source=str(d["source"]),
+            view=str(d["view"]),
+            newcomers=tuple(str(u) for u in d["newcomers"]),
+            employees=int(d["employees"]),
+            departments=int(d["departments"]),
+            removal_due=None if d["removal_due"] is None else int(d["removal_due"]),
+            counts=dict(d["counts"]),
+            notes=tuple(Note(**n) for n in d["notes"]),
+            guards=tuple(GuardDecision(**g) for g in d["guards"]),
+        )
+    except (ValueError, KeyError, TypeError):
+        log.warning("the record of the last unchanged run is damaged: reading the source")
+        return None
