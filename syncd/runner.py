@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -216,39 +216,18 @@ class _Run:
         recovery = recover(client, self.engine, now_ms())
         self.summary["recovered"] = recovery.resolved
         self.recovery_note = recovery.note
-        # The directory, the snapshot and the plan live through the run, and after it in
-        # the result: made with the cyclic collector off and frozen at once, they are never
-        # gone over (its passes found nothing to free, and cost as much as loading the
-        # snapshot, applying took a tenth more CPU, and a shell sync's exit 0.25 s). They
-        # stay frozen until the next run_sync in this process unfreezes them; values
-        # without reference cycles are freed as usual all the same.
-        with collection_paused(freeze=True):
-            snapshot = store.load_snapshot(self.engine)
         policy = policy_of(self.settings)
+        # A plan made from a saved one's inputs, or after recovery changed the snapshot,
+        # is made in full.
         digest = None
         if not (recovery.resolved or self.request.saved or self.request.save_plan):
             digest = unchanged.source_digest(self.settings, policy)
-        memo = unchanged.recall(self.engine, digest, snapshot, now_ms())
-        match_by = self.settings.sync.match_by
-        # The platform is read while the source is: its answers come from another machine
-        # (or process), and little of the waiting needs this one.
-        cursors, complete = self._cursors(), self._expects_complete()
-        with ThreadPoolExecutor(1, thread_name_prefix="platform") as pool:
-            reads = pool.submit(read_platform, client, snapshot, complete, cursors, self.settings)
-            if memo is not None:
-                self.progress.step("reading the platform")
-                view = adopting(reads.result(), client, snapshot, memo.newcomers, match_by)
-                if unchanged.view_digest(view, snapshot, cursors["people"]) != memo.view:
-                    memo = None
-            if memo is None:
-                with collection_paused(freeze=True):
-                    directory = self._read()
-                self.progress.step("reading the platform, planning")
-                view = with_adoptions(reads.result(), client, snapshot, directory, match_by)
-        if memo is not None:
-            self._recalled(memo)
-            self._decided(client, memo.plan(), list(memo.guards), snapshot, view, None)
+        snapshot, view, read = self._inputs(client, digest)
+        if isinstance(read, unchanged.Memo):
+            self._recalled(read)
+            self._decided(client, read.plan(), list(read.guards), snapshot, view, None)
             return
+        directory = read
         if view.changed and isinstance(snapshot.fields, store.FieldLookup):
             # Each person who changed there is compared with what syncd wrote: one read.
             held = {e.username: k for k, e in snapshot.employees.items()}
@@ -283,6 +262,45 @@ class _Run:
         self._decided(client, the_plan, guards, snapshot, view, directory)
         if digest is not None:
             self._remember(digest, the_plan, guards, snapshot, view, directory)
+
+    def _inputs(
+        self, client: PlatformClient, digest: str | None
+    ) -> tuple[Snapshot, PlatformView, Directory | unchanged.Memo]:
+        """The snapshot, the platform's view, and the directory read from the source, or the
+        memo of a run that planned nothing from the same inputs (then nothing is read)."""
+        # The directory, the snapshot and the plan live through the run, and after it in
+        # the result: made with the cyclic collector off and frozen at once, they are never
+        # gone over (its passes found nothing to free, and cost as much as loading the
+        # snapshot, applying took a tenth more CPU, and a shell sync's exit 0.25 s). They
+        # stay frozen until the next run_sync in this process unfreezes them; values
+        # without reference cycles are freed as usual all the same.
+        match_by = self.settings.sync.match_by
+        # The platform is read while the snapshot is loaded and the source read: its answers
+        # come from another machine (or process), and little of the waiting needs this one.
+        cursors, complete = self._cursors(), self._expects_complete()
+        with ThreadPoolExecutor(1, thread_name_prefix="platform") as pool:
+            loaded: Future[Snapshot] = Future()
+            reads = pool.submit(
+                read_platform, client, loaded.result, complete, cursors, self.settings
+            )
+            try:
+                with collection_paused(freeze=True):
+                    snapshot = store.load_snapshot(self.engine)
+            except BaseException as exc:
+                loaded.set_exception(exc)
+                raise
+            loaded.set_result(snapshot)
+            memo = unchanged.recall(self.engine, digest, snapshot, now_ms())
+            if memo is not None:
+                self.progress.step("reading the platform")
+                view = adopting(reads.result(), client, snapshot, memo.newcomers, match_by)
+                if unchanged.view_digest(view, snapshot, cursors["people"]) == memo.view:
+                    return snapshot, view, memo
+            with collection_paused(freeze=True):
+                directory = self._read()
+            self.progress.step("reading the platform, planning")
+            view = with_adoptions(reads.result(), client, snapshot, directory, match_by)
+        return snapshot, view, directory
 
     def _decided(
         self,

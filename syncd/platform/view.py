@@ -15,7 +15,7 @@ the newest ``last_modified`` seen; the runner moves it after a clean run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -34,7 +34,7 @@ COMPARED = ("name", "email", "mobile", "sn", "gender", "sort_order", "senior", "
 
 def read_platform(
     client: PlatformClient,
-    snapshot: Snapshot,
+    snapshot: Callable[[], Snapshot],
     complete: bool,
     cursors: Mapping[str, int | None],
     settings: Settings,
@@ -42,11 +42,13 @@ def read_platform(
     """What the view holds whatever the source says: made while the source is read.
 
     ``complete``: whether the source read is expected to be complete (then every node and
-    every username are listed). Accounts to adopt come after the read (``with_adoptions``).
+    every username are listed). ``snapshot`` waits for the snapshot, which is loaded while
+    the listings that do not need it are read. Accounts to adopt come after the read
+    (``with_adoptions``).
     """
     root = client.root()
     since_nodes = cursors.get("nodes")
-    listing = complete or not snapshot.departments or since_nodes is None
+    listing = complete or since_nodes is None or not snapshot().departments
     nodes: Mapping[int, PlatformNode] = {}
     if listing:
         nodes = _nodes(client.page_orgs())
@@ -133,15 +135,22 @@ def newest(stamps: Iterable[int | None]) -> int | None:
 
 
 def _people_drift(
-    client: PlatformClient, snapshot: Snapshot, complete: bool, since: int | None, concurrency: int
+    client: PlatformClient,
+    snapshot: Callable[[], Snapshot],
+    complete: bool,
+    since: int | None,
+    concurrency: int,
 ) -> tuple[dict[str, PlatformEmployee], frozenset[str] | None]:
     """The people syncd holds who changed on the platform, and (complete reads) who is there."""
-    if not snapshot.employees:
+    # Complete reads list every username: once syncd has synced (a cursor), before the
+    # snapshot is loaded rather than after.
+    listed = _all_usernames(client, concurrency) if complete and since is not None else None
+    synced = snapshot().employees
+    if not synced:
         return {}, None
-    owned = {s.username for s in snapshot.employees.values()}
-    listed = None
+    owned = {s.username for s in synced.values()}
     if complete:
-        listed = frozenset(_usernames(client.users(page_size=USERS_PAGE, concurrency=concurrency)))
+        listed = listed if listed is not None else _all_usernames(client, concurrency)
         # Missing from the list: deleted, or passed over while the list changed between
         # pages. Asked about by name, only those the platform does not know are gone.
         missing = [u for u in owned if u not in listed]
@@ -159,6 +168,10 @@ def _people_drift(
         if found is not None and found.username in owned:
             changed[found.username] = found
     return changed, listed
+
+
+def _all_usernames(client: PlatformClient, concurrency: int) -> frozenset[str]:
+    return frozenset(_usernames(client.users(page_size=USERS_PAGE, concurrency=concurrency)))
 
 
 def _usernames(users: Iterable[dict[str, Any]]) -> list[str]:
