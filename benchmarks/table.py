@@ -308,6 +308,8 @@ def headline(results: Results) -> str:
         return line.theirs.split(" (")[0] if line else ""
 
     parts = []
+    if theirs("resync"):  # the machine's pace: the same work takes longer on a slower one
+        parts.append(f"a sync's imports alone {theirs('resync')}")
     if ratio("initial"):
         parts.append(f"initial sync {ratio('initial')} a bare httpx push loop")
     kinds = (
