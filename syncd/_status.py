@@ -23,8 +23,8 @@ from sqlalchemy import Engine, text
 from syncd import snapshot as store
 from syncd.config import Settings
 from syncd.errors import DaemonNotRunning, SyncdError, Unhealthy
-from syncd.lock import holder
-from syncd.runner import lock_holder, now_ms
+from syncd.lock import holder, lock_holder
+from syncd.runner import now_ms
 from syncd.runs import read_with, reading
 
 run_log = logging.getLogger("syncd.run")  # what a run did, for the daemon and the shell alike

@@ -12,6 +12,8 @@ import json
 import os
 import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -96,3 +98,25 @@ class FileLock:
             fcntl.flock(self._file, fcntl.LOCK_UN)
             self._file.close()
             self._file = None
+
+
+RUN_LOCK = "run.lock"
+
+
+def lock_holder(state_dir: Path) -> dict[str, Any] | None:
+    """Who holds the run lock, or None when it is free."""
+    return holder(state_dir / RUN_LOCK)
+
+
+@contextmanager
+def run_lock(state_dir: Path, purpose: str, wait_seconds: float = 0.0) -> Iterator[None]:
+    lock = FileLock(
+        state_dir / RUN_LOCK,
+        "another syncd process is running ({holder}); try again when it has finished",
+        purpose,
+    )
+    lock.acquire(wait_seconds)
+    try:
+        yield
+    finally:
+        lock.release()

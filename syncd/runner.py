@@ -11,9 +11,8 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -33,7 +32,7 @@ from syncd.errors import (
     SyncdError,
 )
 from syncd.executor import ApplyResult, Executor, NoProgress, Progress, item_rows
-from syncd.lock import FileLock, holder
+from syncd.lock import run_lock
 from syncd.logs import redact
 from syncd.model import Directory, Kind
 from syncd.plan import (
@@ -90,31 +89,6 @@ class RunResult:
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-# ---------------------------------------------------------------- the run lock
-
-
-RUN_LOCK = "run.lock"
-
-
-def lock_holder(state_dir: Path) -> dict[str, Any] | None:
-    """Who holds the run lock, or None when it is free."""
-    return holder(state_dir / RUN_LOCK)
-
-
-@contextmanager
-def run_lock(state_dir: Path, purpose: str, wait_seconds: float = 0.0) -> Iterator[None]:
-    lock = FileLock(
-        state_dir / RUN_LOCK,
-        "another syncd process is running ({holder}); try again when it has finished",
-        purpose,
-    )
-    lock.acquire(wait_seconds)
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 # ---------------------------------------------------------------- one sync

@@ -15,7 +15,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from syncd.emulator import RunningEmulator
-from syncd.runner import run_lock
+from syncd.lock import run_lock
 
 from .support import (
     DEADLINE,

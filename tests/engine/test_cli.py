@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from syncd.cli import run_cli
-from syncd.runner import run_lock
+from syncd.lock import run_lock
 from tests.engine.company import World, employee
 
 
