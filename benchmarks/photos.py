@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from benchmarks.generate import Company, make_company, write_two_files
 from benchmarks.harness import (
+    READ_EVERY_RUN,
     SYNCD,
     Emulator,
     Measured,
@@ -37,7 +38,6 @@ from benchmarks.harness import (
 )
 
 OUT = Path(__file__).resolve().parent / "out"
-READ_EVERY_RUN = {"SYNCD_SYNC__SKIP_UNCHANGED": "false"}  # see syncd.unchanged
 UPLOAD = "POST /v1/medias/images"
 AVATAR = "POST /users/{user_id}/avatar"
 LOOKUP = "GET /v1/admin/organizations/{code}/employees"

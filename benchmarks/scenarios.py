@@ -37,6 +37,7 @@ from benchmarks.generate import (
 )
 from benchmarks.harness import (
     BIN,
+    READ_EVERY_RUN,
     SYNCD,
     Emulator,
     Measured,
@@ -60,8 +61,6 @@ from benchmarks.results import Results, Sample
 # csv-diff lives in a virtual environment of its own inside .venv (make bench makes it): its
 # wheel installs a top-level ``tests`` package that would shadow this repository's tests/.
 CSV_DIFF = BIN.parent / "csv-diff" / "bin" / "csv-diff"
-# A no-change re-sync that reads and plans as if the files had changed (syncd.unchanged).
-READ_EVERY_RUN = {"SYNCD_SYNC__SKIP_UNCHANGED": "false"}
 # What a sync imports before it reads anything: the CLI and the run it drives.
 SYNC_IMPORTS = "import syncd.cli, syncd.runner"
 

@@ -37,7 +37,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from syncd import snapshot as store
@@ -359,7 +359,7 @@ class Daemon:
         return ran
 
     def _observe(self, result: RunResult) -> None:
-        summary = _run_summary(self.engine, result.run_id)
+        summary = store.run_summary(self.engine, result.run_id)
         counts = result.applied.counts if result.applied is not None else {}
         applied = sum(n for (_, _, outcome), n in counts.items() if outcome == "ok")
         failed = sum(n for (_, _, outcome), n in counts.items() if outcome == "failed")
@@ -474,18 +474,6 @@ class _LogProgress:
 
     def advance(self, n: int) -> None:
         pass
-
-
-def _run_summary(engine: Engine, run_id: int) -> dict[str, Any]:
-    with engine.connect() as conn:
-        value = conn.execute(
-            text("SELECT summary FROM runs WHERE id = :id"), {"id": run_id}
-        ).scalar()
-    try:
-        summary: dict[str, Any] = json.loads(value or "{}")
-    except ValueError:
-        return {}
-    return summary
 
 
 def _timing(settings: Settings) -> tuple[Any, ...]:

@@ -195,11 +195,11 @@ class _Run:
         # is made in full.
         digest = None
         if not (recovery.resolved or self.request.saved or self.request.save_plan):
-            digest = unchanged.source_digest(self.settings, policy)
+            digest = unchanged.source_digest(self.settings)
         snapshot, view, read = self._inputs(client, digest)
         if isinstance(read, unchanged.Memo):
-            self._recalled(read)
-            self._decided(client, read.plan(), list(read.guards), snapshot, view, None)
+            the_plan, guards = self._recalled(read)
+            self._decided(client, the_plan, guards, snapshot, view, None)
             return
         directory = read
         if view.changed and isinstance(snapshot.fields, store.FieldLookup):
@@ -339,17 +339,15 @@ class _Run:
             employees=len(snapshot.employees),
             departments=len(snapshot.departments),
             removal_due=the_plan.removal_due,
-            counts=self.summary["source"],
-            notes=the_plan.notes,
-            guards=tuple(guards),
         )
         unchanged.remember(self.engine, memo)
 
-    def _recalled(self, memo: unchanged.Memo) -> None:
+    def _recalled(self, memo: unchanged.Memo) -> tuple[Plan, list[GuardDecision]]:
         """What this run reports of a source it did not read: what the memo's run read."""
-        self.summary["source"] = {**memo.counts, "unchanged_since": memo.run_id}
+        the_plan, guards, self.summary["source"] = unchanged.replayed(self.engine, memo)
         self.result.source = self.summary["source"]
         store.copy_rejected(self.engine, memo.run_id, self.run_id)
+        return the_plan, guards
 
     def _read(self) -> Directory:
         since = None

@@ -3,9 +3,8 @@
 ``plan()`` is a pure function of the directory, the snapshot, the platform's view, the
 policy and the clock (which counts only when a locked leaver's grace period ends). A run
 that planned no change from a complete read, every guard passed, leaves a ``Memo``: a
-digest of its source files and settings, a digest of the view it planned against, and
-what its report said (counts, rejected rows, notes, guards). The next run skips reading
-the source and planning when
+digest of its source files and settings and a digest of the view it planned against.
+The next run skips reading the source and planning when
 
 - the source digest is the same (the files' bytes, the settings, this syncd's code);
 - no real run planned a change since (the snapshot is as that run left it);
@@ -15,11 +14,13 @@ the source and planning when
 
 Anything else, or ``sync.skip_unchanged = false``, reads and plans as usual. Only a CSV
 source without photos has such a digest: an LDAP directory must be read to know it is
-unchanged, and photos are files of their own.
+unchanged, and photos are files of their own. Such a run reports what the memo's run
+read and decided (its counts, rejected rows, notes and guards), from that run's record.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -33,12 +34,11 @@ from sqlalchemy import Engine
 import syncd
 from syncd import snapshot as store
 from syncd.config import Settings
-from syncd.plan import GuardDecision, Note, Plan, PlatformView, Policy, Snapshot
+from syncd.plan import GuardDecision, Note, Plan, PlatformView, Snapshot
 
 log = logging.getLogger(__name__)
 
 CURSOR = "plan.unchanged"
-_CHUNK = 1 << 20
 _CODE = Path(syncd.__file__).parent
 
 
@@ -53,22 +53,27 @@ class Memo:
     employees: int  # the snapshot's size then: a cheap check that nobody edited it since
     departments: int
     removal_due: int | None  # Plan.removal_due
-    counts: dict[str, Any]  # the run summary's "source"
-    notes: tuple[Note, ...]
-    guards: tuple[GuardDecision, ...]
 
-    def plan(self) -> Plan:
-        """The plan the memo's run made, with a note saying it was not made again."""
-        note = Note(
+
+def replayed(engine: Engine, memo: Memo) -> tuple[Plan, list[GuardDecision], dict[str, Any]]:
+    """The memo's run's plan (its notes, and one saying it was not made again), guards and
+    source counts, as its record holds them."""
+    summary = store.run_summary(engine, memo.run_id)
+    notes = [Note(**n) for n in summary.get("notes", ()) if n.get("kind") != "recovery"]
+    notes.append(
+        Note(
             "source",
             "",
-            f"source unchanged since run {self.run_id}, which planned nothing, and so is the "
+            f"source unchanged since run {memo.run_id}, which planned nothing, and so is the "
             "platform: the source was not read and nothing was planned again",
         )
-        return Plan((), (*self.notes, note))
+    )
+    guards = [GuardDecision(**g) for g in summary.get("guards", ())]
+    source = {**summary.get("source", {}), "unchanged_since": memo.run_id}
+    return Plan((), tuple(notes)), guards, source
 
 
-def source_digest(settings: Settings, policy: Policy) -> str | None:
+def source_digest(settings: Settings) -> str | None:
     """The source's files and the settings that shape its read and its plan, with this
     syncd's code; None where the source cannot be digested without reading it."""
     source = settings.source
@@ -80,8 +85,7 @@ def source_digest(settings: Settings, policy: Policy) -> str | None:
     for text in (
         _code_stamp(),
         repr(source),  # the lookup tables of mapping rules are read into it
-        repr(settings.sync),
-        repr(policy),
+        repr(settings.sync),  # the policy and the guards' limits
         settings.platform.base_url,
         settings.platform.org_code,
     ):
@@ -91,14 +95,13 @@ def source_digest(settings: Settings, policy: Policy) -> str | None:
         for path in (source.csv.employees, source.csv.departments):
             if path is not None:
                 with path.open("rb") as handle:
-                    while chunk := handle.read(_CHUNK):
-                        h.update(chunk)
-                h.update(b"\0")
+                    h.update(hashlib.file_digest(handle, "blake2b").digest())
     except OSError:
         return None  # the read says what is wrong with the file
     return h.hexdigest()
 
 
+@functools.cache  # a process runs one syncd: the daemon stamps it once
 def _code_stamp() -> str:
     """Each module of this syncd, by size and time: planning code changed, plans may too."""
     stamps = []
@@ -177,9 +180,6 @@ def _load(text: str | None) -> Memo | None:
             employees=int(d["employees"]),
             departments=int(d["departments"]),
             removal_due=None if d["removal_due"] is None else int(d["removal_due"]),
-            counts=dict(d["counts"]),
-            notes=tuple(Note(**n) for n in d["notes"]),
-            guards=tuple(GuardDecision(**g) for g in d["guards"]),
         )
     except (ValueError, KeyError, TypeError):
         log.warning("the record of the last unchanged run is damaged: reading the source")

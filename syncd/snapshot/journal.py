@@ -109,6 +109,17 @@ def journaled_after(conn: Connection, run_id: int, first: int, last: int) -> dic
     return {int(seq): str(after) for seq, after in rows}
 
 
+def run_summary(engine: Engine, run_id: int) -> dict[str, Any]:
+    """A run's summary as recorded ({} for a run that is gone or whose summary is damaged)."""
+    with engine.connect() as conn:
+        value = conn.exec_driver_sql("SELECT summary FROM runs WHERE id = ?", (run_id,)).scalar()
+    try:
+        summary = json.loads(value or "{}")
+    except ValueError:
+        return {}
+    return summary if isinstance(summary, dict) else {}
+
+
 def applied_since(engine: Engine, run_id: int) -> bool:
     """Whether a run after ``run_id`` (or that run itself is gone) may have changed the
     snapshot: a real run that planned anything, sent or not."""
