@@ -18,7 +18,7 @@ import fnmatch
 import re
 import string
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -426,8 +426,8 @@ def with_mapped(employee: Employee, mapped: Mapped) -> Employee:
             extra[name] = value
     properties = dict(employee.properties)
     properties.update((k, v) for k, v in mapped.properties.items() if v is not None)
-    return replace(
-        employee, extra=tuple(sorted(extra.items())), properties=tuple(sorted(properties.items()))
+    return employee._replace(
+        extra=tuple(sorted(extra.items())), properties=tuple(sorted(properties.items()))
     )
 
 

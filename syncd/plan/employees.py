@@ -98,7 +98,7 @@ class EmployeePlanner:
                 continue
             if synced.matched_by is not None:
                 # Adopted by another key: the account keeps the platform's username.
-                e = replace(e, username=synced.username)
+                e = e._replace(username=synced.username)
             self._plan_synced(e, synced)
         self._plan_leavers()
         self._plan_unread_drift()
@@ -346,7 +346,7 @@ class EmployeePlanner:
         if not accounts:
             return False
         account = accounts[0]
-        pinned = replace(e, username=account.username)
+        pinned = e._replace(username=account.username)
         before = {
             "username": account.username,
             "locked": account.locked,

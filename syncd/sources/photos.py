@@ -79,7 +79,7 @@ def with_photo_files(directory: Directory, settings: PhotoSettings) -> Directory
         photo = None
         if name:
             photo = _photo_file(files.get(name.casefold(), []), name, settings, check, e)
-        employees[key] = e if photo is None else replace(e, photo=photo)
+        employees[key] = e if photo is None else e._replace(photo=photo)
     if not rejected and all(e.photo is None for e in employees.values()):
         return directory
     return replace(directory, employees=employees, rejected=(*directory.rejected, *rejected))

@@ -124,7 +124,7 @@ def test_departed_excluded_and_conflicting_people_get_no_photo() -> None:
         person("e2", "svc-bot", photo=photo("bot")),
         person("e3", "cathy", photo=photo("cat")),  # was "cat": a username conflict
     ]
-    snapshot = synced([people[0], people[1], replace(people[2], username="cat")], {})
+    snapshot = synced([people[0], people[1], people[2]._replace(username="cat")], {})
     p = planned(people, snapshot, exclude_usernames=("svc-*",))
     assert photos_of(p) == []
 
@@ -139,7 +139,7 @@ def test_a_new_account_gets_the_photo_again_whatever_was_recorded() -> None:
 
 def test_the_photo_is_kept_out_of_the_persons_hash_and_in_the_plans_fingerprint() -> None:
     ann = person("e1", "ann")
-    assert employee_hash(replace(ann, photo=photo("ann")), {}) == employee_hash(ann, {})
-    one = planned([replace(ann, photo=photo("ann"))])
-    other = planned([replace(ann, photo=photo("another"))])
+    assert employee_hash(ann._replace(photo=photo("ann")), {}) == employee_hash(ann, {})
+    one = planned([ann._replace(photo=photo("ann"))])
+    other = planned([ann._replace(photo=photo("another"))])
     assert changes_fingerprint(one) != changes_fingerprint(other)

@@ -948,9 +948,7 @@ def test_the_sample_company_in_paths_is_the_same_company() -> None:
 
 
 def _with_positions(employee: Employee, positions: tuple[Position, ...]) -> Employee:
-    from dataclasses import replace
-
-    return replace(employee, positions=positions)
+    return employee._replace(positions=positions)
 
 
 def test_the_sample_chinese_hr_export() -> None:

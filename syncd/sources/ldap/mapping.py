@@ -248,6 +248,11 @@ class PeopleReader:
         }
         self._first = {name: found[0] for name, found in self._slots.items()}
         self._rare_mapped = any(name in shape.fields for name in _RARE_FIELDS)
+        self._account_checked = (
+            shape.account_control_slot is not None or shape.expires_slot is not None
+        )
+        # (department, title) -> the positions of everyone placed so: one value, shared.
+        self._positions: dict[tuple[str | None, str | None], tuple[Position, ...]] = {}
         self._own = dict(shape.own_fields or shape.fields)
         self._own.update((name, (slot,)) for slot, name in shape.extras)
         if trace is not None:
@@ -317,7 +322,15 @@ class PeopleReader:
         title = v.decode() if (v := values[first["job_title"]]) else None
         path = v.decode() if (v := values[shape.department_slot]) else None
         department = self.placement.department_of(path, dn)
-        departed = employee_id in self.departed or self._disabled(values) or self._expired(values)
+        positions = self._positions.get((department, title))
+        if positions is None:
+            placed = (Position(department, title, primary=True),) if department is not None else ()
+            positions = self._positions[(department, title)] = placed
+        if positions:
+            title = positions[0].job_title  # the shared string: titles repeat across thousands
+        departed = employee_id in self.departed or (
+            self._account_checked and (self._disabled(values) or self._expired(values))
+        )
         gender, birthday, sort_order, senior = (
             self._rare_fields(values) if self._rare_mapped else (None, None, None, False)
         )
@@ -330,9 +343,7 @@ class PeopleReader:
             id=employee_id,
             username=username,
             name=self._text(values, "name") or "",
-            positions=(Position(department, title, primary=True),)
-            if department is not None
-            else (),
+            positions=positions,
             en_name=v.decode() if (v := values[first["en_name"]]) else None,
             email=v.decode() if (v := values[first["email"]]) else None,
             mobile=v.decode() if (v := values[first["mobile"]]) else None,
