@@ -142,7 +142,7 @@ _INSERT_ITEM = (
     'INSERT INTO run_items (run_id, seq, kind, "key", display, action, message, "before", '
     '"after", outcome, attempts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)'
 )
-_ITEMS_PER_STATEMENT = 10_000  # journal rows are made as they are written, never all at once
+_ITEMS_PER_STATEMENT = 2_000  # journal rows are made as they are written, never all at once
 
 
 def _executemany(conn: Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:

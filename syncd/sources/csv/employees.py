@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from syncd.config import CsvSource
@@ -218,7 +219,8 @@ class _EmployeeReader:
         if isinstance(parsed, str):
             return parsed
         birthday, sort_order, senior = parsed
-        job_title = values[at.job_title] or None
+        # Titles repeat across thousands of people: one string each, not one per row.
+        job_title = sys.intern(values[at.job_title]) or None
         return Employee(
             id=ident,
             username=username,
