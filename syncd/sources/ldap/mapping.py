@@ -251,8 +251,8 @@ class PeopleReader:
         self._account_checked = (
             shape.account_control_slot is not None or shape.expires_slot is not None
         )
-        # (department, title) -> the positions of everyone placed so: one value, shared.
-        self._positions: dict[tuple[str | None, str | None], tuple[Position, ...]] = {}
+        # (department, title as read) -> the positions of everyone placed so: one value, shared.
+        self._positions: dict[tuple[str | None, bytes | None], tuple[Position, ...]] = {}
         self._own = dict(shape.own_fields or shape.fields)
         self._own.update((name, (slot,)) for slot, name in shape.extras)
         if trace is not None:
@@ -319,15 +319,16 @@ class PeopleReader:
         if v := values[shape.change_slot]:
             self._note_change(v)
         employee_id = self._id_of(values)
-        title = v.decode() if (v := values[first["job_title"]]) else None
+        raw_title = values[first["job_title"]]
         path = v.decode() if (v := values[shape.department_slot]) else None
         department = self.placement.department_of(path, dn)
-        positions = self._positions.get((department, title))
+        positions = self._positions.get((department, raw_title))
         if positions is None:
+            title = raw_title.decode() if raw_title else None
             placed = (Position(department, title, primary=True),) if department is not None else ()
-            positions = self._positions[(department, title)] = placed
-        if positions:
-            title = positions[0].job_title  # the shared string: titles repeat across thousands
+            positions = self._positions[(department, raw_title)] = placed
+        # Titles repeat across thousands of people: the positions' string is shared.
+        title = positions[0].job_title if positions else (raw_title.decode() if raw_title else None)
         departed = employee_id in self.departed or (
             self._account_checked and (self._disabled(values) or self._expired(values))
         )
@@ -388,10 +389,10 @@ class PeopleReader:
         return None
 
     def _id_of(self, values: Values) -> str:
-        raw = next((found for slot in self._slots["id"] if (found := values[slot])), None)
-        if not raw:
-            return ""
-        return entry_id(raw, guid=self.shape.guid_ids)
+        for slot in self._slots["id"]:
+            if raw := values[slot]:
+                return entry_id(raw, guid=self.shape.guid_ids)
+        return ""
 
     def _disabled(self, values: Values) -> bool:
         slot = self.shape.account_control_slot
