@@ -10,7 +10,6 @@ Dry runs (``--dry-run``, ``--check``) are listed apart and never count for healt
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -136,12 +135,7 @@ def read_status(settings: Settings) -> Status:
 
 
 def _daemon_record(engine: Engine) -> dict[str, Any]:
-    try:
-        stored = read_with(engine, lambda: store.get_cursor(engine, DAEMON_CURSOR))
-        record: dict[str, Any] = json.loads(stored or "{}")
-    except ValueError:
-        return {}
-    return record
+    return store.json_object(read_with(engine, lambda: store.get_cursor(engine, DAEMON_CURSOR)))
 
 
 _RUNS = "SELECT id, trigger, mode, read, started_at, finished_at, outcome FROM runs"

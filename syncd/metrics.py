@@ -12,7 +12,6 @@ registers globally) out of syncd's endpoint; the client library's ``*_created`` 
 
 from __future__ import annotations
 
-import json
 import platform
 import tempfile
 from collections.abc import Mapping
@@ -32,6 +31,7 @@ from prometheus_client import (
 from sqlalchemy import Engine, text
 
 from syncd.errors import ConfigError, StateError
+from syncd.snapshot import json_object
 
 OUTCOMES = ("ok", "partial", "failed", "blocked", "interrupted")
 ITEM_LABELS = ("kind", "action", "outcome")
@@ -143,18 +143,10 @@ class LastRunMetrics:
                 )
                 items = {(k, a, o): int(n) for k, a, o, n in rows}
         if last is not None:
-            self.show(last.outcome, int(last.finished_at), _summary(last.summary), items)
-        self.show_source(_summary(full).get("source") or {})
+            self.show(last.outcome, int(last.finished_at), json_object(last.summary), items)
+        self.show_source(json_object(full).get("source") or {})
         if success:
             self.last_success.set(int(success) / 1000)
-
-
-def _summary(stored: str | None) -> dict[str, Any]:
-    try:
-        value = json.loads(stored or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def write_textfile(engine: Engine, path: Path) -> None:

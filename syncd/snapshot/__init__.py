@@ -13,7 +13,7 @@ cursors), ``tokens``, ``records`` (the snapshot), ``journal`` (runs and their it
 
 from __future__ import annotations
 
-from syncd.snapshot.engine import get_cursor, open_engine, set_cursor, write
+from syncd.snapshot.engine import get_cursor, json_object, open_engine, set_cursor, write
 from syncd.snapshot.journal import (
     applied_since,
     copy_rejected,
@@ -73,6 +73,7 @@ __all__ = [
     "insert_rejected",
     "interrupt_stale_runs",
     "journaled_after",
+    "json_object",
     "load_items",
     "load_snapshot",
     "mark_sent",

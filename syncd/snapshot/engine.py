@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -92,6 +93,15 @@ def get_cursor(engine: Engine, name: str) -> str | None:
             text("SELECT value FROM cursors WHERE name = :name"), {"name": name}
         ).first()
     return None if row is None else str(row[0])
+
+
+def json_object(stored: str | None) -> dict[str, Any]:
+    """A JSON object stored as text (a run's summary, a cursor); {} if absent or damaged."""
+    try:
+        value = json.loads(stored or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def set_cursor(conn: Connection, name: str, value: str) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, text
 
-from syncd.snapshot.engine import write
+from syncd.snapshot.engine import json_object, write
 from syncd.snapshot.records import _INSERT_ITEM, _ITEMS_PER_STATEMENT, _executemany
 
 
@@ -113,11 +113,7 @@ def run_summary(engine: Engine, run_id: int) -> dict[str, Any]:
     """A run's summary as recorded ({} for a run that is gone or whose summary is damaged)."""
     with engine.connect() as conn:
         value = conn.exec_driver_sql("SELECT summary FROM runs WHERE id = ?", (run_id,)).scalar()
-    try:
-        summary = json.loads(value or "{}")
-    except ValueError:
-        return {}
-    return summary if isinstance(summary, dict) else {}
+    return json_object(value)
 
 
 def applied_since(engine: Engine, run_id: int) -> bool:
