@@ -322,13 +322,16 @@ class PeopleReader:
         raw_title = values[first["job_title"]]
         path = v.decode() if (v := values[shape.department_slot]) else None
         department = self.placement.department_of(path, dn)
+        title = None
         positions = self._positions.get((department, raw_title))
         if positions is None:
             title = raw_title.decode() if raw_title else None
             placed = (Position(department, title, primary=True),) if department is not None else ()
             positions = self._positions[(department, raw_title)] = placed
-        # Titles repeat across thousands of people: the positions' string is shared.
-        title = positions[0].job_title if positions else (raw_title.decode() if raw_title else None)
+        elif positions:  # titles repeat across thousands of people: the string is shared
+            title = positions[0].job_title
+        elif raw_title:
+            title = raw_title.decode()
         departed = employee_id in self.departed or (
             self._account_checked and (self._disabled(values) or self._expired(values))
         )
