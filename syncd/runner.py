@@ -259,7 +259,8 @@ class _Run:
             )
             try:
                 with collection_paused(freeze=True):
-                    snapshot = store.load_snapshot(self.engine)
+                    # An incremental read asks about a few people: they are read as asked.
+                    snapshot = store.load_snapshot(self.engine, everyone=complete)
             except BaseException as exc:
                 loaded.set_exception(exc)
                 raise
@@ -409,6 +410,8 @@ class _Run:
         if the_plan.changes:  # else no executor: its set-up goes over the whole snapshot
             assert directory is not None  # only an unchanged source is not read: no changes
             photos = photo_reader(self.settings.source)  # None unless source.photos.enabled
+            if isinstance(snapshot.employees, store.SyncedEmployees):
+                snapshot.employees.load()  # as syncd left them, before this run writes any
             executor = Executor(
                 client,
                 self.engine,

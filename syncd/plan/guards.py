@@ -67,11 +67,13 @@ def _removal_guard(
 def _shrink_guard(
     directory: Directory, snapshot: Snapshot, limits: Limits, override: bool, how: str
 ) -> GuardDecision | None:
+    if not directory.complete:
+        return None
     # People already locked because they are missing are not expected back: counted, they
     # would make every later read look shrunken, with nothing left to remove.
     missing = sum(1 for s in snapshot.employees.values() if s.locked and s.lock_reason == "missing")
     known = len(snapshot.employees) - missing
-    if not directory.complete or known <= 0:
+    if known <= 0:
         return None
     read = len(directory.employees)
     empty = read == 0

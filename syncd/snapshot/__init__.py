@@ -34,6 +34,7 @@ from syncd.snapshot.journal import (
 from syncd.snapshot.records import (
     FieldLookup,
     PlacedLookup,
+    SyncedEmployees,
     delete_departments,
     delete_employees,
     forget_employees,
@@ -60,6 +61,7 @@ __all__ = [
     "CachedToken",
     "FieldLookup",
     "PlacedLookup",
+    "SyncedEmployees",
     "TokenStore",
     "applied_since",
     "copy_rejected",

@@ -1,0 +1,61 @@
+"""Whole incremental LDAP runs (a real slapd, the emulator over HTTP): a run that reads
+only what changed, and looks up only the people it asks about, still adds hires and puts
+back people another administrator changed on the platform."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from syncd.config import Settings, load_settings
+from syncd.runner import RunRequest, run_sync
+from tests.support.admin import AnotherAdmin
+from tests.support.slapd import Slapd
+
+
+def ldap_sync_settings(slapd: Slapd, base: str, emulator: Any, tmp_path: Path) -> Settings:
+    config = tmp_path / "syncd.toml"
+    config.write_text(
+        f'state_dir = "{tmp_path / "state"}"\n'
+        f'[source]\nkind = "ldap"\n[source.ldap]\nurls = ["{slapd.url}"]\n'
+        f'bind_dn = "{slapd.bind_dn}"\nbind_password = "{slapd.password}"\n'
+        f'users_base = "{base}"\ndeparted_filter = "(employeeType=departed)"\n'
+        f'[platform]\nbase_url = "{emulator.base_url}"\ndomain_id = "acme"\norg_code = "acme"\n'
+        'client_id = "syncd"\nclient_secret = "demo-secret"\norg_id = "acme"\n'
+        "retry_backoff = 0.01\n"
+    )
+    config.chmod(0o600)
+    return load_settings(config)
+
+
+def planned(result: Any) -> set[tuple[str, str]]:
+    return {(c.action.value, c.display) for c in result.plan.changes}
+
+
+def test_an_incremental_run_adds_hires_and_puts_back_platform_changes(
+    slapd: Slapd, acme: str, emulator: Any, tmp_path: Path
+) -> None:
+    settings = ldap_sync_settings(slapd, acme, emulator, tmp_path)
+    first = run_sync(settings, RunRequest())
+    assert first.exit_code == 0, first.error
+    admin = AnotherAdmin(emulator)
+    alice = admin.employee("alice")
+    admin.edit("alice", mobile="+86 139 9999 9999")
+    admin.lock("carol")
+    slapd.add_ldif(
+        f"dn: uid=judy,ou=Sales,ou=Head Office,{acme}\nobjectClass: inetOrgPerson\n"
+        "uid: judy\ncn: Judy New\nsn: New\nmail: judy@acme.example\n"
+    )
+
+    result = run_sync(settings, RunRequest(read="incremental"))
+
+    assert result.exit_code == 0, result.error
+    assert {("create", "judy"), ("update", "alice"), ("unlock", "carol")} <= planned(result)
+    assert admin.employee("alice")["mobile"] == alice["mobile"]
+    assert admin.employee("carol").get("locked") is not True
+    assert admin.employee("judy")["name"] == "Judy New"
+    again = run_sync(settings, RunRequest(read="incremental"))
+    assert again.exit_code == 0, again.error
+    assert planned(again) == set()
+    full = run_sync(settings, RunRequest(dry_run=True))
+    assert full.exit_code == 0 and planned(full) == set()
