@@ -127,9 +127,10 @@ def synced(directory: Directory, state: Path) -> tuple[Snapshot, PlatformView]:
         )
         for d in directory.departments.values()
     }
-    return store.load_snapshot(engine), PlatformView(
-        ROOT_ID, ROOT_NAME, nodes, complete_listing=True
-    )
+    snapshot = store.load_snapshot(engine)
+    assert isinstance(snapshot.employees, store.SyncedEmployees)
+    snapshot.employees.load()  # before planning, as a sync reading the whole source does
+    return snapshot, PlatformView(ROOT_ID, ROOT_NAME, nodes, complete_listing=True)
 
 
 def rss_mb() -> float:

@@ -259,8 +259,7 @@ class _Run:
             )
             try:
                 with collection_paused(freeze=True):
-                    # An incremental read asks about a few people: they are read as asked.
-                    snapshot = store.load_snapshot(self.engine, everyone=complete)
+                    snapshot = store.load_snapshot(self.engine)
             except BaseException as exc:
                 loaded.set_exception(exc)
                 raise
@@ -272,6 +271,8 @@ class _Run:
                 if unchanged.view_digest(view, snapshot, cursors["people"]) == memo.view:
                     return snapshot, view, memo
             with collection_paused(freeze=True):
+                if complete and isinstance(snapshot.employees, store.SyncedEmployees):
+                    snapshot.employees.load()  # planning asks about everyone: one query
                 directory = self._read()
             self.progress.step("reading the platform, planning")
             view = with_adoptions(reads.result(), client, snapshot, directory, match_by)

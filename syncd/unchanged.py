@@ -124,9 +124,7 @@ def view_digest(view: PlatformView, snapshot: Snapshot, since: int | None) -> st
     deleted = None
     if view.listed is not None:
         listed = view.listed
-        deleted = sorted(
-            e.username for e in snapshot.employees.values() if e.username not in listed
-        )
+        deleted = sorted(u for u in store.usernames(snapshot.employees) if u not in listed)
     parts: Iterable[object] = (
         view.root_id,
         view.root_name,

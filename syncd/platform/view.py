@@ -15,23 +15,16 @@ the newest ``last_modified`` seen; the runner moves it after a clean run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from syncd import snapshot as store
 from syncd.config import Settings
 from syncd.model import Directory, MatchKey, match_value
-from syncd.plan import (
-    PlatformEmployee,
-    PlatformNode,
-    PlatformPerson,
-    PlatformView,
-    Snapshot,
-    SyncedEmployee,
-)
+from syncd.plan import PlatformEmployee, PlatformNode, PlatformPerson, PlatformView, Snapshot
 from syncd.platform.client import PlatformClient
 from syncd.platform.schemas import EmployeeRecord, Node
-from syncd.snapshot import SyncedEmployees
 
 # Users asked per page of the D3 list (a platform may give fewer). With platform.concurrency
 # pages in flight, 5,000 a page held 27 MB more at 100,000 people and was no faster.
@@ -157,7 +150,7 @@ def _people_drift(
     if not synced:
         return {}, None
     if complete:
-        owned = {s.username for s in synced.values()}
+        owned = set(store.usernames(synced))
         listed = listed if listed is not None else _all_usernames(client, concurrency)
         # Missing from the list: deleted, or passed over while the list changed between
         # pages. Asked about by name, only those the platform does not know are gone.
@@ -170,7 +163,7 @@ def _people_drift(
     else:
         changed_names = _usernames(client.users(refresh_time=since, page_size=USERS_PAGE))
     if not complete:  # only the people changed lately are looked for among syncd's
-        owned = _held(synced, changed_names)
+        owned = store.holding(synced, changed_names)
     wanted = [u for u in changed_names if u in owned]
     changed = {}
     for record in client.employee_records(wanted) if wanted else ():
@@ -178,14 +171,6 @@ def _people_drift(
         if found is not None and found.username in owned:
             changed[found.username] = found
     return changed, listed
-
-
-def _held(synced: Mapping[str, SyncedEmployee], usernames: Collection[str]) -> set[str]:
-    """Which of these usernames syncd's people hold."""
-    if isinstance(synced, SyncedEmployees):
-        return synced.holding(usernames)
-    owned = {s.username for s in synced.values()}
-    return {u for u in usernames if u in owned}
 
 
 def _all_usernames(client: PlatformClient, concurrency: int) -> frozenset[str]:

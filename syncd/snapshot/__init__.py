@@ -38,12 +38,14 @@ from syncd.snapshot.records import (
     delete_departments,
     delete_employees,
     forget_employees,
+    holding,
     load_snapshot,
     set_department_paths,
     set_locked,
     set_photos,
     upsert_departments,
     upsert_employees,
+    usernames,
 )
 from syncd.snapshot.tables import (
     BUSY_TIMEOUT_MS,
@@ -71,6 +73,7 @@ __all__ = [
     "finish_run",
     "forget_employees",
     "get_cursor",
+    "holding",
     "insert_items",
     "insert_rejected",
     "interrupt_stale_runs",
@@ -91,5 +94,6 @@ __all__ = [
     "unsettled_items",
     "upsert_departments",
     "upsert_employees",
+    "usernames",
     "write",
 ]

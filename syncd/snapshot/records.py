@@ -19,12 +19,9 @@ _EMPLOYEES = (
 )
 
 
-def load_snapshot(engine: Engine, *, everyone: bool = True) -> Snapshot:
-    """What syncd last wrote, as plain values; field values are looked up only when needed.
-
-    ``everyone=False`` (an incremental read, which asks about a few people) reads people
-    when first asked about: see SyncedEmployees.
-    """
+def load_snapshot(engine: Engine) -> Snapshot:
+    """What syncd last wrote, as plain values; people and field values are read when
+    first asked about (SyncedEmployees, FieldLookup)."""
     with engine.connect() as conn:
         # The driver's own cursor: SQLAlchemy's row objects cost more than building the
         # values themselves, 100,000 times over.
@@ -37,16 +34,30 @@ def load_snapshot(engine: Engine, *, everyone: bool = True) -> Snapshot:
                 "WHERE node_id IS NOT NULL"
             )
         }
-        employees: Mapping[str, SyncedEmployee]
-        if everyone:
-            employees = _all_employees(raw)
-        else:
-            (count,) = raw.execute("SELECT COUNT(*) FROM employees").fetchone()
-            employees = SyncedEmployees(engine, int(count))
+        (count,) = raw.execute("SELECT COUNT(*) FROM employees").fetchone()
         photos = {r[0]: r[1] for r in raw.execute("SELECT source_id, digest FROM photos")}
     return Snapshot(
-        departments, employees, FieldLookup(engine), PlacedLookup(engine), photos=photos
+        departments,
+        SyncedEmployees(engine, int(count)),
+        FieldLookup(engine),
+        PlacedLookup(engine),
+        photos=photos,
     )
+
+
+def usernames(employees: Mapping[str, SyncedEmployee]) -> list[str]:
+    """The usernames syncd's people hold: all that a run with nothing to plan asks about."""
+    if isinstance(employees, SyncedEmployees):
+        return employees.usernames()
+    return [e.username for e in employees.values()]
+
+
+def holding(employees: Mapping[str, SyncedEmployee], names: Collection[str]) -> set[str]:
+    """Which of these usernames syncd's people hold."""
+    if isinstance(employees, SyncedEmployees):
+        return employees.holding(names)
+    owned = set(usernames(employees))
+    return {u for u in names if u in owned}
 
 
 def _all_employees(raw: Any) -> dict[str, SyncedEmployee]:
@@ -59,13 +70,12 @@ def _synced(r: tuple[Any, ...]) -> SyncedEmployee:
 
 
 class SyncedEmployees(Mapping[str, SyncedEmployee]):
-    """syncd's people, read one by one as planning asks about them, and all at once (as
-    ``load_snapshot`` does) the first time anything goes over them all, or asks about
-    more than a few.
+    """syncd's people, read one by one as planning asks about them, and all at once the
+    first time anything goes over them all or asks about more than a few (``load``).
 
-    An incremental run with nothing new asks about a few people: loading 100,000 was a
-    third of its time. Answers are the database's when asked: the runner loads everyone
-    (``load``) before the run writes anything.
+    A run with nothing to plan asks for their usernames, and an incremental run about a
+    few people: loading 100,000 was a third of either. Answers are the database's when
+    asked: the runner loads everyone (``load``) before the run writes anything.
     """
 
     _ONE_BY_ONE = 256  # more look-ups than this: one query for everyone costs less
@@ -86,19 +96,21 @@ class SyncedEmployees(Mapping[str, SyncedEmployee]):
                 self._asked.clear()
         return self._everyone
 
-    def holding(self, usernames: Collection[str]) -> set[str]:
+    def usernames(self) -> list[str]:
+        if self._everyone is not None:
+            return [e.username for e in self._everyone.values()]
+        return [str(r[0]) for r in self._query("SELECT username FROM employees")]
+
+    def holding(self, names: Collection[str]) -> set[str]:
         """Which of these usernames syncd's people hold."""
-        if self._everyone is not None or len(usernames) > self._ONE_BY_ONE:
-            owned = {e.username for e in self.load().values()}
-            return {u for u in usernames if u in owned}
-        with self._engine.connect() as conn:
-            raw = conn.connection.driver_connection
-            assert raw is not None
-            rows = raw.execute(
-                "SELECT username FROM employees WHERE username IN (SELECT value FROM json_each(?))",
-                (json.dumps(list(usernames)),),
-            )
-            return {str(r[0]) for r in rows}
+        if self._everyone is not None or len(names) > self._ONE_BY_ONE:
+            owned = set(self.usernames())
+            return {u for u in names if u in owned}
+        rows = self._query(
+            "SELECT username FROM employees WHERE username IN (SELECT value FROM json_each(?))",
+            json.dumps(list(names)),
+        )
+        return {str(r[0]) for r in rows}
 
     def __len__(self) -> int:
         return self._count if self._everyone is None else len(self._everyone)
@@ -128,11 +140,14 @@ class SyncedEmployees(Mapping[str, SyncedEmployee]):
         return self.load().keys()
 
     def _read(self, key: str) -> SyncedEmployee | None:
+        rows = self._query(_EMPLOYEES + " WHERE source_id = ?", key)
+        return _synced(rows[0]) if rows else None
+
+    def _query(self, sql: str, *parameters: Any) -> list[tuple[Any, ...]]:
         with self._engine.connect() as conn:
             raw = conn.connection.driver_connection
             assert raw is not None
-            row = raw.execute(_EMPLOYEES + " WHERE source_id = ?", (key,)).fetchone()
-        return None if row is None else _synced(row)
+            return list(raw.execute(sql, parameters))
 
 
 class PlacedLookup:
