@@ -146,7 +146,8 @@ class _EmployeeReader:
         self._departed = frozenset(v.strip().casefold() for v in settings.departed_values)
         self._positions_separator = settings.positions_separator
         self._department_of = department_of.department_of
-        self._primary: dict[tuple[str, str | None], Position] = {}
+        # (department, title) -> the positions of one placed there alone: most people.
+        self._primary: dict[tuple[str, str | None], tuple[Position]] = {}
         self._secondary: dict[str, Position] = {}
         self._dates: dict[str, str | None] = {}  # birthdays repeat: parse each text once
 
@@ -290,14 +291,18 @@ class _EmployeeReader:
     def _positions(
         self, department_id: str | None, job_title: str | None, secondary: list[str]
     ) -> tuple[Position, ...]:
-        # Positions are frozen values: the many people who share one share one object.
-        positions: list[Position] = []
+        # Positions are frozen values: the many people who share one share one object, and
+        # those placed in one department alone share the tuple too (5 MB at 100,000).
+        primary: tuple[Position, ...] = ()
         if department_id is not None:
             key = (department_id, job_title)
-            primary = self._primary.get(key)
-            if primary is None:
-                primary = self._primary[key] = Position(department_id, job_title, primary=True)
-            positions.append(primary)
+            found = self._primary.get(key)
+            if found is None:
+                found = self._primary[key] = (Position(department_id, job_title, primary=True),)
+            primary = found
+        if not secondary:
+            return primary
+        positions = list(primary)
         for other in secondary:
             position = self._secondary.get(other)
             if position is None:
