@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Collection, ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
+from collections.abc import Collection, ItemsView, Iterator, Mapping, Sequence, ValuesView
 from typing import Any
 
 from sqlalchemy import Connection, Engine, text
@@ -135,9 +135,6 @@ class SyncedEmployees(Mapping[str, SyncedEmployee]):
 
     def items(self) -> ItemsView[str, SyncedEmployee]:
         return self.load().items()
-
-    def keys(self) -> KeysView[str]:
-        return self.load().keys()
 
     def _read(self, key: str) -> SyncedEmployee | None:
         rows = self._query(_EMPLOYEES + " WHERE source_id = ?", key)
