@@ -20,10 +20,10 @@ from rich.console import Console
 from sqlalchemy import Engine, text
 
 from syncd import snapshot as store
+from syncd.clock import now_ms
 from syncd.config import Settings
 from syncd.errors import DaemonNotRunning, SyncdError, Unhealthy
 from syncd.lock import holder, lock_holder
-from syncd.runner import now_ms
 from syncd.runs import read_with, reading
 
 run_log = logging.getLogger("syncd.run")  # what a run did, for the daemon and the shell alike

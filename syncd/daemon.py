@@ -44,12 +44,13 @@ from syncd import snapshot as store
 from syncd._notify import Notifier, watchdog_interval
 from syncd._schedule import cron_trigger
 from syncd._status import DAEMON_CURSOR, DAEMON_LOCK, clock, log_failures
+from syncd.clock import now_ms
 from syncd.config import Settings, load_settings
 from syncd.errors import ConfigError, LockHeld, SyncdError
 from syncd.lock import FileLock
 from syncd.logs import add_log_fields, journal_prefix, log_context, register_secret, setup_logging
 from syncd.metrics import RunMetrics, write_textfile
-from syncd.runner import RunRequest, RunResult, now_ms, run_sync
+from syncd.runner import RunRequest, RunResult, run_sync
 
 log = logging.getLogger(__name__)
 

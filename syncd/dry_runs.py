@@ -9,10 +9,10 @@ runs ``reports.keep_days``. ``syncd status`` and the metrics leave them out.
 from __future__ import annotations
 
 import logging
-import time
 
 from sqlalchemy import Engine, text
 
+from syncd import clock
 from syncd import snapshot as store
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ _DELETES = tuple(
 def prune_dry_runs(engine: Engine, keep_days: int, now_ms: int | None = None) -> int:
     """Delete dry runs started more than ``keep_days`` ago, with their items and rejected
     rows; returns how many runs went."""
-    now = int(time.time() * 1000) if now_ms is None else now_ms
+    now = clock.now_ms() if now_ms is None else now_ms
     cutoff = {"cutoff": now - keep_days * DAY_MS}
     with store.write(engine) as conn:
         deleted = [conn.execute(statement, cutoff).rowcount for statement in _DELETES]

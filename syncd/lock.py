@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from syncd.clock import now_ms
 from syncd.errors import LockHeld, StateError
 
 POLL_SECONDS = 0.2
@@ -76,7 +77,7 @@ class FileLock:
                     handle.close()
                     raise LockHeld(self.busy.format(holder=describe(holder(self.path)))) from None
                 time.sleep(POLL_SECONDS)  # another process holds it: poll until the deadline
-        about = {"pid": os.getpid(), "host": socket.gethostname(), "since": int(time.time() * 1000)}
+        about = {"pid": os.getpid(), "host": socket.gethostname(), "since": now_ms()}
         if self.purpose:
             about["purpose"] = self.purpose
         try:

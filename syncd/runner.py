@@ -10,7 +10,6 @@ import gc
 import json
 import logging
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -23,6 +22,7 @@ from sqlalchemy import Engine
 from syncd import snapshot as store
 from syncd import unchanged
 from syncd._gc import collection_paused
+from syncd.clock import now_ms
 from syncd.config import Settings
 from syncd.errors import (
     EXIT_BLOCKED,
@@ -85,10 +85,6 @@ class RunResult:
     guards: list[GuardDecision] = field(default_factory=list)
     applied: ApplyResult | None = None
     error: str | None = None
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 # ---------------------------------------------------------------- one sync

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import logging
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from rich.console import Console
 from sqlalchemy import Connection, Engine, bindparam, text
 from sqlalchemy.exc import DatabaseError, SQLAlchemyError
 
+from syncd import clock
 from syncd import report as rpt
 from syncd import snapshot as store
 from syncd.config import Settings
@@ -256,7 +256,7 @@ def prune(engine: Engine, keep_days: int, now_ms: int | None = None) -> Pruned:
     """
     if keep_days < 0:
         raise SyncdError(f"--keep-days must be 0 or more, not {keep_days}")
-    now = int(time.time() * 1000) if now_ms is None else now_ms
+    now = clock.now_ms() if now_ms is None else now_ms
     cutoff = now - keep_days * DAY_MS
     with store.write(engine) as conn:
         ids = [

@@ -9,10 +9,10 @@ store decides, under its write lock, whether a fetch is needed at all.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Protocol
 
+from syncd.clock import now_ms
 from syncd.logs import register_secret
 from syncd.snapshot import CachedToken
 
@@ -57,10 +57,6 @@ class MemoryTokenStore:
 
     def __repr__(self) -> str:
         return f"MemoryTokenStore({len(self._tokens)} app(s))"
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def expiry_margin(token: CachedToken) -> int:
