@@ -128,8 +128,7 @@ def synced(directory: Directory, state: Path) -> tuple[Snapshot, PlatformView]:
         for d in directory.departments.values()
     }
     snapshot = store.load_snapshot(engine)
-    assert isinstance(snapshot.employees, store.SyncedEmployees)
-    snapshot.employees.load()  # before planning, as a sync reading the whole source does
+    store.read_everyone(snapshot.employees)  # before planning, as a sync of a whole read does
     return snapshot, PlatformView(ROOT_ID, ROOT_NAME, nodes, complete_listing=True)
 
 

@@ -267,8 +267,8 @@ class _Run:
                 if unchanged.view_digest(view, snapshot, cursors["people"]) == memo.view:
                     return snapshot, view, memo
             with collection_paused(freeze=True):
-                if complete and isinstance(snapshot.employees, store.SyncedEmployees):
-                    snapshot.employees.load()  # planning asks about everyone: one query
+                if complete:  # planning asks about everyone: one query
+                    store.read_everyone(snapshot.employees)
                 directory = self._read()
             self.progress.step("reading the platform, planning")
             view = with_adoptions(reads.result(), client, snapshot, directory, match_by)
@@ -407,8 +407,7 @@ class _Run:
         if the_plan.changes:  # else no executor: its set-up goes over the whole snapshot
             assert directory is not None  # only an unchanged source is not read: no changes
             photos = photo_reader(self.settings.source)  # None unless source.photos.enabled
-            if isinstance(snapshot.employees, store.SyncedEmployees):
-                snapshot.employees.load()  # as syncd left them, before this run writes any
+            store.read_everyone(snapshot.employees)  # as syncd left them, before any write
             executor = Executor(
                 client,
                 self.engine,

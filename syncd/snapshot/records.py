@@ -45,6 +45,12 @@ def load_snapshot(engine: Engine) -> Snapshot:
     )
 
 
+def read_everyone(employees: Mapping[str, SyncedEmployee]) -> None:
+    """Read syncd's people now if they are read as asked about (SyncedEmployees)."""
+    if isinstance(employees, SyncedEmployees):
+        employees.load()
+
+
 def usernames(employees: Mapping[str, SyncedEmployee]) -> list[str]:
     """The usernames syncd's people hold: all that a run with nothing to plan asks about."""
     if isinstance(employees, SyncedEmployees):
@@ -102,10 +108,9 @@ class SyncedEmployees(Mapping[str, SyncedEmployee]):
         return [str(r[0]) for r in self._query("SELECT username FROM employees")]
 
     def holding(self, names: Collection[str]) -> set[str]:
-        """Which of these usernames syncd's people hold."""
+        """Which of these usernames syncd's people hold: a few asked of the database."""
         if self._everyone is not None or len(names) > self._ONE_BY_ONE:
-            owned = set(self.usernames())
-            return {u for u in names if u in owned}
+            return holding(self.load(), names)
         rows = self._query(
             "SELECT username FROM employees WHERE username IN (SELECT value FROM json_each(?))",
             json.dumps(list(names)),
