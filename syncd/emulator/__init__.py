@@ -3,7 +3,7 @@
 It keeps the platform's rules (one token per application, parents-first imports, name
 paths, per-item failures, 208507/208502) and injects faults on request (HTTP 500, 429
 with Retry-After, latency, dropped connections, "down", per-item rejections). Control
-endpoints under ``/_emulator`` read and reset its state; see the README.
+endpoints under ``/_emulator`` read and reset its state; see docs/platform.md.
 """
 
 from syncd.emulator.app import create_app

@@ -1,7 +1,7 @@
 """Envelope status codes and the one exception the emulator's domain logic raises.
 
 Codes marked (spec) come from the platform's documentation; the others are the
-emulator's own choice where the platform documents no code (see the README).
+emulator's own choice where the platform documents no code (see docs/platform.md).
 """
 
 from __future__ import annotations
