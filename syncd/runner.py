@@ -85,6 +85,7 @@ class RunResult:
     guards: list[GuardDecision] = field(default_factory=list)
     applied: ApplyResult | None = None
     error: str | None = None
+    finished_at: int | None = None  # ms, as recorded
 
 
 # ---------------------------------------------------------------- one sync
@@ -461,7 +462,7 @@ class _Run:
                 store.set_cursor(conn, SOURCE_CURSOR, mark)
 
     def _finish(self) -> None:
-        finished = now_ms()
+        self.result.finished_at = finished = now_ms()
         self.summary["error"] = self.result.error
         self.summary["duration_ms"] = finished - self.started
         store.finish_run(

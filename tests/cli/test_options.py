@@ -112,7 +112,7 @@ def test_under_journald_warnings_and_errors_carry_their_priority(site: Site) -> 
         found = os.fstat(stream.fileno())
         env = {k: v for k, v in os.environ.items() if not k.startswith("SYNCD_")}
         env["JOURNAL_STREAM"] = f"{found.st_dev}:{found.st_ino}"
-        for args in (["check"], ["sync", "--show", "1"], ["status"]):
+        for args in (["check"], ["sync", "--show", "1"], ["reports", "show", "99"]):
             subprocess.run(
                 [str(SYNCD), *args, "--config", str(site.config)],
                 stdout=subprocess.DEVNULL,
@@ -124,5 +124,5 @@ def test_under_journald_warnings_and_errors_carry_their_priority(site: Site) -> 
     lines = journal.read_text(encoding="utf-8").splitlines()
     assert lines[0].startswith(f"<4>warning: {site.config} holds a secret"), lines
     assert any(line.startswith("<6>syncd.platform: obtained a new access token") for line in lines)
-    assert lines[-1] == f"<3>error: no syncd daemon (syncd run) serves {site.state_dir}"
+    assert lines[-1] == "<3>error: no run 99 is recorded: see `syncd reports list`"
     assert all(line[:1] == "<" and line[2:3] == ">" for line in lines), lines
