@@ -1,9 +1,10 @@
 """Approve, then apply: a plan saved by a dry run, and the check that applies exactly it.
 
 ``syncd sync --dry-run --save-plan FILE`` writes the plan as JSON for review: each change
-with its sentence and its fields before and after, the notes, the guards, the removals
-it holds, and fingerprints of what it was made from (the source as read, the state
-database's snapshot) and of the changes themselves.
+with its sentence and its fields before and after (departments named by source id, and
+``departments`` mapping those to their name paths), the counts in the order changes are
+applied, the notes, the guards, the removals it holds, and fingerprints of what it was
+made from (the source as read, the state database's snapshot) and of the changes.
 
 ``syncd apply FILE`` reads the source, the snapshot and the platform again and plans
 anew; only if that plan is the saved one, change for change, is it applied (the saved
@@ -24,13 +25,16 @@ from pathlib import Path
 
 from syncd.config import Settings
 from syncd.errors import ConfigError
-from syncd.model import Directory
+from syncd.model import Directory, Kind
 from syncd.plan import (
+    SHOWN_ORDER,
+    Action,
     GuardDecision,
     Plan,
     Policy,
     Snapshot,
     department_hash,
+    department_paths,
     employee_hash,
 )
 
@@ -152,10 +156,11 @@ def write(
             "changes": changes_fingerprint(plan),
         },
         "removals": plan.removals,
-        "counts": {f"{k.value} {a.value}": n for (k, a), n in sorted(plan.counts().items())},
+        "counts": {f"{k.value} {a.value}": n for (k, a), n in _in_order(plan)},
         "guards": [{"name": g.name, "passed": g.passed, "message": g.message} for g in guards],
         "notes": [{"kind": n.kind, "key": n.key, "message": n.message} for n in plan.notes],
         "changes": [c.as_document() for c in plan.changes],
+        "departments": department_paths(plan.changes),
     }
     text = json.dumps(document, ensure_ascii=False, indent=1, default=str)
     try:
@@ -164,6 +169,13 @@ def write(
             handle.write(text + "\n")
     except OSError as exc:
         raise ConfigError(f"--save-plan {path}: cannot write it: {exc.strerror}") from None
+
+
+def _in_order(plan: Plan) -> list[tuple[tuple[Kind, Action], int]]:
+    """The plan's counts by kind and action, in the order they are applied and shown."""
+    rank = {action: n for n, action in enumerate(SHOWN_ORDER)}
+    counts = plan.counts()
+    return sorted(counts.items(), key=lambda c: (rank.get(c[0][1], len(rank)), c[0][0]))
 
 
 def read(path: Path) -> SavedPlan:

@@ -112,7 +112,15 @@ class DepartmentPlanner:
                 node = None  # that node belongs to another department
         if node is None:
             return Change(
-                Kind.DEPARTMENT, Action.CREATE, d.id, path, d, wanted, new_path=path, depth=depth
+                Kind.DEPARTMENT,
+                Action.CREATE,
+                d.id,
+                path,
+                d,
+                wanted,
+                new_path=path,
+                depth=depth,
+                departments=self.names,
             )
         return self._adopt(d, node, wanted, path, depth, how)
 
@@ -136,6 +144,7 @@ class DepartmentPlanner:
                 new_path=path,
                 depth=depth,
                 reason="deleted on the platform",
+                departments=self.names,
             )
         drift = self._drift(d, synced, node) if node is not None else None
         if synced.hash == wanted and drift is None:
@@ -290,6 +299,7 @@ class DepartmentPlanner:
                     depth=d.name_path.count("/"),
                     reason="no longer in the source",
                     lookup=self.snapshot.fields,
+                    departments=self.names,
                 )
             )
         deletes.sort(key=lambda c: (-c.depth, c.display))  # children first

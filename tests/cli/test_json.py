@@ -9,7 +9,7 @@ from tests.daemon.support import Site
 
 RUN_KEYS = {
     "run_id", "dry_run", "outcome", "exit_code", "error", "source", "planned", "changes",
-    "notes", "guards", "applied", "failures",
+    "departments", "notes", "guards", "applied", "failures",
 }  # fmt: skip
 CHANGE_KEYS = {"kind", "action", "key", "display", "message", "before", "after"}
 
@@ -33,6 +33,11 @@ def test_a_dry_run_as_json(site: Site) -> None:
     assert set(first) == CHANGE_KEYS
     assert first["action"] == "create" and first["before"] is None
     assert first["after"]["name"] in ("Sales", "Engineering")
+    # Departments keep their source ids in the fields; "departments" names the ones listed.
+    backend, alice = run["changes"][2:4]
+    assert backend["after"]["parent"] == "D2"
+    assert alice["after"]["positions"][0]["department"] == "D1"
+    assert run["departments"] == {"D1": "Acme/Sales", "D2": "Acme/Engineering"}
     assert {g["name"] for g in run["guards"]} >= {"max_removals"}
     assert all(g["passed"] for g in run["guards"])
     assert run["applied"] is None and run["failures"] == []
