@@ -314,8 +314,6 @@ def after_run(settings: Settings, engine: Engine, run_id: int) -> None:
 
 # ---------------------------------------------------------------- the commands
 
-LIST_FORMATS = ("text", "json")
-
 
 def print_run_list(
     settings: Settings,
@@ -326,7 +324,7 @@ def print_run_list(
     fmt: str = "text",
     dry_runs: bool = False,
 ) -> None:
-    _check_format(fmt, LIST_FORMATS)
+    """``fmt``: text or json (the command line's Output)."""
     lines = _with_state(
         settings,
         lambda engine: list_runs(engine, last=last, failed_only=failed_only, dry_runs=dry_runs),
