@@ -154,14 +154,14 @@ def print_plan(result: RunResult, show: int, *, long: bool = False) -> None:
     from syncd.report import SYMBOLS, printable
 
     if (d := result.source) is not None:
-        seen = f"read {d['employees']} employees and {d['departments']} departments"
+        seen = f"read {d['employees']:,} employees and {d['departments']:,} departments"
         if "unchanged_since" in d:
             seen = f"source unchanged since run {d['unchanged_since']}: as then, {seen}"
-        out.print(f"{seen} ({d['read']} read), {d['rejected']} rows rejected")
+        out.print(f"{seen} ({d['read']} read), {d['rejected']:,} rows rejected")
     the_plan = result.plan
     if the_plan is not None:
         counts = Counter(c.action.value for c in the_plan.changes)
-        summary = ", ".join(f"{n} to {a}" for a, n in in_order(counts)) or "no changes"
+        summary = ", ".join(f"{n:,} to {a}" for a, n in in_order(counts)) or "no changes"
         out.print(labelled("plan:", "bold", summary))
         listed = the_plan.changes[: show or None]
         for change in listed:
@@ -176,7 +176,7 @@ def print_plan(result: RunResult, show: int, *, long: bool = False) -> None:
                     out.print("      " + line)
         if len(the_plan.changes) > len(listed):
             hidden = len(the_plan.changes) - len(listed)
-            out.print(f"  ... and {hidden} more: syncd reports show {result.run_id}")
+            out.print(f"  ... and {hidden:,} more: syncd reports show {result.run_id}")
         for note in the_plan.notes:
             out.print(Text("  ") + labelled(f"{note.kind}:", "magenta", printable(note.message)))
     for guard in result.guards:
@@ -221,11 +221,11 @@ def print_applied(result: RunResult) -> None:
     if result.applied is None:
         return
     done = applied_counts(result)
-    line = ", ".join(f"{n} {a}" for a, n in in_order(done.get("ok", Counter()))) or "nothing"
+    line = ", ".join(f"{n:,} {a}" for a, n in in_order(done.get("ok", Counter()))) or "nothing"
     failed = sum(done.get("failed", Counter()).values())
     text = labelled("applied:", "bold", line)
     if failed:
-        text += Text.assemble("; ", (f"{failed} failed", "red"))
+        text += Text.assemble("; ", (f"{failed:,} failed", "red"))
         text += f" (syncd reports show {result.run_id} --failed-only)"
     out.print(text)
 

@@ -94,6 +94,19 @@ def test_counts_come_in_the_order_changes_are_applied(site: Site) -> None:
     assert "      positions: Acme/Engineering/Backend" in lines[create + 3 : create + 6]
 
 
+def test_counts_are_written_with_thousands_separators(site: Site) -> None:
+    write_csv(site.root, [(f"E{n}", f"user{n}", f"User {n}", "D1") for n in range(1200)])
+
+    result = site.cli("sync", "--dry-run", "--show", "1")
+
+    assert result.returncode == 0, result.stderr
+    assert "read 1,200 employees and 3 departments (full read), 0 rows rejected\n" in (
+        result.stdout
+    )
+    assert "plan: 1,203 to create\n" in result.stdout
+    assert "  ... and 1,202 more: syncd reports show 1\n" in result.stdout
+
+
 def test_check_reads_the_source_without_the_platform_secret(site: Site) -> None:
     text = site.config.read_text(encoding="utf-8")
     site.config.write_text(text.replace('client_secret = "demo-secret"\n', ""))
