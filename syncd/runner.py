@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -216,9 +216,12 @@ class _Run:
         if saved is not None or self.request.save_plan is not None:
             from syncd import saved_plan  # approve-then-apply only
         if saved is not None:
-            guards.insert(
-                0, saved_plan.check(saved, self.settings, the_plan, directory, snapshot, policy)
+            decision, moved = saved_plan.check(
+                saved, self.settings, the_plan, directory, snapshot, policy
             )
+            guards.insert(0, decision)
+            if moved is not None:  # the same changes from moved inputs: said on screen too
+                the_plan = replace(the_plan, notes=(*the_plan.notes, moved))
         if self.request.save_plan is not None:
             saved_plan.write(
                 self.request.save_plan,

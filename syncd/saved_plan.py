@@ -10,7 +10,8 @@ made from (the source as read, the state database's snapshot) and of the changes
 anew; only if that plan is the saved one, change for change, is it applied (the saved
 removal count stands for ``--allow-removals``). Otherwise the guard ``saved_plan``
 stops the run (exit 2) and says what moved since: the source, the state database (a
-run applied changes), or the platform.
+run applied changes), or the platform. The same changes made from a source or a
+snapshot that moved are applied, with a note saying so.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from syncd.plan import (
     SHOWN_ORDER,
     Action,
     GuardDecision,
+    Note,
     Plan,
     Policy,
     Snapshot,
@@ -218,30 +220,38 @@ def check(
     directory: Directory,
     snapshot: Snapshot,
     policy: Policy,
-) -> GuardDecision:
-    """Whether the plan made now is the saved one; if not, what moved since it was made."""
+) -> tuple[GuardDecision, Note | None]:
+    """Whether the plan made now is the saved one, and what moved since it was made.
+
+    The same changes are applied even if the source or the snapshot moved (what was
+    reviewed is exactly what is sent): the note returned says so, for the screen and the
+    report. Different changes are refused, naming what moved.
+    """
     made = f"the plan saved in {saved.path} (dry run {saved.run_id}, {saved.created})"
     if dict(saved.target) != target_of(settings):
-        return GuardDecision(
-            NAME, False, f"{made} is for {saved.target}, not for these settings: not applied"
-        )
+        refused = f"{made} is for {saved.target}, not for these settings: not applied"
+        return GuardDecision(NAME, False, refused), None
+    moved = _moved(saved, directory, snapshot, policy)
     if changes_fingerprint(plan) == saved.changes:
-        return GuardDecision(
-            NAME,
-            True,
-            f"{made}: the same {saved.count} changes are planned now, "
-            f"{saved.removals} removals reviewed",
+        same = f"{made}: the same {saved.count} changes are planned now"
+        note = Note(
+            NAME, "", f"{moved} since the plan was made; the changes are the same: applying"
         )
-    if source_fingerprint(directory, policy) != saved.source:
-        moved = "the source changed"
-    elif snapshot_fingerprint(snapshot) != saved.snapshot:
-        moved = "the state database changed (a run applied changes)"
-    else:
-        moved = "the platform changed"
-    return GuardDecision(
-        NAME,
-        False,
-        f"{made} is stale: {moved} since it was made, and the plan made now differs "
-        f"({len(plan.changes)} changes against {saved.count}); review a new one: syncd sync "
-        f"--dry-run --save-plan {saved.path}",
+        reviewed = GuardDecision(NAME, True, f"{same}, {saved.removals} removals reviewed")
+        return reviewed, note if moved else None
+    stale = (
+        f"{made} is stale: {moved or 'the platform changed'} since it was made, and the plan "
+        f"made now differs ({len(plan.changes)} changes against {saved.count}); review a new "
+        f"one: syncd sync --dry-run --save-plan {saved.path}"
     )
+    return GuardDecision(NAME, False, stale), None
+
+
+def _moved(saved: SavedPlan, directory: Directory, snapshot: Snapshot, policy: Policy) -> str:
+    """What moved since the plan was made, in words ("the source changed"), or ""."""
+    source = source_fingerprint(directory, policy) != saved.source
+    state = snapshot_fingerprint(snapshot) != saved.snapshot
+    named = [w for w, moved in (("the source", source), ("the state database", state)) if moved]
+    if not named:
+        return ""
+    return f"{' and '.join(named)} changed" + (" (a run applied changes)" if state else "")

@@ -89,6 +89,27 @@ def test_a_saved_plan_counts_in_order_and_names_departments_by_path(
     }
 
 
+def test_the_same_changes_from_a_moved_source_are_applied_and_said_so(
+    synced: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    synced.company.person("bob")["mobile"] = "13999999999"
+    plan = save(synced, capsys)
+    # The source moves, but not the changes: a row rejected (no username) plans nothing.
+    synced.company.employees.append(employee("E9", "", "D1"))
+    synced.company.write(synced.folder)
+
+    code, output = syncd(capsys, "apply", str(plan), "-c", str(config(synced)))
+
+    assert code == 0, output
+    moved = "the source changed since the plan was made; the changes are the same: applying"
+    assert f"  saved_plan: {moved}\n" in output  # on screen, before the apply
+    assert "guard saved_plan: ok" in output
+    bob = next(e for e in synced.emulator.state()["employees"] if e["username"] == "bob")
+    assert bob["mobile"] == "13999999999"
+    code, report = syncd(capsys, "reports", "show", "latest", "-c", str(config(synced)))
+    assert moved in report  # and in the report's notes
+
+
 def test_a_plan_is_refused_once_the_source_moved(
     synced: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
