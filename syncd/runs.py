@@ -361,8 +361,8 @@ def _print_as_is(console: Console, rendered: str) -> None:
 
 def _print_table(console: Console, lines: Sequence[rpt.RunLine]) -> None:
     """On a terminal, the columns that fit it; in a pipe or file, every column, whole."""
-    if console.is_terminal:
-        console.print(rpt.run_table(lines, console.width))
+    if console.is_terminal:  # wrapped, unlike the console's other lines: the caption too
+        console.print(rpt.run_table(lines, console.width), soft_wrap=False)
         return
     table = rpt.run_table(lines)
     wide = Console(width=10_000, no_color=True, file=io.StringIO())
