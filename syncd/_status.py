@@ -41,7 +41,7 @@ DAEMON_CURSOR = "daemon"  # JSON: pid, host, started_at, state, status, next_run
 DAEMON_LOCK = "daemon.lock"
 OVERDUE_SECONDS = 60  # past next run + misfire grace, an idle daemon counts as stuck
 RECENT_RUNS = 5
-FAILED = ("failed", "blocked")  # a run that succeeded: store.SUCCEEDED
+FAILED = ("failed", "blocked")  # a last run that makes syncd unhealthy (success: SUCCEEDED)
 DAEMON_TRIGGER = "schedule"  # a run the daemon started
 
 

@@ -216,12 +216,12 @@ class _Run:
         if saved is not None or self.request.save_plan is not None:
             from syncd import saved_plan  # approve-then-apply only
         if saved is not None:
-            decision, moved = saved_plan.check(
+            decision, note = saved_plan.check(
                 saved, self.settings, the_plan, directory, snapshot, policy
             )
             guards.insert(0, decision)
-            if moved is not None:  # the same changes from moved inputs: said on screen too
-                the_plan = replace(the_plan, notes=(*the_plan.notes, moved))
+            if note is not None:  # the same changes from moved inputs: said on screen too
+                the_plan = replace(the_plan, notes=(*the_plan.notes, note))
         if self.request.save_plan is not None:
             saved_plan.write(
                 self.request.save_plan,

@@ -234,11 +234,12 @@ def check(
     moved = _moved(saved, directory, snapshot, policy)
     if changes_fingerprint(plan) == saved.changes:
         same = f"{made}: the same {saved.count} changes are planned now"
-        note = Note(
+        reviewed = GuardDecision(NAME, True, f"{same}, {saved.removals} removals reviewed")
+        if not moved:
+            return reviewed, None
+        return reviewed, Note(
             NAME, "", f"{moved} since the plan was made; the changes are the same: applying"
         )
-        reviewed = GuardDecision(NAME, True, f"{same}, {saved.removals} removals reviewed")
-        return reviewed, note if moved else None
     stale = (
         f"{made} is stale: {moved or 'the platform changed'} since it was made, and the plan "
         f"made now differs ({len(plan.changes)} changes against {saved.count}); review a new "
