@@ -2,9 +2,17 @@
 
 It reads what the daemon leaves behind (its lock file and its record in the state
 database), so it works from any process on the host. Its exit code says whether syncd is
-healthy, as an LSB init script's status does (the container's health check): 0 running
-and syncing, 3 not running, 1 running but unhealthy: its next run is long overdue, the
-last run failed or was blocked, or no run succeeded within ``status.max_success_age_minutes``.
+healthy, for a container's health check or a monitoring check: 0 healthy; 1 unhealthy:
+the last real run failed or was blocked, no run succeeded (``SUCCEEDED``: ok or partial)
+within ``status.max_success_age_minutes``, or the daemon's next run is long overdue; 3
+not running (as an LSB init script's status): the daemon is expected and none runs, or
+nothing syncs here at all (no daemon, no real run recorded).
+
+Who syncs here, the daemon (``syncd run``) or a timer's ``syncd sync``, is told by the
+newest real run: the daemon is expected when that run was the daemon's (trigger
+``schedule``). A timer's set-up is healthy without a daemon, then, and a daemon's
+set-up whose daemon died is not. A sync made by hand after the daemon's last run makes
+a dead daemon unexpected; the success age still finds that nothing syncs any more.
 Dry runs (``--dry-run``, ``--check``) are listed apart and never count for health.
 """
 
@@ -17,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 from sqlalchemy import Engine, text
 
 from syncd import snapshot as store
@@ -32,7 +41,8 @@ DAEMON_CURSOR = "daemon"  # JSON: pid, host, started_at, state, status, next_run
 DAEMON_LOCK = "daemon.lock"
 OVERDUE_SECONDS = 60  # past next run + misfire grace, an idle daemon counts as stuck
 RECENT_RUNS = 5
-FAILED = ("failed", "blocked")  # ok and partial succeeded: ran to the end, sent what it could
+FAILED = ("failed", "blocked")  # a last run that makes syncd unhealthy (success: SUCCEEDED)
+DAEMON_TRIGGER = "schedule"  # a run the daemon started
 
 
 def daemon_holder(state_dir: Path) -> dict[str, Any] | None:
@@ -73,13 +83,14 @@ class Status:
     run_lock: dict[str, Any] | None
     runs: list[Run] = field(default_factory=list)  # the last real runs, newest first
     last_dry_run: Run | None = None
-    last_success: int | None = None  # when the last ok or partial run finished (ms)
+    last_success: int | None = None  # when the last run that succeeded finished (ms)
+    first_run: int | None = None  # when the oldest real run recorded started (ms)
     problem: SyncdError | None = None
 
-    def check_health(self) -> None:
-        """Raise the problem: its exit code is the command's (3 no daemon, 1 unhealthy)."""
-        if self.problem is not None:
-            raise self.problem
+    @property
+    def daemon_expected(self) -> bool:
+        """Whether the daemon syncs here: the newest real run was the daemon's."""
+        return bool(self.runs) and self.runs[0].trigger == DAEMON_TRIGGER
 
     def document(self) -> dict[str, Any]:
         """``syncd status --output json``: the shape README.md documents."""
@@ -88,6 +99,7 @@ class Status:
             "healthy": self.problem is None,
             "problem": str(self.problem) if self.problem is not None else None,
             "exit_code": self.problem.exit_code if self.problem is not None else 0,
+            "daemon_expected": self.daemon_expected,
             "daemon": None
             if daemon is None
             else {
@@ -147,24 +159,23 @@ def _read_runs(engine: Engine, found: Status) -> None:
             text(_RUNS + " WHERE mode = 'apply' ORDER BY id DESC LIMIT :n"), {"n": RECENT_RUNS}
         ).all()
         dry = conn.execute(text(_RUNS + " WHERE mode = 'dry_run' ORDER BY id DESC LIMIT 1"))
-        success = conn.execute(
-            text(
-                "SELECT MAX(finished_at) FROM runs "
-                "WHERE mode = 'apply' AND outcome IN ('ok', 'partial')"
-            )
-        ).scalar()
         last_dry = dry.first()
+        found.last_success = store.last_success(conn)
+        first = conn.execute(text("SELECT MIN(started_at) FROM runs WHERE mode = 'apply'"))
+        found.first_run = first.scalar()
     found.runs = [Run(*row) for row in rows]
     found.last_dry_run = Run(*last_dry) if last_dry is not None else None
-    found.last_success = int(success) if success else None
 
 
 def _problem(settings: Settings, found: Status, now: int) -> SyncdError | None:
     """Why syncd is not healthy, or None."""
-    daemon = found.daemon
-    if daemon is None:
-        return DaemonNotRunning(f"no syncd daemon (syncd run) serves {settings.state_dir}")
-    due = found.record.get("next_run")
+    daemon, no_daemon = found.daemon, f"no syncd daemon (syncd run) serves {settings.state_dir}"
+    if daemon is None and found.daemon_expected:
+        newest = found.runs[0].id
+        return DaemonNotRunning(f"{no_daemon}, and the last real run, {newest}, was the daemon's")
+    if daemon is None and not found.runs:
+        return DaemonNotRunning(f"nothing syncs here: {no_daemon}, and no real run is recorded")
+    due = found.record.get("next_run") if daemon is not None else None
     late = (now - due) / 1000 if isinstance(due, int) else 0
     if found.run_lock is None and late > settings.schedule.misfire_grace_seconds + OVERDUE_SECONDS:
         return Unhealthy(
@@ -179,7 +190,9 @@ def _problem(settings: Settings, found: Status, now: int) -> SyncdError | None:
             f"syncd reports show {last.id}"
         )
     max_age = settings.status.max_success_age_minutes
-    since = max(found.last_success or 0, int(daemon.get("since") or 0))
+    # Never succeeded yet: judged from the daemon's start, or from the first real run.
+    began = daemon.get("since") if daemon is not None else found.first_run
+    since = max(found.last_success or 0, int(began or 0))
     if max_age and now - since > max_age * 60_000:
         latest = f"the last at {when(found.last_success)}" if found.last_success else "none yet"
         return Unhealthy(
@@ -192,14 +205,18 @@ def _problem(settings: Settings, found: Status, now: int) -> SyncdError | None:
 
 
 def print_status(found: Status, console: Console) -> None:
-    """``console`` prints text as it is, never as markup (``syncd.cli.out``)."""
-    _print_daemon(console, found.daemon, found.record)
+    """``console`` prints text as it is, never as markup (``syncd.cli.out``).
+
+    The problem, if any, is told once: on the health line (the exit code says the rest).
+    """
+    _print_daemon(console, found)
     if found.database is None:
         database = found.state_dir / "syncd.db"
         console.print(f"no runs recorded yet (no state database at {database})")
+        _print_health(console, found.problem)
         return
     _print_lock(console, found.run_lock)
-    console.print(f"health     {found.problem or 'ok'}")
+    _print_health(console, found.problem)
     if not found.runs:
         console.print("last runs  none recorded")
     else:
@@ -211,10 +228,21 @@ def print_status(found: Status, console: Console) -> None:
         console.print("  " + _run_line(found.last_dry_run))
 
 
-def _print_daemon(console: Console, holder: dict[str, Any] | None, record: dict[str, Any]) -> None:
+def _print_health(console: Console, problem: SyncdError | None) -> None:
+    console.print(
+        Text.assemble("health     ", ("ok", "green") if problem is None else (str(problem), "red"))
+    )
+
+
+def _print_daemon(console: Console, found: Status) -> None:
+    holder, record = found.daemon, found.record
     if holder is None:
         stopped = record.get("updated_at") if record.get("state") == "stopped" else None
-        console.print("daemon     not running" + (f" (stopped {when(stopped)})" if stopped else ""))
+        notes = [f"stopped {when(stopped)}"] if stopped else []
+        if found.runs and not found.daemon_expected:
+            last = found.runs[0]
+            notes.append(f"none expected: the last real run, {last.id}, was a {last.trigger} sync")
+        console.print("daemon     not running" + (f" ({'; '.join(notes)})" if notes else ""))
         return
     console.print(
         f"daemon     running, pid {holder.get('pid')} on {holder.get('host')}, "

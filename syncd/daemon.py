@@ -384,7 +384,7 @@ class Daemon:
             extra={"run_id": result.run_id},
         )
         if self.metrics is not None:
-            self.metrics.observe(result.outcome, now_ms(), summary, counts)
+            self.metrics.observe(result.outcome, result.finished_at or now_ms(), summary, counts)
         if self.settings.metrics.textfile is not None:
             try:
                 write_textfile(self.engine, self.settings.metrics.textfile)

@@ -12,9 +12,10 @@ endpoint that explains them. The exit code travels with the error::
     ├── PlatformError       the platform answered a non-zero envelope status
     │   └── TokenError      the platform refused the application's credentials or token
     ├── PlatformUnavailable the platform could not be reached, even after retries
-    ├── DaemonNotRunning    `syncd status`: no daemon serves this state directory (LSB's 3)
-    └── Unhealthy           (exit 1) `syncd status`: the daemon lives, but its next run is
-                            overdue, its last run failed, or none succeeded for too long
+    ├── DaemonNotRunning    `syncd status`: the daemon syncs here and none runs, or nothing
+    │                       syncs here at all (LSB's 3)
+    └── Unhealthy           (exit 1) `syncd status`: the last run failed, none succeeded
+                            for too long, or the daemon's next run is overdue
 
 Exit codes of a run: 0 everything applied, 1 some items failed, 2 blocked by a guard,
 3 could not run. A blocked run is not an error: it is recorded, with its plan, as an outcome.

@@ -114,6 +114,18 @@ class _RedactingFormatter(logging.Formatter):
         return redact(super().format(record))
 
 
+class _TextFormatter(_RedactingFormatter):
+    """A human line with its time, local, in milliseconds and with the zone's offset
+    (``2026-11-23 14:35:49.840 +0100``): a pipe or a file may be read far from the host."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        moment = datetime.fromtimestamp(record.created).astimezone()
+        return moment.strftime(f"%Y-%m-%d %H:%M:%S.{int(record.msecs):03d} %z")
+
+
 class _JsonFormatter(JsonFormatter):
     """One JSON object per line: ``time`` (local, with zone and milliseconds), ``level``,
     ``logger``, ``message``, then any context (``run_id``, ``action``, ``username``,
@@ -230,11 +242,7 @@ def setup_logging(level: str = "INFO", fmt: str = "text", console: Console | Non
     """
     install_redaction()
     handler: logging.Handler
-    formatter: logging.Formatter = (
-        _JsonFormatter()
-        if fmt == "json"
-        else _RedactingFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s")
-    )
+    formatter: logging.Formatter = _JsonFormatter() if fmt == "json" else _TextFormatter()
     if to_journal():
         inner = formatter if fmt == "json" else _RedactingFormatter("%(name)s: %(message)s")
         handler = logging.StreamHandler(sys.stderr)

@@ -31,7 +31,7 @@ from prometheus_client import (
 from sqlalchemy import Engine, text
 
 from syncd.errors import ConfigError, StateError
-from syncd.snapshot import json_object
+from syncd.snapshot import SUCCEEDED, json_object, last_success
 
 OUTCOMES = ("ok", "partial", "failed", "blocked", "interrupted")
 ITEM_LABELS = ("kind", "action", "outcome")
@@ -53,7 +53,7 @@ class LastRunMetrics:
         )
         self.last_success = Gauge(
             "syncd_last_success_timestamp_seconds",
-            "When the last run with outcome ok finished.",
+            "When the last run that succeeded (ok, or partial: it ran to its end) finished.",
             registry=r,
         )
         self.last_duration = Gauge(
@@ -95,7 +95,7 @@ class LastRunMetrics:
     ) -> None:
         """Set the gauges from one finished run: its outcome, timing, summary and items."""
         self.last_run.set(finished_ms / 1000)
-        if outcome == "ok":
+        if outcome in SUCCEEDED:
             self.last_success.set(finished_ms / 1000)
         self.last_duration.set(float(summary.get("duration_ms") or 0) / 1000)
         for known in {*OUTCOMES, outcome}:
@@ -123,9 +123,7 @@ class LastRunMetrics:
                     "AND finished_at IS NOT NULL ORDER BY id DESC LIMIT 1"
                 )
             ).first()
-            success = conn.execute(
-                text("SELECT MAX(finished_at) FROM runs WHERE mode = 'apply' AND outcome = 'ok'")
-            ).scalar()
+            success = last_success(conn)
             full = conn.execute(
                 text(
                     "SELECT summary FROM runs WHERE mode = 'apply' AND finished_at IS NOT NULL "
@@ -145,8 +143,8 @@ class LastRunMetrics:
         if last is not None:
             self.show(last.outcome, int(last.finished_at), json_object(last.summary), items)
         self.show_source(json_object(full).get("source") or {})
-        if success:
-            self.last_success.set(int(success) / 1000)
+        if success is not None:
+            self.last_success.set(success / 1000)
 
 
 def write_textfile(engine: Engine, path: Path) -> None:

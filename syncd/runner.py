@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -85,6 +85,7 @@ class RunResult:
     guards: list[GuardDecision] = field(default_factory=list)
     applied: ApplyResult | None = None
     error: str | None = None
+    finished_at: int | None = None  # ms, as recorded
 
 
 # ---------------------------------------------------------------- one sync
@@ -215,9 +216,12 @@ class _Run:
         if saved is not None or self.request.save_plan is not None:
             from syncd import saved_plan  # approve-then-apply only
         if saved is not None:
-            guards.insert(
-                0, saved_plan.check(saved, self.settings, the_plan, directory, snapshot, policy)
+            decision, note = saved_plan.check(
+                saved, self.settings, the_plan, directory, snapshot, policy
             )
+            guards.insert(0, decision)
+            if note is not None:  # the same changes from moved inputs: said on screen too
+                the_plan = replace(the_plan, notes=(*the_plan.notes, note))
         if self.request.save_plan is not None:
             saved_plan.write(
                 self.request.save_plan,
@@ -461,7 +465,7 @@ class _Run:
                 store.set_cursor(conn, SOURCE_CURSOR, mark)
 
     def _finish(self) -> None:
-        finished = now_ms()
+        self.result.finished_at = finished = now_ms()
         self.summary["error"] = self.result.error
         self.summary["duration_ms"] = finished - self.started
         store.finish_run(

@@ -314,8 +314,6 @@ def after_run(settings: Settings, engine: Engine, run_id: int) -> None:
 
 # ---------------------------------------------------------------- the commands
 
-LIST_FORMATS = ("text", "json")
-
 
 def print_run_list(
     settings: Settings,
@@ -326,7 +324,7 @@ def print_run_list(
     fmt: str = "text",
     dry_runs: bool = False,
 ) -> None:
-    _check_format(fmt, LIST_FORMATS)
+    """``fmt``: text or json (the command line's Output)."""
     lines = _with_state(
         settings,
         lambda engine: list_runs(engine, last=last, failed_only=failed_only, dry_runs=dry_runs),
@@ -363,8 +361,8 @@ def _print_as_is(console: Console, rendered: str) -> None:
 
 def _print_table(console: Console, lines: Sequence[rpt.RunLine]) -> None:
     """On a terminal, the columns that fit it; in a pipe or file, every column, whole."""
-    if console.is_terminal:
-        console.print(rpt.run_table(lines, console.width))
+    if console.is_terminal:  # wrapped, unlike the console's other lines: the caption too
+        console.print(rpt.run_table(lines, console.width), soft_wrap=False)
         return
     table = rpt.run_table(lines)
     wide = Console(width=10_000, no_color=True, file=io.StringIO())

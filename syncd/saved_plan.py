@@ -1,15 +1,17 @@
 """Approve, then apply: a plan saved by a dry run, and the check that applies exactly it.
 
 ``syncd sync --dry-run --save-plan FILE`` writes the plan as JSON for review: each change
-with its sentence and its fields before and after, the notes, the guards, the removals
-it holds, and fingerprints of what it was made from (the source as read, the state
-database's snapshot) and of the changes themselves.
+with its sentence and its fields before and after (departments named by source id, and
+``departments`` mapping those to their name paths), the counts in the order changes are
+applied, the notes, the guards, the removals it holds, and fingerprints of what it was
+made from (the source as read, the state database's snapshot) and of the changes.
 
 ``syncd apply FILE`` reads the source, the snapshot and the platform again and plans
 anew; only if that plan is the saved one, change for change, is it applied (the saved
 removal count stands for ``--allow-removals``). Otherwise the guard ``saved_plan``
 stops the run (exit 2) and says what moved since: the source, the state database (a
-run applied changes), or the platform.
+run applied changes), or the platform. The same changes made from a source or a
+snapshot that moved are applied, with a note saying so.
 """
 
 from __future__ import annotations
@@ -24,13 +26,17 @@ from pathlib import Path
 
 from syncd.config import Settings
 from syncd.errors import ConfigError
-from syncd.model import Directory
+from syncd.model import Directory, Kind
 from syncd.plan import (
+    SHOWN_ORDER,
+    Action,
     GuardDecision,
+    Note,
     Plan,
     Policy,
     Snapshot,
     department_hash,
+    department_paths,
     employee_hash,
 )
 
@@ -152,10 +158,11 @@ def write(
             "changes": changes_fingerprint(plan),
         },
         "removals": plan.removals,
-        "counts": {f"{k.value} {a.value}": n for (k, a), n in sorted(plan.counts().items())},
+        "counts": {f"{k.value} {a.value}": n for (k, a), n in _in_order(plan)},
         "guards": [{"name": g.name, "passed": g.passed, "message": g.message} for g in guards],
         "notes": [{"kind": n.kind, "key": n.key, "message": n.message} for n in plan.notes],
         "changes": [c.as_document() for c in plan.changes],
+        "departments": department_paths(plan.changes),
     }
     text = json.dumps(document, ensure_ascii=False, indent=1, default=str)
     try:
@@ -164,6 +171,13 @@ def write(
             handle.write(text + "\n")
     except OSError as exc:
         raise ConfigError(f"--save-plan {path}: cannot write it: {exc.strerror}") from None
+
+
+def _in_order(plan: Plan) -> list[tuple[tuple[Kind, Action], int]]:
+    """The plan's counts by kind and action, in the order they are applied and shown."""
+    rank = {action: n for n, action in enumerate(SHOWN_ORDER)}
+    counts = plan.counts()
+    return sorted(counts.items(), key=lambda c: (rank.get(c[0][1], len(rank)), c[0][0]))
 
 
 def read(path: Path) -> SavedPlan:
@@ -206,30 +220,39 @@ def check(
     directory: Directory,
     snapshot: Snapshot,
     policy: Policy,
-) -> GuardDecision:
-    """Whether the plan made now is the saved one; if not, what moved since it was made."""
+) -> tuple[GuardDecision, Note | None]:
+    """Whether the plan made now is the saved one, and what moved since it was made.
+
+    The same changes are applied even if the source or the snapshot moved (what was
+    reviewed is exactly what is sent): the note returned says so, for the screen and the
+    report. Different changes are refused, naming what moved.
+    """
     made = f"the plan saved in {saved.path} (dry run {saved.run_id}, {saved.created})"
     if dict(saved.target) != target_of(settings):
-        return GuardDecision(
-            NAME, False, f"{made} is for {saved.target}, not for these settings: not applied"
-        )
+        refused = f"{made} is for {saved.target}, not for these settings: not applied"
+        return GuardDecision(NAME, False, refused), None
+    moved = _moved(saved, directory, snapshot, policy)
     if changes_fingerprint(plan) == saved.changes:
-        return GuardDecision(
-            NAME,
-            True,
-            f"{made}: the same {saved.count} changes are planned now, "
-            f"{saved.removals} removals reviewed",
+        same = f"{made}: the same {saved.count} changes are planned now"
+        reviewed = GuardDecision(NAME, True, f"{same}, {saved.removals} removals reviewed")
+        if not moved:
+            return reviewed, None
+        return reviewed, Note(
+            NAME, "", f"{moved} since the plan was made; the changes are the same: applying"
         )
-    if source_fingerprint(directory, policy) != saved.source:
-        moved = "the source changed"
-    elif snapshot_fingerprint(snapshot) != saved.snapshot:
-        moved = "the state database changed (a run applied changes)"
-    else:
-        moved = "the platform changed"
-    return GuardDecision(
-        NAME,
-        False,
-        f"{made} is stale: {moved} since it was made, and the plan made now differs "
-        f"({len(plan.changes)} changes against {saved.count}); review a new one: syncd sync "
-        f"--dry-run --save-plan {saved.path}",
+    stale = (
+        f"{made} is stale: {moved or 'the platform changed'} since it was made, and the plan "
+        f"made now differs ({len(plan.changes)} changes against {saved.count}); review a new "
+        f"one: syncd sync --dry-run --save-plan {saved.path}"
     )
+    return GuardDecision(NAME, False, stale), None
+
+
+def _moved(saved: SavedPlan, directory: Directory, snapshot: Snapshot, policy: Policy) -> str:
+    """What moved since the plan was made, in words ("the source changed"), or ""."""
+    source = source_fingerprint(directory, policy) != saved.source
+    state = snapshot_fingerprint(snapshot) != saved.snapshot
+    named = [w for w, moved in (("the source", source), ("the state database", state)) if moved]
+    if not named:
+        return ""
+    return f"{' and '.join(named)} changed" + (" (a run applied changes)" if state else "")

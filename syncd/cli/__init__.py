@@ -88,9 +88,13 @@ class Output(StrEnum):
     JSON = "json"
 
 
-def _finite(value: float) -> float:
+def _seconds(value: float) -> float:
+    # Checked here, not by min=0: nan is neither below nor above 0, and "should be >= 0"
+    # would not say what is wrong with it.
     if not math.isfinite(value):
         raise typer.BadParameter("must be a finite number")
+    if value < 0:
+        raise typer.BadParameter("must be 0 or more")
     return value
 
 
@@ -100,7 +104,7 @@ LongOption = Annotated[
 ]
 WaitOption = Annotated[
     float,
-    typer.Option(min=0, callback=_finite, help="Seconds to wait for a running sync to finish."),
+    typer.Option(callback=_seconds, help="Seconds to wait for a running sync to finish."),
 ]
 OutputOption = Annotated[
     Output,

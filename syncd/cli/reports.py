@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from syncd.cli import ConfigOption, out, settings_from
+from syncd.cli import ConfigOption, Output, OutputOption, out, settings_from
 
 reports_app: typer.Typer = typer.Typer(help="Review the runs syncd recorded.", no_args_is_help=True)
 
@@ -24,7 +24,7 @@ def reports_list(
     failed: Annotated[
         bool, typer.Option(help="Only runs that failed, partly failed or were blocked.")
     ] = False,
-    output: Annotated[str, typer.Option("--output", "-o", help="text or json.")] = "text",
+    output: OutputOption = Output.TEXT,
     dry_runs: Annotated[
         bool, typer.Option("--dry-runs", help="List dry runs (--dry-run, --check) instead.")
     ] = False,
@@ -33,7 +33,9 @@ def reports_list(
     from syncd.runs import print_run_list
 
     settings = settings_from(config, require_secrets=False)
-    print_run_list(settings, out, last=last, failed_only=failed, fmt=output, dry_runs=dry_runs)
+    print_run_list(
+        settings, out, last=last, failed_only=failed, fmt=output.value, dry_runs=dry_runs
+    )
 
 
 @reports_app.command("show")

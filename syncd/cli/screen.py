@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -29,8 +28,7 @@ if TYPE_CHECKING:
     from syncd.plan import Change
     from syncd.runner import RunResult
 
-# The colour of each action's symbol (the symbols are the text report's) on a terminal,
-# in the order counts are shown: the order changes are applied in.
+# The colour of each action's symbol (the symbols are the text report's) on a terminal.
 ACTION_STYLES = {
     "create": "green",
     "adopt": "cyan",
@@ -42,11 +40,6 @@ ACTION_STYLES = {
     "remove": "red",
     "delete": "red",
 }
-
-
-def in_order(counts: Mapping[str, int]) -> list[tuple[str, int]]:
-    """(action, count) in the fixed order: create, adopt, update, move, unlock, lock, ..."""
-    return [(action, counts[action]) for action in ACTION_STYLES if counts.get(action)]
 
 
 # The runner logs how a run ended (failed, blocked) for the daemon, whose only output is
@@ -157,17 +150,18 @@ class Screen:
 
 def print_plan(result: RunResult, show: int, *, long: bool = False) -> None:
     """What was read, the plan (counts, then up to ``show`` changes), notes and guards."""
+    from syncd.plan import in_order  # syncd.plan: imported once a run has a result
     from syncd.report import SYMBOLS, printable
 
     if (d := result.source) is not None:
-        seen = f"read {d['employees']} employees and {d['departments']} departments"
+        seen = f"read {d['employees']:,} employees and {d['departments']:,} departments"
         if "unchanged_since" in d:
             seen = f"source unchanged since run {d['unchanged_since']}: as then, {seen}"
-        out.print(f"{seen} ({d['read']} read), {d['rejected']} rows rejected")
+        out.print(f"{seen} ({d['read']} read), {d['rejected']:,} rows rejected")
     the_plan = result.plan
     if the_plan is not None:
         counts = Counter(c.action.value for c in the_plan.changes)
-        summary = ", ".join(f"{n} to {a}" for a, n in in_order(counts)) or "no changes"
+        summary = ", ".join(f"{n:,} to {a}" for a, n in in_order(counts)) or "no changes"
         out.print(labelled("plan:", "bold", summary))
         listed = the_plan.changes[: show or None]
         for change in listed:
@@ -182,7 +176,7 @@ def print_plan(result: RunResult, show: int, *, long: bool = False) -> None:
                     out.print("      " + line)
         if len(the_plan.changes) > len(listed):
             hidden = len(the_plan.changes) - len(listed)
-            out.print(f"  ... and {hidden} more: syncd reports show {result.run_id}")
+            out.print(f"  ... and {hidden:,} more: syncd reports show {result.run_id}")
         for note in the_plan.notes:
             out.print(Text("  ") + labelled(f"{note.kind}:", "magenta", printable(note.message)))
     for guard in result.guards:
@@ -222,14 +216,16 @@ def applied_counts(result: RunResult) -> dict[str, Counter[str]]:
 
 
 def print_applied(result: RunResult) -> None:
+    from syncd.plan import in_order
+
     if result.applied is None:
         return
     done = applied_counts(result)
-    line = ", ".join(f"{n} {a}" for a, n in in_order(done.get("ok", Counter()))) or "nothing"
+    line = ", ".join(f"{n:,} {a}" for a, n in in_order(done.get("ok", Counter()))) or "nothing"
     failed = sum(done.get("failed", Counter()).values())
     text = labelled("applied:", "bold", line)
     if failed:
-        text += Text.assemble("; ", (f"{failed} failed", "red"))
+        text += Text.assemble("; ", (f"{failed:,} failed", "red"))
         text += f" (syncd reports show {result.run_id} --failed-only)"
     out.print(text)
 
@@ -262,9 +258,11 @@ def _print_run(settings: Settings, result: RunResult, show: int) -> None:
 def run_document(engine: Engine, result: RunResult, show: int, code: int) -> dict[str, Any]:
     """``syncd sync --output json``: the shape README.md documents."""
     from syncd import snapshot as store
+    from syncd.plan import department_paths, in_order
 
     d, the_plan = result.source, result.plan
     changes = the_plan.changes if the_plan is not None else ()
+    listed = changes[: show or None]
     done = applied_counts(result)
     return {
         "run_id": result.run_id,
@@ -280,7 +278,8 @@ def run_document(engine: Engine, result: RunResult, show: int, code: int) -> dic
             if k in d
         },
         "planned": dict(in_order(Counter(c.action.value for c in changes))),
-        "changes": [c.as_document() for c in changes[: show or None]],
+        "changes": [c.as_document() for c in listed],
+        "departments": department_paths(listed),
         "notes": [{"kind": n.kind, "key": n.key, "message": n.message} for n in the_plan.notes]
         if the_plan is not None
         else [],

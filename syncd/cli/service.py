@@ -15,7 +15,8 @@ def run(config: ConfigOption = None) -> None:
 
 
 def status(config: ConfigOption = None, output: OutputOption = Output.TEXT) -> None:
-    """The daemon, its next run, the run lock and the last runs; exit 1 when not healthy."""
+    """The daemon, its next run, the run lock and the last runs; exit 1 when not healthy,
+    3 when the daemon is expected and not running."""
     from syncd._status import print_status, read_status
 
     found = read_status(settings_from(config, require_secrets=False))
@@ -23,4 +24,5 @@ def status(config: ConfigOption = None, output: OutputOption = Output.TEXT) -> N
         print_json(found.document())
     else:
         print_status(found, out)
-    found.check_health()
+    if found.problem is not None:  # told once, above: no "error:" line besides
+        raise typer.Exit(found.problem.exit_code)

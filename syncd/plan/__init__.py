@@ -24,7 +24,7 @@ sentence of each change), ``guards`` (the checks made before anything is sent).
 from __future__ import annotations
 
 from syncd.model import Directory
-from syncd.plan.actions import REMOVING, Action
+from syncd.plan.actions import REMOVING, SHOWN_ORDER, Action, in_order
 from syncd.plan.departments import DepartmentPlanner
 from syncd.plan.employees import EmployeePlanner
 from syncd.plan.fields import (
@@ -33,6 +33,7 @@ from syncd.plan.fields import (
     employee_fields,
     employee_hash,
     extended_values,
+    fields_departments,
 )
 from syncd.plan.guards import GuardDecision, Limits, check_guards
 from syncd.plan.messages import field_diff
@@ -50,12 +51,14 @@ from syncd.plan.values import (
     Snapshot,
     SyncedDepartment,
     SyncedEmployee,
+    department_paths,
     people,
 )
 
 __all__ = [
     "DAY_MS",
     "REMOVING",
+    "SHOWN_ORDER",
     "Action",
     "Change",
     "GuardDecision",
@@ -73,10 +76,13 @@ __all__ = [
     "check_guards",
     "department_fields",
     "department_hash",
+    "department_paths",
     "employee_fields",
     "employee_hash",
     "extended_values",
     "field_diff",
+    "fields_departments",
+    "in_order",
     "plan",
 ]
 

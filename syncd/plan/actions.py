@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 
 
@@ -22,3 +23,12 @@ class Action(StrEnum):
 
 
 REMOVING = frozenset({Action.LOCK, Action.REMOVE, Action.DELETE})
+
+# The order counts are shown in everywhere (the screen, a saved plan, reports, the chart):
+# the order changes are applied in. Forgetting sends nothing: it is not counted.
+SHOWN_ORDER = ("create", "adopt", "update", "move", "photo", "unlock", "lock", "remove", "delete")
+
+
+def in_order(counts: Mapping[str, int]) -> list[tuple[str, int]]:
+    """(action, count) in ``SHOWN_ORDER``, the actions with none left out."""
+    return [(action, counts[action]) for action in SHOWN_ORDER if counts.get(action)]

@@ -111,10 +111,24 @@ class DepartmentPlanner:
             if node.id in self.owned_nodes or node.serial_no not in (None, serial_no(d.id), d.id):
                 node = None  # that node belongs to another department
         if node is None:
-            return Change(
-                Kind.DEPARTMENT, Action.CREATE, d.id, path, d, wanted, new_path=path, depth=depth
-            )
+            return self._create(d, wanted, path, depth)
         return self._adopt(d, node, wanted, path, depth, how)
+
+    def _create(
+        self, d: Department, wanted: str, path: str, depth: int, reason: str = ""
+    ) -> Change:
+        return Change(
+            Kind.DEPARTMENT,
+            Action.CREATE,
+            d.id,
+            path,
+            d,
+            wanted,
+            new_path=path,
+            depth=depth,
+            reason=reason,
+            departments=self.names,
+        )
 
     def _plan_synced(
         self, d: Department, synced: SyncedDepartment, wanted: str, path: str, depth: int
@@ -126,17 +140,7 @@ class DepartmentPlanner:
                     "drift", d.id, f"{synced.name_path} was deleted on the platform: recreating it"
                 )
             )
-            return Change(
-                Kind.DEPARTMENT,
-                Action.CREATE,
-                d.id,
-                path,
-                d,
-                wanted,
-                new_path=path,
-                depth=depth,
-                reason="deleted on the platform",
-            )
+            return self._create(d, wanted, path, depth, reason="deleted on the platform")
         drift = self._drift(d, synced, node) if node is not None else None
         if synced.hash == wanted and drift is None:
             return None
@@ -290,6 +294,7 @@ class DepartmentPlanner:
                     depth=d.name_path.count("/"),
                     reason="no longer in the source",
                     lookup=self.snapshot.fields,
+                    departments=self.names,
                 )
             )
         deletes.sort(key=lambda c: (-c.depth, c.display))  # children first

@@ -66,6 +66,19 @@ def employee_fields(e: Employee, extended_fields: Mapping[str, str]) -> dict[str
     }
 
 
+def fields_departments(kind: str, values: Mapping[str, Any] | None) -> set[str]:
+    """The source ids of the departments fields name: positions, a department's parent."""
+    found: set[str] = set()
+    if not values:
+        return found
+    if kind == "department" and isinstance(values.get("parent"), str):
+        found.add(values["parent"])
+    for position in values.get("positions") or ():
+        if isinstance(position, Mapping) and isinstance(position.get("department"), str):
+            found.add(position["department"])
+    return found
+
+
 def extended_values(e: Employee, extended_fields: Mapping[str, str]) -> dict[str, str]:
     """Platform field -> value, for the employee's extra attributes that settings map."""
     return dict(_extended(e, extended_fields))

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import fnmatch
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from syncd.model import Department, Employee, Kind, MatchKey, Photo
 from syncd.photos import photo_fields
 from syncd.plan.actions import REMOVING, Action
-from syncd.plan.fields import department_fields, employee_fields
+from syncd.plan.fields import department_fields, employee_fields, fields_departments
 from syncd.plan.messages import describe
 
 DAY_MS = 86_400_000
@@ -242,6 +242,17 @@ class Plan:
 
     def counts(self) -> Counter[tuple[Kind, Action]]:
         return Counter((c.kind, c.action) for c in self.changes)
+
+
+def department_paths(changes: Iterable[Change]) -> dict[str, str]:
+    """Source id -> name path of the departments the changes' fields name (positions, a
+    department's parent), for documents that keep the ids: JSON output, a saved plan."""
+    paths: dict[str, str] = {}
+    for c in changes:
+        kind = c.kind.value
+        named = fields_departments(kind, c.before) | fields_departments(kind, c.after)
+        paths.update((k, c.departments[k]) for k in named if k in c.departments)
+    return dict(sorted(paths.items()))
 
 
 def people(n: int) -> str:

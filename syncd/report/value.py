@@ -16,10 +16,10 @@ from datetime import datetime
 from typing import Any
 
 from syncd.logs import redact
-from syncd.plan import Note, field_diff
+from syncd.plan import SHOWN_ORDER, Note, field_diff, fields_departments
 
 SCHEMA = 1  # of the JSON record; a key removed or changing meaning makes it 2
-ACTIONS = ("create", "adopt", "update", "move", "photo", "unlock", "lock", "remove", "delete")
+ACTIONS = SHOWN_ORDER
 # The run list's count columns, by the actions each one adds up.
 LIST_COLUMNS: dict[str, tuple[str, ...]] = {
     "created": ("create",),
@@ -96,16 +96,9 @@ class Item:
 
     def department_ids(self) -> set[str]:
         """The source ids of departments its fields name: positions, a department's parent."""
-        found: set[str] = set()
-        for values in (self.before, self.after):
-            if not values:
-                continue
-            if isinstance(values.get("parent"), str) and self.kind == "department":
-                found.add(values["parent"])
-            for position in values.get("positions") or ():
-                if isinstance(position, Mapping) and isinstance(position.get("department"), str):
-                    found.add(position["department"])
-        return found
+        return fields_departments(self.kind, self.before) | fields_departments(
+            self.kind, self.after
+        )
 
     def field_changes(self) -> list[tuple[str, Any, Any]]:
         """(field, before, after): every field set on a create, the changed ones otherwise."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from syncd.snapshot.engine import get_cursor, json_object, open_engine, set_cursor, write
 from syncd.snapshot.journal import (
+    SUCCEEDED,
     applied_since,
     copy_rejected,
     failure_groups,
@@ -23,6 +24,7 @@ from syncd.snapshot.journal import (
     insert_rejected,
     interrupt_stale_runs,
     journaled_after,
+    last_success,
     load_items,
     mark_sent,
     run_summary,
@@ -60,6 +62,7 @@ __all__ = [
     "BUSY_TIMEOUT_MS",
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "SUCCEEDED",
     "WAL_CHECKPOINT_PAGES",
     "CachedToken",
     "FieldLookup",
@@ -80,6 +83,7 @@ __all__ = [
     "interrupt_stale_runs",
     "journaled_after",
     "json_object",
+    "last_success",
     "load_items",
     "load_snapshot",
     "mark_sent",

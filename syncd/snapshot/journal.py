@@ -9,7 +9,7 @@ import socket
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, bindparam, text
 
 from syncd.snapshot.engine import json_object, write
 from syncd.snapshot.records import _INSERT_ITEM, _ITEMS_PER_STATEMENT, _executemany
@@ -107,6 +107,21 @@ def journaled_after(conn: Connection, run_id: int, first: int, last: int) -> dic
         (run_id, first, last),
     )
     return {int(seq): str(after) for seq, after in rows}
+
+
+# A real run succeeded when it ran to its end: ok, or partial (it sent all it could; the
+# items that failed are pending failures, counted apart and planned again). One sticky
+# item must not make syncd look dead: ``syncd status`` and the metrics both go by this.
+SUCCEEDED = ("ok", "partial")
+_LAST_SUCCESS = text(
+    "SELECT MAX(finished_at) FROM runs WHERE mode = 'apply' AND outcome IN :succeeded"
+).bindparams(bindparam("succeeded", list(SUCCEEDED), expanding=True))
+
+
+def last_success(conn: Connection) -> int | None:
+    """When the last real run that succeeded (``SUCCEEDED``) finished, in ms; None: never."""
+    found = conn.execute(_LAST_SUCCESS).scalar()
+    return int(found) if found else None
 
 
 def run_summary(engine: Engine, run_id: int) -> dict[str, Any]:

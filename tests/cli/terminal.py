@@ -16,17 +16,18 @@ _STYLE = re.compile(r"\x1b\[[0-9;]*m")
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\r\n]")
 
 
-def at_terminal(site: Site, *args: str) -> pexpect.spawn:
-    """``syncd ARGS --config ...`` on a pseudo-terminal of 100 x 40 (stdout and stderr)."""
+def at_terminal(site: Site, *args: str, columns: int = COLUMNS) -> pexpect.spawn:
+    """``syncd ARGS --config ...`` on a pseudo-terminal of 100 (or ``columns``) x 40,
+    stdout and stderr both."""
     env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "SYNCD_CONFIG")}
-    env.update(TERM="xterm-256color", COLUMNS=str(COLUMNS), LINES=str(ROWS))
+    env.update(TERM="xterm-256color", COLUMNS=str(columns), LINES=str(ROWS))
     env.pop("JOURNAL_STREAM", None)
     child = pexpect.spawn(
         str(SYNCD),
         [*args, "--config", str(site.config)],
         env=env,
         encoding="utf-8",
-        dimensions=(ROWS, COLUMNS),
+        dimensions=(ROWS, columns),
         timeout=DEADLINE,
     )
     child.logfile_read = io.StringIO()  # everything the screen received

@@ -9,7 +9,7 @@ from tests.daemon.support import Site
 
 RUN_KEYS = {
     "run_id", "dry_run", "outcome", "exit_code", "error", "source", "planned", "changes",
-    "notes", "guards", "applied", "failures",
+    "departments", "notes", "guards", "applied", "failures",
 }  # fmt: skip
 CHANGE_KEYS = {"kind", "action", "key", "display", "message", "before", "after"}
 
@@ -33,6 +33,11 @@ def test_a_dry_run_as_json(site: Site) -> None:
     assert set(first) == CHANGE_KEYS
     assert first["action"] == "create" and first["before"] is None
     assert first["after"]["name"] in ("Sales", "Engineering")
+    # Departments keep their source ids in the fields; "departments" names the ones listed.
+    backend, alice = run["changes"][2:4]
+    assert backend["after"]["parent"] == "D2"
+    assert alice["after"]["positions"][0]["department"] == "D1"
+    assert run["departments"] == {"D1": "Acme/Sales", "D2": "Acme/Engineering"}
     assert {g["name"] for g in run["guards"]} >= {"max_removals"}
     assert all(g["passed"] for g in run["guards"])
     assert run["applied"] is None and run["failures"] == []
@@ -81,9 +86,9 @@ def test_status_as_json_without_a_daemon(site: Site) -> None:
 
     code, status = document(site, "status")
 
-    assert code == 3
-    assert status["healthy"] is False and status["exit_code"] == 3
-    assert status["problem"].startswith("no syncd daemon")
+    assert code == 0  # the timer's set-up: shell syncs, no daemon expected
+    assert status["healthy"] is True and status["exit_code"] == 0 and status["problem"] is None
+    assert status["daemon_expected"] is False
     assert status["daemon"] is None and status["run_lock"] is None
     (run,) = status["runs"]
     assert run["id"] == 1 and run["outcome"] == "ok" and run["dry_run"] is False

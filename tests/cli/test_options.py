@@ -14,13 +14,15 @@ from tests.daemon.support import DEADLINE, EMPLOYEES, SYNCD, Site, write_csv
 @pytest.mark.parametrize(
     ("args", "complaint"),
     [
-        (["sync", "--wait", "nan"], "--wait"),
-        (["sync", "--wait", "inf"], "--wait"),
+        (["sync", "--wait", "nan"], "'--wait': must be a finite number"),
+        (["sync", "--wait", "inf"], "'--wait': must be a finite number"),
+        (["sync", "--wait", "-1"], "'--wait': must be 0 or more"),
         (["sync", "--allow-removals", "-5"], "--allow-removals"),
         (["sync", "--show", "-1"], "--show"),
         (["sync", "--config", ""], "--config"),
         (["check", "--config", ""], "--config"),
         (["-v", "-q", "status"], "-v/-q"),
+        (["reports", "list", "-o", "xml"], "'xml' is not one of 'text', 'json'"),
     ],
 )
 def test_bad_values_are_usage_errors_before_anything_runs(
@@ -30,7 +32,7 @@ def test_bad_values_are_usage_errors_before_anything_runs(
 
     code = run_cli([*args, *config])
 
-    output = capsys.readouterr().err
+    output = " ".join(capsys.readouterr().err.split())  # the usage box may wrap a message
     assert code == 3, output
     assert "Invalid value" in output and complaint in output, output
     assert site.runs() == []
@@ -92,6 +94,19 @@ def test_counts_come_in_the_order_changes_are_applied(site: Site) -> None:
     assert "      positions: Acme/Engineering/Backend" in lines[create + 3 : create + 6]
 
 
+def test_counts_are_written_with_thousands_separators(site: Site) -> None:
+    write_csv(site.root, [(f"E{n}", f"user{n}", f"User {n}", "D1") for n in range(1200)])
+
+    result = site.cli("sync", "--dry-run", "--show", "1")
+
+    assert result.returncode == 0, result.stderr
+    assert "read 1,200 employees and 3 departments (full read), 0 rows rejected\n" in (
+        result.stdout
+    )
+    assert "plan: 1,203 to create\n" in result.stdout
+    assert "  ... and 1,202 more: syncd reports show 1\n" in result.stdout
+
+
 def test_check_reads_the_source_without_the_platform_secret(site: Site) -> None:
     text = site.config.read_text(encoding="utf-8")
     site.config.write_text(text.replace('client_secret = "demo-secret"\n', ""))
@@ -112,7 +127,7 @@ def test_under_journald_warnings_and_errors_carry_their_priority(site: Site) -> 
         found = os.fstat(stream.fileno())
         env = {k: v for k, v in os.environ.items() if not k.startswith("SYNCD_")}
         env["JOURNAL_STREAM"] = f"{found.st_dev}:{found.st_ino}"
-        for args in (["check"], ["sync", "--show", "1"], ["status"]):
+        for args in (["check"], ["sync", "--show", "1"], ["reports", "show", "99"]):
             subprocess.run(
                 [str(SYNCD), *args, "--config", str(site.config)],
                 stdout=subprocess.DEVNULL,
@@ -124,5 +139,5 @@ def test_under_journald_warnings_and_errors_carry_their_priority(site: Site) -> 
     lines = journal.read_text(encoding="utf-8").splitlines()
     assert lines[0].startswith(f"<4>warning: {site.config} holds a secret"), lines
     assert any(line.startswith("<6>syncd.platform: obtained a new access token") for line in lines)
-    assert lines[-1] == f"<3>error: no syncd daemon (syncd run) serves {site.state_dir}"
+    assert lines[-1] == "<3>error: no run 99 is recorded: see `syncd reports list`"
     assert all(line[:1] == "<" and line[2:3] == ">" for line in lines), lines

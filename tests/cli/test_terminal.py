@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from syncd.emulator import RunningEmulator
 from tests.daemon.support import EMPLOYEES, Site, write_csv
 
@@ -82,3 +84,39 @@ def test_failed_items_are_one_warning_per_reason_with_its_count(
         assert "applied: " in result.stdout and "3 failed" in result.stdout
     per_item = [line for line in detailed.stderr.splitlines() if " DEBUG " in line]
     assert any("create employee bob failed: rejected by rule" in line for line in per_item)
+
+
+def test_the_bars_show_their_rate_and_the_time_left(site: Site, emulator: RunningEmulator) -> None:
+    write_csv(site.root, [(f"E{n}", f"user{n}", f"User {n}", "D1") for n in range(60)])
+    # 30 batches of 2 people, each answered in 0.2 s: the bar is on screen for seconds.
+    slow = {"match": "import-employees", "fault": "latency", "latency_ms": 200, "count": 30}
+    emulator.set_faults(scripted=[slow])
+
+    code, screen = finish(at_terminal(site, "sync"))
+
+    assert code == 0, screen
+    bars = [p for p in pieces(screen) if p.startswith("create and update employees")]
+    assert bars, pieces(screen)
+    # Under way: done of total, the rate, and the time left (h:mm:ss), once measured.
+    under_way = [b for b in bars if re.search(r" \d+/60 +\d+/s +(?!0:00:00)\d:\d\d:\d\d", b)]
+    assert under_way, bars
+    assert re.search(r" 60/60 +\d+/s +0:00:00", bars[-1]), bars[-1]
+
+
+def test_reports_list_keeps_its_id_column_at_80_columns(site: Site) -> None:
+    assert site.cli("sync").returncode == 0
+    write_csv(site.root, EMPLOYEES[:5])  # frank leaves: a lock, with a long outcome
+    site.configure(sync={"max_removal_ratio": 1.0})
+    assert site.cli("sync").returncode == 0
+
+    code, screen = finish(at_terminal(site, "reports", "list", columns=80))
+
+    assert code == 0, screen
+    lines = screen.replace("\r\n", "\n").splitlines()
+    assert all(len(line) <= 80 for line in lines), lines
+    header = next(line for line in lines if line.split()[:1] == ["id"])
+    assert header.split()[:4] == ["id", "started", "mode", "outcome"]
+    rows = [line.split() for line in lines if line[:3].strip().isdigit()]
+    assert [row[0] for row in rows] == ["2", "1"]  # every id, whole
+    assert all(re.fullmatch(r"[+-]\d{4}", row[2][-5:]) for row in rows)  # the time's zone
+    assert "too narrow for:" in " ".join(screen.split())

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.parser import text_string_to_metric_families
+
 from syncd.emulator import RunningEmulator
 
 SYNCD = Path(sys.executable).with_name("syncd")  # the console script of this environment
@@ -306,3 +308,20 @@ def platform_matches_source(
     }
     assert placed == {(e[0], e[1], path(e[3])) for e in people}
     assert len(state["employees"]) == len(people)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def samples(text: str) -> dict[str, float]:
+    """Each sample of a scrape by its name and labels, as the exposition format writes them."""
+    found = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
+            found[sample.name + (f"{{{labels}}}" if labels else "")] = sample.value
+    return found

@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 from itertools import pairwise
 from typing import Any
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
 from syncd.emulator import RunningEmulator
 from syncd.lock import run_lock
@@ -22,8 +20,10 @@ from .support import (
     EMPLOYEES,
     SYNCD,
     Site,
+    free_port,
     platform_matches_source,
     requests_to,
+    samples,
     wait_until,
     write_csv,
 )
@@ -203,7 +203,7 @@ def test_status_shows_the_daemon_its_next_run_and_the_last_runs(site: Site) -> N
     stopped = site.cli("status")
     assert stopped.returncode == 3
     assert "daemon     not running (stopped" in stopped.stdout
-    assert "no syncd daemon (syncd run) serves" in stopped.stderr
+    assert "health     no syncd daemon (syncd run) serves" in stopped.stdout
 
 
 def test_metrics_answer_on_loopback(site: Site, emulator: RunningEmulator) -> None:
@@ -259,16 +259,6 @@ def test_a_restarted_daemon_shows_the_last_run_and_success_at_once(site: Site) -
     assert values["syncd_last_run_timestamp_seconds"] == finished
     assert values['syncd_last_run_outcome{outcome="ok"}'] == 1
     assert values['syncd_source_records{kind="employee"}'] == 6
-
-
-def samples(text: str) -> dict[str, float]:
-    """Each sample of a scrape by its name and labels, as the exposition format writes them."""
-    found = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            labels = ",".join(f'{k}="{v}"' for k, v in sorted(sample.labels.items()))
-            found[sample.name + (f"{{{labels}}}" if labels else "")] = sample.value
-    return found
 
 
 def test_a_shell_sync_writes_a_node_exporter_textfile(site: Site) -> None:
@@ -333,10 +323,3 @@ def test_json_log_lines_parse_and_hold_no_secret(site: Site) -> None:
     assert "syncd daemon stopped" in messages
     assert all({"time", "level", "logger", "message"} <= e.keys() for e in entries)
     assert "demo-secret" not in service.log()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port

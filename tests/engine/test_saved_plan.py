@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from syncd.cli import run_cli
-from tests.engine.company import World, employee
+from tests.engine.company import World, department, employee
 from tests.support.admin import AnotherAdmin
 
 
@@ -61,6 +61,53 @@ def test_a_saved_plan_is_reviewable_and_applied_as_it_was_saved(
     assert "guard saved_plan: ok" in output and "the same 2 changes are planned now" in output
     assert synced.platform().same_as(synced.company.expected())
     assert synced.sync().plan.changes == ()  # type: ignore[union-attr]
+
+
+def test_a_saved_plan_counts_in_order_and_names_departments_by_path(
+    synced: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    synced.company.departments.append(department("D5", "Support", "D1"))
+    synced.company.employees = [e for e in synced.company.employees if e["username"] != "eve"]
+    synced.company.person("dan")["department"] = "D3"
+    synced.company.employees.append(employee("E9", "zed", "D5"))
+
+    saved = json.loads(save(synced, capsys).read_text(encoding="utf-8"))
+
+    assert list(saved["counts"]) == [
+        "department create",
+        "employee create",
+        "employee update",
+        "employee lock",
+    ]
+    dan = next(c for c in saved["changes"] if c["display"] == "dan")
+    assert dan["after"]["positions"][0]["department"] == "D3"  # ids stay, for scripts
+    assert saved["departments"] == {
+        "D1": "Acme/Head Office",  # the new department's parent
+        "D3": "Acme/Head Office/R&D/Backend",
+        "D4": "Acme/Head Office/Sales",
+        "D5": "Acme/Head Office/Support",
+    }
+
+
+def test_the_same_changes_from_a_moved_source_are_applied_and_said_so(
+    synced: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    synced.company.person("bob")["mobile"] = "13999999999"
+    plan = save(synced, capsys)
+    # The source moves, but not the changes: a row rejected (no username) plans nothing.
+    synced.company.employees.append(employee("E9", "", "D1"))
+    synced.company.write(synced.folder)
+
+    code, output = syncd(capsys, "apply", str(plan), "-c", str(config(synced)))
+
+    assert code == 0, output
+    moved = "the source changed since the plan was made; the changes are the same: applying"
+    assert f"  saved_plan: {moved}\n" in output  # on screen, before the apply
+    assert "guard saved_plan: ok" in output
+    bob = next(e for e in synced.emulator.state()["employees"] if e["username"] == "bob")
+    assert bob["mobile"] == "13999999999"
+    code, report = syncd(capsys, "reports", "show", "latest", "-c", str(config(synced)))
+    assert moved in report  # and in the report's notes
 
 
 def test_a_plan_is_refused_once_the_source_moved(

@@ -185,6 +185,25 @@ def test_json_is_the_full_record_and_reads_back(runs: Runs) -> None:
     }
 
 
+def test_the_chart_keeps_the_real_runs_among_many_dry_runs(runs: Runs) -> None:
+    columns = "trigger, mode, read, source, started_at, finished_at, outcome, exit_code, summary"
+    with db(runs) as conn:  # a --check every five minutes: 40 dry runs after the real ones
+        for n in range(1, 41):
+            conn.execute(
+                f"INSERT INTO runs ({columns}) SELECT trigger, mode, read, source, "  # noqa: S608
+                "started_at + ?, finished_at + ?, outcome, exit_code, summary FROM runs "
+                "WHERE id = 2",
+                (n * 300_000, n * 300_000),
+            )
+
+    data = json.loads(invoke(runs, "reports", "show", "latest", "--output", "json").output)
+
+    history = data["history"]
+    assert [h["run_id"] for h in history if h["mode"] == "apply"] == [1, 3, 4]
+    assert len([h for h in history if h["mode"] == "dry_run"]) == reports.HISTORY
+    assert history[-1]["run_id"] == data["run"]["id"] == 44  # the report's own run, last
+
+
 # ---------------------------------------------------------------- show: CSV
 
 

@@ -77,6 +77,7 @@ def test_the_filter_redacts_arguments_and_keeps_them_a_tuple() -> None:
 # ---------------------------------------------------------------- JSON lines
 
 JSON_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d$")
+TEXT_TIME = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} [+-]\d{4} ")
 
 
 def test_json_lines_carry_zoned_millisecond_times_and_the_run_context(
@@ -163,3 +164,4 @@ def test_a_stream_that_is_not_the_journal_gets_plain_lines(
     logging.getLogger("syncd.test").warning("careful")
     line = capsys.readouterr().err
     assert not line.startswith("<") and " WARNING syncd.test: careful" in line
+    assert TEXT_TIME.match(line), line  # read anywhere: with milliseconds and the zone
