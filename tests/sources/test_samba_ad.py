@@ -9,6 +9,7 @@ tests/support/samba.py), and the Global Catalog port reading that child domain.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import re
@@ -16,17 +17,22 @@ import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import SecretStr
 
+import syncd.sources.ldap
+from syncd.cli import run_cli
 from syncd.config import LdapSource, PhotoSettings, SourceSettings
+from syncd.emulator import RunningEmulator
 from syncd.model import Directory, Employee, Kind, State
 from syncd.sources import active_directory as ad
 from syncd.sources.ldap import read_ldap
 from syncd.sources.ldap import wire as ldap_wire
 from syncd.sources.photos import PhotoReader
+from tests.support.admin import AnotherAdmin
 from tests.support.images import jpeg
 from tests.support.samba import BASE, BULK_PEOPLE, CHILD, SambaDC
 from tests.support.slapd import TlsFiles
@@ -165,6 +171,51 @@ def test_an_account_expiring_between_two_reads_departs_its_person(
     assert people(again) == {}
     # A full read sees the same as the change read did.
     assert people(read_ldap(settings, clock=lambda: later))["gina"].state is State.DEPARTED
+
+
+def test_an_expiry_passing_between_two_runs_locks_the_person_by_an_incremental_sync(
+    samba_dc: SambaDC,
+    tls_files: TlsFiles,
+    emulator: RunningEmulator,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = datetime.now(UTC)
+    base = f"OU=Lapsing,{BASE}"
+    samba_dc.add(base, "organizationalUnit", {})
+    for name, expires in (("lena", ad.filetime(now + timedelta(days=1))), ("mo", 0)):
+        samba_dc.add(
+            f"CN={name},{base}",
+            "user",
+            {"sAMAccountName": name, "userAccountControl": "544", "accountExpires": str(expires)},
+        )
+    config = tmp_path / "syncd.toml"
+    config.write_text(
+        f'state_dir = "{tmp_path / "state"}"\n'
+        '[source]\nkind = "ldap"\n[source.ldap]\nflavor = "active_directory"\n'
+        f'urls = ["{samba_dc.url}"]\nca_file = "{tls_files.ca_cert}"\n'
+        f'bind_dn = "{samba_dc.bind_dn}"\nbind_password = "{samba_dc.password}"\n'
+        f'users_base = "{base}"\n'
+        "[sync]\nmax_removal_ratio = 0.5\n"  # lena's lock is half of the two people
+        f'[platform]\nbase_url = "{emulator.base_url}"\ndomain_id = "acme"\norg_code = "acme"\n'
+        'client_id = "syncd"\nclient_secret = "demo-secret"\norg_id = "acme"\n'
+    )
+    config.chmod(0o600)
+    # The read's clock is set, as a day passing cannot be waited for: the rest is real.
+    clock = [now]
+    read = functools.partial(read_ldap, clock=lambda: clock[0])
+    monkeypatch.setattr(syncd.sources.ldap, "read_ldap", read)
+    admin = AnotherAdmin(emulator)
+
+    assert run_cli(["sync", "--config", str(config)]) == 0
+    assert admin.employee("lena").get("locked") is not True
+
+    # Two days on, nothing changed in the domain: only the expiry window finds lena.
+    clock[0] = now + timedelta(days=2)
+    assert run_cli(["sync", "--incremental", "--config", str(config)]) == 0
+
+    assert admin.employee("lena")["locked"] is True
+    assert admin.employee("mo").get("locked") is not True
 
 
 def test_the_configuration_partition_is_expected_a_child_domain_is_a_warning(
