@@ -33,7 +33,7 @@ from sqlalchemy import Engine
 
 import syncd
 from syncd import snapshot as store
-from syncd.config import Settings
+from syncd.config import Settings, platform_of
 from syncd.plan import GuardDecision, Note, Plan, PlatformView, Snapshot
 
 log = logging.getLogger(__name__)
@@ -86,8 +86,8 @@ def source_digest(settings: Settings) -> str | None:
         _code_stamp(),
         repr(source),  # the lookup tables of mapping rules are read into it
         repr(settings.sync),  # the policy and the guards' limits
-        settings.platform.base_url,
-        settings.platform.org_code,
+        platform_of(settings).base_url,
+        platform_of(settings).org_code,
     ):
         h.update(text.encode())
         h.update(b"\0")
