@@ -408,6 +408,7 @@ class _Run:
             assert directory is not None  # only an unchanged source is not read: no changes
             photos = photo_reader(self.settings.source)  # None unless source.photos.enabled
             store.read_everyone(snapshot.employees)  # as syncd left them, before any write
+            platform = platform_of(self.settings)
             executor = Executor(
                 client,
                 self.engine,
@@ -417,8 +418,8 @@ class _Run:
                 root_name=view.root_name,
                 paths=current_paths(snapshot, view, the_plan),
                 department_path=partial(_directory_path, directory, view.root_name),
-                batch_size=platform_of(self.settings).batch_size,
-                concurrency=platform_of(self.settings).concurrency,
+                batch_size=platform.batch_size,
+                concurrency=platform.concurrency,
                 now_ms=now_ms,
                 progress=self.progress,
                 stop=self.stop,

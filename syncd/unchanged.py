@@ -81,13 +81,14 @@ def source_digest(settings: Settings) -> str | None:
         return None
     if not settings.sync.skip_unchanged:
         return None
+    platform = platform_of(settings)
     h = hashlib.blake2b(digest_size=16)
     for text in (
         _code_stamp(),
         repr(source),  # the lookup tables of mapping rules are read into it
         repr(settings.sync),  # the policy and the guards' limits
-        platform_of(settings).base_url,
-        platform_of(settings).org_code,
+        platform.base_url,
+        platform.org_code,
     ):
         h.update(text.encode())
         h.update(b"\0")
