@@ -23,7 +23,7 @@ from sqlalchemy import Engine
 
 from syncd import report as rpt
 from syncd import snapshot as store
-from syncd.config import EmailNotification, Settings, WebhookNotification
+from syncd.config import EmailNotification, Settings, WebhookNotification, platform_of
 from syncd.logs import redact
 
 log = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ def notify(settings: Settings, engine: Engine, run_id: int) -> bool:
 def _send_text(settings: Settings, engine: Engine, recipients: Sequence[str], message: str) -> None:
     from syncd.platform import PlatformClient  # httpx is needed only when there is a message
 
-    with PlatformClient(settings.platform, store.TokenStore(engine)) as client:
+    with PlatformClient(platform_of(settings), store.TokenStore(engine)) as client:
         client.send_text(recipients, message)
 
 

@@ -1,5 +1,11 @@
 """Photos: what an image is (by its magic bytes), whether it may be sent, and its digest.
 
+An image is judged whole by how its type ends, without decoding it: a JPEG ends with
+the end-of-image marker (FFD9; zero bytes of padding may follow), a PNG with its IEND
+chunk, a GIF with its trailer (3B), a WebP where its RIFF header's size says. A file cut
+short (a copy or an export that stopped) has its header and passes for an image by its
+first bytes: the platform would refuse it, a call on every run.
+
 Pure: the bytes come in from a source (a file, an LDAP attribute); nothing is read here.
 The digest is the MD5 of the bytes in hex, the ``file_digest`` the platform's media API
 marks a file with (its compress endpoint calls it "usually MD5"): the snapshot keeps
@@ -29,6 +35,8 @@ _SIGNATURES = (
     (b"MM\x00*", "tiff"),
     (b"BM", "bmp"),
 )
+_JPEG_END = b"\xff\xd9"  # EOI
+_PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"  # the IEND chunk: no data, and its CRC
 
 
 class PhotoUnavailable(Exception):
@@ -76,7 +84,36 @@ def photo_of(data: bytes, origin: str, limits: PhotoLimits) -> Photo | str:
     if kind not in limits.types:
         allowed = " or ".join(t.upper() for t in limits.types)
         return f"a {kind.upper()} image; source.photos.types allows {allowed}"
+    if not whole(kind, data):
+        return (
+            f"a {kind.upper()} image cut short: it does not {_ENDINGS[kind]} "
+            "(a copy or an export that stopped part-way?)"
+        )
     return Photo(digest(data), len(data), kind, origin)
+
+
+_ENDINGS = {
+    "jpeg": "end with the end-of-image marker FFD9",
+    "png": "end with the IEND chunk",
+    "gif": "end with the trailer 3B",
+    "webp": "end where its RIFF header says",
+}
+
+
+def whole(kind: str, data: bytes) -> bool:
+    """Whether the image ends as a whole one of its type does (see the module docstring)."""
+    if kind == "jpeg":
+        # Padding is rare: only then are the bytes copied, to strip it.
+        return data.endswith(_JPEG_END) or (
+            data[-1:] == b"\x00" and data.rstrip(b"\x00").endswith(_JPEG_END)
+        )
+    if kind == "png":
+        return data.endswith(_PNG_END)
+    if kind == "gif":
+        return data.endswith(b"\x3b")
+    if kind == "webp":
+        return int.from_bytes(data[4:8], "little") + 8 == len(data)
+    return True  # TIFF, BMP: no cheap check (and never sent: source.photos.types)
 
 
 def photo_fields(p: Photo) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from syncd import snapshot as store
 from syncd import unchanged
 from syncd._gc import collection_paused
 from syncd.clock import now_ms
-from syncd.config import Settings
+from syncd.config import Settings, platform_of
 from syncd.errors import (
     EXIT_BLOCKED,
     EXIT_FAILED,
@@ -169,7 +169,7 @@ class _Run:
     def execute(self) -> RunResult:
         client: PlatformClient | None = None
         try:
-            client = PlatformClient(self.settings.platform, store.TokenStore(self.engine))
+            client = PlatformClient(platform_of(self.settings), store.TokenStore(self.engine))
             self._sync(client)
         except SyncdError as exc:
             self.result.outcome, self.result.exit_code = "failed", EXIT_FAILED
@@ -412,6 +412,7 @@ class _Run:
             assert directory is not None  # only an unchanged source is not read: no changes
             photos = photo_reader(self.settings.source)  # None unless source.photos.enabled
             store.read_everyone(snapshot.employees)  # as syncd left them, before any write
+            platform = platform_of(self.settings)
             executor = Executor(
                 client,
                 self.engine,
@@ -421,8 +422,8 @@ class _Run:
                 root_name=view.root_name,
                 paths=current_paths(snapshot, view, the_plan),
                 department_path=partial(_directory_path, directory, view.root_name),
-                batch_size=self.settings.platform.batch_size,
-                concurrency=self.settings.platform.concurrency,
+                batch_size=platform.batch_size,
+                concurrency=platform.concurrency,
                 now_ms=now_ms,
                 progress=self.progress,
                 stop=self.stop,

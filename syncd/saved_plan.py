@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from syncd.config import Settings
+from syncd.config import Settings, platform_of
 from syncd.errors import ConfigError
 from syncd.model import Directory, Kind
 from syncd.plan import (
@@ -128,7 +128,7 @@ def changes_fingerprint(plan: Plan) -> str:
 
 def target_of(settings: Settings) -> dict[str, str]:
     """Where a plan applies: the platform, the organization, the state database."""
-    p = settings.platform
+    p = platform_of(settings)
     return {"base_url": p.base_url, "org_code": p.org_code, "database": str(settings.database)}
 
 

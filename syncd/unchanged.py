@@ -33,7 +33,7 @@ from sqlalchemy import Engine
 
 import syncd
 from syncd import snapshot as store
-from syncd.config import Settings
+from syncd.config import Settings, platform_of
 from syncd.plan import GuardDecision, Note, Plan, PlatformView, Snapshot
 
 log = logging.getLogger(__name__)
@@ -81,13 +81,14 @@ def source_digest(settings: Settings) -> str | None:
         return None
     if not settings.sync.skip_unchanged:
         return None
+    platform = platform_of(settings)
     h = hashlib.blake2b(digest_size=16)
     for text in (
         _code_stamp(),
         repr(source),  # the lookup tables of mapping rules are read into it
         repr(settings.sync),  # the policy and the guards' limits
-        settings.platform.base_url,
-        settings.platform.org_code,
+        platform.base_url,
+        platform.org_code,
     ):
         h.update(text.encode())
         h.update(b"\0")

@@ -149,14 +149,14 @@ def _setup_logging(level: str, fmt: str) -> None:
 
 
 def settings_from(
-    config: Path | None, *, require_secrets: bool = True, platform_secret: bool = True
+    config: Path | None, *, require_secrets: bool = True, platform: bool = True
 ) -> Settings:
     """Load settings, set up logging and register the secrets for redaction."""
     settings = load_settings(
         config,
         warn=lambda message: err.print(problem("warning:", message, logging.WARNING)),
         require_secrets=require_secrets,
-        platform_secret=platform_secret,
+        platform=platform,
     )
     for secret in settings.secret_values():
         register_secret(secret)

@@ -37,7 +37,7 @@ def check(
     from syncd.report import printable
     from syncd.sources import describe, read_directory
 
-    settings = settings_from(config, platform_secret=False)
+    settings = settings_from(config, platform=False)
     if preview or people:
         from syncd.sources.preview import show_preview
 

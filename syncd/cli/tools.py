@@ -82,11 +82,10 @@ def demo(
             folder.resolve(), platform.base_url, platform.options.client_secret
         )
         settings = settings_from(config)
-        out.rule(
-            "0. the mapping rule in the settings, previewed: syncd check --preview wangjianguo"
-        )
+        # Titles fit 80 columns: a longer one is cut, and with it the command it names.
+        out.rule("0. the mapping rule, previewed: syncd check --preview wangjianguo")
         show_preview(settings, ["wangjianguo"], "table", out)
-        out.rule(f"1. first sync: the sample company into the emulator at {platform.base_url}")
+        out.rule(f"1. first sync: the sample company into {platform.base_url}")
         first = run_sync(settings, RunRequest(trigger="demo"))
         _print_run(settings, first, show=15)
         out.rule("2. HR changes the export")

@@ -33,7 +33,7 @@ from syncd.config.notifications import (
 from syncd.config.platform import PlatformSettings
 from syncd.config.section import PositiveFloat, PositiveInt, Section
 from syncd.config.service import MetricsSettings, ReportSettings, ScheduleSettings, StatusSettings
-from syncd.config.settings import DEFAULT_STATE_DIR, Settings
+from syncd.config.settings import DEFAULT_STATE_DIR, Settings, platform_of
 from syncd.config.source import (
     LDAP_SCHEMES,
     CsvDepartmentColumns,
@@ -75,4 +75,5 @@ __all__ = [
     "WebhookNotification",
     "config_path",
     "load_settings",
+    "platform_of",
 ]

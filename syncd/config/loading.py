@@ -40,7 +40,7 @@ def load_settings(
     *,
     warn: Callable[[str], object] | None = None,
     require_secrets: bool = True,
-    platform_secret: bool = True,
+    platform: bool = True,
 ) -> Settings:
     """Read, validate and complete the settings, or raise one ConfigError naming file and key.
 
@@ -48,7 +48,8 @@ def load_settings(
     do not stop syncd (a settings file readable by others that holds a secret, plain
     http:// to the platform). Commands that only read the state database (status,
     reports) pass ``require_secrets=False``: secret files are then not read at all;
-    ``syncd check``, which reads the source only, passes ``platform_secret=False``.
+    ``syncd check``, which never talks to the platform, passes ``platform=False``: its
+    section may be left out, and its secret is neither required nor read.
     """
     warn = warn or log.warning
     path = config_path(path)
@@ -71,19 +72,21 @@ def load_settings(
     if hidden:
         problems = "; ".join(f"key {key}: unknown key{_known_key_like((key,))}" for key in hidden)
         raise ConfigError(f"{where}: invalid settings: {problems}")
+    if not platform:
+        data.setdefault("platform", None)  # the environment may still give the section
     try:
         settings = Settings(**data)
     except ValidationError as exc:
         raise ConfigError(_describe(where, exc)) from None
     except SettingsError:
         raise ConfigError(_describe_unparsable()) from None
-    if settings.platform.sends_in_clear:
+    if settings.platform is not None and settings.platform.sends_in_clear:
         warn(
             f"platform.base_url {settings.platform.base_url} is plain http:// to another "
             "host: the application secret and every access token cross the network "
             "unencrypted. Use https://."
         )
-    return _with_secrets(settings, require_secrets, platform_secret)
+    return _with_secrets(settings, require_secrets, platform)
 
 
 def _names_setting(name: str) -> bool:

@@ -17,6 +17,7 @@ from syncd.config.service import (
 )
 from syncd.config.source import SourceSettings
 from syncd.config.sync import SyncSettings
+from syncd.errors import ConfigError
 
 DEFAULT_STATE_DIR = Path("/var/lib/syncd")
 
@@ -33,7 +34,9 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["text", "json"] = "text"
     source: SourceSettings
-    platform: PlatformSettings
+    # Required, but None when loaded for a command that never talks to the platform
+    # (syncd check): see load_settings; what talks to it takes platform_of(settings).
+    platform: PlatformSettings | None
     sync: SyncSettings = SyncSettings()
     schedule: ScheduleSettings = ScheduleSettings()
     reports: ReportSettings = ReportSettings()
@@ -59,8 +62,15 @@ class Settings(BaseSettings):
 
     def secret_values(self) -> list[str]:
         """Every secret in these settings, for log and report redaction."""
-        secrets = [self.platform.client_secret]
+        secrets = [self.platform.client_secret if self.platform is not None else None]
         if self.source.ldap is not None:
             secrets.append(self.source.ldap.bind_password)
         secrets += [self.notifications.email.password, self.notifications.webhook.secret]
         return [s.get_secret_value() for s in secrets if s is not None and s.get_secret_value()]
+
+
+def platform_of(settings: Settings) -> PlatformSettings:
+    """The platform's section, for what talks to the platform (load_settings requires it)."""
+    if settings.platform is None:
+        raise ConfigError("key platform: required key is missing")
+    return settings.platform

@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from syncd import snapshot as store
-from syncd.config import Settings
+from syncd.config import Settings, platform_of
 from syncd.model import Directory, MatchKey, match_value
 from syncd.plan import PlatformEmployee, PlatformNode, PlatformPerson, PlatformView, Snapshot
 from syncd.platform.client import PlatformClient
@@ -56,7 +56,7 @@ def read_platform(
     elif settings.sync.drift_check:
         nodes = _nodes(client.page_orgs(refresh_time=since_nodes))
     changed, listed = _people_drift(
-        client, snapshot, complete, cursors.get("people"), settings.platform.concurrency
+        client, snapshot, complete, cursors.get("people"), platform_of(settings).concurrency
     )
     return PlatformView(
         root.id,

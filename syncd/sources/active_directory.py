@@ -8,6 +8,8 @@
   it, so the mark carries that controller's name. The mark itself is the controller's
   ``highestCommittedUSN`` read *before* the search, as Microsoft documents for polling:
   a change made while the paged search runs has a higher USN and is read next time.
+  Other domains read through a Global Catalog are another server's counter: the mark
+  carries the catalog's own (``CatalogMark``), with the domains read under it.
 - ``accountExpires`` is a FILETIME (100 ns steps since 1601-01-01 UTC); 0 and 2**63 - 1
   mean never. Once it has passed the account is expired: departed, as if disabled. The
   passing changes nothing in the directory (no ``uSNChanged``), so a delta must ask for
@@ -93,35 +95,73 @@ def expired_filter(since: int | None, now: int) -> str:
 
 
 @dataclass(frozen=True)
+class CatalogMark:
+    """The Global Catalog's own mark: its highest committed USN before the read's first
+    search on it, and the domains read through it after that (``/`` and their DNS names).
+
+    A domain not named was not read under this mark: its objects the catalog held before
+    it may have lower USNs, so it is read in full.
+    """
+
+    usn: int
+    server: str
+    domains: frozenset[str]
+
+    def __str__(self) -> str:
+        return f"{self.usn}@{self.server}/{','.join(sorted(self.domains))}"
+
+    @classmethod
+    def parse(cls, text: str) -> CatalogMark:
+        rest, _, domains = text.rpartition("/")
+        usn, server = _usn_at(rest, text, "<usn>@<catalog>/<domain>,...")
+        return cls(usn, server, frozenset(d for d in domains.split(",") if d))
+
+    def changed_filter(self) -> str:
+        return _changed_after(self.usn)
+
+
+@dataclass(frozen=True)
 class UsnMark:
-    """A delta mark: the highest committed USN of one domain controller, and when the read
-    that made it checked account expiry (``#`` and a generalized time; older marks have none).
+    """A delta mark: the highest committed USN of one domain controller, when the read
+    that made it checked account expiry (``#`` and a generalized time; older marks have
+    none), and the Global Catalog's own mark when other domains were read through it
+    (``;`` and the CatalogMark).
     """
 
     usn: int
     controller: str
     checked: datetime | None = None
+    catalog: CatalogMark | None = None
 
     def __str__(self) -> str:
         checked = f"#{self.checked.strftime(_GENERALIZED)}" if self.checked else ""
-        return f"{self.usn}@{self.controller}{checked}"
+        catalog = f";{self.catalog}" if self.catalog else ""
+        return f"{self.usn}@{self.controller}{checked}{catalog}"
 
     @classmethod
     def parse(cls, text: str) -> UsnMark:
-        usn, separator, rest = text.partition("@")
-        controller, _, checked = rest.partition("#")
-        if not separator or not usn.isdigit() or not controller:
-            raise ValueError(
-                f"{text!r} is not an Active Directory mark (<usn>@<domain controller>)"
-            )
+        main, _, catalog = text.partition(";")
+        rest, _, checked = main.partition("#")
+        usn, controller = _usn_at(rest, text, "<usn>@<domain controller>")
         try:
             moment = (
                 datetime.strptime(checked, _GENERALIZED).replace(tzinfo=UTC) if checked else None
             )
         except ValueError:
             raise ValueError(f"{text!r}: {checked!r} is not a time (YYYYMMDDHHMMSSZ)") from None
-        return cls(int(usn), controller, moment)
+        return cls(usn, controller, moment, CatalogMark.parse(catalog) if catalog else None)
 
     def changed_filter(self) -> str:
         """The filter part selecting what changed after this mark."""
-        return f"({CHANGE_ATTRIBUTE}>={self.usn + 1})"
+        return _changed_after(self.usn)
+
+
+def _changed_after(usn: int) -> str:
+    return f"({CHANGE_ATTRIBUTE}>={usn + 1})"
+
+
+def _usn_at(text: str, mark: str, form: str) -> tuple[int, str]:
+    usn, separator, server = text.partition("@")
+    if not separator or not usn.isdigit() or not server:
+        raise ValueError(f"{mark!r} is not an Active Directory mark ({form})")
+    return int(usn), server

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 
 import pytest
@@ -118,6 +119,26 @@ def test_check_reads_the_source_without_the_platform_secret(site: Site) -> None:
     assert "employees   6" in check.stdout
     assert sync.returncode == 3
     assert "platform.client_secret is not set" in sync.stderr
+
+
+def test_check_and_its_preview_need_no_platform_section_sync_and_run_do(site: Site) -> None:
+    text = site.config.read_text(encoding="utf-8")
+    site.config.write_text(re.sub(r"(?ms)^\[platform\]\n.*?(?=^\[|\Z)", "", text))
+    assert "[platform]" not in site.config.read_text(encoding="utf-8")
+
+    check = site.cli("check")
+    preview = site.cli("check", "--preview", "alice")
+
+    assert check.returncode == 0, check.stderr
+    assert "employees   6" in check.stdout
+    assert preview.returncode == 0, preview.stderr
+    assert "alice" in preview.stdout and "username" in preview.stdout
+    for command in (["sync", "--dry-run"], ["sync"], ["run"]):
+        refused = site.cli(*command)
+        assert refused.returncode == 3, (command, refused.stdout, refused.stderr)
+        assert f"{site.config}: invalid settings: key platform: required key is missing" in (
+            refused.stderr
+        ), command
 
 
 def test_under_journald_warnings_and_errors_carry_their_priority(site: Site) -> None:

@@ -79,6 +79,44 @@ def test_a_multipart_upload(api: Api, client: httpx.Client) -> None:
     assert missing["message"] == "the multipart body has no part named file"
 
 
+def test_downloads_require_this_platforms_domain_id(api: Api, client: httpx.Client) -> None:
+    media_id = upload(api, png(4))["result"]
+    for path in (f"/v1/medias/{media_id}", f"/v1/medias/images/{media_id}"):
+        for domain, refusal in (
+            ({}, "missing required parameter: domain_id"),
+            ({"domain_id": "elsewhere"}, "unknown domain_id"),
+        ):
+            answer = client.get(path, params={"access_token": api.token, **domain}).json()
+            assert (answer["status"] != 0, answer["message"]) == (True, refusal), path
+        found = client.get(path, params={"access_token": api.token, "domain_id": "acme"})
+        assert found.content == png(4)
+
+
+def test_a_multipart_file_upload_requires_its_digest_and_size(
+    api: Api, client: httpx.Client, emulator: RunningEmulator
+) -> None:
+    data = jpeg("file")
+
+    def post(path: str, **query: Any) -> dict[str, Any]:
+        files = {"file": ("f.jpg", data, "image/jpeg")}
+        params = {"access_token": api.token, **query}
+        answer: dict[str, Any] = client.post(path, params=params, files=files).json()
+        return answer
+
+    digest, size = md5(data), len(data)
+    assert post("/v1/medias", file_size=size)["message"] == (
+        "missing required parameter: file_digest"
+    )
+    assert post("/v1/medias", file_digest=digest)["message"] == (
+        "missing required parameter: file_size"
+    )
+    wrong = post("/v1/medias", file_digest=digest, file_size=size - 1)
+    assert wrong["message"] == "file_size does not match the file's length"
+    assert emulator.state()["media"] == []
+    assert post(IMAGES)["status"] == 0  # optional for an image: nothing to check
+    assert post("/v1/medias", file_digest=digest, file_size=size)["status"] == 0
+
+
 def test_the_avatar_is_set_on_the_user_and_shown_in_the_employee_record(
     api: Api, emulator: RunningEmulator
 ) -> None:
@@ -113,6 +151,5 @@ def test_media_and_avatars_survive_a_restart(tmp_path: Path) -> None:
         api = Api(running, client)
         assert api.employee("ann")["avatar"] == media_id
         assert upload(api, jpeg("kept"))["result"] == media_id
-        assert client.get(f"/v1/medias/{media_id}", params={"access_token": api.token}).content == (
-            jpeg("kept")
-        )
+        query = {"access_token": api.token, "domain_id": "acme"}
+        assert client.get(f"/v1/medias/{media_id}", params=query).content == jpeg("kept")

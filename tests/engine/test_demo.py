@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import syncd.emulator
 from syncd.cli import run_cli
+from syncd.emulator import EmulatorOptions, RunningEmulator
 
 
 def demo(capsys: pytest.CaptureFixture[str], folder: Path) -> tuple[int, str]:
@@ -42,3 +47,34 @@ def test_the_demo_runs_again_in_its_own_folder_keeping_what_others_put_there(
     # Its own state was replaced: the runs are numbered from 1 again.
     assert "run 1: ok (exit 0)" in output and "run 3:" not in output
     assert notes.read_text(encoding="utf-8") == "kept"
+
+
+def test_the_demo_previews_its_mapping_rule_and_the_platform_gets_what_it_makes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The demo's emulator stops with the demo: what it holds then is kept for the test.
+    held: dict[str, Any] = {}
+    serve = syncd.emulator.serve_in_thread
+
+    @contextmanager
+    def keeping_state(options: EmulatorOptions | None = None) -> Iterator[RunningEmulator]:
+        with serve(options) as running:
+            yield running
+            held.update(running.state())
+
+    monkeypatch.setattr(syncd.emulator, "serve_in_thread", keeping_state)
+
+    code, output = demo(capsys, tmp_path / "demo")
+
+    assert code == 0, output
+    preview = output.split("0. the mapping rule, previewed: syncd check --preview wangjianguo ")
+    preview = preview[1].split("1. first sync", 1)[0]
+    assert "wangjianguo  employees.csv:2" in preview
+    (en_name,) = [line.split() for line in preview.splitlines() if "en_name" in line]
+    assert en_name[:2] == ["en_name", "en_name"]  # the field, from the attribute...
+    assert "replace" in en_name  # ... by the rule
+    assert en_name[-4:] == ["en_name=Jianguo", "Wang", "Wang", "Jianguo"]
+    # The rule's effect on the platform: English names family name first, for everyone.
+    en_names = {e["username"]: e["en_name"] for e in held["employees"]}
+    assert en_names["wangjianguo"] == "Wang Jianguo"
+    assert en_names["linxue"] == "Lin Xue"  # the hire of the second sync: Xue Lin in the export

@@ -134,6 +134,29 @@ def test_a_broken_image_rejects_the_photo_not_the_person(world: World) -> None:
     assert kinds == [("photo",)]
 
 
+def test_a_photo_cut_short_is_rejected_before_it_costs_a_call(world: World) -> None:
+    folder = photo_folder(world)
+    (folder / "E1.jpg").write_bytes(jpeg("ann", padding=400)[:200])  # its header, half a file
+    (folder / "E2.png").write_bytes(png(200)[:-12])  # no IEND chunk
+    (folder / "E3.jpg").write_bytes(jpeg("cat") + b"\x00" * 16)  # padded after FFD9: whole
+
+    for _ in range(2):  # and no run sends them to be refused: nothing to send again
+        result = world.sync()
+        assert (result.outcome, result.exit_code) == ("ok", EXIT_OK), result.error
+        assert photo_calls(world) == {UPLOAD: 1, AVATAR: 1}
+
+    assert world.platform().same_as(world.company.expected())  # everyone is synced
+    assert result.directory is not None
+    rejected = {r.username: r.reason for r in result.directory.rejected}
+    assert rejected["ann"] == (
+        "the photo of ann: a JPEG image cut short: it does not end with the end-of-image "
+        "marker FFD9 (a copy or an export that stopped part-way?); the person is synced without it"
+    )
+    assert "a PNG image cut short: it does not end with the IEND chunk" in rejected["bob"]
+    assert set(avatars(world).items()) >= {("ann", None), ("bob", None)}
+    assert avatars(world)["cat"] == media_by_digest(world)[md5(jpeg("cat") + b"\x00" * 16)]
+
+
 def test_people_sharing_a_photo_upload_it_once(world: World) -> None:
     folder = photo_folder(world)
     logo = png(10, 20, 30)

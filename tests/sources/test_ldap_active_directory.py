@@ -92,6 +92,20 @@ def test_a_mark_carries_when_it_checked_expiry() -> None:
         ad.UsnMark.parse("9@dc1#yesterday")
 
 
+def test_a_mark_carries_the_global_catalogs_own() -> None:
+    catalog = ad.CatalogMark(
+        7010, "gc1.corp.example", frozenset({"b.corp.example", "a.corp.example"})
+    )
+    mark = ad.UsnMark(9, "dc1.corp.example", datetime(2026, 3, 1, tzinfo=UTC), catalog)
+
+    text = "9@dc1.corp.example#20260301000000Z;7010@gc1.corp.example/a.corp.example,b.corp.example"
+    assert str(mark) == text
+    assert ad.UsnMark.parse(text) == mark
+    assert catalog.changed_filter() == "(uSNChanged>=7011)"
+    with pytest.raises(ValueError, match="not an Active Directory mark"):
+        ad.UsnMark.parse("9@dc1;gc1/a.corp.example")
+
+
 def test_account_expiry() -> None:
     assert ad.filetime(datetime(1601, 1, 1, tzinfo=UTC)) == 0
     assert ad.filetime(datetime(2020, 1, 1, tzinfo=UTC)) == 132223104000000000
@@ -302,3 +316,27 @@ def test_a_child_domain_is_read_through_the_global_catalog(
     assert set(people(directory)) == {"alice", "bob", "carol", "ivy"}
     assert people(directory)["ivy"].id == "55555555-5555-5555-5555-555555555555"
     assert directory.warnings == ()
+
+
+def test_an_incremental_read_reads_a_child_domain_in_full_without_the_catalogs_own_mark(
+    slapd: Slapd,
+    ad_base: str,
+    catalog: Slapd,
+    ldap_settings: SettingsFactory,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    child_domain(slapd, ad_base, catalog.url)
+    settings = ldap_settings(flavor="active_directory", global_catalog=catalog.url)
+    full = read_ldap(settings)
+    assert full.cursor is not None
+    # The catalog publishes no highestCommittedUSN: the mark has no part of its own.
+    assert ad.UsnMark.parse(full.cursor).catalog is None
+
+    with caplog.at_level(logging.INFO, logger="syncd.sources.ldap"):
+        delta = read_ldap(settings, since=full.cursor)
+
+    # Nothing changed; the main server's mark (uSNChanged 103 there) says nothing of the
+    # catalog's numbers (ivy has none at all): the child domain is read in full.
+    assert not delta.complete
+    assert set(people(delta)) == {"ivy"}
+    assert f"dc=child,{ad_base} is read in full through the Global Catalog" in caplog.text

@@ -2,31 +2,39 @@
 
 What the AD-like slapd cannot show: objectCategory expansion in the default filter,
 server-maintained uSNChanged and highestCommittedUSN, objectGUIDs the server makes,
-accountExpires, paging beyond the 1,000-entry cap, the continuation reference every
-domain search returns (to CN=Configuration), and the Global Catalog port.
+accountExpires, paging beyond the 1,000-entry cap, the continuation references a search
+of the domain root returns (to CN=Configuration, and to the child domain of
+tests/support/samba.py), and the Global Catalog port reading that child domain.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import re
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import SecretStr
 
+import syncd.sources.ldap
+from syncd.cli import run_cli
 from syncd.config import LdapSource, PhotoSettings, SourceSettings
+from syncd.emulator import RunningEmulator
 from syncd.model import Directory, Employee, Kind, State
 from syncd.sources import active_directory as ad
 from syncd.sources.ldap import read_ldap
 from syncd.sources.ldap import wire as ldap_wire
 from syncd.sources.photos import PhotoReader
+from tests.support.admin import AnotherAdmin
 from tests.support.images import jpeg
-from tests.support.samba import BASE, BULK_PEOPLE, SambaDC
+from tests.support.samba import BASE, BULK_PEOPLE, CHILD, SambaDC
 from tests.support.slapd import TlsFiles
 
 ACME = f"OU=Acme,{BASE}"
@@ -165,11 +173,56 @@ def test_an_account_expiring_between_two_reads_departs_its_person(
     assert people(read_ldap(settings, clock=lambda: later))["gina"].state is State.DEPARTED
 
 
-def test_the_configuration_partition_reference_is_expected_not_a_warning(
+def test_an_expiry_passing_between_two_runs_locks_the_person_by_an_incremental_sync(
+    samba_dc: SambaDC,
+    tls_files: TlsFiles,
+    emulator: RunningEmulator,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    now = datetime.now(UTC)
+    base = f"OU=Lapsing,{BASE}"
+    samba_dc.add(base, "organizationalUnit", {})
+    for name, expires in (("lena", ad.filetime(now + timedelta(days=1))), ("mo", 0)):
+        samba_dc.add(
+            f"CN={name},{base}",
+            "user",
+            {"sAMAccountName": name, "userAccountControl": "544", "accountExpires": str(expires)},
+        )
+    config = tmp_path / "syncd.toml"
+    config.write_text(
+        f'state_dir = "{tmp_path / "state"}"\n'
+        '[source]\nkind = "ldap"\n[source.ldap]\nflavor = "active_directory"\n'
+        f'urls = ["{samba_dc.url}"]\nca_file = "{tls_files.ca_cert}"\n'
+        f'bind_dn = "{samba_dc.bind_dn}"\nbind_password = "{samba_dc.password}"\n'
+        f'users_base = "{base}"\n'
+        "[sync]\nmax_removal_ratio = 0.5\n"  # lena's lock is half of the two people
+        f'[platform]\nbase_url = "{emulator.base_url}"\ndomain_id = "acme"\norg_code = "acme"\n'
+        'client_id = "syncd"\nclient_secret = "demo-secret"\norg_id = "acme"\n'
+    )
+    config.chmod(0o600)
+    # The read's clock is set, as a day passing cannot be waited for: the rest is real.
+    clock = [now]
+    read = functools.partial(read_ldap, clock=lambda: clock[0])
+    monkeypatch.setattr(syncd.sources.ldap, "read_ldap", read)
+    admin = AnotherAdmin(emulator)
+
+    assert run_cli(["sync", "--config", str(config)]) == 0
+    assert admin.employee("lena").get("locked") is not True
+
+    # Two days on, nothing changed in the domain: only the expiry window finds lena.
+    clock[0] = now + timedelta(days=2)
+    assert run_cli(["sync", "--incremental", "--config", str(config)]) == 0
+
+    assert admin.employee("lena")["locked"] is True
+    assert admin.employee("mo").get("locked") is not True
+
+
+def test_the_configuration_partition_is_expected_a_child_domain_is_a_warning(
     ad_settings: Callable[..., LdapSource], caplog: pytest.LogCaptureFixture
 ) -> None:
     settings = ad_settings(
-        users_base=BASE,  # the domain root: Samba refers to CN=Configuration below it
+        users_base=BASE,  # the domain root: Samba refers to CN=Configuration and DC=child
         users_filter="(&(objectCategory=person)(objectClass=user)(sAMAccountName=alice))",
         departments_from="attribute",
         department_attribute="department",
@@ -179,8 +232,82 @@ def test_the_configuration_partition_reference_is_expected_not_a_warning(
         directory = read_ldap(settings)
 
     assert set(people(directory)) == {"alice"}
-    assert directory.warnings == ()
+    (warning,) = directory.warnings
+    assert warning.startswith("the domain child.acme.test was not read: ")
     assert re.search(r"CN=Configuration,DC=acme,DC=test is an application partition", caplog.text)
+
+
+def forest_settings(
+    samba_dc: SambaDC, ad_settings: Callable[..., LdapSource], *names: str
+) -> LdapSource:
+    """The domain root read with the child domain through the Global Catalog (the named people)."""
+    named = "".join(f"(sAMAccountName={name})" for name in names)
+    return ad_settings(
+        users_base=BASE,
+        users_filter=f"(&{ad.USERS_FILTER}(|{named}))",
+        departments_from="attribute",
+        department_attribute="department",
+        global_catalog=samba_dc.global_catalog_url,
+    )
+
+
+def test_a_child_domain_is_read_through_the_global_catalog(
+    samba_dc: SambaDC, ad_settings: Callable[..., LdapSource]
+) -> None:
+    usn_before = samba_dc.highest_committed_usn()
+
+    directory = read_ldap(forest_settings(samba_dc, ad_settings, "alice", "ivy"))
+
+    assert set(people(directory)) == {"alice", "ivy"}
+    assert directory.warnings == ()
+    assert directory.cursor is not None
+    mark = ad.UsnMark.parse(directory.cursor)
+    # The catalog's own mark, and the domain read under it (one server here: its name too).
+    assert mark.catalog is not None
+    assert mark.catalog.server == mark.controller
+    assert usn_before <= mark.catalog.usn <= samba_dc.highest_committed_usn()
+    assert mark.catalog.domains == {"child.acme.test"}
+
+
+def test_an_incremental_read_asks_the_catalog_by_the_catalogs_own_mark(
+    samba_dc: SambaDC, ad_settings: Callable[..., LdapSource]
+) -> None:
+    samba_dc.add(f"OU=Forest,{BASE}", "organizationalUnit", {})
+    kim = f"CN=kim,OU=Forest,{BASE}"
+    samba_dc.add(kim, "user", {"sAMAccountName": "kim", "userAccountControl": "544"})
+    settings = forest_settings(samba_dc, ad_settings, "kim", "ivy")
+    full = read_ldap(settings)
+    assert full.cursor is not None
+    first = ad.UsnMark.parse(full.cursor)
+    assert first.catalog is not None
+    samba_dc.modify(f"CN=Ivy Child,{CHILD}", {"title": "Child Clerk"})
+    samba_dc.modify(kim, {"title": "Forester"})
+    after = samba_dc.highest_committed_usn()
+
+    # With the marks as read, both changes are read; the new mark has both servers' own.
+    delta = read_ldap(settings, since=full.cursor)
+    assert {u: e.job_title for u, e in people(delta).items()} == {
+        "ivy": "Child Clerk",
+        "kim": "Forester",
+    }
+    assert delta.cursor is not None
+    second = ad.UsnMark.parse(delta.cursor)
+    assert second.catalog is not None and second.catalog.usn >= after
+    assert people(read_ldap(settings, since=delta.cursor)) == {}
+
+    # Each server's searches compare its own mark: the domain controller's past both
+    # changes and the catalog's before them read ivy alone, the other way round kim alone.
+    catalog_behind = replace(first, usn=after)
+    assert set(people(read_ldap(settings, since=str(catalog_behind)))) == {"ivy"}
+    main_behind = replace(first, catalog=replace(first.catalog, usn=after))
+    assert set(people(read_ldap(settings, since=str(main_behind)))) == {"kim"}
+    # A catalog mark from another server, or without the domain, reads the domain in full.
+    for other in (
+        replace(second.catalog, server="gc9.acme.test"),
+        replace(second.catalog, domains=frozenset({"other.acme.test"})),
+    ):
+        since = str(replace(second, catalog=other))
+        assert set(people(read_ldap(settings, since=since))) == {"ivy"}
 
 
 def test_the_global_catalog_port_serves_a_read(

@@ -39,6 +39,7 @@ START_TIMEOUT = 30.0
 
 # Adds LDIF to the domain's database before the server starts: one transaction, through
 # Samba's own database modules (about 1 ms an entry; over LDAP it is ten times that).
+# flags=0: a naming context added makes a partition file (SamDB's default forbids it).
 _OFFLINE_ADD = """
 import sys
 from samba.auth import system_session
@@ -46,7 +47,7 @@ from samba.param import LoadParm
 from samba.samdb import SamDB
 lp = LoadParm()
 lp.load(sys.argv[1])
-db = SamDB(url=sys.argv[2], session_info=system_session(), lp=lp)
+db = SamDB(url=sys.argv[2], session_info=system_session(), lp=lp, flags=0)
 db.transaction_start()
 db.add_ldif(open(sys.argv[3], encoding="utf-8").read())
 db.transaction_commit()
@@ -230,13 +231,20 @@ def running_samba(directory: Path, tls: TlsFiles, *, ldif: str = "") -> Iterator
 
 
 BULK_PEOPLE = 1005  # more than a page of 1000, Active Directory's cap
+CHILD = f"DC=child,{BASE}"
 
 
 def samba_ldif(bulk: int) -> str:
-    """The tests' domain data: OU=Acme (a small company) and OU=Bulk (``bulk`` people).
+    """The tests' domain data: OU=Acme (a small company), OU=Bulk (``bulk`` people) and
+    a child domain, DC=child (ivy).
 
     userAccountControl 544 is NORMAL_ACCOUNT | PASSWD_NOTREQD: an enabled account without
     a password; 546 adds ACCOUNTDISABLE. accountExpires is a FILETIME (0: never).
+
+    Samba cannot join a second domain to the forest; the child domain stands in for one:
+    a naming context of its own below the domain (instanceType 13: its head, writable,
+    with a naming context above it). Searches of the domain refer to it, as AD refers to
+    a child domain, and the Global Catalog port reads it; it is held by the same server.
     """
     acme = f"OU=Acme,{BASE}"
     entries = [
@@ -255,6 +263,8 @@ def samba_ldif(bulk: int) -> str:
          {"sAMAccountName": "dave", "userAccountControl": "544", "accountExpires": "0"}),
         (f"CN=PC01,OU=Engineering,{acme}", "computer", {"sAMAccountName": "PC01$"}),
         (f"OU=Bulk,{BASE}", "organizationalUnit", {}),
+        (CHILD, "domainDNS", {"instanceType": "13"}),
+        (f"CN=Ivy Child,{CHILD}", "user", {"sAMAccountName": "ivy", "userAccountControl": "544"}),
     ]  # fmt: skip
     entries += [
         (f"CN=Person {i:04d},OU=Bulk,{BASE}", "user",

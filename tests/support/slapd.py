@@ -431,7 +431,10 @@ def stop_process(process: subprocess.Popen[bytes] | None) -> None:
 
 
 def _port_free(port: int) -> bool:
+    """Whether a server could listen on the port: its own connections closing (TIME_WAIT)
+    do not count, as servers bind with SO_REUSEADDR (Samba's tests run again at once)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:

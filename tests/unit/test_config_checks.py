@@ -87,10 +87,26 @@ def test_check_needs_no_platform_secret_but_still_reads_the_bind_password(
     with pytest.raises(ConfigError, match=r"platform\.client_secret is not set"):
         load_settings(path)
 
-    settings = load_settings(path, platform_secret=False)
+    settings = load_settings(path, platform=False)
 
     assert settings.platform.client_secret is None
     assert settings.secret_values() == ["bind-pw-1234"]
+
+
+def test_check_loads_settings_without_a_platform_section(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, LDAP + 'urls = ["ldaps://dc1"]\n')
+    missing = f"{path}: invalid settings: key platform: required key is missing"
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, require_secrets=False)
+    assert str(caught.value) == missing
+
+    assert load_settings(path, platform=False).platform is None
+    # The environment may still give the section, checked as it always is.
+    monkeypatch.setenv("SYNCD_PLATFORM__BATCH_SIZE", "7")
+    with pytest.raises(ConfigError, match=r"key platform\.base_url: required key is missing"):
+        load_settings(path, platform=False)
 
 
 def test_the_metrics_textfile_must_be_a_prom_file(tmp_path: Path) -> None:

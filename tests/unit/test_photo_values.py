@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from syncd.model import Photo
-from syncd.photos import PhotoLimits, image_type, photo_fields, photo_of, too_big
+from syncd.photos import PhotoLimits, image_type, photo_fields, photo_of, too_big, whole
 from tests.support.images import jpeg, png
 
 LIMITS = PhotoLimits(max_bytes=10_000)
@@ -51,6 +51,38 @@ def test_what_is_refused_and_why() -> None:
         "a GIF image; source.photos.types allows JPEG or PNG"
     )
     assert too_big(10_000, LIMITS) is None
+
+
+@pytest.mark.parametrize(
+    ("kind", "data", "is_whole"),
+    [
+        ("jpeg", jpeg("x"), True),
+        ("jpeg", jpeg("x") + b"\x00" * 40, True),  # padding after the end-of-image marker
+        ("jpeg", jpeg("x", padding=40)[:-2], False),  # cut before FFD9: padding is no end
+        ("jpeg", jpeg("x") + b"\x01", False),
+        ("png", png(1), True),
+        ("png", png(1)[:-1], False),
+        ("png", png(1)[:-12], False),  # no IEND chunk at all
+        ("gif", b"GIF89a\x01\x00\x3b", True),
+        ("gif", b"GIF89a\x01\x00", False),
+        ("webp", b"RIFF\x08\x00\x00\x00WEBPVP8 ", True),  # 8 bytes after the first 8
+        ("webp", b"RIFF\x10\x00\x00\x00WEBPVP8 ", False),
+    ],
+)
+def test_an_image_is_whole_by_how_its_type_ends(kind: str, data: bytes, is_whole: bool) -> None:
+    assert image_type(data) == kind
+    assert whole(kind, data) is is_whole
+
+
+def test_a_photo_cut_short_is_refused_with_what_it_lacks() -> None:
+    cut = jpeg("portrait", padding=500)[:300]  # a valid header, the rest never written
+    assert photo_of(cut, "x", LIMITS) == (
+        "a JPEG image cut short: it does not end with the end-of-image marker FFD9 "
+        "(a copy or an export that stopped part-way?)"
+    )
+    assert str(photo_of(png(9)[:-5], "x", LIMITS)).startswith(
+        "a PNG image cut short: it does not end with the IEND chunk"
+    )
 
 
 def test_a_photo_as_a_change_records_it() -> None:

@@ -3,6 +3,10 @@
 The avatar endpoint is one of the legacy client endpoints: no /v1 prefix, the user named
 by user id (``POST /users/{userId}/avatar``, body ``avatar`` = a media id). It sets the
 ``avatar`` of that user's employee record, and moves its ``last_modified`` like any write.
+
+As section E has it: downloads need ``domain_id``; a multipart upload to ``/v1/medias``
+needs ``file_digest`` and ``file_size`` in the query (optional for ``/v1/medias/images``).
+A ``file_size`` given must be the file's length, as a ``file_digest`` must be its MD5.
 """
 
 from __future__ import annotations
@@ -16,10 +20,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from syncd.emulator.codes import bad_request, no_matching_employee
-from syncd.emulator.fields import required_text, text
+from syncd.emulator.fields import required_text, text, to_int
 from syncd.emulator.media import Media, UserIds, decode_content, is_image
-from syncd.emulator.params import object_body, ok, query
-from syncd.emulator.routes.common import token_guard
+from syncd.emulator.params import object_body, ok, query, required_query
+from syncd.emulator.routes.common import own_domain, token_guard
 from syncd.emulator.runtime import Runtime
 
 MEDIAS = "/v1/medias"
@@ -30,7 +34,7 @@ def media_routes(runtime: Runtime) -> APIRouter:
     users = UserIds()
 
     async def upload(request: Request, *, image: bool) -> JSONResponse:
-        name, content, declared, content_type = await _upload_of(request)
+        name, content, declared, content_type = await _upload_of(request, image=image)
         if image and not is_image(content):
             raise bad_request("the file is not an image")
         state = runtime.state
@@ -51,10 +55,12 @@ def media_routes(runtime: Runtime) -> APIRouter:
 
     @router.get(MEDIAS + "/images/{file_id}")
     async def download_image(request: Request, file_id: str) -> Response:
+        own_domain(runtime, request)
         return _download(runtime.state.media.find(file_id, query(request, "type")), inline=True)
 
     @router.get(MEDIAS + "/{file_id}")
     async def download(request: Request, file_id: str) -> Response:
+        own_domain(runtime, request)
         return _download(runtime.state.media.find(file_id, query(request, "type")), inline=False)
 
     @router.post("/users/{user_id}/avatar")
@@ -71,11 +77,17 @@ def media_routes(runtime: Runtime) -> APIRouter:
     return router
 
 
-async def _upload_of(request: Request) -> tuple[str, bytes, str, str]:
+async def _upload_of(request: Request, *, image: bool) -> tuple[str, bytes, str, str]:
     """(file name, bytes, declared digest, content type) of a JSON or multipart upload."""
     content_type = request.headers.get("content-type", "")
     if content_type.lower().startswith("multipart/form-data"):
-        return _multipart(content_type, await request.body(), query(request, "file_digest"))
+        # The query carries what the body's part does not: required for /v1/medias.
+        given = query if image else required_query
+        declared, size = given(request, "file_digest"), given(request, "file_size")
+        upload = _multipart(content_type, await request.body(), declared)
+        if size and to_int(size, "file_size") != len(upload[1]):
+            raise bad_request("file_size does not match the file's length")
+        return upload
     body = await object_body(request)
     content = decode_content(body.get("file_content"))
     return (

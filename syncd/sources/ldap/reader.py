@@ -5,7 +5,8 @@ renamed entry is the same person or department. A read either returns a whole Di
 or raises SourceError naming the server and the step that failed.
 
 Incremental reads (``since``): only people changed after the mark are read
-(``modifyTimestamp`` or ``uSNChanged``); for ``ou_tree`` every department is still read.
+(``modifyTimestamp`` or ``uSNChanged``; other domains of an AD forest by the Global
+Catalog's own mark, see forest.py); for ``ou_tree`` every department is still read.
 Deletions cannot be seen in a delta: only a full read finds leavers.
 """
 
@@ -14,13 +15,9 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from urllib.parse import urlsplit
-
-import ldap3
-from ldap3.core.exceptions import LDAPException
 
 from syncd._gc import collection_paused
 from syncd.config import LdapSource, PhotoSettings
@@ -31,7 +28,7 @@ from syncd.sources import active_directory as ad
 from syncd.sources._paths import DepartmentPaths
 from syncd.sources._trace import Count, Tracer, counted
 from syncd.sources.ldap.connection import Session, connect
-from syncd.sources.ldap.forest import Forest
+from syncd.sources.ldap.forest import Forest, root_dse
 from syncd.sources.ldap.mapping import (
     GENERALIZED_TIME,
     OPENLDAP_CHANGE_ATTRIBUTE,
@@ -103,6 +100,7 @@ class _Delta:
     controller: str = ""  # AD: the domain controller read from
     usn_before: int | None = None  # AD: its highestCommittedUSN before the read
     expiry_checked: datetime | None = None  # AD: when the read that made the mark checked expiry
+    catalog: ad.CatalogMark | None = None  # AD: the Global Catalog's own, from the mark
 
 
 def _read(
@@ -110,10 +108,8 @@ def _read(
 ) -> Directory:
     session = forest.session
     delta = _plan_delta(session, shape, since)
-    users_filter = shape.users_filter
-    if delta.changed_filter:
-        users_filter = f"(&{users_filter}{delta.changed_filter})"
-    departed = _departed_ids(forest, settings, shape, users_filter)
+    forest.catalog_since = delta.catalog
+    departed = _departed_ids(forest, settings, shape, delta.changed_filter)
 
     departments: list[tuple[str, Department]] = []
     rejected: list[RejectedRow] = []
@@ -134,9 +130,10 @@ def _read(
     search = Search(
         step=f"search users under {settings.users_base}",
         base=settings.users_base,
-        filter=users_filter,
+        filter=shape.users_filter,
         attributes=shape.attributes,
         page_size=settings.page_size,
+        changed=delta.changed_filter,
     )
     entries = counted(forest.entries(search), read.count)
     employees = [people.employee(dn, values) for dn, values in entries]
@@ -146,7 +143,7 @@ def _read(
     if isinstance(placement, DepartmentPaths):
         departments = placement.departments()
 
-    cursor = _new_mark(shape, delta, people.highest_change, elapsed, read.now)
+    cursor = _new_mark(shape, delta, people.highest_change, elapsed, read.now, forest.catalog_mark)
     directory = build_directory(
         departments,
         ((where, e) for where, e in employees if e is not None),
@@ -185,11 +182,11 @@ def _expired_since(
     the mark has no time) to now.
     """
     since = ad.filetime(delta.expiry_checked) if delta.expiry_checked else None
-    users_filter = people.shape.users_filter
     expired = replace(
         search,
         step=f"search users whose account expired under {search.base}",
-        filter=f"(&{users_filter}{ad.expired_filter(since, now)})",
+        filter=f"(&{search.filter}{ad.expired_filter(since, now)})",
+        changed="",
     )
     return [people.employee(dn, v) for dn, v in forest.entries(expired) if dn not in seen]
 
@@ -208,7 +205,12 @@ def _plan_delta(session: Session, shape: Shape, since: str | None) -> _Delta:
             )
         return _Delta(f"({OPENLDAP_CHANGE_ATTRIBUTE}>={since})", since)
 
-    controller, usn_before = _ad_root_dse(session)
+    controller, usn_before = root_dse(session)
+    if usn_before is None:
+        log.warning(
+            "%s publishes no highestCommittedUSN: the mark will be the highest uSNChanged read",
+            session.url,
+        )
     if since is None:
         return _Delta("", None, controller, usn_before)
     try:
@@ -223,50 +225,31 @@ def _plan_delta(session: Session, shape: Shape, since: str | None) -> _Delta:
             controller,
         )
         return _Delta("", None, controller, usn_before)
-    return _Delta(previous.changed_filter(), since, controller, usn_before, previous.checked)
-
-
-def _ad_root_dse(session: Session) -> tuple[str, int | None]:
-    """The controller's name and ``highestCommittedUSN``, from its root DSE."""
-    connection = session.connection
-    try:
-        found = connection.search(
-            "", "(objectClass=*)", ldap3.BASE, attributes=["highestCommittedUSN", "dnsHostName"]
-        )
-    except (LDAPException, OSError) as exc:
-        raise session.fail("read the root DSE", str(exc)) from None
-    entries = (connection.response or []) if found else []
-    raw = entries[0].get("raw_attributes", {}) if entries else {}
-    controller = (
-        _first_raw(raw, "dnsHostName") or urlsplit(session.url).hostname or session.url
-    ).lower()
-    usn = _first_raw(raw, "highestCommittedUSN")
-    if usn is None or not usn.isdigit():
-        log.warning(
-            "%s publishes no highestCommittedUSN: the mark will be the highest uSNChanged read",
-            session.url,
-        )
-        return controller, None
-    return controller, int(usn)
-
-
-def _first_raw(raw: Mapping[str, list[bytes]], name: str) -> str | None:
-    for key, values in raw.items():
-        if key.lower() == name.lower() and values:
-            return values[0].decode("utf-8", "replace")
-    return None
+    return _Delta(
+        previous.changed_filter(),
+        since,
+        controller,
+        usn_before,
+        previous.checked,
+        previous.catalog,
+    )
 
 
 def _new_mark(
-    shape: Shape, delta: _Delta, highest: str | None, elapsed: float, now: datetime
+    shape: Shape,
+    delta: _Delta,
+    highest: str | None,
+    elapsed: float,
+    now: datetime,
+    catalog: ad.CatalogMark | None,
 ) -> str | None:
     """The mark the next delta starts from; never earlier than the one given."""
     if shape.flavor == "active_directory":
         if delta.usn_before is not None:
-            return str(ad.UsnMark(delta.usn_before, delta.controller, now))
+            return str(ad.UsnMark(delta.usn_before, delta.controller, now, catalog))
         if highest is None:
             return delta.since
-        return str(ad.UsnMark(int(highest), delta.controller, now))
+        return str(ad.UsnMark(int(highest), delta.controller, now, catalog))
     if highest is None:
         return delta.since
     # A paged read is no snapshot: an entry read early and changed later may carry an
@@ -282,7 +265,7 @@ def _minus_seconds(generalized_time: str, seconds: int) -> str:
 
 
 def _departed_ids(
-    forest: Forest, settings: LdapSource, shape: Shape, users_filter: str
+    forest: Forest, settings: LdapSource, shape: Shape, changed: str
 ) -> frozenset[str]:
     """Ids of the people ``departed_filter`` matches, evaluated by the server."""
     if not settings.departed_filter:
@@ -291,9 +274,10 @@ def _departed_ids(
     search = Search(
         step="search departed users",
         base=settings.users_base,
-        filter=f"(&{users_filter}{parenthesized(settings.departed_filter)})",
+        filter=f"(&{shape.users_filter}{parenthesized(settings.departed_filter)})",
         attributes=tuple(shape.attributes[slot] for slot in id_slots),
         page_size=settings.page_size,
+        changed=changed,
     )
     ids: set[str] = set()
     for dn, values in forest.entries(search):

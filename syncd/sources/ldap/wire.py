@@ -39,6 +39,15 @@ class Search:
     # Continuation references are collected here (AD: other partitions and domains of the
     # forest, for the reader to follow or report); None: a reference fails the search.
     references: list[str] | None = None
+    # Incremental reads: the filter part selecting what changed since the mark, kept
+    # apart because the counter it compares is the server's own (AD's uSNChanged): a
+    # search sent on to another server carries that server's instead.
+    changed: str = ""
+
+    @property
+    def sent_filter(self) -> str:
+        """The filter sent: ``filter``, narrowed by ``changed``."""
+        return f"(&{self.filter}{self.changed})" if self.changed else self.filter
 
 
 # A DN and the first value of each requested attribute by slot (None: not present),
@@ -90,7 +99,7 @@ class Wire:
         try:
             return search_operation(
                 search_base=search.base,
-                search_filter=search.filter,
+                search_filter=search.sent_filter,
                 search_scope=ldap3.SUBTREE,
                 dereference_aliases=ldap3.DEREF_NEVER,
                 attributes=list(search.attributes),
@@ -102,7 +111,7 @@ class Wire:
             )
         except LDAPException as exc:
             raise self.session.fail(
-                search.step, f"invalid filter {search.filter!r}: {exc}"
+                search.step, f"invalid filter {search.sent_filter!r}: {exc}"
             ) from None
 
     def _page(
