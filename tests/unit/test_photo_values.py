@@ -63,10 +63,6 @@ def test_what_is_refused_and_why() -> None:
         ("png", png(1), True),
         ("png", png(1)[:-1], False),
         ("png", png(1)[:-12], False),  # no IEND chunk at all
-        ("gif", b"GIF89a\x01\x00\x3b", True),
-        ("gif", b"GIF89a\x01\x00", False),
-        ("webp", b"RIFF\x08\x00\x00\x00WEBPVP8 ", True),  # 8 bytes after the first 8
-        ("webp", b"RIFF\x10\x00\x00\x00WEBPVP8 ", False),
     ],
 )
 def test_an_image_is_whole_by_how_its_type_ends(kind: str, data: bytes, is_whole: bool) -> None:
