@@ -63,10 +63,13 @@ def read_platform(
         nodes = _nodes(client.page_orgs())
     elif settings.sync.drift_check:
         nodes = _nodes(client.page_orgs(refresh_time=since_nodes))
-    parts = listing_parts(root.id, nodes) if complete else []
-    changed, deleted = _people_drift(
-        client, snapshot, parts, cursors.get("people"), settings.platform.concurrency
-    )
+    changed: dict[str, PlatformEmployee] = {}
+    deleted: frozenset[str] = frozenset()
+    if settings.sync.drift_check:
+        parts = listing_parts(root.id, nodes) if complete else []
+        changed, deleted = _people_drift(
+            client, snapshot, parts, cursors.get("people"), settings.platform.concurrency
+        )
     return PlatformView(
         root.id,
         root.name or "",

@@ -241,3 +241,20 @@ def test_the_employees_are_listed_in_parts_along_the_tree_and_nobody_else_looks_
     listings = synced.emulator.stats()["requests"]["GET /v1/admin/organizations/{code}/employees"]
     assert listings == 4 + 1  # the parts, and eve asked about by name
     assert_converged(synced)
+
+
+def test_drift_check_off_reads_nobody_on_the_platform_and_leaves_people_as_they_are(
+    synced: Rig, admin: AnotherAdmin
+) -> None:
+    synced.sync_settings.update(drift_check=False)
+    admin.edit("dan", mobile="13999999999")
+    admin.delete_person("bob")
+    synced.emulator.reset(data=False)
+
+    result = synced.sync()
+    assert result.exit_code == EXIT_OK and planned(result) == [] and drift_notes(result) == []
+    reads = [k for k in synced.emulator.stats()["requests"] if k.startswith("GET")]
+    assert not [k for k in reads if "/users" in k or "/employees" in k], reads
+
+    synced.sync_settings.update(drift_check=True)  # and on again: all of it is found
+    assert sorted(planned(synced.sync())) == [("create", "bob"), ("update", "dan")]
