@@ -58,6 +58,9 @@ def test_an_active_person_deleted_on_the_platform_is_recreated(
     synced: Rig, admin: AnotherAdmin
 ) -> None:
     admin.delete_person("bob")
+    # The domain's user stays in the users list: only the organization's employees say
+    # bob is gone.
+    assert admin.call("GET", "/v1/users/bob", type="username")["username"] == "bob"
     check_exits_1(synced)
 
     result = synced.sync()
