@@ -261,3 +261,27 @@ def test_drift_check_off_reads_nobody_on_the_platform_and_leaves_people_as_they_
 
     synced.sync_settings.update(drift_check=True)  # and on again: all of it is found
     assert sorted(planned(synced.sync())) == [("create", "bob"), ("update", "dan")]
+
+
+def test_a_drift_is_in_the_report_shown_on_the_command_line_with_before_and_after(
+    synced: Rig, admin: AnotherAdmin
+) -> None:
+    admin.move_person("eve", "D4")
+    admin.edit("dan", mobile="13999999999")
+    done = synced.cli("sync")
+    assert done.returncode == EXIT_OK, done.stdout + done.stderr
+
+    shown = synced.cli("reports", "show", "latest")
+    assert shown.returncode == EXIT_OK, shown.stderr
+    lines = [line.strip() for line in shown.stdout.splitlines()]
+    # Each repair is an update said to be drift, with the platform's value before and the
+    # source's after, and a drift note says what changed there.
+    updates = [line for line in lines if line.startswith("~ update employee")]
+    assert [u.split(":", 1)[1].split("—")[0].strip() for u in updates] == [
+        "drift: mobile changed on the platform",
+        "drift: positions changed on the platform",
+    ], shown.stdout
+    assert "mobile: 13999999999 → 13800000004" in lines, shown.stdout
+    assert "positions: Acme/Head Office/Sales → Acme/Head Office/R&D/Backend" in lines
+    assert "drift: E4: dan: mobile changed on the platform; putting back" in lines
+    assert "drift: E5: eve: positions changed on the platform; putting back" in lines
