@@ -268,7 +268,7 @@ class _Run:
             if memo is not None:
                 self.progress.step("reading the platform")
                 view = adopting(reads.result(), client, snapshot, memo.newcomers, match_by)
-                if unchanged.view_digest(view, snapshot, cursors["people"]) == memo.view:
+                if unchanged.view_digest(view, cursors["people"]) == memo.view:
                     return snapshot, view, memo
             with collection_paused(freeze=True):
                 if complete:  # planning asks about everyone: one query
@@ -336,7 +336,7 @@ class _Run:
         memo = unchanged.Memo(
             run_id=self.run_id,
             source=digest,
-            view=unchanged.view_digest(view, snapshot, int(since) if since else None),
+            view=unchanged.view_digest(view, int(since) if since else None),
             newcomers=tuple(newcomers(snapshot, directory)),
             employees=len(snapshot.employees),
             departments=len(snapshot.departments),

@@ -112,20 +112,15 @@ def _code_stamp() -> str:
     return "\n".join(stamps)
 
 
-def view_digest(view: PlatformView, snapshot: Snapshot, since: int | None) -> str:
+def view_digest(view: PlatformView, since: int | None) -> str:
     """Everything in the view that planning reads, as a run reading people changed after
     ``since`` sees it: the people changed before were weighed, and found as syncd wrote
-    them, by a run that planned nothing. Of every username listed, only which of syncd's
-    people are missing counts (the rest is not syncd's)."""
+    them, by a run that planned nothing."""
     changed = [
         (u, p.id, p.locked, sorted(p.fields.items()), p.positions, p.last_modified)
         for u, p in view.changed.items()
         if since is None or p.last_modified is None or p.last_modified > since
     ]
-    deleted = None
-    if view.listed is not None:
-        listed = view.listed
-        deleted = sorted(u for u in store.usernames(snapshot.employees) if u not in listed)
     parts: Iterable[object] = (
         view.root_id,
         view.root_name,
@@ -135,7 +130,7 @@ def view_digest(view: PlatformView, snapshot: Snapshot, since: int | None) -> st
         sorted(view.people.items()),
         sorted(changed),
         sorted(view.by_key.items()),
-        deleted,
+        sorted(view.deleted),
     )
     h = hashlib.blake2b(digest_size=16)
     for part in parts:

@@ -118,6 +118,7 @@ def update_node(tree: OrgTree, node: Node, body: Body, stamp: int) -> Node:
     for key, value in update.fields.items():
         if getattr(node, key) != value:
             setattr(node, key, value)
+            tree.changed()  # a type shows in the positions of its people's records
             changed = True
     if update.serial_no is not None and update.serial_no != node.serial_no:
         tree.set_serial_no(node, update.serial_no)

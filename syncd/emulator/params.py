@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -12,8 +13,15 @@ from syncd.emulator.codes import OK, bad_request
 from syncd.emulator.fields import to_bool, to_int
 
 
+class _Json(JSONResponse):
+    """Encoded by orjson: a listing of 100,000 employees took the json module seconds."""
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content, option=orjson.OPT_NON_STR_KEYS)
+
+
 def envelope(status: int, message: str, result: Any, http_status: int = 200) -> JSONResponse:
-    return JSONResponse({"status": status, "message": message, "result": result}, http_status)
+    return _Json({"status": status, "message": message, "result": result}, http_status)
 
 
 def ok(result: Any) -> JSONResponse:

@@ -1,4 +1,10 @@
-"""Employees: validation, the username/email/mobile indexes, upsert, import and search."""
+"""Employees: validation, the username/email/mobile indexes, upsert, import and search.
+
+Removing an employee leaves the domain's user (section D): the platform marks the employee
+record deleted, and nothing says the user goes. The user is still listed (D3), its
+``refresh_time`` moved by the removal, and found by D1/D2; an employee created again
+with that username takes the same user back.
+"""
 
 from __future__ import annotations
 
@@ -89,7 +95,11 @@ class Staff:
     """All employees of the organization, indexed by id, username, email and mobile."""
 
     def __init__(
-        self, tree: OrgTree, employees: Iterable[Employee] = (), next_id: int = FIRST_EMPLOYEE_ID
+        self,
+        tree: OrgTree,
+        employees: Iterable[Employee] = (),
+        next_id: int = FIRST_EMPLOYEE_ID,
+        former: Iterable[Employee] = (),
     ) -> None:
         self.tree = tree
         self.next_id = next_id
@@ -97,7 +107,9 @@ class Staff:
         self._by_username: dict[str, int] = {}
         self._by_email: dict[str, int] = {}
         self._by_mobile: dict[str, int] = {}
-        # Employees by (last_modified, id) and their stamps, made when first asked after a write.
+        # Removed employees' users, by username: the employee as it was when removed.
+        self._former: dict[str, Employee] = {e.username: e for e in former}
+        # Users by (last_modified, id) and their stamps, made when first asked after a write.
         self._by_time: tuple[list[Employee], list[int]] | None = None
         for employee in sorted(employees, key=lambda e: e.id):
             self._index(employee)
@@ -125,6 +137,19 @@ class Staff:
         employee_id = self._by_username.get(username)
         return None if employee_id is None else self._by_id[employee_id]
 
+    def users(self) -> Iterator[Employee]:
+        """The domain's users (section D): every employee's, and removed employees' too."""
+        yield from self
+        yield from self._former.values()
+
+    def former(self) -> list[Employee]:
+        """Removed employees whose users remain."""
+        return list(self._former.values())
+
+    def user(self, username: str) -> Employee | None:
+        """The user holding this username: an employee's, or a removed employee's."""
+        return self.find_by_username(username) or self._former.get(username)
+
     # --- changes -------------------------------------------------------------------
 
     def create(self, body: Body, stamp: int) -> Employee:
@@ -132,7 +157,8 @@ class Staff:
         if username in self._by_username:
             raise ApiError(EMPLOYEE_CONFLICT, "username already exists")
         draft = self.validate(body, None)
-        user_id = text(body, "user_id") or uuid.uuid4().hex
+        former = self._former.pop(username, None)  # the domain's user comes back
+        user_id = text(body, "user_id") or (former.user_id if former else uuid.uuid4().hex)
         employee = Employee(self.next_id, username, user_id, {}, [], stamp, stamp)
         self.next_id += 1
         self._apply(employee, draft, stamp)
@@ -156,12 +182,14 @@ class Staff:
         self._apply(existing, self.validate(trimmed, existing), stamp)
         return existing
 
-    def remove(self, employee: Employee) -> None:
-        self._by_time = None
+    def remove(self, employee: Employee, stamp: int) -> None:
+        """The employee goes; the user stays, refreshed (see the module docstring)."""
         self.tree.place(employee.id, ())
         del self._by_id[employee.id]
         del self._by_username[employee.username]
         self._unindex_contacts(employee)
+        self._former[employee.username] = employee
+        self._touch(employee, stamp)
 
     def set_locked(self, employee: Employee, locked: bool, stamp: int) -> None:
         employee.locked = locked
@@ -194,7 +222,7 @@ class Staff:
             employee = self.find_by_username(username)
             if employee is None:
                 raise bad_request("employee not found")
-            self.remove(employee)
+            self.remove(employee, stamp)
             return employee.id
         if ops:
             raise bad_request(f"unknown ops: {ops}")
@@ -309,9 +337,9 @@ class Staff:
         self._by_time = None
 
     def changed_since(self, since: int) -> list[Employee]:
-        """Employees modified after ``since`` (ms), oldest first: the users list (D3)."""
+        """Users modified after ``since`` (ms), oldest first: the users list (D3)."""
         if self._by_time is None:
-            ordered = sorted(self._by_id.values(), key=lambda e: (e.last_modified, e.id))
+            ordered = sorted(self.users(), key=lambda e: (e.last_modified, e.id))
             self._by_time = (ordered, [e.last_modified for e in ordered])
         ordered, stamps = self._by_time
         return ordered[bisect.bisect_right(stamps, since) :]
@@ -345,13 +373,12 @@ class Staff:
         """The list endpoint: ``matching`` = exact comma-separated batch by ``by`` (id or
         username), otherwise a case-insensitive substring of name or username; ``within``
         limits to those employee ids."""
+        if not query and within is not None:  # a node's people: only theirs are gone over
+            return [self._by_id[i] for i in sorted(within) if i in self._by_id]
         if matching and query:
             found = self._batch(query, by)
         elif query:
-            needle = query.lower()
-            found = [
-                e for e in self if needle in e.field("name").lower() or needle in e.username.lower()
-            ]
+            found = fuzzy(query, self)
         else:
             found = list(self)
         return found if within is None else [e for e in found if e.id in within]
@@ -366,3 +393,9 @@ class Staff:
             if employee is not None:
                 found[employee.id] = employee
         return list(found.values())
+
+
+def fuzzy(query: str, among: Iterable[Employee]) -> list[Employee]:
+    """Those whose name or username holds ``query``, in any letter case."""
+    needle = query.lower()
+    return [e for e in among if needle in e.field("name").lower() or needle in e.username.lower()]

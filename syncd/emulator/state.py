@@ -9,7 +9,7 @@ from syncd.emulator.clock import Clock
 from syncd.emulator.media import MediaStore
 from syncd.emulator.options import EmulatorOptions
 from syncd.emulator.people import Employee, Position, Staff
-from syncd.emulator.records import employee_list_record, node_record
+from syncd.emulator.records import ListForms, employee_list_record, node_record
 from syncd.emulator.tokens import Application, Token, TokenBook
 from syncd.emulator.tree import Node, OrgTree
 
@@ -44,6 +44,7 @@ class EmulatorState:
         )
         self.staff = Staff(self.tree)
         self.media = MediaStore()
+        self.list_forms = ListForms()
 
     @property
     def application(self) -> Application:
@@ -70,6 +71,7 @@ class EmulatorState:
         )
         self.tree.next_id = next_node
         self.staff = Staff(self.tree, next_id=next_employee)
+        self.list_forms = ListForms()
         self.tokens = TokenBook(self.options.token_lifetime_seconds)
         self.messages = []
         self.media = MediaStore(next_id=self.media.next_id)
@@ -103,6 +105,7 @@ class EmulatorState:
             "next_employee_id": self.staff.next_id,
             "nodes": [{key: getattr(n, key) for key in NODE_FIELDS} for n in self.tree.nodes()],
             "employees": [dump_employee(e) for e in self.staff],
+            "former_users": [dump_employee(e) for e in self.staff.former()],
             "messages": self.messages,
             "tokens": [asdict(t) for t in self.tokens.tokens()],
             "tokens_issued": self.tokens.issued,
@@ -128,7 +131,8 @@ class EmulatorState:
                 int(data["next_node_id"]),
             )
             employees = [load_employee(e) for e in data["employees"]]
-            state.staff = Staff(state.tree, employees, int(data["next_employee_id"]))
+            former = [load_employee(e) for e in data.get("former_users") or ()]  # older files
+            state.staff = Staff(state.tree, employees, int(data["next_employee_id"]), former)
             state.messages = list(data["messages"])
             state.tokens = TokenBook(
                 options.token_lifetime_seconds,

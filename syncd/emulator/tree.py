@@ -58,6 +58,8 @@ class OrgTree:
         self.org_code = org_code
         self.domain_id = domain_id
         self.next_id = next_id
+        # Moves on with every change employees' records show (a node's name, type, place).
+        self.version = 0
         self._nodes: dict[int, Node] = {}
         self._children: dict[int, list[int]] = {}
         self._by_serial: dict[str, int] = {}
@@ -279,7 +281,12 @@ class OrgTree:
             for child_id in self._children[node.id]:
                 self._derive(self._nodes[child_id], node)
 
+    def changed(self) -> None:
+        """Something employees' records show changed: their cached list forms are stale."""
+        self.version += 1
+
     def _derive(self, node: Node, parent: Node | None) -> None:
+        self.changed()
         if node.name_path:
             self._unindex_name_path(node)
         node.lineage = (*parent.lineage, node.id) if parent else (node.id,)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from syncd.model import Kind
+from syncd.model import Employee, Kind, State
+from syncd.plan.fields import employee_from_fields
 from syncd.plan.values import PlatformEmployee, PlatformView, Snapshot, SyncedEmployee
 
 Positions = tuple[tuple[int, bool, bool, str], ...]
@@ -102,8 +103,8 @@ class PeopleDrift:
         self._departments: dict[int, str] | None = None  # node id -> source id, when asked
 
     def gone(self, synced: SyncedEmployee) -> bool:
-        """Deleted on the platform: a full listing was made and does not name them."""
-        return self.view.listed is not None and synced.username not in self.view.listed
+        """Deleted on the platform."""
+        return synced.username in self.view.deleted
 
     def found(self, synced: SyncedEmployee) -> PlatformEmployee | None:
         """Their platform record, when they changed there since the last run."""
@@ -130,6 +131,18 @@ class PeopleDrift:
                 for org_id, primary, chief, title in drift["positions"]
             ]
         return before
+
+    def as_written(
+        self, synced: SyncedEmployee, extended_fields: Mapping[str, str]
+    ) -> Employee | None:
+        """The person as syncd last wrote them (departed if syncd locked them as departed);
+        None when nothing is recorded."""
+        written = self.snapshot.fields(Kind.EMPLOYEE, synced.source_id)
+        if written is None:
+            return None
+        departed = synced.locked and synced.lock_reason == "departed"
+        state = State.DEPARTED if departed else State.ACTIVE
+        return employee_from_fields(synced.source_id, written, extended_fields, state)
 
     def _node_of(self, department_id: str) -> int | None:
         synced = self.snapshot.departments.get(department_id)

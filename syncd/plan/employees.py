@@ -14,7 +14,7 @@ from typing import Any
 from syncd.model import Directory, Employee, Kind, State, match_index, match_value
 from syncd.plan.actions import Action
 from syncd.plan.drift import PeopleDrift
-from syncd.plan.fields import EmployeeHasher, employee_from_fields
+from syncd.plan.fields import EmployeeHasher
 from syncd.plan.messages import department_names
 from syncd.plan.values import (
     DAY_MS,
@@ -210,28 +210,29 @@ class EmployeePlanner:
         self.forgets.append(self.change(Action.FORGET, None, synced, reason=why))
 
     def _plan_unread_drift(self) -> None:
-        """People an incremental read did not return who changed on the platform: put back
-        as syncd last wrote them, which is the source's truth as far as it knows."""
-        if self.directory.complete or not self.view.changed:
+        """People an incremental read did not return who changed or were deleted on the
+        platform: put back as syncd last wrote them, which is the source's truth as far as
+        it knows (recreated, unless departed)."""
+        if self.directory.complete or not (self.view.changed or self.view.deleted):
             return
-        excluded = self.policy.exclude_usernames
+        for username in sorted(self.view.deleted):
+            unread = self._unread(username)
+            if unread is None:
+                continue
+            e, synced = unread
+            self.weighed.add(username)
+            if synced.locked and e.state is State.ACTIVE:  # a leaver, held locked
+                self._forget(synced, "deleted on the platform while locked: not recreated")
+            else:
+                self._deleted_on_platform(e, synced)
         for found in self.view.changed.values():
-            synced = self._synced_holder(found.username)
-            if synced is None or synced.username != found.username:
+            unread = self._unread(found.username)
+            if unread is None:
                 continue
-            if synced.source_id in self.directory.employees:
-                continue  # read, and planned with the rest
-            if excluded and matches_any(synced.username, excluded):
-                continue
-            written = self.snapshot.fields(Kind.EMPLOYEE, synced.source_id)
-            if written is None:
-                continue
-            departed = synced.locked and synced.lock_reason == "departed"
-            state = State.DEPARTED if departed else State.ACTIVE
-            e = employee_from_fields(synced.source_id, written, self.policy.extended_fields, state)
+            e, synced = unread
             self._plan_update(e, synced, synced.hash, found)
             if synced.locked and not found.locked:
-                record = e if departed else None
+                record = e if e.state is State.DEPARTED else None
                 self._drift_note(e.id, f"{e.username} was unlocked on the platform; locking again")
                 reason = "unlocked on the platform"
                 self.locks.append(self.change(Action.LOCK, record, synced, reason=reason))
@@ -239,6 +240,20 @@ class EmployeePlanner:
                 self._drift_note(e.id, f"{e.username} was locked on the platform; unlocking")
                 reason = "locked on the platform"
                 self.unlocks.append(self.change(Action.UNLOCK, e, synced, reason=reason))
+
+    def _unread(self, username: str) -> tuple[Employee, SyncedEmployee] | None:
+        """A person syncd holds that the read did not return (read ones are planned with
+        the rest), as syncd last wrote them."""
+        synced = self._synced_holder(username)
+        if synced is None or synced.username != username:
+            return None
+        excluded = self.policy.exclude_usernames
+        if synced.source_id in self.directory.employees or (
+            excluded and matches_any(username, excluded)
+        ):
+            return None
+        e = self.drift.as_written(synced, self.policy.extended_fields)
+        return None if e is None else (e, synced)
 
     def _plan_new(self, e: Employee, holder: SyncedEmployee | None) -> None:
         wanted = self.hash(e)

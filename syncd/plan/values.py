@@ -109,9 +109,8 @@ class PlatformView:
     people: Mapping[str, PlatformPerson] = field(default_factory=dict)  # casefolded username
     # People syncd holds that changed on the platform since the last run, by username.
     changed: Mapping[str, PlatformEmployee] = field(default_factory=dict)
-    # Every username on the platform (a full listing, on complete reads); None: not listed,
-    # so nobody is known to be deleted there.
-    listed: frozenset[str] | None = None
+    # Usernames of people syncd holds that the platform no longer has (deleted there).
+    deleted: frozenset[str] = frozenset()
     employee_count: int = 0  # the root's all_employee_count: 0, nobody to adopt
     # A first run matching by another key than username (sync.match_by): every account,
     # by its normalised value of that key.

@@ -57,6 +57,19 @@ class Employees(Requests):
             for page in pool.map(fetch, range(0, len(wanted), batch)):
                 yield from (r for r in page if isinstance(r, dict))
 
+    def employee_listing(self, org_id: int, *, recursion: bool) -> list[dict[str, Any]]:
+        """The list-form records of a node's people (with ``recursion``, its descendants'
+        too), as the platform sends them: plain dicts, for reading many."""
+        params = {"domain_id": self._settings.domain_id, "org_id": org_id}
+        result = self._call(
+            "GET", EMPLOYEES, params={**params, "recursion": "true" if recursion else "false"}
+        )
+        if result is None:
+            return []
+        if not isinstance(result, list):
+            raise _malformed(f"GET {EMPLOYEES}", "expected a list of employees")
+        return [r for r in result if isinstance(r, dict)]
+
     def list_employees(
         self, *, query: str | None = None, org_id: int | None = None, recursion: bool = False
     ) -> list[EmployeeRecord]:

@@ -3,9 +3,12 @@
 - the root node, and every node (complete reads) or those changed since the nodes'
   ``refresh_time`` cursor (department drift);
 - the people syncd holds who changed there since the people's cursor: the users list
-  (D3) with ``refresh_time`` names them, the employee list (G) by username gives their
-  records (people drift); on complete reads, every username on the platform, to find the
-  people deleted there (deletions are invisible to ``refresh_time``);
+  (D3) with ``refresh_time`` names them, the employee list (G) gives their records
+  (people drift);
+- the people syncd holds who were deleted there: on complete reads, those the
+  organization's employees (G, listed along the tree) do not include; on every read,
+  those D3 names whose employee record G no longer returns. A removed employee's user
+  may stay in D3, so D3 alone never says who is gone;
 - accounts the source names that syncd never synced, to adopt rather than duplicate.
 
 ``read_platform`` reads what does not depend on the source, while the source is read;
@@ -15,7 +18,8 @@ the newest ``last_modified`` seen; the runner moves it after a clean run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -29,6 +33,10 @@ from syncd.platform.schemas import EmployeeRecord, Node
 # Users asked per page of the D3 list (a platform may give fewer). With platform.concurrency
 # pages in flight, 5,000 a page held 27 MB more at 100,000 people and was no faster.
 USERS_PAGE = 2000
+# People per listing of the organization's employees, as the nodes' counts say: one
+# listing of 100,000 list-form records is 76 MB of JSON, so the tree is listed in parts,
+# platform.concurrency at a time, each part kept only for its usernames.
+LISTING_PART = 2000
 # The list form's profile fields that people drift compares (see syncd.plan.drift).
 COMPARED = ("name", "email", "mobile", "sn", "gender", "sort_order", "senior", "properties")
 
@@ -55,16 +63,20 @@ def read_platform(
         nodes = _nodes(client.page_orgs())
     elif settings.sync.drift_check:
         nodes = _nodes(client.page_orgs(refresh_time=since_nodes))
-    changed, listed = _people_drift(
-        client, snapshot, complete, cursors.get("people"), platform_of(settings).concurrency
-    )
+    changed: dict[str, PlatformEmployee] = {}
+    deleted: frozenset[str] = frozenset()
+    if settings.sync.drift_check:
+        parts = listing_parts(root.id, nodes) if complete else []
+        changed, deleted = _people_drift(
+            client, snapshot, parts, cursors.get("people"), platform_of(settings).concurrency
+        )
     return PlatformView(
         root.id,
         root.name or "",
         nodes,
         listing,
         changed=changed,
-        listed=listed,
+        deleted=deleted,
         employee_count=root.all_employee_count or 0,
     )
 
@@ -79,8 +91,6 @@ def with_adoptions(
     """The view, with the platform's accounts of people the source names and syncd never
     synced (adopted rather than made twice): by username, or on a first run by
     ``match_by`` (email, mobile or work number), which needs every account listed."""
-    if not directory.complete and view.listed is not None:
-        view = replace(view, listed=None)  # an incremental read finds no one deleted
     return adopting(view, client, snapshot, newcomers(snapshot, directory), match_by)
 
 
@@ -138,54 +148,132 @@ def newest(stamps: Iterable[int | None]) -> int | None:
 def _people_drift(
     client: PlatformClient,
     snapshot: Callable[[], Snapshot],
-    complete: bool,
+    parts: Sequence[tuple[int, bool]],
     since: int | None,
     concurrency: int,
-) -> tuple[dict[str, PlatformEmployee], frozenset[str] | None]:
-    """The people syncd holds who changed on the platform, and (complete reads) who is there."""
-    # Complete reads list every username: once syncd has synced (a cursor), before the
-    # snapshot is loaded rather than after.
-    listed = _all_usernames(client, concurrency) if complete and since is not None else None
+) -> tuple[dict[str, PlatformEmployee], frozenset[str]]:
+    """The people syncd holds who changed on the platform, and those deleted there.
+
+    ``parts``: where to list the organization's employees (complete reads; see
+    ``listing_parts``), none to read only whom D3 names. Once syncd has synced (a cursor),
+    the listing is made while the snapshot loads; on the first drift read (no cursor),
+    everyone's record is compared.
+    """
+    named = None
+    if since is not None:
+        named = set(_usernames(client.users(refresh_time=since, page_size=USERS_PAGE)))
+    early = None
+    if parts and named is not None:
+        early = _listing(client, parts, concurrency, named, since)
     synced = snapshot().employees
     if not synced:
-        return {}, None
-    if complete:
+        return {}, frozenset()
+    if parts:
+        present, found = early or _listing(client, parts, concurrency, named, since)
         owned = set(store.usernames(synced))
-        listed = listed if listed is not None else _all_usernames(client, concurrency)
-        # Missing from the list: deleted, or passed over while the list changed between
-        # pages. Asked about by name, only those the platform does not know are gone.
-        missing = [u for u in owned if u not in listed]
-        if missing:
-            there = client.employees_by_username(missing)
-            listed = listed | {r.username for r in there if r.username}
-    if since is None and listed is not None:
-        changed_names: list[str] | frozenset[str] = listed  # never read before: all are new
-    else:
-        changed_names = _usernames(client.users(refresh_time=since, page_size=USERS_PAGE))
-    if not complete:  # only the people changed lately are looked for among syncd's
-        owned = store.holding(synced, changed_names)
-    wanted = [u for u in changed_names if u in owned]
-    changed = {}
-    for record in client.employee_records(wanted) if wanted else ():
+        # Missing from every part: deleted, or moved between two parts while they were
+        # listed. Asked about by name, only those the platform does not know are gone.
+        missing = [u for u in owned if u not in present]
+        there = _present(client.employee_records(missing)) if missing else []
+        found += _employees(_changed(there, named, since))
+        changed = {p.username: p for p in found if p.username in owned}
+        return changed, frozenset(missing).difference(_usernames(there))
+    if named is None:  # never read before: every user is new
+        named = set(_usernames(client.users(page_size=USERS_PAGE, concurrency=concurrency)))
+    wanted = store.holding(synced, named)
+    records = client.employee_records(list(wanted)) if wanted else ()
+    changed = {p.username: p for p in _employees(records)}
+    # Named as changed, and no longer an employee: deleted there.
+    return changed, frozenset(wanted.difference(changed))
+
+
+def listing_parts(root_id: int, nodes: Mapping[int, PlatformNode]) -> list[tuple[int, bool]]:
+    """Where to list the organization's employees, as (node id, with its descendants):
+    subtrees of at most LISTING_PART people by the nodes' counts, each listed at once, and
+    the nodes above them one by one. Without counts, the root and everything below it."""
+    children: dict[int | None, list[int]] = {}
+    for node in nodes.values():
+        children.setdefault(node.parent_id, []).append(node.id)
+    order, stack = [], [root_id]
+    while stack:  # parents before children
+        order.append(stack.pop())
+        stack += children.get(order[-1], ())
+    people = {n: (nodes[n].employees or 0) if n in nodes else 0 for n in order}
+    for node_id in reversed(order):  # each node's count of its whole subtree
+        people[node_id] += sum(people[c] for c in children.get(node_id, ()))
+    parts, stack = [], [root_id]
+    while stack:
+        node_id = stack.pop()
+        if people[node_id] <= LISTING_PART:
+            parts.append((node_id, True))
+            continue
+        parts.append((node_id, False))
+        stack += children.get(node_id, ())
+    return parts
+
+
+def _listing(
+    client: PlatformClient,
+    parts: Sequence[tuple[int, bool]],
+    concurrency: int,
+    named: set[str] | None,
+    since: int | None,
+) -> tuple[set[str], list[PlatformEmployee]]:
+    """Every username the parts list, and the records of those changed there (see
+    ``_changed``); a part's answer is let go of as soon as it is read."""
+
+    def part(where: tuple[int, bool]) -> tuple[list[str], list[PlatformEmployee]]:
+        records = _present(client.employee_listing(where[0], recursion=where[1]))
+        return _usernames(records), list(_employees(_changed(records, named, since)))
+
+    present: set[str] = set()
+    found: list[PlatformEmployee] = []
+    with ThreadPoolExecutor(concurrency, thread_name_prefix="listing") as pool:
+        for usernames, employees in pool.map(part, parts):
+            present.update(usernames)
+            found += employees
+    return present, found
+
+
+def _changed(
+    records: list[Mapping[str, Any]], named: set[str] | None, since: int | None
+) -> list[Mapping[str, Any]]:
+    """The records of people changed on the platform: D3 ``named`` them, or their record
+    is later than ``since`` (where a platform does not refresh the user with it). No
+    cursor: everyone's."""
+    if named is None or since is None:
+        return records
+    return [
+        r
+        for r in records
+        if r.get("username") in named or (type(t := r.get("last_modified")) is int and t > since)
+    ]
+
+
+def _present(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The records of employees, those a platform keeps with their deleted flag left out."""
+    return [r for r in records if r.get("deleted") is not True]
+
+
+def _employees(records: Iterable[Mapping[str, Any]]) -> Iterator[PlatformEmployee]:
+    """The records as drift compares them."""
+    for record in records:
         found = _platform_employee(record)
-        if found is not None and found.username in owned:
-            changed[found.username] = found
-    return changed, listed
+        if found is not None:
+            yield found
 
 
-def _all_usernames(client: PlatformClient, concurrency: int) -> frozenset[str]:
-    return frozenset(_usernames(client.users(page_size=USERS_PAGE, concurrency=concurrency)))
-
-
-def _usernames(users: Iterable[dict[str, Any]]) -> list[str]:
+def _usernames(users: Iterable[Mapping[str, Any]]) -> list[str]:
     return [u["username"] for u in users if isinstance(u.get("username"), str)]
 
 
 def _platform_employee(record: Mapping[str, Any]) -> PlatformEmployee | None:
-    """A list-form record as drift compares it; None for one without id or username
-    (a hundred thousand of them are read after a big run: no model is built)."""
+    """A list-form record as drift compares it; None for one without id or username, or
+    deleted (a hundred thousand of them are read after a big run: no model is built)."""
     employee_id, username = record.get("id"), record.get("username")
     if not isinstance(employee_id, int) or not isinstance(username, str):
+        return None
+    if record.get("deleted") is True:  # a removed employee, where a platform keeps the record
         return None
     positions = []
     for p in record.get("positions") or ():

@@ -76,7 +76,9 @@ def test_the_saved_state_restores_to_the_same_view() -> None:
                 "name": "Ann",
                 "email": "a@x.test",
                 "positions": [{"org_id": lab.id, "job_title": "Boss", "chief": True}],
-            }
+            },
+            {"username": "bob", "name": "Bob", "positions": [{"org_id": lab.id}]},
+            {"username": "bob", "ops": "REMOVE"},  # bob's user stays
         ],
         state.clock.stamp(),
         lambda _: None,
@@ -87,6 +89,8 @@ def test_the_saved_state_restores_to_the_same_view() -> None:
     assert after == before
     [ann] = restored.staff
     assert ann.positions == [Position(lab.id, "Boss", False, True)]
+    bob = restored.staff.user("bob")
+    assert bob is not None and bob.user_id == state.staff.user("bob").user_id  # type: ignore[union-attr]
     assert restored.clock.stamp() > state.clock.last_stamp  # stamps keep increasing
 
 

@@ -232,6 +232,31 @@ def test_fuzzy_search_and_scopes(api: Api, depts: dict[str, int]) -> None:
     assert unknown["status"] == 208502
 
 
+def test_a_listing_shows_every_change_to_its_people_and_their_nodes(
+    api: Api, depts: dict[str, int]
+) -> None:
+    # The list forms are kept encoded between listings: each change must still show.
+    ids = api.import_employees([person("ann", "Acme/R&D/Lab")])["successes"]
+
+    def ann() -> dict[str, Any]:
+        [record] = api.employees(org_id=api.root()["id"], recursion="true")
+        return record
+
+    assert ann()["positions"][0]["full_name_path"] == "Acme/R&D/Lab"
+    api.ok("POST", f"{ORG}/{depts['Acme/R&D']}", json={"name": "Research"})
+    assert ann()["positions"][0]["full_name_path"] == "Acme/Research/Lab"
+    api.ok("POST", f"{ORG}/{depts['Acme/R&D/Lab']}", json={"new_parentId": depts["Acme/Sales"]})
+    assert (ann()["positions"][0]["path"], ann()["positions"][0]["level"]) == (
+        api.node(depts["Acme/R&D/Lab"])["path"],
+        3,
+    )
+    api.ok("POST", f"{ORG}/{depts['Acme/R&D/Lab']}", json={"type": "CORP"})
+    assert ann()["positions"][0]["type"] == "CORP"
+    api.ok("POST", f"{ORG}/employees/{ids['ann']}", json={"mobile": "13800000009"})
+    api.ok("POST", f"{ORG}/employees/{ids['ann']}/lock")
+    assert (ann()["mobile"], ann()["locked"]) == ("13800000009", True)
+
+
 def test_node_counts_follow_imports_and_removals(api: Api, depts: dict[str, int]) -> None:
     api.import_employees(
         [

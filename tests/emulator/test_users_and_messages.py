@@ -1,6 +1,8 @@
-"""D1-D3 users built from employees, and B text message push."""
+"""D1-D3 users built from employees (removed ones' too), and B text message push."""
 
 from __future__ import annotations
+
+import pytest
 
 from .support import ORG, Api, person
 
@@ -51,8 +53,38 @@ def test_every_write_moves_refresh_time_even_one_that_changes_nothing(api: Api) 
     api.ok("POST", f"{ORG}/employees/{ids['bob']}", json={"name": "Bob"})  # unchanged too
     api.ok("POST", f"{ORG}/employees/{ids['cat']}/lock")  # locked already
     assert changed_after(since) == ["ann", "bob", "cat"]
-    api.ok("DELETE", f"{ORG}/employees/{ids['bob']}")  # a deletion is not a refresh
-    assert changed_after(since) == ["ann", "cat"]
+    since = max(u["last_modified"] for u in api.ok("GET", "/v1/users")["users"])
+    api.ok("DELETE", f"{ORG}/employees/{ids['bob']}")  # the user stays, refreshed
+    assert changed_after(since) == ["bob"]
+
+
+@pytest.mark.parametrize("how", ["DELETE", "REMOVE"])
+def test_a_removed_employees_user_stays_and_comes_back_with_the_username(
+    api: Api, how: str
+) -> None:
+    # The platform marks a removed employee's record deleted; nothing says the domain's
+    # user goes: it is still listed and found, and a new employee with its username takes it.
+    ids = api.import_employees([person("ann"), person("bob")])["successes"]
+    user_id = api.ok("GET", "/v1/users/bob", {"type": "username"})["user_id"]
+    if how == "DELETE":
+        api.ok("DELETE", f"{ORG}/employees/{ids['bob']}")
+    else:
+        api.import_employees([{"username": "bob", "ops": "REMOVE"}])
+
+    assert [e["username"] for e in api.employees(org_id=api.root()["id"], recursion="true")] == [
+        "ann"
+    ]
+    listed = api.ok("GET", "/v1/users", {"limit": 100})
+    assert sorted(u["username"] for u in listed["users"]) == ["ann", "bob"]
+    assert api.ok("GET", "/v1/users/bob", {"type": "username"})["user_id"] == user_id
+    assert api.ok("GET", f"/v1/users/{user_id}", {"type": "id"})["username"] == "bob"
+    batch = api.ok("GET", "/v1/users", {"query": "bob", "type": "username", "matching": "true"})
+    assert [u["user_id"] for u in batch["users"]] == [user_id]
+
+    again = api.import_employees([person("bob")])["successes"]["bob"]
+    assert again != ids["bob"]  # a new employee record, the same user
+    assert api.employee("bob")["user_id"] == user_id
+    assert api.ok("GET", "/v1/users", {"limit": 100})["total_count"] == 2
 
 
 def test_the_users_list_pages_through_everyone_oldest_change_first(api: Api) -> None:

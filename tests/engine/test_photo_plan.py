@@ -33,12 +33,12 @@ def person(id: str, username: str, **kw: Any) -> Employee:
 def planned(
     people: list[Employee],
     snapshot: Snapshot | None = None,
-    listed: frozenset[str] | None = None,
+    deleted: frozenset[str] = frozenset(),
     **policy: Any,
 ) -> Plan:
-    """The plan for these people; ``listed``: every username on the platform, when known."""
+    """The plan for these people; ``deleted``: syncd's people deleted on the platform."""
     directory = build_directory([], [(f"employees.csv:{n}", e) for n, e in enumerate(people, 2)])
-    view = PlatformView(1, "Acme", complete_listing=True, listed=listed)
+    view = PlatformView(1, "Acme", complete_listing=True, deleted=deleted)
     return plan(directory, snapshot or Snapshot(), view, Policy(**policy), NOW)
 
 
@@ -131,8 +131,8 @@ def test_departed_excluded_and_conflicting_people_get_no_photo() -> None:
 
 def test_a_new_account_gets_the_photo_again_whatever_was_recorded() -> None:
     people = [person("e1", "ann", photo=photo("ann"))]
-    # Deleted on the platform (a full listing without ann): the account is made again.
-    p = planned(people, synced(people, {"e1": "digest-of-ann"}), listed=frozenset())
+    # Deleted on the platform: the account is made again.
+    p = planned(people, synced(people, {"e1": "digest-of-ann"}), deleted=frozenset({"ann"}))
     assert [c.action for c in p.changes] == [Action.CREATE, Action.PHOTO]
     assert photos_of(p) == [("ann", "digest-of-ann", "new account")]
 

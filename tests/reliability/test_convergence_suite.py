@@ -13,16 +13,25 @@ database more often than not, and syncd runs until it exits 0. After each round:
 - no node twice (serial_no or name path), no person twice (username);
 - every department and person the source holds (rows not rejected) is on the platform as
   the source says (names, parents, fields, positions; locked exactly when departed);
-- nothing syncd does not own was changed; leavers are locked or removed as the policy
-  says; a department gone from the source stays only while something is left in it.
+- nobody active in the source was locked or removed: each keeps the platform id they had
+  at the end of the round before (unless another administrator deleted them), and no run
+  of the round locked or removed them;
+- nothing syncd does not own was changed: the nodes without a serial_no (the root, and
+  those another administrator added) and the people it added are, record for record, as
+  they were before syncd ran;
+- leavers are locked or removed as the policy says; a department gone from the source
+  stays only while something is left in it.
 
-CI runs 12 seeds (about 20 s); ``--long`` runs 48 more. The figures (scenarios, rounds,
-kills, drift kinds repaired) are printed at the end of the session.
+CI runs 12 seeds (about a minute); ``--long`` runs 48 more. The figures (scenarios, rounds,
+kills, the platform changes another administrator made, and the drift syncd's runs
+reported and put back, by kind) are printed at the end of the session.
 """
 
 from __future__ import annotations
 
+import json
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -57,6 +66,21 @@ KILL_POINTS = (
     "INSERT INTO cursors",
 )
 
+# A node's fields that its ancestors' renames and moves change, or the people below it.
+DERIVED_NODE_FIELDS = frozenset(
+    {"path", "level", "full_name_path", "last_modified", "employee_count", "all_employee_count"}
+)
+# The drift notes of syncd's runs, by kind (the first pattern that matches).
+REPORTED_DRIFT = (
+    ("person recreated", re.compile(r"was deleted on the platform: recreating the account")),
+    ("node recreated", re.compile(r"was deleted on the platform: recreating it")),
+    ("person forgotten", re.compile(r"deleted on the platform")),
+    ("person unlocked", re.compile(r"was locked on the platform; unlocking")),
+    ("person locked again", re.compile(r"was unlocked on the platform; locking again")),
+    ("person put back", re.compile(r"changed on the platform; putting back")),
+    ("node put back", re.compile(r"on the platform; putting it back")),
+)
+
 FIGURES: Counter[str] = Counter()  # printed by conftest's terminal summary
 
 
@@ -73,10 +97,13 @@ class History:
     serial: int = 100  # for new ids, names, usernames and mobiles, never reused
     rejected: set[str] = field(default_factory=set)  # usernames whose rows are broken now
     leavers: set[str] = field(default_factory=set)  # synced people gone from the source
-    foreign_nodes: dict[int, tuple[str, int]] = field(default_factory=dict)  # id -> name, parent
     foreign_people: set[str] = field(default_factory=set)
     deleted: set[str] = field(default_factory=set)  # source ids whose account the admin deleted
+    deleted_now: set[str] = field(default_factory=set)  # those of them deleted this round
     drift: Counter[str] = field(default_factory=Counter)  # platform changes made, by kind
+    # Each person active in the source at the end of the last round: (username, platform id).
+    accounts: dict[str, tuple[str, int]] = field(default_factory=dict)
+    last_run: int = 0  # the id of the last run of the round before
 
     def next(self) -> int:
         self.serial += 1
@@ -216,6 +243,7 @@ SOURCE_CHANGES = (
 
 
 def change_platform(h: History, admin: AnotherAdmin, rig: Rig) -> None:
+    h.deleted_now.clear()
     for _ in range(h.rng.randint(1, 4)):
         state = rig.emulator.state()
         there = {e["username"] for e in state["employees"]}
@@ -230,7 +258,8 @@ def delete_person(h: History, admin: AnotherAdmin, state: Any, owned: list[str])
     if not owned:
         return False
     username = h.rng.choice(owned)
-    h.deleted |= {row["id"] for row in h.people() if row["username"] == username}
+    h.deleted_now |= {row["id"] for row in h.people() if row["username"] == username}
+    h.deleted |= h.deleted_now
     admin.delete_person(username)
     return True
 
@@ -301,9 +330,7 @@ def delete_node(h: History, admin: AnotherAdmin, state: Any, owned: list[str]) -
 def add_foreign(h: History, admin: AnotherAdmin, state: Any, owned: list[str]) -> bool:
     serials = [n["serial_no"] for n in state["nodes"] if n.get("serial_no")]
     parent = h.rng.choice([None, *serials])
-    name = f"Guest unit {h.next()}"
-    node_id = admin.add_node(name, parent)
-    h.foreign_nodes[node_id] = (name, admin.node_id(parent))
+    admin.add_node(f"Guest unit {h.next()}", parent)
     username = f"guest{h.next()}"
     admin.add_person(username, h.rng.choice([None, *serials]))
     h.foreign_people.add(username)
@@ -410,12 +437,6 @@ def assert_invariants(h: History, rig: Rig) -> None:
             assert p is None, f"leaver {username} not removed"
         else:
             assert p is None or p["locked"], f"leaver {username} not locked"
-    for node_id, (name, parent) in h.foreign_nodes.items():
-        node = nodes.get(node_id)
-        assert node is None or (node["name"], node["parent_org_id"]) == (name, parent)
-    for username in h.foreign_people:
-        assert username in people, f"{username}, not syncd's, was removed"
-        assert not people[username]["locked"], f"{username}, not syncd's, was locked"
     source_units = {u["id"] for u in h.units()}
     for serial, node in by_serial.items():
         if serial not in source_units:  # kept only while something is left in it
@@ -427,6 +448,77 @@ def assert_invariants(h: History, rig: Rig) -> None:
         if r["username"] not in h.rejected:  # a rejected row's record is left as it is
             assert r["username"] in people, f"{r['username']} held, not on the platform"
             assert people[r["username"]]["id"] == r["employee_id"], r
+
+
+def not_syncds(h: History, rig: Rig) -> dict[str, dict[Any, Any]]:
+    """What syncd does not own, whole: the nodes without a serial_no (the root, those
+    another administrator added) less what moves above them change, and the people another
+    administrator added, with their positions as placed (node, primary, chief, title)."""
+    state = rig.emulator.state()
+    nodes = {
+        n["id"]: {k: v for k, v in n.items() if k not in DERIVED_NODE_FIELDS}
+        for n in state["nodes"]
+        if not n.get("serial_no")
+    }
+    people = {
+        e["username"]: {
+            **e,
+            "positions": [
+                (p["org_id"], p["primary"], p["chief"], p["job_title"]) for p in e["positions"]
+            ],
+        }
+        for e in state["employees"]
+        if e["username"] in h.foreign_people
+    }
+    return {"nodes": nodes, "people": people}
+
+
+def active(h: History) -> dict[str, str]:
+    """Source id -> username of the people active in the source (rows not rejected)."""
+    return {
+        row["id"]: row["username"]
+        for row in h.people()
+        if row["status"] == "active" and row["username"] not in h.rejected
+    }
+
+
+def accounts(h: History, rig: Rig) -> dict[str, tuple[str, int]]:
+    """Each person active in the source: their username and platform id."""
+    ids = {e["username"]: e["id"] for e in rig.emulator.state()["employees"]}
+    return {k: (u, ids[u]) for k, u in active(h).items() if u in ids}
+
+
+def assert_nobody_active_locked_or_removed(h: History, rig: Rig) -> None:
+    """The people active in the source now keep the account they had at the end of the
+    round before (unless another administrator deleted it), and no run of this round
+    locked or removed one of them (an old username's account aside)."""
+    now = accounts(h, rig)
+    for key, (username, before) in h.accounts.items():
+        if key in now and now[key][0] == username and key not in h.deleted_now:
+            assert now[key][1] == before, f"{username}, active, lost account {before}: {now[key]}"
+    wanted = active(h)
+    acted = query(
+        rig.database,
+        "SELECT key, display, action FROM run_items WHERE run_id > ? "
+        "AND action IN ('lock', 'remove') AND outcome IN ('ok', 'sent')",
+        h.last_run,
+    )
+    touched = [r for r in acted if wanted.get(r["key"]) == r["display"]]
+    assert not touched, f"active in the source, and locked or removed: {touched}"
+
+
+def count_reported_drift(h: History, rig: Rig) -> None:
+    """The drift this round's runs reported (and put back), by kind, each record once."""
+    runs = query(
+        rig.database, "SELECT summary FROM runs WHERE id > ? AND mode = 'apply'", h.last_run
+    )
+    seen = set()
+    for run in runs:
+        for note in json.loads(run["summary"] or "{}").get("notes") or ():
+            if note["kind"] == "drift":
+                kind = next((k for k, p in REPORTED_DRIFT if p.search(note["message"])), "other")
+                seen.add((kind, note["key"]))
+    FIGURES.update(f"reported: {kind}" for kind, _ in seen)
 
 
 # ---------------------------------------------------------------- the suite
@@ -445,13 +537,21 @@ def run_scenario(rig: Rig, seed: int) -> None:
     assert sync_until_converged(rig) == 1
     admin = AnotherAdmin(rig.emulator)
     FIGURES["scenarios"] += 1
+    h.accounts = accounts(h, rig)
+    h.last_run = rig.runs()[-1]["id"]
     for _ in range(ROUNDS):
         change_source(h)
         change_platform(h, admin, rig)
+        before = not_syncds(h, rig)
         if rng.random() < 0.8:
             FIGURES["kills"] += sync_killed_somewhere(h, rig)
         FIGURES["runs"] += sync_until_converged(rig)
         assert_invariants(h, rig)
+        assert not_syncds(h, rig) == before, "syncd changed what it does not own"
+        assert_nobody_active_locked_or_removed(h, rig)
+        count_reported_drift(h, rig)
+        h.accounts = accounts(h, rig)
+        h.last_run = rig.runs()[-1]["id"]
         FIGURES["rounds"] += 1
     for kind, n in h.drift.items():
         FIGURES[f"drift: {kind}"] += n
@@ -472,13 +572,16 @@ def summary() -> list[str]:
     """The suite's figures, for the session's end."""
     if not FIGURES["scenarios"]:
         return []
-    drift = ", ".join(
-        f"{k.removeprefix('drift: ')} {n}"
-        for k, n in sorted(FIGURES.items())
-        if k.startswith("drift")
-    )
+
+    def kinds(prefix: str) -> str:
+        found = sorted((k, n) for k, n in FIGURES.items() if k.startswith(prefix))
+        return ", ".join(f"{k.removeprefix(prefix)} {n}" for k, n in found) or "none"
+
     return [
         f"convergence suite: {FIGURES['scenarios']} scenarios, {FIGURES['rounds']} rounds, "
         f"{FIGURES['kills']} syncd processes killed with SIGKILL, {FIGURES['runs']} runs to "
-        f"converge; platform changes behind syncd's back: {drift}"
+        "converge",
+        f"  changes another administrator made behind syncd's back: {kinds('drift: ')}",
+        f"  drift syncd's runs reported and put back (records, once a round): "
+        f"{kinds('reported: ')}",
     ]

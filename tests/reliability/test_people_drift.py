@@ -2,8 +2,9 @@
 
 Another administrator works on the platform through its API between two syncs. The next
 sync finds what changed among the people syncd holds (the users list with
-``refresh_time``, then their employee records) and, on a complete read, who was deleted
-(the full users list), and puts each back to the source's truth; the report lists every
+``refresh_time``, then their employee records) and who was deleted (on a complete read,
+the organization's employees listed; on any read, those the users list names whose
+employee record is gone), and puts each back to the source's truth; the report lists every
 drift with the platform's value before and the source's after. People syncd does not
 hold are left alone.
 """
@@ -16,6 +17,7 @@ import pytest
 
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
 from syncd.plan import Action
+from syncd.platform import view
 from syncd.runner import RunResult
 from tests.support.admin import AnotherAdmin
 
@@ -56,6 +58,9 @@ def test_an_active_person_deleted_on_the_platform_is_recreated(
     synced: Rig, admin: AnotherAdmin
 ) -> None:
     admin.delete_person("bob")
+    # The domain's user stays in the users list: only the organization's employees say
+    # bob is gone.
+    assert admin.call("GET", "/v1/users/bob", type="username")["username"] == "bob"
     check_exits_1(synced)
 
     result = synced.sync()
@@ -160,14 +165,15 @@ def test_people_syncd_does_not_hold_are_left_alone(synced: Rig, admin: AnotherAd
     }
 
 
-def test_a_no_change_run_reads_no_employee_record_and_writes_nothing(synced: Rig) -> None:
+def test_a_no_change_run_lists_the_employees_once_and_writes_nothing(synced: Rig) -> None:
     synced.emulator.reset(data=False)  # count this run's requests only
     result = synced.sync()
     assert result.exit_code == EXIT_OK and result.plan is not None and result.plan.changes == ()
     requests = synced.emulator.stats()["requests"]
     assert writes(synced.emulator) == {}
-    assert not any("employees" in k and k.startswith("GET") for k in requests), requests
-    assert requests.get("GET /v1/users") == 2  # the full list, and what changed since
+    assert requests.get("GET /v1/users") == 1  # who changed since the last run: nobody
+    # The organization's employees (few: one listing), and no record asked for by name.
+    assert requests.get("GET /v1/admin/organizations/{code}/employees") == 1
 
 
 def test_a_drift_whose_repair_fails_is_found_again_by_the_next_run(
@@ -221,3 +227,61 @@ def test_a_platform_that_caps_its_pages_makes_no_one_look_deleted(synced: Rig) -
     result = synced.sync()
     assert result.exit_code == EXIT_OK and result.plan is not None
     assert result.plan.changes == () and drift_notes(result) == []
+
+
+def test_the_employees_are_listed_in_parts_along_the_tree_and_nobody_else_looks_deleted(
+    synced: Rig, admin: AnotherAdmin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Parts of 2 people at most, once eve is gone: the root and Head Office (ann) alone,
+    # R&D with Backend (bob, cat) and Sales (cat, dan) whole; cat, in two parts, is one.
+    monkeypatch.setattr(view, "LISTING_PART", 2)
+    admin.delete_person("eve")
+    synced.emulator.reset(data=False)
+
+    result = synced.sync()
+    assert result.exit_code == EXIT_OK, result.error
+    assert planned(result) == [("create", "eve")]
+    listings = synced.emulator.stats()["requests"]["GET /v1/admin/organizations/{code}/employees"]
+    assert listings == 4 + 1  # the parts, and eve asked about by name
+    assert_converged(synced)
+
+
+def test_drift_check_off_reads_nobody_on_the_platform_and_leaves_people_as_they_are(
+    synced: Rig, admin: AnotherAdmin
+) -> None:
+    synced.sync_settings.update(drift_check=False)
+    admin.edit("dan", mobile="13999999999")
+    admin.delete_person("bob")
+    synced.emulator.reset(data=False)
+
+    result = synced.sync()
+    assert result.exit_code == EXIT_OK and planned(result) == [] and drift_notes(result) == []
+    reads = [k for k in synced.emulator.stats()["requests"] if k.startswith("GET")]
+    assert not [k for k in reads if "/users" in k or "/employees" in k], reads
+
+    synced.sync_settings.update(drift_check=True)  # and on again: all of it is found
+    assert sorted(planned(synced.sync())) == [("create", "bob"), ("update", "dan")]
+
+
+def test_a_drift_is_in_the_report_shown_on_the_command_line_with_before_and_after(
+    synced: Rig, admin: AnotherAdmin
+) -> None:
+    admin.move_person("eve", "D4")
+    admin.edit("dan", mobile="13999999999")
+    done = synced.cli("sync")
+    assert done.returncode == EXIT_OK, done.stdout + done.stderr
+
+    shown = synced.cli("reports", "show", "latest")
+    assert shown.returncode == EXIT_OK, shown.stderr
+    lines = [line.strip() for line in shown.stdout.splitlines()]
+    # Each repair is an update said to be drift, with the platform's value before and the
+    # source's after, and a drift note says what changed there.
+    updates = [line for line in lines if line.startswith("~ update employee")]
+    assert [u.split(":", 1)[1].split("—")[0].strip() for u in updates] == [
+        "drift: mobile changed on the platform",
+        "drift: positions changed on the platform",
+    ], shown.stdout
+    assert "mobile: 13999999999 → 13800000004" in lines, shown.stdout
+    assert "positions: Acme/Head Office/Sales → Acme/Head Office/R&D/Backend" in lines
+    assert "drift: E4: dan: mobile changed on the platform; putting back" in lines
+    assert "drift: E5: eve: positions changed on the platform; putting back" in lines

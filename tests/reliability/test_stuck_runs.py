@@ -38,12 +38,15 @@ def test_a_serial_with_a_slash_never_wedges_recovery_after_a_kill_in_import_orgs
 ) -> None:
     # The department ids are paths ("Head Office/R&D"); killed after import-orgs was sent
     # and before its answer was recorded, every later run used to fail with exit 3
-    # looking the serial up as GET .../serial/Head%20Office%2FR%26D.
+    # looking the serial up as GET .../serial/Head%20Office%2FR%26D. The kill comes at
+    # the second level's answer: the first level (Head Office, Sales) has no '/' to lose.
     paths_layout(
         rig,
         [("E1", "ann", "Head Office"), ("E2", "bob", "Head Office/R&D"), ("E3", "cat", "Sales")],
     )
-    kill_in_statement(rig, Point(SETTLE, 1, "before"))
+    kill_in_statement(rig, Point(SETTLE, 2, "before"))
+    in_flight = query(rig.database, "SELECT key FROM run_items WHERE outcome = 'sent'")
+    assert [r["key"] for r in in_flight] == ["Head Office/R&D"]
 
     result = rig.sync()
     assert result.exit_code == EXIT_OK, result.error

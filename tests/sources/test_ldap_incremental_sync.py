@@ -59,3 +59,28 @@ def test_an_incremental_run_adds_hires_and_puts_back_platform_changes(
     assert planned(again) == set()
     full = run_sync(settings, RunRequest(dry_run=True))
     assert full.exit_code == 0 and planned(full) == set()
+
+
+def test_an_incremental_run_recreates_a_person_deleted_on_the_platform(
+    slapd: Slapd, acme: str, emulator: Any, tmp_path: Path
+) -> None:
+    # The platform keeps a removed employee's user in the users list (D3), refreshed: an
+    # incremental run finds alice there, asks for her employee record, gets none, and
+    # makes her again, though the directory's delta did not name her.
+    settings = ldap_sync_settings(slapd, acme, emulator, tmp_path)
+    for _ in range(2):  # the second run reads everyone back: the people's cursor is set
+        assert run_sync(settings, RunRequest()).exit_code == 0
+    admin = AnotherAdmin(emulator)
+    before = admin.employee("alice")
+    admin.delete_person("alice")
+
+    result = run_sync(settings, RunRequest(read="incremental"))
+
+    assert result.exit_code == 0, result.error
+    assert planned(result) == {("create", "alice")}
+    notes = [n.message for n in result.plan.notes if n.kind == "drift"]  # type: ignore[union-attr]
+    assert notes == ["alice was deleted on the platform: recreating the account"]
+    again = admin.employee("alice")
+    assert again["id"] != before["id"] and again["user_id"] == before["user_id"]
+    assert (again["name"], again["mobile"]) == (before["name"], before["mobile"])
+    assert planned(run_sync(settings, RunRequest(read="incremental"))) == set()

@@ -1,4 +1,6 @@
-"""The token endpoint, users (D1-D3) and text message push (B)."""
+"""The token endpoint, users (D1-D3) and text message push (B).
+
+Users are the employees' and removed employees' (see ``syncd.emulator.people``)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from syncd.emulator.params import (
     query_int,
     required_query,
 )
-from syncd.emulator.people import Employee
+from syncd.emulator.people import Employee, fuzzy
 from syncd.emulator.records import user_record
 from syncd.emulator.routes.common import token_guard
 from syncd.emulator.runtime import Runtime
@@ -44,9 +46,9 @@ def application_routes(runtime: Runtime) -> APIRouter:
     def find_users(request: Request, by: str, values: list[str]) -> list[Employee]:
         staff = runtime.state.staff
         if by == "username":
-            found = [staff.find_by_username(v) for v in values]
+            found = [staff.user(v) for v in values]
         elif by == "id":
-            by_user_id = {e.user_id: e for e in staff}
+            by_user_id = {e.user_id: e for e in staff.users()}
             found = [by_user_id.get(v) for v in values]
         else:
             raise bad_request("type must be id or username")
@@ -63,8 +65,7 @@ def application_routes(runtime: Runtime) -> APIRouter:
                 found = find_users(request, by, [v.strip() for v in text.split(",")])
             else:
                 exact = find_users(request, by, [text])
-                fuzzy = staff.search(text, by, matching=False, within=None)
-                found = exact + [e for e in fuzzy if e not in exact]
+                found = exact + [e for e in fuzzy(text, staff.users()) if e not in exact]
             return ok({"total_count": len(found), "users": [user_record(tree, e) for e in found]})
         changed = staff.changed_since(query_int(request, "refresh_time", -1))
         skip, limit = query_int(request, "skip", 0), query_int(request, "limit", DEFAULT_PAGE)

@@ -8,7 +8,7 @@ from starlette.responses import JSONResponse
 
 from syncd.emulator.codes import bad_request, no_matching_organization
 from syncd.emulator.params import array_body, object_body, ok, query, query_bool
-from syncd.emulator.records import employee_detail_record, employee_list_record
+from syncd.emulator.records import employee_detail_record
 from syncd.emulator.routes.common import own_domain, own_org, token_guard
 from syncd.emulator.runtime import Runtime
 from syncd.emulator.tree import OrgTree
@@ -57,7 +57,7 @@ def employee_routes(runtime: Runtime) -> APIRouter:
             query_bool(request, "matching", False),
             search_scope(state.tree, request),
         )
-        return ok([employee_list_record(state.tree, e) for e in found])
+        return ok(state.list_forms.of(state.tree, found))
 
     @router.post("/employees")
     async def create(request: Request, code: str) -> JSONResponse:
@@ -93,7 +93,7 @@ def employee_routes(runtime: Runtime) -> APIRouter:
     async def delete(code: str, employee_id: str) -> JSONResponse:
         own_org(runtime, code)
         staff = runtime.state.staff
-        staff.remove(staff.get(employee_id))
+        staff.remove(staff.get(employee_id), stamp())
         return ok({})
 
     def set_locked(locked: bool, code: str, employee_id: str) -> JSONResponse:
