@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import Engine
 
+from syncd import cursors, unchanged
 from syncd import snapshot as store
-from syncd import unchanged
 from syncd._gc import collection_paused
 from syncd.clock import now_ms
 from syncd.config import Settings, platform_of
@@ -47,7 +47,7 @@ from syncd.plan import (
     plan,
 )
 from syncd.platform import PlatformClient
-from syncd.platform.view import adopting, newcomers, newest, read_platform, with_adoptions
+from syncd.platform.view import adopting, newcomers, read_platform, with_adoptions
 from syncd.recovery import recover
 from syncd.runs import after_run
 from syncd.sources import describe, read_directory
@@ -57,10 +57,6 @@ if TYPE_CHECKING:
     from syncd.saved_plan import SavedPlan
 
 log = logging.getLogger(__name__)
-
-REFRESH_CURSOR = "platform.refresh_time"  # nodes
-PEOPLE_CURSOR = "platform.people_refresh_time"
-SOURCE_CURSOR = "source.mark"
 
 
 @dataclass(frozen=True)
@@ -251,11 +247,18 @@ class _Run:
         match_by = self.settings.sync.match_by
         # The platform is read while the snapshot is loaded and the source read: its answers
         # come from another machine (or process), and little of the waiting needs this one.
-        cursors, complete = self._cursors(), self._expects_complete()
+        platform_cursors, complete = cursors.platform_cursors(self.engine), self._expects_complete()
         with ThreadPoolExecutor(1, thread_name_prefix="platform") as pool:
             loaded: Future[Snapshot] = Future()
+            census = cursors.census(self.engine)
             reads = pool.submit(
-                read_platform, client, loaded.result, complete, cursors, self.settings
+                read_platform,
+                client,
+                loaded.result,
+                complete,
+                platform_cursors,
+                self.settings,
+                census,
             )
             try:
                 with collection_paused(freeze=True):
@@ -268,7 +271,7 @@ class _Run:
             if memo is not None:
                 self.progress.step("reading the platform")
                 view = adopting(reads.result(), client, snapshot, memo.newcomers, match_by)
-                if unchanged.view_digest(view, cursors["people"]) == memo.view:
+                if unchanged.view_digest(view, platform_cursors["people"]) == memo.view:
                     return snapshot, view, memo
             with collection_paused(freeze=True):
                 if complete:  # planning asks about everyone: one query
@@ -332,11 +335,11 @@ class _Run:
         if not all(g.passed for g in guards):
             return
         # As the next run will read the platform: from the cursor this run leaves.
-        since = store.get_cursor(self.engine, PEOPLE_CURSOR)
+        since = cursors.platform_cursors(self.engine)["people"]
         memo = unchanged.Memo(
             run_id=self.run_id,
             source=digest,
-            view=unchanged.view_digest(view, int(since) if since else None),
+            view=unchanged.view_digest(view, since),
             newcomers=tuple(newcomers(snapshot, directory)),
             employees=len(snapshot.employees),
             departments=len(snapshot.departments),
@@ -354,7 +357,7 @@ class _Run:
     def _read(self) -> Directory:
         since = None
         if self.request.read == "incremental" and self.settings.source.kind == "ldap":
-            since = store.get_cursor(self.engine, SOURCE_CURSOR)
+            since = cursors.source_mark(self.engine)
         self.progress.step("reading the source")
         directory = read_directory(
             self.settings.source,
@@ -388,16 +391,8 @@ class _Run:
         return (
             self.settings.source.kind != "ldap"
             or self.request.read == "full"
-            or store.get_cursor(self.engine, SOURCE_CURSOR) is None
+            or cursors.source_mark(self.engine) is None
         )
-
-    def _cursors(self) -> dict[str, int | None]:
-        """The platform's refresh_time cursors: nodes and people changed since."""
-        found = {}
-        for name, cursor in (("nodes", REFRESH_CURSOR), ("people", PEOPLE_CURSOR)):
-            value = store.get_cursor(self.engine, cursor)
-            found[name] = int(value) if value else None
-        return found
 
     def _apply(
         self,
@@ -446,24 +441,7 @@ class _Run:
             self.result.outcome, self.result.exit_code = "ok", EXIT_OK
         clean = not applied.failed and not applied.interrupted
         mark = directory.cursor if directory is not None else None
-        self._advance_cursors(view, the_plan, mark, clean=clean)
-
-    def _advance_cursors(
-        self, view: PlatformView, the_plan: Plan, mark: str | None, *, clean: bool
-    ) -> None:
-        nodes = newest(n.last_modified for n in view.nodes.values())
-        people = newest(p.last_modified for p in view.changed.values())
-        if people is not None and the_plan.unweighed_since is not None:
-            people = min(people, the_plan.unweighed_since - 1)
-        with store.write(self.engine) as conn:
-            if nodes is not None:
-                store.set_cursor(conn, REFRESH_CURSOR, str(nodes))
-            # A failed change must be read again by the next delta, and a drift whose repair
-            # failed found again by the next drift read: these move only when clean.
-            if clean and people is not None:
-                store.set_cursor(conn, PEOPLE_CURSOR, str(people))
-            if clean and mark is not None:
-                store.set_cursor(conn, SOURCE_CURSOR, mark)
+        cursors.advance(self.engine, view, the_plan, mark, clean=clean)
 
     def _finish(self) -> None:
         self.result.finished_at = finished = now_ms()

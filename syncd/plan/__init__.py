@@ -40,6 +40,7 @@ from syncd.plan.messages import field_diff
 from syncd.plan.photos import plan_photos
 from syncd.plan.values import (
     DAY_MS,
+    Census,
     Change,
     Note,
     Plan,
@@ -60,6 +61,7 @@ __all__ = [
     "REMOVING",
     "SHOWN_ORDER",
     "Action",
+    "Census",
     "Change",
     "GuardDecision",
     "Limits",

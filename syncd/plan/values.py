@@ -98,6 +98,15 @@ class PlatformEmployee:
     last_modified: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Census:
+    """The nodes' employee counts a complete read found, and when it last listed every
+    employee: the next complete read lists only the nodes whose count moved since."""
+
+    listed_at: int  # ms
+    counts: Mapping[int, int]
+
+
 @dataclass(frozen=True)
 class PlatformView:
     """What the runner read from the platform before planning."""
@@ -115,6 +124,8 @@ class PlatformView:
     # A first run matching by another key than username (sync.match_by): every account,
     # by its normalised value of that key.
     by_key: Mapping[str, tuple[PlatformPerson, ...]] = field(default_factory=dict)
+    # What the next complete read compares the nodes' counts with, once this run is clean.
+    census: Census | None = field(default=None, compare=False)
     _paths: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
 
     def name_paths(self) -> dict[int, str]:

@@ -6,9 +6,11 @@
   (D3) with ``refresh_time`` names them, the employee list (G) gives their records
   (people drift);
 - the people syncd holds who were deleted there: on complete reads, those the
-  organization's employees (G, listed along the tree) do not include; on every read,
-  those D3 names whose employee record G no longer returns. A removed employee's user
-  may stay in D3, so D3 alone never says who is gone;
+  organization's employees (G) do not include, listed along the whole tree at least once
+  a day and otherwise in the nodes whose employee count moved since the last complete
+  read (a deletion lowers its node's count); on every read, those D3 names whose employee
+  record G no longer returns. A removed employee's user may stay in D3, so D3 alone never
+  says who is gone;
 - accounts the source names that syncd never synced, to adopt rather than duplicate.
 
 ``read_platform`` reads what does not depend on the source, while the source is read;
@@ -20,13 +22,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from syncd import snapshot as store
+from syncd.clock import now_ms
 from syncd.config import Settings, platform_of
 from syncd.model import Directory, MatchKey, match_value
-from syncd.plan import PlatformEmployee, PlatformNode, PlatformPerson, PlatformView, Snapshot
+from syncd.plan import (
+    Census,
+    PlatformEmployee,
+    PlatformNode,
+    PlatformPerson,
+    PlatformView,
+    Snapshot,
+)
 from syncd.platform.client import PlatformClient
 from syncd.platform.schemas import EmployeeRecord, Node
 
@@ -37,6 +47,9 @@ USERS_PAGE = 2000
 # listing of 100,000 list-form records is 76 MB of JSON, so the tree is listed in parts,
 # platform.concurrency at a time, each part kept only for its usernames.
 LISTING_PART = 2000
+# Whatever the nodes' counts say, a complete read lists every employee this often: one
+# person deleted and another placed in the same node between two runs leave its count.
+CENSUS_EVERY_MS = 24 * 3600 * 1000
 # The list form's profile fields that people drift compares (see syncd.plan.drift).
 COMPARED = ("name", "email", "mobile", "sn", "gender", "sort_order", "senior", "properties")
 
@@ -47,13 +60,14 @@ def read_platform(
     complete: bool,
     cursors: Mapping[str, int | None],
     settings: Settings,
+    census: Census | None = None,
 ) -> PlatformView:
     """What the view holds whatever the source says: made while the source is read.
 
-    ``complete``: whether the source read is expected to be complete (then every node and
-    every username are listed). ``snapshot`` waits for the snapshot, which is loaded while
-    the listings that do not need it are read. Accounts to adopt come after the read
-    (``with_adoptions``).
+    ``complete``: whether the source read is expected to be complete (then every node is
+    listed, and the employees as ``census`` says: see ``_listing_for``). ``snapshot`` waits
+    for the snapshot, which is loaded while the listings that do not need it are read.
+    Accounts to adopt come after the read (``with_adoptions``).
     """
     root = client.root()
     since_nodes = cursors.get("nodes")
@@ -65,10 +79,15 @@ def read_platform(
         nodes = _nodes(client.page_orgs(refresh_time=since_nodes))
     changed: dict[str, PlatformEmployee] = {}
     deleted: frozenset[str] = frozenset()
+    counted = None
     if settings.sync.drift_check:
-        parts = listing_parts(root.id, nodes) if complete else []
+        since = cursors.get("people")
+        where = None
+        if complete:
+            counts = {**{n.id: n.employees for n in nodes.values()}, root.id: root.employee_count}
+            where, counted = _listing_for(root.id, nodes, counts, census, since, now_ms())
         changed, deleted = _people_drift(
-            client, snapshot, parts, cursors.get("people"), platform_of(settings).concurrency
+            client, snapshot, root.id, where, since, platform_of(settings).concurrency
         )
     return PlatformView(
         root.id,
@@ -78,6 +97,7 @@ def read_platform(
         changed=changed,
         deleted=deleted,
         employee_count=root.all_employee_count or 0,
+        census=counted,
     )
 
 
@@ -145,31 +165,66 @@ def newest(stamps: Iterable[int | None]) -> int | None:
     return max((s for s in stamps if s is not None), default=None)
 
 
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """Where a complete read lists the organization's employees: ``parts`` as (node id,
+    with its descendants); ``whole``: they cover the tree (else: the nodes whose count
+    moved, each alone)."""
+
+    parts: Sequence[tuple[int, bool]]
+    whole: bool
+
+
+def _listing_for(
+    root_id: int,
+    nodes: Mapping[int, PlatformNode],
+    counts: Mapping[int, int | None],
+    census: Census | None,
+    since: int | None,
+    now: int,
+) -> tuple[Listing, Census | None]:
+    """What this complete read lists, and the census the next one compares with: the
+    whole tree when no census stands (none yet, a day old, no cursor, a node without a
+    count), else the nodes whose count moved, unless listing the whole costs fewer calls."""
+    whole = Listing(listing_parts(root_id, nodes), whole=True)
+    if any(c is None for c in counts.values()):
+        return whole, None
+    known = {k: c for k, c in counts.items() if c is not None}
+    if census is None or since is None or now - census.listed_at >= CENSUS_EVERY_MS:
+        return whole, Census(now, known)
+    moved = [k for k, c in known.items() if census.counts.get(k) != c]
+    if len(moved) >= len(whole.parts):
+        return whole, Census(now, known)
+    return Listing([(k, False) for k in moved], whole=False), Census(census.listed_at, known)
+
+
 def _people_drift(
     client: PlatformClient,
     snapshot: Callable[[], Snapshot],
-    parts: Sequence[tuple[int, bool]],
+    root_id: int,
+    listing: Listing | None,
     since: int | None,
     concurrency: int,
 ) -> tuple[dict[str, PlatformEmployee], frozenset[str]]:
     """The people syncd holds who changed on the platform, and those deleted there.
 
-    ``parts``: where to list the organization's employees (complete reads; see
-    ``listing_parts``), none to read only whom D3 names. Once syncd has synced (a cursor),
-    the listing is made while the snapshot loads; on the first drift read (no cursor),
-    everyone's record is compared.
+    ``listing``: where to list the organization's employees (complete reads), None to
+    read only whom D3 names. Once syncd has synced (a cursor), a whole listing is made
+    while the snapshot loads; on the first drift read (no cursor), everyone's record is
+    compared.
     """
     named = None
     if since is not None:
         named = set(_usernames(client.users(refresh_time=since, page_size=USERS_PAGE)))
     early = None
-    if parts and named is not None:
-        early = _listing(client, parts, concurrency, named, since)
-    synced = snapshot().employees
+    if listing is not None and listing.whole and named is not None:
+        early = _listing(client, listing.parts, concurrency, named, since)
+    loaded = snapshot()
+    synced = loaded.employees
     if not synced:
         return {}, frozenset()
-    if parts:
-        present, found = early or _listing(client, parts, concurrency, named, since)
+    if listing is not None and listing.whole:
+        present, found = early or _listing(client, listing.parts, concurrency, named, since)
         owned = set(store.usernames(synced))
         # Missing from every part: deleted, or moved between two parts while they were
         # listed. Asked about by name, only those the platform does not know are gone.
@@ -180,11 +235,26 @@ def _people_drift(
         return changed, frozenset(missing).difference(_usernames(there))
     if named is None:  # never read before: every user is new
         named = set(_usernames(client.users(page_size=USERS_PAGE, concurrency=concurrency)))
-    wanted = store.holding(synced, named)
+    moved = _moved(loaded, root_id, listing.parts) if listing is not None else {}
+    present, found = _listing(client, [(n, False) for n in moved], concurrency, named, since)
+    placed = loaded.placed(list(moved.values())) if moved else {}
+    expected = {synced[k].username for ids in placed.values() for k in ids if k in synced}
+    owned = store.holding(synced, [p.username for p in found])
+    changed = {p.username: p for p in found if p.username in owned}
+    # Named by D3 and not read in a listed node, or placed in one and not listed there:
+    # asked about by name; those the platform no longer has are gone.
+    wanted = store.holding(synced, named).difference(changed) | expected.difference(present)
     records = client.employee_records(list(wanted)) if wanted else ()
-    changed = {p.username: p for p in _employees(records)}
-    # Named as changed, and no longer an employee: deleted there.
+    changed.update((p.username, p) for p in _employees(_present(records)))
     return changed, frozenset(wanted.difference(changed))
+
+
+def _moved(snapshot: Snapshot, root_id: int, parts: Iterable[tuple[int, bool]]) -> dict[int, str]:
+    """Of the nodes whose count moved, those syncd places people in, each with its
+    department's source id ("" the root: a position naming no department)."""
+    ours = {d.node_id: k for k, d in snapshot.departments.items() if d.node_id is not None}
+    ours[root_id] = ""
+    return {node_id: ours[node_id] for node_id, _ in parts if node_id in ours}
 
 
 def listing_parts(root_id: int, nodes: Mapping[int, PlatformNode]) -> list[tuple[int, bool]]:

@@ -153,12 +153,14 @@ class SyncedEmployees(Mapping[str, SyncedEmployee]):
 
 
 class PlacedLookup:
-    """Who syncd placed in given departments, by the positions it last wrote."""
+    """Who syncd placed in given departments, by the positions it last wrote ("": the
+    root organization itself, where a position names no department)."""
 
     _QUERY = (
-        "SELECT json_extract(p.value, '$.department'), e.source_id "
+        "SELECT ifnull(json_extract(p.value, '$.department'), ''), e.source_id "
         "FROM employees e, json_each(e.fields, '$.positions') p "
-        "WHERE json_extract(p.value, '$.department') IN (SELECT value FROM json_each(?))"
+        "WHERE ifnull(json_extract(p.value, '$.department'), '') "
+        "IN (SELECT value FROM json_each(?))"
     )
 
     def __init__(self, engine: Engine) -> None:

@@ -3,15 +3,17 @@
 Another administrator works on the platform through its API between two syncs. The next
 sync finds what changed among the people syncd holds (the users list with
 ``refresh_time``, then their employee records) and who was deleted (on a complete read,
-the organization's employees listed; on any read, those the users list names whose
-employee record is gone), and puts each back to the source's truth; the report lists every
-drift with the platform's value before and the source's after. People syncd does not
-hold are left alone.
+the organization's employees listed in the nodes whose count moved, and along the whole
+tree once a day; on any read, those the users list names whose employee record is gone),
+and puts each back to the source's truth; the report lists every drift with the
+platform's value before and the source's after. People syncd does not hold are left alone.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
+from contextlib import closing
 
 import pytest
 
@@ -165,15 +167,63 @@ def test_people_syncd_does_not_hold_are_left_alone(synced: Rig, admin: AnotherAd
     }
 
 
-def test_a_no_change_run_lists_the_employees_once_and_writes_nothing(synced: Rig) -> None:
+EMPLOYEES = "GET /v1/admin/organizations/{code}/employees"
+
+
+def test_a_no_change_run_lists_no_employee_and_writes_nothing(synced: Rig) -> None:
     synced.emulator.reset(data=False)  # count this run's requests only
     result = synced.sync()
     assert result.exit_code == EXIT_OK and result.plan is not None and result.plan.changes == ()
     requests = synced.emulator.stats()["requests"]
     assert writes(synced.emulator) == {}
     assert requests.get("GET /v1/users") == 1  # who changed since the last run: nobody
-    # The organization's employees (few: one listing), and no record asked for by name.
-    assert requests.get("GET /v1/admin/organizations/{code}/employees") == 1
+    # Every node's employee count is as the last run found it: nobody listed or asked for.
+    assert EMPLOYEES not in requests
+
+
+def test_a_deletion_is_found_by_listing_the_one_node_whose_count_it_moved(
+    synced: Rig, admin: AnotherAdmin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(view, "LISTING_PART", 2)  # the whole tree: 4 listings
+    admin.delete_person("dan")  # Sales (D4): dan and cat; now cat alone
+    synced.emulator.reset(data=False)
+
+    result = synced.sync()
+    assert result.exit_code == EXIT_OK, result.error
+    assert planned(result) == [("create", "dan")]
+    assert synced.emulator.stats()["requests"][EMPLOYEES] == 1 + 1  # Sales; dan by name
+    assert_converged(synced)
+
+
+def test_a_deletion_a_hire_hides_in_the_same_node_is_found_by_the_daily_listing(
+    synced: Rig, admin: AnotherAdmin
+) -> None:
+    admin.delete_person("dan")
+    admin.add_person("guest", "D4")  # Sales holds two people again
+    # As on a platform whose removal leaves the user's refresh_time as it was: the users
+    # list names nobody changed since the hire.
+    newest = admin.call("GET", "/v1/users/guest", type="username")["last_modified"]
+    set_cursor(synced, "platform.people_refresh_time", str(newest))
+    assert synced.sync().plan.changes == ()  # type: ignore[union-attr]
+
+    census = json.loads(cursor(synced, "platform.census"))
+    census["listed_at"] -= view.CENSUS_EVERY_MS  # the whole tree was listed a day ago
+    set_cursor(synced, "platform.census", json.dumps(census))
+    result = synced.sync()
+    assert result.exit_code == EXIT_OK, result.error
+    assert planned(result) == [("create", "dan")]
+    assert admin.employee("dan")["username"] == "dan"
+    assert admin.employee("guest")["username"] == "guest"  # not syncd's: left alone
+    assert synced.sync().plan.changes == ()  # type: ignore[union-attr]
+
+
+def cursor(rig: Rig, name: str) -> str:
+    return str(query(rig.database, "SELECT value FROM cursors WHERE name = ?", name)[0]["value"])
+
+
+def set_cursor(rig: Rig, name: str, value: str) -> None:
+    with closing(sqlite3.connect(rig.database)) as db, db:
+        db.execute("UPDATE cursors SET value = ? WHERE name = ?", (value, name))
 
 
 def test_a_drift_whose_repair_fails_is_found_again_by_the_next_run(
@@ -235,13 +285,14 @@ def test_the_employees_are_listed_in_parts_along_the_tree_and_nobody_else_looks_
     # Parts of 2 people at most, once eve is gone: the root and Head Office (ann) alone,
     # R&D with Backend (bob, cat) and Sales (cat, dan) whole; cat, in two parts, is one.
     monkeypatch.setattr(view, "LISTING_PART", 2)
+    monkeypatch.setattr(view, "CENSUS_EVERY_MS", 0)  # the whole tree, every complete read
     admin.delete_person("eve")
     synced.emulator.reset(data=False)
 
     result = synced.sync()
     assert result.exit_code == EXIT_OK, result.error
     assert planned(result) == [("create", "eve")]
-    listings = synced.emulator.stats()["requests"]["GET /v1/admin/organizations/{code}/employees"]
+    listings = synced.emulator.stats()["requests"][EMPLOYEES]
     assert listings == 4 + 1  # the parts, and eve asked about by name
     assert_converged(synced)
 

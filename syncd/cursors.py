@@ -1,0 +1,72 @@
+"""Where the last runs left off, kept in the state database: the platform's
+``refresh_time`` cursors (nodes, people), the nodes' census (their employee counts), and
+the source's incremental mark.
+
+A cursor is moved by a run after it applied its plan; those that make the next run look
+again at what failed (people, the census, the source's mark) only when the run was clean.
+"""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import Engine
+
+from syncd import snapshot as store
+from syncd.plan import Census, Plan, PlatformView
+from syncd.platform.view import newest
+
+NODES = "platform.refresh_time"
+PEOPLE = "platform.people_refresh_time"
+CENSUS = "platform.census"
+SOURCE = "source.mark"
+
+
+def platform_cursors(engine: Engine) -> dict[str, int | None]:
+    """The platform's refresh_time cursors: nodes and people changed since."""
+    found = {}
+    for name, cursor in (("nodes", NODES), ("people", PEOPLE)):
+        value = store.get_cursor(engine, cursor)
+        found[name] = int(value) if value else None
+    return found
+
+
+def source_mark(engine: Engine) -> str | None:
+    """Where an incremental read of the source starts; None before a complete read."""
+    return store.get_cursor(engine, SOURCE)
+
+
+def census(engine: Engine) -> Census | None:
+    """The census the last clean complete read left; None if none, or damaged (then the
+    whole tree is listed)."""
+    found = store.json_object(store.get_cursor(engine, CENSUS))
+    listed_at, counts = found.get("listed_at"), found.get("counts")
+    if not isinstance(listed_at, int) or not isinstance(counts, dict):
+        return None
+    try:
+        return Census(listed_at, {int(k): int(v) for k, v in counts.items()})
+    except (TypeError, ValueError):
+        return None
+
+
+def advance(
+    engine: Engine, view: PlatformView, the_plan: Plan, mark: str | None, *, clean: bool
+) -> None:
+    """Move the cursors past what this run read."""
+    nodes = newest(n.last_modified for n in view.nodes.values())
+    people = newest(p.last_modified for p in view.changed.values())
+    if people is not None and the_plan.unweighed_since is not None:
+        people = min(people, the_plan.unweighed_since - 1)
+    with store.write(engine) as conn:
+        if nodes is not None:
+            store.set_cursor(conn, NODES, str(nodes))
+        # A failed change must be read again by the next delta, a drift whose repair failed
+        # found again by the next drift read, and a deletion found again by the counts it
+        # moved: these move only when clean.
+        if clean and people is not None:
+            store.set_cursor(conn, PEOPLE, str(people))
+        if clean and mark is not None:
+            store.set_cursor(conn, SOURCE, mark)
+        if clean and view.census is not None:
+            document = {"listed_at": view.census.listed_at, "counts": view.census.counts}
+            store.set_cursor(conn, CENSUS, json.dumps(document))
