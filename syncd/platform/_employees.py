@@ -60,15 +60,8 @@ class Employees(Requests):
     def employee_listing(self, org_id: int, *, recursion: bool) -> list[dict[str, Any]]:
         """The list-form records of a node's people (with ``recursion``, its descendants'
         too), as the platform sends them: plain dicts, for reading many."""
-        params = {"domain_id": self._settings.domain_id, "org_id": org_id}
-        result = self._call(
-            "GET", EMPLOYEES, params={**params, "recursion": "true" if recursion else "false"}
-        )
-        if result is None:
-            return []
-        if not isinstance(result, list):
-            raise _malformed(f"GET {EMPLOYEES}", "expected a list of employees")
-        return [r for r in result if isinstance(r, dict)]
+        params = {"org_id": org_id, "recursion": "true" if recursion else "false"}
+        return [r for r in self._employee_records(params) if isinstance(r, dict)]
 
     def list_employees(
         self, *, query: str | None = None, org_id: int | None = None, recursion: bool = False
@@ -84,14 +77,18 @@ class Employees(Requests):
 
     def _employee_list(self, params: dict[str, Any]) -> list[EmployeeRecord]:
         endpoint = f"GET {EMPLOYEES}"
+        return [_model(EmployeeRecord, r, endpoint) for r in self._employee_records(params)]
+
+    def _employee_records(self, params: dict[str, Any]) -> list[Any]:
+        """The employee list's answer to these parameters: a list (none: empty)."""
         result = self._call(
             "GET", EMPLOYEES, params={"domain_id": self._settings.domain_id, **params}
         )
         if result is None:
             return []
         if not isinstance(result, list):
-            raise _malformed(endpoint, "expected a list of employees")
-        return [_model(EmployeeRecord, record, endpoint) for record in result]
+            raise _malformed(f"GET {EMPLOYEES}", "expected a list of employees")
+        return result
 
     def employee(self, employee_id: int) -> dict[str, Any]:
         """One employee in the detail form."""
