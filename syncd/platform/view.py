@@ -298,6 +298,8 @@ def _listing(
 
     present: set[str] = set()
     found: list[PlatformEmployee] = []
+    if not parts:  # no node's count moved: most runs
+        return present, found
     with ThreadPoolExecutor(concurrency, thread_name_prefix="listing") as pool:
         for usernames, employees in pool.map(part, parts):
             present.update(usernames)
