@@ -150,7 +150,7 @@ class Screen:
 
 def print_plan(result: RunResult, show: int, *, long: bool = False) -> None:
     """What was read, the plan (counts, then up to ``show`` changes), notes and guards."""
-    from syncd.plan import in_order  # syncd.plan: imported once a run has a result
+    from syncd.plan import in_order, listed  # syncd.plan: imported once a run has a result
     from syncd.report import SYMBOLS, printable
 
     if (d := result.source) is not None:
@@ -163,8 +163,8 @@ def print_plan(result: RunResult, show: int, *, long: bool = False) -> None:
         counts = Counter(c.action.value for c in the_plan.changes)
         summary = ", ".join(f"{n:,} to {a}" for a, n in in_order(counts)) or "no changes"
         out.print(labelled("plan:", "bold", summary))
-        listed = the_plan.changes[: show or None]
-        for change in listed:
+        shown_changes = listed(the_plan.changes, show)
+        for change in shown_changes:
             action = change.action.value
             symbol = SYMBOLS.get(action, "*")
             out.print(
@@ -174,8 +174,8 @@ def print_plan(result: RunResult, show: int, *, long: bool = False) -> None:
             if long:
                 for line in field_lines(change):
                     out.print("      " + line)
-        if len(the_plan.changes) > len(listed):
-            hidden = len(the_plan.changes) - len(listed)
+        if len(the_plan.changes) > len(shown_changes):
+            hidden = len(the_plan.changes) - len(shown_changes)
             out.print(f"  ... and {hidden:,} more: syncd reports show {result.run_id}")
         for note in the_plan.notes:
             out.print(Text("  ") + labelled(f"{note.kind}:", "magenta", printable(note.message)))
@@ -258,11 +258,11 @@ def _print_run(settings: Settings, result: RunResult, show: int) -> None:
 def run_document(engine: Engine, result: RunResult, show: int, code: int) -> dict[str, Any]:
     """``syncd sync --output json``: the shape README.md documents."""
     from syncd import snapshot as store
-    from syncd.plan import department_paths, in_order
+    from syncd.plan import department_paths, in_order, listed
 
     d, the_plan = result.source, result.plan
     changes = the_plan.changes if the_plan is not None else ()
-    listed = changes[: show or None]
+    shown_changes = listed(changes, show)
     done = applied_counts(result)
     return {
         "run_id": result.run_id,
@@ -278,8 +278,8 @@ def run_document(engine: Engine, result: RunResult, show: int, code: int) -> dic
             if k in d
         },
         "planned": dict(in_order(Counter(c.action.value for c in changes))),
-        "changes": [c.as_document() for c in listed],
-        "departments": department_paths(listed),
+        "changes": [c.as_document() for c in shown_changes],
+        "departments": department_paths(shown_changes),
         "notes": [{"kind": n.kind, "key": n.key, "message": n.message} for n in the_plan.notes]
         if the_plan is not None
         else [],

@@ -24,7 +24,7 @@ sentence of each change), ``guards`` (the checks made before anything is sent).
 from __future__ import annotations
 
 from syncd.model import Directory
-from syncd.plan.actions import REMOVING, SHOWN_ORDER, Action, in_order
+from syncd.plan.actions import REMOVING, SHOWN_ORDER, Action, in_order, listed
 from syncd.plan.departments import DepartmentPlanner
 from syncd.plan.employees import EmployeePlanner
 from syncd.plan.fields import (
@@ -85,6 +85,7 @@ __all__ = [
     "field_diff",
     "fields_departments",
     "in_order",
+    "listed",
     "plan",
 ]
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
+from typing import Protocol, TypeVar
 
 
 class Action(StrEnum):
@@ -23,6 +24,9 @@ class Action(StrEnum):
 
 
 REMOVING = frozenset({Action.LOCK, Action.REMOVE, Action.DELETE})
+# What takes access away or gives it back: a plan lists every one of these first, whatever
+# its length limit (--show), so what a guard stops on is never hidden.
+ACCESS = frozenset({Action.UNLOCK, *REMOVING})
 
 # The order counts are shown in everywhere (the screen, a saved plan, reports, the chart):
 # the order changes are applied in. Forgetting sends nothing: it is not counted.
@@ -32,3 +36,21 @@ SHOWN_ORDER = ("create", "adopt", "update", "move", "photo", "unlock", "lock", "
 def in_order(counts: Mapping[str, int]) -> list[tuple[str, int]]:
     """(action, count) in ``SHOWN_ORDER``, the actions with none left out."""
     return [(action, counts[action]) for action in SHOWN_ORDER if counts.get(action)]
+
+
+class _Acting(Protocol):
+    @property
+    def action(self) -> Action: ...
+
+
+C = TypeVar("C", bound=_Acting)
+
+
+def listed(changes: Sequence[C], show: int) -> list[C]:
+    """The changes a plan lists: every lock, unlock, removal and deletion first, never cut;
+    then the others in order, up to ``show`` changes in all (0: all of them)."""
+    access = [c for c in changes if c.action in ACCESS]
+    others = [c for c in changes if c.action not in ACCESS]
+    if show:
+        others = others[: max(show - len(access), 0)]
+    return access + others

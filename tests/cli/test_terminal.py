@@ -120,3 +120,23 @@ def test_reports_list_keeps_its_id_column_at_80_columns(site: Site) -> None:
     assert [row[0] for row in rows] == ["2", "1"]  # every id, whole
     assert all(re.fullmatch(r"[+-]\d{4}", row[2][-5:]) for row in rows)  # the time's zone
     assert "too narrow for:" in " ".join(screen.split())
+
+
+def test_a_long_plan_lists_every_lock_the_guard_stops_on_before_the_rest(site: Site) -> None:
+    people = [(f"E{n}", f"user{n}", f"User {n}", "D1") for n in range(400)]
+    write_csv(site.root, people)
+    assert site.cli("sync").returncode == 0
+    # 300 renamed (updates) and 100 gone (locks): more locks than the guard allows.
+    write_csv(site.root, [(i, u, f"{name} Renamed", d) for i, u, name, d in people[:300]])
+
+    code, screen = finish(at_terminal(site, "sync", "--show", "200", columns=80))
+
+    assert code == 2, screen  # blocked by max_removals
+    lines = pieces(screen)
+    locks = [line for line in lines if re.match(r"\s+! lock employee user\d+\b", line)]
+    assert len(locks) == 100, screen
+    updates = [line for line in lines if re.match(r"\s+~ update employee user\d+\b", line)]
+    assert len(updates) == 100, screen  # the rest fills --show 200
+    first_update = lines.index(updates[0])
+    assert all(lines.index(lock) < first_update for lock in locks)
+    assert any("... and 200 more" in line for line in lines), screen
