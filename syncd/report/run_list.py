@@ -43,7 +43,7 @@ def run_table(lines: Sequence[RunLine], width: int | None = None) -> Table:
         max([len(name), *(len(r[n].plain) for r in rows)]) for n, name in enumerate(LIST_HEADERS)
     ]
     shown = _fitting(widths, width)
-    caption = "counts: done, or planned (dim) for dry runs and blocked runs"
+    caption = "counts: done, or planned and not done (dry runs and blocked runs)"
     left_out = [name for n, name in enumerate(LIST_HEADERS) if n not in shown]
     if left_out:
         caption += f"; too narrow for: {', '.join(left_out)} (--output json has all)"
@@ -86,6 +86,7 @@ LIST_HEADERS = (
     "outcome",
     "exit",
     "took",
+    "counts",
     *LIST_COLUMNS,
     "failed",
     "rejected",
@@ -97,6 +98,7 @@ PRIORITY = (
     "started",
     "mode",
     "outcome",
+    "counts",
     "failed",
     "created",
     "updated",
@@ -124,6 +126,7 @@ def _table_cells(line: RunLine) -> list[Text]:
         Text(printable(run.outcome), style=OUTCOME_STYLES.get(run.outcome, "")),
         Text("" if run.exit_code is None else str(run.exit_code)),
         Text(duration(run.duration_ms)),
+        Text("done" if t.applied else "planned", style=style),
         *counts,
         Text(str(t.failed), style="red" if t.failed else ""),
         Text(str(line.rejected), style="yellow" if line.rejected else ""),

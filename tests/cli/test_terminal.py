@@ -115,9 +115,10 @@ def test_reports_list_keeps_its_id_column_at_80_columns(site: Site) -> None:
     lines = screen.replace("\r\n", "\n").splitlines()
     assert all(len(line) <= 80 for line in lines), lines
     header = next(line for line in lines if line.split()[:1] == ["id"])
-    assert header.split()[:4] == ["id", "started", "mode", "outcome"]
+    assert header.split()[:5] == ["id", "started", "mode", "outcome", "counts"]
     rows = [line.split() for line in lines if line[:3].strip().isdigit()]
     assert [row[0] for row in rows] == ["2", "1"]  # every id, whole
+    assert [row[5] for row in rows] == ["done", "done"]
     assert all(re.fullmatch(r"[+-]\d{4}", row[2][-5:]) for row in rows)  # the time's zone
     assert "too narrow for:" in " ".join(screen.split())
 
