@@ -37,16 +37,28 @@ import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
+from typer.core import TyperArgument
 
 from syncd.config import Settings, load_settings
 from syncd.errors import EXIT_FAILED, EXIT_OK, SyncdError
 from syncd.logs import journal_prefix, redact, register_secret, setup_logging
+
+
+def _argument_type(self: TyperArgument, ctx: Any) -> str | None:  # typer's own click Context
+    """Nothing beside an argument's name in help: its metavar says what it takes."""
+    return None if self.metavar else TyperArgument.display_type(self, ctx)
+
+
+# typer 0.29 writes a parameter's Python type beside it in help (``<list[str]>``,
+# ``<int range>``): an option's metavar replaces it, an argument's is printed beside it.
+TyperArgument.display_type_rich = _argument_type  # type: ignore[method-assign,assignment]
 
 app = typer.Typer(
     name="syncd",
     help="Keep the platform's organization tree and employees in step with LDAP, AD or CSV.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help as plain text: two columns that use the width they have
 )
 # Long lines stay whole in logs and pipes; text is never markup (see the docstring).
 out = Console(soft_wrap=True, markup=False, emoji=False, highlight=False)
@@ -76,6 +88,7 @@ ConfigOption = Annotated[
     typer.Option(
         "--config",
         "-c",
+        metavar="FILE",
         help="Settings file (default: $SYNCD_CONFIG).",
         show_default=False,
         callback=_settings_file,
@@ -98,18 +111,23 @@ def _seconds(value: float) -> float:
     return value
 
 
-ShowOption = Annotated[int, typer.Option(min=0, help="Changes to list (0: all).")]
+ShowOption = Annotated[int, typer.Option(min=0, metavar="N", help="Changes to list (0: all).")]
 LongOption = Annotated[
     bool, typer.Option("--long", "-l", help="List the fields each change sets, one a line.")
 ]
 WaitOption = Annotated[
     float,
-    typer.Option(callback=_seconds, help="Seconds to wait for a running sync to finish."),
+    typer.Option(
+        callback=_seconds, metavar="SECONDS", help="Seconds to wait for a running sync to finish."
+    ),
 ]
 OutputOption = Annotated[
     Output,
     typer.Option(
-        "--output", "-o", help="text, or json: one document of a stable shape (see README)."
+        "--output",
+        "-o",
+        metavar="text|json",
+        help="text, or json: one document of a stable shape (see README).",
     ),
 ]
 

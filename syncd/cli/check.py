@@ -28,7 +28,8 @@ def check(
         typer.Option(help="Show source values and the platform fields they become, per person."),
     ] = False,
     people: Annotated[
-        list[str] | None, typer.Argument(help="With --preview: N people, or usernames.")
+        list[str] | None,
+        typer.Argument(metavar="N|USERNAME", help="With --preview: N people, or usernames."),
     ] = None,
     output: OutputOption = Output.TEXT,
 ) -> None:

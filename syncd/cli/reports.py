@@ -13,14 +13,17 @@ reports_app: typer.Typer = typer.Typer(help="Review the runs syncd recorded.", n
 
 
 FileOption = Annotated[
-    Path | None, typer.Option("--file", help="Write to this file instead of stdout.")
+    Path | None,
+    typer.Option("--file", metavar="FILE", help="Write to this file instead of stdout."),
 ]
 
 
 @reports_app.command("list")
 def reports_list(
     config: ConfigOption = None,
-    last: Annotated[int, typer.Option(min=0, help="How many runs, newest first.")] = 20,
+    last: Annotated[
+        int, typer.Option(min=0, metavar="N", help="How many runs, newest first.")
+    ] = 20,
     failed: Annotated[
         bool, typer.Option(help="Only runs that failed, partly failed or were blocked.")
     ] = False,
@@ -40,11 +43,18 @@ def reports_list(
 
 @reports_app.command("show")
 def reports_show(
-    run: Annotated[str, typer.Argument(help="A run id, or 'latest'.")] = "latest",
+    run: Annotated[str, typer.Argument(metavar="ID", help="A run id, or 'latest'.")] = "latest",
     config: ConfigOption = None,
     failed_only: Annotated[bool, typer.Option(help="Only the items that failed.")] = False,
     output: Annotated[
-        str, typer.Option("--output", "-o", "--format", help="text, json, csv or html.")
+        str,
+        typer.Option(
+            "--output",
+            "-o",
+            "--format",
+            metavar="text|json|csv|html",
+            help="text, json, csv or html.",
+        ),
     ] = "text",
     file: FileOption = None,
 ) -> None:
@@ -63,12 +73,16 @@ def reports_show(
 
 @reports_app.command("person")
 def reports_person(
-    username: Annotated[str, typer.Argument(help="The person's username on the platform.")],
+    username: Annotated[
+        str, typer.Argument(metavar="USERNAME", help="The person's username on the platform.")
+    ],
     config: ConfigOption = None,
     planned: Annotated[
         bool, typer.Option(help="Also what dry runs and blocked runs only planned.")
     ] = False,
-    output: Annotated[str, typer.Option("--output", "-o", help="text, json or csv.")] = "text",
+    output: Annotated[
+        str, typer.Option("--output", "-o", metavar="text|json|csv", help="text, json or csv.")
+    ] = "text",
     file: FileOption = None,
 ) -> None:
     """Every run that changed, locked, removed or failed one person, and why."""
@@ -80,7 +94,9 @@ def reports_person(
 
 @reports_app.command("prune")
 def reports_prune(
-    keep_days: Annotated[int, typer.Option(help="Keep the runs of the last N days.")],
+    keep_days: Annotated[
+        int, typer.Option(metavar="DAYS", help="Keep the runs of the last N days.")
+    ],
     config: ConfigOption = None,
 ) -> None:
     """Delete the records of older runs."""

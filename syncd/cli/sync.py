@@ -42,7 +42,9 @@ def sync(
     allow_removals: Annotated[
         int | None,
         typer.Option(
-            min=0, help="Let this run lock, remove or delete up to N records past the guards."
+            min=0,
+            metavar="N",
+            help="Let this run lock, remove or delete up to N records past the guards.",
         ),
     ] = None,
     incremental: Annotated[
@@ -57,6 +59,7 @@ def sync(
         Path | None,
         typer.Option(
             "--save-plan",
+            metavar="FILE",
             help="Write the plan to this file for review and `syncd apply` (a dry run).",
             dir_okay=False,
         ),
@@ -83,7 +86,9 @@ def sync(
 def apply(
     plan_file: Annotated[
         Path,
-        typer.Argument(help="A plan saved by syncd sync --dry-run --save-plan.", dir_okay=False),
+        typer.Argument(
+            metavar="FILE", help="A plan saved by syncd sync --dry-run --save-plan.", dir_okay=False
+        ),
     ],
     config: ConfigOption = None,
     show: ShowOption = 200,

@@ -17,27 +17,38 @@ from syncd.init import SourceKind
 
 def emulator(
     host: Annotated[
-        str, typer.Option(help="Address to bind; loopback unless you mean it.")
+        str, typer.Option(metavar="ADDRESS", help="Address to bind; loopback unless you mean it.")
     ] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8900,
-    org_code: Annotated[str, typer.Option(help="Organization code of the one root node.")] = "acme",
-    org_name: Annotated[str, typer.Option(help="Name of the root node.")] = "Acme",
-    domain_id: Annotated[str, typer.Option(help="Domain id.")] = "acme",
+    port: Annotated[int, typer.Option(metavar="PORT", help="Port to listen on.")] = 8900,
+    org_code: Annotated[
+        str, typer.Option(metavar="CODE", help="Organization code of the one root node.")
+    ] = "acme",
+    org_name: Annotated[str, typer.Option(metavar="NAME", help="Name of the root node.")] = "Acme",
+    domain_id: Annotated[str, typer.Option(metavar="ID", help="Domain id.")] = "acme",
     client_id: Annotated[
-        str, typer.Option(help="Application key accepted by /v1/token.")
+        str, typer.Option(metavar="ID", help="Application key accepted by /v1/token.")
     ] = "syncd",
     client_secret: Annotated[
-        str, typer.Option(envvar="SYNCD_EMULATOR_SECRET", help="Application secret accepted.")
+        str,
+        typer.Option(
+            envvar="SYNCD_EMULATOR_SECRET", metavar="SECRET", help="Application secret accepted."
+        ),
     ] = "demo-secret",  # noqa: S107 - the emulator's made-up demo credential
     state_file: Annotated[
-        Path | None, typer.Option(help="Load state from this file at start, save it at stop.")
+        Path | None,
+        typer.Option(metavar="FILE", help="Load state from this file at start, save it at stop."),
     ] = None,
     api_version: Annotated[
-        str, typer.Option(help="v4, or v3 (no employee /disable and /enable endpoints).")
+        str,
+        typer.Option(
+            metavar="v3|v4", help="v4, or v3 (no employee /disable and /enable endpoints)."
+        ),
     ] = "v4",
-    token_lifetime: Annotated[int, typer.Option(help="Token lifetime in seconds.")] = 7200,
+    token_lifetime: Annotated[
+        int, typer.Option(metavar="SECONDS", help="Token lifetime in seconds.")
+    ] = 7200,
     faults: Annotated[
-        Path | None, typer.Option(help="JSON file of fault settings to start with.")
+        Path | None, typer.Option(metavar="FILE", help="JSON file of fault settings to start with.")
     ] = None,
 ) -> None:
     """Serve the platform emulator: the admin API syncd uses, for tests and demos."""
@@ -65,9 +76,9 @@ def emulator(
 
 
 def demo(
-    folder: Annotated[Path, typer.Option(help="Where the demo keeps its files and state.")] = Path(
-        ".syncd/demo"
-    ),
+    folder: Annotated[
+        Path, typer.Option(metavar="DIR", help="Where the demo keeps its files and state.")
+    ] = Path(".syncd/demo"),
 ) -> None:
     """Sync the sample company into a local emulator, change it, sync again, show both runs."""
     _need_the_emulator("syncd demo")
@@ -127,10 +138,14 @@ def init(
             show_default=False,
         ),
     ] = None,
-    source: Annotated[SourceKind, typer.Option(help="Where people come from.")] = SourceKind.CSV,
+    source: Annotated[
+        SourceKind,
+        typer.Option(metavar="csv|openldap|active_directory", help="Where people come from."),
+    ] = SourceKind.CSV,
     units: Annotated[
         Path | None,
         typer.Option(
+            metavar="DIR",
             help="Also write the systemd unit files into this folder (/etc/systemd/system).",
             show_default=False,
         ),

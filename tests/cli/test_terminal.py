@@ -141,3 +141,31 @@ def test_a_long_plan_lists_every_lock_the_guard_stops_on_before_the_rest(site: S
     first_update = lines.index(updates[0])
     assert all(lines.index(lock) < first_update for lock in locks)
     assert any("... and 200 more" in line for line in lines), screen
+
+
+HELP_COMMANDS = [
+    ["sync"],
+    ["apply"],
+    ["check"],
+    ["run"],
+    ["status"],
+    ["reports", "list"],
+    ["reports", "show"],
+    ["reports", "person"],
+    ["reports", "prune"],
+]  # the commands that take --config, which at_terminal gives
+
+
+def test_help_at_80_columns_names_values_as_words_and_gives_descriptions_room(site: Site) -> None:
+    for command in HELP_COMMANDS:
+        code, screen = finish(at_terminal(site, *command, "--help", columns=80))
+        lines = screen.replace("\r\n", "\n").splitlines()
+
+        assert code == 0, screen
+        assert all(len(line) <= 80 for line in lines), screen
+        # No Python types as placeholders (<bool>, <int range>, <list[str]>, <path>, ...).
+        assert not re.search(r"<(bool|int|float|str|path|file|list)", screen), screen
+        # Descriptions start in one column at most 36 characters in, never squeezed to 13.
+        option_lines = [line for line in lines if re.match(r"  -", line) and "  " in line[3:]]
+        starts = {len(line) - len(line[3:].split("  ", 1)[1].lstrip()) for line in option_lines}
+        assert starts and max(starts) <= 36, (command, screen)
