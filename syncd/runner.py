@@ -108,12 +108,13 @@ def run_sync(
     progress: Progress | None = None,
     stop: threading.Event | None = None,
     lock_wait_seconds: float = 0.0,
-    on_planned: Callable[[RunResult], None] | None = None,
+    on_planned: Callable[[RunResult], bool | None] | None = None,
 ) -> RunResult:
     """Run one sync under the run lock; raises only when it cannot start.
 
     ``on_planned(result)`` is called once the plan is recorded and the guards have
-    decided, before anything is sent (a terminal shows the plan there).
+    decided, before anything is sent (a terminal shows the plan there, and asks): False
+    means not to apply it, and the run ends as interrupted with nothing sent.
     """
     own_engine = engine is None
     engine = engine or store.open_engine(settings.database)
@@ -132,6 +133,10 @@ def run_sync(
     return result
 
 
+class _StoppedEarly(Exception):  # a signal, not an error: caught in _Run.execute
+    """A signal came while the run read or planned: nothing was sent, so it ends at once."""
+
+
 class _Run:
     def __init__(
         self,
@@ -140,7 +145,7 @@ class _Run:
         engine: Engine,
         progress: Progress | None,
         stop: threading.Event | None,
-        on_planned: Callable[[RunResult], None] | None = None,
+        on_planned: Callable[[RunResult], bool | None] | None = None,
     ) -> None:
         self.settings = settings
         self.request = request
@@ -167,6 +172,9 @@ class _Run:
         try:
             client = PlatformClient(platform_of(self.settings), store.TokenStore(self.engine))
             self._sync(client)
+        except _StoppedEarly:
+            self.result.outcome, self.result.exit_code = "interrupted", EXIT_PARTIAL
+            log.info("run %d interrupted before anything was sent", self.run_id)
         except SyncdError as exc:
             self.result.outcome, self.result.exit_code = "failed", EXIT_FAILED
             self.result.error = redact(str(exc))
@@ -269,7 +277,7 @@ class _Run:
             loaded.set_result(snapshot)
             memo = unchanged.recall(self.engine, digest, snapshot, now_ms())
             if memo is not None:
-                self.progress.step("reading the platform")
+                self._step("reading the platform")
                 view = adopting(reads.result(), client, snapshot, memo.newcomers, match_by)
                 if unchanged.view_digest(view, platform_cursors["people"]) == memo.view:
                     return snapshot, view, memo
@@ -277,7 +285,7 @@ class _Run:
                 if complete:  # planning asks about everyone: one query
                     store.read_everyone(snapshot.employees)
                 directory = self._read()
-            self.progress.step("reading the platform, planning")
+            self._step("reading the platform, planning")
             view = with_adoptions(reads.result(), client, snapshot, directory, match_by)
         return snapshot, view, directory
 
@@ -303,8 +311,7 @@ class _Run:
             store.insert_items(conn, self.run_id, item_rows(the_plan.changes))  # streamed
             # Recorded now, so a run killed during its apply still tells what it planned.
             store.set_summary(conn, self.run_id, self.summary)
-        if self.on_planned is not None:
-            self.on_planned(self.result)
+        declined = self.on_planned is not None and self.on_planned(self.result) is False
         blocked = [g for g in guards if not g.passed]
         if blocked:
             self.result.outcome, self.result.exit_code = "blocked", EXIT_BLOCKED
@@ -314,9 +321,10 @@ class _Run:
         if self.request.dry_run:
             self.result.outcome, self.result.exit_code = "ok", EXIT_OK
             return
-        if self.stop.is_set():
+        if self.stop.is_set() or declined:
             self.result.outcome, self.result.exit_code = "interrupted", EXIT_PARTIAL
-            log.info("run %d interrupted before anything was sent", self.run_id)
+            why = "the plan was declined" if declined else "interrupted"
+            log.info("run %d %s before anything was sent", self.run_id, why)
             return
         self._apply(client, the_plan, snapshot, view, directory)
 
@@ -354,15 +362,22 @@ class _Run:
         store.copy_rejected(self.engine, memo.run_id, self.run_id)
         return the_plan, guards
 
+    def _step(self, doing: str, read: int | None = None) -> None:
+        """Tell the progress what is under way; a signal before anything is sent stops the
+        run here, at once, rather than after the read and the plan."""
+        if self.stop.is_set():
+            raise _StoppedEarly
+        self.progress.step(doing, read)
+
     def _read(self) -> Directory:
         since = None
         if self.request.read == "incremental" and self.settings.source.kind == "ldap":
             since = cursors.source_mark(self.engine)
-        self.progress.step("reading the source")
+        self._step("reading the source")
         directory = read_directory(
             self.settings.source,
             since=since,
-            count=lambda n: self.progress.step("reading the source", n),
+            count=lambda n: self._step("reading the source", n),
         )
         self.result.directory = directory
         self.summary["source"] = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 from collections import Counter
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -67,8 +68,11 @@ class Screen:
     each apply phase is one log line instead of a bar.
     """
 
-    def __init__(self, *, show: int, long: bool, as_json: bool, log_format: str) -> None:
+    def __init__(
+        self, *, show: int, long: bool, as_json: bool, log_format: str, confirm: bool = False
+    ) -> None:
         self.show = show
+        self.confirm = confirm  # ask before applying (a terminal, without --yes)
         self.long = long
         self.as_json = as_json
         self.live = live(log_format)
@@ -98,8 +102,9 @@ class Screen:
 
     # ------------------------------------------------------------ the run's hooks
 
-    def planned(self, result: RunResult) -> None:
-        """The plan is made and the guards have decided: show both before anything is sent."""
+    def planned(self, result: RunResult) -> bool:
+        """The plan is made and the guards have decided: show both before anything is sent,
+        and, when asked to confirm, whether the admin wants it applied."""
         add_log_fields(run_id=result.run_id)
         if self._spinner is not None:
             self._spinner.stop()
@@ -107,6 +112,7 @@ class Screen:
         if not self.as_json:
             print_plan(result, self.show, long=self.long)
         self.shown_plan = True
+        return not (self.confirm and sends(result)) or ask_to_apply()
 
     def step(self, doing: str, read: int | None = None) -> None:
         """The spinner's words: what is done before anything is sent, and how far it got."""
@@ -146,6 +152,37 @@ class Screen:
             print_end(result, code)
         if result.outcome == "failed" and result.error:  # blocked: the guards' lines said why
             err.print(problem("error:", result.error, logging.ERROR))
+
+
+def sends(result: RunResult) -> bool:
+    """Whether applying this run's plan would send anything (no guard stopped it)."""
+    from syncd.plan import Action
+
+    quiet = (Action.ADOPT, Action.FORGET)  # recorded, nothing sent
+    the_plan = result.plan
+    return (
+        not result.dry_run
+        and all(g.passed for g in result.guards)
+        and the_plan is not None
+        and any(c.action not in quiet for c in the_plan.changes)
+    )
+
+
+def ask_to_apply() -> bool:
+    """terraform's question: only ``yes`` applies; anything else, Ctrl-C or Ctrl-D does not."""
+    out.print("\nApply these changes? Only 'yes' applies them (syncd sync --yes does not ask).\n")
+    # The run's handler only sets its stop event: at the prompt Ctrl-C answers at once.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        answer = input("  Enter a value: ")
+    except (EOFError, KeyboardInterrupt):
+        answer = ""
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if answer.strip() == "yes":
+        return True
+    out.print(labelled("not applied:", "bold", "the plan was declined; nothing was sent"))
+    return False
 
 
 def print_plan(result: RunResult, show: int, *, long: bool = False) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -55,6 +56,10 @@ def sync(
     long: LongOption = False,
     wait: WaitOption = 0,
     output: OutputOption = Output.TEXT,
+    yes: Annotated[
+        bool,
+        typer.Option("--yes", "-y", help="Apply without asking (at a terminal, sync asks first)."),
+    ] = False,
     save_plan: Annotated[
         Path | None,
         typer.Option(
@@ -75,7 +80,9 @@ def sync(
         allow_removals=allow_removals,
         save_plan=save_plan,
     )
-    code = _sync_and_show(settings, request, check_only, show, long, wait, output)
+    # Only a person at a terminal is asked: never the daemon, the timer unit or a pipe.
+    confirm = not yes and output is Output.TEXT and sys.stdin.isatty() and sys.stdout.isatty()
+    code = _sync_and_show(settings, request, check_only, show, long, wait, output, confirm)
     if save_plan is not None and code in (0, 1, 2):  # blocked too: the reviewer decides
         err.print(
             labelled("saved:", "bold", f"the plan is in {save_plan}: syncd apply {save_plan}")
@@ -113,6 +120,7 @@ def _sync_and_show(
     long: bool,
     wait: float,
     output: Output,
+    confirm: bool = False,
 ) -> int:
     """One run with its screen: the plan before anything is sent, bars, then the outcome."""
     from syncd import snapshot as store
@@ -121,7 +129,11 @@ def _sync_and_show(
     from syncd.runner import run_sync
 
     screen = Screen(
-        show=show, long=long, as_json=output is Output.JSON, log_format=settings.log_format
+        show=show,
+        long=long,
+        as_json=output is Output.JSON,
+        log_format=settings.log_format,
+        confirm=confirm,
     )
     engine = store.open_engine(settings.database)
     try:

@@ -4,25 +4,78 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from syncd.emulator import RunningEmulator
-from tests.daemon.support import EMPLOYEES, Site, write_csv
+from tests.daemon.support import EMPLOYEES, Site, requests_to, write_csv
 
 from .terminal import at_terminal, finish, pieces
 
 BAR = "━"
 
 
-def test_the_plan_and_the_guards_show_before_the_apply_starts(site: Site) -> None:
-    code, screen = finish(at_terminal(site, "sync"))
+def test_the_plan_and_the_guards_show_then_it_asks_before_the_apply_starts(site: Site) -> None:
+    child = at_terminal(site, "sync")
+    child.expect("Enter a value: ")
+    asked = pieces(child.logfile_read.getvalue())
+    assert not any("create departments" in p for p in asked), asked  # nothing sent yet
+    assert site.runs()[0]["outcome"] == "running"
+    child.sendline("yes")
+    code, screen = finish(child)
 
     assert code == 0, screen
     read = screen.index("read 6 employees and 3 departments (full read), 0 rows rejected")
     plan = screen.index("plan: 9 to create")
     guard = screen.index("guard max_removals: ok")
+    question = screen.index("Apply these changes? Only 'yes' applies them")
     bars = screen.index("create departments")  # the first bar (the plan says "department")
     applied = screen.index("applied: 9 create")
-    assert read < plan < guard < bars < applied
+    assert read < plan < guard < question < bars < applied
     assert screen.index("run 1: ok (exit 0)") > applied
+
+
+@pytest.mark.parametrize("answer", ["no", "y", "YES please", "", "\x03", "\x04"])
+def test_anything_but_yes_at_the_prompt_sends_nothing(
+    site: Site, emulator: RunningEmulator, answer: str
+) -> None:
+    child = at_terminal(site, "sync")
+    child.expect("Enter a value: ")
+    if answer in ("\x03", "\x04"):  # Ctrl-C, Ctrl-D
+        child.send(answer)
+    else:
+        child.sendline(answer)
+    code, screen = finish(child)
+
+    assert code == 1, screen
+    assert "not applied: the plan was declined; nothing was sent" in screen
+    assert site.runs()[0]["outcome"] == "interrupted"
+    assert requests_to(emulator, "/import-") == 0
+
+
+def test_yes_and_a_pipe_apply_without_asking(site: Site) -> None:
+    code, screen = finish(at_terminal(site, "sync", "--yes"))
+    assert code == 0, screen
+    assert "Enter a value" not in screen and "applied: 9 create" in screen
+
+    write_csv(site.root, EMPLOYEES[:5])  # frank leaves: a lock
+    site.configure(sync={"max_removal_ratio": 1.0})
+    piped = site.cli("sync")  # stdout a pipe: scripts and the timer unit are never asked
+    assert piped.returncode == 0, piped.stderr
+    assert "Enter a value" not in piped.stdout and "applied: 1 lock" in piped.stdout
+
+
+def test_ctrl_c_while_reading_stops_at_once_when_nothing_was_sent(site: Site) -> None:
+    write_csv(site.root, [(f"E{n}", f"user{n}", f"User {n}", "D1") for n in range(150_000)])
+    child = at_terminal(site, "sync")
+    child.expect("reading the source: 1,000 people read")
+    child.sendintr()
+    code, screen = finish(child)
+
+    assert code == 1, screen
+    assert "plan:" not in screen and "Enter a value" not in screen, screen
+    run = site.runs()[0]
+    assert run["outcome"] == "interrupted"
+    assert "150,000" not in screen  # the read did not go on to the end
 
 
 def test_a_spinner_tells_what_is_under_way_while_reading_and_planning(
@@ -54,7 +107,7 @@ def test_log_lines_print_above_the_bars_never_through_them(
     failing = {"match": "import-employees", "method": "POST", "fault": "http_500", "count": 3}
     emulator.set_faults(scripted=[failing])
 
-    code, screen = finish(at_terminal(site, "sync"))
+    code, screen = finish(at_terminal(site, "sync", "--yes"))
 
     assert code == 0, screen
     shown = pieces(screen)
@@ -92,7 +145,7 @@ def test_the_bars_show_their_rate_and_the_time_left(site: Site, emulator: Runnin
     slow = {"match": "import-employees", "fault": "latency", "latency_ms": 200, "count": 30}
     emulator.set_faults(scripted=[slow])
 
-    code, screen = finish(at_terminal(site, "sync"))
+    code, screen = finish(at_terminal(site, "sync", "--yes"))
 
     assert code == 0, screen
     bars = [p for p in pieces(screen) if p.startswith("create and update employees")]
@@ -130,7 +183,7 @@ def test_a_long_plan_lists_every_lock_the_guard_stops_on_before_the_rest(site: S
     # 300 renamed (updates) and 100 gone (locks): more locks than the guard allows.
     write_csv(site.root, [(i, u, f"{name} Renamed", d) for i, u, name, d in people[:300]])
 
-    code, screen = finish(at_terminal(site, "sync", "--show", "200", columns=80))
+    code, screen = finish(at_terminal(site, "sync", "--yes", "--show", "200", columns=80))
 
     assert code == 2, screen  # blocked by max_removals
     lines = pieces(screen)
