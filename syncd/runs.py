@@ -248,8 +248,11 @@ class Pruned:
     rejected: int
 
 
-def prune(engine: Engine, keep_days: int, now_ms: int | None = None) -> Pruned:
-    """Delete runs started more than ``keep_days`` ago, with their items and rejected rows.
+def prune(
+    engine: Engine, keep_days: int, now_ms: int | None = None, *, dry_run: bool = False
+) -> Pruned:
+    """Delete runs started more than ``keep_days`` ago, with their items and rejected rows
+    (``dry_run``: only count them).
 
     Never the latest run, never a running one, and never one whose items still wait for
     recovery (sent without an answer): the next run needs that journal.
@@ -272,10 +275,22 @@ def prune(engine: Engine, keep_days: int, now_ms: int | None = None) -> Pruned:
         ]
         if not ids:
             return Pruned(0, 0, 0)
+        if dry_run:
+            items = _count(conn, "SELECT COUNT(*) FROM run_items WHERE run_id IN :ids", ids)
+            rejected = _count(conn, "SELECT COUNT(*) FROM rejected_rows WHERE run_id IN :ids", ids)
+            return Pruned(len(ids), items, rejected)
         items = _delete(conn, "DELETE FROM run_items WHERE run_id IN :ids", ids)
         rejected = _delete(conn, "DELETE FROM rejected_rows WHERE run_id IN :ids", ids)
         runs = _delete(conn, "DELETE FROM runs WHERE id IN :ids", ids)
     return Pruned(runs, items, rejected)
+
+
+def _count(conn: Connection, statement: str, ids: Sequence[int]) -> int:
+    query = text(statement).bindparams(bindparam("ids", expanding=True))
+    return sum(
+        int(conn.execute(query, {"ids": list(ids[start : start + 500])}).scalar_one())
+        for start in range(0, len(ids), 500)
+    )
 
 
 def _delete(conn: Connection, statement: str, ids: Sequence[int]) -> int:
@@ -380,14 +395,17 @@ def show_run(
     fmt: str = "text",
     failed_only: bool = False,
     output: Path | None = None,
+    limit: int | None = None,
 ) -> None:
-    """Print one run's report, or write it to the file ``output``.
+    """Print one run's report, or write it to the file ``output``; text lists up to
+    ``limit`` changes of each action and rejected rows (None: all).
 
     ``console`` prints text as it is, never as markup (``syncd.cli.out``).
     """
     _check_format(fmt, tuple(rpt.RENDERERS))
     report = _with_state(settings, lambda engine: load_report(engine, run, failed_only=failed_only))
-    _deliver(console, rpt.render(report, fmt), output, f"run {report.run.id}: {fmt} report")
+    rendered = rpt.render(report, fmt, limit)
+    _deliver(console, rendered, output, f"run {report.run.id}: {fmt} report")
 
 
 def show_person(
@@ -423,9 +441,35 @@ def _write(path: Path, content: str) -> None:
         raise SyncdError(f"{path}: cannot write the report: {exc.strerror}") from None
 
 
-def prune_runs(settings: Settings, console: Console, *, keep_days: int) -> None:
-    pruned = _with_state(settings, lambda engine: prune(engine, keep_days))
-    console.print(
-        f"pruned {pruned.runs} runs started more than {keep_days} days ago "
-        f"({pruned.items} items, {pruned.rejected} rejected rows)"
-    )
+def prune_runs(
+    settings: Settings,
+    console: Console,
+    *,
+    keep_days: int,
+    dry_run: bool = False,
+    confirm: Callable[[str], bool] | None = None,
+) -> None:
+    """``syncd reports prune``: what it would delete (``dry_run``, or when ``confirm``
+    says no), or delete it and give the file's space back."""
+
+    def use(engine: Engine) -> None:
+        found = prune(engine, keep_days, dry_run=True)
+        what = (
+            f"{found.runs:,} runs started more than {keep_days:,} days ago "
+            f"({found.items:,} items, {found.rejected:,} rejected rows)"
+        )
+        if dry_run or not found.runs:
+            console.print(f"would prune {what}" if found.runs else f"pruned 0 {what[2:]}")
+            return
+        if confirm is not None and not confirm(f"Delete {what}?"):
+            console.print("not pruned: nothing was deleted")
+            return
+        pruned = prune(engine, keep_days)
+        freed = store.compact(engine, settings.database)
+        console.print(
+            f"pruned {pruned.runs:,} runs started more than {keep_days:,} days ago "
+            f"({pruned.items:,} items, {pruned.rejected:,} rejected rows); "
+            f"{freed / 1e6:,.1f} MB given back"
+        )
+
+    _with_state(settings, use)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import signal
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -164,6 +165,25 @@ def _before_the_command(
 
 def _setup_logging(level: str, fmt: str) -> None:
     setup_logging(level, fmt, console=err if err.is_terminal else None)
+
+
+def at_terminal() -> bool:
+    """Whether a person is there to answer: standard input and output both a terminal."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def ask(question: str, how_not_to_ask: str) -> bool:
+    """terraform's question: only ``yes`` says yes; anything else, Ctrl-C or Ctrl-D, no."""
+    out.print(f"\n{question} Only 'yes' goes ahead ({how_not_to_ask}).\n")
+    # A run's signal handler only sets its stop event: at the prompt Ctrl-C answers at once.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        answer = input("  Enter a value: ")
+    except (EOFError, KeyboardInterrupt):
+        answer = ""
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return answer.strip() == "yes"
 
 
 def settings_from(

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from syncd.cli import ConfigOption, Output, OutputOption, out, settings_from
+from syncd.cli import (
+    ConfigOption,
+    Output,
+    OutputOption,
+    ask,
+    at_terminal,
+    out,
+    settings_from,
+)
 
 reports_app: typer.Typer = typer.Typer(help="Review the runs syncd recorded.", no_args_is_help=True)
 
@@ -57,8 +66,16 @@ def reports_show(
         ),
     ] = "text",
     file: FileOption = None,
+    limit: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            metavar="N",
+            help="Text: the changes listed of each action, and the rejected rows (0: all).",
+        ),
+    ] = 50,
 ) -> None:
-    """One run in full: summary, failures grouped by error, changes, rejected rows."""
+    """One run: summary, failures grouped by error, changes, rejected rows."""
     from syncd.runs import show_run
 
     show_run(
@@ -68,6 +85,7 @@ def reports_show(
         fmt=output,
         failed_only=failed_only,
         output=file,
+        limit=limit or None,
     )
 
 
@@ -98,8 +116,23 @@ def reports_prune(
         int, typer.Option(metavar="DAYS", help="Keep the runs of the last N days.")
     ],
     config: ConfigOption = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only say what would be deleted.")
+    ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Delete without asking (a terminal asks first).")
+    ] = False,
 ) -> None:
-    """Delete the records of older runs."""
+    """Delete the records of older runs, then give their space back to the disk."""
     from syncd.runs import prune_runs
 
-    prune_runs(settings_from(config, require_secrets=False), out, keep_days=keep_days)
+    confirm = (
+        None if yes or not at_terminal() else partial(ask, how_not_to_ask="--yes does not ask")
+    )
+    prune_runs(
+        settings_from(config, require_secrets=False),
+        out,
+        keep_days=keep_days,
+        dry_run=dry_run,
+        confirm=confirm,
+    )

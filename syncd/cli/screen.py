@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import signal
 from collections import Counter
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -19,7 +18,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from syncd.cli import err, labelled, live, log, out, print_json, problem, spinner
+from syncd.cli import ask, err, labelled, live, log, out, print_json, problem, spinner
 from syncd.config import Settings
 from syncd.logs import add_log_fields
 
@@ -169,17 +168,8 @@ def sends(result: RunResult) -> bool:
 
 
 def ask_to_apply() -> bool:
-    """terraform's question: only ``yes`` applies; anything else, Ctrl-C or Ctrl-D does not."""
-    out.print("\nApply these changes? Only 'yes' applies them (syncd sync --yes does not ask).\n")
-    # The run's handler only sets its stop event: at the prompt Ctrl-C answers at once.
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        answer = input("  Enter a value: ")
-    except (EOFError, KeyboardInterrupt):
-        answer = ""
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if answer.strip() == "yes":
+    """Whether the admin at the terminal wants the plan shown applied."""
+    if ask("Apply these changes?", "syncd sync --yes does not ask"):
         return True
     out.print(labelled("not applied:", "bold", "the plan was declined; nothing was sent"))
     return False

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +19,7 @@ from syncd.cli import (
     OutputOption,
     ShowOption,
     WaitOption,
+    at_terminal,
     err,
     labelled,
     settings_from,
@@ -81,7 +81,7 @@ def sync(
         save_plan=save_plan,
     )
     # Only a person at a terminal is asked: never the daemon, the timer unit or a pipe.
-    confirm = not yes and output is Output.TEXT and sys.stdin.isatty() and sys.stdout.isatty()
+    confirm = not yes and output is Output.TEXT and at_terminal()
     code = _sync_and_show(settings, request, check_only, show, long, wait, output, confirm)
     if save_plan is not None and code in (0, 1, 2):  # blocked too: the reviewer decides
         err.print(

@@ -63,8 +63,11 @@ PERSON_RENDERERS: dict[str, Callable[[PersonHistory], str]] = {
 }
 
 
-def render(report: RunReport, fmt: str) -> str:
-    """The report in one of ``RENDERERS``' formats (KeyError for any other)."""
+def render(report: RunReport, fmt: str, limit: int | None = None) -> str:
+    """The report in one of ``RENDERERS``' formats (KeyError for any other); the text lists
+    up to ``limit`` changes of each action and rejected rows (None: all)."""
+    if fmt == "text":
+        return render_text(report, limit)
     return RENDERERS[fmt](report)
 
 

@@ -24,15 +24,17 @@ from syncd.report.wording import (
 )
 
 
-def render_text(report: RunReport) -> str:
+def render_text(report: RunReport, limit: int | None = None) -> str:
+    """The whole report; ``limit``: the changes listed of each action, and the rejected
+    rows listed (the rest counted, with where to see them all)."""
     r = report.redacted()
     sections = (
         _text_header(r),
         _text_failures(r),
-        _text_changes(r),
+        _text_changes(r, limit),
         _text_notes(r),
         _text_guards(r),
-        _text_rejected(r),
+        _text_rejected(r, limit),
     )
     lines = [line for section in sections for line in (*section, "")]
     return redact("\n".join(lines).rstrip("\n") + "\n")
@@ -77,12 +79,19 @@ def _text_failures(r: RunReport) -> list[str]:
     return lines
 
 
-def _text_changes(r: RunReport) -> list[str]:
+def _more(hidden: int, indent: str) -> list[str]:
+    """The line that counts what a limit left out, and how to see it."""
+    if hidden <= 0:
+        return []
+    return [f"{indent}… and {hidden:,} more (--limit 0 lists all; --output csv for a sheet)"]
+
+
+def _text_changes(r: RunReport, limit: int | None) -> list[str]:
     p = printable
     lines = ["failed changes" if r.failed_only else "changes"]
     for action, items in r.by_action():
-        lines.append(f"  {p(action)} ({len(items)})")
-        for item in items:
+        lines.append(f"  {p(action)} ({len(items):,})")
+        for item in items[:limit]:
             state = item_state(item, r.run)
             suffix = f"  — {p(state)}" if state else ""
             lines.append(f"    {SYMBOLS.get(item.action, '*')} {p(item.message)}{suffix}")
@@ -92,6 +101,7 @@ def _text_changes(r: RunReport) -> list[str]:
                     for k, b, a in detail_lines(item, readable(r.departments))
                     if b is not None
                 ]
+        lines += _more(len(items) - len(items[:limit]), "    ")
     if len(lines) == 1:
         lines.append("  none")
     return lines
@@ -116,12 +126,13 @@ def _text_guards(r: RunReport) -> list[str]:
     return lines if r.guards else [*lines, "  none"]
 
 
-def _text_rejected(r: RunReport) -> list[str]:
+def _text_rejected(r: RunReport, limit: int | None) -> list[str]:
     p = printable
-    lines = [f"rejected rows ({len(r.rejected)})"]
-    for row in r.rejected:
+    lines = [f"rejected rows ({len(r.rejected):,})"]
+    for row in r.rejected[:limit]:
         key = f" {p(row.key)}" if row.key else ""
         lines.append(f"  {p(row.where)}: {p(row.kind)}{key}: {p(row.reason)}")
+    lines += _more(len(r.rejected) - len(r.rejected[:limit]), "  ")
     return lines if r.rejected else [*lines, "  none"]
 
 

@@ -13,7 +13,14 @@ cursors), ``tokens``, ``records`` (the snapshot), ``journal`` (runs and their it
 
 from __future__ import annotations
 
-from syncd.snapshot.engine import get_cursor, json_object, open_engine, set_cursor, write
+from syncd.snapshot.engine import (
+    compact,
+    get_cursor,
+    json_object,
+    open_engine,
+    set_cursor,
+    write,
+)
 from syncd.snapshot.journal import (
     SUCCEEDED,
     applied_since,
@@ -70,6 +77,7 @@ __all__ = [
     "SyncedEmployees",
     "TokenStore",
     "applied_since",
+    "compact",
     "copy_rejected",
     "delete_departments",
     "delete_employees",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -112,3 +113,25 @@ def set_cursor(conn: Connection, name: str, value: str) -> None:
         ),
         {"name": name, "value": value},
     )
+
+
+def compact(engine: Engine, path: Path) -> int:
+    """Give the space of deleted rows back to the file system (VACUUM): bytes freed."""
+
+    def size() -> int:
+        return sum(
+            p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.exists()
+        )
+
+    before = size()
+    raw = engine.raw_connection()  # VACUUM runs outside a transaction: not through write()
+    try:
+        cursor = raw.cursor()
+        cursor.execute("VACUUM")
+        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        cursor.close()
+    except sqlite3.Error as exc:
+        raise StateError(f"state database {path}: cannot compact it: {exc}") from exc
+    finally:
+        raw.close()
+    return max(before - size(), 0)

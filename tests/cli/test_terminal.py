@@ -27,7 +27,7 @@ def test_the_plan_and_the_guards_show_then_it_asks_before_the_apply_starts(site:
     read = screen.index("read 6 employees and 3 departments (full read), 0 rows rejected")
     plan = screen.index("plan: 9 to create")
     guard = screen.index("guard max_removals: ok")
-    question = screen.index("Apply these changes? Only 'yes' applies them")
+    question = screen.index("Apply these changes? Only 'yes' goes ahead")
     bars = screen.index("create departments")  # the first bar (the plan says "department")
     applied = screen.index("applied: 9 create")
     assert read < plan < guard < question < bars < applied
@@ -222,3 +222,43 @@ def test_help_at_80_columns_names_values_as_words_and_gives_descriptions_room(si
         option_lines = [line for line in lines if re.match(r"  -", line) and "  " in line[3:]]
         starts = {len(line) - len(line[3:].split("  ", 1)[1].lstrip()) for line in option_lines}
         assert starts and max(starts) <= 36, (command, screen)
+
+
+def test_reports_show_lists_up_to_its_limit_and_prune_asks_then_gives_space_back(
+    site: Site,
+) -> None:
+    people = [(f"E{n}", f"user{n}", f"User {n}", "D1") for n in range(3000)]
+    write_csv(site.root, people)
+    assert site.cli("sync").returncode == 0  # run 1: 3,003 creates
+    write_csv(site.root, [(i, u, f"{name} Jr", d) for i, u, name, d in people])
+    assert site.cli("sync").returncode == 0  # run 2: 3,000 updates
+
+    shown = site.cli("reports", "show", "1").stdout
+    assert len(shown.splitlines()) < 120, shown  # 20,000 lines for a big run, before
+    assert "  create (3,003)\n" in shown
+    assert "    … and 2,953 more (--limit 0 lists all; --output csv for a sheet)\n" in shown
+    everything = site.cli("reports", "show", "1", "--limit", "0").stdout
+    assert everything.count("\n    + create employee ") == 3000
+
+    dry = site.cli("reports", "prune", "--keep-days", "0", "--dry-run")
+    assert "would prune 1 runs started more than 0 days ago (3,003 items" in dry.stdout
+    assert [run["id"] for run in site.runs()] == [1, 2]
+
+    child = at_terminal(site, "reports", "prune", "--keep-days", "0", columns=80)
+    child.expect("Enter a value: ")
+    child.sendline("no")
+    code, screen = finish(child)
+    assert code == 0 and "not pruned: nothing was deleted" in screen, screen
+    assert [run["id"] for run in site.runs()] == [1, 2]
+
+    database = site.state_dir / "syncd.db"
+    before = database.stat().st_size
+    child = at_terminal(site, "reports", "prune", "--keep-days", "0", columns=80)
+    child.expect(r"Delete 1 runs started more than 0 days ago \(3,003 items, 0 rejected rows\)\?")
+    child.expect("Enter a value: ")
+    child.sendline("yes")
+    code, screen = finish(child)
+    assert code == 0, screen
+    assert re.search(r"pruned 1 runs .*; [\d.]+ MB given back", " ".join(screen.split())), screen
+    assert [run["id"] for run in site.runs()] == [2]
+    assert database.stat().st_size < before  # the deleted rows' pages went back to the disk
