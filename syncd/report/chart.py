@@ -1,8 +1,11 @@
 """The history chart's geometry: runs on a time axis, bar heights on a log scale, each run's
 outcome as a coloured marker, dry runs in a band of their own. Drawn by the HTML template.
 
-A log scale lets a 50-item run stand next to a 100,000-item first sync; within a bar, the
-actions share its height in proportion to their counts.
+A log scale lets a 50-item run stand next to a 100,000-item first sync. Nothing is stacked
+on it (20 failures on top of 20,167 creates would be a pixel): a run's actions and its
+failures stand side by side, each as tall as its own count. A run whose counts were only
+planned (a guard blocked it) is drawn in outline; a dry run is its outcome's mark in the
+band below the dates, sized by what it planned.
 """
 
 from __future__ import annotations
@@ -40,9 +43,14 @@ MARKERS = {
 
 @dataclass(frozen=True)
 class Segment:
+    """One action's (or the failures') column within a run's bar."""
+
     series: str
+    x: float  # the column's left edge
     y: float
+    width: float
     height: float
+    count: int
 
 
 @dataclass(frozen=True)
@@ -56,7 +64,8 @@ class Bar:
     title: str
     current: bool
     dry: bool
-    radius: float = 0.0  # dry runs: a dot, sized on the same log scale
+    planned: bool = False  # counts planned, not done (a blocked run): drawn in outline
+    radius: float = 0.0  # dry runs: the outcome's mark, sized on the same log scale
 
 
 @dataclass(frozen=True)
@@ -126,15 +135,23 @@ def _bar(point: HistoryPoint, x: float, width: float, top: int, current: bool) -
     dry = point.mode == "dry_run"
     values = [(s, point.failed if s == "failed" else point.by_action.get(s, 0)) for s in SERIES]
     values = [(s, v) for s, v in values if v]
-    total = sum(v for _, v in values)
-    share = _log_share(total, top)
+    share = _log_share(sum(v for _, v in values), top)
     segments = []
-    if not dry:
-        y = float(AXIS)
-        for series, value in values:
-            size = max(1.0, share * PLOT_H * value / total)
-            y -= size
-            segments.append(Segment(series, round(y, 1), round(size, 1)))
+    if not dry and values:
+        column = width / len(values)
+        for n, (series, value) in enumerate(values):
+            size = max(1.0, _log_share(value, top) * PLOT_H)
+            left = x - width / 2 + n * column
+            segments.append(
+                Segment(
+                    series,
+                    round(left, 1),
+                    round(AXIS - size, 1),
+                    round(column, 1),
+                    round(size, 1),
+                    value,
+                )
+            )
     return Bar(
         run_id=point.run_id,
         x=round(x, 1),
@@ -145,7 +162,8 @@ def _bar(point: HistoryPoint, x: float, width: float, top: int, current: bool) -
         title=bar_title(point),
         current=current,
         dry=dry,
-        radius=round(2 + 6 * share, 1) if dry else 0.0,
+        planned=not dry and not point.applied,
+        radius=round(2 + 5 * share, 1) if dry else 0.0,
     )
 
 
@@ -191,6 +209,8 @@ def _x_ticks(points: Sequence[HistoryPoint], xs: Sequence[float]) -> tuple[Tick,
             continue
         stamp = time.localtime(point.started_at / 1000)
         label = day if not ticks else time.strftime("%H:%M" if len(days) == 1 else "%m-%d", stamp)
+        if ticks and label == ticks[-1].label:  # runs in the same minute: one label says it
+            continue
         ticks.append(Tick(x, label))
         last_day = day
     return tuple(ticks)

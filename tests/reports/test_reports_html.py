@@ -80,7 +80,11 @@ def test_the_chart_has_a_bar_per_run_with_accessible_titles(runs: Runs, tmp_path
     bars = [
         attrs for tag, attrs in parsed.tags if tag == "rect" and ("class", "frame") not in attrs
     ]
-    assert {dict(a)["class"] for a in bars} >= {"a-create", "a-failed", "a-update", "a-lock"}
+    classes = [dict(a)["class"].split() for a in bars]
+    assert {c[0] for c in classes} >= {"a-create", "a-failed", "a-update", "a-lock"}
+    # The blocked run's locks were planned, not done: drawn in outline, and only they.
+    assert {c[0] for c in classes if "planned" in c} == {"a-lock"}
+    assert "outline: planned, not done (blocked)" in text
 
 
 # ---------------------------------------------------------------- in a real browser
@@ -214,3 +218,49 @@ def test_an_html_report_built_from_values_is_as_safe(tmp_path: Path) -> None:
     assert external_references(page) == []
     assert '"><img src=x onerror=alert(1)>' in parse(page).all_text
     assert "</td><script>" in parse(page).all_text
+
+
+# Every word of the page's prose cells on one line (none broken mid-letter), the chart's
+# labels as tall as the page's small print, and the newest run's bar on the screen.
+READING = """(() => {
+  const split = [];
+  const prose = '#failures td.error, #guards td, #notes li, dl.summary dd';
+  for (const cell of document.querySelectorAll(prose)) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const m of node.textContent.matchAll(/[A-Za-z]{4,}/g)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+        if (lines.size > 1) split.push(m[0]);
+      }
+    }
+  }
+  const labels = [...document.querySelectorAll('.chart svg text')].map(
+    t => t.getBoundingClientRect().height);
+  const bars = [...document.querySelectorAll('.chart g.run')].map(g => g.getBoundingClientRect());
+  const newest = bars[bars.length - 1];
+  const wide = [...document.querySelectorAll('body *')].filter(
+    e => e.getBoundingClientRect().right > window.innerWidth && !e.closest('.chart, .scroll'));
+  return {split, smallest: Math.min(...labels), newest: [newest.left, newest.right],
+          scroll: document.documentElement.scrollWidth, width: window.innerWidth,
+          wide: wide.map(e => e.tagName + ' ' + e.className + ' ' + e.textContent.slice(0, 40))};
+})()"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_chromium_keeps_words_whole_and_the_chart_legible_at_desktop_and_phone_width(
+    runs: Runs, tmp_path: Path, width: int
+) -> None:
+    needs_chromium()
+    page = tmp_path / "run4.html"
+    write_html(runs, "4", page)
+    with browser_page(tmp_path / "profile", width=width, height=900) as tab:
+        tab.open(page.as_uri())
+        seen = tab.evaluate(READING)
+    assert seen["split"] == [], seen["split"]  # before: 'employee', 'deletions' broken
+    assert seen["smallest"] >= 10, seen  # before: 6 px high at 390 (10 px text scaled down)
+    left, right = seen["newest"]
+    assert 0 <= left < right <= width, seen  # the newest run shows without scrolling
+    assert seen["scroll"] <= width, seen  # only the chart scrolls sideways, not the page

@@ -333,3 +333,43 @@ def test_past_its_budget_the_page_says_how_many_changes_it_holds(
     text = " ".join(parse(page).all_text.split())
     assert f"The search holds the first {held:,} of 5,000 changes" in text
     assert "syncd reports show 9 --output csv lists them all" in text
+
+
+def test_no_count_is_stacked_on_the_log_axis_so_a_few_failures_show_beside_many_creates() -> None:
+    run = rpt.RunInfo(1, "schedule", "apply", "full", "", 1, 2, "partial", 1)
+    counts = [
+        rpt.Count("employee", "create", "ok", 20_167),
+        rpt.Count("employee", "create", "failed", 20),
+    ]
+    bar = chart.history_chart([rpt.history_point(run, counts)]).bars[0]
+    height = {s.series: s.height for s in bar.segments}
+    # Each as tall as its own count: log(21) / log(20,168) of the plot, not 20/20,187 of it.
+    assert height["failed"] == pytest.approx(
+        chart.PLOT_H * math.log10(21) / math.log10(100_001), abs=0.1
+    )
+    assert height["failed"] > 0.25 * height["create"]
+    created, failed = (next(s for s in bar.segments if s.series == n) for n in ("create", "failed"))
+    assert created.x + created.width <= failed.x  # side by side, within the run's width
+    assert failed.x + failed.width <= bar.x + bar.width / 2 + 0.1
+
+
+def test_planned_counts_are_outlined_and_dry_runs_use_their_outcome_s_mark() -> None:
+    points = [
+        point(1, 0, 10),
+        point(2, 60_000, 10, outcome="blocked"),
+        point(3, 120_000, 10, mode="dry_run", outcome="failed"),
+    ]
+    blocked = rpt.history_point(
+        rpt.RunInfo(2, "schedule", "apply", "full", "", 60_000, 60_001, "blocked", 2),
+        [rpt.Count("employee", "lock", "planned", 10)],
+    )
+    bars = {b.run_id: b for b in chart.history_chart([points[0], blocked, points[2]]).bars}
+    assert not bars[1].planned and bars[2].planned  # a blocked run did none of it
+    assert bars[3].dry and bars[3].marker == "cross"  # the legend's mark for failed
+
+
+def test_the_time_axis_never_repeats_a_label() -> None:
+    start = 1_795_400_000_000
+    points = [point(n, start + n * 1000, 10) for n in range(1, 25)]  # 24 runs in one minute
+    labels = [t.label for t in chart.history_chart(points).x_ticks]
+    assert len(labels) == len(set(labels)), labels
