@@ -89,6 +89,12 @@ class LdapSource(Section):
     department_name_attribute: str = "ou"  # or "description"
     department_attribute: str | None = None  # departments_from = attribute: holds a path
     department_path_separator: str = "/"
+    # Several values (the README's table; never "the first"): department values that name
+    # no department (shell patterns, any case: ["People"]); several left reject the person,
+    # or with "positions" each is a position (the primary: the first path alphabetically).
+    department_values_ignored: list[str] = []
+    several_departments: Literal["reject", "positions"] = "reject"
+    email_domains: list[str] = []  # several mail values: the one in the first domain with any
     departed_filter: str | None = None  # OpenLDAP: e.g. "(pwdAccountLockedTime=*)"
     page_size: Annotated[int, Field(gt=0, le=1000)] = 500
     connect_timeout: PositiveFloat = 10.0
