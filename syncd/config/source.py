@@ -127,6 +127,17 @@ class LdapSource(Section):
         return [url.strip() for url in urls]
 
     @model_validator(mode="after")
+    def _department_values_for_attribute(self) -> LdapSource:
+        if self.departments_from == "ou_tree" and (
+            self.department_values_ignored or self.several_departments != "reject"
+        ):
+            raise ValueError(
+                "department_values_ignored and several_departments apply to "
+                "departments_from = 'attribute'; with 'ou_tree' the entry's place decides"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _one_password_source(self) -> LdapSource:
         _one_of(self.bind_password, self.bind_password_file, "source.ldap.bind_password")
         return self

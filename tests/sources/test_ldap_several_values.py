@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from syncd.config import LdapSource, PhotoSettings, load_settings
 from syncd.mapping import SourceMapping
@@ -170,6 +171,15 @@ def test_ignored_values_are_patterns_and_a_person_left_with_none_is_at_the_root(
     assert directory.departments == {}
 
 
+def test_department_value_settings_need_departments_from_an_attribute(
+    ldap_settings: SettingsFactory,
+) -> None:
+    with pytest.raises(ValidationError, match="apply to departments_from = 'attribute'"):
+        ldap_settings(department_values_ignored=["People"])
+    with pytest.raises(ValidationError, match="apply to departments_from = 'attribute'"):
+        ldap_settings(several_departments="positions")
+
+
 def test_several_departments_as_positions_the_primary_first_in_alphabetical_order(
     slapd: Slapd, ldap_base: str, ldap_settings: SettingsFactory
 ) -> None:
@@ -291,15 +301,24 @@ def test_extra_attributes_and_mapping_rules_read_one_value(
         _person(ldap_base, "uid=max", "uid: max", "cn: Max", "roomNumber: 1", "roomNumber: 2")
         + _person(ldap_base, "uid=ned", "uid: ned", "cn: Ned", "l: Paris", "l: Lyon")
         + _person(ldap_base, "cn=Ola Nordmann", "uid: ola", "cn: Ola", "cn: Ola Nordmann")
-    )
+        + _person(ldap_base, "uid=oz", "uid: oz", "cn: Oz", "employeeType: staff",
+                  "employeeType: contractor")
+    )  # fmt: skip
     mapping = SourceMapping.model_validate(
-        {"extra": {"city": "{l}"}, "fields": {"job_title": "{cn} ({uid})"}}
+        {
+            "extra": {"city": "{l}"},
+            "fields": {"job_title": "{cn} ({uid})"},
+            "filter": {"exclude": {"employeeType": ["contractor"]}},
+        }
     )
 
     directory = read_ldap(ldap_settings(extra_attributes={"roomNumber": "room"}), mapping=mapping)
 
     assert "extra attribute room takes one" in rows(directory)["uid=max"].reason
     assert "source.mapping.extra.city.template takes one" in rows(directory)["uid=ned"].reason
+    oz = rows(directory)["uid=oz"]  # not left out by the first value, nor kept: set aside
+    assert "employeeType has 2 values ('contractor', 'staff')" in oz.reason
+    assert "source.mapping.filter.exclude takes one" in oz.reason
     # cn is the name's: a rule reading it reads the value the name's rule picks.
     assert people(directory)["ola"].job_title == "Ola Nordmann (ola)"
 

@@ -253,7 +253,7 @@ class PeopleReader:
                 self.highest_change = stamp
 
     def _text(self, values: Plain, field_name: str) -> str | None:
-        """The field's first value present, as text, trying its attributes in order."""
+        """The field's value, as text, from the first of its attributes present."""
         for slot in self._slots[field_name]:
             if raw := values[slot]:
                 return raw.decode()
