@@ -23,6 +23,7 @@ from syncd.mapping import SourceMapping
 from syncd.model import Directory, Employee, Kind, RejectedRow
 from syncd.runner import RunRequest, run_sync
 from syncd.sources.ldap import read_ldap
+from syncd.sources.ldap.values import rdn_values
 from tests.support.admin import ORG, AnotherAdmin
 from tests.support.images import jpeg
 from tests.support.slapd import Slapd
@@ -222,13 +223,16 @@ def test_username_and_name_take_the_value_the_rdn_names_or_reject(
         + _person(ldap_base, "cn=Finn Hall", "uid: finn", "cn: Finn", "cn: Finn Hall")
         + _person(ldap_base, "uid=gus", "uid: gus", "cn: Gus Grey", "cn: Augustus Grey")
         + _person(ldap_base, "cn=Hal", "uid: hal", "uid: hal2", "cn: Hal")
-    )
+        + _person(ldap_base, "cn=Ivy Lee+uid=ivy", "uid: ivy2", "uid: ivy", "cn: Ivy Lee",
+                  "cn: Ivy")
+    )  # fmt: skip
 
     directory = read_ldap(ldap_settings())
 
     everyone = people(directory)
     assert everyone["erin"].name == "Erin Field"  # uid=erin names "erin" among two uids
     assert everyone["finn"].name == "Finn Hall"  # cn=Finn Hall names it among two cns
+    assert everyone["ivy"].name == "Ivy Lee"  # a multi-valued RDN names both
     rejected = rows(directory)
     assert set(rejected) == {"uid=gus", "cn=Hal"}
     gus = rejected["uid=gus"]
@@ -238,6 +242,11 @@ def test_username_and_name_take_the_value_the_rdn_names_or_reject(
     hal = rejected["cn=Hal"]
     assert "uid has 2 values ('hal', 'hal2'); username takes one" in hal.reason
     assert hal.username is None and hal.key  # which username is not known; the id is
+
+
+def test_rdn_values_of_a_multi_valued_rdn() -> None:
+    assert rdn_values("cn=A\\+B+UID=a ,ou=x+ou=y") == {"cn": "A+B", "uid": "a"}
+    assert rdn_values("ou=Support\\2C Europe,dc=acme") == {"ou": "Support, Europe"}
 
 
 def test_email_by_the_first_listed_domain_that_holds_one(

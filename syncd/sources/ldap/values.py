@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from syncd.sources._text import split_path
-from syncd.sources.ldap.dn import rdn_attribute, rdn_value
+from syncd.sources.ldap.dn import rdn_attribute, rdn_value, split_dn
 from syncd.sources.ldap.wire import Several, Value, Values
 
 Plain = list[bytes | None]  # one value (or none) per slot: what the fields are read from
@@ -41,14 +41,14 @@ _NO_ORDER = "an attribute's values come in no order, so none of them is taken"
 
 
 class Rule(Enum):
-    """How a slot read by one field takes several values."""
+    """How a slot read by one field takes several values (the module's docstring)."""
 
     REJECT = "reject"
-    RDN = "the value the entry's RDN names"
-    EMAIL = "by email_domains"
-    DEPARTMENT = "by department_values_ignored and several_departments"
-    PHOTO = "the photo is rejected"
-    HIGHEST = "the highest"
+    RDN = "rdn"
+    EMAIL = "email"
+    DEPARTMENT = "department"
+    PHOTO = "photo"
+    HIGHEST = "highest"
 
 
 FIELD_RULES: Mapping[str, Rule] = {"username": Rule.RDN, "name": Rule.RDN, "email": Rule.EMAIL}
@@ -172,10 +172,10 @@ def one_of(
 
 
 def _named_by_rdn(dn: str, attribute: str, found: Sequence[bytes], readers: str) -> bytes:
-    if rdn_attribute(dn).lower() != attribute.lower():
+    named = rdn_values(dn).get(attribute.lower())
+    if named is None:
         why = f"the entry's RDN is not {attribute}, so none of them names it"
         raise SeveralValues(several_reason(attribute, found, readers, why))
-    named = rdn_value(dn).strip()
     exact = [v for v in found if v.decode("utf-8", "replace") == named]
     if len(exact) == 1:
         return exact[0]
@@ -187,6 +187,22 @@ def _named_by_rdn(dn: str, attribute: str, found: Sequence[bytes], readers: str)
     raise SeveralValues(several_reason(attribute, found, readers, why))
 
 
+def rdn_values(dn: str) -> dict[str, str]:
+    """The first RDN's values by lower-case attribute: ``cn=A+uid=a,ou=x`` -> cn: A, uid: a."""
+    rdn = split_dn(dn)[0]
+    parts, start, i = [], 0, 0
+    while i < len(rdn):
+        if rdn[i] == "\\":
+            i += 2
+            continue
+        if rdn[i] == "+":
+            parts.append(rdn[start:i])
+            start = i + 1
+        i += 1
+    parts.append(rdn[start:])
+    return {rdn_attribute(part).lower(): rdn_value(part).strip() for part in parts}
+
+
 def _in_domains(
     attribute: str, found: Sequence[bytes], readers: str, domains: Sequence[str]
 ) -> bytes:
@@ -195,9 +211,7 @@ def _in_domains(
         raise SeveralValues(several_reason(attribute, found, readers, why))
     for domain in domains:
         wanted = domain.strip().lstrip("@").casefold()
-        inside = [
-            v for v in found if v.decode("utf-8", "replace").rpartition("@")[2].casefold() == wanted
-        ]
+        inside = [v for v in found if _domain(v) == wanted]
         if len(inside) == 1:
             return inside[0]
         if inside:
@@ -205,6 +219,11 @@ def _in_domains(
             raise SeveralValues(several_reason(attribute, found, readers, why))
     why = f"none of them is in source.ldap.email_domains ({', '.join(domains)})"
     raise SeveralValues(several_reason(attribute, found, readers, why))
+
+
+def _domain(mail: bytes) -> str | None:
+    local, at, domain = mail.decode("utf-8", "replace").rpartition("@")
+    return domain.strip().casefold() if at and local else None
 
 
 def department_values(attribute: str, found: Sequence[bytes], choices: Choices) -> tuple[str, ...]:
@@ -216,8 +235,8 @@ def department_values(attribute: str, found: Sequence[bytes], choices: Choices) 
         if choices.department_values_ignored and choices.ignored(text):
             continue
         names = split_path(text, choices.path_separator)
-        if names:
-            paths.setdefault(names, text)
+        if names:  # spellings of one path ("A / B", "A/B"): one, whatever the order
+            paths[names] = min(paths.get(names, text), text)
     kept = tuple(paths[names] for names in sorted(paths))
     if len(kept) > 1 and choices.several_departments != "positions":
         kept_bytes = [v.encode() for v in kept]
