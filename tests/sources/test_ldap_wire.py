@@ -13,7 +13,7 @@ from syncd.sources.ldap import (
     rdn_value,
     split_dn,
 )
-from syncd.sources.ldap.wire import Several
+from syncd.sources.ldap.wire import Several, WithSeveral
 
 
 def tlv(tag: int, content: bytes) -> bytes:
@@ -51,6 +51,7 @@ def test_an_entry_keeps_the_values_of_requested_attributes_by_slot() -> None:
     # Several values are all kept, as Several: which one counts is the field's rule.
     assert values == [Several((b"alice", b"alice2")), b"alice@acme.example", long_value, None]
     assert isinstance(values[0], Several) and not isinstance(values[1], Several)
+    assert isinstance(values, WithSeveral)  # what tells a reader to apply the rules
     assert slots[b"UID"] == 0 and slots[b"objectClass"] == -1  # learnt for the next entries
 
 
@@ -66,7 +67,10 @@ def test_several_values_are_all_kept_whatever_their_lengths() -> None:
 def test_an_entry_with_an_empty_value_set() -> None:
     data = entry("cn=x", tlv(0x30, tlv(0x04, b"mail") + tlv(0x31, b"")))
 
-    assert decode_entry(data, 0, {b"mail": 0}, 2) == ("cn=x", [None, None])
+    dn, values = decode_entry(data, 0, {b"mail": 0}, 2)
+
+    assert (dn, values) == ("cn=x", [None, None])
+    assert type(values) is list  # not WithSeveral
 
 
 def test_a_result_and_the_paged_cookie() -> None:

@@ -30,7 +30,7 @@ from syncd.sources.ldap.shape import (
     value_problem,
 )
 from syncd.sources.ldap.values import Picked, Plain, distinct, one_of, pick
-from syncd.sources.ldap.wire import Several, Value, Values
+from syncd.sources.ldap.wire import Several, Value, Values, WithSeveral
 
 if TYPE_CHECKING:
     from syncd.sources.photos import PhotoCheck
@@ -93,7 +93,7 @@ class PeopleReader:
     def employee(self, dn: str, values: Values) -> tuple[str, Employee | None]:
         try:
             picked: Picked | None = None
-            if Several in map(type, values):  # rare: read by each slot's rule (values.py)
+            if isinstance(values, WithSeveral):  # rare: read by each slot's rule (values.py)
                 shape = self.shape
                 picked = pick(dn, values, shape.value_rules, shape.attributes, shape.choices)
                 plain = picked.values

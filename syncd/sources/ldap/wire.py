@@ -65,6 +65,13 @@ Values = list[Value]
 Entry = tuple[str, Values]
 
 
+class WithSeveral(list[Value]):
+    """An entry's values where some slot holds Several: a reader tells one entry that needs
+    its rules from the many that do not by the list's type, not by looking at each slot."""
+
+    __slots__ = ()
+
+
 class Wire:
     """Paged searches on a session's socket, answers decoded here (see the module docstring)."""
 
@@ -302,6 +309,8 @@ def decode_entry(data: bytes, i: int, slots: dict[bytes, int], width: int) -> En
                 end = start + int.from_bytes(data[i + 2 : start], "big")
                 values[slot] = data[start:end]
             if end < set_end:  # more than one value: rare, and never reduced to the first here
+                if type(values) is list:
+                    values = WithSeveral(values)
                 values[slot] = _several(data, i, set_end)
         i = set_end
     return dn, values
