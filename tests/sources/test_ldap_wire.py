@@ -51,7 +51,7 @@ def test_an_entry_keeps_the_values_of_requested_attributes_by_slot() -> None:
     # Several values are all kept, as Several: which one counts is the field's rule.
     assert values == [Several((b"alice", b"alice2")), b"alice@acme.example", long_value, None]
     assert isinstance(values[0], Several) and not isinstance(values[1], Several)
-    assert isinstance(values, WithSeveral)  # what tells a reader to apply the rules
+    assert isinstance(values, WithSeveral) and values.slots == (0,)  # where the rules apply
     assert slots[b"UID"] == 0 and slots[b"objectClass"] == -1  # learnt for the next entries
 
 

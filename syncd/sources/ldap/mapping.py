@@ -29,7 +29,7 @@ from syncd.sources.ldap.shape import (
     entry_id,
     value_problem,
 )
-from syncd.sources.ldap.values import Picked, Plain, distinct, one_of, pick
+from syncd.sources.ldap.values import Picked, Picker, Plain, distinct, one_of
 from syncd.sources.ldap.wire import Several, Value, Values, WithSeveral
 
 if TYPE_CHECKING:
@@ -82,6 +82,7 @@ class PeopleReader:
         )
         # (department, title as read) -> the positions of everyone placed so: one value, shared.
         self._positions: dict[tuple[str | None, bytes | None], tuple[Position, ...]] = {}
+        self._picker = Picker(shape.value_rules, shape.attributes, shape.choices)
         self._own = dict(shape.own_fields or shape.fields)
         self._own.update((name, (slot,)) for slot, name in shape.extras)
         if trace is not None:
@@ -94,8 +95,7 @@ class PeopleReader:
         try:
             picked: Picked | None = None
             if isinstance(values, WithSeveral):  # rare: read by each slot's rule (values.py)
-                shape = self.shape
-                picked = pick(dn, values, shape.value_rules, shape.attributes, shape.choices)
+                picked = self._picker.pick(dn, values)
                 plain = picked.values
             else:
                 plain = cast(Plain, values)
@@ -169,7 +169,7 @@ class PeopleReader:
             path = several[0]
         else:
             path = v.decode() if (v := values[shape.department_slot]) else None
-            if path and shape.choices.department_values_ignored and shape.choices.ignored(path):
+            if path and shape.choices.department_values_ignored and self._picker.ignored(path):
                 path = None
         department = self.placement.department_of(path, dn)
         title = None

@@ -29,10 +29,11 @@ import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple, cast
 
 from syncd.sources._text import split_path
 from syncd.sources.ldap.dn import rdn_attribute, rdn_value, split_dn
-from syncd.sources.ldap.wire import Several, Value, Values
+from syncd.sources.ldap.wire import Several, Value, WithSeveral
 
 Plain = list[bytes | None]  # one value (or none) per slot: what the fields are read from
 _SHOWN = 5  # values listed in a reason at most
@@ -87,8 +88,7 @@ class Choices:
         )
 
 
-@dataclass(frozen=True)
-class Picked:
+class Picked(NamedTuple):
     """One entry's values once its several values were read by their rules."""
 
     values: Plain
@@ -102,7 +102,7 @@ class SeveralValues(ValueError):
 
 def distinct(several: Several) -> list[bytes]:
     """The values that count: not empty once trimmed, each once, in no meaningful order."""
-    return list(dict.fromkeys(v.strip() for v in several if v.strip()))
+    return [v for v in dict.fromkeys(map(bytes.strip, several)) if v]
 
 
 def shown(values: Sequence[bytes]) -> str:
@@ -117,46 +117,68 @@ def several_reason(attribute: str, values: Sequence[bytes], readers: str, why: s
     return f"{attribute} has {len(values)} values ({shown(values)}); {readers} takes one: {why}"
 
 
-def pick(
-    dn: str,
-    values: Values,
-    rules: Mapping[int, SlotRule],
-    attributes: Sequence[str],
-    choices: Choices,
-) -> Picked:
-    """The entry's values, one per slot; raises SeveralValues when a rule rejects the person.
+class Picker:
+    """Reads an entry's several values by each slot's rule, for one read.
 
-    ``rules``: slot -> its rule (a slot no field reads is left as None); ``attributes``:
-    slot -> the attribute's name.
+    In a 389 Directory Server every person may carry ``ou: People`` beside a department:
+    what a set of department values means is worked out once per set and remembered.
     """
-    plain: Plain = []
-    departments: tuple[str, ...] | None = None
-    photos: Several | None = None
-    for slot, value in enumerate(values):
-        if not isinstance(value, Several):
-            plain.append(value)
-            continue
-        found = distinct(value)
-        if len(found) <= 1:
-            plain.append(found[0] if found else None)
-            continue
-        slot_rule = rules.get(slot)
-        if slot_rule is None:
-            plain.append(None)
-            continue
-        attribute = attributes[slot] if slot < len(attributes) else f"slot {slot}"
-        rule = slot_rule.rule
-        if rule is Rule.HIGHEST:
-            plain.append(max(found))
-        elif rule is Rule.PHOTO:
-            photos = value
-            plain.append(None)
-        elif rule is Rule.DEPARTMENT:
-            departments = department_values(attribute, found, choices)
-            plain.append(None)
-        else:
-            plain.append(one_of(dn, attribute, found, slot_rule, choices))
-    return Picked(plain, departments, photos)
+
+    def __init__(
+        self, rules: Mapping[int, SlotRule], attributes: Sequence[str], choices: Choices
+    ) -> None:
+        self.rules = rules  # slot -> its rule; a slot no field reads is left as None
+        self.attributes = attributes  # slot -> the attribute's name
+        self.choices = choices
+        self._departments: dict[frozenset[bytes], tuple[str, ...] | SeveralValues] = {}
+        self._ignored: dict[str, bool] = {}
+
+    def pick(self, dn: str, values: WithSeveral) -> Picked:
+        """The entry's values, one per slot; raises SeveralValues when a rule rejects."""
+        plain = cast(Plain, list(values))  # each Several is replaced below
+        departments: tuple[str, ...] | None = None
+        photos: Several | None = None
+        for slot in values.slots:
+            several = values[slot]
+            assert isinstance(several, Several)
+            found = distinct(several)
+            slot_rule = self.rules.get(slot)
+            if len(found) <= 1 or slot_rule is None:
+                plain[slot] = found[0] if found and slot_rule is not None else None
+                continue
+            attribute = self.attributes[slot]
+            rule = slot_rule.rule
+            plain[slot] = None
+            if rule is Rule.HIGHEST:
+                plain[slot] = max(found)
+            elif rule is Rule.PHOTO:
+                photos = several
+            elif rule is Rule.DEPARTMENT:
+                departments = self.departments(attribute, found)
+            else:
+                plain[slot] = one_of(dn, attribute, found, slot_rule, self.choices)
+        return Picked(plain, departments, photos)
+
+    def departments(self, attribute: str, found: Sequence[bytes]) -> tuple[str, ...]:
+        """``department_values``, remembered by the set of values."""
+        key = frozenset(found)
+        known = self._departments.get(key)
+        if known is None:
+            try:
+                known = department_values(attribute, found, self.choices)
+            except SeveralValues as exc:
+                known = exc
+            self._departments[key] = known
+        if isinstance(known, SeveralValues):
+            raise SeveralValues(str(known))
+        return known
+
+    def ignored(self, value: str) -> bool:
+        """``Choices.ignored``, remembered by the value."""
+        known = self._ignored.get(value)
+        if known is None:
+            known = self._ignored[value] = self.choices.ignored(value)
+        return known
 
 
 def one_of(

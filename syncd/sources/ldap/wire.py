@@ -66,10 +66,15 @@ Entry = tuple[str, Values]
 
 
 class WithSeveral(list[Value]):
-    """An entry's values where some slot holds Several: a reader tells one entry that needs
-    its rules from the many that do not by the list's type, not by looking at each slot."""
+    """An entry's values where some slots hold Several (``slots``): a reader tells the rare
+    entry that needs its rules by the list's type, and finds those slots without looking
+    at each one."""
 
-    __slots__ = ()
+    __slots__ = ("slots",)
+
+    def __init__(self, values: Values, slots: list[int]) -> None:
+        super().__init__(values)
+        self.slots = tuple(slots)
 
 
 class Wire:
@@ -272,6 +277,7 @@ def decode_entry(data: bytes, i: int, slots: dict[bytes, int], width: int) -> En
         i += 1 + k
     stop = i + n
     values: Values = [None] * width
+    several: list[int] | None = None  # the slots with several values
     while i < stop:
         i += 1  # PartialAttribute: SEQUENCE
         b = data[i]
@@ -309,11 +315,10 @@ def decode_entry(data: bytes, i: int, slots: dict[bytes, int], width: int) -> En
                 end = start + int.from_bytes(data[i + 2 : start], "big")
                 values[slot] = data[start:end]
             if end < set_end:  # more than one value: rare, and never reduced to the first here
-                if type(values) is list:
-                    values = WithSeveral(values)
                 values[slot] = _several(data, i, set_end)
+                several = [*several, slot] if several else [slot]
         i = set_end
-    return dn, values
+    return dn, values if several is None else WithSeveral(values, several)
 
 
 def _several(data: bytes, i: int, stop: int) -> Several:
