@@ -325,7 +325,13 @@ def _several(data: bytes, i: int, stop: int) -> Several:
     """Every value of the SET OF values at ``data[i:stop]``."""
     found = []
     while i < stop:
-        _, start, i = _tlv(data, i)
+        b = data[i + 1]  # each value: OCTET STRING, its length inline as in decode_entry
+        if b < 0x80:
+            start = i + 2
+            i = start + b
+        else:
+            start = i + 2 + (b & 0x7F)
+            i = start + int.from_bytes(data[i + 2 : start], "big")
         found.append(data[start:i])
     return Several(found)
 
