@@ -23,7 +23,8 @@ from syncd.mapping import SourceMapping
 from syncd.model import Directory, Employee, Kind, RejectedRow
 from syncd.runner import RunRequest, run_sync
 from syncd.sources.ldap import read_ldap
-from syncd.sources.ldap.values import rdn_values
+from syncd.sources.ldap.values import Choices, Picker, Rule, SlotRule, rdn_values
+from syncd.sources.ldap.wire import Several, WithSeveral
 from tests.support.admin import ORG, AnotherAdmin
 from tests.support.images import jpeg
 from tests.support.slapd import Slapd
@@ -247,6 +248,17 @@ def test_username_and_name_take_the_value_the_rdn_names_or_reject(
 def test_rdn_values_of_a_multi_valued_rdn() -> None:
     assert rdn_values("cn=A\\+B+UID=a ,ou=x+ou=y") == {"cn": "A+B", "uid": "a"}
     assert rdn_values("ou=Support\\2C Europe,dc=acme") == {"ou": "Support, Europe"}
+
+
+@pytest.mark.parametrize(
+    ("values", "highest"),
+    [((b"99", b"100"), b"100"), ((b"20240101000000Z", b"20231231235959Z"), b"20240101000000Z")],
+)
+def test_several_change_marks_give_the_highest(values: tuple[bytes, ...], highest: bytes) -> None:
+    # Single-valued on every server seen; an AD-like directory's uSNChanged counts as a number.
+    picker = Picker({0: SlotRule(Rule.HIGHEST, "the change mark")}, ("uSNChanged",), Choices())
+    for order in (values, values[::-1]):
+        assert picker.pick("cn=x", WithSeveral([Several(order), None], [0])).values[0] == highest
 
 
 def test_email_by_the_first_listed_domain_that_holds_one(

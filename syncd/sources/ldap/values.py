@@ -149,8 +149,9 @@ class Picker:
             attribute = self.attributes[slot]
             rule = slot_rule.rule
             plain[slot] = None
-            if rule is Rule.HIGHEST:
-                plain[slot] = max(found)
+            if rule is Rule.HIGHEST:  # a generalized time, or a number (uSNChanged)
+                numbers = all(v.isdigit() for v in found)
+                plain[slot] = max(found, key=lambda v: int(v) if numbers else v)
             elif rule is Rule.PHOTO:
                 photos = several
             elif rule is Rule.DEPARTMENT:
