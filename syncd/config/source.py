@@ -89,6 +89,12 @@ class LdapSource(Section):
     department_name_attribute: str = "ou"  # or "description"
     department_attribute: str | None = None  # departments_from = attribute: holds a path
     department_path_separator: str = "/"
+    # Several values (the README's table; never "the first"): department values that name
+    # no department (shell patterns, any case: ["People"]); several left reject the person,
+    # or with "positions" each is a position (the primary: the first path alphabetically).
+    department_values_ignored: list[str] = []
+    several_departments: Literal["reject", "positions"] = "reject"
+    email_domains: list[str] = []  # several mail values: the one in the first domain with any
     departed_filter: str | None = None  # OpenLDAP: e.g. "(pwdAccountLockedTime=*)"
     page_size: Annotated[int, Field(gt=0, le=1000)] = 500
     connect_timeout: PositiveFloat = 10.0
@@ -119,6 +125,17 @@ class LdapSource(Section):
                     "start_tls = true)"
                 )
         return [url.strip() for url in urls]
+
+    @model_validator(mode="after")
+    def _department_values_for_attribute(self) -> LdapSource:
+        if self.departments_from == "ou_tree" and (
+            self.department_values_ignored or self.several_departments != "reject"
+        ):
+            raise ValueError(
+                "department_values_ignored and several_departments apply to "
+                "departments_from = 'attribute'; with 'ou_tree' the entry's place decides"
+            )
+        return self
 
     @model_validator(mode="after")
     def _one_password_source(self) -> LdapSource:

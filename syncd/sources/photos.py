@@ -211,6 +211,8 @@ class _Entries:
             raise PhotoUnavailable(str(exc)) from None
         if not data:
             raise PhotoUnavailable(f"{dn}: the entry has no {self.attribute} any more")
+        if isinstance(data, tuple):  # several values (ldap.wire.Several): which is unknown
+            raise PhotoUnavailable(f"{dn}: {self.attribute} has {len(data)} photos now")
         return data
 
     def _connected(self) -> Session:

@@ -13,6 +13,7 @@ from syncd.sources.ldap import (
     rdn_value,
     split_dn,
 )
+from syncd.sources.ldap.wire import Several, WithSeveral
 
 
 def tlv(tag: int, content: bytes) -> bytes:
@@ -33,7 +34,7 @@ def entry(dn: str, *attributes: bytes) -> bytes:
     return tlv(0x64, tlv(0x04, dn.encode()) + tlv(0x30, b"".join(attributes)))
 
 
-def test_an_entry_keeps_first_values_of_requested_attributes_by_slot() -> None:
+def test_an_entry_keeps_the_values_of_requested_attributes_by_slot() -> None:
     long_value = "描述".encode() * 100  # 600 bytes: a two-byte long-form length
     data = entry(
         "uid=alice,ou=R&D,dc=acme,dc=example",
@@ -47,14 +48,29 @@ def test_an_entry_keeps_first_values_of_requested_attributes_by_slot() -> None:
     dn, values = decode_entry(data, 0, slots, 4)
 
     assert dn == "uid=alice,ou=R&D,dc=acme,dc=example"
-    assert values == [b"alice", b"alice@acme.example", long_value, None]
+    # Several values are all kept, as Several: which one counts is the field's rule.
+    assert values == [Several((b"alice", b"alice2")), b"alice@acme.example", long_value, None]
+    assert isinstance(values[0], Several) and not isinstance(values[1], Several)
+    assert isinstance(values, WithSeveral) and values.slots == (0,)  # where the rules apply
     assert slots[b"UID"] == 0 and slots[b"objectClass"] == -1  # learnt for the next entries
+
+
+def test_several_values_are_all_kept_whatever_their_lengths() -> None:
+    long_value = b"x" * 300  # a long-form length among short ones
+    data = entry("cn=x", attribute("ou", b"People", long_value, b"", b"Payroll"))
+
+    _, values = decode_entry(data, 0, {b"ou": 0}, 2)
+
+    assert values == [Several((b"People", long_value, b"", b"Payroll")), None]
 
 
 def test_an_entry_with_an_empty_value_set() -> None:
     data = entry("cn=x", tlv(0x30, tlv(0x04, b"mail") + tlv(0x31, b"")))
 
-    assert decode_entry(data, 0, {b"mail": 0}, 2) == ("cn=x", [None, None])
+    dn, values = decode_entry(data, 0, {b"mail": 0}, 2)
+
+    assert (dn, values) == ("cn=x", [None, None])
+    assert type(values) is list  # not WithSeveral
 
 
 def test_a_result_and_the_paged_cookie() -> None:

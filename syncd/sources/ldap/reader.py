@@ -29,17 +29,17 @@ from syncd.sources._paths import DepartmentPaths
 from syncd.sources._trace import Count, Tracer, counted
 from syncd.sources.ldap.connection import Session, connect
 from syncd.sources.ldap.forest import Forest, root_dse
-from syncd.sources.ldap.mapping import (
+from syncd.sources.ldap.mapping import PeopleReader, Placement
+from syncd.sources.ldap.shape import (
     GENERALIZED_TIME,
     OPENLDAP_CHANGE_ATTRIBUTE,
-    PeopleReader,
-    Placement,
     Shape,
     entry_id,
     parenthesized,
     value_problem,
 )
 from syncd.sources.ldap.tree import ou_tree
+from syncd.sources.ldap.values import one_value
 from syncd.sources.ldap.wire import Search
 from syncd.sources.photos import PhotoCheck, photo_attribute
 
@@ -281,10 +281,12 @@ def _departed_ids(
     )
     ids: set[str] = set()
     for dn, values in forest.entries(search):
-        raw = next((found for found in values if found), None)
-        if raw is None:
-            continue
         try:
+            # Several ids are no id: the people search rejects that person (values.py).
+            named = zip(search.attributes, values, strict=False)
+            raw = next((found for a, v in named if (found := one_value(v, a, "the id"))), None)
+            if raw is None:
+                continue
             ids.add(entry_id(raw, guid=shape.guid_ids))
         except ValueError as exc:  # UnicodeDecodeError included
             # One entry must not stop the read: the people search reads it again and

@@ -9,13 +9,9 @@ from syncd.config import LdapSource
 from syncd.model import Department, Kind, RejectedRow
 from syncd.sources import active_directory as ad
 from syncd.sources.ldap.dn import dn_key, parent_dn, rdn_attribute, rdn_value
-from syncd.sources.ldap.mapping import (
-    DEPARTMENTS_FILTER,
-    Shape,
-    _integer,
-    entry_id,
-    value_problem,
-)
+from syncd.sources.ldap.mapping import _integer
+from syncd.sources.ldap.shape import DEPARTMENTS_FILTER, Shape, entry_id, value_problem
+from syncd.sources.ldap.values import one_value
 from syncd.sources.ldap.wire import Search, Values
 
 if TYPE_CHECKING:
@@ -93,10 +89,20 @@ def ou_tree(
 
 
 def _department_id(values: Values, shape: Shape) -> str:
-    raw = values[shape.department_fields["department_id"]]
+    raw = _one(values, shape, "department_id")
     if not raw:
         return ""
     return entry_id(raw, guid=shape.department_guid_ids)
+
+
+def _one(values: Values, shape: Shape, field_name: str) -> bytes | None:
+    """An OU field's value; several reject the OU (an OU's fields take one value each)."""
+    slot = shape.department_fields.get(field_name)
+    if slot is None:
+        return None
+    return one_value(
+        values[slot], shape.department_attributes[slot], f"the department's {field_name}"
+    )
 
 
 def _readable_id(values: Values, shape: Shape) -> str | None:
@@ -108,17 +114,15 @@ def _readable_id(values: Values, shape: Shape) -> str | None:
 
 
 def _department(dn: str, values: Values, shape: Shape) -> Department:
-    slots = shape.department_fields
     department_id = _department_id(values, shape)
     if shape.department_name_attribute.lower() == rdn_attribute(dn).lower():
         # ``ou`` may hold several values: the one in the DN is the one naming the entry.
         name = rdn_value(dn)
     else:
-        name = raw.decode("utf-8") if (raw := values[slots["name"]]) else ""
+        name = raw.decode("utf-8") if (raw := _one(values, shape, "name")) else ""
 
     def text(field_name: str) -> str | None:
-        slot = slots.get(field_name)
-        raw = values[slot] if slot is not None else None
+        raw = _one(values, shape, field_name)
         return raw.decode("utf-8") if raw else None
 
     return Department(

@@ -50,11 +50,31 @@ class Search:
         return f"(&{self.filter}{self.changed})" if self.changed else self.filter
 
 
-# A DN and the first value of each requested attribute by slot (None: not present),
-# plus one last slot that is always None. Only first values are kept: every field is
-# single-valued in the model, and skipping the rest is a good part of decoding's speed.
-Values = list[bytes | None]
+class Several(tuple[bytes, ...]):
+    """Every value of an attribute that has more than one, in the order the server sent
+    them. That order means nothing (LDAP promises none, and a change may reorder them):
+    each reader of a slot decides what several values mean (see ``values.py``)."""
+
+    __slots__ = ()
+
+
+# A DN and the value of each requested attribute by slot (None: not present; Several:
+# more than one), plus one last slot that is always None.
+Value = bytes | Several | None
+Values = list[Value]
 Entry = tuple[str, Values]
+
+
+class WithSeveral(list[Value]):
+    """An entry's values where some slots hold Several (``slots``): a reader tells the rare
+    entry that needs its rules by the list's type, and finds those slots without looking
+    at each one."""
+
+    __slots__ = ("slots",)
+
+    def __init__(self, values: Values, slots: list[int]) -> None:
+        super().__init__(values)
+        self.slots = tuple(slots)
 
 
 class Wire:
@@ -228,7 +248,7 @@ def send_page(connection: ldap3.Connection, request: Any, page_size: int, cookie
 
 
 def decode_entry(data: bytes, i: int, slots: dict[bytes, int], width: int) -> Entry:
-    """A SearchResultEntry at ``data[i]``: its DN and the first value of each requested attribute.
+    """A SearchResultEntry at ``data[i]``: its DN and the value(s) of each requested attribute.
 
     The hot loop of a read: BER lengths are decoded inline, attribute names are matched
     as bytes (a name seen in another case is learnt once into ``slots``).
@@ -257,6 +277,7 @@ def decode_entry(data: bytes, i: int, slots: dict[bytes, int], width: int) -> En
         i += 1 + k
     stop = i + n
     values: Values = [None] * width
+    several: list[int] | None = None  # the slots with several values
     while i < stop:
         i += 1  # PartialAttribute: SEQUENCE
         b = data[i]
@@ -286,13 +307,33 @@ def decode_entry(data: bytes, i: int, slots: dict[bytes, int], width: int) -> En
         if slot >= 0 and n:
             b = data[i + 1]  # the first value's length, after its tag
             if b < 0x80:
-                values[slot] = data[i + 2 : i + 2 + b]
+                end = i + 2 + b
+                values[slot] = data[i + 2 : end]
             else:
                 k = b & 0x7F
                 start = i + 2 + k
-                values[slot] = data[start : start + int.from_bytes(data[i + 2 : start], "big")]
+                end = start + int.from_bytes(data[i + 2 : start], "big")
+                values[slot] = data[start:end]
+            if end < set_end:  # more than one value: rare, and never reduced to the first here
+                values[slot] = _several(data, i, set_end)
+                several = [*several, slot] if several else [slot]
         i = set_end
-    return dn, values
+    return dn, values if several is None else WithSeveral(values, several)
+
+
+def _several(data: bytes, i: int, stop: int) -> Several:
+    """Every value of the SET OF values at ``data[i:stop]``."""
+    found = []
+    while i < stop:
+        b = data[i + 1]  # each value: OCTET STRING, its length inline as in decode_entry
+        if b < 0x80:
+            start = i + 2
+            i = start + b
+        else:
+            start = i + 2 + (b & 0x7F)
+            i = start + int.from_bytes(data[i + 2 : start], "big")
+        found.append(data[start:i])
+    return Several(found)
 
 
 def _tlv(data: bytes, i: int) -> tuple[int, int, int]:
