@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal, NamedTuple
 
+from syncd.spelling import JOINERS, invisible, look_alike, nfc
+
 PATH_SEPARATOR = "/"  # the platform joins node names with it into name paths
 # Characters a serial_no must not carry: it travels as a URL path segment
 # (GET .../serial/{serialNo}), where proxies decode or refuse %2F, %5C, %25, and cut at ? #
@@ -131,7 +133,7 @@ class Directory:
                 if row.key:
                     keys.add(row.key)
                 if row.username:
-                    keys.add(row.username.casefold())
+                    keys.add(look_alike(row.username))
         return frozenset(keys)
 
     def path(self, department_id: str) -> tuple[str, ...]:
@@ -242,11 +244,14 @@ def build_directory(
 ) -> Directory:
     """Validate what a source read: each item comes with where it was read (file:line or DN).
 
+    Names, usernames and department ids are taken in Unicode NFC (syncd.spelling).
     Rejected, each with its reason: departments without id or name, with a ``/`` in the
-    name, whose id appears twice, in a cycle, under an unknown or rejected parent, or with
-    a sibling of the same name (the platform's name path would be ambiguous); employees
-    without id, username or name, whose id or username appears twice (all copies), with
-    more than one primary position, or with a position in an unknown or rejected department.
+    name, named ``.`` or ``..``, with an invisible character in the name, whose id appears
+    twice, in a cycle, under an unknown or rejected parent, or with a sibling of the same
+    name in any spelling (the platform's name path would be ambiguous); employees without
+    id, username or name, with an invisible character in the username, whose id or
+    username (in any spelling) appears twice (all copies), with more than one primary
+    position, or with a position in an unknown or rejected department.
     """
     out_rejected = list(rejected)
     good_departments = _valid_departments(list(departments), out_rejected)
@@ -269,6 +274,7 @@ def _valid_departments(
     def reject(where: str, d: Department, reason: str) -> None:
         rejected.append(RejectedRow(where, reason, Kind.DEPARTMENT, d.id or None))
 
+    items = [(where, _department_in_nfc(d)) for where, d in items]
     counts = Counter(d.id for _, d in items)
     by_id: dict[str, Department] = {}
     where_of: dict[str, str] = {}
@@ -281,6 +287,12 @@ def _valid_departments(
             reject(
                 where, d, f"department name {d.name!r} contains '/', the platform's path separator"
             )
+        elif d.name.strip() in (".", ".."):
+            reject(
+                where, d, f"department name {d.name!r} is not a name: it means a place in a path"
+            )
+        elif hidden := invisible(d.name, allowed=JOINERS):
+            reject(where, d, f"department name {d.name!r} contains {', '.join(hidden)}")
         elif counts[d.id] > 1:
             reject(where, d, f"department id {d.id!r} appears {counts[d.id]} times")
         else:
@@ -291,20 +303,22 @@ def _valid_departments(
     children: dict[str | None, list[str]] = defaultdict(list)
     for d in by_id.values():
         children[d.parent_id].append(d.id)
+    # Names that look alike are the same name: NFC, any letter case, invisible characters.
     siblings_named: dict[tuple[str | None, str], int] = Counter(
-        (d.parent_id, d.name) for d in by_id.values()
+        (d.parent_id, look_alike(d.name)) for d in by_id.values()
     )
     kept: dict[str, Department] = {}
     ambiguous: set[str] = set()
     stack: list[str] = list(children[None])
     while stack:
         current = by_id[stack.pop()]
-        if siblings_named[(current.parent_id, current.name)] > 1:
+        if siblings_named[(current.parent_id, look_alike(current.name))] > 1:
             ambiguous.add(current.id)
             reject(
                 where_of[current.id],
                 current,
-                f"two sibling departments are named {current.name!r}: the name path is ambiguous",
+                f"two sibling departments are named {current.name!r} (in some spelling: letter "
+                "case, normalization or invisible characters aside): the name path is ambiguous",
             )
             continue
         kept[current.id] = current
@@ -339,8 +353,9 @@ def _valid_employees(
     departments: Mapping[str, Department],
     rejected: list[RejectedRow],
 ) -> dict[str, Employee]:
+    items = [(where, _employee_in_nfc(e)) for where, e in items]
     ids = _repeated([e.id for _, e in items])
-    usernames = _repeated([e.username.casefold() for _, e in items if e.username])
+    usernames = _repeated([look_alike(e.username) for _, e in items if e.username])
     kept: dict[str, Employee] = {}
     for where, e in items:
         reason = _employee_problem(e, ids, usernames, departments)
@@ -374,7 +389,9 @@ def _employee_problem(
         return f"employee {e.username!r} has no name"
     if ids and e.id in ids:
         return f"employee id {e.id!r} appears {ids[e.id]} times"
-    if usernames and (folded := e.username.casefold()) in usernames:
+    if hidden := invisible(e.username):
+        return f"username {e.username!r} contains {', '.join(hidden)}, which cannot be seen"
+    if usernames and (folded := look_alike(e.username)) in usernames:
         return f"username {e.username!r} is used by {usernames[folded]} people"
     if len(e.positions) > 1 and sum(p.primary for p in e.positions) > 1:
         return f"employee {e.username!r} has more than one primary position"
@@ -385,3 +402,46 @@ def _employee_problem(
                 "which is unknown or was rejected"
             )
     return None
+
+
+def _department_in_nfc(d: Department) -> Department:
+    """The department with its id, parent's id and names in NFC (as a rule, unchanged)."""
+    texts = (d.id, d.name, d.parent_id, d.en_name)
+    if all(t is None or t.isascii() for t in texts):
+        return d
+    return Department(
+        nfc(d.id),
+        nfc(d.name),
+        None if d.parent_id is None else nfc(d.parent_id),
+        d.sort_order,
+        d.sn,
+        None if d.en_name is None else nfc(d.en_name),
+    )
+
+
+def _employee_in_nfc(e: Employee) -> Employee:
+    """The employee with username, names, titles and departments' ids in NFC."""
+    changed: dict[str, object] = {}
+    for name, value in (
+        ("username", e.username),
+        ("name", e.name),
+        ("en_name", e.en_name),
+        ("job_title", e.job_title),
+    ):
+        if value and not value.isascii() and (normal := nfc(value)) != value:
+            changed[name] = normal
+    if any(
+        (p.department_id and not p.department_id.isascii())
+        or (p.job_title and not p.job_title.isascii())
+        for p in e.positions
+    ):
+        changed["positions"] = tuple(
+            Position(
+                None if p.department_id is None else nfc(p.department_id),
+                None if p.job_title is None else nfc(p.job_title),
+                p.primary,
+                p.chief,
+            )
+            for p in e.positions
+        )
+    return e._replace(**changed) if changed else e  # type: ignore[arg-type]
