@@ -114,7 +114,10 @@ def test_usernames_that_differ_by_invisible_characters_are_rejected_naming_them(
     assert d.employees == {}
     assert reasons(d) == [
         ("E1", "username 'ren\\u200bee' contains U+200B ZERO WIDTH SPACE, which cannot be seen"),
-        ("E2", "username '\\u202eeve' contains U+202E RIGHT-TO-LEFT OVERRIDE, which cannot be seen"),
+        (
+            "E2",
+            "username '\\u202eeve' contains U+202E RIGHT-TO-LEFT OVERRIDE, which cannot be seen",
+        ),
         ("E3", "username 'ann\\u200d' contains U+200D ZERO WIDTH JOINER, which cannot be seen"),
         # Which of the two is the real ann cannot be told: neither is used.
         ("E4", "username 'ann' is used by 2 people"),
