@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal, NamedTuple
+from unicodedata import is_normalized as _is_nfc
 
 from syncd.spelling import JOINERS, invisible, look_alike, nfc
 
@@ -353,11 +354,14 @@ def _valid_employees(
     departments: Mapping[str, Department],
     rejected: list[RejectedRow],
 ) -> dict[str, Employee]:
-    items = [(where, _employee_in_nfc(e)) for where, e in items]
     ids = _repeated([e.id for _, e in items])
-    usernames = _repeated([look_alike(e.username) for _, e in items if e.username])
+    # look_alike: NFC and letter case folded, invisible characters left out.
+    usernames = _repeated(
+        [u.casefold() if u.isascii() else look_alike(u) for _, e in items if (u := e.username)]
+    )
     kept: dict[str, Employee] = {}
-    for where, e in items:
+    for where, read in items:
+        e = _employee_in_nfc(read)
         reason = _employee_problem(e, ids, usernames, departments)
         if reason:
             rejected.append(
@@ -389,7 +393,7 @@ def _employee_problem(
         return f"employee {e.username!r} has no name"
     if ids and e.id in ids:
         return f"employee id {e.id!r} appears {ids[e.id]} times"
-    if hidden := invisible(e.username):
+    if not e.username.isascii() and (hidden := invisible(e.username)):
         return f"username {e.username!r} contains {', '.join(hidden)}, which cannot be seen"
     if usernames and (folded := look_alike(e.username)) in usernames:
         return f"username {e.username!r} is used by {usernames[folded]} people"
@@ -420,28 +424,36 @@ def _department_in_nfc(d: Department) -> Department:
 
 
 def _employee_in_nfc(e: Employee) -> Employee:
-    """The employee with username, names, titles and departments' ids in NFC."""
-    changed: dict[str, object] = {}
-    for name, value in (
-        ("username", e.username),
-        ("name", e.name),
-        ("en_name", e.en_name),
-        ("job_title", e.job_title),
+    """The employee with username, names, titles and departments' ids in NFC (as a rule,
+    the same employee: this runs for every person of every read, so it checks first)."""
+    username, name, en_name, title = e.username, e.name, e.en_name, e.job_title
+    if (
+        (username.isascii() or _is_nfc("NFC", username))
+        and (name.isascii() or _is_nfc("NFC", name))
+        and (not en_name or en_name.isascii() or _is_nfc("NFC", en_name))
+        and (not title or title.isascii() or _is_nfc("NFC", title))
     ):
-        if value and not value.isascii() and (normal := nfc(value)) != value:
-            changed[name] = normal
-    if any(
-        (p.department_id and not p.department_id.isascii())
-        or (p.job_title and not p.job_title.isascii())
-        for p in e.positions
-    ):
-        changed["positions"] = tuple(
-            Position(
-                None if p.department_id is None else nfc(p.department_id),
-                None if p.job_title is None else nfc(p.job_title),
-                p.primary,
-                p.chief,
-            )
-            for p in e.positions
+        for p in e.positions:
+            place, role = p.department_id, p.job_title
+            if (place and not place.isascii() and not _is_nfc("NFC", place)) or (
+                role and not role.isascii() and not _is_nfc("NFC", role)
+            ):
+                break
+        else:
+            return e
+    positions = tuple(
+        Position(
+            None if p.department_id is None else nfc(p.department_id),
+            None if p.job_title is None else nfc(p.job_title),
+            p.primary,
+            p.chief,
         )
-    return e._replace(**changed) if changed else e  # type: ignore[arg-type]
+        for p in e.positions
+    )
+    return e._replace(
+        username=nfc(username),
+        name=nfc(name),
+        en_name=None if en_name is None else nfc(en_name),
+        job_title=None if title is None else nfc(title),
+        positions=positions,
+    )
