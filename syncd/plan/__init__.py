@@ -144,11 +144,12 @@ def in_synced_spelling(directory: Directory, snapshot: Snapshot) -> Directory:
     ids could be the one, neither is taken for it.
     """
     synced = snapshot.departments
-    new = [k for k in directory.departments if k not in synced]
+    # A rejected department's row is looked at too: it keeps the synced one as it is.
+    kept = directory.rejected_keys(Kind.DEPARTMENT)
+    new = [k for k in (*directory.departments, *kept) if k not in synced]
     if not new or not synced:
         return directory
     gone: dict[str, list[str]] = {}
-    kept = directory.rejected_keys(Kind.DEPARTMENT)  # rejected: still there, as it is
     for k in synced:
         if k not in directory.departments and k not in kept:
             gone.setdefault(look_alike(k), []).append(k)

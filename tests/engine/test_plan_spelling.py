@@ -131,6 +131,17 @@ def test_a_path_re_exported_in_another_letter_case_renames_the_department() -> N
     )
 
 
+def test_a_path_re_exported_with_an_invisible_character_keeps_the_department() -> None:
+    old = [dept("Head Office", "Head Office"), dept("Head Office/Sales", "Sales", "Head Office")]
+    snapshot, view = synced(as_written([person("e1", "ann", "Head Office/Sales")], old))
+    hidden = "Head Office/Sa" + ZWSP + "les"
+    ids = [dept("Head Office", "Head Office"), dept(hidden, "Sa" + ZWSP + "les", "Head Office")]
+    now = directory(ids, [person("e1", "ann", hidden)])
+    assert [r.key for r in now.rejected] == [hidden, "e1"]  # the row, and ann placed in it
+    p = plan(now, snapshot, view, Policy(), NOW)
+    assert p.changes == ()  # Sales is kept as it is, not deleted; ann is kept where she is
+
+
 def test_a_platform_node_named_in_nfd_is_adopted_by_name_path() -> None:
     nodes = {ROOT: PlatformNode(ROOT, "Acme", None), 50: PlatformNode(50, CAFE_NFD, ROOT)}
     p = plan(
