@@ -9,7 +9,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncd.model import Department, Directory, Employee, Kind
+from syncd.model import Department, Directory, Employee, Kind, Photo
 from syncd.plan import (
     Action,
     PlatformNode,
@@ -50,6 +50,15 @@ def test_a_username_synced_in_nfd_is_the_same_account_when_the_source_sends_nfc(
     for policy in (Policy(), Policy(username_change="remove_and_create")):
         p = plan(now, snapshot, view, policy, NOW)
         assert p.changes == () and p.notes == (), policy
+
+
+def test_a_photo_is_set_on_the_account_synced_in_nfd() -> None:
+    earlier = as_written([person("e1", NFD_RENEE, "rd", name="Renee")], [dept("rd", "R&D")])
+    snapshot, view = synced(earlier)
+    photo = Photo("digest", 100, "jpeg", "photos/renee.jpg")
+    now = directory([dept("rd", "R&D")], [person("e1", NFC_RENEE, "rd", name="Renee", photo=photo)])
+    p = plan(now, snapshot, view, Policy(), NOW)
+    assert [(c.action, c.display) for c in p.changes] == [(Action.PHOTO, NFD_RENEE)]
 
 
 def test_a_platform_account_in_nfd_is_adopted_not_duplicated() -> None:
