@@ -127,7 +127,8 @@ class Directory:
         return all(r.key or r.username for r in self.rejected if r.kind is Kind.EMPLOYEE)
 
     def rejected_keys(self, kind: Kind) -> frozenset[str]:
-        """Source ids and usernames of rejected rows: they are kept as they are, never removed."""
+        """Source ids and usernames (look-alike keys: syncd.spelling) of rejected rows: they are
+        kept as they are, never removed."""
         keys: set[str] = set()
         for row in self.rejected:
             if row.kind is kind:
