@@ -14,6 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal, NamedTuple
+from unicodedata import is_normalized as _is_nfc
+
+from syncd.spelling import JOINERS, invisible, look_alike, nfc
 
 PATH_SEPARATOR = "/"  # the platform joins node names with it into name paths
 # Characters a serial_no must not carry: it travels as a URL path segment
@@ -124,14 +127,15 @@ class Directory:
         return all(r.key or r.username for r in self.rejected if r.kind is Kind.EMPLOYEE)
 
     def rejected_keys(self, kind: Kind) -> frozenset[str]:
-        """Source ids and usernames of rejected rows: they are kept as they are, never removed."""
+        """Source ids and usernames (look-alike keys: syncd.spelling) of rejected rows: they are
+        kept as they are, never removed."""
         keys: set[str] = set()
         for row in self.rejected:
             if row.kind is kind:
                 if row.key:
                     keys.add(row.key)
                 if row.username:
-                    keys.add(row.username.casefold())
+                    keys.add(look_alike(row.username))
         return frozenset(keys)
 
     def path(self, department_id: str) -> tuple[str, ...]:
@@ -242,11 +246,14 @@ def build_directory(
 ) -> Directory:
     """Validate what a source read: each item comes with where it was read (file:line or DN).
 
+    Names, usernames and department ids are taken in Unicode NFC (syncd.spelling).
     Rejected, each with its reason: departments without id or name, with a ``/`` in the
-    name, whose id appears twice, in a cycle, under an unknown or rejected parent, or with
-    a sibling of the same name (the platform's name path would be ambiguous); employees
-    without id, username or name, whose id or username appears twice (all copies), with
-    more than one primary position, or with a position in an unknown or rejected department.
+    name, named ``.`` or ``..``, with an invisible character in the name, whose id appears
+    twice, in a cycle, under an unknown or rejected parent, or with a sibling of the same
+    name in any spelling (the platform's name path would be ambiguous); employees without
+    id, username or name, with an invisible character in the username, whose id or
+    username (in any spelling) appears twice (all copies), with more than one primary
+    position, or with a position in an unknown or rejected department.
     """
     out_rejected = list(rejected)
     good_departments = _valid_departments(list(departments), out_rejected)
@@ -269,6 +276,7 @@ def _valid_departments(
     def reject(where: str, d: Department, reason: str) -> None:
         rejected.append(RejectedRow(where, reason, Kind.DEPARTMENT, d.id or None))
 
+    items = [(where, _department_in_nfc(d)) for where, d in items]
     counts = Counter(d.id for _, d in items)
     by_id: dict[str, Department] = {}
     where_of: dict[str, str] = {}
@@ -281,6 +289,12 @@ def _valid_departments(
             reject(
                 where, d, f"department name {d.name!r} contains '/', the platform's path separator"
             )
+        elif d.name.strip() in (".", ".."):
+            reject(
+                where, d, f"department name {d.name!r} is not a name: it means a place in a path"
+            )
+        elif hidden := invisible(d.name, allowed=JOINERS):
+            reject(where, d, f"department name {d.name!r} contains {', '.join(hidden)}")
         elif counts[d.id] > 1:
             reject(where, d, f"department id {d.id!r} appears {counts[d.id]} times")
         else:
@@ -291,20 +305,22 @@ def _valid_departments(
     children: dict[str | None, list[str]] = defaultdict(list)
     for d in by_id.values():
         children[d.parent_id].append(d.id)
+    # Names that look alike are the same name: NFC, any letter case, invisible characters.
     siblings_named: dict[tuple[str | None, str], int] = Counter(
-        (d.parent_id, d.name) for d in by_id.values()
+        (d.parent_id, look_alike(d.name)) for d in by_id.values()
     )
     kept: dict[str, Department] = {}
     ambiguous: set[str] = set()
     stack: list[str] = list(children[None])
     while stack:
         current = by_id[stack.pop()]
-        if siblings_named[(current.parent_id, current.name)] > 1:
+        if siblings_named[(current.parent_id, look_alike(current.name))] > 1:
             ambiguous.add(current.id)
             reject(
                 where_of[current.id],
                 current,
-                f"two sibling departments are named {current.name!r}: the name path is ambiguous",
+                f"two sibling departments are named {current.name!r} (in some spelling: letter "
+                "case, normalization or invisible characters aside): the name path is ambiguous",
             )
             continue
         kept[current.id] = current
@@ -340,9 +356,13 @@ def _valid_employees(
     rejected: list[RejectedRow],
 ) -> dict[str, Employee]:
     ids = _repeated([e.id for _, e in items])
-    usernames = _repeated([e.username.casefold() for _, e in items if e.username])
+    # look_alike: NFC and letter case folded, invisible characters left out.
+    usernames = _repeated(
+        [u.casefold() if u.isascii() else look_alike(u) for _, e in items if (u := e.username)]
+    )
     kept: dict[str, Employee] = {}
-    for where, e in items:
+    for where, read in items:
+        e = _employee_in_nfc(read)
         reason = _employee_problem(e, ids, usernames, departments)
         if reason:
             rejected.append(
@@ -374,7 +394,9 @@ def _employee_problem(
         return f"employee {e.username!r} has no name"
     if ids and e.id in ids:
         return f"employee id {e.id!r} appears {ids[e.id]} times"
-    if usernames and (folded := e.username.casefold()) in usernames:
+    if not e.username.isascii() and (hidden := invisible(e.username)):
+        return f"username {e.username!r} contains {', '.join(hidden)}, which cannot be seen"
+    if usernames and (folded := look_alike(e.username)) in usernames:
         return f"username {e.username!r} is used by {usernames[folded]} people"
     if len(e.positions) > 1 and sum(p.primary for p in e.positions) > 1:
         return f"employee {e.username!r} has more than one primary position"
@@ -385,3 +407,54 @@ def _employee_problem(
                 "which is unknown or was rejected"
             )
     return None
+
+
+def _department_in_nfc(d: Department) -> Department:
+    """The department with its id, parent's id and names in NFC (as a rule, unchanged)."""
+    texts = (d.id, d.name, d.parent_id, d.en_name)
+    if all(t is None or t.isascii() for t in texts):
+        return d
+    return Department(
+        nfc(d.id),
+        nfc(d.name),
+        None if d.parent_id is None else nfc(d.parent_id),
+        d.sort_order,
+        d.sn,
+        None if d.en_name is None else nfc(d.en_name),
+    )
+
+
+def _employee_in_nfc(e: Employee) -> Employee:
+    """The employee with username, names, titles and departments' ids in NFC (as a rule,
+    the same employee: this runs for every person of every read, so it checks first)."""
+    username, name, en_name, title = e.username, e.name, e.en_name, e.job_title
+    if (
+        (username.isascii() or _is_nfc("NFC", username))
+        and (name.isascii() or _is_nfc("NFC", name))
+        and (not en_name or en_name.isascii() or _is_nfc("NFC", en_name))
+        and (not title or title.isascii() or _is_nfc("NFC", title))
+    ):
+        for p in e.positions:
+            place, role = p.department_id, p.job_title
+            if (place and not place.isascii() and not _is_nfc("NFC", place)) or (
+                role and not role.isascii() and not _is_nfc("NFC", role)
+            ):
+                break
+        else:
+            return e
+    positions = tuple(
+        Position(
+            None if p.department_id is None else nfc(p.department_id),
+            None if p.job_title is None else nfc(p.job_title),
+            p.primary,
+            p.chief,
+        )
+        for p in e.positions
+    )
+    return e._replace(
+        username=nfc(username),
+        name=nfc(name),
+        en_name=None if en_name is None else nfc(en_name),
+        job_title=None if title is None else nfc(title),
+        positions=positions,
+    )

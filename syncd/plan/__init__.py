@@ -23,7 +23,9 @@ sentence of each change), ``guards`` (the checks made before anything is sent).
 
 from __future__ import annotations
 
-from syncd.model import Directory
+from dataclasses import replace
+
+from syncd.model import Directory, Kind, Position
 from syncd.plan.actions import REMOVING, SHOWN_ORDER, Action, in_order, listed
 from syncd.plan.departments import DepartmentPlanner
 from syncd.plan.employees import EmployeePlanner
@@ -55,6 +57,7 @@ from syncd.plan.values import (
     department_paths,
     people,
 )
+from syncd.spelling import look_alike
 
 __all__ = [
     "DAY_MS",
@@ -85,6 +88,7 @@ __all__ = [
     "field_diff",
     "fields_departments",
     "in_order",
+    "in_synced_spelling",
     "listed",
     "plan",
 ]
@@ -98,6 +102,7 @@ def plan(
     now_ms: int,
 ) -> Plan:
     """Compare what the source says with what syncd wrote and the platform holds."""
+    directory = in_synced_spelling(directory, snapshot)
     notes = [Note("source", "", warning) for warning in directory.warnings]
     if directory.filtered:
         left_out = people(directory.filtered)
@@ -126,3 +131,61 @@ def plan(
         unweighed_since=staff.unweighed_since(),
         removal_due=staff.removal_due,
     )
+
+
+def in_synced_spelling(directory: Directory, snapshot: Snapshot) -> Directory:
+    """The directory with each department id spelled as syncd first synced it.
+
+    A source's department ids are read in NFC (``build_directory``), and an id made of
+    names (a path, in the CSV layout ``paths`` or LDAP's ``departments_from = "attribute"``)
+    changes with any change of spelling. A new id that looks like a synced one gone from
+    the source (``syncd.spelling.look_alike``: ``Café`` an earlier syncd kept in NFD,
+    ``Head Office/Sales`` re-exported as ``HEAD OFFICE/Sales``) is that department under
+    the key it was synced with, renamed if its name changed, never a second one. When two
+    ids could be the one, neither is taken for it.
+    """
+    synced = snapshot.departments
+    # A rejected department's row is looked at too: it keeps the synced one as it is.
+    kept = directory.rejected_keys(Kind.DEPARTMENT)
+    new = [k for k in (*directory.departments, *kept) if k not in synced]
+    if not new or not synced:
+        return directory
+    gone: dict[str, list[str]] = {}
+    for k in synced:
+        if k not in directory.departments and k not in kept:
+            gone.setdefault(look_alike(k), []).append(k)
+    claims: dict[str, list[str]] = {}
+    for k in new:
+        old = gone.get(look_alike(k), [])
+        if len(old) == 1:
+            claims.setdefault(old[0], []).append(k)
+    renamed = {ks[0]: old for old, ks in claims.items() if len(ks) == 1}
+    if not renamed:
+        return directory
+
+    def key(department_id: str) -> str:
+        return renamed.get(department_id, department_id)
+
+    departments = {
+        key(d.id): replace(d, id=key(d.id), parent_id=d.parent_id and key(d.parent_id))
+        for d in directory.departments.values()
+    }
+    employees = {
+        k: e._replace(positions=tuple(_placed(p, renamed) for p in e.positions))
+        if any(p.department_id in renamed for p in e.positions)
+        else e
+        for k, e in directory.employees.items()
+    }
+    rejected = tuple(
+        replace(r, key=key(r.key)) if r.kind is Kind.DEPARTMENT and r.key else r
+        for r in directory.rejected
+    )
+    return replace(
+        directory, departments=departments, employees=employees, rejected=rejected, _paths={}
+    )
+
+
+def _placed(p: Position, renamed: dict[str, str]) -> Position:
+    if p.department_id in renamed:
+        return replace(p, department_id=renamed[p.department_id])
+    return p

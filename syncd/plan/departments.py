@@ -19,6 +19,7 @@ from syncd.plan.values import (
     matches_any,
 )
 from syncd.plan.values import people as people_count
+from syncd.spelling import look_alike, nfc, spelled
 
 
 class DepartmentPlanner:
@@ -43,6 +44,7 @@ class DepartmentPlanner:
         self.adopted: dict[str, int] = {}  # source id -> the platform node adopted this run
         # Nodes of the departments planned this run: they end where the source puts them.
         self.placed: set[int] = set()
+        self._alike: dict[str, str] | None = None  # look-alike name path -> a platform path
 
     def path(self, source_id: str) -> str:
         return "/".join((self.root, *self.directory.path(source_id)))
@@ -97,8 +99,20 @@ class DepartmentPlanner:
         # An earlier syncd sent the id itself as serial_no, '/' and all: such nodes are ours too.
         node = self.by_serial.get(serial_no(d.id)) or self.by_serial.get(d.id)
         how = "serial_no"
-        if node is None and path in platform_paths:
-            if path in ambiguous:
+        key = nfc(path)
+        if node is None and key not in platform_paths and platform_paths:
+            alike = self._look_alike_node(key, platform_paths)
+            if alike is not None:
+                self.skip(
+                    d.id,
+                    f"{path}: the platform has a node {alike}, which differs only in letter "
+                    "case or invisible characters; the department and its subtree are "
+                    "neither adopted nor created until one is renamed",
+                    "conflict",
+                )
+                return None
+        if node is None and key in platform_paths:
+            if key in ambiguous:
                 self.skip(
                     d.id,
                     f"{path}: several nodes on the platform have this name path; the "
@@ -106,7 +120,7 @@ class DepartmentPlanner:
                     "conflict",
                 )
                 return None
-            node = self.view.nodes[platform_paths[path][0]]
+            node = self.view.nodes[platform_paths[key][0]]
             how = "name path"
             if node.id in self.owned_nodes or node.serial_no not in (None, serial_no(d.id), d.id):
                 node = None  # that node belongs to another department
@@ -172,7 +186,8 @@ class DepartmentPlanner:
         """How the platform's node differs from what syncd last wrote, if it does."""
         written = self.snapshot.fields(Kind.DEPARTMENT, d.id) or {}
         found = []
-        if "name" in written and node.name != written["name"]:
+        # NFC on both sides: a platform that normalizes what it stores has not renamed it.
+        if "name" in written and nfc(node.name) != nfc(written["name"]):
             found.append(f"renamed to {node.name!r}")
         parent = written.get("parent")
         expected_parent = (
@@ -206,7 +221,7 @@ class DepartmentPlanner:
         }
         same = (
             node.serial_no == serial_no(d.id)
-            and node.name == d.name
+            and nfc(node.name) == d.name
             and node.parent_id == parent_node
             and (d.sort_order is None or node.sort_order == d.sort_order)
         )
@@ -226,11 +241,24 @@ class DepartmentPlanner:
             departments=self.names,
         )
 
+    def _look_alike_node(self, key: str, platform_paths: Mapping[str, list[int]]) -> str | None:
+        """The name path of a node syncd does not hold whose path looks like this one
+        (syncd.spelling.look_alike), if one does."""
+        if self._alike is None:
+            self._alike = {}
+            for path, ids in platform_paths.items():
+                for node_id in ids:
+                    if node_id not in self.owned_nodes:
+                        self._alike.setdefault(look_alike(path), path)
+        found = self._alike.get(look_alike(key))
+        return None if found is None else f"'{spelled(found)}'"
+
     def _platform_paths(self) -> dict[str, list[int]]:
-        """Name path -> node ids, for every node under the root (a path may be ambiguous)."""
+        """Name path (in NFC, as the source's) -> node ids, for every node under the root (a
+        path may be ambiguous: two nodes, or two spellings of one path)."""
         paths: dict[str, list[int]] = {}
         for node_id, path in self.view.name_paths().items():
-            paths.setdefault(path, []).append(node_id)
+            paths.setdefault(nfc(path), []).append(node_id)
         return paths
 
     def deletes(self, people: Sequence[Change]) -> list[Change]:

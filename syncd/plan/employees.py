@@ -28,6 +28,7 @@ from syncd.plan.values import (
     matches_any,
     people,
 )
+from syncd.spelling import difference, look_alike, nfc, shown_pair
 
 
 class EmployeePlanner:
@@ -62,11 +63,11 @@ class EmployeePlanner:
         self.removal_due: int | None = None  # the next grace period to end (Plan.removal_due)
 
     def _synced_holder(self, username: str) -> SyncedEmployee | None:
-        """The synced record that holds this username, in any letter case."""
+        """The synced record that holds this username in any spelling (syncd.spelling)."""
         if self._by_username is None:
             employees = self.snapshot.employees.values()
-            self._by_username = {s.username.casefold(): s for s in employees}
-        return self._by_username.get(username.casefold())
+            self._by_username = {look_alike(s.username): s for s in employees}
+        return self._by_username.get(look_alike(username))
 
     def change(
         self, action: Action, e: Employee | None, synced: SyncedEmployee | None, **kw: Any
@@ -114,6 +115,10 @@ class EmployeePlanner:
         return self.replaced, self.upserts, self.unlocks, self.locks, self.removes, self.forgets
 
     def _plan_synced(self, e: Employee, synced: SyncedEmployee) -> None:
+        if synced.username != e.username and nfc(synced.username) == e.username:
+            # The same username, synced in another normalization (NFD): the same account,
+            # which keeps its spelling, since the platform matches usernames exactly.
+            e = e._replace(username=synced.username)
         if synced.username != e.username:
             # A change of letter case too: the platform's import matches usernames exactly,
             # so an update would make a second account and leave the first one active.
@@ -269,14 +274,19 @@ class EmployeePlanner:
                     )
                 )
                 return
+            if holder.username != e.username and nfc(holder.username) == e.username:
+                e = e._replace(username=holder.username)  # only normalized otherwise
+                wanted = self.hash(e)
             if holder.username != e.username:
                 # The platform matches usernames exactly: "Bob" would be a second account.
+                theirs, ours = shown_pair(holder.username, e.username)
                 self.notes.append(
                     Note(
                         "conflict",
                         e.id,
-                        f"username {e.username} differs only in letter case from "
-                        f"{holder.username}, synced for source id {holder.source_id}: the "
+                        f"username {ours} differs only in "
+                        f"{difference(holder.username, e.username)} from {theirs}, synced for "
+                        f"source id {holder.source_id}: the "
                         "platform matches usernames exactly, so it cannot be the same account; "
                         "not changed until the source spells it as before",
                     )
@@ -297,19 +307,27 @@ class EmployeePlanner:
             return
         if self.view.by_key and self._adopted_by_key(e):
             return
-        person = self.view.people.get(e.username.casefold())
+        person = self.view.people.get(look_alike(e.username))
         if person is not None and person.username != e.username:
-            # The platform matches usernames exactly: sending this one would make a second
-            # account beside the one that differs only in letter case.
-            self.notes.append(
-                Note(
-                    "conflict",
-                    e.id,
-                    f"the platform has an account {person.username!r}, which differs from "
-                    f"{e.username!r} only in letter case: neither adopted nor created",
+            if nfc(person.username) == e.username:
+                # The platform's account spells it in NFD: the same username, kept so.
+                e = e._replace(username=person.username)
+                wanted = self.hash(e)
+            else:
+                # The platform matches usernames exactly: sending this one would make a
+                # second account beside the one that differs only in letter case or
+                # invisible characters.
+                theirs, ours = shown_pair(person.username, e.username)
+                self.notes.append(
+                    Note(
+                        "conflict",
+                        e.id,
+                        f"the platform has an account '{theirs}', which differs from "
+                        f"'{ours}' only in {difference(person.username, e.username)}: "
+                        "neither adopted nor created",
+                    )
                 )
-            )
-            return
+                return
         if person is None:
             if e.state is State.DEPARTED:
                 self.never_synced_departed += 1
@@ -383,7 +401,9 @@ class EmployeePlanner:
         return True
 
     def _username_changed(self, e: Employee, synced: SyncedEmployee) -> None:
-        changed = f"username changed in the source from {synced.username} to {e.username}"
+        changed = "username changed in the source from {} to {}".format(
+            *shown_pair(synced.username, e.username)
+        )
         if e.state is State.DEPARTED:
             # Replacing a departed person's account would remove it, and a new account is
             # never made for someone departed: the old one stays, locked, until they return.
@@ -439,7 +459,7 @@ class EmployeePlanner:
                 e,
                 None,
                 hash=wanted,
-                reason=f"username changed from {synced.username}",
+                reason=f"username changed from {shown_pair(synced.username, e.username)[0]}",
             )
         )
 
@@ -465,7 +485,7 @@ class EmployeePlanner:
                 continue
             if rekeyed is None:
                 rekeyed = self._rekeyed_usernames()
-            folded = synced.username.casefold()
+            folded = look_alike(synced.username)
             if synced.source_id in protected or folded in protected or folded in rekeyed:
                 continue
             if excluded and matches_any(synced.username, excluded):
@@ -473,12 +493,12 @@ class EmployeePlanner:
             self._plan_leaver(synced)
 
     def _rekeyed_usernames(self) -> set[str]:
-        """Usernames (casefolded) held by source records syncd never synced: a missing
+        """Usernames (as look-alike keys) held by source records syncd never synced: a missing
         record whose username is among them is being re-keyed (or is in a conflict), not
         gone. A username another synced record took over protects nobody."""
         synced = self.snapshot.employees
         return {
-            e.username.casefold() for e in self.directory.employees.values() if e.id not in synced
+            look_alike(e.username) for e in self.directory.employees.values() if e.id not in synced
         }
 
     def _plan_leaver(self, synced: SyncedEmployee) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from syncd.model import Directory, Kind
 from syncd.plan.actions import Action
+from syncd.spelling import looks_the_same, spelled
 
 if TYPE_CHECKING:
     from syncd.plan.values import Change, Snapshot
@@ -34,6 +35,14 @@ def _short(key: str, value: Any, departments: Mapping[str, str]) -> str:
     else:
         text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _pair(key: str, before: Any, after: Any, departments: Mapping[str, str]) -> str:
+    """``'José' → 'Jose'``; two spellings that look the same are written out, so that the
+    change shows: ``'jose\\u0301' → 'josé'``, which would otherwise read 'josé' → 'josé'."""
+    if isinstance(before, str) and isinstance(after, str) and looks_the_same(before, after):
+        return f"'{spelled(before)}' → '{spelled(after)}'"
+    return f"{_short(key, before, departments)} → {_short(key, after, departments)}"
 
 
 def _position(p: Mapping[str, Any], departments: Mapping[str, str]) -> str:
@@ -68,9 +77,7 @@ def describe(c: Change) -> str:
     if c.action in (Action.UPDATE, Action.MOVE):
         diff = field_diff(c.before, c.after)
         names = c.departments
-        detail = ", ".join(
-            f"{k} {_short(k, b, names)} → {_short(k, a, names)}" for k, (b, a) in diff.items()
-        )
+        detail = ", ".join(f"{k} {_pair(k, b, a, names)}" for k, (b, a) in diff.items())
         detail = detail or "fields"
         where = f" to {c.new_path}" if c.action is Action.MOVE or c.new_path != c.display else ""
         verb = "move" if c.action is Action.MOVE else "update"

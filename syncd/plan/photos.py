@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from syncd.model import Directory, Employee, Kind, State
 from syncd.plan.actions import Action
 from syncd.plan.values import Change, Snapshot, matches_any
+from syncd.spelling import nfc
 
 
 def plan_photos(
@@ -34,10 +35,13 @@ def plan_photos(
         if photo is None or e.state is not State.ACTIVE:
             continue
         upsert = accounts.get(e.id)
+        account = e.username if upsert is None else upsert.display  # as the platform spells it
         if upsert is None:
             synced = snapshot.employees.get(e.id)
-            if synced is None or synced.username != e.username:
+            # The same username in another normalization (NFD) is the same account.
+            if synced is None or nfc(synced.username) != e.username:
                 continue  # no account of theirs, or a username conflict: not theirs to set
+            account = synced.username
         if excluded and matches_any(e.username, excluded):
             continue
         new_account = upsert is not None and upsert.action is Action.CREATE
@@ -53,7 +57,7 @@ def plan_photos(
                 Kind.EMPLOYEE,
                 Action.PHOTO,
                 e.id,
-                e.username,
+                account,
                 photo,
                 hash=photo.digest,
                 platform_before=None if before is None else {"photo": before},

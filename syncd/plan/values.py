@@ -115,7 +115,7 @@ class PlatformView:
     root_name: str
     nodes: Mapping[int, PlatformNode] = field(default_factory=dict)
     complete_listing: bool = False  # nodes holds every node (else: those changed lately)
-    people: Mapping[str, PlatformPerson] = field(default_factory=dict)  # casefolded username
+    people: Mapping[str, PlatformPerson] = field(default_factory=dict)  # by look_alike(username)
     # People syncd holds that changed on the platform since the last run, by username.
     changed: Mapping[str, PlatformEmployee] = field(default_factory=dict)
     # Usernames of people syncd holds that the platform no longer has (deleted there).

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
+from unicodedata import normalize
 
 from syncd import snapshot as store
 from syncd.clock import now_ms
@@ -39,6 +40,7 @@ from syncd.plan import (
 )
 from syncd.platform.client import PlatformClient
 from syncd.platform.schemas import EmployeeRecord, Node
+from syncd.spelling import look_alike, nfc
 
 # Users asked per page of the D3 list (a platform may give fewer). With platform.concurrency
 # pages in flight, 5,000 a page held 27 MB more at 100,000 people and was no faster.
@@ -115,12 +117,20 @@ def with_adoptions(
 
 
 def newcomers(snapshot: Snapshot, directory: Directory) -> list[str]:
-    """Usernames the source names that no record syncd synced holds, in any letter case."""
+    """Usernames the source names that no record syncd synced holds in any spelling
+    (syncd.spelling.look_alike); a username with accents also in NFD, in case the
+    platform holds it so (it matches usernames exactly)."""
     synced = snapshot.employees
     new = [e for e in directory.employees.values() if e.id not in synced]
     # Usernames syncd holds, gathered only when someone is new (most runs: nobody).
-    known = {e.username.casefold() for e in synced.values()} if new else set()
-    return [e.username for e in new if e.username.casefold() not in known]
+    known = {look_alike(e.username) for e in synced.values()} if new else set()
+    found: list[str] = []
+    for e in new:
+        if look_alike(e.username) not in known:
+            found.append(e.username)
+            if not e.username.isascii() and (nfd := normalize("NFD", e.username)) != e.username:
+                found.append(nfd)
+    return found
 
 
 def adopting(
@@ -139,7 +149,10 @@ def adopting(
     else:
         records = client.employees_by_username(unknown)
     found = [_platform_person(r) for r in records if r.username]
-    people = {p.username.casefold(): p for p in found}
+    # Keyed by look-alike key: the planner finds accounts spelled another way (and, an
+    # account in NFD and one in NFC both there, the NFC one, which is the source's).
+    in_nfc_last = sorted(found, key=lambda p: p.username == nfc(p.username))
+    people = {look_alike(p.username): p for p in in_nfc_last}
     by_key: dict[str, list[PlatformPerson]] = {}
     if match_by != "username" and not snapshot.employees:
         for person in found:

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from syncd.logs import redact
 from syncd.report.value import ACTIONS, ITEM_OUTCOMES, LIST_COLUMNS, Count, Item, RunInfo, Totals
+from syncd.spelling import looks_the_same, spelled
 
 SYMBOLS = {
     "create": "+",
@@ -110,9 +111,17 @@ def detail_lines(item: Item, show: Callable[[str, Any], V]) -> list[tuple[str, V
             return [("positions", None, show("positions", positions))]
         return []
     if item.before is not None and item.after is not None:
-        return [(k, show(k, b), show(k, a)) for k, b, a in item.field_changes()]
+        return [(k, *_seen(k, b, a, show)) for k, b, a in item.field_changes()]
     reason = item_reason(item)
     return [("reason", None, show("reason", reason))] if reason else []
+
+
+def _seen(name: str, before: Any, after: Any, show: Callable[[str, Any], V]) -> tuple[V, V]:
+    """A field's before and after; two spellings that look the same written out, so that
+    the change shows (``jose\\u0301`` → ``josé``: syncd.spelling)."""
+    if isinstance(before, str) and isinstance(after, str) and looks_the_same(before, after):
+        before, after = spelled(before), spelled(after)
+    return show(name, before), show(name, after)
 
 
 def readable(departments: Mapping[str, str]) -> Callable[[str, Any], str]:

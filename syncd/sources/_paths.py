@@ -1,7 +1,7 @@
 """Departments derived from the paths people carry, by one rule for every source.
 
-A department's id is its path: its names trimmed, empty ones dropped, joined by the
-separator. The same department then gets the same id in every export, and from either
+A department's id is its path: its names trimmed, in NFC, empty ones dropped, joined by
+the separator. The same department then gets the same id in every export, and from either
 source (the CSV layout ``paths``, LDAP's ``departments_from = "attribute"``), so a
 company that moves from one source to the other keeps its departments.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from syncd.model import Department
 from syncd.sources._text import split_path
+from syncd.spelling import nfc
 
 
 class DepartmentPaths:
@@ -31,7 +32,9 @@ class DepartmentPaths:
             return found
 
     def _add(self, path: str, where: str) -> str | None:
-        names = split_path(path, self.separator)
+        # In NFC: "Café" exported composed on one row and decomposed on another is one
+        # department, with one id (build_directory takes every id in NFC too).
+        names = tuple(nfc(name) for name in split_path(path, self.separator))
         department_id: str | None = None
         for depth, name in enumerate(names, start=1):
             parent_id = department_id

@@ -1,0 +1,237 @@
+"""One person, one key, whatever the spelling: NFC, look-alike keys, invisible characters,
+and what build_directory makes of usernames and department names spelled several ways."""
+
+from __future__ import annotations
+
+import sys
+import unicodedata
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from syncd.model import Department, Employee, Kind, Position, build_directory
+from syncd.spelling import (
+    INVISIBLE,
+    difference,
+    invisible,
+    look_alike,
+    looks_the_same,
+    nfc,
+    shown_pair,
+    spelled,
+)
+
+NFC_RENEE = "ren\u00e9e"
+NFD_RENEE = "rene\u0301e"
+ZWSP, ZWJ, LRM, RLO = "\u200b", "\u200d", "\u200e", "\u202e"
+
+
+def located(items: list[Department] | list[Employee]) -> list[tuple[str, object]]:
+    return [(f"f.csv:{n}", item) for n, item in enumerate(items, 2)]
+
+
+def reasons(d: object) -> list[tuple[str | None, str]]:
+    return [(r.key, r.reason) for r in d.rejected]  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------- the helpers
+
+
+def test_every_format_character_is_invisible_but_the_signs_that_print() -> None:
+    # Unicode's format characters (Cf), less the prepended concatenation marks, which
+    # print a sign (ARABIC NUMBER SIGN and its kin): the list in syncd.spelling is whole.
+    prints = {*range(0x600, 0x606), 0x6DD, 0x70F, 0x890, 0x891, 0x8E2, 0x110BD, 0x110CD}
+    missing = [
+        f"U+{code:04X}"
+        for code in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(code)) == "Cf"
+        and code not in prints
+        and not INVISIBLE.match(chr(code))
+    ]
+    assert missing == []
+    assert all(not INVISIBLE.match(chr(code)) for code in prints)
+
+
+def test_look_alike_keys_ignore_case_normalization_invisible_characters_and_spaces() -> None:
+    key = look_alike(NFC_RENEE)
+    for variant in (NFD_RENEE, "REN\u00c9E", "Ren" + ZWSP + "e\u0301e", LRM + NFC_RENEE + RLO):
+        assert look_alike(variant) == key, ascii(variant)
+    assert look_alike("Jean\u00a0Paul") == look_alike("jean paul")
+    assert look_alike("rene") != key  # an accent is not a spelling: it is another name
+    assert nfc(NFD_RENEE) == NFC_RENEE and nfc("ann") == "ann"
+
+
+def test_invisible_characters_are_named() -> None:
+    assert invisible("ren" + ZWSP + "ee" + RLO + ZWSP) == [
+        "U+200B ZERO WIDTH SPACE",
+        "U+202E RIGHT-TO-LEFT OVERRIDE",
+    ]
+    assert invisible("\u0645\u06cc" + "\u200c" + "\u062e", allowed=frozenset("\u200c")) == []
+    assert invisible(NFD_RENEE) == [] and invisible("ann") == []
+
+
+def test_a_pair_that_looks_the_same_is_written_so_the_difference_shows() -> None:
+    assert shown_pair("jose\u0301", "jos\u00e9") == ("jose\\u0301", "jos\u00e9")
+    assert shown_pair("ann" + ZWSP, "ann") == ("ann\\u200b", "ann")
+    assert shown_pair("\u212b", "\u00c5") == ("\\u212b", "\u00c5")  # ANGSTROM SIGN
+    assert shown_pair("Bob", "bob") == ("Bob", "bob")  # letter case shows by itself
+    assert shown_pair("José", "Josie") == ("José", "Josie")
+    assert spelled("\u5f20" + ZWSP + "\u4e09") == "\u5f20\\u200b\u4e09"
+    assert not looks_the_same("Bob", "bob") and looks_the_same("a" + ZWJ + "b", "ab")
+    assert difference("Bob", "bob") == "letter case"
+    assert difference("bob" + ZWSP, "bob") == "invisible characters"
+    assert difference("Bob" + ZWSP, "bob") == "letter case and invisible characters"
+
+
+# ---------------------------------------------------------------- build_directory
+
+
+def test_nfc_and_nfd_usernames_in_one_read_are_one_username_used_twice() -> None:
+    people = [
+        Employee("E1", NFC_RENEE, "Ren\u00e9e A"),
+        Employee("E2", NFD_RENEE, "Rene\u0301e B"),
+        Employee("E3", "ann", "Ann"),
+    ]
+    d = build_directory([], located(people))  # type: ignore[arg-type]
+    assert set(d.employees) == {"E3"}
+    assert reasons(d) == [
+        ("E1", f"username '{NFC_RENEE}' is used by 2 people"),
+        ("E2", f"username '{NFC_RENEE}' is used by 2 people"),
+    ]
+    # Both copies keep their person: neither is taken for a leaver.
+    assert d.rejected_keys(Kind.EMPLOYEE) >= {"E1", "E2", look_alike(NFD_RENEE)}
+
+
+def test_usernames_that_differ_by_invisible_characters_are_rejected_naming_them() -> None:
+    people = [
+        Employee("E1", "ren" + ZWSP + "ee", "Renee"),
+        Employee("E2", RLO + "eve", "Eve"),
+        Employee("E3", "ann" + ZWJ, "Ann"),
+        Employee("E4", "ann", "Ann"),
+    ]
+    d = build_directory([], located(people))  # type: ignore[arg-type]
+    assert d.employees == {}
+    assert reasons(d) == [
+        ("E1", "username 'ren\\u200bee' contains U+200B ZERO WIDTH SPACE, which cannot be seen"),
+        (
+            "E2",
+            "username '\\u202eeve' contains U+202E RIGHT-TO-LEFT OVERRIDE, which cannot be seen",
+        ),
+        ("E3", "username 'ann\\u200d' contains U+200D ZERO WIDTH JOINER, which cannot be seen"),
+        # Which of the two is the real ann cannot be told: neither is used.
+        ("E4", "username 'ann' is used by 2 people"),
+    ]
+
+
+def test_names_and_department_references_are_read_in_nfc() -> None:
+    cafe_nfd = "Cafe\u0301"
+    d = build_directory(
+        located([Department(cafe_nfd, cafe_nfd, en_name="Cafe\u0301 EN")]),  # type: ignore[arg-type]
+        located([Employee("E1", NFD_RENEE, "Rene\u0301e", (Position(cafe_nfd, "Ba\u0300r"),))]),  # type: ignore[arg-type]
+    )
+    assert list(d.departments) == ["Caf\u00e9"]
+    assert d.departments["Caf\u00e9"].name == "Caf\u00e9"
+    assert d.departments["Caf\u00e9"].en_name == "Caf\u00e9 EN"
+    e = d.employees["E1"]
+    assert (e.username, e.name) == (NFC_RENEE, "Ren\u00e9e")
+    assert e.positions == (Position("Caf\u00e9", "B\u00e0r"),)
+
+
+def test_departments_named_dot_or_dot_dot_are_rejected() -> None:
+    departments = [
+        Department("a", "A"),
+        Department("dot", "."),
+        Department("up", " .. ", "a"),
+        Department("under", "B", "up"),
+        Department("dots", "...", "a"),  # a name, if an odd one
+    ]
+    d = build_directory(located(departments), [])  # type: ignore[arg-type]
+    assert set(d.departments) == {"a", "dots"}
+    why = dict(reasons(d))
+    assert why["dot"] == "department name '.' is not a name: it means a place in a path"
+    assert why["up"] == "department name ' .. ' is not a name: it means a place in a path"
+    assert why["under"] == "parent department 'up' is unknown or was rejected"
+
+
+def test_sibling_departments_named_alike_are_ambiguous() -> None:
+    departments = [
+        Department("p", "Head Office"),
+        Department("c1", "Caf\u00e9", "p"),
+        Department("c2", "CAFE\u0301", "p"),  # NFD, another letter case
+        Department("s1", "Sales", "p"),
+        Department("s2", "Sa" + ZWJ + "les", "p"),  # a joiner may be spelling, but looks alike
+        Department("x", "Caf\u00e9"),  # not a sibling: under the root
+    ]
+    d = build_directory(located(departments), [])  # type: ignore[arg-type]
+    assert set(d.departments) == {"p", "x"}
+    why = dict(reasons(d))
+    assert all("the name path is ambiguous" in why[k] for k in ("c1", "c2", "s1", "s2"))
+
+
+def test_department_names_with_invisible_characters_are_rejected_but_joiners() -> None:
+    departments = [
+        Department("zw", "R" + ZWSP + "&D"),
+        Department("bidi", "Sales" + LRM),
+        Department("fa", "\u0645\u06cc\u200c\u062e"),  # ZWNJ belongs to the Persian word
+    ]
+    d = build_directory(located(departments), [])  # type: ignore[arg-type]
+    assert set(d.departments) == {"fa"}
+    why = dict(reasons(d))
+    assert why["zw"] == "department name 'R\\u200b&D' contains U+200B ZERO WIDTH SPACE"
+    assert why["bidi"] == "department name 'Sales\\u200e' contains U+200E LEFT-TO-RIGHT MARK"
+
+
+# ---------------------------------------------------------------- generated
+
+
+_BASES = st.text(
+    alphabet=st.sampled_from("abceinorsuyAE\u00e9\u00e8\u00fc\u00f1\u00e5\u00c5\u1ec7"),
+    min_size=1,
+    max_size=8,
+)
+_HIDDEN = st.sampled_from([ZWSP, ZWJ, LRM, RLO, "\u2060", "\ufeff", "\u00ad"])
+
+
+@st.composite
+def _variant(draw: st.DrawFn, base: str) -> str:
+    """The base, spelled another way: NFD, another letter case, invisible characters."""
+    text = base
+    if draw(st.booleans()):
+        text = unicodedata.normalize("NFD", text)
+    if draw(st.booleans()):
+        text = text.swapcase() if draw(st.booleans()) else text.upper()
+    for _ in range(draw(st.integers(0, 2))):
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + draw(_HIDDEN) + text[at:]
+    return text
+
+
+@st.composite
+def _spellings(draw: st.DrawFn) -> tuple[list[str], list[str]]:
+    bases = draw(st.lists(_BASES, min_size=1, max_size=4))
+    variants = [draw(_variant(b)) for b in bases for _ in range(draw(st.integers(1, 3)))]
+    return bases, draw(st.permutations(variants))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_spellings())
+def test_no_two_records_kept_share_a_look_alike_key(spelling: tuple[list[str], list[str]]) -> None:
+    _, variants = spelling
+    people = [Employee(f"E{n}", v, f"Person {n}") for n, v in enumerate(variants)]
+    departments = [Department(f"D{n}", v, "root") for n, v in enumerate(variants)]
+    d = build_directory(
+        located([Department("root", "Root"), *departments]),  # type: ignore[arg-type]
+        located(people),  # type: ignore[arg-type]
+    )
+    usernames = Counter(look_alike(e.username) for e in d.employees.values())
+    assert all(n == 1 for n in usernames.values()), usernames
+    siblings = Counter(look_alike(x.name) for x in d.departments.values() if x.id != "root")
+    assert all(n == 1 for n in siblings.values()), siblings
+    for e in d.employees.values():
+        assert e.username == nfc(e.username) and not invisible(e.username)
+    # Nothing is lost without a word: every variant is kept or rejected with its key.
+    assert len(d.employees) + sum(r.kind is Kind.EMPLOYEE for r in d.rejected) == len(people)
+    assert len(d.departments) - 1 + sum(r.kind is Kind.DEPARTMENT for r in d.rejected) == len(
+        departments
+    )
