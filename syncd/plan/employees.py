@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from syncd.model import Directory, Employee, Kind, State, match_index, match_value
+from syncd.plan import rekeys
 from syncd.plan.actions import Action
 from syncd.plan.drift import PeopleDrift
 from syncd.plan.fields import EmployeeHasher
@@ -60,6 +61,8 @@ class EmployeePlanner:
         self.forgets: list[Change] = []  # deleted on the platform, not wanted back
         self._source_index: dict[str, tuple[str, ...]] | None = None  # match_by value -> ids
         self.removal_due: int | None = None  # the next grace period to end (Plan.removal_due)
+        # Old records whose username a new source id holds but may not take over: leavers.
+        self.released: set[str] = set()
 
     def _synced_holder(self, username: str) -> SyncedEmployee | None:
         """The synced record that holds this username, in any letter case."""
@@ -282,6 +285,8 @@ class EmployeePlanner:
                     )
                 )
                 return
+            if not self._rekey(e, holder):
+                return
             # That source id is gone and this one took its place: the same account, re-keyed.
             self.upserts.append(
                 self.change(
@@ -329,6 +334,16 @@ class EmployeePlanner:
             )
         )
         self._plan_lock_state(e, person.locked, None, target_id=person.id)
+
+    def _rekey(self, e: Employee, holder: SyncedEmployee) -> bool:
+        """Whether ``e`` takes over ``holder``'s account (see syncd.plan.rekeys); if not, a
+        conflict note says why, and the holder may be a leaver."""
+        taken, note, release = rekeys.weigh(e, holder, self.snapshot, self.view)
+        if note is not None:
+            self.notes.append(note)
+        if release:
+            self.released.add(holder.source_id)
+        return taken
 
     def _adopted_by_key(self, e: Employee) -> bool:
         """Adopt the one platform account holding this person's ``sync.match_by`` value (a
@@ -466,7 +481,9 @@ class EmployeePlanner:
             if rekeyed is None:
                 rekeyed = self._rekeyed_usernames()
             folded = synced.username.casefold()
-            if synced.source_id in protected or folded in protected or folded in rekeyed:
+            if synced.source_id in protected or folded in protected:
+                continue
+            if folded in rekeyed and synced.source_id not in self.released:
                 continue
             if excluded and matches_any(synced.username, excluded):
                 continue

@@ -466,8 +466,10 @@ def test_a_changed_username_is_a_conflict_by_default() -> None:
 
 
 def test_a_new_source_id_for_a_known_username_is_the_same_account_rekeyed() -> None:
-    snapshot, view = synced(directory(COMPANY, STAFF))
-    rekeyed = [STAFF[0], STAFF[1], person("e3-new", "carol", "sales")]
+    # The name and the mobile agree: the same person (see tests/engine/test_rekey_plan.py).
+    carol = person("e3", "carol", "sales", mobile="13800000003")
+    snapshot, view = synced(directory(COMPANY, [*STAFF[:2], carol]))
+    rekeyed = [STAFF[0], STAFF[1], carol._replace(id="e3-new")]
     p = plan(directory(COMPANY, rekeyed), snapshot, view, Policy(), NOW)
     assert actions(p) == [("employee", "update", "e3-new")]
     assert p.changes[0].previous_key == "e3"
