@@ -35,7 +35,14 @@ from syncd.plan.fields import (
     extended_values,
     fields_departments,
 )
-from syncd.plan.guards import GuardDecision, Limits, check_guards
+from syncd.plan.guards import (
+    GuardDecision,
+    Limits,
+    Reactivations,
+    check_guards,
+    reactivations,
+    updates,
+)
 from syncd.plan.messages import field_diff
 from syncd.plan.photos import plan_photos
 from syncd.plan.values import (
@@ -72,6 +79,7 @@ __all__ = [
     "PlatformPerson",
     "PlatformView",
     "Policy",
+    "Reactivations",
     "Snapshot",
     "SyncedDepartment",
     "SyncedEmployee",
@@ -86,6 +94,8 @@ __all__ = [
     "fields_departments",
     "in_order",
     "plan",
+    "reactivations",
+    "updates",
 ]
 
 
