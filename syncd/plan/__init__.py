@@ -17,8 +17,9 @@ people found on the platform are adopted (matched by serial_no, name path or use
 and updated like the rest; what the source never named is left alone and listed.
 
 The package's rooms: ``values`` (inputs and outputs), ``fields`` (what is written and
-its hash), ``departments`` and ``employees`` (the two planners), ``messages`` (the
-sentence of each change), ``guards`` (the checks made before anything is sent).
+its hash), ``departments`` and ``employees`` (the two planners), ``rekeys`` (whether a
+new source id takes over a known username's account), ``messages`` (the sentence of each
+change), ``guards`` (the checks made before anything is sent).
 """
 
 from __future__ import annotations
