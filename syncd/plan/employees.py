@@ -8,7 +8,6 @@ as the change's ``before``.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from syncd.model import Directory, Employee, Kind, State, match_index, match_value
@@ -17,6 +16,7 @@ from syncd.plan.actions import Action
 from syncd.plan.drift import PeopleDrift
 from syncd.plan.fields import EmployeeHasher
 from syncd.plan.messages import department_names
+from syncd.plan.usernames import username_changed
 from syncd.plan.values import (
     DAY_MS,
     Change,
@@ -64,7 +64,7 @@ class EmployeePlanner:
         # Old records whose username a new source id holds but may not take over: leavers.
         self.released: set[str] = set()
 
-    def _synced_holder(self, username: str) -> SyncedEmployee | None:
+    def synced_holder(self, username: str) -> SyncedEmployee | None:
         """The synced record that holds this username, in any letter case."""
         if self._by_username is None:
             employees = self.snapshot.employees.values()
@@ -97,7 +97,7 @@ class EmployeePlanner:
                 continue
             synced = self.snapshot.employees.get(e.id)
             if synced is None:
-                self._plan_new(e, self._synced_holder(e.username))
+                self._plan_new(e, self.synced_holder(e.username))
                 continue
             if synced.matched_by is not None:
                 # Adopted by another key: the account keeps the platform's username.
@@ -120,7 +120,7 @@ class EmployeePlanner:
         if synced.username != e.username:
             # A change of letter case too: the platform's import matches usernames exactly,
             # so an update would make a second account and leave the first one active.
-            self._username_changed(e, synced)
+            username_changed(self, e, synced)
             return
         if self.drift.gone(synced):
             self.weighed.add(synced.username)
@@ -247,7 +247,7 @@ class EmployeePlanner:
     def _unread(self, username: str) -> tuple[Employee, SyncedEmployee] | None:
         """A person syncd holds that the read did not return (read ones are planned with
         the rest), as syncd last wrote them."""
-        synced = self._synced_holder(username)
+        synced = self.synced_holder(username)
         if synced is None or synced.username != username:
             return None
         excluded = self.policy.exclude_usernames
@@ -396,67 +396,6 @@ class EmployeePlanner:
         )
         self._plan_lock_state(pinned, account.locked, None, target_id=account.id)
         return True
-
-    def _username_changed(self, e: Employee, synced: SyncedEmployee) -> None:
-        changed = f"username changed in the source from {synced.username} to {e.username}"
-        if e.state is State.DEPARTED:
-            # Replacing a departed person's account would remove it, and a new account is
-            # never made for someone departed: the old one stays, locked, until they return.
-            self.notes.append(
-                Note("skipped", e.id, f"{changed}: departed, so the old account stays, locked")
-            )
-            if not synced.locked:
-                lock = self.change(Action.LOCK, e, synced, reason="departed in the source")
-                self.locks.append(replace(lock, display=synced.username))
-            return
-        holder = self._synced_holder(e.username)
-        if holder is not None and holder.source_id != e.id:
-            # Its account is another person's until that record gives the username up.
-            self.notes.append(
-                Note(
-                    "conflict",
-                    e.id,
-                    f"{changed}, which is synced for source id {holder.source_id}: the old "
-                    "account is left alone until the other record gives the username up",
-                )
-            )
-            return
-        if self.policy.username_change != "remove_and_create":
-            self.notes.append(
-                Note(
-                    "conflict",
-                    e.id,
-                    f"{changed}: the platform cannot rename an account; the old account is left "
-                    'alone (set sync.username_change = "remove_and_create" to replace it)',
-                )
-            )
-            return
-        excluded = self.policy.exclude_usernames
-        if excluded and matches_any(synced.username, excluded):
-            # Replacing the account would remove one the settings protect.
-            self.notes.append(
-                Note(
-                    "skipped",
-                    e.id,
-                    f"{changed}: the old account is excluded by settings, so it is neither "
-                    "removed nor replaced",
-                )
-            )
-            return
-        # Removed before the new account is made: its email and mobile must be free again.
-        self.replaced.append(
-            self.change(Action.REMOVE, None, synced, reason=f"username changed to {e.username}")
-        )
-        wanted = self.hash(e)
-        self.upserts.append(
-            self.change(
-                Action.CREATE,
-                e,
-                None,
-                hash=wanted,
-                reason=f"username changed from {synced.username}",
-            )
-        )
 
     def _plan_leavers(self) -> None:
         directory = self.directory
