@@ -22,6 +22,7 @@ from syncd.plan.values import (
     Change,
     Note,
     PlatformEmployee,
+    PlatformPerson,
     PlatformView,
     Policy,
     Snapshot,
@@ -321,6 +322,8 @@ class EmployeePlanner:
                 return
             self.upserts.append(self.change(Action.CREATE, e, None, hash=wanted))
             return
+        if not self._may_unlock(e, person):
+            return
         before = {"username": person.username, "locked": person.locked, "employee_id": person.id}
         self.upserts.append(
             self.change(
@@ -334,6 +337,17 @@ class EmployeePlanner:
             )
         )
         self._plan_lock_state(e, person.locked, None, target_id=person.id)
+
+    def _may_unlock(self, e: Employee, account: PlatformPerson) -> bool:
+        """Whether adopting this platform account for ``e`` is safe: a locked account is
+        adopted for an active record (and unlocked) only where a mobile or work number
+        shows it is theirs (see syncd.plan.rekeys); if not, a conflict note says why."""
+        if not account.locked or e.state is State.DEPARTED:
+            return True
+        note = rekeys.locked_account_conflict(e, account)
+        if note is not None:
+            self.notes.append(note)
+        return note is None
 
     def _rekey(self, e: Employee, holder: SyncedEmployee) -> bool:
         """Whether ``e`` takes over ``holder``'s account (see syncd.plan.rekeys); if not, a
@@ -376,6 +390,8 @@ class EmployeePlanner:
         if not accounts:
             return False
         account = accounts[0]
+        if not self._may_unlock(e, account):
+            return True
         pinned = e._replace(username=account.username)
         before = {
             "username": account.username,

@@ -34,7 +34,7 @@ from enum import StrEnum
 from typing import Any
 
 from syncd.model import Employee, Kind, State, match_value
-from syncd.plan.values import Note, PlatformView, Snapshot, SyncedEmployee
+from syncd.plan.values import Note, PlatformPerson, PlatformView, Snapshot, SyncedEmployee
 
 IDENTIFIERS = ("mobile", "sn")  # personal: a recycled username does not bring them along
 COMPARED = ("name", *IDENTIFIERS)
@@ -70,10 +70,14 @@ class Evidence:
     differ: tuple[str, ...]
 
     @property
+    def identified(self) -> bool:
+        """A personal identifier agrees, and none differs."""
+        agreed = any(f in self.agree for f in IDENTIFIERS)
+        return agreed and not any(f in self.differ for f in IDENTIFIERS)
+
+    @property
     def same_person(self) -> bool:
-        identified = any(f in self.agree for f in IDENTIFIERS)
-        contradicted = any(f in self.differ for f in IDENTIFIERS)
-        return "name" in self.agree and identified and not contradicted
+        return "name" in self.agree and self.identified
 
     @property
     def different_people(self) -> bool:
@@ -169,3 +173,19 @@ def weigh(
         return True, None, False
     message = conflict_message(e, holder.source_id, verdict, seen, locked)
     return False, Note("conflict", e.id, message), verdict is Verdict.LEAVER
+
+
+def locked_account_conflict(e: Employee, account: PlatformPerson) -> Note | None:
+    """Adopting a locked platform account for an active record unlocks it: only where the
+    account's mobile or work number shows it is theirs (the platform's listing gives no
+    name to compare). None if it may be adopted; else the conflict note."""
+    found = evidence(e, {"mobile": account.mobile, "sn": account.sn})
+    if found.identified:
+        return None
+    message = (
+        f"the platform's account {account.username} is locked, and nothing shows it is "
+        f"{e.id}'s ({found.describe()}; a mobile or work number must agree): a locked account "
+        "is not unlocked for another person, so it is neither adopted nor created; unlock "
+        "it on the platform if it is theirs, or delete it"
+    )
+    return Note("conflict", e.id, message)

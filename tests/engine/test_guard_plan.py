@@ -83,7 +83,10 @@ def test_unlocks_of_accounts_locked_on_the_platform_are_counted_and_named() -> N
 
 def test_adopting_locked_accounts_to_unlock_them_is_a_reactivation() -> None:
     people = staff(12)
-    accounts = [PlatformPerson(500 + n, e.username, locked=True) for n, e in enumerate(people)]
+    accounts = [
+        PlatformPerson(500 + n, e.username, locked=True, mobile=e.mobile)
+        for n, e in enumerate(people)
+    ]
     d = directory(COMPANY, people)
     p = plan(d, Snapshot(), empty_view(people=accounts), Policy(), NOW)
     guard = guards(p, d, Snapshot())["max_reactivations"]

@@ -90,6 +90,25 @@ def test_an_active_leavers_username_given_to_another_person_is_locked_not_handed
     assert "not the same person" in conflicts(result)[0]
 
 
+def test_after_a_lost_state_a_locked_account_is_not_adopted_for_a_new_hire(world: World) -> None:
+    world.sync_settings.update(max_removal_ratio=1.0)
+    world.sync()
+    world.company.person("dan")["status"] = "departed"
+    world.sync()  # dan departed: locked
+    for suffix in ("", "-wal", "-shm"):  # a new host, or a lost state database
+        (world.folder / "state" / f"syncd.db{suffix}").unlink(missing_ok=True)
+    world.company.employees.remove(world.company.person("dan"))
+    world.company.employees.append(employee("E9", "dan", "D2", name="Daniel New"))
+
+    result = world.sync()
+
+    assert ("update", "E9") not in actions(result) and ("unlock", "E9") not in actions(result)
+    dan = account(world, "dan")
+    assert dan["locked"] and dan["extension_id"] == "E4"
+    (message,) = conflicts(result)
+    assert "account dan is locked, and nothing shows it is E9's" in message
+
+
 # ---------------------------------------------------------------- 25.8 re-key and a cleared field
 
 
