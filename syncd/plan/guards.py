@@ -68,19 +68,20 @@ def reactivations(p: Plan, snapshot: Snapshot) -> Reactivations:
     holds locked (a departed person's account deleted on the platform, or renamed)."""
     returning = drift = adopted = recreated = 0
     held = snapshot.employees
+    unlock, create, employee = Action.UNLOCK, Action.CREATE, Kind.EMPLOYEE  # looked up once
     for c in p.changes:
-        if c.kind is not Kind.EMPLOYEE:
-            continue
-        synced = held.get(c.key)
-        if c.action is Action.UNLOCK:
+        action = c.action
+        if action is unlock:  # employees only
+            synced = held.get(c.key)
             if synced is None:
                 adopted += 1
             elif synced.locked:
                 returning += 1
             else:
                 drift += 1
-        elif c.action is Action.CREATE and synced is not None and synced.locked:
-            recreated += 1
+        elif action is create and c.kind is employee:
+            synced = held.get(c.key)
+            recreated += synced is not None and synced.locked
     return Reactivations(returning, drift, adopted, recreated)
 
 
@@ -89,8 +90,9 @@ def updates(p: Plan, snapshot: Snapshot) -> tuple[int, int]:
     and how many of them put back what was changed on the platform (drift)."""
     held = snapshot.employees
     total = repairs = 0
+    update, employee = Action.UPDATE, Kind.EMPLOYEE  # looked up once
     for c in p.changes:
-        if c.kind is not Kind.EMPLOYEE or c.action is not Action.UPDATE:
+        if c.action is not update or c.kind is not employee:
             continue
         if c.key in held or (c.previous_key is not None and c.previous_key in held):
             total += 1
