@@ -322,7 +322,7 @@ class EmployeePlanner:
                 return
             self.upserts.append(self.change(Action.CREATE, e, None, hash=wanted))
             return
-        if not self._may_unlock(e, person):
+        if not self._may_adopt(e, person):
             return
         before = {"username": person.username, "locked": person.locked, "employee_id": person.id}
         self.upserts.append(
@@ -338,11 +338,12 @@ class EmployeePlanner:
         )
         self._plan_lock_state(e, person.locked, None, target_id=person.id)
 
-    def _may_unlock(self, e: Employee, account: PlatformPerson) -> bool:
+    def _may_adopt(self, e: Employee, account: PlatformPerson) -> bool:
         """Whether adopting this platform account for ``e`` is safe: a locked account is
-        adopted for an active record (and unlocked) only where a mobile or work number
-        shows it is theirs (see syncd.plan.rekeys); if not, a conflict note says why."""
-        if not account.locked or e.state is State.DEPARTED:
+        adopted only where a mobile or work number shows it is theirs (see
+        syncd.plan.rekeys), departed or not (a departed record that adopted it would
+        unlock it on coming back); if not, a conflict note says why."""
+        if not account.locked:
             return True
         note = rekeys.locked_account_conflict(e, account)
         if note is not None:
@@ -390,7 +391,7 @@ class EmployeePlanner:
         if not accounts:
             return False
         account = accounts[0]
-        if not self._may_unlock(e, account):
+        if not self._may_adopt(e, account):
             return True
         pinned = e._replace(username=account.username)
         before = {

@@ -176,16 +176,17 @@ def weigh(
 
 
 def locked_account_conflict(e: Employee, account: PlatformPerson) -> Note | None:
-    """Adopting a locked platform account for an active record unlocks it: only where the
-    account's mobile or work number shows it is theirs (the platform's listing gives no
-    name to compare). None if it may be adopted; else the conflict note."""
+    """A locked platform account is adopted only where its mobile or work number shows it
+    is this record's (the platform's listing gives no name to compare): adopted, it is
+    unlocked now or when the record is active again. None if it may be adopted; else the
+    conflict note."""
     found = evidence(e, {"mobile": account.mobile, "sn": account.sn})
     if found.identified:
         return None
     message = (
         f"the platform's account {account.username} is locked, and nothing shows it is "
         f"{e.id}'s ({found.describe()}; a mobile or work number must agree): a locked account "
-        "is not unlocked for another person, so it is neither adopted nor created; unlock "
+        "is never given to another person, so it is neither adopted nor created; unlock "
         "it on the platform if it is theirs, or delete it"
     )
     return Note("conflict", e.id, message)

@@ -254,8 +254,9 @@ def test_no_locked_account_goes_to_another_record_and_every_reactivation_is_coun
     for c in p.changes:
         if c.key == "e3" or not (c.target_id == account or c.previous_key == "e3"):
             continue
-        # Carol's account goes to another record only by the re-key rule, and a locked one
-        # only to a departed record: it stays locked.
+        # Carol's account goes to another record only by the re-key rule (adopted after a
+        # lost state: no name to compare), and a locked one only to a departed record: it
+        # stays locked.
         assert hire is not None and c.action in (Action.UPDATE, Action.LOCK, Action.UNLOCK), c
         assert _evidence_holds(carol, hire, names=holder != "state lost"), (c, carol, hire)
         if locked or holder == "locked there":
