@@ -283,9 +283,13 @@ batch_size = {platform.batch_size}
 concurrency = {platform.concurrency}
 
 [sync]
-# A benchmark's churn locks hundreds of people: the removal guard would block it.
+# A benchmark's churn locks, unlocks and updates hundreds of people: the guards would block it.
 max_removals = {removals}
 max_removal_ratio = 1.0
+max_reactivations = {removals}
+max_reactivation_ratio = 1.0
+max_updates = {removals}
+max_update_ratio = 1.0
 """
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")

@@ -64,6 +64,8 @@ class RunRequest:
     dry_run: bool = False
     read: Literal["full", "incremental"] = "full"
     allow_removals: int | None = None
+    allow_reactivations: int | None = None
+    allow_updates: int | None = None
     trigger: str = "shell"
     save_plan: Path | None = None  # a dry run: write its plan there for `syncd apply`
     saved: SavedPlan | None = None  # apply this saved plan, if it is the plan made now
@@ -97,6 +99,23 @@ def policy_of(settings: Settings) -> Policy:
         username_change=s.username_change,
         match_by=s.match_by,
         extended_fields=dict(s.extended_fields),
+    )
+
+
+def limits_of(settings: Settings, request: RunRequest) -> Limits:
+    """The guards' limits, and what this run is allowed past them: the one-shot overrides,
+    or a saved plan's counts (they were reviewed: they stand for the overrides)."""
+    s, saved = settings.sync, request.saved
+    return Limits(
+        max_removals=s.max_removals,
+        max_removal_ratio=s.max_removal_ratio,
+        allow_removals=request.allow_removals if saved is None else saved.removals,
+        max_reactivations=s.max_reactivations,
+        max_reactivation_ratio=s.max_reactivation_ratio,
+        max_updates=s.max_updates,
+        max_update_ratio=s.max_update_ratio,
+        allow_reactivations=request.allow_reactivations if saved is None else saved.reactivations,
+        allow_updates=request.allow_updates if saved is None else saved.updates,
     )
 
 
@@ -210,13 +229,7 @@ class _Run:
         with collection_paused(freeze=True):
             the_plan = plan(directory, snapshot, view, policy, now_ms())
         saved = self.request.saved
-        limits = Limits(
-            self.settings.sync.max_removals,
-            self.settings.sync.max_removal_ratio,
-            # A saved plan's removals were reviewed: they stand for --allow-removals.
-            self.request.allow_removals if saved is None else saved.removals,
-        )
-        guards = check_guards(the_plan, directory, snapshot, limits)
+        guards = check_guards(the_plan, directory, snapshot, limits_of(self.settings, self.request))
         if saved is not None or self.request.save_plan is not None:
             from syncd import saved_plan  # approve-then-apply only
         if saved is not None:

@@ -8,9 +8,10 @@ made from (the source as read, the state database's snapshot) and of the changes
 
 ``syncd apply FILE`` reads the source, the snapshot and the platform again and plans
 anew; only if that plan is the saved one, change for change, is it applied (the saved
-removal count stands for ``--allow-removals``). Otherwise the guard ``saved_plan``
-stops the run (exit 2) and says what moved since: the source, the state database (a
-run applied changes), or the platform. The same changes made from a source or a
+removal, re-activation and update counts stand for ``--allow-removals``,
+``--allow-reactivations`` and ``--allow-updates``: they were reviewed). Otherwise the
+guard ``saved_plan`` stops the run (exit 2) and says what moved since: the source, the
+state database (a run applied changes), or the platform. The same changes made from a source or a
 snapshot that moved are applied, with a note saying so.
 """
 
@@ -38,6 +39,8 @@ from syncd.plan import (
     department_hash,
     department_paths,
     employee_hash,
+    reactivations,
+    updates,
 )
 
 FORMAT = 1
@@ -57,6 +60,8 @@ class SavedPlan:
     changes: str
     count: int
     removals: int
+    reactivations: int = 0  # a file saved before these were counted: none reviewed
+    updates: int = 0
 
 
 # ---------------------------------------------------------------- fingerprints
@@ -158,6 +163,8 @@ def write(
             "changes": changes_fingerprint(plan),
         },
         "removals": plan.removals,
+        "reactivations": reactivations(plan, snapshot).total,
+        "updates": updates(plan, snapshot)[0],
         "counts": {f"{k.value} {a.value}": n for (k, a), n in _in_order(plan)},
         "guards": [{"name": g.name, "passed": g.passed, "message": g.message} for g in guards],
         "notes": [{"kind": n.kind, "key": n.key, "message": n.message} for n in plan.notes],
@@ -205,6 +212,8 @@ def read(path: Path) -> SavedPlan:
             str(prints["changes"]),
             len(document["changes"]),
             int(document["removals"]),
+            int(document.get("reactivations", 0)),
+            int(document.get("updates", 0)),
         )
     except (KeyError, TypeError, ValueError, AttributeError):
         raise ConfigError(f"plan file {path}: a required part is missing or damaged") from None
@@ -234,7 +243,11 @@ def check(
     moved = _moved(saved, directory, snapshot, policy)
     if changes_fingerprint(plan) == saved.changes:
         same = f"{made}: the same {saved.count} changes are planned now"
-        reviewed = GuardDecision(NAME, True, f"{same}, {saved.removals} removals reviewed")
+        counted = (
+            f"{saved.removals} removals, {saved.reactivations} re-activations and "
+            f"{saved.updates} updates reviewed"
+        )
+        reviewed = GuardDecision(NAME, True, f"{same}, {counted}")
         if not moved:
             return reviewed, None
         return reviewed, Note(

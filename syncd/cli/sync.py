@@ -48,6 +48,18 @@ def sync(
             help="Let this run lock, remove or delete up to N records past the guards.",
         ),
     ] = None,
+    allow_reactivations: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Let this run unlock, or make anew for people held locked, up to N accounts "
+            "past the guards.",
+        ),
+    ] = None,
+    allow_updates: Annotated[
+        int | None,
+        typer.Option(min=0, help="Let this run update up to N synced people past the guards."),
+    ] = None,
     incremental: Annotated[
         bool,
         typer.Option(help="LDAP: read only what changed since the last run (finds no leavers)."),
@@ -78,6 +90,8 @@ def sync(
         dry_run=dry_run or check_only or save_plan is not None,
         read="incremental" if incremental else "full",
         allow_removals=allow_removals,
+        allow_reactivations=allow_reactivations,
+        allow_updates=allow_updates,
         save_plan=save_plan,
     )
     # Only a person at a terminal is asked: never the daemon, the timer unit or a pipe.

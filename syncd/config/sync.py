@@ -1,4 +1,4 @@
-"""What a sync may do: leavers, the removal guards, exclusions, matching, drift."""
+"""What a sync may do: leavers, the guards, exclusions, matching, drift."""
 
 # Pydantic copies a list or dict default for each instance; ruff sees that only through a
 # base class in the same file, and Section is in section.py.
@@ -26,6 +26,12 @@ class SyncSettings(Section):
     remove_after_days: Annotated[int, Field(ge=0)] = 30
     max_removals: Annotated[int, Field(ge=0)] = 50
     max_removal_ratio: Annotated[float, Field(ge=0, le=1)] = 0.10
+    # Re-activations (unlocks, accounts made anew for people held locked) and updates of
+    # synced people: a run is blocked only past both the count and the share.
+    max_reactivations: Annotated[int, Field(ge=0)] = 10
+    max_reactivation_ratio: Annotated[float, Field(ge=0, le=1)] = 0.01
+    max_updates: Annotated[int, Field(ge=0)] = 100
+    max_update_ratio: Annotated[float, Field(ge=0, le=1)] = 0.5
     exclude: Exclusions = Exclusions()
     username_change: Literal["conflict", "remove_and_create"] = "conflict"
     extended_fields: dict[str, str] = {}  # extra attribute name -> platform field

@@ -17,8 +17,9 @@ people found on the platform are adopted (matched by serial_no, name path or use
 and updated like the rest; what the source never named is left alone and listed.
 
 The package's rooms: ``values`` (inputs and outputs), ``fields`` (what is written and
-its hash), ``departments`` and ``employees`` (the two planners), ``messages`` (the
-sentence of each change), ``guards`` (the checks made before anything is sent).
+its hash), ``departments`` and ``employees`` (the two planners), ``rekeys`` (whether a
+new source id takes over a known username's account), ``messages`` (the sentence of each
+change), ``guards`` (the checks made before anything is sent).
 """
 
 from __future__ import annotations
@@ -37,7 +38,14 @@ from syncd.plan.fields import (
     extended_values,
     fields_departments,
 )
-from syncd.plan.guards import GuardDecision, Limits, check_guards
+from syncd.plan.guards import (
+    GuardDecision,
+    Limits,
+    Reactivations,
+    check_guards,
+    reactivations,
+    updates,
+)
 from syncd.plan.messages import field_diff
 from syncd.plan.photos import plan_photos
 from syncd.plan.values import (
@@ -75,6 +83,7 @@ __all__ = [
     "PlatformPerson",
     "PlatformView",
     "Policy",
+    "Reactivations",
     "Snapshot",
     "SyncedDepartment",
     "SyncedEmployee",
@@ -91,6 +100,8 @@ __all__ = [
     "in_synced_spelling",
     "listed",
     "plan",
+    "reactivations",
+    "updates",
 ]
 
 

@@ -8,19 +8,21 @@ as the change's ``before``.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from syncd.model import Directory, Employee, Kind, State, match_index, match_value
+from syncd.plan import rekeys
 from syncd.plan.actions import Action
 from syncd.plan.drift import PeopleDrift
 from syncd.plan.fields import EmployeeHasher
 from syncd.plan.messages import department_names
+from syncd.plan.usernames import username_changed
 from syncd.plan.values import (
     DAY_MS,
     Change,
     Note,
     PlatformEmployee,
+    PlatformPerson,
     PlatformView,
     Policy,
     Snapshot,
@@ -61,8 +63,10 @@ class EmployeePlanner:
         self.forgets: list[Change] = []  # deleted on the platform, not wanted back
         self._source_index: dict[str, tuple[str, ...]] | None = None  # match_by value -> ids
         self.removal_due: int | None = None  # the next grace period to end (Plan.removal_due)
+        # Old records whose username a new source id holds but may not take over: leavers.
+        self.released: set[str] = set()
 
-    def _synced_holder(self, username: str) -> SyncedEmployee | None:
+    def synced_holder(self, username: str) -> SyncedEmployee | None:
         """The synced record that holds this username in any spelling (syncd.spelling)."""
         if self._by_username is None:
             employees = self.snapshot.employees.values()
@@ -95,7 +99,7 @@ class EmployeePlanner:
                 continue
             synced = self.snapshot.employees.get(e.id)
             if synced is None:
-                self._plan_new(e, self._synced_holder(e.username))
+                self._plan_new(e, self.synced_holder(e.username))
                 continue
             if synced.matched_by is not None:
                 # Adopted by another key: the account keeps the platform's username.
@@ -122,7 +126,7 @@ class EmployeePlanner:
         if synced.username != e.username:
             # A change of letter case too: the platform's import matches usernames exactly,
             # so an update would make a second account and leave the first one active.
-            self._username_changed(e, synced)
+            username_changed(self, e, synced)
             return
         if self.drift.gone(synced):
             self.weighed.add(synced.username)
@@ -249,7 +253,7 @@ class EmployeePlanner:
     def _unread(self, username: str) -> tuple[Employee, SyncedEmployee] | None:
         """A person syncd holds that the read did not return (read ones are planned with
         the rest), as syncd last wrote them."""
-        synced = self._synced_holder(username)
+        synced = self.synced_holder(username)
         if synced is None or synced.username != username:
             return None
         excluded = self.policy.exclude_usernames
@@ -291,6 +295,8 @@ class EmployeePlanner:
                         "not changed until the source spells it as before",
                     )
                 )
+                return
+            if not self._rekey(e, holder):
                 return
             # That source id is gone and this one took its place: the same account, re-keyed.
             self.upserts.append(
@@ -334,6 +340,8 @@ class EmployeePlanner:
                 return
             self.upserts.append(self.change(Action.CREATE, e, None, hash=wanted))
             return
+        if not self._may_adopt(e, person):
+            return
         before = {"username": person.username, "locked": person.locked, "employee_id": person.id}
         self.upserts.append(
             self.change(
@@ -347,6 +355,28 @@ class EmployeePlanner:
             )
         )
         self._plan_lock_state(e, person.locked, None, target_id=person.id)
+
+    def _may_adopt(self, e: Employee, account: PlatformPerson) -> bool:
+        """Whether adopting this platform account for ``e`` is safe: a locked account is
+        adopted only where a mobile or work number shows it is theirs (see
+        syncd.plan.rekeys), departed or not (a departed record that adopted it would
+        unlock it on coming back); if not, a conflict note says why."""
+        if not account.locked:
+            return True
+        note = rekeys.locked_account_conflict(e, account)
+        if note is not None:
+            self.notes.append(note)
+        return note is None
+
+    def _rekey(self, e: Employee, holder: SyncedEmployee) -> bool:
+        """Whether ``e`` takes over ``holder``'s account (see syncd.plan.rekeys); if not, a
+        conflict note says why, and the holder may be a leaver."""
+        taken, note, release = rekeys.weigh(e, holder, self.snapshot, self.view)
+        if note is not None:
+            self.notes.append(note)
+        if release:
+            self.released.add(holder.source_id)
+        return taken
 
     def _adopted_by_key(self, e: Employee) -> bool:
         """Adopt the one platform account holding this person's ``sync.match_by`` value (a
@@ -379,6 +409,8 @@ class EmployeePlanner:
         if not accounts:
             return False
         account = accounts[0]
+        if not self._may_adopt(e, account):
+            return True
         pinned = e._replace(username=account.username)
         before = {
             "username": account.username,
@@ -399,69 +431,6 @@ class EmployeePlanner:
         )
         self._plan_lock_state(pinned, account.locked, None, target_id=account.id)
         return True
-
-    def _username_changed(self, e: Employee, synced: SyncedEmployee) -> None:
-        changed = "username changed in the source from {} to {}".format(
-            *shown_pair(synced.username, e.username)
-        )
-        if e.state is State.DEPARTED:
-            # Replacing a departed person's account would remove it, and a new account is
-            # never made for someone departed: the old one stays, locked, until they return.
-            self.notes.append(
-                Note("skipped", e.id, f"{changed}: departed, so the old account stays, locked")
-            )
-            if not synced.locked:
-                lock = self.change(Action.LOCK, e, synced, reason="departed in the source")
-                self.locks.append(replace(lock, display=synced.username))
-            return
-        holder = self._synced_holder(e.username)
-        if holder is not None and holder.source_id != e.id:
-            # Its account is another person's until that record gives the username up.
-            self.notes.append(
-                Note(
-                    "conflict",
-                    e.id,
-                    f"{changed}, which is synced for source id {holder.source_id}: the old "
-                    "account is left alone until the other record gives the username up",
-                )
-            )
-            return
-        if self.policy.username_change != "remove_and_create":
-            self.notes.append(
-                Note(
-                    "conflict",
-                    e.id,
-                    f"{changed}: the platform cannot rename an account; the old account is left "
-                    'alone (set sync.username_change = "remove_and_create" to replace it)',
-                )
-            )
-            return
-        excluded = self.policy.exclude_usernames
-        if excluded and matches_any(synced.username, excluded):
-            # Replacing the account would remove one the settings protect.
-            self.notes.append(
-                Note(
-                    "skipped",
-                    e.id,
-                    f"{changed}: the old account is excluded by settings, so it is neither "
-                    "removed nor replaced",
-                )
-            )
-            return
-        # Removed before the new account is made: its email and mobile must be free again.
-        self.replaced.append(
-            self.change(Action.REMOVE, None, synced, reason=f"username changed to {e.username}")
-        )
-        wanted = self.hash(e)
-        self.upserts.append(
-            self.change(
-                Action.CREATE,
-                e,
-                None,
-                hash=wanted,
-                reason=f"username changed from {shown_pair(synced.username, e.username)[0]}",
-            )
-        )
 
     def _plan_leavers(self) -> None:
         directory = self.directory
@@ -486,7 +455,9 @@ class EmployeePlanner:
             if rekeyed is None:
                 rekeyed = self._rekeyed_usernames()
             folded = look_alike(synced.username)
-            if synced.source_id in protected or folded in protected or folded in rekeyed:
+            if synced.source_id in protected or folded in protected:
+                continue
+            if folded in rekeyed and synced.source_id not in self.released:
                 continue
             if excluded and matches_any(synced.username, excluded):
                 continue

@@ -1,4 +1,13 @@
-"""Safety checks on a plan, made before anything is sent: too many removals, a shrunken source."""
+"""Safety checks on a plan, made before anything is sent: too many removals, a shrunken
+source, too many re-activations, too many updates of synced people.
+
+Removals are blocked past either limit (a count, or a share of the synced records).
+Re-activations and updates are blocked past both: the count is a floor below which a
+small company is never stopped, the share what lets a large one make more. Each guard has
+its own one-shot override (``--allow-removals N``, ``--allow-reactivations N``,
+``--allow-updates N``), named with the number to pass in the message of a guard that trips;
+a reviewed saved plan stands for all three (syncd.saved_plan).
+"""
 
 from __future__ import annotations
 
@@ -22,6 +31,73 @@ class Limits:
     max_removals: int = 50
     max_removal_ratio: float = 0.10
     allow_removals: int | None = None  # --allow-removals N: this run may remove up to N
+    max_reactivations: int = 10
+    max_reactivation_ratio: float = 0.01
+    max_updates: int = 100
+    max_update_ratio: float = 0.5
+    allow_reactivations: int | None = None  # --allow-reactivations N
+    allow_updates: int | None = None  # --allow-updates N
+
+
+@dataclass(frozen=True, slots=True)
+class Reactivations:
+    """What the re-activation guard counts: accounts a run would give access back to."""
+
+    returning: int = 0  # unlocks of people syncd holds locked: back in the source
+    drift: int = 0  # unlocks of accounts locked on the platform while active in the source
+    adopted: int = 0  # unlocks of locked platform accounts adopted by this run
+    recreated: int = 0  # new accounts for people syncd holds locked (deleted there, renamed)
+
+    @property
+    def total(self) -> int:
+        return self.returning + self.drift + self.adopted + self.recreated
+
+    def describe(self) -> str:
+        parts = [
+            (self.returning, "unlock", "unlocks", "of people back in the source"),
+            (self.drift, "unlock", "unlocks", "of accounts locked on the platform by someone else"),
+            (self.adopted, "unlock", "unlocks", "of locked accounts being adopted"),
+            (self.recreated, "account", "accounts", "made anew for people held locked"),
+        ]
+        said = [f"{n} {one if n == 1 else many} {what}" for n, one, many, what in parts if n]
+        return ", ".join(said)
+
+
+def reactivations(p: Plan, snapshot: Snapshot) -> Reactivations:
+    """The plan's re-activations: every unlock, and every account made for someone syncd
+    holds locked (a departed person's account deleted on the platform, or renamed)."""
+    returning = drift = adopted = recreated = 0
+    held = snapshot.employees
+    unlock, create, employee = Action.UNLOCK, Action.CREATE, Kind.EMPLOYEE  # looked up once
+    for c in p.changes:
+        action = c.action
+        if action is unlock:  # employees only
+            synced = held.get(c.key)
+            if synced is None:
+                adopted += 1
+            elif synced.locked:
+                returning += 1
+            else:
+                drift += 1
+        elif action is create and c.kind is employee:
+            synced = held.get(c.key)
+            recreated += synced is not None and synced.locked
+    return Reactivations(returning, drift, adopted, recreated)
+
+
+def updates(p: Plan, snapshot: Snapshot) -> tuple[int, int]:
+    """Updates of people syncd holds (re-keyed ones included; adoptions are not): how many,
+    and how many of them put back what was changed on the platform (drift)."""
+    held = snapshot.employees
+    total = repairs = 0
+    update, employee = Action.UPDATE, Kind.EMPLOYEE  # looked up once
+    for c in p.changes:
+        if c.action is not update or c.kind is not employee:
+            continue
+        if c.key in held or (c.previous_key is not None and c.previous_key in held):
+            total += 1
+            repairs += c.platform_before is not None
+    return total, repairs
 
 
 def check_guards(
@@ -35,7 +111,60 @@ def check_guards(
     shrink = _shrink_guard(directory, snapshot, limits, override, how)
     if shrink is not None:
         decisions.append(shrink)
+    # Shown only when there is something to count, as the shrink guard is.
+    back = reactivations(p, snapshot)
+    if back.total:
+        decisions.append(_reactivation_guard(back, snapshot, limits))
+    changed, repairs = updates(p, snapshot)
+    if changed:
+        decisions.append(_update_guard(changed, repairs, snapshot, limits))
     return decisions
+
+
+def _over(count: int, floor: int, ratio: float, of: int) -> bool:
+    """Past both limits: more than ``floor`` and more than ``ratio`` of ``of``."""
+    return count > floor and (of == 0 or count / of > ratio)
+
+
+def _decision(
+    name: str, message: str, too_many: bool, count: int, allowed: int | None, flag: str
+) -> GuardDecision:
+    override = allowed is not None and count <= allowed
+    if too_many:
+        message += f": rerun with {flag} {count} if this is intended"
+    return GuardDecision(name, not too_many or override, message, overridden=too_many and override)
+
+
+def _reactivation_guard(back: Reactivations, snapshot: Snapshot, limits: Limits) -> GuardDecision:
+    n, people = back.total, len(snapshot.employees)
+    ratio = limits.max_reactivation_ratio
+    message = (
+        f"{n} re-activation{'' if n == 1 else 's'} planned ({back.describe()}); blocked past "
+        f"both {limits.max_reactivations} and {ratio:.0%} of {people} synced people"
+    )
+    too_many = _over(n, limits.max_reactivations, ratio, people)
+    return _decision(
+        "max_reactivations",
+        message,
+        too_many,
+        n,
+        limits.allow_reactivations,
+        "--allow-reactivations",
+    )
+
+
+def _update_guard(changed: int, repairs: int, snapshot: Snapshot, limits: Limits) -> GuardDecision:
+    people = len(snapshot.employees)
+    ratio = limits.max_update_ratio
+    drift = f" ({repairs} of them putting back changes made on the platform)" if repairs else ""
+    message = (
+        f"{changed} update{'' if changed == 1 else 's'} of synced people planned{drift}; blocked "
+        f"past both {limits.max_updates} and {ratio:.0%} of {people} synced people"
+    )
+    too_many = _over(changed, limits.max_updates, ratio, people)
+    return _decision(
+        "max_updates", message, too_many, changed, limits.allow_updates, "--allow-updates"
+    )
 
 
 def _removal_guard(

@@ -192,7 +192,9 @@ class Change:
             return self.platform_before  # a photo's: the digest set before, if any
         if self.action in (Action.CREATE, Action.ADOPT):
             return None
-        return self.lookup(self.kind, self.key)
+        # A re-keyed record's fields were written under its old key: compared with them,
+        # a field the source cleared is cleared on the platform too.
+        return self.lookup(self.kind, self.previous_key or self.key)
 
     @property
     def after(self) -> Mapping[str, Any] | None:

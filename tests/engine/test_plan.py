@@ -407,11 +407,30 @@ def test_ambiguous_name_path_on_the_platform_skips_the_subtree_as_a_conflict() -
 
 
 def test_first_run_adopts_people_by_username_and_unlocks_the_active() -> None:
-    people = [PlatformPerson(7, "alice", locked=True)]
+    # A locked account is unlocked for someone only where its mobile or work number is theirs.
+    people = [PlatformPerson(7, "bob", locked=True, mobile="138 0000 0002")]
     p = plan(directory(COMPANY, STAFF), Snapshot(), empty_view(people=people), Policy(), NOW)
-    alice = [c for c in p.changes if c.key == "e1"]
-    assert [c.action for c in alice] == [Action.UPDATE, Action.UNLOCK]
-    assert all(c.target_id == 7 for c in alice)
+    bob = [c for c in p.changes if c.key == "e2"]
+    assert [c.action for c in bob] == [Action.UPDATE, Action.UNLOCK]
+    assert all(c.target_id == 7 for c in bob)
+
+
+def test_a_locked_platform_account_nothing_ties_to_the_person_is_not_adopted() -> None:
+    # A former employee's locked account, its username now a new hire's: not unlocked for them.
+    for mobile in (None, "13999999999"):
+        people = [PlatformPerson(7, "bob", locked=True, mobile=mobile)]
+        p = plan(directory(COMPANY, STAFF), Snapshot(), empty_view(people=people), Policy(), NOW)
+        assert [c for c in p.changes if c.key == "e2"] == []
+        (note,) = [n for n in p.notes if n.key == "e2"]
+        assert note.kind == "conflict" and "is locked, and nothing shows it is e2's" in note.message
+    # Departed, the same: adopted, the account would be unlocked when they come back.
+    departed = directory(COMPANY, [*STAFF[:1], STAFF[1]._replace(state=State.DEPARTED)])
+    locked = [PlatformPerson(7, "bob", locked=True)]
+    p = plan(departed, Snapshot(), empty_view(people=locked), Policy(), NOW)
+    assert [c.action for c in p.changes if c.key == "e2"] == []
+    theirs = [PlatformPerson(7, "bob", locked=True, mobile="13800000002")]
+    p = plan(departed, Snapshot(), empty_view(people=theirs), Policy(), NOW)
+    assert [c.action for c in p.changes if c.key == "e2"] == [Action.UPDATE]  # stays locked
 
 
 def test_a_platform_account_differing_only_in_letter_case_is_a_conflict() -> None:
@@ -466,8 +485,10 @@ def test_a_changed_username_is_a_conflict_by_default() -> None:
 
 
 def test_a_new_source_id_for_a_known_username_is_the_same_account_rekeyed() -> None:
-    snapshot, view = synced(directory(COMPANY, STAFF))
-    rekeyed = [STAFF[0], STAFF[1], person("e3-new", "carol", "sales")]
+    # The name and the mobile agree: the same person (see tests/engine/test_rekey_plan.py).
+    carol = person("e3", "carol", "sales", mobile="13800000003")
+    snapshot, view = synced(directory(COMPANY, [*STAFF[:2], carol]))
+    rekeyed = [STAFF[0], STAFF[1], carol._replace(id="e3-new")]
     p = plan(directory(COMPANY, rekeyed), snapshot, view, Policy(), NOW)
     assert actions(p) == [("employee", "update", "e3-new")]
     assert p.changes[0].previous_key == "e3"

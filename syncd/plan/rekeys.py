@@ -1,0 +1,192 @@
+"""Re-keys: whether a new source id holding a known username is the same person under a new
+key, or someone else the username was given to (a recycled username).
+
+The platform's accounts are keyed by username, so taking a re-key hands the old account,
+with its history, to the new record. It is taken only where the records show the same
+person and nothing is given away:
+
+- the account is **active** (syncd holds it unlocked and the platform has not locked it),
+  or it is locked and the new record is departed too (it stays locked: a departed
+  person's id changed, nobody gets in);
+- the **name** agrees (compared in Unicode NFC, in any letter case and spacing), and so
+  does a personal identifier, the **mobile** or the **work number** (``sn``), while
+  neither of those differs where both records have one. The e-mail is not evidence of
+  identity: it is commonly made from the username, so a recycled username brings the same
+  address with it.
+
+Otherwise it is not a re-key, and the new record is not created while the old account
+exists (the platform would hand it over: its import matches usernames). A locked account,
+or an active one whose records show different people (the name differs and no mobile or
+work number agrees), stays with its old record, which is a leaver like anyone missing
+from the source: once the leaver policy removes it (or someone deletes it on the
+platform) the username is free, and the new record gets a new account. Where the
+records neither show the same person nor different people (the name agrees but nothing
+else can be compared, or the name agrees and a mobile differs), nothing is done to
+either until the source tells them apart.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from syncd.model import Employee, Kind, State, match_value
+from syncd.plan.values import Note, PlatformPerson, PlatformView, Snapshot, SyncedEmployee
+
+IDENTIFIERS = ("mobile", "sn")  # personal: a recycled username does not bring them along
+COMPARED = ("name", *IDENTIFIERS)
+
+
+class Verdict(StrEnum):
+    REKEY = "rekey"  # the same person under a new source id: the account is theirs
+    LEAVER = "leaver"  # not the same person: the old record is a leaver; the new one waits
+    UNDECIDED = "undecided"  # cannot tell: both records wait for the source to tell them apart
+
+
+def _name(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    text = " ".join(unicodedata.normalize("NFC", value).casefold().split())
+    return text or None
+
+
+def _value(name: str, value: Any) -> str | None:
+    if name == "name":
+        return _name(value)
+    if not isinstance(value, str):
+        return None
+    return match_value("mobile" if name == "mobile" else "sn", value)
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """Which identifying fields two records of the same username agree and differ on (only
+    fields both records have are compared)."""
+
+    agree: tuple[str, ...]
+    differ: tuple[str, ...]
+
+    @property
+    def identified(self) -> bool:
+        """A personal identifier agrees, and none differs."""
+        agreed = any(f in self.agree for f in IDENTIFIERS)
+        return agreed and not any(f in self.differ for f in IDENTIFIERS)
+
+    @property
+    def same_person(self) -> bool:
+        return "name" in self.agree and self.identified
+
+    @property
+    def different_people(self) -> bool:
+        return "name" in self.differ and not any(f in self.agree for f in IDENTIFIERS)
+
+    def describe(self) -> str:
+        parts = []
+        if self.agree:
+            parts.append(_words(self.agree) + (" agrees" if len(self.agree) == 1 else " agree"))
+        if self.differ:
+            parts.append(_words(self.differ) + (" differs" if len(self.differ) == 1 else " differ"))
+        return "; ".join(parts) or "nothing to compare"
+
+
+def _words(fields: tuple[str, ...]) -> str:
+    named = {"name": "the name", "mobile": "the mobile", "sn": "the work number"}
+    words = [named[f] for f in fields]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def evidence(e: Employee, before: Mapping[str, Any] | None) -> Evidence:
+    """Compare the new record with the fields syncd last wrote for the old one."""
+    agree: list[str] = []
+    differ: list[str] = []
+    for name in COMPARED:
+        new = _value(name, getattr(e, name))
+        old = _value(name, (before or {}).get(name))
+        if new is None or old is None:
+            continue
+        (agree if new == old else differ).append(name)
+    return Evidence(tuple(agree), tuple(differ))
+
+
+def judge(e: Employee, before: Mapping[str, Any] | None, locked: bool) -> tuple[Verdict, Evidence]:
+    """Whether the record ``e`` takes over the account whose old record's fields are
+    ``before`` (``locked``: syncd holds it locked, or the platform does)."""
+    found = evidence(e, before)
+    if locked:
+        if e.state is State.DEPARTED and found.same_person:
+            return Verdict.REKEY, found
+        return Verdict.LEAVER, found
+    if found.same_person:
+        return Verdict.REKEY, found
+    if found.different_people:
+        return Verdict.LEAVER, found
+    return Verdict.UNDECIDED, found
+
+
+def conflict_message(
+    e: Employee, old_key: str, verdict: Verdict, found: Evidence, locked: bool
+) -> str:
+    """The conflict note for a username a record cannot take over."""
+    held = f"username {e.username} belongs to the account of source id {old_key}"
+    if locked:
+        return (
+            f"{held}, which is locked (departed or gone from the source); a locked account is "
+            f"never given to another record, so source id {e.id} is neither re-keyed to it nor "
+            f"created ({found.describe()}). The old account stays locked under the leaver "
+            "policy; once it is removed, or deleted on the platform, the username is free and "
+            f"{e.id} gets a new account"
+        )
+    if verdict is Verdict.LEAVER:
+        return (
+            f"{held}; source id {e.id} is not the same person ({found.describe()}), so it is not "
+            f"re-keyed: {old_key} is missing from the source and a leaver; once its account is "
+            f"removed, or deleted on the platform, {e.id} gets a new account"
+        )
+    return (
+        f"{held}; whether source id {e.id} is the same person under a new id cannot be told "
+        f"({found.describe()}; a re-key needs the name and a mobile or work number to agree): "
+        "neither is changed until the source tells them apart, or the old account is deleted "
+        "on the platform"
+    )
+
+
+def weigh(
+    e: Employee, holder: SyncedEmployee, snapshot: Snapshot, view: PlatformView
+) -> tuple[bool, Note | None, bool]:
+    """Whether the new record ``e`` takes over the account of ``holder``, whose record a
+    complete read no longer has; the conflict note if not; and whether the holder is then
+    let go to the leaver rules (else it is kept as it is, the username held for it)."""
+    if holder.username in view.deleted:
+        message = (
+            f"username {e.username} belonged to the account of source id {holder.source_id}, "
+            f"deleted on the platform: that record is let go of now, and source id {e.id} "
+            "gets a new account at the next run"
+        )
+        return False, Note("conflict", e.id, message), True
+    found = view.changed.get(holder.username)
+    locked = holder.locked or (found is not None and found.locked)
+    verdict, seen = judge(e, snapshot.fields(Kind.EMPLOYEE, holder.source_id), locked)
+    if verdict is Verdict.REKEY:
+        return True, None, False
+    message = conflict_message(e, holder.source_id, verdict, seen, locked)
+    return False, Note("conflict", e.id, message), verdict is Verdict.LEAVER
+
+
+def locked_account_conflict(e: Employee, account: PlatformPerson) -> Note | None:
+    """A locked platform account is adopted only where its mobile or work number shows it
+    is this record's (the platform's listing gives no name to compare): adopted, it is
+    unlocked now or when the record is active again. None if it may be adopted; else the
+    conflict note."""
+    found = evidence(e, {"mobile": account.mobile, "sn": account.sn})
+    if found.identified:
+        return None
+    message = (
+        f"the platform's account {account.username} is locked, and nothing shows it is "
+        f"{e.id}'s ({found.describe()}; a mobile or work number must agree): a locked account "
+        "is never given to another person, so it is neither adopted nor created; unlock "
+        "it on the platform if it is theirs, or delete it"
+    )
+    return Note("conflict", e.id, message)

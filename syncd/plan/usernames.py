@@ -1,0 +1,82 @@
+"""A changed username: the platform cannot rename an account, so a synced person whose
+username the source changed is a conflict, or their old account is replaced."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from syncd.model import Employee, State
+from syncd.plan.actions import Action
+from syncd.plan.values import Note, SyncedEmployee, matches_any
+from syncd.spelling import shown_pair
+
+if TYPE_CHECKING:
+    from syncd.plan.employees import EmployeePlanner
+
+
+def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmployee) -> None:
+    """A synced person whose username the source changed: the platform cannot rename an
+    account, so a conflict by default, or the old account removed and a new one made
+    (``sync.username_change = "remove_and_create"``)."""
+    changed = "username changed in the source from {} to {}".format(
+        *shown_pair(synced.username, e.username)
+    )
+    if e.state is State.DEPARTED:
+        # Replacing a departed person's account would remove it, and a new account is
+        # never made for someone departed: the old one stays, locked, until they return.
+        planner.notes.append(
+            Note("skipped", e.id, f"{changed}: departed, so the old account stays, locked")
+        )
+        if not synced.locked:
+            lock = planner.change(Action.LOCK, e, synced, reason="departed in the source")
+            planner.locks.append(replace(lock, display=synced.username))
+        return
+    holder = planner.synced_holder(e.username)
+    if holder is not None and holder.source_id != e.id:
+        # Its account is another person's until that record gives the username up.
+        planner.notes.append(
+            Note(
+                "conflict",
+                e.id,
+                f"{changed}, which is synced for source id {holder.source_id}: the old "
+                "account is left alone until the other record gives the username up",
+            )
+        )
+        return
+    if planner.policy.username_change != "remove_and_create":
+        planner.notes.append(
+            Note(
+                "conflict",
+                e.id,
+                f"{changed}: the platform cannot rename an account; the old account is left "
+                'alone (set sync.username_change = "remove_and_create" to replace it)',
+            )
+        )
+        return
+    excluded = planner.policy.exclude_usernames
+    if excluded and matches_any(synced.username, excluded):
+        # Replacing the account would remove one the settings protect.
+        planner.notes.append(
+            Note(
+                "skipped",
+                e.id,
+                f"{changed}: the old account is excluded by settings, so it is neither "
+                "removed nor replaced",
+            )
+        )
+        return
+    # Removed before the new account is made: its email and mobile must be free again.
+    planner.replaced.append(
+        planner.change(Action.REMOVE, None, synced, reason=f"username changed to {e.username}")
+    )
+    wanted = planner.hash(e)
+    planner.upserts.append(
+        planner.change(
+            Action.CREATE,
+            e,
+            None,
+            hash=wanted,
+            reason=f"username changed from {shown_pair(synced.username, e.username)[0]}",
+        )
+    )

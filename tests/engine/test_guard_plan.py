@@ -1,0 +1,168 @@
+"""The re-activation and update guards, with plain values (issue 24, case 6): mass unlocks,
+accounts made anew for people held locked, and mass updates stop a run like mass removals,
+each with its one-shot override named in the message."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from syncd.model import Directory, State
+from syncd.plan import (
+    Limits,
+    PlatformEmployee,
+    PlatformPerson,
+    Policy,
+    Snapshot,
+    check_guards,
+    plan,
+)
+from tests.engine.test_plan import COMPANY, NOW, directory, empty_view, person, synced
+
+
+def guards(p: Any, d: Directory, s: Snapshot, **limits: Any) -> dict[str, Any]:
+    return {g.name: g for g in check_guards(p, d, s, Limits(**limits))}
+
+
+def staff(n: int, **kw: Any) -> list[Any]:
+    return [person(f"e{i}", f"user{i}", "rd", mobile=f"1380000{i:04d}", **kw) for i in range(n)]
+
+
+def departed_then_back(total: int, back: int) -> tuple[Any, Directory, Snapshot]:
+    """``total`` people synced, ``back`` of them held locked as departed and active again."""
+    people = staff(total)
+    snapshot, view = synced(directory(COMPANY, people))
+    employees = dict(snapshot.employees)
+    for e in people[:back]:
+        employees[e.id] = employees[e.id]._replace(locked=True, lock_reason="departed")
+    snapshot = replace(snapshot, employees=employees)
+    d = directory(COMPANY, people)
+    return plan(d, snapshot, view, Policy(), NOW), d, snapshot
+
+
+# ---------------------------------------------------------------- re-activations
+
+
+def test_mass_unlocks_are_blocked_naming_the_count_the_limits_and_the_override() -> None:
+    p, d, snapshot = departed_then_back(100, 12)
+    guard = guards(p, d, snapshot)["max_reactivations"]
+    assert not guard.passed
+    assert guard.message == (
+        "12 re-activations planned (12 unlocks of people back in the source); blocked past "
+        "both 10 and 1% of 100 synced people: rerun with --allow-reactivations 12 if this "
+        "is intended"
+    )
+    assert guards(p, d, snapshot, allow_reactivations=12)["max_reactivations"].overridden
+    assert not guards(p, d, snapshot, allow_reactivations=11)["max_reactivations"].passed
+    assert guards(p, d, snapshot)["max_removals"].passed  # the other guards are untouched
+
+
+def test_a_few_returning_people_pass_and_a_large_company_may_take_more() -> None:
+    p, d, snapshot = departed_then_back(20, 3)
+    assert guards(p, d, snapshot)["max_reactivations"].passed  # 3, under the floor of 10
+    p, d, snapshot = departed_then_back(2000, 15)
+    assert guards(p, d, snapshot)["max_reactivations"].passed  # 15 is under 1% of 2000
+    assert not guards(p, d, snapshot, max_reactivation_ratio=0.005)["max_reactivations"].passed
+
+
+def test_unlocks_of_accounts_locked_on_the_platform_are_counted_and_named() -> None:
+    people = staff(30)
+    snapshot, view = synced(directory(COMPANY, people))
+    locked_there = {
+        e.username: PlatformEmployee(
+            snapshot.employees[e.id].employee_id or 0, e.username, True, {}, ()
+        )
+        for e in people[:11]
+    }
+    d = directory(COMPANY, people)
+    p = plan(d, snapshot, replace(view, changed=locked_there), Policy(), NOW)
+    guard = guards(p, d, snapshot)["max_reactivations"]
+    assert not guard.passed
+    assert "(11 unlocks of accounts locked on the platform by someone else)" in guard.message
+
+
+def test_adopting_locked_accounts_to_unlock_them_is_a_reactivation() -> None:
+    people = staff(12)
+    accounts = [
+        PlatformPerson(500 + n, e.username, locked=True, mobile=e.mobile)
+        for n, e in enumerate(people)
+    ]
+    d = directory(COMPANY, people)
+    p = plan(d, Snapshot(), empty_view(people=accounts), Policy(), NOW)
+    guard = guards(p, d, Snapshot())["max_reactivations"]
+    assert not guard.passed
+    assert "12 unlocks of locked accounts being adopted" in guard.message
+
+
+def test_an_account_made_anew_for_someone_held_locked_is_a_reactivation() -> None:
+    # A departed person's account deleted on the platform; the source has them active again.
+    people = staff(5)
+    snapshot, view = synced(directory(COMPANY, people))
+    employees = dict(snapshot.employees)
+    employees["e0"] = employees["e0"]._replace(locked=True, lock_reason="departed")
+    snapshot = replace(snapshot, employees=employees)
+    d = directory(COMPANY, people)
+    p = plan(d, snapshot, replace(view, deleted=frozenset({"user0"})), Policy(), NOW)
+    assert [(c.action.value, c.key) for c in p.changes] == [("create", "e0")]
+    guard = guards(p, d, snapshot, max_reactivations=0, max_reactivation_ratio=0.0)
+    assert not guard["max_reactivations"].passed
+    assert "1 account made anew for people held locked" in guard["max_reactivations"].message
+
+
+def test_departed_people_who_stay_departed_are_no_reactivation() -> None:
+    people = staff(30)
+    snapshot, view = synced(directory(COMPANY, people))
+    gone = [e._replace(state=State.DEPARTED) for e in people[:20]] + people[20:]
+    d = directory(COMPANY, gone)
+    p = plan(d, snapshot, view, Policy(), NOW)
+    assert "max_reactivations" not in guards(p, d, snapshot)
+
+
+# ---------------------------------------------------------------- updates
+
+
+def test_mass_updates_are_blocked_past_both_limits() -> None:
+    people = staff(200)
+    snapshot, view = synced(directory(COMPANY, people))
+    d = directory(COMPANY, [e._replace(job_title="Engineer") for e in people[:150]] + people[150:])
+    p = plan(d, snapshot, view, Policy(), NOW)
+    guard = guards(p, d, snapshot)["max_updates"]
+    assert not guard.passed
+    assert guard.message == (
+        "150 updates of synced people planned; blocked past both 100 and 50% of 200 synced "
+        "people: rerun with --allow-updates 150 if this is intended"
+    )
+    assert guards(p, d, snapshot, allow_updates=150)["max_updates"].overridden
+    assert not guards(p, d, snapshot, allow_updates=149)["max_updates"].passed
+    assert guards(p, d, snapshot, max_update_ratio=0.8)["max_updates"].passed
+
+
+def test_a_small_company_updating_everyone_is_not_blocked() -> None:
+    people = staff(40)
+    snapshot, view = synced(directory(COMPANY, people))
+    d = directory(COMPANY, [e._replace(job_title="Engineer") for e in people])
+    p = plan(d, snapshot, view, Policy(), NOW)
+    guard = guards(p, d, snapshot)["max_updates"]
+    assert guard.passed and guard.message.startswith("40 updates of synced people planned")
+    assert not guards(p, d, snapshot, max_updates=39)["max_updates"].passed
+
+
+def test_drift_repairs_are_updates_and_named() -> None:
+    people = staff(4)
+    snapshot, view = synced(directory(COMPANY, people))
+    e = people[0]
+    edited = PlatformEmployee(
+        snapshot.employees[e.id].employee_id or 0, e.username, False, {"name": "Someone"}, ()
+    )
+    d = directory(COMPANY, people)
+    p = plan(d, snapshot, replace(view, changed={e.username: edited}), Policy(), NOW)
+    guard = guards(p, d, snapshot)["max_updates"]
+    assert "(1 of them putting back changes made on the platform)" in guard.message
+
+
+def test_adoptions_and_creations_are_not_updates_of_synced_people() -> None:
+    people = staff(300)
+    d = directory(COMPANY, people)
+    accounts = [PlatformPerson(500 + n, e.username) for n, e in enumerate(people)]
+    p = plan(d, Snapshot(), empty_view(people=accounts), Policy(), NOW)
+    assert "max_updates" not in guards(p, d, Snapshot())

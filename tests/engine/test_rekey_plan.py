@@ -1,0 +1,287 @@
+"""Re-keys and recycled usernames, planned with plain values (issue 24, case 3; issue 25,
+case 8): a locked or departed account is never given to another record; a re-key is taken
+only where the records show the same person, and then carries the old record's fields as
+its "before"."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from syncd.model import Employee, State
+from syncd.plan import (
+    DAY_MS,
+    Action,
+    Limits,
+    PlatformEmployee,
+    PlatformPerson,
+    Policy,
+    Snapshot,
+    check_guards,
+    plan,
+)
+from tests.engine.test_plan import COMPANY, NOW, STAFF, actions, directory, person, synced
+
+CAROL = person("e3", "carol", "sales", mobile="13800000003", email="carol@acme.example")
+BEFORE = [*STAFF[:2], CAROL]
+# HR gave the leaver's username to a new hire: another person, another id.
+HIRE = person(
+    "e9", "carol", "rd", name="Carol Chen", mobile="13900000009", email="carol@acme.example"
+)
+
+
+def held(snapshot: Snapshot, key: str, **kw: Any) -> Snapshot:
+    """The snapshot with one person's record changed (locked, say)."""
+    employees = dict(snapshot.employees)
+    employees[key] = employees[key]._replace(**kw)
+    return replace(snapshot, employees=employees)
+
+
+def handed_over(p: Any, old: str) -> list[tuple[str, str]]:
+    """Changes that give the account of ``old`` to another source id."""
+    return [
+        (c.action.value, c.key)
+        for c in p.changes
+        if c.key != old
+        and (c.previous_key == old or c.display == "carol")
+        and c.action in (Action.UPDATE, Action.UNLOCK, Action.CREATE)
+    ]
+
+
+def conflicts(p: Any) -> list[tuple[str, str]]:
+    return [(n.key, n.message) for n in p.notes if n.kind == "conflict"]
+
+
+# ---------------------------------------------------------------- locked holders
+
+
+def test_a_locked_leavers_username_given_to_a_new_hire_is_never_handed_over() -> None:
+    snapshot, view = synced(directory(COMPANY, BEFORE))
+    for reason in ("missing", "departed"):
+        locked = held(snapshot, "e3", locked=True, lock_reason=reason, locked_since=NOW - DAY_MS)
+        p = plan(directory(COMPANY, [*STAFF[:2], HIRE]), locked, view, Policy(), NOW)
+        assert handed_over(p, "e3") == [], reason  # no update of e9 onto carol's account
+        assert p.changes == (), reason  # carol stays locked; her grace period runs
+        ((key, message),) = conflicts(p)
+        assert key == "e9" and "source id e3" in message and "source id e9" in message
+        assert "locked" in message and "never given" in message
+
+
+def test_a_locked_holder_is_not_rekeyed_to_an_active_record_even_with_agreeing_fields() -> None:
+    # The same name and mobile under a new id, active: a rehire or a recycled username. A
+    # locked account is not unlocked for a new record either way.
+    snapshot, view = synced(directory(COMPANY, BEFORE))
+    locked = held(snapshot, "e3", locked=True, lock_reason="departed", locked_since=NOW)
+    p = plan(directory(COMPANY, [*STAFF[:2], CAROL._replace(id="e9")]), locked, view, Policy(), NOW)
+    assert handed_over(p, "e3") == []
+    assert [k for k, _ in conflicts(p)] == ["e9"]
+
+
+def test_a_locked_departed_person_rekeyed_while_still_departed_keeps_their_locked_account() -> None:
+    snapshot, view = synced(directory(COMPANY, BEFORE))
+    locked = held(snapshot, "e3", locked=True, lock_reason="departed", locked_since=NOW)
+    departed = CAROL._replace(id="e9", state=State.DEPARTED)
+    p = plan(directory(COMPANY, [*STAFF[:2], departed]), locked, view, Policy(), NOW)
+    assert actions(p) == [("employee", "update", "e9")]  # nothing unlocked: nobody gets in
+    assert p.changes[0].previous_key == "e3"
+
+
+def test_an_account_locked_on_the_platform_counts_as_locked() -> None:
+    snapshot, view = synced(directory(COMPANY, BEFORE))
+    there = PlatformEmployee(snapshot.employees["e3"].employee_id or 0, "carol", True, {}, ())
+    changed = replace(view, changed={"carol": there})
+    p = plan(directory(COMPANY, [*STAFF[:2], HIRE]), snapshot, changed, Policy(), NOW)
+    assert handed_over(p, "e3") == []
+    assert "locked" in conflicts(p)[0][1]
+
+
+def test_the_username_is_free_for_a_new_account_only_once_the_old_one_is_removed() -> None:
+    snapshot, view = synced(directory(COMPANY, BEFORE))
+    due = held(snapshot, "e3", locked=True, lock_reason="missing", locked_since=NOW - 31 * DAY_MS)
+    d = directory(COMPANY, [*STAFF[:2], HIRE])
+    p = plan(d, due, view, Policy(), NOW)
+    # Removed this run; not created in the same run, where the import would update it.
+    assert actions(p) == [("employee", "remove", "e3")]
+    employees = {k: v for k, v in due.employees.items() if k != "e3"}
+    after = plan(d, replace(due, employees=employees), view, Policy(), NOW)
+    assert actions(after) == [("employee", "create", "e9")]  # a new account, no history
+    assert after.changes[0].target_id is None and after.changes[0].previous_key is None
+
+
+def test_a_holder_deleted_on_the_platform_is_let_go_of_and_the_hire_made_next_run() -> None:
+    snapshot, view = synced(directory(COMPANY, BEFORE))
+    deleted = replace(view, deleted=frozenset({"carol"}))
+    p = plan(directory(COMPANY, [*STAFF[:2], HIRE]), snapshot, deleted, Policy(), NOW)
+    assert actions(p) == [("employee", "forget", "e3")]
+    assert [k for k, _ in conflicts(p)] == ["e9"]
+
+
+# ---------------------------------------------------------------- active holders
+
+
+def test_an_active_leavers_username_given_to_another_person_locks_the_leaver() -> None:
+    snapshot, view = synced(directory(COMPANY, BEFORE))
+    p = plan(directory(COMPANY, [*STAFF[:2], HIRE]), snapshot, view, Policy(), NOW)
+    assert actions(p) == [("employee", "lock", "e3")]  # a leaver; e9 waits for the username
+    assert handed_over(p, "e3") == []
+    ((key, message),) = conflicts(p)
+    assert key == "e9" and "not the same person" in message
+    assert "the name and the mobile differ" in message
+
+
+def test_a_rekey_with_agreeing_name_and_mobile_is_taken() -> None:
+    snapshot, view = synced(directory(COMPANY, BEFORE))
+    moved = CAROL._replace(id="e9", name="  CAROL ", email=None, positions=HIRE.positions)
+    p = plan(directory(COMPANY, [*STAFF[:2], moved]), snapshot, view, Policy(), NOW)
+    assert actions(p) == [("employee", "update", "e9")]
+    assert p.changes[0].previous_key == "e3"
+    assert p.notes == ()
+
+
+def test_when_the_records_cannot_be_told_apart_both_wait() -> None:
+    # The name agrees; no mobile or work number to compare (or one that differs): a re-key
+    # or another Carol. Neither is re-keyed, created, nor locked.
+    snapshot, view = synced(directory(COMPANY, BEFORE))
+    for other in (
+        CAROL._replace(id="e9", mobile=None),
+        CAROL._replace(id="e9", mobile="13900000009"),
+    ):
+        p = plan(directory(COMPANY, [*STAFF[:2], other]), snapshot, view, Policy(), NOW)
+        assert p.changes == (), other
+        ((key, message),) = conflicts(p)
+        assert key == "e9" and "cannot be told" in message
+
+
+def test_the_email_alone_is_no_evidence() -> None:
+    # carol@acme.example comes with the username: another person with the same name.
+    snapshot, view = synced(directory(COMPANY, BEFORE))
+    hire = CAROL._replace(id="e9", mobile=None, sn="W9")
+    p = plan(directory(COMPANY, [*STAFF[:2], hire]), snapshot, view, Policy(), NOW)
+    assert handed_over(p, "e3") == []
+
+
+# ---------------------------------------------------------------- 25.8: cleared fields
+
+
+def test_a_rekeyed_update_carries_the_old_records_fields_as_before() -> None:
+    snapshot, view = synced(directory(COMPANY, BEFORE))
+    rekeyed = CAROL._replace(id="e9", email=None)  # re-keyed, and the e-mail emptied
+    p = plan(directory(COMPANY, [*STAFF[:2], rekeyed]), snapshot, view, Policy(), NOW)
+    (change,) = p.changes
+    assert change.previous_key == "e3"
+    assert change.before is not None and change.before["email"] == "carol@acme.example"
+    assert change.after is not None and change.after["email"] is None
+    assert "(email 'carol@acme.example' → null)" in change.message
+
+
+# ---------------------------------------------------------------- the class, generated
+
+NAMES = st.sampled_from(["Carol", "carol ", "Dana"])
+MOBILES = st.sampled_from([None, "138 0000 0003", "13800000003", "13900000009"])
+NUMBERS = st.sampled_from([None, "W3", "W9"])
+
+
+def _same(value: str | None) -> str | None:
+    return None if value is None else "".join(value.split()).casefold() or None
+
+
+def _evidence_holds(old: Employee, new: Employee, *, names: bool = True) -> bool:
+    """The re-key rule, written again from the README: the name agrees, a mobile or work
+    number agrees, and neither differs (adopting a locked account: no name to compare)."""
+    if names and _same(old.name) != _same(new.name):
+        return False
+    pairs = [(_same(old.mobile), _same(new.mobile)), (_same(old.sn), _same(new.sn))]
+    both = [(a, b) for a, b in pairs if a is not None and b is not None]
+    return bool(both) and all(a == b for a, b in both)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    holder=st.sampled_from(
+        ["active", "missing", "departed", "locked there", "deleted there", "state lost"]
+    ),
+    old=st.tuples(NAMES, MOBILES, NUMBERS),
+    old_row=st.sampled_from([None, State.ACTIVE, State.DEPARTED]),
+    new=st.none() | st.tuples(st.sampled_from(["carol", "Carol"]), NAMES, MOBILES, NUMBERS),
+    new_state=st.sampled_from([State.ACTIVE, State.DEPARTED]),
+    leaver_policy=st.sampled_from(["lock", "remove", "lock_then_remove"]),
+    days=st.sampled_from([0, 40]),
+    complete=st.booleans(),
+)
+def test_no_locked_account_goes_to_another_record_and_every_reactivation_is_counted(
+    holder: str,
+    old: tuple[str, str | None, str | None],
+    old_row: State | None,
+    new: tuple[str, str, str | None, str | None] | None,
+    new_state: State,
+    leaver_policy: str,
+    days: int,
+    complete: bool,
+) -> None:
+    name, mobile, sn = old
+    carol = CAROL._replace(name=name, mobile=mobile, sn=sn)
+    snapshot, view = synced(directory(COMPANY, [*STAFF[:2], carol]))
+    account = snapshot.employees["e3"].employee_id
+    locked = holder in ("missing", "departed")
+    if locked:
+        since = NOW - days * DAY_MS
+        snapshot = held(snapshot, "e3", locked=True, lock_reason=holder, locked_since=since)
+    if holder == "locked there":
+        there = PlatformEmployee(account or 0, "carol", True, {}, ())
+        view = replace(view, changed={"carol": there})
+    if holder == "deleted there":
+        view = replace(view, deleted=frozenset({"carol"}))
+    if holder == "state lost":  # a first run: carol's locked account is on the platform
+        snapshot = Snapshot()
+        there_too = PlatformPerson(account or 0, "carol", True, carol.email, mobile, sn)
+        view = replace(view, people={"carol": there_too})
+    rows = list(STAFF[:2])
+    if old_row is not None:
+        rows.append(carol._replace(state=old_row))
+    hire = None
+    if new is not None:
+        username, hire_name, hire_mobile, hire_sn = new
+        hire = HIRE._replace(
+            username=username, name=hire_name, mobile=hire_mobile, sn=hire_sn, state=new_state
+        )
+        rows.append(hire)
+    d = directory(COMPANY, rows, complete=complete)
+    p = plan(d, snapshot, view, Policy(leaver_policy=leaver_policy), NOW)
+
+    for c in p.changes:
+        if c.key == "e3" or not (c.target_id == account or c.previous_key == "e3"):
+            continue
+        # Carol's account goes to another record only by the re-key rule (adopted after a
+        # lost state: no name to compare), and a locked one only to a departed record: it
+        # stays locked.
+        assert hire is not None and c.action in (Action.UPDATE, Action.LOCK, Action.UNLOCK), c
+        assert _evidence_holds(carol, hire, names=holder != "state lost"), (c, carol, hire)
+        if locked or holder == "locked there":
+            assert hire.state is State.DEPARTED and c.action is not Action.UNLOCK
+    if holder != "deleted there":
+        # The old account still exists: an import of its username would update it.
+        made = [c for c in p.changes if c.action is Action.CREATE and c.key == "e9"]
+        assert made == [] or ("e3" not in snapshot.employees and holder != "state lost"), made
+
+    expected = sum(
+        1
+        for c in p.changes
+        if c.action is Action.UNLOCK
+        or (
+            c.action is Action.CREATE
+            and c.key in snapshot.employees
+            and snapshot.employees[c.key].locked
+        )
+    )
+    strict = Limits(max_reactivations=0, max_reactivation_ratio=0.0)
+    guards = {g.name: g for g in check_guards(p, d, snapshot, strict)}
+    if expected:
+        guard = guards["max_reactivations"]
+        assert not guard.passed
+        assert guard.message.startswith(f"{expected} re-activation"), guard.message
+        assert f"--allow-reactivations {expected} " in guard.message
+    else:
+        assert "max_reactivations" not in guards
