@@ -62,6 +62,7 @@ def _read_employees(
         rejected.append(RejectedRow(where, reason, Kind.EMPLOYEE, key, username, hides))
 
     width, name, checked = columns.width, table.name, columns.unnamed_tail
+    keys = [i for i in (reader.id, reader.username) if i is not None]
     # The last record with text, for a row a stray line break split in two: its line, its
     # cells, and whether it was read as a person (None after a record that did not parse).
     last: tuple[int, list[str], bool] | None = None
@@ -86,6 +87,10 @@ def _read_employees(
                     items.pop()  # read as a person, but its last field may be cut short
                     reject(head, split_head(line), last[1][:-1], hides=True)
             reject(where, misfit, cells, hides=True)
+            last = (line, cells, False)
+            continue
+        if (broken_key := columns.line_break_in(cells, keys)) is not None:
+            reject(where, broken_key, None, hides=True)
             last = (line, cells, False)
             continue
         employee = reader.employee(cells, where)
