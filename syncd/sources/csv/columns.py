@@ -83,17 +83,6 @@ class _Columns:
         fields = "field" if count == 1 else "fields"
         return f"the row has {count} {fields} where the header has {expected}"
 
-    def line_break_in(self, cells: list[str], indexes: list[int]) -> str | None:
-        """Why a row's id or username cannot be its person's: it holds a line break (a
-        quoted cell a stray line break split), or None."""
-        for index in indexes:
-            if index < len(cells) and ("\n" in cells[index] or "\r" in cells[index]):
-                return (
-                    f"column {self.label(index)!r} holds a line break: no id or username has "
-                    "one, so a stray line break split the row and it names nobody"
-                )
-        return None
-
     def hides_rows(self, broken: _Broken) -> bool:
         """Whether a broken record may hold or hide other rows than its own."""
         return broken.fields is None or self.misfit(broken.fields) is not None

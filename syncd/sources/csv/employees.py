@@ -62,7 +62,7 @@ def _read_employees(
         rejected.append(RejectedRow(where, reason, Kind.EMPLOYEE, key, username, hides))
 
     width, name, checked = columns.width, table.name, columns.unnamed_tail
-    keys = [i for i in (reader.id, reader.username) if i is not None]
+    table.key_columns = tuple(i for i in (reader.id, reader.username) if i is not None)
     # The last record with text, for a row a stray line break split in two: its line, its
     # cells, and whether it was read as a person (None after a record that did not parse).
     last: tuple[int, list[str], bool] | None = None
@@ -72,7 +72,7 @@ def _read_employees(
             reject(where, columns.reason(cells), cells.cells, columns.hides_rows(cells))
             last = None
             continue
-        if _is_blank(cells):
+        if not cells or (not cells[0].strip() and _is_blank(cells)):
             continue
         if last is not None and len(last[1]) < columns.min_width and columns.split(last[1], cells):
             # The end of a short row: even when it fits, its cells are shifted (a row cut
@@ -87,10 +87,6 @@ def _read_employees(
                     items.pop()  # read as a person, but its last field may be cut short
                     reject(head, split_head(line), last[1][:-1], hides=True)
             reject(where, misfit, cells, hides=True)
-            last = (line, cells, False)
-            continue
-        if (broken_key := columns.line_break_in(cells, keys)) is not None:
-            reject(where, broken_key, None, hides=True)
             last = (line, cells, False)
             continue
         employee = reader.employee(cells, where)

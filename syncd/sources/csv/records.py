@@ -83,6 +83,9 @@ class _Table:
         # The header's columns up to its last named one: columns without a name are never
         # read, so a row may leave trailing ones out. 0 until the header is read.
         self.named_width = 0
+        # Columns that name a record's person (the employees' id and username): set by the
+        # reader of the rows; a line break in one of them makes the record nobody's.
+        self.key_columns: tuple[int, ...] = ()
         self.rows = self._records(skipped + 1)
         self.header_line, header = next(self.rows)
         if isinstance(header, _Broken):
@@ -108,10 +111,10 @@ class _Table:
                 nul.clear()
                 yield line, broken
             else:
-                row_like = self._row_inside(record) if len(record) > 1 else None
+                suspect = self._multi_line(line, record, cells) if len(record) > 1 else None
                 if nul:
                     nul.clear()
-                    whole = cells if row_like is None else None
+                    whole = cells if suspect is None else None
                     yield line, _Broken(f"the row {_NUL_REASON}", cells, nul=True, fields=whole)
                 elif self.named_width and not record[-1].endswith(self._line_ends):
                     # Only a file's last line lacks its line end: the file may have been cut
@@ -122,8 +125,8 @@ class _Table:
                         yield line, cells
                     else:
                         yield line, _Broken(_NO_LINE_END, None)
-                elif row_like is not None:
-                    yield line, _swallowed(line, len(record), row_like, cells)
+                elif suspect is not None:
+                    yield line, suspect
                 elif '"' in (text := record[0] if len(record) == 1 else "".join(record)) and (
                     has_bare_quote(text, self.delimiter)
                 ):
@@ -131,6 +134,21 @@ class _Table:
                 else:
                     yield line, cells
             line += len(record)
+
+    def _multi_line(self, line: int, record: list[str], cells: list[str]) -> _Broken | None:
+        """Why a record over several lines is not one row's alone, or None when it is."""
+        row_like = self._row_inside(record)
+        if row_like is not None:
+            return _swallowed(line, len(record), row_like, cells)
+        for index in self.key_columns:
+            if index < len(cells) and ("\n" in cells[index] or "\r" in cells[index]):
+                label = self.header[index] if index < len(self.header) else f"#{index + 1}"
+                return _Broken(
+                    f"column {label!r} holds a line break: no id or username has one, so a "
+                    "stray line break split the row and it names nobody",
+                    None,
+                )
+        return None
 
     def _row_inside(self, record: list[str]) -> int | None:
         """Which line after a multi-line record's first reads as a row of its own (has the
