@@ -321,7 +321,8 @@ def damaged(text: str, how: str, at: int) -> str:
     if how == "add quote":
         return text[:at] + '"' + text[at:]
     # A cut at a line's end leaves a shorter file, whole: only the shrink guard can see it.
-    while at < len(text) and text[at - 1] == "\n":
+    # So does one just before it when the last field is quoted (a file may end so).
+    while at < len(text) and (text[at - 1] == "\n" or text[at] in "\r\n"):
         at += 1
     return text[:at]  # cut
 
