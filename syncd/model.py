@@ -101,6 +101,9 @@ class RejectedRow:
     kind: Kind = Kind.EMPLOYEE
     key: str | None = None  # the source id, when the row had one
     username: str | None = None
+    # The record may hold or hide other rows (the wrong number of fields, broken quoting,
+    # a line break lost or added): whoever it names, the read cannot say who is gone.
+    may_hide_rows: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,12 +122,19 @@ class Directory:
     def leavers_known(self) -> bool:
         """Whether people absent from this read may be treated as leavers.
 
-        Only a complete read whose every rejected employee row still names its person can
-        say who is gone: a row that could not even be identified might be anyone.
+        Only a complete read whose every rejected employee row still names its person, and
+        is that person's row alone, can say who is gone: a row that could not even be
+        identified might be anyone, and a damaged one may hide someone else's row.
         """
-        if not self.complete:
-            return False
-        return all(r.key or r.username for r in self.rejected if r.kind is Kind.EMPLOYEE)
+        return self.complete and not self.leavers_unknown_because()
+
+    def leavers_unknown_because(self) -> tuple[RejectedRow, ...]:
+        """The rejected employee rows that keep this read from saying who is gone."""
+        return tuple(
+            r
+            for r in self.rejected
+            if r.kind is Kind.EMPLOYEE and (r.may_hide_rows or not (r.key or r.username))
+        )
 
     def rejected_keys(self, kind: Kind) -> frozenset[str]:
         """Source ids and usernames (look-alike keys: syncd.spelling) of rejected rows: they are

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
@@ -39,6 +40,11 @@ class CsvEmployeeColumns(Section):
     status: str | None = "status"
 
 
+def status_key(value: str) -> str:
+    """A status value as compared: trimmed, case-folded, in Unicode NFC (canonical caseless)."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFD", value.strip()).casefold())
+
+
 class CsvDepartmentColumns(Section):
     id: str = "id"
     name: str = "name"
@@ -56,7 +62,18 @@ class CsvSource(Section):
     delimiter: str = "auto"  # auto: sniffed among , ; tab |
     path_separator: str = "/"  # layout paths: "Head Office/R&D/Backend"
     positions_separator: str = ";"
+    # Status is a closed vocabulary (when the status column is in the file): a value in
+    # neither list rejects its row, the person kept as they are. "" names an empty cell.
     departed_values: list[str] = ["离职", "inactive", "departed", "disabled"]
+    active_values: Annotated[list[str], Field(min_length=1)] = [
+        "在职",
+        "试用",
+        "试用期",
+        "正式",
+        "active",
+        "enabled",
+        "probation",
+    ]
     columns: CsvEmployeeColumns = CsvEmployeeColumns()
     department_columns: CsvDepartmentColumns = CsvDepartmentColumns()
     extra_columns: dict[str, str] = {}  # header -> extra attribute name
@@ -66,6 +83,17 @@ class CsvSource(Section):
         if self.layout == "two_files" and self.departments is None:
             raise ValueError(
                 "layout 'two_files' needs source.csv.departments (the departments file)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _status_values_apart(self) -> CsvSource:
+        departed = {status_key(v) for v in self.departed_values}
+        both = [v for v in self.active_values if status_key(v) in departed]
+        if both:
+            raise ValueError(
+                f"status value {both[0]!r} is in both source.csv.active_values and "
+                "source.csv.departed_values: a status must mean one thing"
             )
         return self
 

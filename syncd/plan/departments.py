@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from syncd.model import Department, Directory, Employee, Kind, serial_no
 from syncd.plan.actions import Action
 from syncd.plan.fields import department_hash
-from syncd.plan.messages import department_names
+from syncd.plan.messages import department_names, unsure_rows
 from syncd.plan.values import (
     Change,
     Note,
@@ -384,14 +384,20 @@ class DepartmentPlanner:
         directory = self.directory
         if not directory.complete:
             return False
-        if any(r.kind is Kind.DEPARTMENT and not r.key for r in directory.rejected):
+        unsure = [
+            r
+            for r in directory.rejected
+            if r.kind is Kind.DEPARTMENT and (not r.key or r.may_hide_rows)
+        ]
+        if unsure:
             if self.snapshot.departments:
                 self.notes.append(
                     Note(
                         "leavers",
                         "",
                         "departments not deleted: some rejected department rows could not be "
-                        "identified, so no department absent from this read is treated as gone",
+                        f"identified or may hide other rows ({unsure_rows(unsure)}), so no "
+                        "department absent from this read is treated as gone",
                     )
                 )
             return False

@@ -15,7 +15,7 @@ from syncd.plan import rekeys
 from syncd.plan.actions import Action
 from syncd.plan.drift import PeopleDrift
 from syncd.plan.fields import EmployeeHasher
-from syncd.plan.messages import department_names
+from syncd.plan.messages import department_names, unsure_rows
 from syncd.plan.usernames import username_changed
 from syncd.plan.values import (
     DAY_MS,
@@ -436,13 +436,14 @@ class EmployeePlanner:
         directory = self.directory
         if not directory.leavers_known:
             if directory.complete and (self.snapshot.employees or self.snapshot.departments):
+                why = unsure_rows(directory.leavers_unknown_because())
                 self.notes.append(
                     Note(
                         "leavers",
                         "",
                         "leavers not looked for and departments not deleted: some rejected rows "
-                        "could not be identified, so nobody and no department absent from this "
-                        "read is treated as gone",
+                        f"could not be identified or may hide other rows ({why}), so nobody and "
+                        "no department absent from this read is treated as gone",
                     )
                 )
             return

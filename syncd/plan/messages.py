@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from syncd.model import Directory, Kind
+from syncd.model import Directory, Kind, RejectedRow
 from syncd.plan.actions import Action
 from syncd.spelling import looks_the_same, spelled
 
@@ -83,3 +83,9 @@ def describe(c: Change) -> str:
         verb = "move" if c.action is Action.MOVE else "update"
         return f"{verb} {noun} {c.display}{where if c.kind is Kind.DEPARTMENT else ''} ({detail})"
     return f"{c.action.value} {noun} {c.display}"
+
+
+def unsure_rows(rows: Sequence[RejectedRow], shown: int = 3) -> str:
+    """Where rows that keep a read from naming leavers are, and why: the first few."""
+    told = "; ".join(f"{r.where}: {r.reason}" for r in rows[:shown])
+    return told + (f"; and {len(rows) - shown} more" if len(rows) > shown else "")

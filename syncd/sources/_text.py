@@ -132,6 +132,69 @@ def ends_inside_quotes(text: str, delimiter: str, inside: bool = False) -> bool:
     return inside
 
 
+def has_bare_quote(text: str, delimiter: str) -> bool:
+    """Whether a record's text has a quote inside an unquoted field, or text after the quote
+    that closes a quoted one: a quote was lost or added (a CSV writer never writes so)."""
+    at, length = 0, len(text)
+    field_end = _field_end(delimiter)
+    while at < length:
+        if text[at] == '"':
+            at += 1
+            while True:
+                close = text.find('"', at)
+                if close < 0:
+                    return False  # never closed: the reader says so itself
+                at = close + 2 if text.startswith('"', close + 1) else close + 1
+                if at == close + 1:
+                    break
+            if at < length and text[at] not in (delimiter, "\r", "\n"):
+                return True
+        else:
+            end = field_end.search(text, at)
+            stop = end.start() if end else length
+            if text.find('"', at, stop) >= 0:
+                return True
+            at = stop
+        at += 1
+    return False
+
+
+def lenient_cells(line: str, delimiter: str) -> list[str]:
+    """The cells of one line read leniently, as a record of its own: a quote opens a quoted
+    field only at the start of a field, two quotes inside one stand for a quote, text after
+    a closing quote joins the field, and a quote never closed runs to the line's end."""
+    line = line.rstrip("\r\n")
+    cells: list[str] = []
+    at, length = 0, len(line)
+    while True:
+        if at < length and line[at] == '"':
+            parts = []
+            at += 1
+            while True:
+                close = line.find('"', at)
+                if close < 0:
+                    parts.append(line[at:])
+                    at = length
+                    break
+                parts.append(line[at:close])
+                if line.startswith('"', close + 1):
+                    parts.append('"')
+                    at = close + 2
+                    continue
+                at = close + 1
+                break
+            end = line.find(delimiter, at)
+            end = length if end < 0 else end
+            cells.append("".join(parts) + line[at:end])
+        else:
+            end = line.find(delimiter, at)
+            end = length if end < 0 else end
+            cells.append(line[at:end])
+        if end >= length:
+            return cells
+        at = end + len(delimiter)
+
+
 def _starts_field(text: str, at: int, delimiter: str) -> bool:
     return at == 0 or text[at - 1] in (delimiter, "\n", "\r")
 

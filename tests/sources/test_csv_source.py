@@ -521,7 +521,11 @@ def test_rows_with_missing_or_surplus_cells(tmp_path: Path, row: str, reason: st
     rejected = rejected_at(directory, "employees.csv:2")
     assert (rejected.reason, rejected.key, rejected.kind) == (reason, "E1", Kind.EMPLOYEE)
     assert set(directory.employees) == {"E2"}
-    assert directory.leavers_known
+    # A row with the wrong number of fields may be two rows joined, or half of one: it
+    # names its first cell's person, kept as they are, and nobody absent is a leaver.
+    wrong_width = "fields where the header has" in reason
+    assert rejected.may_hide_rows is wrong_width
+    assert directory.leavers_known is not wrong_width
 
 
 def test_a_row_without_an_id_cannot_name_its_person(tmp_path: Path) -> None:
@@ -615,10 +619,18 @@ def test_departed_values_are_trimmed_and_case_insensitive(tmp_path: Path) -> Non
 
 
 def test_departed_values_from_the_settings(tmp_path: Path) -> None:
-    text = "id,username,name,department,状态\nE1,a,A,D1,已离职\nE2,b,B,D1,离职\n"
+    text = "id,username,name,department,状态\nE1,a,A,D1,已离职\nE2,b,B,D1,离职\nE3,c,C,D1,在职\n"
     directory = read(tmp_path, text, columns={"status": "状态"}, departed_values=["已离职"])
     assert directory.employees["E1"].state is State.DEPARTED
-    assert directory.employees["E2"].state is State.ACTIVE
+    assert directory.employees["E3"].state is State.ACTIVE
+    # 离职 is no longer a departed value, and it was never an active one.
+    row = rejected_at(directory, "employees.csv:3")
+    assert (row.key, row.reason) == (
+        "E2",
+        "column '状态': '离职' is neither in source.csv.active_values nor in "
+        "source.csv.departed_values",
+    )
+    assert directory.leavers_known  # the row names its person, who is kept as they are
 
 
 def test_secondary_positions_are_split_trimmed_and_deduplicated(tmp_path: Path) -> None:

@@ -258,6 +258,26 @@ def test_an_unreadable_id_among_the_departed_rejects_that_person_only(
     assert set(people(directory)) == {"alice", "bob", "carol"}
 
 
+def test_an_account_whose_user_account_control_is_absent_is_not_taken_for_enabled(
+    slapd: Slapd, ad_base: str, ldap_settings: SettingsFactory
+) -> None:
+    # Unknown must not mean active: read so, a former employee hidden from the bind
+    # account's view of userAccountControl would be unlocked.
+    dn = f"cn=Eve,ou=Engineering,{ad_base}"
+    slapd.add_ldif(
+        f"dn: {dn}\nobjectClass: user\ncn: Eve\nsn: E\nsAMAccountName: eve\n"
+        "objectGUID:: ESIzRFVmd4iZqrvM3e7/AQ==\nobjectCategory: person\n"
+    )
+
+    directory = read_ldap(ldap_settings(flavor="active_directory"))
+
+    (row,) = directory.rejected
+    assert (row.where, row.username) == (dn, "eve")
+    assert row.reason.startswith("userAccountControl is absent")
+    assert set(people(directory)) == {"alice", "bob", "carol"}
+    assert directory.leavers_known  # eve is named: kept as she is
+
+
 # ---------------------------------------------------------------- other domains of the forest
 
 

@@ -28,7 +28,9 @@ class _Columns:
             else:
                 self._index[key] = i
         self.width = len(table.header)
-        self._min_width = table.named_width
+        self.min_width = table.named_width
+        # The header ends in columns without a name: a row's text there is not its own.
+        self.unnamed_tail = self.min_width < self.width
         self.virtual: dict[int, str] = {}  # indexes past the header: what mapping rules made
 
     def find(self, column: str | None, setting: str, *, required: bool) -> int | None:
@@ -58,15 +60,39 @@ class _Columns:
         return ", ".join(cells) or "(no names)"
 
     def misfit(self, cells: list[str]) -> str | None:
-        """Why a row's number of fields does not fit the header (blank extra cells do fit)."""
-        if len(cells) == self.width or self._min_width <= len(cells) < self.width:
+        """Why a row's fields do not fit the header: too few, or text past its named columns.
+
+        Blank cells past the header's last named column fit (spreadsheets add them). Text
+        there is not the row's own: a lost line break joined the next row to it, or a
+        stray delimiter shifted its cells.
+        """
+        count = len(cells)
+        if count == self.width and not self.unnamed_tail:
             return None
-        if len(cells) > self.width and _is_blank(cells[self.width :]):
+        if count >= self.min_width and _is_blank(cells[self.min_width :]):
             return None
         expected = str(self.width)
-        if self._min_width < self.width:
-            expected = f"{self._min_width} to {self.width}"
-        return f"the row has {len(cells)} fields where the header has {expected}"
+        if self.unnamed_tail:
+            expected = f"{self.min_width} to {self.width}"
+            if self.min_width <= count <= self.width:
+                column = next(n for n in range(self.min_width, count) if cells[n].strip())
+                return (
+                    f"the row has text in column #{column + 1}, which the header does not name "
+                    f"(it names columns 1 to {self.min_width})"
+                )
+        fields = "field" if count == 1 else "fields"
+        return f"the row has {count} {fields} where the header has {expected}"
+
+    def hides_rows(self, broken: _Broken) -> bool:
+        """Whether a broken record may hold or hide other rows than its own."""
+        return broken.fields is None or self.misfit(broken.fields) is not None
+
+    def split(self, head: list[str], tail: list[str]) -> bool:
+        """Whether two records read as one row that fits the header when joined by a line
+        break inside a field: a row a stray line break split in two."""
+        if not head or not tail:
+            return False
+        return self.misfit([*head[:-1], head[-1] + "\n" + tail[0], *tail[1:]]) is None
 
     def repeats_header(self, cells: list[str]) -> bool:
         """Whether a row is the header again, as when two exports are joined into one file."""
@@ -147,3 +173,17 @@ def _clean(value: str | None) -> str | None:
 
 def _is_blank(cells: list[str]) -> bool:
     return not any(cell.strip() for cell in cells)
+
+
+def split_tail(head_line: int) -> str:
+    return (
+        f"the row may be the end of the short row on line {head_line}, split from it by a "
+        "stray line break: it is nobody's row alone"
+    )
+
+
+def split_head(tail_line: int) -> str:
+    return (
+        f"the row may be cut short by a stray line break (line {tail_line} would complete it): "
+        "its last field cannot be trusted"
+    )

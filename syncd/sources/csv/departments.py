@@ -13,7 +13,14 @@ from syncd.model import (
 from syncd.sources._text import (
     parse_int32,
 )
-from syncd.sources.csv.columns import _cell, _Columns, _is_blank, _resolved
+from syncd.sources.csv.columns import (
+    _cell,
+    _Columns,
+    _is_blank,
+    _resolved,
+    split_head,
+    split_tail,
+)
 from syncd.sources.csv.records import _REPEATED_HEADER, _Broken, _Table
 
 
@@ -29,18 +36,34 @@ def _read_departments(table: _Table, settings: CsvDepartmentColumns) -> _Departm
     items: list[tuple[str, Department]] = []
     rejected: list[RejectedRow] = []
 
-    def reject(where: str, reason: str, cells: list[str] | None) -> None:
+    def reject(where: str, reason: str, cells: list[str] | None, hides: bool = False) -> None:
         key = columns.trusted(cells, at["id"])
-        rejected.append(RejectedRow(where, reason, Kind.DEPARTMENT, key))
+        rejected.append(RejectedRow(where, reason, Kind.DEPARTMENT, key, may_hide_rows=hides))
 
+    last: tuple[int, list[str]] | None = None  # the last record with text, as for employees
     for line, cells in table.rows:
         where = table.where(line)
         if isinstance(cells, _Broken):
-            reject(where, columns.reason(cells), cells.cells)
-        elif _is_blank(cells):
+            reject(where, columns.reason(cells), cells.cells, columns.hides_rows(cells))
+            last = None
             continue
-        elif (misfit := columns.misfit(cells)) is not None:
-            reject(where, misfit, cells)
+        if _is_blank(cells):
+            continue
+        before, last = last, (line, cells)
+        if (
+            before is not None
+            and len(before[1]) < columns.min_width
+            and columns.split(before[1], cells)
+        ):
+            reject(where, split_tail(before[0]), None, hides=True)
+            continue
+        if (misfit := columns.misfit(cells)) is not None:
+            if before is not None and len(cells) < columns.min_width and items:
+                head = table.where(before[0])
+                if items[-1][0] == head and columns.split(before[1], cells):
+                    items.pop()
+                    reject(head, split_head(line), before[1][:-1], hides=True)
+            reject(where, misfit, cells, hides=True)
         elif columns.repeats_header(cells):
             reject(where, _REPEATED_HEADER, cells)
         else:

@@ -6,6 +6,7 @@ import sys
 from dataclasses import dataclass
 
 from syncd.config import CsvSource
+from syncd.config.source import status_key
 from syncd.mapping import RuleFailure, Rules, with_mapped
 from syncd.model import (
     Department,
@@ -25,7 +26,7 @@ from syncd.sources._text import (
     split_list,
 )
 from syncd.sources._trace import Count, Outcome, Tracer, counted
-from syncd.sources.csv.columns import _Columns, _is_blank, _resolved
+from syncd.sources.csv.columns import _Columns, _is_blank, _resolved, split_head, split_tail
 from syncd.sources.csv.departments import _DepartmentIds
 from syncd.sources.csv.records import _REPEATED_HEADER, _Broken, _Table
 
@@ -56,24 +57,44 @@ def _read_employees(
     items: list[tuple[str, Employee]] = []
     rejected: list[RejectedRow] = []
 
-    def reject(where: str, reason: str, cells: list[str] | None) -> None:
+    def reject(where: str, reason: str, cells: list[str] | None, hides: bool = False) -> None:
         key, username = columns.trusted(cells, reader.id), columns.trusted(cells, reader.username)
-        rejected.append(RejectedRow(where, reason, Kind.EMPLOYEE, key, username))
+        rejected.append(RejectedRow(where, reason, Kind.EMPLOYEE, key, username, hides))
 
-    width, name = columns.width, table.name
+    width, name, checked = columns.width, table.name, columns.unnamed_tail
+    table.key_columns = tuple(i for i in (reader.id, reader.username) if i is not None)
+    # The last record with text, for a row a stray line break split in two: its line, its
+    # cells, and whether it was read as a person (None after a record that did not parse).
+    last: tuple[int, list[str], bool] | None = None
     for line, cells in counted(table.rows, mapping.count):
         where = f"{name}:{line}"
         if isinstance(cells, _Broken):
-            reject(where, columns.reason(cells), cells.cells)
-        elif len(cells) != width and (misfit := columns.misfit(cells)) is not None:
-            if not _is_blank(cells):
-                reject(where, misfit, cells)
-        else:
-            employee = reader.employee(cells, where)
-            if isinstance(employee, Employee):
-                items.append((where, employee))
-            elif employee is not None and not _is_blank(cells):
-                reject(where, employee, cells)
+            reject(where, columns.reason(cells), cells.cells, columns.hides_rows(cells))
+            last = None
+            continue
+        if not cells or (not cells[0].strip() and _is_blank(cells)):
+            continue
+        if last is not None and len(last[1]) < columns.min_width and columns.split(last[1], cells):
+            # The end of a short row: even when it fits, its cells are shifted (a row cut
+            # after its first character reads as a whole row with another id).
+            reject(where, split_tail(last[0]), None, hides=True)
+            last = (line, cells, False)
+            continue
+        if (len(cells) != width or checked) and (misfit := columns.misfit(cells)) is not None:
+            if last is not None and last[2] and len(cells) < columns.min_width:
+                head = f"{name}:{last[0]}"
+                if items and items[-1][0] == head and columns.split(last[1], cells):
+                    items.pop()  # read as a person, but its last field may be cut short
+                    reject(head, split_head(line), last[1][:-1], hides=True)
+            reject(where, misfit, cells, hides=True)
+            last = (line, cells, False)
+            continue
+        employee = reader.employee(cells, where)
+        if isinstance(employee, Employee):
+            items.append((where, employee))
+        elif employee is not None:
+            reject(where, employee, cells)
+        last = (line, cells, isinstance(employee, Employee))
     return _EmployeesRead(items, rejected, department_of.departments(), reader.filtered)
 
 
@@ -143,7 +164,13 @@ class _EmployeeReader:
                 columns.find(attribute, setting, required=True)
         if mapping.trace is not None:
             mapping.trace.start({f: (columns.label(i),) for f, i in self._own.items()})
-        self._departed = frozenset(v.strip().casefold() for v in settings.departed_values)
+        # Status is a closed vocabulary, when the file has the column.
+        self._status_read = at["status"] is not None
+        self._statuses: dict[str, State] = {
+            status_key(v): State.ACTIVE for v in settings.active_values
+        }
+        self._statuses.update((status_key(v), State.DEPARTED) for v in settings.departed_values)
+        self._state_of: dict[str, State | str] = {}  # status text as read -> its state, or why not
         self._positions_separator = settings.positions_separator
         self._department_of = department_of.department_of
         # (department, title) -> the positions of one placed there alone: most people.
@@ -220,6 +247,9 @@ class _EmployeeReader:
         if isinstance(parsed, str):
             return parsed
         birthday, sort_order, senior = parsed
+        state = self._state(values[at.status], at.status) if self._status_read else State.ACTIVE
+        if not isinstance(state, State):  # State is a str too
+            return state
         # Titles repeat across thousands of people: one string each, not one per row.
         job_title = sys.intern(values[at.job_title]) or None
         return Employee(
@@ -237,7 +267,7 @@ class _EmployeeReader:
             job_title=job_title,
             sort_order=sort_order,
             senior=senior,
-            state=self._state(values[at.status]),
+            state=state,
             extra=self._extra(values),
         )
 
@@ -269,8 +299,27 @@ class _EmployeeReader:
             senior = flag
         return birthday, sort_order, senior
 
-    def _state(self, status: str) -> State:
-        return State.DEPARTED if status.casefold() in self._departed else State.ACTIVE
+    def _state(self, status: str, index: int) -> State | str:
+        """The state a status names, or why the row is rejected: a value in neither list
+        grants nobody access (HR renamed the departed value, or a cell was emptied)."""
+        found = self._state_of.get(status)
+        if found is None:
+            found = self._statuses.get(status_key(status))
+            if found is None:
+                label = self._columns.label(index)
+                if status:
+                    found = (
+                        f"column {label!r}: {shown(status)} is neither in "
+                        "source.csv.active_values nor in source.csv.departed_values"
+                    )
+                else:
+                    found = (
+                        f"column {label!r} is empty: a status must be in source.csv.active_values "
+                        'or source.csv.departed_values (add "" to active_values if an empty '
+                        "status means active)"
+                    )
+            self._state_of[status] = found
+        return found
 
     def _extra(self, values: list[str]) -> tuple[tuple[str, str], ...]:
         if not self._extras:

@@ -14,6 +14,8 @@ from syncd.sources._text import (
     declared_delimiter,
     delimiter_from_setting,
     ends_inside_quotes,
+    has_bare_quote,
+    lenient_cells,
     sniff_delimiter,
 )
 
@@ -29,6 +31,10 @@ _SHOWN_HEADER_CELLS = 40
 _DECODE_CHUNK = 1 << 20
 _SNIFFED_CHARS = 65536  # of the header line: names are short, a broken header may not be
 _REPEATED_HEADER = "the row repeats the header (were two exports joined into one file?)"
+_BARE_QUOTE = (
+    "a quote stands inside an unquoted field: a quote was lost or added, so the row's "
+    "cells (and the rows near it) cannot be trusted"
+)
 _NUL_REASON = "contains NUL characters (a binary file, or UTF-16 read as another encoding?)"
 _CUT_SHORT = (
     "the file ends in the middle of this row (fewer fields than the header and no line end): "
@@ -48,6 +54,9 @@ class _Broken:
     reason: str
     cells: list[str] | None  # what could be read of it, to name its person where that is safe
     nul: bool = False  # parsed, but a cell holds NUL characters
+    # Its cells, read leniently, when its text is surely one record's alone (one line, or
+    # lines none of which reads as a row of its own); None when it may hold other rows.
+    fields: list[str] | None = None
 
 
 class _Table:
@@ -74,6 +83,9 @@ class _Table:
         # The header's columns up to its last named one: columns without a name are never
         # read, so a row may leave trailing ones out. 0 until the header is read.
         self.named_width = 0
+        # Columns that name a record's person (the employees' id and username): set by the
+        # reader of the rows; a line break in one of them makes the record nobody's.
+        self.key_columns: tuple[int, ...] = ()
         self.rows = self._records(skipped + 1)
         self.header_line, header = next(self.rows)
         if isinstance(header, _Broken):
@@ -99,9 +111,11 @@ class _Table:
                 nul.clear()
                 yield line, broken
             else:
+                suspect = self._multi_line(line, record, cells) if len(record) > 1 else None
                 if nul:
                     nul.clear()
-                    yield line, _Broken(f"the row {_NUL_REASON}", cells, nul=True)
+                    whole = cells if suspect is None else None
+                    yield line, _Broken(f"the row {_NUL_REASON}", cells, nul=True, fields=whole)
                 elif self.named_width and not record[-1].endswith(self._line_ends):
                     # Only a file's last line lacks its line end: the file may have been cut
                     # there, even inside the last field, unless a closing quote ends it.
@@ -111,9 +125,41 @@ class _Table:
                         yield line, cells
                     else:
                         yield line, _Broken(_NO_LINE_END, None)
+                elif suspect is not None:
+                    yield line, suspect
+                elif '"' in (text := record[0] if len(record) == 1 else "".join(record)) and (
+                    has_bare_quote(text, self.delimiter)
+                ):
+                    yield line, _Broken(_BARE_QUOTE, cells)
                 else:
                     yield line, cells
             line += len(record)
+
+    def _multi_line(self, line: int, record: list[str], cells: list[str]) -> _Broken | None:
+        """Why a record over several lines is not one row's alone, or None when it is."""
+        row_like = self._row_inside(record)
+        if row_like is not None:
+            return _swallowed(line, len(record), row_like, cells)
+        for index in self.key_columns:
+            if index < len(cells) and ("\n" in cells[index] or "\r" in cells[index]):
+                label = self.header[index] if index < len(self.header) else f"#{index + 1}"
+                return _Broken(
+                    f"column {label!r} holds a line break: no id or username has one, so a "
+                    "stray line break split the row and it names nobody",
+                    None,
+                )
+        return None
+
+    def _row_inside(self, record: list[str]) -> int | None:
+        """Which line after a multi-line record's first reads as a row of its own (has the
+        header's named columns), if any: its quoted field may have swallowed other rows."""
+        if not self.named_width:
+            return None
+        for n, text in enumerate(record[1:], 1):
+            cells = lenient_cells(text, self.delimiter)
+            if len(cells) >= self.named_width and any(cell.strip() for cell in cells):
+                return n
+        return None
 
     def _unparsed(self, problem: str) -> _Broken:
         """Skip to the true end of a record the reader gave up on, and say why it is unusable.
@@ -141,7 +187,13 @@ class _Table:
             if line is None:
                 return _Broken(f"{problem}, and the file ends inside its quoted field", None)
             inside = ends_inside_quotes(line, self.delimiter, inside=True)
-        if too_long or len(self._record) == 1:
+        if len(self._record) == 1:
+            # Only a field too long is surely this row's alone: broken quoting on one line
+            # may be two rows joined ('..."D1"E2,bob,...').
+            leading = _leading_cells(self._record[0], self.delimiter)
+            whole = lenient_cells(self._record[0], self.delimiter) if too_long else None
+            return _Broken(problem, leading, fields=whole)
+        if too_long:  # its person is named, but the field may have swallowed other rows
             return _Broken(problem, _leading_cells(self._record[0], self.delimiter))
         return _Broken(f"{problem}; the record spans lines that may belong to other rows", None)
 
@@ -149,6 +201,23 @@ class _Table:
 def _ends_quoted(text: str, delimiter: str) -> bool:
     """Whether a record's text ends with the quote that closes its last, quoted, field."""
     return text.endswith('"') and ends_inside_quotes(text[:-1], delimiter)
+
+
+def _swallowed(line: int, lines: int, row_like: int, cells: list[str]) -> _Broken:
+    reason = (
+        f"the record spans lines {line} to {line + lines - 1}, and line {line + row_like} "
+        "reads as a row of its own: a quote may be missing or stray, so the record may hold "
+        "other people's rows"
+    )
+    return _Broken(reason, _before_line_breaks(cells))
+
+
+def _before_line_breaks(cells: list[str]) -> list[str]:
+    """A record's cells before its first field with a line break: its own, surely."""
+    for n, cell in enumerate(cells):
+        if "\n" in cell or "\r" in cell:
+            return cells[:n]
+    return cells
 
 
 def _remembered(lines: Iterator[str], record: list[str], nul: list[str]) -> Iterator[str]:

@@ -267,8 +267,17 @@ class PeopleReader:
 
     def _disabled(self, values: Plain) -> bool:
         slot = self.shape.account_control_slot
-        raw = values[slot] if slot is not None else None
-        return ad.is_disabled(raw.decode("ascii")) if raw else False
+        if slot is None:
+            return False
+        raw = values[slot]
+        if not raw:
+            # Every AD account has one: absent, the bind account may not read it, and an
+            # unknown state must never pass for an enabled account (the person is kept).
+            raise ValueError(
+                f"{ad.ACCOUNT_CONTROL_ATTRIBUTE} is absent, so whether the account is disabled "
+                "is unknown (may the bind account read it?)"
+            )
+        return ad.is_disabled(raw.decode("ascii"))
 
     def _expired(self, values: Plain) -> bool:
         slot = self.shape.expires_slot

@@ -1,0 +1,158 @@
+"""Never the wrong person (issue 24, cases 1 and 2), end to end through the emulator.
+
+A damaged CSV record that might hide another person's row makes nobody a leaver that
+run; a status value syncd does not know rejects its row and grants nobody access.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from syncd.errors import EXIT_BLOCKED, EXIT_OK
+from syncd.plan import REMOVING
+from syncd.runner import RunRequest, RunResult, run_sync
+from tests.engine.company import employee
+
+from .support import Rig, query, writes
+
+
+@pytest.fixture
+def synced(rig: Rig) -> Rig:
+    """A site whose good export of 40 people is synced."""
+    rig.company.employees += [employee(f"E{n}", f"user{n}", "D3") for n in range(10, 45)]
+    result = rig.sync()
+    assert result.exit_code == EXIT_OK, result.error
+    rig.emulator.reset(data=False)
+    return rig
+
+
+def run_with(rig: Rig, content: bytes) -> RunResult:
+    (rig.folder / "employees.csv").write_bytes(content)
+    return run_sync(rig.settings(), RunRequest())
+
+
+def good_bytes(rig: Rig) -> bytes:
+    rig.company.write(rig.folder)
+    return (rig.folder / "employees.csv").read_bytes()
+
+
+def rejected(rig: Rig, run_id: int) -> list[dict[str, object]]:
+    return query(rig.database, "SELECT * FROM rejected_rows WHERE run_id = ? ORDER BY seq", run_id)
+
+
+def locked(rig: Rig) -> set[str]:
+    return {u for u, p in rig.platform().people.items() if p[4]}
+
+
+def no_lock_or_removal(rig: Rig, result: RunResult) -> None:
+    changes = result.plan.changes if result.plan is not None else ()
+    assert [c.message for c in changes if c.action in REMOVING] == []
+    assert not any(k.endswith(("/lock", "/disable")) for k in writes(rig.emulator))
+
+
+# ---------------------------------------------------------------- case 1: a lost line break
+
+
+@pytest.mark.parametrize("policy", ["lock", "remove", "lock_then_remove"])
+def test_two_rows_joined_by_a_lost_line_break_make_nobody_a_leaver(
+    synced: Rig, policy: str
+) -> None:
+    synced.sync_settings.update(leaver_policy=policy, remove_after_days=0)
+    before = synced.platform()
+    text = good_bytes(synced)
+    start = text.index(b"\r\nE21,user21,")
+    result = run_with(synced, text[:start] + text[start + 2 :])  # E20's and E21's rows joined
+
+    assert result.exit_code == EXIT_OK, result.error
+    no_lock_or_removal(synced, result)
+    after = synced.platform()
+    assert set(after.people) == set(before.people)
+    assert "user21" in after.people and not after.people["user21"][4]
+    assert locked(synced) == set()
+    (row,) = rejected(synced, result.run_id)
+    assert "fields where the header has" in str(row["reason"])
+    where = str(row["where"])
+    assert where.startswith("employees.csv:")
+    notes = [n.message for n in result.plan.notes if n.kind == "leavers"]  # type: ignore[union-attr]
+    assert len(notes) == 1 and where in notes[0], notes
+
+
+@pytest.mark.parametrize("policy", ["lock", "remove"])
+def test_a_row_split_by_a_line_break_whose_half_has_the_headers_width_is_nobody(
+    synced: Rig, policy: str
+) -> None:
+    # "E2" + "3,user23,...": the second half has every field, read as someone with id "3"
+    # and user23's username it would take over user23's account (a re-key).
+    synced.sync_settings.update(leaver_policy=policy)
+    before = synced.platform()
+    text = good_bytes(synced)
+    start = text.index(b"\r\nE23,user23,") + 4
+    result = run_with(synced, text[:start] + b"\r\n" + text[start:])
+
+    assert result.exit_code == EXIT_OK, result.error
+    no_lock_or_removal(synced, result)
+    after = synced.platform()
+    assert after.people == before.people  # user23 keeps their account and its id
+    # user22's row (it may end in "E2"), "E2", and "3,user23,...", which names nobody.
+    rows = rejected(synced, result.run_id)
+    assert [(r["key"], r["reason"][:30]) for r in rows] == [
+        ("E22", "the row may be cut short by a "),
+        ("E2", "the row has 1 field where the "),
+        (None, "the row may be the end of the "),
+    ]
+
+
+# ---------------------------------------------------------------- case 2: a renamed status
+
+
+def departed_company(rig: Rig) -> Rig:
+    """40 active people, E30 to E32 departed (locked), E50 to E52 departed and never synced."""
+    rig.company.employees += [employee(f"E{n}", f"user{n}", "D3") for n in range(10, 45)]
+    rig.company.employees += [
+        employee(f"E{n}", f"user{n}", "D3", status="departed") for n in range(50, 53)
+    ]
+    assert rig.sync().exit_code == EXIT_OK
+    for n in range(30, 33):
+        rig.company.person(f"user{n}")["status"] = "departed"
+    result = rig.sync()
+    assert result.exit_code == EXIT_OK, result.error
+    assert locked(rig) == {f"user{n}" for n in range(30, 33)}
+    assert not {"user50", "user51", "user52"} & set(rig.platform().people)
+    rig.emulator.reset(data=False)
+    return rig
+
+
+def test_a_renamed_departed_value_unlocks_and_creates_nobody(rig: Rig) -> None:
+    departed_company(rig)
+    before = rig.platform()
+    for person in rig.company.employees:
+        if person["status"] == "departed":
+            person["status"] = "已离职"  # HR's new spelling, not in departed_values
+    result = rig.sync()
+
+    assert result.exit_code in (EXIT_OK, EXIT_BLOCKED), result.error
+    after = rig.platform()
+    assert after.people == before.people  # nobody unlocked, nobody created
+    assert locked(rig) == {f"user{n}" for n in range(30, 33)}
+    assert not any(k.endswith(("/unlock", "/enable")) for k in writes(rig.emulator))
+    reasons = {str(r["key"]): str(r["reason"]) for r in rejected(rig, result.run_id)}
+    assert set(reasons) == {f"E{n}" for n in (*range(30, 33), *range(50, 53))}
+    assert reasons["E30"] == (
+        "column 'status': '已离职' is neither in source.csv.active_values nor in "
+        "source.csv.departed_values"
+    )
+
+
+def test_an_emptied_status_column_grants_nobody_access(rig: Rig) -> None:
+    departed_company(rig)
+    before = rig.platform()
+    for person in rig.company.employees:
+        person["status"] = ""
+    result = rig.sync()
+
+    # 43 of 43 rows rejected: the shrink guard stops the run before anything is sent.
+    assert result.exit_code == EXIT_BLOCKED, result.error
+    assert writes(rig.emulator) == {}
+    assert rig.platform().people == before.people
+    reasons = {str(r["reason"]) for r in rejected(rig, result.run_id)}
+    assert len(reasons) == 1 and "column 'status' is empty" in reasons.pop()
