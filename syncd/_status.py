@@ -275,16 +275,23 @@ def _run_line(run: Run) -> str:
 # ---------------------------------------------------------------- a run's failures
 
 
+NAMED = 5  # people named in a failure's WARNING line (its JSON ``failed`` field: 50)
+
+
 def log_failures(engine: Engine, run_id: int) -> None:
-    """One WARNING per reason the run's items failed, with how many (the items: DEBUG)."""
+    """One WARNING per reason the run's items failed, with how many and who (the first
+    few in the line, up to 50 in JSON's ``failed`` field; each item: DEBUG)."""
     for error, n in store.failure_groups(engine, run_id):
+        who = store.failed_displays(engine, run_id, error, 50)
+        named = ", ".join(who[:NAMED]) + (f", and {n - NAMED:,} more" if n > NAMED else "")
         run_log.warning(
-            "run %d: %d %s failed: %s",
+            "run %d: %s %s failed: %s (%s)",
             run_id,
-            n,
+            f"{n:,}",
             "item" if n == 1 else "items",
             error,
-            extra={"run_id": run_id},
+            named,
+            extra={"run_id": run_id, "failed": who, "count": n, "reason": error},
         )
 
 
@@ -292,7 +299,8 @@ def log_failures(engine: Engine, run_id: int) -> None:
 
 
 def clock(at: datetime | None) -> str:
-    return at.strftime("%Y-%m-%d %H:%M:%S") if at is not None else "-"
+    """A moment as ``2026-11-23 14:08:05 +0100``: with its zone, as every time syncd shows."""
+    return at.astimezone().strftime("%Y-%m-%d %H:%M:%S %z") if at is not None else "-"
 
 
 def when(ms: Any) -> str:

@@ -23,6 +23,7 @@ from syncd.config.loading import (
     NOT_SETTINGS_ENV,
     config_path,
     load_settings,
+    log_format_hint,
 )
 from syncd.config.notifications import (
     EmailNotification,
@@ -75,5 +76,6 @@ __all__ = [
     "WebhookNotification",
     "config_path",
     "load_settings",
+    "log_format_hint",
     "platform_of",
 ]

@@ -35,6 +35,24 @@ def config_path(explicit: Path | None) -> Path | None:
     return Path(from_env) if from_env else None
 
 
+def log_format_hint(path: Path | None) -> str:
+    """The log format the settings ask for, read before they are validated, so that a
+    broken file is told in that format: SYNCD_LOG_FORMAT, else the file's top-level
+    ``log_format``; ``text`` when neither says (or the file cannot be read as TOML)."""
+    env = os.environ.get(f"{ENV_PREFIX}LOG_FORMAT", "").strip().lower()
+    if env in ("text", "json"):
+        return env
+    path = config_path(path)
+    if path is None:
+        return "text"
+    try:
+        with path.open("rb") as file:
+            value = tomllib.load(file).get("log_format")
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return "text"
+    return value if value in ("text", "json") else "text"
+
+
 def load_settings(
     path: Path | None = None,
     *,
