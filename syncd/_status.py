@@ -86,6 +86,7 @@ class Status:
     last_success: int | None = None  # when the last run that succeeded finished (ms)
     first_run: int | None = None  # when the oldest real run recorded started (ms)
     problem: SyncdError | None = None
+    settings_problem: str | None = None  # the settings file does not load: why
 
     @property
     def daemon_expected(self) -> bool:
@@ -100,6 +101,7 @@ class Status:
             "problem": str(self.problem) if self.problem is not None else None,
             "exit_code": self.problem.exit_code if self.problem is not None else 0,
             "daemon_expected": self.daemon_expected,
+            "settings_problem": self.settings_problem,
             "daemon": None
             if daemon is None
             else {
@@ -209,6 +211,10 @@ def print_status(found: Status, console: Console) -> None:
 
     The problem, if any, is told once: on the health line (the exit code says the rest).
     """
+    if found.settings_problem is not None:
+        running = "the daemon runs on the settings it loaded before" if found.daemon else ""
+        told = "; ".join(filter(None, [found.settings_problem, running]))
+        console.print(Text.assemble("settings   ", ("BROKEN: ", "red"), told))
     _print_daemon(console, found)
     if found.database is None:
         database = found.state_dir / "syncd.db"

@@ -24,6 +24,7 @@ from syncd.config.loading import (
     config_path,
     load_settings,
     log_format_hint,
+    salvaged_settings,
 )
 from syncd.config.notifications import (
     EmailNotification,
@@ -78,4 +79,5 @@ __all__ = [
     "load_settings",
     "log_format_hint",
     "platform_of",
+    "salvaged_settings",
 ]
