@@ -86,6 +86,7 @@ class Status:
     last_success: int | None = None  # when the last run that succeeded finished (ms)
     first_run: int | None = None  # when the oldest real run recorded started (ms)
     problem: SyncdError | None = None
+    settings_problem: str | None = None  # the settings file does not load: why
 
     @property
     def daemon_expected(self) -> bool:
@@ -100,6 +101,7 @@ class Status:
             "problem": str(self.problem) if self.problem is not None else None,
             "exit_code": self.problem.exit_code if self.problem is not None else 0,
             "daemon_expected": self.daemon_expected,
+            "settings_problem": self.settings_problem,
             "daemon": None
             if daemon is None
             else {
@@ -209,6 +211,10 @@ def print_status(found: Status, console: Console) -> None:
 
     The problem, if any, is told once: on the health line (the exit code says the rest).
     """
+    if found.settings_problem is not None:
+        running = "the daemon runs on the settings it loaded before" if found.daemon else ""
+        told = "; ".join(filter(None, [found.settings_problem, running]))
+        console.print(Text.assemble("settings   ", ("BROKEN: ", "red"), told))
     _print_daemon(console, found)
     if found.database is None:
         database = found.state_dir / "syncd.db"
@@ -275,16 +281,23 @@ def _run_line(run: Run) -> str:
 # ---------------------------------------------------------------- a run's failures
 
 
+NAMED = 5  # people named in a failure's WARNING line (its JSON ``failed`` field: 50)
+
+
 def log_failures(engine: Engine, run_id: int) -> None:
-    """One WARNING per reason the run's items failed, with how many (the items: DEBUG)."""
+    """One WARNING per reason the run's items failed, with how many and who (the first
+    few in the line, up to 50 in JSON's ``failed`` field; each item: DEBUG)."""
     for error, n in store.failure_groups(engine, run_id):
+        who = store.failed_displays(engine, run_id, error, 50)
+        named = ", ".join(who[:NAMED]) + (f", and {n - NAMED:,} more" if n > NAMED else "")
         run_log.warning(
-            "run %d: %d %s failed: %s",
+            "run %d: %s %s failed: %s (%s)",
             run_id,
-            n,
+            f"{n:,}",
             "item" if n == 1 else "items",
             error,
-            extra={"run_id": run_id},
+            named,
+            extra={"run_id": run_id, "failed": who, "count": n, "reason": error},
         )
 
 
@@ -292,7 +305,8 @@ def log_failures(engine: Engine, run_id: int) -> None:
 
 
 def clock(at: datetime | None) -> str:
-    return at.strftime("%Y-%m-%d %H:%M:%S") if at is not None else "-"
+    """A moment as ``2026-11-23 14:08:05 +0100``: with its zone, as every time syncd shows."""
+    return at.astimezone().strftime("%Y-%m-%d %H:%M:%S %z") if at is not None else "-"
 
 
 def when(ms: Any) -> str:

@@ -45,7 +45,7 @@ from syncd._notify import Notifier, watchdog_interval
 from syncd._schedule import cron_trigger
 from syncd._status import DAEMON_CURSOR, DAEMON_LOCK, clock, log_failures
 from syncd.clock import now_ms
-from syncd.config import Settings, load_settings
+from syncd.config import Settings, load_settings, log_format_hint
 from syncd.errors import ConfigError, LockHeld, SyncdError
 from syncd.lock import FileLock
 from syncd.logs import add_log_fields, journal_prefix, log_context, register_secret, setup_logging
@@ -61,7 +61,8 @@ BEAT_SECONDS = 1.0  # how often the main loop shows it is alive
 
 def serve(config_path: Path | None) -> int:
     """Run the daemon until a signal stops it; returns the exit code."""
-    setup_logging()  # until the settings name a format: a broken file must still be told
+    # Until the settings are loaded, the format they ask for: a broken file is told in it.
+    setup_logging(fmt=log_format_hint(config_path))
     try:
         daemon = Daemon.start(config_path)
     except SyncdError as exc:

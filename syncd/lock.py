@@ -44,7 +44,7 @@ def describe(held: dict[str, Any] | None) -> str:
     held = held or {}
     since = held.get("since")
     started = (
-        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since / 1000))
+        time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(since / 1000))
         if isinstance(since, int | float)
         else "?"
     )

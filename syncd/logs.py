@@ -234,12 +234,23 @@ class _ContextFilter(logging.Filter):
 # ---------------------------------------------------------------- set-up
 
 
+_format = "text"  # what setup_logging was last asked for
+
+
+def log_format() -> str:
+    """``text`` or ``json``: the format the logs are written in now. In ``json`` everything
+    syncd says on stderr, a fatal error and a settings warning too, is a JSON log line."""
+    return _format
+
+
 def setup_logging(level: str = "INFO", fmt: str = "text", console: Console | None = None) -> None:
     """Send syncd's logs to stderr, as human lines or JSON; quiet the HTTP libraries.
 
     Under journald each line carries its priority and no time. With ``console`` (a
     terminal showing progress bars), text lines are printed through it, above the bars.
     """
+    global _format
+    _format = fmt
     install_redaction()
     handler: logging.Handler
     formatter: logging.Formatter = _JsonFormatter() if fmt == "json" else _TextFormatter()

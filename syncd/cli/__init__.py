@@ -40,9 +40,9 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
 from typer.core import TyperArgument
 
-from syncd.config import Settings, load_settings
+from syncd.config import Settings, load_settings, log_format_hint
 from syncd.errors import EXIT_FAILED, EXIT_OK, SyncdError
-from syncd.logs import journal_prefix, redact, register_secret, setup_logging
+from syncd.logs import journal_prefix, log_format, redact, register_secret, setup_logging
 
 
 def _argument_type(self: TyperArgument, ctx: Any) -> str | None:  # typer's own click Context
@@ -190,9 +190,11 @@ def settings_from(
     config: Path | None, *, require_secrets: bool = True, platform: bool = True
 ) -> Settings:
     """Load settings, set up logging and register the secrets for redaction."""
+    # Problems with the file itself are told in the format it asks for, if it can be read.
+    _setup_logging(options.level or "INFO", log_format_hint(config))
     settings = load_settings(
         config,
-        warn=lambda message: err.print(problem("warning:", message, logging.WARNING)),
+        warn=lambda message: tell("warning:", message, logging.WARNING),
         require_secrets=require_secrets,
         platform=platform,
     )
@@ -211,6 +213,15 @@ def problem(label: str, message: str, level: int) -> Text:
     """``error: ...`` or ``warning: ...``; under journald with its priority (``<3>``)."""
     style = "red" if level >= logging.ERROR else "yellow"
     return Text(journal_prefix(level)) + labelled(label, style, message)
+
+
+def tell(label: str, message: str, level: int, **fields: Any) -> None:
+    """A problem on stderr: ``error: ...`` as text, or one JSON log line when the logs are
+    JSON (a log shipper then parses every line; ``fields`` are added to it)."""
+    if log_format() == "json":
+        log.log(level, "%s %s", label, message, extra={"problem": label.rstrip(":"), **fields})
+    else:
+        err.print(problem(label, message, level))
 
 
 def live(log_format: str) -> bool:
@@ -250,12 +261,12 @@ def run_cli(args: list[str] | None = None) -> int:
         err.print("interrupted")
         return 130
     except SyncdError as exc:
-        err.print(problem("error:", redact(str(exc)), logging.ERROR))
+        tell("error:", redact(str(exc)), logging.ERROR, exit_code=exc.exit_code)
         return exc.exit_code
     except Exception as exc:  # a bug: say so, without leaking secrets in the traceback
         log.debug("unexpected error", exc_info=True)
         message = f"{type(exc).__name__}: {redact(str(exc))}"
-        err.print(problem("internal error:", message, logging.CRITICAL))
+        tell("internal error:", message, logging.CRITICAL, exit_code=EXIT_FAILED)
         return EXIT_FAILED
     return code if isinstance(code, int) else 0
 

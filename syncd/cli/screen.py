@@ -18,7 +18,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from syncd.cli import ask, err, labelled, live, log, out, print_json, problem, spinner
+from syncd.cli import ask, err, labelled, live, log, out, print_json, spinner, tell
 from syncd.config import Settings
 from syncd.logs import add_log_fields
 
@@ -150,7 +150,7 @@ class Screen:
             print_applied(result)
             print_end(result, code)
         if result.outcome == "failed" and result.error:  # blocked: the guards' lines said why
-            err.print(problem("error:", result.error, logging.ERROR))
+            tell("error:", result.error, logging.ERROR, run_id=result.run_id)
 
 
 def sends(result: RunResult) -> bool:

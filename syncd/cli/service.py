@@ -5,6 +5,9 @@ from __future__ import annotations
 import typer
 
 from syncd.cli import ConfigOption, Output, OutputOption, out, print_json, settings_from
+from syncd.config import salvaged_settings
+from syncd.errors import ConfigError
+from syncd.logs import redact
 
 
 def run(config: ConfigOption = None) -> None:
@@ -19,7 +22,17 @@ def status(config: ConfigOption = None, output: OutputOption = Output.TEXT) -> N
     3 when the daemon is expected and not running."""
     from syncd._status import print_status, read_status
 
-    found = read_status(settings_from(config, require_secrets=False))
+    try:
+        settings, broken = settings_from(config, require_secrets=False), None
+    except ConfigError as exc:
+        # A daemon already running keeps the settings it loaded: its health still counts,
+        # and the file's problem is said beside it (a health check must not fail on it alone).
+        salvaged = salvaged_settings(config)
+        if salvaged is None:  # not even TOML: where the state is cannot be known
+            raise
+        settings, broken = salvaged, redact(str(exc))
+    found = read_status(settings)
+    found.settings_problem = broken
     if output is Output.JSON:
         print_json(found.document())
     else:

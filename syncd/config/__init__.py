@@ -23,6 +23,8 @@ from syncd.config.loading import (
     NOT_SETTINGS_ENV,
     config_path,
     load_settings,
+    log_format_hint,
+    salvaged_settings,
 )
 from syncd.config.notifications import (
     EmailNotification,
@@ -75,5 +77,7 @@ __all__ = [
     "WebhookNotification",
     "config_path",
     "load_settings",
+    "log_format_hint",
     "platform_of",
+    "salvaged_settings",
 ]

@@ -16,6 +16,7 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import SettingsError
 
 from syncd.config.secrets import _holds_secret, _readable_by_others, _with_secrets
+from syncd.config.service import ScheduleSettings, StatusSettings
 from syncd.config.settings import Settings
 from syncd.errors import ConfigError
 
@@ -33,6 +34,49 @@ def config_path(explicit: Path | None) -> Path | None:
         return explicit
     from_env = os.environ.get(CONFIG_ENV)
     return Path(from_env) if from_env else None
+
+
+def log_format_hint(path: Path | None) -> str:
+    """The log format the settings ask for, read before they are validated, so that a
+    broken file is told in that format: SYNCD_LOG_FORMAT, else the file's top-level
+    ``log_format``; ``text`` when neither says (or the file cannot be read as TOML)."""
+    env = os.environ.get(f"{ENV_PREFIX}LOG_FORMAT", "").strip().lower()
+    if env in ("text", "json"):
+        return env
+    path = config_path(path)
+    if path is None:
+        return "text"
+    try:
+        with path.open("rb") as file:
+            value = tomllib.load(file).get("log_format")
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return "text"
+    return value if value in ("text", "json") else "text"
+
+
+def salvaged_settings(path: Path | None) -> Settings | None:
+    """What ``syncd status`` can still use of settings that do not validate: where the state
+    is (``state_dir``) and the health limits (``schedule``, ``status``), each taken where it
+    is valid and its default otherwise; None when the file cannot even be read as TOML (then
+    where the state is cannot be known). Never used to sync: nothing else in it is read."""
+    path = config_path(path)
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = _with_paths_resolved(_read_toml(path), path.parent)
+        except ConfigError:
+            return None
+    found: dict[str, Any] = {}
+    for name, section in (("schedule", ScheduleSettings), ("status", StatusSettings)):
+        given = data.get(name)
+        try:
+            found[name] = section(**given) if isinstance(given, dict) else section()
+        except ValidationError:
+            found[name] = section()
+    state_dir = os.environ.get(f"{ENV_PREFIX}STATE_DIR") or data.get("state_dir")
+    if isinstance(state_dir, str) and state_dir:
+        found["state_dir"] = Path(state_dir)
+    return Settings.model_construct(platform=None, **found)  # no source: status reads none
 
 
 def load_settings(

@@ -193,6 +193,19 @@ def failure_groups(engine: Engine, run_id: int, limit: int = 10) -> list[tuple[s
         return [(str(r[0]), int(r[1])) for r in rows]
 
 
+def failed_displays(engine: Engine, run_id: int, error: str, limit: int) -> list[str]:
+    """Who (or what) failed with this error text in a run: the first ``limit``, in plan order."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT display FROM run_items WHERE run_id = :r AND outcome = 'failed' "
+                "AND COALESCE(error, 'unknown error') = :e ORDER BY seq LIMIT :l"
+            ),
+            {"r": run_id, "e": error, "l": limit},
+        )
+        return [str(r[0]) for r in rows]
+
+
 def load_items(
     engine: Engine, run_id: int, *, limit: int | None = None, outcome: str | None = None
 ) -> list[dict[str, Any]]:

@@ -186,3 +186,25 @@ def test_a_daemon_that_never_succeeded_is_judged_from_its_start(site: Site, daem
     assert "health     no run has succeeded for 60 minutes (none yet;" in never.stdout
     site.configure(status={"max_success_age_minutes": 180})
     assert site.cli("status").returncode == 0
+
+
+def test_a_broken_settings_file_is_said_beside_the_running_daemon_s_health(site: Site) -> None:
+    assert site.cli("sync").returncode == 0
+    service = site.start()
+    service.ready()
+    good = site.config.read_text(encoding="utf-8")
+    site.config.write_text(good + "\n[sync]\nmax_removalz = 3\n", encoding="utf-8")  # broken
+
+    text = site.cli("status")
+    document = site.cli("status", "--output", "json")
+    service.stop()
+
+    # The daemon keeps the settings it loaded and syncs on: healthy, and the file named.
+    assert text.returncode == 0, text.stdout + text.stderr
+    first = text.stdout.splitlines()[0]
+    assert first.startswith("settings   BROKEN: ") and str(site.config) in first, text.stdout
+    assert "the daemon runs on the settings it loaded before" in first
+    assert "health     ok" in text.stdout
+    found = json.loads(document.stdout)
+    assert document.returncode == 0 and found["healthy"] is True
+    assert "max_removalz" in found["settings_problem"]
