@@ -91,9 +91,10 @@ def test_a_platform_account_in_another_case_or_with_invisible_characters_is_a_co
 
 
 def test_a_rekeyed_person_whose_username_was_synced_in_nfd_keeps_the_account() -> None:
-    earlier = as_written([person("e1", NFD_RENEE, "rd")], [dept("rd", "R&D")])
+    # The same person (the re-key rule: name and mobile agree), under a new id.
+    earlier = as_written([person("e1", NFD_RENEE, "rd", mobile="13800000001")], [dept("rd", "R&D")])
     snapshot, view = synced(earlier)
-    now = directory([dept("rd", "R&D")], [person("e9", NFC_RENEE, "rd")])
+    now = directory([dept("rd", "R&D")], [person("e9", NFC_RENEE, "rd", mobile="13800000001")])
     p = plan(now, snapshot, view, Policy(), NOW)
     assert actions(p) == [("employee", "update", "e9")]
     assert p.changes[0].previous_key == "e1" and p.changes[0].display == NFD_RENEE
