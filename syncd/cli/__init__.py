@@ -64,6 +64,9 @@ app = typer.Typer(
 # Long lines stay whole in logs and pipes; text is never markup (see the docstring).
 out = Console(soft_wrap=True, markup=False, emoji=False, highlight=False)
 err = Console(stderr=True, soft_wrap=True, markup=False, emoji=False, highlight=False)
+# At a terminal, lines wrap between words to its width (the terminal would cut them
+# mid-word); in pipes and files they stay whole, one record a line.
+out.soft_wrap, err.soft_wrap = not out.is_terminal, not err.is_terminal
 log = logging.getLogger("syncd")
 
 
