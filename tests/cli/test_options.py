@@ -10,7 +10,9 @@ import subprocess
 import pytest
 
 from syncd.cli import run_cli
+from syncd.emulator import RunningEmulator
 from tests.daemon.support import DEADLINE, EMPLOYEES, SYNCD, Site, write_csv
+from tests.support.admin import AnotherAdmin
 
 
 @pytest.mark.parametrize(
@@ -188,3 +190,19 @@ def test_verbosity_config_and_format_work_in_every_position(site: Site, args: li
     assert "No such option" not in result.stderr
     if "--format" in args:
         json.loads(result.stdout)
+
+
+def test_each_drift_repair_is_said_once_in_the_plan(site: Site, emulator: RunningEmulator) -> None:
+    assert site.cli("sync").returncode == 0
+    admin = AnotherAdmin(emulator)
+    admin.edit("bob", name="Robert")  # EMPLOYEES: bob
+    admin.lock("carol")
+
+    result = site.cli("sync", "--dry-run")
+
+    assert result.returncode == 0, result.stderr
+    said = result.stdout.splitlines()
+    assert sum("bob" in line for line in said) == 1, result.stdout  # was twice: change and note
+    assert sum("carol" in line for line in said) == 1, result.stdout
+    assert any("changed on the platform" in line and "bob" in line for line in said)
+    assert any("locked on the platform" in line and "carol" in line for line in said)
