@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rich.console import Console
+from rich.padding import Padding
+from rich.text import Text
 from sqlalchemy import Connection, Engine, bindparam, text
 from sqlalchemy.exc import DatabaseError, SQLAlchemyError
 
@@ -369,6 +371,15 @@ def _check_format(fmt: str, known: Sequence[str]) -> None:
         raise SyncdError(f"unknown output format {fmt!r}: use {', '.join(known)}{hint}")
 
 
+def _print_wrapped(console: Console, rendered: str) -> None:
+    """Text at a terminal: each line wrapped between words to its width, the wrapped part
+    under the line's own start (a terminal would cut it mid-word at its edge)."""
+    for line in rendered.splitlines():
+        body = line.lstrip(" ")
+        indent = len(line) - len(body)
+        console.print(Padding(Text(body, overflow="fold"), (0, 0, 0, indent), expand=False))
+
+
 def _print_as_is(console: Console, rendered: str) -> None:
     console.file.write(rendered)  # as rendered: no console markup, wrapping or emoji codes
     console.file.flush()
@@ -405,7 +416,7 @@ def show_run(
     _check_format(fmt, tuple(rpt.RENDERERS))
     report = _with_state(settings, lambda engine: load_report(engine, run, failed_only=failed_only))
     rendered = rpt.render(report, fmt, limit)
-    _deliver(console, rendered, output, f"run {report.run.id}: {fmt} report")
+    _deliver(console, rendered, output, f"run {report.run.id}: {fmt} report", fmt == "text")
 
 
 def show_person(
@@ -421,10 +432,15 @@ def show_person(
     _check_format(fmt, tuple(rpt.PERSON_RENDERERS))
     history = _with_state(settings, lambda engine: load_person(engine, username, planned=planned))
     rendered = rpt.PERSON_RENDERERS[fmt](history)
-    _deliver(console, rendered, output, f"{rpt.shown(username)}: {fmt} history")
+    _deliver(console, rendered, output, f"{rpt.shown(username)}: {fmt} history", fmt == "text")
 
 
-def _deliver(console: Console, rendered: str, output: Path | None, what: str) -> None:
+def _deliver(
+    console: Console, rendered: str, output: Path | None, what: str, text: bool = False
+) -> None:
+    if output is None and text and console.is_terminal:
+        _print_wrapped(console, rendered)
+        return
     if output is None:
         _print_as_is(console, rendered)
         return

@@ -64,6 +64,9 @@ app = typer.Typer(
 # Long lines stay whole in logs and pipes; text is never markup (see the docstring).
 out = Console(soft_wrap=True, markup=False, emoji=False, highlight=False)
 err = Console(stderr=True, soft_wrap=True, markup=False, emoji=False, highlight=False)
+# At a terminal, lines wrap between words to its width (the terminal would cut them
+# mid-word); in pipes and files they stay whole, one record a line.
+out.soft_wrap, err.soft_wrap = not out.is_terminal, not err.is_terminal
 log = logging.getLogger("syncd")
 
 
@@ -127,6 +130,7 @@ OutputOption = Annotated[
     typer.Option(
         "--output",
         "-o",
+        "--format",
         metavar="text|json",
         help="text, or json: one document of a stable shape (see README).",
     ),
@@ -248,10 +252,41 @@ def print_json(document: Mapping[str, Any]) -> None:
     out.file.flush()
 
 
+# Options of the whole command line, taken wherever they are given: -v/-q after the command
+# (syncd sync -v) as before it, --config before it (syncd --config F sync) as after it.
+_VERBOSITY = frozenset({"-v", "--verbose", "-q", "--quiet"})
+_CONFIG = frozenset({"-c", "--config"})
+
+
+def in_place(args: list[str]) -> list[str]:
+    """The arguments with -v/-q moved before the command and --config after it, where
+    click expects them: the root's options before the command, the command's after."""
+    named = [c.name or c.callback.__name__ for c in app.registered_commands if c.callback]
+    commands = {*named, *(g.name for g in app.registered_groups)}
+    at = next((n for n, a in enumerate(args) if a in commands), None)
+    if at is None:
+        return args
+    end = args.index("--") if "--" in args[at:] else len(args)
+    before, after, rest = args[:at], args[at:end], args[end:]
+    verbosity = [a for a in after if a in _VERBOSITY]
+    after = [a for a in after if a not in _VERBOSITY]
+    config: list[str] = []
+    kept: list[str] = []
+    it = iter(before)
+    for a in it:
+        if a in _CONFIG:
+            config += [a, next(it, "")]
+        elif a.startswith("--config="):
+            config.append(a)
+        else:
+            kept.append(a)
+    return [*kept, *verbosity, *after, *config, *rest]
+
+
 def run_cli(args: list[str] | None = None) -> int:
     """Run the command line and return its exit code; errors are printed, never raised."""
     try:
-        code = app(args, standalone_mode=False)
+        code = app(in_place(sys.argv[1:] if args is None else args), standalone_mode=False)
     except typer.Exit as exc:
         return exc.exit_code
     except typer.TyperException as exc:  # a usage error; help asked for by giving no arguments

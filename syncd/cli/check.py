@@ -65,11 +65,11 @@ def check(
         )
         return
     out.print("source      " + printable(where))
-    out.print(f"departments {len(directory.departments)}")
-    out.print(f"employees   {len(directory.employees)}")
+    out.print(f"departments {len(directory.departments):,}")
+    out.print(f"employees   {len(directory.employees):,}")
     out.print(f"departed    {departed}")
     out.print(f"left out    {directory.filtered} (source.mapping.filter)")
-    out.print(f"rejected    {len(directory.rejected)}")
+    out.print(f"rejected    {len(directory.rejected):,}")
     for row in directory.rejected:
         out.print(f"  {printable(row.where)}: {row.kind.value}: {printable(row.reason)}")
     for warning in directory.warnings:

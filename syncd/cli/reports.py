@@ -99,7 +99,10 @@ def reports_person(
         bool, typer.Option(help="Also what dry runs and blocked runs only planned.")
     ] = False,
     output: Annotated[
-        str, typer.Option("--output", "-o", metavar="text|json|csv", help="text, json or csv.")
+        str,
+        typer.Option(
+            "--output", "-o", "--format", metavar="text|json|csv", help="text, json or csv."
+        ),
     ] = "text",
     file: FileOption = None,
 ) -> None:

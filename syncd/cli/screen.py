@@ -204,7 +204,12 @@ def print_plan(result: RunResult, show: int, *, long: bool = False) -> None:
         if len(the_plan.changes) > len(shown_changes):
             hidden = len(the_plan.changes) - len(shown_changes)
             out.print(f"  ... and {hidden:,} more: syncd reports show {result.run_id}")
+        # A drift note whose change is listed above would say it twice: the change's reason
+        # names the drift (the report keeps every note).
+        told = {c.key for c in shown_changes}
         for note in the_plan.notes:
+            if note.kind == "drift" and note.key in told:
+                continue
             out.print(Text("  ") + labelled(f"{note.kind}:", "magenta", printable(note.message)))
     for guard in result.guards:
         mark = Text("ok", "green") if guard.passed else Text("BLOCKED", "red")

@@ -52,13 +52,16 @@ def sync(
         int | None,
         typer.Option(
             min=0,
+            metavar="N",
             help="Let this run unlock, or make anew for people held locked, up to N accounts "
             "past the guards.",
         ),
     ] = None,
     allow_updates: Annotated[
         int | None,
-        typer.Option(min=0, help="Let this run update up to N synced people past the guards."),
+        typer.Option(
+            min=0, metavar="N", help="Let this run update up to N synced people past the guards."
+        ),
     ] = None,
     incremental: Annotated[
         bool,

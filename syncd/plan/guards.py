@@ -59,7 +59,7 @@ class Reactivations:
             (self.adopted, "unlock", "unlocks", "of locked accounts being adopted"),
             (self.recreated, "account", "accounts", "made anew for people held locked"),
         ]
-        said = [f"{n} {one if n == 1 else many} {what}" for n, one, many, what in parts if n]
+        said = [f"{n:,} {one if n == 1 else many} {what}" for n, one, many, what in parts if n]
         return ", ".join(said)
 
 
@@ -139,8 +139,8 @@ def _reactivation_guard(back: Reactivations, snapshot: Snapshot, limits: Limits)
     n, people = back.total, len(snapshot.employees)
     ratio = limits.max_reactivation_ratio
     message = (
-        f"{n} re-activation{'' if n == 1 else 's'} planned ({back.describe()}); blocked past "
-        f"both {limits.max_reactivations} and {ratio:.0%} of {people} synced people"
+        f"{n:,} re-activation{'' if n == 1 else 's'} planned ({back.describe()}); blocked past "
+        f"both {limits.max_reactivations:,} and {ratio:.0%} of {people:,} synced people"
     )
     too_many = _over(n, limits.max_reactivations, ratio, people)
     return _decision(
@@ -158,8 +158,8 @@ def _update_guard(changed: int, repairs: int, snapshot: Snapshot, limits: Limits
     ratio = limits.max_update_ratio
     drift = f" ({repairs} of them putting back changes made on the platform)" if repairs else ""
     message = (
-        f"{changed} update{'' if changed == 1 else 's'} of synced people planned{drift}; blocked "
-        f"past both {limits.max_updates} and {ratio:.0%} of {people} synced people"
+        f"{changed:,} update{'' if changed == 1 else 's'} of synced people planned{drift}; blocked "
+        f"past both {limits.max_updates:,} and {ratio:.0%} of {people:,} synced people"
     )
     too_many = _over(changed, limits.max_updates, ratio, people)
     return _decision(
@@ -175,15 +175,17 @@ def _removal_guard(
     ratio = limits.max_removal_ratio
     too_many = removals > limits.max_removals or (synced > 0 and removals / synced > ratio)
     message = (
-        f"{removals} removal{'' if removals == 1 else 's'} planned (locks, removals, department "
-        f"deletions); the limits are {limits.max_removals} and {ratio:.0%} of {synced} synced "
+        f"{removals:,} removal{'' if removals == 1 else 's'} planned (locks, removals, department "
+        f"deletions); the limits are {limits.max_removals:,} and {ratio:.0%} of {synced:,} synced "
         "records"
     )
     # Departments are few beside people: over all records, deleting most of them would pass.
     departments = len(snapshot.departments)
     deletes = p.counts()[(Kind.DEPARTMENT, Action.DELETE)]
     if deletes:
-        message += f", and {ratio:.0%} of {departments} synced departments ({deletes} to delete)"
+        message += (
+            f", and {ratio:.0%} of {departments:,} synced departments ({deletes:,} to delete)"
+        )
         too_many = too_many or (departments > 0 and deletes / departments > ratio)
     return GuardDecision(
         "max_removals",
@@ -207,9 +209,9 @@ def _shrink_guard(
     read = len(directory.employees)
     empty = read == 0
     shrunk = read < known * (1 - limits.max_removal_ratio)
-    message = f"the source returned {read} employees, {known} were synced before"
+    message = f"the source returned {read:,} employees, {known:,} were synced before"
     if missing:
-        message += f" (not counting {missing} locked as missing from earlier reads)"
+        message += f" (not counting {missing:,} locked as missing from earlier reads)"
     if empty or shrunk:
         message += ": the source looks empty or broken; " + how
     return GuardDecision(

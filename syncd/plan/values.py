@@ -268,7 +268,7 @@ def department_paths(changes: Iterable[Change]) -> dict[str, str]:
 
 
 def people(n: int) -> str:
-    return "1 person" if n == 1 else f"{n} people"
+    return "1 person" if n == 1 else f"{n:,} people"
 
 
 def matches_any(value: str, patterns: Sequence[str]) -> bool:

@@ -168,9 +168,9 @@ def _bar(point: HistoryPoint, x: float, width: float, top: int, current: bool) -
 
 
 def bar_title(point: HistoryPoint) -> str:
-    parts = [f"{point.by_action[a]} {a}" for a in ACTIONS if point.by_action.get(a)]
+    parts = [f"{point.by_action[a]:,} {a}" for a in ACTIONS if point.by_action.get(a)]
     if point.failed:
-        parts.append(f"{point.failed} failed")
+        parts.append(f"{point.failed:,} failed")
     planned = "" if point.applied else " (planned, not applied)"
     counts = ", ".join(parts) or "no changes"
     kind = "dry run" if point.mode == "dry_run" else "run"

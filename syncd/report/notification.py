@@ -29,7 +29,7 @@ def _lines(r: RunReport, command: str, reasons: int = NOTIFY_REASONS) -> list[st
     lines += [f"blocked by {g.name}: {g.message}" for g in r.blocked_by]
     if r.error and not r.blocked_by:
         lines.append(f"error: {r.error}")
-    lines += [f"{g.count} × {g.error}" for g in r.failures[:reasons]]
+    lines += [f"{g.count:,} × {g.error}" for g in r.failures[:reasons]]
     lines.append(f"report: {command} {run.id}")
     return [printable(line) for line in lines]
 
@@ -48,7 +48,7 @@ def email_body(report: RunReport, command: str = COMMAND) -> str:
     r = report.redacted()
     lines = _lines(r, command, reasons=0)
     for group in r.failures:
-        lines += ["", f"{group.count} × {printable(group.error)}"]
+        lines += ["", f"{group.count:,} × {printable(group.error)}"]
         lines += [f"    {printable(record(i))}" for i in group.items[:EXAMPLES]]
         if group.count > EXAMPLES:
             lines.append(f"    … and {group.count - EXAMPLES} more")

@@ -70,10 +70,10 @@ def _text_failures(r: RunReport) -> list[str]:
     if r.run.outcome == "interrupted":
         lines.append("  interrupted: items not sent are planned again by the next run")
     for group in r.failures:
-        lines.append(f"  {group.count} × {p(group.error)}")
+        lines.append(f"  {group.count:,} × {p(group.error)}")
         lines += [f"      {p(record(i))}" for i in group.items[:EXAMPLES]]
         if group.count > EXAMPLES:
-            lines.append(f"      … and {group.count - EXAMPLES} more")
+            lines.append(f"      … and {group.count - EXAMPLES:,} more")
     if len(lines) == 1:
         lines.append("  none")
     return lines

@@ -162,12 +162,12 @@ def outcome_line(run: RunInfo) -> str:
 
 
 def totals_line(t: Totals) -> str:
-    parts = [f"{t.column(c)} {c}" for c in LIST_COLUMNS if t.column(c)]
+    parts = [f"{t.column(c):,} {c}" for c in LIST_COLUMNS if t.column(c)]
     adopted = t.by_action.get("adopt", 0)
     if adopted:
-        parts.append(f"{adopted} adopted")
+        parts.append(f"{adopted:,} adopted")
     if t.failed:
-        parts.append(f"{t.failed} failed")
+        parts.append(f"{t.failed:,} failed")
     text = ", ".join(parts) or "no changes"
     return text if t.applied else f"planned: {text}"
 
@@ -206,8 +206,8 @@ def platform_line(stats: Mapping[str, Any]) -> str:
     calls = stats.get("calls") or {}
     total = sum(v for v in calls.values() if isinstance(v, int)) if isinstance(calls, dict) else 0
     return (
-        f"{total} calls, {stats.get('retries', 0)} retries, "
-        f"{stats.get('recovered', 0)} items of an earlier run recovered"
+        f"{total:,} calls, {stats.get('retries', 0):,} retries, "
+        f"{stats.get('recovered', 0):,} items of an earlier run recovered"
     )
 
 
@@ -221,5 +221,5 @@ def count_lines(counts: Iterable[Count]) -> list[tuple[tuple[str, str], str]]:
         return (order.get(c.action, 99), c.kind, ends.get(c.outcome, 99), c.outcome)
 
     for c in sorted(counts, key=rank):
-        grouped.setdefault((c.kind, c.action), []).append(f"{c.n} {c.outcome}")
+        grouped.setdefault((c.kind, c.action), []).append(f"{c.n:,} {c.outcome}")
     return [(key, ", ".join(parts)) for key, parts in grouped.items()]

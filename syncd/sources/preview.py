@@ -16,6 +16,8 @@ from typing import Any
 
 from rich.cells import cell_len
 from rich.console import Console
+from rich.padding import Padding
+from rich.text import Text
 
 from syncd.config import Settings
 from syncd.mapping import FieldRule, Get, Template
@@ -208,12 +210,28 @@ def print_table(people: list[PersonPreview], console: Console, named: list[str])
                 f"{k}={'(empty)' if v is None else v}" for k, v in row.inputs.items()
             )
             rows.append(tuple(map(printable, (row.field, row.source, inputs, row.value))))
-        for line in _aligned(rows):
+        lines = _aligned(rows)
+        if console.is_terminal and max(map(cell_len, lines)) + 2 > console.width:
+            _print_stacked(rows[1:], console)  # a table wider than the terminal: a field a block
+            continue
+        for line in lines:
             console.print("  " + line)
     found = {(p.username or "").casefold() for p in people}
     missing = [name for name in named if name.casefold() not in found and not name.isdigit()]
     if missing:
         console.print(f"not in the source: {', '.join(missing)}")
+
+
+def _print_stacked(rows: list[tuple[str, ...]], console: Console) -> None:
+    """Each field as ``name  value``, then where it came from on the lines below, wrapped
+    between words: what a table too wide for the terminal says, in its width."""
+    width = max(cell_len(row[0]) for row in rows) + 2
+    for name, source, inputs, value in rows:
+        console.print(Text("  " + name + " " * (width - cell_len(name)) + (value or "—")))
+        came = f"from {source}" + (f" ({inputs})" if inputs else "")
+        console.print(
+            Padding(Text(came, style="dim", overflow="fold"), (0, 0, 0, width + 2), expand=False)
+        )
 
 
 def _aligned(rows: list[tuple[str, ...]]) -> list[str]:

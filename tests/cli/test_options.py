@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -9,7 +10,9 @@ import subprocess
 import pytest
 
 from syncd.cli import run_cli
+from syncd.emulator import RunningEmulator
 from tests.daemon.support import DEADLINE, EMPLOYEES, SYNCD, Site, write_csv
+from tests.support.admin import AnotherAdmin
 
 
 @pytest.mark.parametrize(
@@ -162,3 +165,44 @@ def test_under_journald_warnings_and_errors_carry_their_priority(site: Site) -> 
     assert any(line.startswith("<6>syncd.platform: obtained a new access token") for line in lines)
     assert lines[-1] == "<3>error: no run 99 is recorded: see `syncd reports list`"
     assert all(line[:1] == "<" and line[2:3] == ">" for line in lines), lines
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["status", "-v", "--config", "{config}"],  # -v after the command
+        ["-v", "status", "--config", "{config}"],
+        ["--config", "{config}", "status", "-q"],  # --config before the command
+        ["-c", "{config}", "reports", "list", "--verbose"],
+        ["reports", "list", "--format", "json", "--config", "{config}"],  # --format everywhere
+        ["status", "--format", "json", "-c", "{config}"],
+        ["reports", "person", "alice", "--format", "json", "--config", "{config}"],
+    ],
+)
+def test_verbosity_config_and_format_work_in_every_position(site: Site, args: list[str]) -> None:
+    assert site.cli("sync").returncode == 0
+    env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "SYNCD_CONFIG")}
+    command = [str(SYNCD), *(a.format(config=site.config) for a in args)]
+
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=DEADLINE)
+
+    assert result.returncode == 0, result.stderr
+    assert "No such option" not in result.stderr
+    if "--format" in args:
+        json.loads(result.stdout)
+
+
+def test_each_drift_repair_is_said_once_in_the_plan(site: Site, emulator: RunningEmulator) -> None:
+    assert site.cli("sync").returncode == 0
+    admin = AnotherAdmin(emulator)
+    admin.edit("bob", name="Robert")  # EMPLOYEES: bob
+    admin.lock("carol")
+
+    result = site.cli("sync", "--dry-run")
+
+    assert result.returncode == 0, result.stderr
+    said = result.stdout.splitlines()
+    assert sum("bob" in line for line in said) == 1, result.stdout  # was twice: change and note
+    assert sum("carol" in line for line in said) == 1, result.stdout
+    assert any("changed on the platform" in line and "bob" in line for line in said)
+    assert any("locked on the platform" in line and "carol" in line for line in said)

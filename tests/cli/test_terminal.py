@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import io
+import os
 import re
+from pathlib import Path
 
+import pexpect
 import pytest
+from rich.cells import cell_len
 
 from syncd.emulator import RunningEmulator
-from tests.daemon.support import EMPLOYEES, Site, requests_to, write_csv
+from tests.daemon.support import DEADLINE, EMPLOYEES, SYNCD, Site, requests_to, write_csv
 
 from .terminal import at_terminal, finish, pieces
 
@@ -219,8 +224,8 @@ def test_help_at_80_columns_names_values_as_words_and_gives_descriptions_room(si
         # No Python types as placeholders (<bool>, <int range>, <list[str]>, <path>, ...).
         assert not re.search(r"<(bool|int|float|str|path|file|list)", screen), screen
         # Descriptions start in one column at most 36 characters in, never squeezed to 13.
-        option_lines = [line for line in lines if re.match(r"  -", line) and "  " in line[3:]]
-        starts = {len(line) - len(line[3:].split("  ", 1)[1].lstrip()) for line in option_lines}
+        described = [re.match(r"(  -.*?\S {2,})\S", line) for line in lines]
+        starts = {len(m.group(1)) for m in described if m is not None}
         assert starts and max(starts) <= 36, (command, screen)
 
 
@@ -231,7 +236,7 @@ def test_reports_show_lists_up_to_its_limit_and_prune_asks_then_gives_space_back
     write_csv(site.root, people)
     assert site.cli("sync").returncode == 0  # run 1: 3,003 creates
     write_csv(site.root, [(i, u, f"{name} Jr", d) for i, u, name, d in people])
-    assert site.cli("sync").returncode == 0  # run 2: 3,000 updates
+    assert site.cli("sync", "--allow-updates", "3000").returncode == 0  # run 2: 3,000 updates
 
     shown = site.cli("reports", "show", "1").stdout
     assert len(shown.splitlines()) < 120, shown  # 20,000 lines for a big run, before
@@ -262,3 +267,35 @@ def test_reports_show_lists_up_to_its_limit_and_prune_asks_then_gives_space_back
     assert re.search(r"pruned 1 runs .*; [\d.]+ MB given back", " ".join(screen.split())), screen
     assert [run["id"] for run in site.runs()] == [2]
     assert database.stat().st_size < before  # the deleted rows' pages went back to the disk
+
+
+def test_the_demo_at_80_columns_wraps_between_words_never_past_the_edge(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "SYNCD_CONFIG")}
+    env.update(TERM="xterm-256color", COLUMNS="80", LINES="40")
+    child = pexpect.spawn(
+        str(SYNCD),
+        ["demo", "--folder", str(tmp_path / "demo")],
+        env=env,
+        encoding="utf-8",
+        dimensions=(40, 80),
+        timeout=DEADLINE,
+    )
+    child.logfile_read = io.StringIO()
+    code, screen = finish(child)
+
+    assert code == 0, screen
+    lines = screen.replace("\r\n", "\n").splitlines()
+    # Nothing reaches past the edge, where the terminal would cut it mid-word.
+    assert all(cell_len(line) <= 80 for line in lines), [ln for ln in lines if cell_len(ln) > 80]
+    # The preview (the demo's first screen) gives each field its value, and where it came
+    # from on the line below, whole: the rule's words are not cut.
+    preview = screen.replace("\r\n", "\n")[: screen.index("1. first sync")]
+    assert re.search(r"\n  en_name +Wang Jianguo *\n", preview), preview
+    assert "from en_name | replace '^(\\S+) (\\S+)$' with '\\2 \\1'" in preview, preview
+    # The report's long lines go on under their own start, broken between words.
+    report = screen[screen.index("4. the report of run 2") :].replace("\r\n", "\n")
+    lock = "! lock employee chenzhiqiang: missing from the source (removed after 30 days) — ok"
+    assert lock in " ".join(report.split()), report
+    start = report.index("! lock employee chenzhiqiang")
+    second = report[start:].split("\n")[1]
+    assert second.startswith("    ") and second.split() == ["days)", "—", "ok"], report
