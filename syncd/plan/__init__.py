@@ -23,7 +23,7 @@ sentence of each change), ``guards`` (the checks made before anything is sent).
 
 from __future__ import annotations
 
-from syncd.model import Directory
+from syncd.model import Directory, Employee
 from syncd.plan.actions import REMOVING, SHOWN_ORDER, Action, in_order
 from syncd.plan.departments import DepartmentPlanner
 from syncd.plan.employees import EmployeePlanner
@@ -38,10 +38,12 @@ from syncd.plan.fields import (
 from syncd.plan.guards import GuardDecision, Limits, check_guards
 from syncd.plan.messages import field_diff
 from syncd.plan.photos import plan_photos
+from syncd.plan.unique_values import frees, retries, with_values
 from syncd.plan.values import (
     DAY_MS,
     Census,
     Change,
+    KnownProblem,
     Note,
     Plan,
     PlatformEmployee,
@@ -53,6 +55,7 @@ from syncd.plan.values import (
     SyncedDepartment,
     SyncedEmployee,
     department_paths,
+    matches_any,
     people,
 )
 
@@ -64,6 +67,7 @@ __all__ = [
     "Census",
     "Change",
     "GuardDecision",
+    "KnownProblem",
     "Limits",
     "Note",
     "Plan",
@@ -105,6 +109,9 @@ def plan(
     creates, updates = departments.run()
     staff = EmployeePlanner(directory, snapshot, view, policy, notes, now_ms)
     replaced, upserts, unlocks, locks, removes, forgets = staff.run()
+    upserts = [*upserts, *_retried(staff, snapshot, view, upserts)]
+    # Values swapped or passed on among syncd's people: freed first, then set.
+    freeing = frees(upserts, staff.hash)
     photos = plan_photos(directory, snapshot, upserts, policy.exclude_usernames)
     # Last: a department is deleted only once nobody stays in it after the people's changes.
     deletes = departments.deletes((*replaced, *upserts, *removes, *forgets))
@@ -113,6 +120,7 @@ def plan(
             *creates,
             *updates,
             *replaced,
+            *freeing,
             *upserts,
             *photos,
             *unlocks,
@@ -125,3 +133,34 @@ def plan(
         unweighed_since=staff.unweighed_since(),
         removal_due=staff.removal_due,
     )
+
+
+def _retried(
+    staff: EmployeePlanner, snapshot: Snapshot, view: PlatformView, upserts: list[Change]
+) -> list[Change]:
+    """Updates of people whose known problem's value the holder gave up: as the source
+    wants them, or, when the read did not return them, as syncd wrote them with the value."""
+    found = []
+    for source_id, known in retries(snapshot.problems, view.released, upserts).items():
+        synced = snapshot.employees.get(source_id)
+        if synced is None or synced.locked or synced.username in view.deleted:
+            continue
+        excluded = staff.policy.exclude_usernames
+        if excluded and matches_any(synced.username, excluded):
+            continue
+        what = ", ".join(f"{p.field} {p.value}" for p in known)
+        reason = f"{what} no longer held by another account: set again"
+        e: Employee | None = staff.directory.employees.get(source_id)
+        if e is not None:
+            if synced.matched_by is None and e.username != synced.username:
+                continue  # a username change: planned on its own
+            e = e._replace(username=synced.username)
+            found.append(staff.change(Action.UPDATE, e, synced, hash=staff.hash(e), reason=reason))
+            continue
+        if staff.directory.complete:
+            continue  # gone from the source: a leaver
+        written = staff.drift.as_written(synced, staff.policy.extended_fields)
+        if written is not None:
+            e = with_values(written, {p.field: p.value for p in known})
+            found.append(staff.change(Action.UPDATE, e, synced, hash=synced.hash, reason=reason))
+    return found

@@ -33,6 +33,13 @@ from syncd.snapshot.journal import (
     start_run,
     unsettled_items,
 )
+from syncd.snapshot.problems import (
+    forget_gone,
+    problem_rows,
+    record_problems,
+    resolve_problems,
+    source_ids,
+)
 from syncd.snapshot.records import (
     FieldLookup,
     PlacedLookup,
@@ -76,6 +83,7 @@ __all__ = [
     "failure_groups",
     "finish_run",
     "forget_employees",
+    "forget_gone",
     "get_cursor",
     "holding",
     "insert_items",
@@ -88,7 +96,10 @@ __all__ = [
     "load_snapshot",
     "mark_sent",
     "open_engine",
+    "problem_rows",
     "read_everyone",
+    "record_problems",
+    "resolve_problems",
     "run_summary",
     "set_cursor",
     "set_department_paths",
@@ -96,6 +107,7 @@ __all__ = [
     "set_photos",
     "set_summary",
     "settle_items",
+    "source_ids",
     "start_run",
     "unsettled_items",
     "upsert_departments",

@@ -1,0 +1,131 @@
+"""Values one account holds at a time (mobile, e-mail): issue 25, cases 1 and 2.
+
+Swaps, rotations and a value passed on among syncd's people converge in one run (freed,
+then set); a value another account holds is a known problem: the person is written
+without it, the problem names the value and its holder, is told once (exit 1 in that run
+only), is not sent again, and is tried again when the holder gives the value up. All
+against the emulator over HTTP, whose uniqueness rules are the platform's.
+"""
+
+from __future__ import annotations
+
+from syncd import snapshot as store
+from syncd.errors import EXIT_OK, EXIT_PARTIAL
+from tests.engine.company import World, employee
+from tests.support.admin import AnotherAdmin
+
+
+def held(world: World, name: str) -> dict[str, str]:
+    """username -> this field's value, as the platform holds it (empty left out)."""
+    return {e["username"]: e[name] for e in world.emulator.state()["employees"] if e.get(name)}
+
+
+def problems(world: World) -> list[dict[str, object]]:
+    engine = store.open_engine(world.folder / "state" / "syncd.db")
+    try:
+        with engine.connect() as conn:
+            return store.problem_rows(conn)
+    finally:
+        engine.dispose()
+
+
+def test_two_people_swapping_mobiles_converge_in_one_run(world: World) -> None:
+    assert world.sync().exit_code == EXIT_OK
+    ann, bob = world.company.person("ann"), world.company.person("bob")
+    ann["mobile"], bob["mobile"] = bob["mobile"], ann["mobile"]
+    result = world.sync()
+    assert (result.outcome, result.exit_code) == ("ok", EXIT_OK)
+    mobiles = held(world, "mobile")
+    assert (mobiles["ann"], mobiles["bob"]) == (ann["mobile"], bob["mobile"])
+    assert world.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert problems(world) == []
+
+
+def test_a_rotation_of_emails_among_five_people_converges_in_one_run(world: World) -> None:
+    world.sync()
+    people = [world.company.person(u) for u in ("ann", "bob", "cat", "dan", "eve")]
+    emails = [p["email"] for p in people]
+    for person, email in zip(people, emails[1:] + emails[:1], strict=True):
+        person["email"] = email.upper() if person["username"] == "cat" else email
+    result = world.sync()
+    assert (result.outcome, result.exit_code) == ("ok", EXIT_OK)
+    found = held(world, "email")
+    assert {p["username"]: found[p["username"]] for p in people} == {
+        p["username"]: p["email"] for p in people
+    }
+    assert world.sync().plan.changes == ()  # type: ignore[union-attr]
+
+
+def test_a_value_passed_to_a_new_hire_in_the_same_run(world: World) -> None:
+    world.sync()
+    ann = world.company.person("ann")
+    given = ann["mobile"]
+    ann["mobile"] = "13900000001"
+    # Listed first, so the new hire's creation is planned before ann's update.
+    world.company.employees.insert(0, employee("E9", "gus", "D2", mobile=given))
+    result = world.sync()
+    assert (result.outcome, result.exit_code) == ("ok", EXIT_OK)
+    mobiles = held(world, "mobile")
+    assert (mobiles["ann"], mobiles["gus"]) == ("13900000001", given)
+    assert problems(world) == []
+
+
+def test_a_hire_whose_mobile_a_foreign_account_holds(world: World) -> None:
+    world.sync()
+    admin = AnotherAdmin(world.emulator)
+    admin.add_person("outsider")
+    admin.edit("outsider", mobile="13912345678")
+    world.company.employees.append(employee("E9", "gus", "D2", mobile="139-1234-5678"))
+    first = world.sync()
+    # Told once: the person is created without the value, the run says partial (exit 1).
+    assert (first.outcome, first.exit_code) == ("partial", EXIT_PARTIAL)
+    assert "gus" in world.platform().people and "gus" not in held(world, "mobile")
+    assert held(world, "email")["gus"] == "gus@acme.example"
+    (problem,) = problems(world)
+    assert (problem["username"], problem["field"], problem["value"], problem["holder"]) == (
+        "gus",
+        "mobile",
+        "139-1234-5678",
+        "outsider",
+    )
+    notes = [n for n in first.plan.notes if n.kind == "known problem"]  # type: ignore[union-attr]
+    assert (
+        len(notes) == 1 and "outsider" in notes[0].message and "139-1234-5678" in notes[0].message
+    )
+    # Known: the next run sends nothing and exits 0.
+    writes = world.writes()
+    second = world.sync()
+    assert (second.outcome, second.exit_code) == ("ok", EXIT_OK)
+    assert second.plan.changes == ()  # type: ignore[union-attr]
+    assert world.writes() == writes
+    assert len(problems(world)) == 1
+    # The holder gives the value up: the next run sets it, and the problem is gone.
+    admin.edit("outsider", mobile="")
+    third = world.sync()
+    assert (third.outcome, third.exit_code) == ("ok", EXIT_OK)
+    assert held(world, "mobile")["gus"] == "139-1234-5678"
+    assert problems(world) == []
+
+
+def test_a_mobile_held_twice_in_the_hr_data(world: World) -> None:
+    world.company.person("bob")["mobile"] = world.company.person("ann")["mobile"]
+    first = world.sync()
+    assert first.exit_code == EXIT_PARTIAL
+    people = world.platform().people
+    assert {"ann", "bob", "cat", "dan", "eve"} <= set(people)  # nobody left out
+    mobiles = held(world, "mobile")
+    ((holder, value),) = [
+        (u, m) for u, m in mobiles.items() if m == world.company.person("ann")["mobile"]
+    ]
+    (problem,) = problems(world)
+    assert problem["holder"] == holder and problem["value"] == value
+    assert problem["holder_key"] == world.company.person(holder)["id"]
+    assert world.sync().exit_code == EXIT_OK
+    # The HR data is mended: the holder takes another number, the other one gets theirs.
+    other = "bob" if holder == "ann" else "ann"
+    world.company.person(holder)["mobile"] = "13911111111"
+    result = world.sync()
+    assert result.exit_code == EXIT_OK
+    mobiles = held(world, "mobile")
+    assert (mobiles[holder], mobiles[other]) == ("13911111111", value)
+    assert problems(world) == []
