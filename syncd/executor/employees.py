@@ -154,7 +154,7 @@ class Employees(Pipeline):
             self._solved += [
                 (c.key, name)
                 for name in UNIQUE
-                if name not in left_out and name not in c.frees and c.key in self.problems
+                if name not in left_out and name not in c.frees and c.key in self.problem_keys
             ]
             self.employee_ids[c.key] = employee_id
             outcomes.append((item, "ok", None, None))
@@ -244,6 +244,7 @@ class Employees(Pipeline):
             owned = store.source_ids(conn, [p.holder for p, _ in problems if p.holder])
             found = [(p._replace(holder_key=owned.get(p.holder or "")), u) for p, u in problems]
             new = store.record_problems(conn, run_id, now, found)
+            self.problem_keys.update(p.source_id for p, _ in found)
             names = {(p.source_id, p.field): u for p, u in found}
             self.result.new_problems += [(p, names[(p.source_id, p.field)]) for p in new]
 

@@ -74,7 +74,8 @@ def frees(upserts: Sequence[Change], hasher: Callable[[Employee], str]) -> list[
         if c.platform_before is not None and "employee_id" in c.platform_before:
             continue  # an adoption: syncd never wrote this account's values
         given_up: dict[str, str] = {}
-        for name, value in held(c).items():
+        holding = held(c)
+        for name, value in holding.items():
             key = value_key(name, value)
             if key is None or key == value_key(name, getattr(e, name)):
                 continue  # kept
@@ -83,7 +84,8 @@ def frees(upserts: Sequence[Change], hasher: Callable[[Employee], str]) -> list[
                 given_up[name] = value
         if not given_up:
             continue
-        freed = with_values(e, dict.fromkeys(given_up))
+        # Nothing new is set yet: another value this person takes may still be held too.
+        freed = with_values(e, {n: None if n in given_up else holding.get(n) for n in UNIQUE})
         before = c.platform_before
         if before is not None:  # drift: the body clears what the platform holds
             before = {**(c.lookup(c.kind, c.key) or {}), **before}
