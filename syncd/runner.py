@@ -435,6 +435,7 @@ class _Run:
                 if photos is not None:
                     photos.close()
         self.result.applied = applied
+        self.summary["known_problems"] = len(known_problems.rows(self.engine))  # not failing
         self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
         if applied.error is not None:
             raise applied.error

@@ -9,12 +9,18 @@ against the emulator over HTTP, whose uniqueness rules are the platform's.
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from syncd import snapshot as store
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
+from syncd.report import render_notification
+from syncd.runs import load_report
 from tests.engine.company import World, employee
+from tests.engine.test_cli import config_of, syncd
 from tests.support.admin import AnotherAdmin
 
 
@@ -164,3 +170,45 @@ def test_any_injective_reassignment_of_mobiles_and_emails_converges_in_one_run(
     assert held(world, "email") == {p["username"]: p["email"] for p in people}
     assert problems(world) == []
     assert world.sync().plan.changes == ()  # type: ignore[union-attr]
+
+
+def test_a_known_problem_turns_red_once_then_check_status_and_sync_stay_green(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What a timer unit and monitoring see: the run that finds the problem exits 1 and
+    # notifies; then sync and --check exit 0, status is healthy and lists the problem.
+    config = config_of(world)
+    assert syncd(capsys, "sync", "--config", config)[0] == EXIT_OK
+    admin = AnotherAdmin(world.emulator)
+    admin.add_person("outsider")
+    admin.edit("outsider", email="gus@acme.example")
+    world.company.employees.append(employee("E9", "gus", "D2"))
+    world.company.write(world.folder)
+
+    code, output = syncd(capsys, "sync", "--config", config)
+    assert code == EXIT_PARTIAL, output
+    assert "gus: email gus@acme.example is already used by outsider" in output
+
+    engine = store.open_engine(world.folder / "state" / "syncd.db")
+    try:
+        told = load_report(engine, "latest")
+        text = render_notification(told)
+        assert "new known problem: gus: email gus@acme.example is already used by outsider" in text
+        assert store.run_summary(engine, told.run.id)["known_problems"] == 1
+        for command in (("sync", "--check"), ("sync",), ("sync", "--check")):
+            code, output = syncd(capsys, *command, "--config", config)
+            assert code == EXIT_OK, output
+            assert "known problem" not in output  # told once
+        quiet = load_report(engine, "latest")
+        assert not [n for n in quiet.notes if n.kind == "known problem"]
+        assert "known problem" not in render_notification(quiet)
+    finally:
+        engine.dispose()
+    code, output = syncd(capsys, "status", "--config", config)
+    assert code == EXIT_OK, output
+    assert "health     ok" in output
+    assert "known problems  1" in output
+    assert "gus: email gus@acme.example held by outsider, since run 2" in output
+    code, output = syncd(capsys, "status", "--output", "json", "--config", config)
+    (problem,) = json.loads(output)["known_problems"]
+    assert (problem["username"], problem["holder"], problem["first_run"]) == ("gus", "outsider", 2)
