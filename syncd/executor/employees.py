@@ -10,7 +10,7 @@ from sqlalchemy import Connection
 
 from syncd import snapshot as store
 from syncd.executor.holders import find_holders, refused_field
-from syncd.executor.pipeline import Item, Pipeline, _json
+from syncd.executor.pipeline import ITEM_FAILURES, Item, Pipeline, _json, log
 from syncd.model import Employee, State
 from syncd.plan import Action, Change, KnownProblem, employee_fields, extended_values
 from syncd.plan.unique_values import UNIQUE, value_key, with_values
@@ -222,9 +222,17 @@ class Employees(Pipeline):
                 for p in self.problems.get(item.change.key, ())
                 if p.field == name and p.value == value
             ]
-            if not same:
-                unknown.add((name, value_key(name, value) or ""))
-        holders = find_holders(self.client, unknown, self.concurrency) if unknown else {}
+            pair = (name, value_key(name, value) or "")
+            if not same and pair not in self.holders:
+                unknown.add(pair)
+        if unknown:
+            try:
+                self.holders.update(dict.fromkeys(unknown))
+                self.holders.update(find_holders(self.client, unknown, self.concurrency))
+            except ITEM_FAILURES as exc:  # the people stand written: recorded, holder unnamed
+                log.warning(
+                    "the holders of %d refused values were not found: %s", len(unknown), exc
+                )
         for item, name in self._found:
             c = item.change
             value = getattr(c.record, name)
@@ -233,13 +241,14 @@ class Employees(Pipeline):
                 None,
             )
             if known is None:
-                holder = holders.get((name, value_key(name, value) or ""))
+                holder = self.holders.get((name, value_key(name, value) or ""))
                 known = KnownProblem(c.key, name, value, holder, None)
             problems.append((known, item.key))
         run_id, now = self.run_id, self.now_ms()
 
         def writes(conn: Connection) -> None:
             store.resolve_problems(conn, self._solved)
+            store.forget_gone(conn)
             # The holder's source id, when syncd holds that account (as of this run's writes).
             owned = store.source_ids(conn, [p.holder for p, _ in problems if p.holder])
             found = [(p._replace(holder_key=owned.get(p.holder or "")), u) for p, u in problems]

@@ -140,6 +140,7 @@ class Pipeline:
         self.synced_employees = snapshot.employees  # a re-keyed record keeps its lock state
         self.problems = snapshot.problems  # known problems, as the run started
         self.problem_keys = set(snapshot.problems)  # people with one, this run's included
+        self.holders: dict[tuple[str, str], str | None] = {}  # (field, value key) -> username
         self.failed_deletes: list[str] = []  # name paths of nodes this run could not delete
         # Departments this run creates, until the platform confirms each: what is placed in
         # one still here when it is sent is held back, rather than refused by the platform.

@@ -57,31 +57,41 @@ def held(c: Change) -> dict[str, str]:
 def frees(upserts: Sequence[Change], hasher: Callable[[Employee], str]) -> list[Change]:
     """The updates that free values other people in this run want, to be sent before
     ``upserts``: each person's record without the values they give up."""
-    wanted: dict[tuple[str, str], set[str]] = {}
-    for c in upserts:
-        if isinstance(c.record, Employee):
-            for name in UNIQUE:
-                key = value_key(name, getattr(c.record, name))
-                if key is not None:
-                    wanted.setdefault((name, key), set()).add(c.key)
-    if not wanted:
-        return []
-    freeing: list[Change] = []
+    # First who gives a value up (a first sync has nobody: nothing more is done), then
+    # who in this run wants one of those.
+    giving: list[tuple[Change, Employee, dict[str, str], dict[str, str]]] = []
     for c in upserts:
         e = c.record
         if c.action is not Action.UPDATE or not isinstance(e, Employee):
             continue
         if c.platform_before is not None and "employee_id" in c.platform_before:
             continue  # an adoption: syncd never wrote this account's values
-        given_up: dict[str, str] = {}
         holding = held(c)
-        for name, value in holding.items():
-            key = value_key(name, value)
-            if key is None or key == value_key(name, getattr(e, name)):
-                continue  # kept
-            takers = wanted.get((name, key), set()) - {c.key}
-            if takers:
-                given_up[name] = value
+        changed = {
+            name: key
+            for name, value in holding.items()
+            if (key := value_key(name, value)) is not None
+            and key != value_key(name, getattr(e, name))
+        }
+        if changed:
+            giving.append((c, e, holding, changed))
+    if not giving:
+        return []
+    given = {(name, key) for _, _, _, changed in giving for name, key in changed.items()}
+    wanted: dict[tuple[str, str], set[str]] = {}
+    for c in upserts:
+        if isinstance(c.record, Employee):
+            for name in UNIQUE:
+                pair = (name, value_key(name, getattr(c.record, name)) or "")
+                if pair in given:
+                    wanted.setdefault(pair, set()).add(c.key)
+    freeing: list[Change] = []
+    for c, e, holding, changed in giving:
+        given_up = {
+            name: holding[name]
+            for name, key in changed.items()
+            if wanted.get((name, key), set()) - {c.key}
+        }
         if not given_up:
             continue
         # Nothing new is set yet: another value this person takes may still be held too.
