@@ -27,6 +27,12 @@ def rows(engine: Engine) -> list[dict[str, Any]]:
         return store.problem_rows(conn)
 
 
+def untold(engine: Engine, run_id: int) -> list[tuple[KnownProblem, str]]:
+    """Problems a killed or stopped run found and could not tell: this run tells them."""
+    with store.write(engine) as conn:
+        return store.untold(conn, run_id)
+
+
 def released(
     client: PlatformClient, problems: Iterable[tuple[KnownProblem, ...]]
 ) -> frozenset[tuple[str, str]]:

@@ -434,6 +434,10 @@ class _Run:
             finally:
                 if photos is not None:
                     photos.close()
+        if applied.interrupted:  # told by the next run, with what a killed run found
+            applied.new_problems = []
+        else:
+            applied.new_problems += known_problems.untold(self.engine, self.run_id)
         self.result.applied = applied
         self.summary["known_problems"] = len(known_problems.rows(self.engine))  # not failing
         self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}

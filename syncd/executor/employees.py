@@ -34,8 +34,6 @@ class Employees(Pipeline):
         # stopped early, what was never prepared stays planned, like every unsent item.
         self._left_out: dict[int, tuple[str, ...]] = {}  # seq -> fields sent without
         self._refused: list[Item] = []  # refused for a value another account holds
-        self._found: list[tuple[Item, str]] = []  # written without this field's value
-        self._solved: list[tuple[str, str]] = []  # (source id, field) written as wanted
         self._pipeline(
             self._ready_batches(iter(items), self._prepare_employee),
             self._send_import_employees,
@@ -48,6 +46,7 @@ class Employees(Pipeline):
             if not refused or self.stop.is_set():
                 self._refused += refused
                 break
+            self._name_holders(refused)  # recorded with each person, when written
             self._pipeline(
                 self._ready_batches(iter(refused), self._prepare_employee),
                 self._send_import_employees,
@@ -55,7 +54,6 @@ class Employees(Pipeline):
             )
         if self._refused:  # stopped before they were sent again: planned again next run
             self._fail(self._refused, "a value another account holds: not sent again (stopped)")
-        self._record_problems()
 
     def _prepare_employee(self, item: Item) -> bool:
         e = item.change.record
@@ -135,6 +133,8 @@ class Employees(Pipeline):
         rows: list[tuple[Item, dict[str, Any]]] = []
         rekeyed: list[str] = []
         stripped: dict[int, str] = {}  # seq -> the fields written, without a refused value
+        found: list[tuple[Item, str]] = []  # written without this field's value
+        solved: list[tuple[str, str]] = []  # (source id, field) written as wanted at last
         for item in batch:
             employee_id = _lookup(answer.successes, item.key)
             if employee_id is None:
@@ -150,8 +150,8 @@ class Employees(Pipeline):
             if left_out and isinstance(c.record, Employee):
                 without = with_values(c.record, dict.fromkeys(left_out))
                 stripped[item.seq] = _json(employee_fields(without, c.extended_fields or {})) or ""
-                self._found += [(item, name) for name in left_out]
-            self._solved += [
+                found += [(item, name) for name in left_out]
+            solved += [
                 (c.key, name)
                 for name in UNIQUE
                 if name not in left_out and name not in c.frees and c.key in self.problem_keys
@@ -192,6 +192,8 @@ class Employees(Pipeline):
             store.forget_employees(conn, rekeyed)  # by source id: the row is the old key's
             store.upsert_employees(conn, [row for _, row in rows])
             store.set_locked(conn, recreated, False, None, None)
+            if found or solved:  # with the people written: a crash loses neither
+                self._write_problems(conn, found, solved)
 
         self._record(outcomes, writes)
 
@@ -208,57 +210,53 @@ class Employees(Pipeline):
         self._refused.append(item)
         return True
 
-    def _record_problems(self) -> None:
-        """The values written without, as known problems naming their holders (asked of
-        the platform for a value refused the first time), and those written at last."""
-        if not self._found and not self._solved:
+    def _known(self, c: Change, name: str) -> KnownProblem | None:
+        """The known problem recorded for this person's value, if the same value."""
+        value = getattr(c.record, name)
+        return next(
+            (p for p in self.problems.get(c.key, ()) if p.field == name and p.value == value),
+            None,
+        )
+
+    def _name_holders(self, refused: list[Item]) -> None:
+        """Ask the platform who holds the values refused for the first time (see holders)."""
+        unknown = set()
+        for item in refused:
+            for name in self._left_out.get(item.seq, ()):
+                pair = (name, value_key(name, getattr(item.change.record, name)) or "")
+                if pair not in self.holders and self._known(item.change, name) is None:
+                    unknown.add(pair)
+        if not unknown:
             return
+        self.holders.update(dict.fromkeys(unknown))
+        try:
+            self.holders.update(find_holders(self.client, unknown, self.concurrency))
+        except ITEM_FAILURES as exc:  # the people are written all the same, the holder unnamed
+            log.warning("the holders of %d refused values were not found: %s", len(unknown), exc)
+
+    def _write_problems(
+        self, conn: Connection, found: list[tuple[Item, str]], solved: list[tuple[str, str]]
+    ) -> None:
+        """Known problems for the values these people were written without; those written
+        at last are solved. The new ones are told by the run (ApplyResult.new_problems)."""
+        store.resolve_problems(conn, solved)
+        store.forget_gone(conn)
         problems: list[tuple[KnownProblem, str]] = []
-        unknown: set[tuple[str, str]] = set()
-        for item, name in self._found:
-            value = getattr(item.change.record, name)
-            same = [
-                p
-                for p in self.problems.get(item.change.key, ())
-                if p.field == name and p.value == value
-            ]
-            pair = (name, value_key(name, value) or "")
-            if not same and pair not in self.holders:
-                unknown.add(pair)
-        if unknown:
-            try:
-                self.holders.update(dict.fromkeys(unknown))
-                self.holders.update(find_holders(self.client, unknown, self.concurrency))
-            except ITEM_FAILURES as exc:  # the people stand written: recorded, holder unnamed
-                log.warning(
-                    "the holders of %d refused values were not found: %s", len(unknown), exc
-                )
-        for item, name in self._found:
+        for item, name in found:
             c = item.change
-            value = getattr(c.record, name)
-            known = next(
-                (p for p in self.problems.get(c.key, ()) if p.field == name and p.value == value),
-                None,
-            )
+            known = self._known(c, name)
             if known is None:
+                value = getattr(c.record, name)
                 holder = self.holders.get((name, value_key(name, value) or ""))
                 known = KnownProblem(c.key, name, value, holder, None)
             problems.append((known, item.key))
-        run_id, now = self.run_id, self.now_ms()
-
-        def writes(conn: Connection) -> None:
-            store.resolve_problems(conn, self._solved)
-            store.forget_gone(conn)
-            # The holder's source id, when syncd holds that account (as of this run's writes).
-            owned = store.source_ids(conn, [p.holder for p, _ in problems if p.holder])
-            found = [(p._replace(holder_key=owned.get(p.holder or "")), u) for p, u in problems]
-            new = store.record_problems(conn, run_id, now, found)
-            self.problem_keys.update(p.source_id for p, _ in found)
-            names = {(p.source_id, p.field): u for p, u in found}
-            self.result.new_problems += [(p, names[(p.source_id, p.field)]) for p in new]
-
-        with self._transaction() as conn:
-            writes(conn)
+        # The holder's source id, when syncd holds that account (as of this run's writes).
+        owned = store.source_ids(conn, [p.holder for p, _ in problems if p.holder])
+        problems = [(p._replace(holder_key=owned.get(p.holder or "")), u) for p, u in problems]
+        new = store.record_problems(conn, self.run_id, self.now_ms(), problems)
+        self.problem_keys.update(p.source_id for p, _ in problems)
+        names = {(p.source_id, p.field): u for p, u in problems}
+        self.result.new_problems += [(p, names[(p.source_id, p.field)]) for p in new]
 
     def _lock_state(self, c: Change) -> dict[str, Any]:
         """The lock state a new snapshot row starts with (an existing row keeps its own)."""

@@ -39,6 +39,7 @@ from syncd.snapshot.problems import (
     record_problems,
     resolve_problems,
     source_ids,
+    untold,
 )
 from syncd.snapshot.records import (
     FieldLookup,
@@ -110,6 +111,7 @@ __all__ = [
     "source_ids",
     "start_run",
     "unsettled_items",
+    "untold",
     "upsert_departments",
     "upsert_employees",
     "usernames",

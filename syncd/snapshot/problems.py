@@ -122,3 +122,21 @@ def source_ids(conn: Connection, usernames: Sequence[str]) -> dict[str, str]:
         if row is not None:
             found[username] = str(row[0])
     return found
+
+
+def untold(conn: Connection, run_id: int) -> list[tuple[KnownProblem, str]]:
+    """Problems found by a run that was killed or stopped before it could tell them: now
+    told by run ``run_id``, which takes them as its own."""
+    rows = conn.exec_driver_sql(
+        "SELECT source_id, field, value, holder, holder_key, username FROM known_problems "
+        "WHERE first_run != ? AND first_run IN (SELECT id FROM runs WHERE outcome = "
+        "'interrupted') AND source_id IN (SELECT source_id FROM employees)",
+        (run_id,),
+    ).all()
+    found = [(KnownProblem(*row[:5]), str(row[5])) for row in rows]
+    if found:
+        conn.exec_driver_sql(
+            "UPDATE known_problems SET first_run = ? WHERE source_id = ? AND field = ?",
+            [(run_id, p.source_id, p.field) for p, _ in found],
+        )
+    return found
