@@ -7,7 +7,8 @@ clock: the time comes in as ``now_ms``. It returns changes in the order the
 executor applies them:
 
 1. create departments, parents first;  2. update and move departments;
-3. create and update employees, then set their photos;  4. unlock, then lock;
+3. free the unique values people pass on (``unique_values``), create and update
+   employees, then set their photos;  4. unlock, then lock;
 5. remove employees;
 6. forget people deleted on the platform and not wanted back (nothing is sent);
 7. delete departments, children first.
@@ -18,7 +19,8 @@ and updated like the rest; what the source never named is left alone and listed.
 
 The package's rooms: ``values`` (inputs and outputs), ``fields`` (what is written and
 its hash), ``departments`` and ``employees`` (the two planners), ``messages`` (the
-sentence of each change), ``guards`` (the checks made before anything is sent).
+sentence of each change), ``guards`` (the checks made before anything is sent),
+``unique_values`` (mobiles and e-mail addresses: freed first, known problems retried).
 """
 
 from __future__ import annotations
