@@ -176,7 +176,10 @@ def test_a_known_problem_turns_red_once_then_check_status_and_sync_stay_green(
     world: World, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # What a timer unit and monitoring see: the run that finds the problem exits 1 and
-    # notifies; then sync and --check exit 0, status is healthy and lists the problem.
+    # notifies; then sync and --check exit 0, status is healthy and lists the problem, and
+    # the metrics count it apart from failures.
+    textfile = world.folder / "syncd.prom"
+    world.more_settings = ["[metrics]", f'textfile = "{textfile}"']
     config = config_of(world)
     assert syncd(capsys, "sync", "--config", config)[0] == EXIT_OK
     admin = AnotherAdmin(world.emulator)
@@ -204,6 +207,8 @@ def test_a_known_problem_turns_red_once_then_check_status_and_sync_stay_green(
         assert "known problem" not in render_notification(quiet)
     finally:
         engine.dispose()
+    metrics = textfile.read_text(encoding="utf-8")
+    assert "syncd_known_problems 1.0" in metrics and "syncd_pending_failures 0.0" in metrics
     code, output = syncd(capsys, "status", "--config", config)
     assert code == EXIT_OK, output
     assert "health     ok" in output
