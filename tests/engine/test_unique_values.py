@@ -217,3 +217,48 @@ def test_a_known_problem_turns_red_once_then_check_status_and_sync_stay_green(
     code, output = syncd(capsys, "status", "--output", "json", "--config", config)
     (problem,) = json.loads(output)["known_problems"]
     assert (problem["username"], problem["holder"], problem["first_run"]) == ("gus", "outsider", 2)
+
+
+FOREIGN = {
+    "13790000001": "stranger1",
+    "13790000002": "stranger2",
+}  # held by accounts syncd does not own
+
+
+@given(data=st.data())
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+def test_any_reassignment_with_values_foreign_accounts_hold_converges_in_one_run(
+    world: World, data: st.DataObject
+) -> None:
+    # Values dealt anew each example, some of them held by accounts syncd does not own:
+    # everyone else gets theirs in one run; those who drew a foreign value are written
+    # without it, with a known problem naming its holder; the next run has nothing to do.
+    if "state" not in str(list(world.folder.iterdir())):
+        world.company.employees.append(employee("E6", "fay", "D4"))
+        assert world.sync().exit_code == EXIT_OK
+        admin = AnotherAdmin(world.emulator)
+        for mobile, username in FOREIGN.items():
+            admin.add_person(username)
+            admin.edit(username, mobile=mobile)
+    people = world.company.employees
+    pool = [f"1370000{n:04d}" for n in range(POOL - len(FOREIGN))] + list(FOREIGN)
+    for person, mobile in zip(people, data.draw(st.permutations(pool)), strict=False):
+        person["mobile"] = mobile
+
+    result = world.sync()
+
+    assert result.exit_code in (EXIT_OK, EXIT_PARTIAL), result.error
+    assert result.applied is not None and not result.applied.failed
+    mobiles = held(world, "mobile")
+    assert {u: m for u, m in mobiles.items() if u not in FOREIGN.values()} == {
+        p["username"]: p["mobile"] for p in people if p["mobile"] not in FOREIGN
+    }
+    assert {(p["username"], p["value"], p["holder"]) for p in problems(world)} == {
+        (p["username"], p["mobile"], FOREIGN[p["mobile"]]) for p in people if p["mobile"] in FOREIGN
+    }
+    again = world.sync()
+    assert again.exit_code == EXIT_OK and again.plan.changes == ()  # type: ignore[union-attr]
