@@ -87,6 +87,8 @@ class Status:
     first_run: int | None = None  # when the oldest real run recorded started (ms)
     problem: SyncdError | None = None
     settings_problem: str | None = None  # the settings file does not load: why
+    # Known problems (values another account holds): told once, listed here, not unhealthy.
+    known: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def daemon_expected(self) -> bool:
@@ -124,6 +126,18 @@ class Status:
             "last_success": iso(self.last_success),
             "runs": [r.document() for r in self.runs],
             "last_dry_run": self.last_dry_run.document() if self.last_dry_run else None,
+            "known_problems": [
+                {
+                    "username": k["username"],
+                    "source_id": k["source_id"],
+                    "field": k["field"],
+                    "value": k["value"],
+                    "holder": k["holder"],
+                    "first_run": k["first_run"],
+                    "since": iso(k["first_seen"]),
+                }
+                for k in self.known
+            ],
         }
 
 
@@ -165,6 +179,7 @@ def _read_runs(engine: Engine, found: Status) -> None:
         found.last_success = store.last_success(conn)
         first = conn.execute(text("SELECT MIN(started_at) FROM runs WHERE mode = 'apply'"))
         found.first_run = first.scalar()
+        found.known = store.problem_rows(conn)
     found.runs = [Run(*row) for row in rows]
     found.last_dry_run = Run(*last_dry) if last_dry is not None else None
 
@@ -232,6 +247,22 @@ def print_status(found: Status, console: Console) -> None:
     if found.last_dry_run is not None:
         console.print("last dry run")
         console.print("  " + _run_line(found.last_dry_run))
+    _print_known(console, found.known)
+
+
+def _print_known(console: Console, known: list[dict[str, Any]], shown: int = 10) -> None:
+    """Known problems: told once by the run that found them, listed here while they last."""
+    if not known:
+        return
+    console.print(f"known problems  {len(known)} (values another account holds; not failing)")
+    for k in known[:shown]:
+        holder = k["holder"] or "an account the platform did not name"
+        console.print(
+            f"  {k['username']}: {k['field']} {k['value']} held by {holder}, "
+            f"since run {k['first_run']}"
+        )
+    if len(known) > shown:
+        console.print(f"  … and {len(known) - shown} more (syncd status --output json)")
 
 
 def _print_health(console: Console, problem: SyncdError | None) -> None:

@@ -17,8 +17,9 @@ endpoint that explains them. The exit code travels with the error::
     └── Unhealthy           (exit 1) `syncd status`: the last run failed, none succeeded
                             for too long, or the daemon's next run is overdue
 
-Exit codes of a run: 0 everything applied, 1 some items failed, 2 blocked by a guard,
-3 could not run. A blocked run is not an error: it is recorded, with its plan, as an outcome.
+Exit codes of a run: 0 everything applied (known problems aside: values another account
+holds, told once), 1 some items failed or a new known problem was found, 2 blocked by a
+guard, 3 could not run. A blocked run is not an error: it is recorded, with its plan, as an outcome.
 """
 
 from __future__ import annotations

@@ -79,6 +79,12 @@ class LastRunMetrics:
             "Changes that failed in the last run: they are planned again in the next.",
             registry=r,
         )
+        self.known_problems = Gauge(
+            "syncd_known_problems",
+            "Values the platform refused because another account holds them (known "
+            "problems: told once, not failing the runs).",
+            registry=r,
+        )
         self.source = Gauge(
             "syncd_source_records",
             "Records in the last complete read of the source, by kind.",
@@ -104,6 +110,7 @@ class LastRunMetrics:
         for labels, n in items.items():
             self.last_items.labels(*labels).set(n)
         self.pending_failures.set(sum(n for (_, _, o), n in items.items() if o == "failed"))
+        self.known_problems.set(int(summary.get("known_problems") or 0))
         source = summary.get("source") or {}
         self.last_rejected.set(int(source.get("rejected") or 0))
         self.show_source(source)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import Engine
 
-from syncd import cursors, unchanged
+from syncd import cursors, known_problems, unchanged
 from syncd import snapshot as store
 from syncd._gc import collection_paused
 from syncd.clock import now_ms
@@ -217,6 +217,11 @@ class _Run:
         if not (recovery.resolved or self.request.saved or self.request.save_plan):
             digest = unchanged.source_digest(self.settings)
         snapshot, view, read = self._inputs(client, digest)
+        # Known problems whose holder gave the value up are tried again: a plan is made.
+        released = known_problems.released(client, snapshot.problems.values())
+        if released and isinstance(read, unchanged.Memo):
+            snapshot, view, read = self._inputs(client, None)
+        view = replace(view, released=released)
         if isinstance(read, unchanged.Memo):
             the_plan, guards = self._recalled(read)
             self._decided(client, the_plan, guards, snapshot, view, None)
@@ -457,22 +462,34 @@ class _Run:
             finally:
                 if photos is not None:
                     photos.close()
+        if applied.interrupted:  # told by the next run, with what a killed run found
+            applied.new_problems = []
+        else:
+            applied.new_problems += known_problems.untold(self.engine, self.run_id)
         self.result.applied = applied
+        self.summary["known_problems"] = len(known_problems.rows(self.engine))  # not failing
         self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
         if applied.error is not None:
             raise applied.error
         if applied.interrupted:
             self.result.outcome, self.result.exit_code = "interrupted", EXIT_PARTIAL
-        elif applied.failed:
+        elif applied.failed or applied.new_problems:
+            # A new known problem is told once, as a partial run (exit 1), though its person
+            # was written (without the value): the next runs, with nothing new, exit 0.
             self.result.outcome, self.result.exit_code = "partial", EXIT_PARTIAL
         else:
             self.result.outcome, self.result.exit_code = "ok", EXIT_OK
+        if applied.new_problems:
+            told = known_problems.notes(applied.new_problems)
+            self.summary["notes"] = [*self.summary.get("notes", ()), *map(asdict, told)]
+            self.result.plan = replace(the_plan, notes=(*the_plan.notes, *told))
         clean = not applied.failed and not applied.interrupted
         mark = directory.cursor if directory is not None else None
         cursors.advance(self.engine, view, the_plan, mark, clean=clean)
 
     def _finish(self) -> None:
         self.result.finished_at = finished = now_ms()
+
         self.summary["error"] = self.result.error
         self.summary["duration_ms"] = finished - self.started
         store.finish_run(

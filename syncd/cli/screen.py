@@ -260,6 +260,11 @@ def print_applied(result: RunResult) -> None:
         text += Text.assemble("; ", (f"{failed:,} failed", "red"))
         text += f" (syncd reports show {result.run_id} --failed-only)"
     out.print(text)
+    from syncd.known_problems import describe
+    from syncd.report import printable
+
+    for known, username in result.applied.new_problems:  # told once: this run found them
+        out.print(labelled("known problem:", "yellow", printable(describe(known, username))))
 
 
 def print_end(result: RunResult, code: int) -> None:

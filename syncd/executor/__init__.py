@@ -52,6 +52,8 @@ def _phase(c: Change) -> str:
         if c.action is Action.CREATE:
             return "create departments"
         return "delete departments" if c.action is Action.DELETE else "update departments"
+    if c.frees:  # all settled before any value is set again (plan.unique_values)
+        return "free unique values"
     if c.action in (Action.CREATE, Action.UPDATE):
         return "create and update employees"
     if c.action is Action.PHOTO:
@@ -72,6 +74,7 @@ class Executor(Departments, Employees, Photos):
         handlers: dict[str, Callable[[list[Item]], None]] = {
             "create departments": self._create_departments,
             "update departments": self._update_departments,
+            "free unique values": self._upsert_employees,
             "create and update employees": self._upsert_employees,
             "set photos": self._set_photos,
             "unlock employees": lambda items: self._set_locks(items, lock=False),

@@ -9,9 +9,11 @@ from typing import Any
 from sqlalchemy import Connection
 
 from syncd import snapshot as store
-from syncd.executor.pipeline import Item, Pipeline, _json
+from syncd.executor.holders import find_holders, refused_field
+from syncd.executor.pipeline import ITEM_FAILURES, Item, Pipeline, _json, log
 from syncd.model import Employee, State
-from syncd.plan import Action, Change, extended_values
+from syncd.plan import Action, Change, KnownProblem, employee_fields, extended_values
+from syncd.plan.unique_values import UNIQUE, value_key, with_values
 from syncd.platform import ImportResult
 
 OPTIONAL_TEXT = ("en_name", "email", "mobile", "tel", "sn", "gender")
@@ -30,11 +32,28 @@ class Employees(Pipeline):
     def _upsert_employees(self, items: list[Item]) -> None:
         # Bodies are built batch by batch as they are sent, so they never all exist at once;
         # stopped early, what was never prepared stays planned, like every unsent item.
+        self._left_out: dict[int, tuple[str, ...]] = {}  # seq -> fields sent without
+        self._refused: list[Item] = []  # refused for a value another account holds
         self._pipeline(
             self._ready_batches(iter(items), self._prepare_employee),
             self._send_import_employees,
             self._settle_upserts,
         )
+        # A value another account holds does not fail the person: sent again without it
+        # (once more per unique field at most: each refusal names one), then recorded.
+        for _ in UNIQUE:
+            refused, self._refused = self._refused, []
+            if not refused or self.stop.is_set():
+                self._refused += refused
+                break
+            self._name_holders(refused)  # recorded with each person, when written
+            self._pipeline(
+                self._ready_batches(iter(refused), self._prepare_employee),
+                self._send_import_employees,
+                self._settle_upserts,
+            )
+        if self._refused:  # stopped before they were sent again: planned again next run
+            self._fail(self._refused, "a value another account holds: not sent again (stopped)")
 
     def _prepare_employee(self, item: Item) -> bool:
         e = item.change.record
@@ -66,6 +85,11 @@ class Employees(Pipeline):
             positions = [{"org_id": self.root_id, "primary": True, "job_title": e.job_title}]
         item.key = e.username
         item.body = self._employee_body(item.change, e, positions)
+        for name in self._left_out.get(item.seq, ()):
+            if item.change.action is Action.CREATE:
+                item.body.pop(name, None)
+            else:
+                item.body[name] = ""  # not what the source says: not kept either
         return True
 
     def _employee_body(
@@ -108,15 +132,30 @@ class Employees(Pipeline):
         outcomes: list[tuple[Item, str, str | None, int | None]] = []
         rows: list[tuple[Item, dict[str, Any]]] = []
         rekeyed: list[str] = []
+        stripped: dict[int, str] = {}  # seq -> the fields written, without a refused value
+        found: list[tuple[Item, str]] = []  # written without this field's value
+        solved: list[tuple[str, str]] = []  # (source id, field) written as wanted at last
         for item in batch:
             employee_id = _lookup(answer.successes, item.key)
             if employee_id is None:
                 error = (
                     _lookup(answer.failures, item.key) or "the answer did not mention this person"
                 )
+                if self._refusable(item, error):
+                    continue  # sent again without the value (see _upsert_employees)
                 outcomes.append((item, "failed", error, None))
                 continue
             c = item.change
+            left_out = self._left_out.get(item.seq, ())
+            if left_out and isinstance(c.record, Employee):
+                without = with_values(c.record, dict.fromkeys(left_out))
+                stripped[item.seq] = _json(employee_fields(without, c.extended_fields or {})) or ""
+                found += [(item, name) for name in left_out]
+            solved += [
+                (c.key, name)
+                for name in UNIQUE
+                if name not in left_out and name not in c.frees and c.key in self.problem_keys
+            ]
             self.employee_ids[c.key] = employee_id
             outcomes.append((item, "ok", None, None))
             row = {
@@ -144,12 +183,80 @@ class Employees(Pipeline):
             # back in one query rather than encoded a second time.
             journaled = store.journaled_after(conn, self.run_id, batch[0].seq, batch[-1].seq)
             for item, row in rows:
-                row["fields"] = journaled.get(item.seq) or _json(item.change.after) or "{}"
+                row["fields"] = (
+                    stripped.get(item.seq)
+                    or journaled.get(item.seq)
+                    or _json(item.change.after)
+                    or "{}"
+                )
             store.forget_employees(conn, rekeyed)  # by source id: the row is the old key's
             store.upsert_employees(conn, [row for _, row in rows])
             store.set_locked(conn, recreated, False, None, None)
+            if found or solved:  # with the people written: a crash loses neither
+                self._write_problems(conn, found, solved)
 
         self._record(outcomes, writes)
+
+    def _refusable(self, item: Item, error: str) -> bool:
+        """Whether the platform refused a unique value another account holds, one this item
+        still sends: then it is sent again without it."""
+        name = refused_field(error)
+        e = item.change.record
+        if name is None or name in self._left_out.get(item.seq, ()) or not isinstance(e, Employee):
+            return False
+        if value_key(name, getattr(e, name)) is None:
+            return False
+        self._left_out[item.seq] = (*self._left_out.get(item.seq, ()), name)
+        self._refused.append(item)
+        return True
+
+    def _known(self, c: Change, name: str) -> KnownProblem | None:
+        """The known problem recorded for this person's value, if the same value."""
+        value = getattr(c.record, name)
+        return next(
+            (p for p in self.problems.get(c.key, ()) if p.field == name and p.value == value),
+            None,
+        )
+
+    def _name_holders(self, refused: list[Item]) -> None:
+        """Ask the platform who holds the values refused for the first time (see holders)."""
+        unknown = set()
+        for item in refused:
+            for name in self._left_out.get(item.seq, ()):
+                pair = (name, value_key(name, getattr(item.change.record, name)) or "")
+                if pair not in self.holders and self._known(item.change, name) is None:
+                    unknown.add(pair)
+        if not unknown:
+            return
+        self.holders.update(dict.fromkeys(unknown))
+        try:
+            self.holders.update(find_holders(self.client, unknown, self.concurrency))
+        except ITEM_FAILURES as exc:  # the people are written all the same, the holder unnamed
+            log.warning("the holders of %d refused values were not found: %s", len(unknown), exc)
+
+    def _write_problems(
+        self, conn: Connection, found: list[tuple[Item, str]], solved: list[tuple[str, str]]
+    ) -> None:
+        """Known problems for the values these people were written without; those written
+        at last are solved. The new ones are told by the run (ApplyResult.new_problems)."""
+        store.resolve_problems(conn, solved)
+        store.forget_gone(conn)
+        problems: list[tuple[KnownProblem, str]] = []
+        for item, name in found:
+            c = item.change
+            known = self._known(c, name)
+            if known is None:
+                value = getattr(c.record, name)
+                holder = self.holders.get((name, value_key(name, value) or ""))
+                known = KnownProblem(c.key, name, value, holder, None)
+            problems.append((known, item.key))
+        # The holder's source id, when syncd holds that account (as of this run's writes).
+        owned = store.source_ids(conn, [p.holder for p, _ in problems if p.holder])
+        problems = [(p._replace(holder_key=owned.get(p.holder or "")), u) for p, u in problems]
+        new = store.record_problems(conn, self.run_id, self.now_ms(), problems)
+        self.problem_keys.update(p.source_id for p, _ in problems)
+        names = {(p.source_id, p.field): u for p, u in problems}
+        self.result.new_problems += [(p, names[(p.source_id, p.field)]) for p in new]
 
     def _lock_state(self, c: Change) -> dict[str, Any]:
         """The lock state a new snapshot row starts with (an existing row keeps its own)."""

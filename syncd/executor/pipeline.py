@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Engine
 from syncd import snapshot as store
 from syncd.errors import PlatformError, PlatformUnavailable, SyncdError, TokenError
 from syncd.model import Kind, Photo
-from syncd.plan import Change, Snapshot
+from syncd.plan import Change, KnownProblem, Snapshot
 from syncd.platform import PlatformClient
 
 log = logging.getLogger("syncd.executor")  # the package's name, as the run log shows it
@@ -65,6 +65,9 @@ class ApplyResult:
     counts: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # kind, action, outcome
     interrupted: bool = False
     error: SyncdError | None = None
+    # Values another account holds, found for the first time in this run: the people were
+    # written without them (known problems, told once).
+    new_problems: list[tuple[KnownProblem, str]] = field(default_factory=list)
 
     @property
     def failed(self) -> int:
@@ -135,6 +138,9 @@ class Pipeline:
             k: e.employee_id for k, e in snapshot.employees.items() if e.employee_id is not None
         }
         self.synced_employees = snapshot.employees  # a re-keyed record keeps its lock state
+        self.problems = snapshot.problems  # known problems, as the run started
+        self.problem_keys = set(snapshot.problems)  # people with one, this run's included
+        self.holders: dict[tuple[str, str], str | None] = {}  # (field, value key) -> username
         self.failed_deletes: list[str] = []  # name paths of nodes this run could not delete
         # Departments this run creates, until the platform confirms each: what is placed in
         # one still here when it is sent is held back, rather than refused by the platform.

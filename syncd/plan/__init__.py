@@ -7,7 +7,8 @@ clock: the time comes in as ``now_ms``. It returns changes in the order the
 executor applies them:
 
 1. create departments, parents first;  2. update and move departments;
-3. create and update employees, then set their photos;  4. unlock, then lock;
+3. free the unique values people pass on (``unique_values``), create and update
+   employees, then set their photos;  4. unlock, then lock;
 5. remove employees;
 6. forget people deleted on the platform and not wanted back (nothing is sent);
 7. delete departments, children first.
@@ -19,14 +20,15 @@ and updated like the rest; what the source never named is left alone and listed.
 The package's rooms: ``values`` (inputs and outputs), ``fields`` (what is written and
 its hash), ``departments`` and ``employees`` (the two planners), ``rekeys`` (whether a
 new source id takes over a known username's account), ``messages`` (the sentence of each
-change), ``guards`` (the checks made before anything is sent).
+change), ``guards`` (the checks made before anything is sent), ``unique_values``
+(mobiles and e-mail addresses: freed first, known problems retried).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from syncd.model import Directory, Kind, Position
+from syncd.model import Directory, Employee, Kind, Position
 from syncd.plan.actions import REMOVING, SHOWN_ORDER, Action, in_order, listed
 from syncd.plan.departments import DepartmentPlanner
 from syncd.plan.employees import EmployeePlanner
@@ -48,10 +50,12 @@ from syncd.plan.guards import (
 )
 from syncd.plan.messages import field_diff
 from syncd.plan.photos import plan_photos
+from syncd.plan.unique_values import frees, retries, with_values
 from syncd.plan.values import (
     DAY_MS,
     Census,
     Change,
+    KnownProblem,
     Note,
     Plan,
     PlatformEmployee,
@@ -63,6 +67,7 @@ from syncd.plan.values import (
     SyncedDepartment,
     SyncedEmployee,
     department_paths,
+    matches_any,
     people,
 )
 from syncd.spelling import look_alike
@@ -75,6 +80,7 @@ __all__ = [
     "Census",
     "Change",
     "GuardDecision",
+    "KnownProblem",
     "Limits",
     "Note",
     "Plan",
@@ -122,6 +128,9 @@ def plan(
     creates, updates = departments.run()
     staff = EmployeePlanner(directory, snapshot, view, policy, notes, now_ms)
     replaced, upserts, unlocks, locks, removes, forgets = staff.run()
+    upserts = [*upserts, *_retried(staff, snapshot, view, upserts)]
+    # Values swapped or passed on among syncd's people: freed first, then set.
+    freeing = frees(upserts, staff.hash)
     photos = plan_photos(directory, snapshot, upserts, policy.exclude_usernames)
     # Last: a department is deleted only once nobody stays in it after the people's changes.
     deletes = departments.deletes((*replaced, *upserts, *removes, *forgets))
@@ -130,6 +139,7 @@ def plan(
             *creates,
             *updates,
             *replaced,
+            *freeing,
             *upserts,
             *photos,
             *unlocks,
@@ -200,3 +210,34 @@ def _placed(p: Position, renamed: dict[str, str]) -> Position:
     if p.department_id in renamed:
         return replace(p, department_id=renamed[p.department_id])
     return p
+
+
+def _retried(
+    staff: EmployeePlanner, snapshot: Snapshot, view: PlatformView, upserts: list[Change]
+) -> list[Change]:
+    """Updates of people whose known problem's value the holder gave up: as the source
+    wants them, or, when the read did not return them, as syncd wrote them with the value."""
+    found = []
+    for source_id, known in retries(snapshot.problems, view.released, upserts).items():
+        synced = snapshot.employees.get(source_id)
+        if synced is None or synced.locked or synced.username in view.deleted:
+            continue
+        excluded = staff.policy.exclude_usernames
+        if excluded and matches_any(synced.username, excluded):
+            continue
+        what = ", ".join(f"{p.field} {p.value}" for p in known)
+        reason = f"{what} no longer held by another account: set again"
+        e: Employee | None = staff.directory.employees.get(source_id)
+        if e is not None:
+            if synced.matched_by is None and e.username != synced.username:
+                continue  # a username change: planned on its own
+            e = e._replace(username=synced.username)
+            found.append(staff.change(Action.UPDATE, e, synced, hash=staff.hash(e), reason=reason))
+            continue
+        if staff.directory.complete:
+            continue  # gone from the source: a leaver
+        written = staff.drift.as_written(synced, staff.policy.extended_fields)
+        if written is not None:
+            e = with_values(written, {p.field: p.value for p in known})
+            found.append(staff.change(Action.UPDATE, e, synced, hash=synced.hash, reason=reason))
+    return found

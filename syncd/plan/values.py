@@ -42,6 +42,17 @@ class SyncedEmployee(NamedTuple):
     matched_by: str | None = None  # adopted by this key: the platform's username is kept
 
 
+class KnownProblem(NamedTuple):
+    """A value the platform refused for a person because another account holds it: the
+    person was written without it (see syncd.plan.unique_values)."""
+
+    source_id: str
+    field: str  # mobile or email
+    value: str  # as the source gives it
+    holder: str | None = None  # the username holding it, when found
+    holder_key: str | None = None  # its source id, when syncd holds that account
+
+
 def _no_fields(kind: Kind, source_id: str) -> Mapping[str, Any] | None:
     return None
 
@@ -61,6 +72,8 @@ class Snapshot:
     placed: Callable[[Sequence[str]], Mapping[str, Sequence[str]]] = _nobody_placed
     # Employee source id -> the digest of the photo syncd last set as their avatar.
     photos: Mapping[str, str] = field(default_factory=dict)
+    # Employee source id -> the known problems recorded for them (unique_values).
+    problems: Mapping[str, tuple[KnownProblem, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +139,8 @@ class PlatformView:
     by_key: Mapping[str, tuple[PlatformPerson, ...]] = field(default_factory=dict)
     # What the next complete read compares the nodes' counts with, once this run is clean.
     census: Census | None = field(default=None, compare=False)
+    # Known problems whose holder no longer holds the value, as (source id, field).
+    released: frozenset[tuple[str, str]] = frozenset()
     _paths: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
 
     def name_paths(self) -> dict[int, str]:
@@ -185,6 +200,9 @@ class Change:
     extended_fields: Mapping[str, str] | None = None
     # Department source id -> name path ("Acme/R&D"), for the sentence: shared by all changes.
     departments: Mapping[str, str] = field(default_factory=dict)
+    # employee: the unique values (mobile, email) this update only frees for another
+    # person of the same run; applied in a phase of its own (see plan.unique_values).
+    frees: tuple[str, ...] = ()
 
     @property
     def before(self) -> Mapping[str, Any] | None:

@@ -15,6 +15,7 @@ from syncd.report.wording import EXAMPLES, outcome_line, printable, record, show
 NOTIFY_REASONS = 3
 NOTIFY_LINE = 200  # characters: a push message is read on a phone
 COMMAND = "syncd reports show"
+KNOWN_PROBLEM = "known problem"  # the note a run leaves for each new one
 
 
 def render_notification(report: RunReport, command: str = COMMAND) -> str:
@@ -30,8 +31,17 @@ def _lines(r: RunReport, command: str, reasons: int = NOTIFY_REASONS) -> list[st
     if r.error and not r.blocked_by:
         lines.append(f"error: {r.error}")
     lines += [f"{g.count:,} × {g.error}" for g in r.failures[:reasons]]
+    problems = known_problems(r)  # told once: in the run that found them
+    lines += [f"new known problem: {p}" for p in (problems[:reasons] if reasons else problems)]
+    if reasons and len(problems) > reasons:
+        lines.append(f"… and {len(problems) - reasons:,} more known problems")
     lines.append(f"report: {command} {run.id}")
     return [printable(line) for line in lines]
+
+
+def known_problems(r: RunReport) -> list[str]:
+    """The run's new known problems (values another account holds), as its notes say."""
+    return [n.message for n in r.notes if n.kind == KNOWN_PROBLEM]
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -68,6 +78,7 @@ def webhook_payload(report: RunReport, command: str = COMMAND) -> dict[str, Any]
         "blocked_by": [asdict(g) for g in r.blocked_by],
         "error": r.error,
         "failures": [{"error": g.error, "count": g.count} for g in r.failures],
+        "known_problems": known_problems(r),
         "text": render_notification(r, command),
         "report_command": f"{command} {r.run.id}",
     }

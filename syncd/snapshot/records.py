@@ -12,6 +12,7 @@ from sqlalchemy import Connection, Engine, text
 
 from syncd.model import Kind
 from syncd.plan import Snapshot, SyncedDepartment, SyncedEmployee
+from syncd.snapshot.problems import load_problems
 
 _EMPLOYEES = (
     "SELECT source_id, username, employee_id, hash, locked, lock_reason, locked_since, "
@@ -36,12 +37,14 @@ def load_snapshot(engine: Engine) -> Snapshot:
         }
         (count,) = raw.execute("SELECT COUNT(*) FROM employees").fetchone()
         photos = {r[0]: r[1] for r in raw.execute("SELECT source_id, digest FROM photos")}
+        problems = load_problems(raw)
     return Snapshot(
         departments,
         SyncedEmployees(engine, int(count)),
         FieldLookup(engine),
         PlacedLookup(engine),
         photos=photos,
+        problems=problems,
     )
 
 

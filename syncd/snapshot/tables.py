@@ -9,7 +9,7 @@ from sqlalchemy import Connection, text
 
 from syncd.model import serial_no
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 BUSY_TIMEOUT_MS = 60_000  # longer than a token request: renewal holds the write lock
 # Checkpoint the WAL every ~40 MB rather than SQLite's 4 MB: a 100,000-person first sync
 # writes ~100 MB, and each checkpoint syncs the files to disk (335 fdatasync calls -> 26).
@@ -58,11 +58,19 @@ def _v5_sent_index(conn: Connection) -> None:
     )
 
 
+def _v6_known_problems(conn: Connection) -> None:
+    """The known problems table (values another account holds: syncd.snapshot.problems)."""
+    from syncd.snapshot.problems import create_table
+
+    create_table(conn)
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _create_v1,
     _v2_safe_serials,
     _v3_matched_by,
     _v4_photos,
     _v5_sent_index,
+    _v6_known_problems,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION

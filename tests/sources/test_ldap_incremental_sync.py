@@ -84,3 +84,56 @@ def test_an_incremental_run_recreates_a_person_deleted_on_the_platform(
     assert again["id"] != before["id"] and again["user_id"] == before["user_id"]
     assert (again["name"], again["mobile"]) == (before["name"], before["mobile"])
     assert planned(run_sync(settings, RunRequest(read="incremental"))) == set()
+
+
+def test_a_known_problem_does_not_hold_back_the_incremental_mark(
+    slapd: Slapd, acme: str, emulator: Any, tmp_path: Path
+) -> None:
+    # Issue 25, case 2: a hire whose mobile an account syncd does not own holds is created
+    # without it; the run tells it (exit 1) and still moves the source's mark and the
+    # people's cursor, so the next incremental run reads only what changed since, sends
+    # nothing and exits 0.
+    from syncd import cursors
+    from syncd import snapshot as store
+
+    settings = ldap_sync_settings(slapd, acme, emulator, tmp_path)
+    for _ in range(2):  # the second run reads everyone back: the people's cursor is set
+        assert run_sync(settings, RunRequest()).exit_code == 0
+    admin = AnotherAdmin(emulator)
+    admin.add_person("outsider")
+    admin.edit("outsider", mobile="13987654321")
+    slapd.add_ldif(
+        f"dn: uid=judy,ou=Sales,ou=Head Office,{acme}\nobjectClass: inetOrgPerson\n"
+        "uid: judy\ncn: Judy New\nsn: New\nmail: judy@acme.example\nmobile: 13987654321\n"
+    )
+    engine = store.open_engine(settings.database)
+    try:
+        mark = cursors.source_mark(engine)
+        people = cursors.platform_cursors(engine)["people"]
+
+        told = run_sync(settings, RunRequest(read="incremental"))
+
+        assert (told.outcome, told.exit_code) == ("partial", 1), told.error
+        assert admin.employee("judy").get("mobile") in (None, "")
+        assert cursors.source_mark(engine) != mark
+        with engine.connect() as conn:
+            (problem,) = store.problem_rows(conn)
+        assert (problem["username"], problem["value"], problem["holder"]) == (
+            "judy",
+            "13987654321",
+            "outsider",
+        )
+        calls = []
+        for _ in range(2):
+            again = run_sync(settings, RunRequest(read="incremental"))
+            assert (again.outcome, again.exit_code) == ("ok", 0), again.error
+            assert planned(again) == set()
+            calls.append(store.run_summary(engine, again.run_id)["calls"])
+        # The first reads judy back once (written by the run before, as anyone written);
+        # the second reads one employee record, the holder's (is the value still held?),
+        # and nobody back: the cursor moved past.
+        assert cursors.platform_cursors(engine)["people"] != people
+        employees = "GET /v1/admin/organizations/{org_code}/employees"
+        assert calls[1].get(employees) == 1 and calls[1].get("GET /v1/users") == 1
+    finally:
+        engine.dispose()
