@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, text
 
-from syncd.snapshot.engine import json_object, write
+from syncd.snapshot.engine import json_object, translated, write
 from syncd.snapshot.records import _INSERT_ITEM, _ITEMS_PER_STATEMENT, _executemany
 
 
@@ -97,6 +97,7 @@ def settle_items(conn: Connection, run_id: int, results: Sequence[Mapping[str, A
         _executemany(conn, _SETTLE + "seq = ?", rows)
 
 
+@translated
 def journaled_after(conn: Connection, run_id: int, first: int, last: int) -> dict[int, str]:
     """The ``after`` JSON text of a run's items ``first`` to ``last`` (by seq), when set."""
     raw = conn.connection.driver_connection
