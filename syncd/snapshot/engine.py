@@ -32,14 +32,19 @@ DAMAGED = (
 def state_problem(path: object, exc: BaseException) -> StateError:
     """SQLite's failure as the error an operator reads: the file, what is wrong, what to do."""
     reason = str(getattr(exc, "orig", None) or exc)
+    if isinstance(exc, UnicodeDecodeError):  # a text value's bytes garbled
+        reason = f"a text value is not UTF-8: {exc.reason}"
+    elif isinstance(exc, ValueError):  # a stored value that no longer reads as written
+        reason = f"a stored value cannot be read: {exc}"
     if "locked" in reason or "busy" in reason:
         return StateError(
             f"state database {path}: {reason}: another program has held it locked for more "
             f"than {BUSY_TIMEOUT_MS // 1000} s (an sqlite3 shell or a backup tool with a "
             "transaction open, a stuck syncd?): end it and try again"
         )
-    if isinstance(getattr(exc, "orig", exc), sqlite3.OperationalError):
-        return StateError(f"state database {path}: {reason}")
+    missing = reason.startswith(("no such table", "no such column"))
+    if isinstance(getattr(exc, "orig", exc), sqlite3.OperationalError) and not missing:
+        return StateError(f"state database {path}: {reason}")  # a full disk, a read-only file
     return StateError(f"state database {path} is damaged ({reason}): {DAMAGED}")
 
 
@@ -51,7 +56,7 @@ def translated(function: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return function(*args, **kwargs)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, ValueError) as exc:  # ValueError: garbled bytes
             if isinstance(exc, sqlite3.IntegrityError):
                 raise
             raise state_problem(_database_of(args), exc) from exc
@@ -95,11 +100,20 @@ def check_file(path: Path) -> None:
     # The page count in the header holds only when the change counter matches the
     # version-valid-for number (SQLite's file format, 1.3.8 and 1.3.9).
     valid = pages > 0 and header[24:28] == header[92:96]
-    if valid and size < pages * page_size:
+    # Pages a checkpoint has not yet copied into the file are in the write-ahead log: a
+    # file shorter than its header says is only cut when there is no log to read them from.
+    if valid and size < pages * page_size and not _has_log(path):
         raise StateError(
             f"state database {path} is damaged (truncated: {size} bytes of the "
             f"{pages * page_size} its header gives): {DAMAGED}"
         )
+
+
+def _has_log(path: Path) -> bool:
+    try:
+        return path.with_name(path.name + "-wal").stat().st_size > 0
+    except OSError:
+        return False
 
 
 def open_engine(path: Path) -> Engine:
@@ -152,7 +166,7 @@ def open_engine(path: Path) -> Engine:
 
     try:
         _migrate(engine, path)
-    except sqlite3.DatabaseError as exc:  # in the driver's connect, before any statement
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # in the driver's connect
         engine.dispose()
         raise state_problem(path, exc) from exc
     except StateError:
@@ -186,6 +200,7 @@ def write(engine: Engine) -> Iterator[Connection]:
         yield conn
 
 
+@translated
 def get_cursor(engine: Engine, name: str) -> str | None:
     with engine.connect() as conn:
         row = conn.execute(

@@ -199,6 +199,7 @@ class FieldLookup:
         self._departments: dict[str, str] | None = None
         self._employees: dict[str, str | None] = {}
 
+    @translated
     def __call__(self, kind: Kind, source_id: str) -> Mapping[str, Any] | None:
         if kind is Kind.DEPARTMENT:
             value = self._all_departments().get(source_id)
