@@ -77,11 +77,7 @@ class TokenStore:
     def get(self, app: str) -> CachedToken | None:
         """This process's newest token for ``app`` if the database has not had it yet,
         else the stored one."""
-        with self._mutex:
-            pending = self._pending.get(app)
-        if pending is not None:
-            return pending.token
-        return self._read(app)
+        return self._newest(app, self._read(app))
 
     def renew(
         self, app: str, stale: str | None, fetch: Callable[[], CachedToken], now_ms: int
@@ -89,16 +85,10 @@ class TokenStore:
         """The token another process (or thread) already put in place of ``stale``, else
         a fetched one; the database gets it without this call waiting for its lock."""
         with self._renewing, self._renewal_lock():
-            with self._mutex:
-                pending = self._pending.get(app)
             stored = self._read(app)
-            for candidate in (stored, pending.token if pending else None):
-                if (
-                    candidate is not None
-                    and candidate.access_token != stale
-                    and candidate.expire_time > now_ms
-                ):
-                    return candidate
+            newest = self._newest(app, stored)
+            if newest is not None and newest.access_token != stale and newest.expire_time > now_ms:
+                return newest
             fresh = fetch()
             replaces = stored.access_token if stored is not None else None
             with self._mutex:
@@ -106,6 +96,21 @@ class TokenStore:
             if not self._write(app, timeout=0):
                 self._write_later(app)
             return fresh
+
+    def _newest(self, app: str, stored: CachedToken | None) -> CachedToken | None:
+        """The newest token known: this process's not yet stored one, unless another
+        process stored one since it was fetched (then that one, and ours is let go of)."""
+        with self._mutex:
+            pending = self._pending.get(app)
+            if pending is None:
+                return stored
+            if stored is None or stored.access_token in (
+                pending.replaces,
+                pending.token.access_token,
+            ):
+                return pending.token
+            del self._pending[app]
+            return stored
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait for the tokens being written to the database (tests, a clean exit)."""

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from pathlib import Path
 
 import httpx
@@ -290,3 +291,31 @@ def test_memory_token_store_shares_like_the_database(
     second.root()
     assert tokens_issued(emulator) == 3
     assert "demo-secret" not in repr(tokens)
+
+
+def test_renewals_while_the_state_database_is_locked_neither_wait_nor_go_back(
+    client: PlatformClient, emulator: RunningEmulator, store: TokenStore, state_file: Path
+) -> None:
+    """Issue 25 case 6: a renewal while a write transaction holds the state database
+    (the run's own batch, here another connection) waited out the busy timeout and failed
+    with "database is locked". Now the token is used at once and stored when the lock is
+    free; a second renewal meanwhile never goes back to the token stored before."""
+    first = client.token()
+    app = app_key(settings_for(emulator))
+    with closing(sqlite3.connect(state_file, isolation_level=None)) as batch:
+        batch.execute("BEGIN IMMEDIATE")  # holds the write lock
+        emulator.issue_token()  # another host renews: ours is refused
+        assert client.root().name == "Acme"
+        second = client.token()
+        assert second != first
+        emulator.issue_token()  # and again, before the database could store ours
+        assert client.root().name == "Acme"
+        third = client.token()
+        assert third not in (first, second)
+        stored = store.get(app)
+        assert stored is not None and stored.access_token == third  # this process's newest
+        batch.execute("ROLLBACK")
+    store.flush(timeout=30)
+    with closing(sqlite3.connect(state_file)) as db:
+        assert db.execute("SELECT access_token FROM tokens").fetchall() == [(third,)]
+    assert client.calls[f"POST {TOKEN_ROUTE}"] == 3
