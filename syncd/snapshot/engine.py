@@ -2,19 +2,118 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
-from sqlalchemy import Connection, Engine, create_engine, event, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import Connection, Engine, ExceptionContext, create_engine, event, text
 
 from syncd.errors import StateError
 from syncd.snapshot.tables import BUSY_TIMEOUT_MS, MIGRATIONS, SCHEMA_VERSION, WAL_CHECKPOINT_PAGES
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+_HEADER = 100
+DAMAGED = (
+    "stop syncd, move the file aside (keep it: it may be inspected) and restore the latest "
+    'backup in its place (README, "Backup and upgrade"), then run `syncd state rebuild`; '
+    "or, without a backup, start with no state database: `syncd state rebuild` then takes "
+    "back what syncd wrote on the platform"
+)
+
+
+def state_problem(path: object, exc: BaseException) -> StateError:
+    """SQLite's failure as the error an operator reads: the file, what is wrong, what to do."""
+    reason = str(getattr(exc, "orig", None) or exc)
+    if isinstance(exc, UnicodeDecodeError):  # a text value's bytes garbled
+        reason = f"a text value is not UTF-8: {exc.reason}"
+    elif isinstance(exc, ValueError):  # a stored value that no longer reads as written
+        reason = f"a stored value cannot be read: {exc}"
+    if "locked" in reason or "busy" in reason:
+        return StateError(
+            f"state database {path}: {reason}: another program has held it locked for more "
+            f"than {BUSY_TIMEOUT_MS // 1000} s (an sqlite3 shell or a backup tool with a "
+            "transaction open, a stuck syncd?): end it and try again"
+        )
+    missing = reason.startswith(("no such table", "no such column"))
+    if isinstance(getattr(exc, "orig", exc), sqlite3.OperationalError) and not missing:
+        return StateError(f"state database {path}: {reason}")  # a full disk, a read-only file
+    return StateError(f"state database {path} is damaged ({reason}): {DAMAGED}")
+
+
+def translated(function: Callable[P, R]) -> Callable[P, R]:
+    """``function``, a read of the state database through the driver's own connection, its
+    SQLite failures raised as StateError naming the file."""
+
+    @functools.wraps(function)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return function(*args, **kwargs)
+        except (sqlite3.DatabaseError, ValueError) as exc:  # ValueError: garbled bytes
+            if isinstance(exc, sqlite3.IntegrityError):
+                raise
+            raise state_problem(_database_of(args), exc) from exc
+
+    return wrapper
+
+
+def _database_of(args: tuple[Any, ...]) -> object:
+    for arg in args:
+        engine = arg if isinstance(arg, Engine) else getattr(arg, "_engine", None)
+        if isinstance(arg, Connection):
+            engine = arg.engine
+        if isinstance(engine, Engine):
+            return engine.url.database
+    return "(state database)"
+
+
+def check_file(path: Path) -> None:
+    """Refuse, before SQLite reads it, a file that is not an SQLite database or is shorter
+    than its own header says (cut by a copy or a full disk): SQLite would find out only
+    when it reads a page that is not there, halfway through a run."""
+    try:
+        size = path.stat().st_size
+        if size == 0:
+            return  # new: created as the database is opened
+        with path.open("rb") as handle:
+            header = handle.read(_HEADER)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StateError(f"state database {path}: cannot read it: {exc.strerror}") from exc
+    if len(header) < _HEADER or not header.startswith(SQLITE_MAGIC):
+        raise StateError(
+            f"state database {path} is damaged (not an SQLite database: "
+            f"{'too short for' if len(header) < _HEADER else 'its first bytes are not'} "
+            f"an SQLite header): {DAMAGED}"
+        )
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    # The page count in the header holds only when the change counter matches the
+    # version-valid-for number (SQLite's file format, 1.3.8 and 1.3.9).
+    valid = pages > 0 and header[24:28] == header[92:96]
+    # Pages a checkpoint has not yet copied into the file are in the write-ahead log: a
+    # file shorter than its header says is only cut when there is no log to read them from.
+    if valid and size < pages * page_size and not _has_log(path):
+        raise StateError(
+            f"state database {path} is damaged (truncated: {size} bytes of the "
+            f"{pages * page_size} its header gives): {DAMAGED}"
+        )
+
+
+def _has_log(path: Path) -> bool:
+    try:
+        return path.with_name(path.name + "-wal").stat().st_size > 0
+    except OSError:
+        return False
 
 
 def open_engine(path: Path) -> Engine:
@@ -31,6 +130,7 @@ def open_engine(path: Path) -> Engine:
         readonly = os.statvfs(path.parent).f_flag & os.ST_RDONLY
         why = "is on a read-only file system" if readonly else "is not writable by this user"
         raise StateError(f"state directory {path.parent} {why}")
+    check_file(path)
     try:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
     except OSError as exc:
@@ -48,6 +148,17 @@ def open_engine(path: Path) -> Engine:
         cur.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
         cur.close()
 
+    @event.listens_for(engine, "handle_error")
+    def _on_error(context: ExceptionContext) -> StateError | None:
+        # Every statement's SQLite failure, at the edge: a damaged file, a lock held too
+        # long, a full disk, a read-only file; a broken constraint is the caller's to handle.
+        original = context.original_exception
+        if isinstance(original, sqlite3.DatabaseError) and not isinstance(
+            original, sqlite3.IntegrityError
+        ):
+            return state_problem(path, original)
+        return None
+
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         mode = conn.get_execution_options().get("sqlite_begin", "")
@@ -55,8 +166,12 @@ def open_engine(path: Path) -> Engine:
 
     try:
         _migrate(engine, path)
-    except OperationalError as exc:
-        raise StateError(f"state database {path}: {exc.orig}") from None
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # in the driver's connect
+        engine.dispose()
+        raise state_problem(path, exc) from exc
+    except StateError:
+        engine.dispose()
+        raise
     return engine
 
 
@@ -79,15 +194,13 @@ def write(engine: Engine) -> Iterator[Connection]:
     """One write transaction that takes the database's write lock at once.
 
     SQLite's own failures (a full disk, a read-only file, a lock held too long) roll it
-    back and end as a StateError naming the database.
+    back and end as a StateError naming the database (the engine's ``handle_error``).
     """
-    try:
-        with engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn, conn.begin():
-            yield conn
-    except OperationalError as exc:
-        raise StateError(f"state database {engine.url.database}: {exc.orig}") from None
+    with engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn, conn.begin():
+        yield conn
 
 
+@translated
 def get_cursor(engine: Engine, name: str) -> str | None:
     with engine.connect() as conn:
         row = conn.execute(

@@ -63,7 +63,8 @@ def test_shell_completion_completes_commands_and_options() -> None:
         )
         return result.stdout.split()
 
-    assert complete("syncd sta") == ["status"]
+    assert complete("syncd stat") == ["status", "state"]
+    assert complete("syncd statu") == ["status"]
     assert "--dry-run" in complete("syncd sync --d")
 
 

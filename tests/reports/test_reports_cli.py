@@ -348,7 +348,8 @@ def test_a_state_database_that_cannot_be_read_is_exit_3_naming_it(
 
     err = capsys.readouterr().err
     assert code == EXIT_FAILED
-    assert f"error: state database {database}: cannot be read: no such table: {table}" in err
+    assert f"error: state database {database} is damaged (no such table: {table})" in err
+    assert "restore the latest backup" in err
     assert "internal error" not in err
 
 
