@@ -141,7 +141,9 @@ def _print_version(value: bool) -> None:
     if value:
         from importlib.metadata import version
 
-        out.print(f"syncd {version('syncd')}")
+        from syncd.snapshot.tables import SCHEMA_VERSION
+
+        out.print(f"syncd {version('syncd')} (state database schema {SCHEMA_VERSION})")
         raise typer.Exit(EXIT_OK)
 
 

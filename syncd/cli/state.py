@@ -3,6 +3,7 @@ to a platform again, or accept it as it is (README, "Backup and upgrade")."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -10,8 +11,32 @@ import typer
 from syncd.cli import ConfigOption, out, settings_from
 
 state_app: typer.Typer = typer.Typer(
-    help="Rebuild, rebind or accept the state database.", no_args_is_help=True
+    help="Back up, rebuild, rebind or accept the state database.", no_args_is_help=True
 )
+
+
+@state_app.command("backup")
+def state_backup(
+    target: Annotated[
+        Path, typer.Argument(metavar="FILE", help="The copy to write: a new file.", dir_okay=False)
+    ],
+    config: ConfigOption = None,
+) -> None:
+    """A consistent copy of the state database, readable by this user alone (mode 0600: it
+    holds the platform's access token), taken while syncd runs if it does."""
+    from syncd import snapshot as store
+    from syncd.snapshot.tables import SCHEMA_VERSION
+
+    settings = settings_from(config, require_secrets=False)
+    engine = store.open_engine(settings.database)
+    try:
+        size = store.backup(engine, target)
+    finally:
+        engine.dispose()
+    out.print(
+        f"backed up {settings.database} to {target} ({size / 1e6:,.1f} MB, mode 0600, schema "
+        f'{SCHEMA_VERSION}); to restore it: README, "Backup and upgrade"'
+    )
 
 
 @state_app.command("rebuild")

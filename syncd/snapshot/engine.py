@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import functools
+import grp
 import json
+import logging
 import os
+import pwd
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,6 +18,8 @@ from sqlalchemy import Connection, Engine, ExceptionContext, create_engine, even
 
 from syncd.errors import StateError
 from syncd.snapshot.tables import BUSY_TIMEOUT_MS, MIGRATIONS, SCHEMA_VERSION, WAL_CHECKPOINT_PAGES
+
+log = logging.getLogger("syncd.snapshot")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -86,6 +91,8 @@ def check_file(path: Path) -> None:
             header = handle.read(_HEADER)
     except FileNotFoundError:
         return
+    except PermissionError:
+        raise StateError(f"state database {path} cannot be opened {_whose(path)}") from None
     except OSError as exc:
         raise StateError(f"state database {path}: cannot read it: {exc.strerror}") from exc
     if len(header) < _HEADER or not header.startswith(SQLITE_MAGIC):
@@ -109,6 +116,33 @@ def check_file(path: Path) -> None:
         )
 
 
+def _whose(path: Path) -> str:
+    """Whose the file is, who this is, and how to give it back: a state directory or
+    database a command run as root left behind is the usual cause."""
+
+    def user(uid: int) -> str:
+        try:
+            return pwd.getpwuid(uid).pw_name
+        except KeyError:
+            return f"uid {uid}"
+
+    def group(gid: int) -> str:
+        try:
+            return grp.getgrgid(gid).gr_name
+        except KeyError:
+            return str(gid)
+
+    found = path.stat()
+    me = user(os.getuid())
+    them = f"{user(found.st_uid)}:{group(found.st_gid)}"
+    chown = f"sudo chown {me}: {path}*" if path.is_file() else f"sudo chown -R {me}: {path}"
+    return (
+        f"by {me}: it belongs to {them} (mode {found.st_mode & 0o777:04o}), made by a command "
+        f"run as {user(found.st_uid)}; give it back to the user syncd runs as ({chown}), and "
+        f"run syncd's commands as that user (sudo -u {me} syncd ...)"
+    )
+
+
 def _has_log(path: Path) -> bool:
     try:
         return path.with_name(path.name + "-wal").stat().st_size > 0
@@ -128,13 +162,16 @@ def open_engine(path: Path) -> Engine:
         ) from None
     if not os.access(path.parent, os.W_OK):
         readonly = os.statvfs(path.parent).f_flag & os.ST_RDONLY
-        why = "is on a read-only file system" if readonly else "is not writable by this user"
-        raise StateError(f"state directory {path.parent} {why}")
+        if readonly:
+            raise StateError(f"state directory {path.parent} is on a read-only file system")
+        raise StateError(f"state directory {path.parent} is not writable {_whose(path.parent)}")
     check_file(path)
     try:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    except PermissionError:
+        raise StateError(f"state database {path} cannot be opened {_whose(path)}") from None
     except OSError as exc:
-        raise StateError(f"state database {path}: cannot create it: {exc.strerror}") from None
+        raise StateError(f"state database {path}: cannot create it: {exc.strerror}") from exc
     engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
 
     @event.listens_for(engine, "connect")
@@ -176,6 +213,23 @@ def open_engine(path: Path) -> Engine:
 
 
 def _migrate(engine: Engine, path: Path) -> None:
+    """Bring the file to this syncd's schema. One that has data is first copied beside
+    itself, and what the migration does is logged (WARNING: every command says it once)."""
+    with engine.connect() as conn:
+        found = conn.exec_driver_sql("PRAGMA user_version").scalar_one()
+    if 0 < found < SCHEMA_VERSION:
+        kept = _keep_copy(engine, path, found)
+        steps = "; ".join(_summary(MIGRATIONS[step]) for step in range(found, SCHEMA_VERSION))
+        log.warning(
+            "state database %s: schema %d is migrated to %d, for this syncd (%s): %s. "
+            "The database as it was is kept in %s",
+            path,
+            found,
+            SCHEMA_VERSION,
+            _version(),
+            steps,
+            kept,
+        )
     with engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn, conn.begin():
         version = conn.exec_driver_sql("PRAGMA user_version").scalar_one()
         if version > SCHEMA_VERSION:
@@ -187,6 +241,53 @@ def _migrate(engine: Engine, path: Path) -> None:
             MIGRATIONS[step](conn)
         if version != SCHEMA_VERSION:
             conn.exec_driver_sql(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+
+def _summary(migration: Callable[[Connection], None]) -> str:
+    """What a migration does, in a few words: its docstring's first sentence."""
+    text = " ".join((migration.__doc__ or migration.__name__).split())
+    return text.split(". ")[0].split(": ")[0].rstrip(".")
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    return f"syncd {version('syncd')}"
+
+
+def _keep_copy(engine: Engine, path: Path, schema: int) -> Path:
+    """A consistent copy of the database beside it, before it is migrated: ``syncd.db.schema-5``
+    (``.2``, ``.3``... when one exists), readable by this user alone."""
+    target = path.with_name(f"{path.name}.schema-{schema}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{path.name}.schema-{schema}.{n}")
+    backup(engine, target)
+    return target
+
+
+def backup(engine: Engine, target: Path) -> int:
+    """A consistent copy of the database in ``target``, a new file of mode 0600 (it holds the
+    access token): SQLite's online backup, which a run writing meanwhile does not tear.
+    Its size in bytes."""
+    try:
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        raise StateError(f"{target} exists already: name a new file") from None
+    except OSError as exc:
+        raise StateError(f"{target}: cannot create it: {exc.strerror}") from exc
+    raw = engine.raw_connection()
+    try:
+        with sqlite3.connect(target) as copy:
+            raw.driver_connection.backup(copy)  # type: ignore[union-attr]
+        copy.close()
+    except sqlite3.Error as exc:
+        target.unlink(missing_ok=True)
+        raise state_problem(engine.url.database, exc) from exc
+    finally:
+        raw.close()
+    return target.stat().st_size
 
 
 @contextmanager

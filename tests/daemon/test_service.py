@@ -219,7 +219,7 @@ def test_metrics_answer_on_loopback(site: Site, emulator: RunningEmulator) -> No
     assert 'syncd_runs_total{outcome="partial"} 1.0' in text
     assert 'syncd_last_run_outcome{outcome="partial"} 1.0' in text
     assert 'syncd_items_total{action="create",kind="employee",outcome="ok"} 5.0' in text
-    assert 'syncd_build_info{python="' in text and 'version="0.1.0"} 1.0' in text
+    assert 'syncd_build_info{python="' in text and 'version="0.2.0"} 1.0' in text
     assert 'syncd_source_records{kind="employee"} 6.0' in text
     assert 'syncd_source_records{kind="department"} 3.0' in text
     assert "syncd_pending_failures 1.0" in text

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
+import tempfile
+from collections.abc import Callable
 from contextlib import closing
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -199,3 +204,114 @@ def test_any_damage_is_a_clear_error_or_no_error(
         for line in err.splitlines():
             if line.startswith("error:"):
                 assert f"state database {database}" in line, (command, err)
+
+
+def test_state_backup_writes_a_private_consistent_copy_that_restores(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert world.sync().exit_code == EXIT_OK
+    config = str(world.folder / "syncd.toml")
+    database = world.folder / "state" / "syncd.db"
+    copy = world.folder / "backups" / "syncd-before-upgrade.db"
+    copy.parent.mkdir()
+    previous = os.umask(0o022)  # the usual umask: a plain copy would be readable by all
+    try:
+        assert run_cli(["state", "backup", str(copy), "--config", config]) == EXIT_OK
+    finally:
+        os.umask(previous)
+    said = capsys.readouterr().out
+    assert f"backed up {database} to {copy}" in said and "mode 0600" in said
+    assert copy.stat().st_mode & 0o777 == 0o600  # it holds the access token
+    assert run_cli(["state", "backup", str(copy), "--config", config]) == 3  # never overwritten
+    assert f"{copy} exists already" in capsys.readouterr().err
+
+    world.company.employees.append(employee("E6", "fay", "D2"))  # a run after the backup
+    assert world.sync().exit_code == EXIT_OK
+    # Restored as README says: syncd stopped, the database and its -wal and -shm replaced.
+    for leftover in database.parent.glob("syncd.db*"):
+        leftover.unlink()
+    shutil.copy2(copy, database)
+    after = world.sync()
+    assert after.exit_code == EXIT_OK
+    assert after.run_id == 3  # run ids go on past the run the backup did not see
+    assert world.platform().same_as(world.company.expected())
+
+
+def test_a_migration_says_what_it_does_and_keeps_the_database_as_it_was(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert world.sync().exit_code == EXIT_OK
+    database = world.folder / "state" / "syncd.db"
+    older = store.SCHEMA_VERSION - 1
+    with closing(sqlite3.connect(database)) as db:  # as the syncd before this one left it
+        db.execute(f"PRAGMA user_version = {older}")
+        db.commit()
+
+    assert run_cli(["reports", "list", "--config", str(world.folder / "syncd.toml")]) == EXIT_OK
+
+    said = " ".join(capsys.readouterr().err.split())
+    kept = database.with_name(f"syncd.db.schema-{older}")
+    assert (
+        f"state database {database}: schema {older} is migrated to {store.SCHEMA_VERSION}, "
+        f"for this syncd (syncd {version('syncd')}): " in said
+    ), said
+    assert f"The database as it was is kept in {kept}" in said
+    assert kept.stat().st_mode & 0o777 == 0o600
+    with closing(sqlite3.connect(kept)) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (older,)
+        assert db.execute("SELECT count(*) FROM runs").fetchone() == (1,)
+    with closing(sqlite3.connect(database)) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (store.SCHEMA_VERSION,)
+    assert run_cli(["reports", "list", "--config", str(world.folder / "syncd.toml")]) == EXIT_OK
+    assert "migrated" not in capsys.readouterr().err  # once
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root: it plays another user")
+@pytest.mark.parametrize("left", ["database", "directory"])
+def test_state_a_root_command_left_names_its_owner_and_the_fix(left: str) -> None:
+    site = Path(tempfile.mkdtemp(prefix="syncd-owner-"))  # a folder another user can enter
+    try:
+        site.chmod(0o755)
+        state = site / "state"
+        store.open_engine(state / "syncd.db").dispose()  # root's dry run made them
+        # The service user's own directory (writable), or one root made (mode 0755).
+        state.chmod(0o777 if left == "database" else 0o755)
+
+        said = as_nobody(lambda: store.open_engine(state / "syncd.db").dispose())
+
+        if left == "database":
+            assert said.startswith(f"state database {state}/syncd.db cannot be opened by nobody")
+            assert "it belongs to root:root (mode 0600)" in said
+            assert f"sudo chown nobody: {state}/syncd.db*" in said
+        else:
+            assert said.startswith(f"state directory {state} is not writable by nobody")
+            assert "it belongs to root:root (mode 0755)" in said
+            assert f"sudo chown -R nobody: {state}" in said
+        assert "sudo -u nobody syncd" in said
+    finally:
+        shutil.rmtree(site)
+
+
+def as_nobody(use: Callable[[], None]) -> str:
+    """``use()`` in a child process that is the user nobody: the error it says, or 'ok'."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no exec, so syncd's modules stay loaded
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            try:
+                use()
+                said = "ok"
+            except StateError as exc:
+                said = str(exc)
+            except Exception as exc:
+                said = f"{type(exc).__name__}: {exc}"
+            os.write(write, said.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, encoding="utf-8") as answer:
+        said = answer.read()
+    os.waitpid(pid, 0)
+    return said
