@@ -9,7 +9,8 @@ COPY syncd ./syncd
 # The package data: syncd/data links to these (the example settings, sample, unit files).
 COPY config ./config
 COPY systemd ./systemd
-RUN pip wheel --no-cache-dir --constraint constraints.txt --wheel-dir /wheels .
+# With the emulator extra: `docker run --rm IMAGE demo` tries syncd without a platform.
+RUN pip wheel --no-cache-dir --constraint constraints.txt --wheel-dir /wheels '.[emulator]'
 
 # ---- runtime: only the installed wheels, no build tools, no tests
 FROM python:3.11-slim-bookworm
@@ -20,7 +21,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # Secrets: Docker and Compose secrets named client_secret and bind_password appear in
 # /run/secrets, where syncd looks for them ($CREDENTIALS_DIRECTORY, as under systemd).
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
-    pip install --no-cache-dir --no-index --find-links=/wheels /wheels/syncd-*.whl \
+    pip install --no-cache-dir --no-index --find-links=/wheels "$(echo /wheels/syncd-*.whl)[emulator]" \
     && groupadd --system --gid 10001 syncd \
     && useradd --system --uid 10001 --gid syncd --home-dir /var/lib/syncd \
        --shell /usr/sbin/nologin syncd \
@@ -34,4 +35,7 @@ VOLUME ["/var/lib/syncd"]
 EXPOSE 9464
 # Exit 0 while the daemon runs, keeps its schedule and its runs succeed (`syncd status`).
 HEALTHCHECK --interval=1m --timeout=30s --start-period=2m --retries=3 CMD ["syncd", "status"]
-ENTRYPOINT ["syncd", "run"]
+# `docker run IMAGE` runs the daemon; `docker run IMAGE --version`, `... IMAGE demo` or
+# `... IMAGE sync --dry-run` run that syncd command instead.
+ENTRYPOINT ["syncd"]
+CMD ["run"]

@@ -30,7 +30,7 @@ TITLES = {
 }
 SETTINGS_MODE = 0o600
 UNIT_MODE = 0o644
-UNITS_START = Path("/opt/syncd/bin/syncd")  # the units' ExecStart=: README's install
+UNITS_START = Path("/opt/syncd/bin/syncd")  # the shipped units' ExecStart=: README's install
 
 
 @dataclass(frozen=True)
@@ -66,11 +66,17 @@ def settings_file(path: Path, source: SourceKind) -> NewFile:
     return NewFile(path, settings_text(source), SETTINGS_MODE)
 
 
-def unit_files_in(folder: Path) -> list[NewFile]:
+def unit_files_in(folder: Path, start: Path = UNITS_START) -> list[NewFile]:
+    """The shipped units for ``folder``, each ``ExecStart=`` naming ``start``: the syncd
+    that writes them, wherever it is installed."""
     if not folder.is_dir():
         raise ConfigError(f"--units {folder}: not a folder")
     return [
-        NewFile(folder / unit.name, unit.read_text(encoding="utf-8"), UNIT_MODE)
+        NewFile(
+            folder / unit.name,
+            unit.read_text(encoding="utf-8").replace(f"={UNITS_START} ", f"={start} "),
+            UNIT_MODE,
+        )
         for unit in unit_files()
     ]
 

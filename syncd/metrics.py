@@ -5,8 +5,9 @@ state database: what a node-exporter textfile holds after a ``syncd sync`` (the
 timer-based setup has no process to scrape), and what the daemon shows from its start.
 ``RunMetrics`` adds the daemon's counters and serves both on loopback.
 
-A dedicated registry keeps the process's default collectors (and anything a library
-registers globally) out of syncd's endpoint; the client library's ``*_created`` series
+A dedicated registry keeps anything a library registers globally out of syncd's endpoint;
+the daemon's adds the standard process collector (``process_*``: memory, CPU, start time,
+open files); the client library's ``*_created`` series
 (one per counter and label set, the time it was first used) are turned off.
 """
 
@@ -24,6 +25,7 @@ from prometheus_client import (
     Counter,
     Gauge,
     Info,
+    ProcessCollector,
     disable_created_metrics,
     generate_latest,
     start_http_server,
@@ -197,6 +199,9 @@ class RunMetrics(LastRunMetrics):
         self.next_run = Gauge(
             "syncd_next_run_timestamp_seconds", "When the next run is scheduled.", registry=r
         )
+        # The daemon's own process, as dashboards for any process expect it: resident and
+        # virtual memory, CPU seconds, start time, open and maximum file descriptors.
+        ProcessCollector(registry=r)
         self._server: WSGIServer | None = None
 
     def observe(

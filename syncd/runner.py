@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import Engine
 
-from syncd import cursors, known_problems, unchanged
+from syncd import cursors, known_problems, rebuild, unchanged
 from syncd import snapshot as store
 from syncd._gc import collection_paused
 from syncd.clock import now_ms
@@ -50,6 +50,7 @@ from syncd.platform import PlatformClient
 from syncd.platform.view import adopting, newcomers, read_platform, with_adoptions
 from syncd.recovery import recover
 from syncd.runs import after_run
+from syncd.snapshot import lineage
 from syncd.sources import describe, read_directory
 from syncd.sources.photos import photo_reader
 
@@ -207,6 +208,7 @@ class _Run:
         return self.result
 
     def _sync(self, client: PlatformClient) -> None:
+        rebuild.check_binding(self.engine, self.settings)  # before anything is read there
         recovery = recover(client, self.engine, now_ms())
         self.summary["recovered"] = recovery.resolved
         self.recovery_note = recovery.note
@@ -214,7 +216,10 @@ class _Run:
         # A plan made from a saved one's inputs, or after recovery changed the snapshot,
         # is made in full.
         digest = None
-        if not (recovery.resolved or self.request.saved or self.request.save_plan):
+        # A state database made, restored or lost since it was last compared with the
+        # platform is compared on this read (which is then made in full): rebuild.py.
+        unchecked = not lineage.checked(self.engine)
+        if not (recovery.resolved or self.request.saved or self.request.save_plan or unchecked):
             digest = unchanged.source_digest(self.settings)
         snapshot, view, read = self._inputs(client, digest)
         # Known problems whose holder gave the value up are tried again: a plan is made.
@@ -227,6 +232,8 @@ class _Run:
             self._decided(client, the_plan, guards, snapshot, view, None)
             return
         directory = read
+        if unchecked:
+            rebuild.check_continuity(self.engine, client, view, snapshot, directory, self.settings)
         if view.changed and isinstance(snapshot.fields, store.FieldLookup):
             # Each person who changed there is compared with what syncd wrote: one read.
             held = {e.username: k for k, e in snapshot.employees.items()}

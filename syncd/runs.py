@@ -25,8 +25,9 @@ from syncd import clock
 from syncd import report as rpt
 from syncd import snapshot as store
 from syncd.config import Settings
-from syncd.errors import StateError, SyncdError
+from syncd.errors import SyncdError
 from syncd.logs import redact
+from syncd.snapshot.engine import state_problem
 
 log = logging.getLogger(__name__)
 
@@ -55,20 +56,16 @@ def reading(engine: Engine) -> Iterator[Connection]:
     try:
         with engine.connect() as conn:
             yield conn
-    except DatabaseError as exc:  # OperationalError included
-        raise _unreadable(engine, exc) from None
+    except (DatabaseError, UnicodeDecodeError) as exc:  # OperationalError included
+        raise state_problem(engine.url.database, exc) from exc
 
 
 def read_with(engine: Engine, read: Callable[[], T]) -> T:
     """``read()``, another module's read of the state database, its failures as StateError."""
     try:
         return read()
-    except DatabaseError as exc:
-        raise _unreadable(engine, exc) from None
-
-
-def _unreadable(engine: Engine, exc: DatabaseError) -> StateError:
-    return StateError(f"state database {engine.url.database}: cannot be read: {exc.orig}")
+    except (DatabaseError, UnicodeDecodeError) as exc:
+        raise state_problem(engine.url.database, exc) from exc
 
 
 def resolve_run(engine: Engine, ref: str) -> int:

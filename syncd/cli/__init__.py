@@ -17,8 +17,8 @@ in a path would otherwise end a style that was never opened and crash the comman
 
 The package's rooms: this module (the app, the options every command shares, the
 consoles and how text is shown), ``screen`` (what a shell sync shows, or its JSON
-document), ``sync`` (``sync``, ``apply``), ``check``, ``reports``, ``service`` (``run``,
-``status``) and ``tools`` (``emulator``, ``demo``, ``init``).
+document), ``sync`` (``sync``, ``apply``), ``check``, ``reports``, ``state``, ``service``
+(``run``, ``status``) and ``tools`` (``emulator``, ``demo``, ``init``).
 """
 
 from __future__ import annotations
@@ -141,7 +141,9 @@ def _print_version(value: bool) -> None:
     if value:
         from importlib.metadata import version
 
-        out.print(f"syncd {version('syncd')}")
+        from syncd.snapshot.tables import SCHEMA_VERSION
+
+        out.print(f"syncd {version('syncd')} (state database schema {SCHEMA_VERSION})")
         raise typer.Exit(EXIT_OK)
 
 
@@ -312,12 +314,13 @@ def main() -> None:
 
 # The commands, in the order ``syncd --help`` lists them. Imported last: each module takes
 # the options, consoles and helpers above from this one.
-from syncd.cli import check, reports, service, sync, tools  # noqa: E402
+from syncd.cli import check, reports, service, state, sync, tools  # noqa: E402
 
 app.command()(sync.sync)
 app.command()(sync.apply)
 app.command()(check.check)
 app.add_typer(reports.reports_app, name="reports")
+app.add_typer(state.state_app, name="state")
 app.command()(service.run)
 app.command()(service.status)
 app.command()(tools.emulator)

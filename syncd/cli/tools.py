@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from importlib.metadata import distributions
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import unquote, urlparse
 
 import typer
 
@@ -120,13 +123,34 @@ def demo(
 
 
 def _need_the_emulator(command: str) -> None:
-    """The emulator is an extra (FastAPI, uvicorn): without it, one line says how to add it."""
+    """The emulator is an extra (FastAPI, uvicorn): without it, one line says how to add it,
+    from the wheel or checkout this syncd was installed from (no package index has it: a
+    name there could be anybody's)."""
     missing = [name for name in ("fastapi", "uvicorn") if find_spec(name) is None]
     if missing:
+        origin = installed_from()
+        how = (
+            f"pip install {'-e ' if origin and Path(origin).is_dir() else ''}"
+            f"'{origin or '/path/to/syncd-<version>-py3-none-any.whl'}[emulator]'"
+        )
         raise SyncdError(
             f"{command} needs the platform emulator, which is not installed ({', '.join(missing)} "
-            "missing): install syncd[emulator], e.g. pip install 'syncd[emulator]'"
+            f"missing): install syncd's emulator extra from the wheel or checkout syncd came "
+            f"from: {how}"
         )
+
+
+def installed_from() -> str | None:
+    """The wheel file or checkout this syncd was installed from, as pip recorded it."""
+    # A checkout's own syncd.egg-info may come first on the path: it records no origin.
+    for found in distributions(name="syncd"):
+        try:
+            url = json.loads(found.read_text("direct_url.json") or "{}").get("url", "")
+        except (ValueError, AttributeError):
+            continue
+        if url.startswith("file://"):
+            return unquote(urlparse(url).path)
+    return None
 
 
 def init(
@@ -158,7 +182,8 @@ def init(
     if path is None and units is None:
         raise typer.BadParameter("name the settings file to write", param_hint="PATH")
     files = [setup.settings_file(path, source)] if path is not None else []
-    files += setup.unit_files_in(units) if units is not None else []
+    this = Path(sys.executable).parent / "syncd"  # the syncd of this environment
+    files += setup.unit_files_in(units, this) if units is not None else []
     setup.create(files)
     for new in files:
         out.print(f"wrote {new.path} (mode {new.mode:04o})")
@@ -169,10 +194,5 @@ def init(
         )
         out.print(f"Every key, with its default and what it does: {EXAMPLE_SETTINGS}")
     if units is not None:
+        out.print(f"The units start {this}, this syncd")
         out.print('Then: systemctl daemon-reload (README, "Install as a service")')
-        this = Path(sys.executable).parent / "syncd"
-        if this != setup.UNITS_START:
-            out.print(
-                f"The units start {setup.UNITS_START} (README's install); this syncd is "
-                f"{this}: install it there, or change ExecStart= in the units"
-            )

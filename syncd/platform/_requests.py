@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 import threading
 import time
 from collections import Counter, deque
@@ -28,6 +29,10 @@ log = logging.getLogger("syncd.platform")
 
 # An attempt that starts right at its deadline still gets this long, rather than none.
 MIN_ATTEMPT_TIMEOUT = 0.1
+# A call refused for its token (10011) is sent again with a renewed one up to this many
+# times (see Requests._call), pausing up to RENEWAL_PAUSE_S times the renewal's number.
+RENEWALS = 3
+RENEWAL_PAUSE_S = 0.2
 
 
 class Requests:
@@ -124,7 +129,14 @@ class Requests:
         body: Any = None,
         repeatable: bool = True,
     ) -> Any:
-        """Send with the shared token; on 10011 renew it once and send once more."""
+        """Send with the shared token; on 10011 renew it and send again.
+
+        Another syncd with the same application (a second host, its own state database)
+        invalidates this one's token each time it renews its own, and may do so again
+        between this renewal and the call sent with it: the call is renewed for and sent
+        again up to RENEWALS times, the later ones after a short random pause, so two
+        processes that keep refusing each other's tokens fall out of step.
+        """
         url = _fill(template, {"org_code": self._settings.org_code, **(path or {})})
 
         def send(token: str) -> Any:
@@ -133,24 +145,26 @@ class Requests:
             )
 
         token = self._tokens.current()
-        try:
-            return send(token)
-        except PlatformError as exc:
-            if exc.status != TOKEN_NOT_FOUND:
-                raise
-        log.info("the platform refused the access token (10011); renewing it")
-        try:
-            return send(self._tokens.replace(token))
-        except PlatformError as exc:
-            if exc.status != TOKEN_NOT_FOUND:
-                raise
-            raise TokenError(
-                TOKEN_NOT_FOUND,
-                f"the platform refused a just-renewed token for application "
-                f"{self._settings.client_id!r} at {self._settings.base_url}: is another program "
-                "using the same application? (each new token invalidates the previous one)",
-                exc.endpoint,
-            ) from None
+        for renewal in range(RENEWALS + 1):
+            try:
+                return send(token)
+            except PlatformError as exc:
+                if exc.status != TOKEN_NOT_FOUND:
+                    raise
+                if renewal == RENEWALS:
+                    raise TokenError(
+                        TOKEN_NOT_FOUND,
+                        f"the platform refused {RENEWALS} just-renewed tokens in a row for "
+                        f"application {self._settings.client_id!r} at "
+                        f"{self._settings.base_url}: is another program using the same "
+                        "application? (each new token invalidates the previous one)",
+                        exc.endpoint,
+                    ) from None
+            if renewal:
+                time.sleep(random.uniform(0, RENEWAL_PAUSE_S * renewal))
+            log.info("the platform refused the access token (10011); renewing it")
+            token = self._tokens.replace(token)
+        raise AssertionError("unreachable")
 
     def _send(
         self,

@@ -8,6 +8,8 @@ store decides, under its write lock, whether a fetch is needed at all.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import threading
 from collections.abc import Callable
 from typing import Protocol
@@ -127,3 +129,9 @@ class TokenKeeper:
 
     def __repr__(self) -> str:
         return f"TokenKeeper({self._app!r})"
+
+
+def secret_digest(app: str, secret: str) -> str:
+    """What tells one application secret from another in the token store's key: an
+    HMAC-SHA-256 of the secret keyed by the application, never the secret itself."""
+    return hmac.new(app.encode(), secret.encode(), hashlib.sha256).hexdigest()[:32]

@@ -50,7 +50,7 @@ from syncd.platform._employees import Employees
 from syncd.platform._media import Media
 from syncd.platform._organizations import Organizations
 from syncd.platform._retry import RetryPolicy
-from syncd.platform._tokens import TokenKeeper, TokenStoreLike
+from syncd.platform._tokens import TokenKeeper, TokenStoreLike, secret_digest
 from syncd.platform._users import Users
 from syncd.snapshot import BUSY_TIMEOUT_MS, CachedToken
 
@@ -68,8 +68,12 @@ _insecure_lock = threading.Lock()
 
 
 def app_key(settings: PlatformSettings) -> str:
-    """The key of this application's token in the shared store."""
-    return f"{settings.base_url}|{settings.domain_id}|{settings.client_id}"
+    """The key of this application's token in the shared store: the platform, the
+    application and a digest of its secret (never the secret), so a token fetched with
+    another secret is never taken for this one's."""
+    secret = settings.client_secret.get_secret_value() if settings.client_secret else ""
+    app = f"{settings.base_url}|{settings.domain_id}|{settings.client_id}"
+    return f"{app}#{secret_digest(app, secret)}"
 
 
 class PlatformClient(Organizations, Employees, Users, Media):

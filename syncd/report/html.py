@@ -29,13 +29,13 @@ from syncd.report.wording import (
     count_lines,
     detail_lines,
     duration,
+    failed_record,
     field_value,
     item_state,
     outcome_line,
     platform_line,
     position_parts,
     readable,
-    record,
     shown,
     source_line,
     totals_line,
@@ -168,7 +168,7 @@ def _failures(r: RunReport) -> list[dict[str, Any]]:
         {
             "count": g.count,
             "error": g.error,
-            "records": [record(i) for i in g.items[:EXAMPLES]],
+            "records": [failed_record(i) for i in g.items[:EXAMPLES]],
             "more": max(0, g.count - EXAMPLES),
         }
         for g in r.failures

@@ -11,12 +11,12 @@ from syncd.report.wording import (
     count_lines,
     detail_lines,
     duration,
+    failed_record,
     item_state,
     outcome_line,
     platform_line,
     printable,
     readable,
-    record,
     shown,
     source_line,
     totals_line,
@@ -71,7 +71,7 @@ def _text_failures(r: RunReport) -> list[str]:
         lines.append("  interrupted: items not sent are planned again by the next run")
     for group in r.failures:
         lines.append(f"  {group.count:,} × {p(group.error)}")
-        lines += [f"      {p(record(i))}" for i in group.items[:EXAMPLES]]
+        lines += [f"      {p(failed_record(i))}" for i in group.items[:EXAMPLES]]
         if group.count > EXAMPLES:
             lines.append(f"      … and {group.count - EXAMPLES:,} more")
     if len(lines) == 1:

@@ -193,6 +193,18 @@ def record(item: Item) -> str:
     return f"{label} [{item.key}]"
 
 
+def failed_record(item: Item) -> str:
+    """``employee bob (Bob Li) [E2]: mobile 13800000002``: the record, and the value of each
+    field its error names (``mobile already used by another employee``), as it was sent."""
+    error, after = (item.error or "").casefold(), item.after or {}
+    named = [
+        f"{field} {after[field]}"
+        for field in sorted(after)
+        if isinstance(after[field], str | int) and re.search(rf"\b{re.escape(field)}\b", error)
+    ]
+    return record(item) + (f": {', '.join(named)}" if named else "")
+
+
 def source_line(source: Mapping[str, Any]) -> str:
     if not source:
         return "—"

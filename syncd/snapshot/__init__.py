@@ -14,6 +14,7 @@ cursors), ``tokens``, ``records`` (the snapshot), ``journal`` (runs and their it
 from __future__ import annotations
 
 from syncd.snapshot.engine import (
+    backup,
     compact,
     get_cursor,
     json_object,
@@ -86,6 +87,7 @@ __all__ = [
     "SyncedEmployees",
     "TokenStore",
     "applied_since",
+    "backup",
     "compact",
     "copy_rejected",
     "delete_departments",

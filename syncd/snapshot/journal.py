@@ -11,23 +11,25 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, text
 
-from syncd.snapshot.engine import json_object, write
+from syncd.snapshot.engine import json_object, translated, write
+from syncd.snapshot.lineage import next_run_id, remember_run
 from syncd.snapshot.records import _INSERT_ITEM, _ITEMS_PER_STATEMENT, _executemany
 
 
 def start_run(
     engine: Engine, *, trigger: str, mode: str, read: str, source: str, started_at: int
 ) -> int:
-    """Record a run as running, by this process on this host; returns its id."""
+    """Record a run as running, by this process on this host; returns its id, never one
+    this state directory gave before (``lineage``)."""
     with write(engine) as conn:
-        result = conn.exec_driver_sql(
-            'INSERT INTO runs ("trigger", mode, read, source, started_at, outcome, pid, host, '
-            "summary) VALUES (?, ?, ?, ?, ?, 'running', ?, ?, '{}')",
-            (trigger, mode, read, source, started_at, os.getpid(), socket.gethostname()),
+        run_id = next_run_id(conn, engine)
+        conn.exec_driver_sql(
+            'INSERT INTO runs (id, "trigger", mode, read, source, started_at, outcome, pid, '
+            "host, summary) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, '{}')",
+            (run_id, trigger, mode, read, source, started_at, os.getpid(), socket.gethostname()),
         )
-        run_id = result.lastrowid
-    assert run_id is not None
-    return int(run_id)
+    remember_run(engine, run_id)
+    return run_id
 
 
 def finish_run(
@@ -97,6 +99,7 @@ def settle_items(conn: Connection, run_id: int, results: Sequence[Mapping[str, A
         _executemany(conn, _SETTLE + "seq = ?", rows)
 
 
+@translated
 def journaled_after(conn: Connection, run_id: int, first: int, last: int) -> dict[int, str]:
     """The ``after`` JSON text of a run's items ``first`` to ``last`` (by seq), when set."""
     raw = conn.connection.driver_connection

@@ -12,6 +12,7 @@ from sqlalchemy import Connection, Engine, text
 
 from syncd.model import Kind
 from syncd.plan import Snapshot, SyncedDepartment, SyncedEmployee
+from syncd.snapshot.engine import translated
 from syncd.snapshot.problems import load_problems
 
 _EMPLOYEES = (
@@ -20,6 +21,7 @@ _EMPLOYEES = (
 )
 
 
+@translated
 def load_snapshot(engine: Engine) -> Snapshot:
     """What syncd last wrote, as plain values; people and field values are read when
     first asked about (SyncedEmployees, FieldLookup)."""
@@ -96,6 +98,7 @@ class SyncedEmployees(Mapping[str, SyncedEmployee]):
         self._everyone: dict[str, SyncedEmployee] | None = None
         self._loading = threading.Lock()
 
+    @translated
     def load(self) -> dict[str, SyncedEmployee]:
         """Everyone, read now if not yet."""
         with self._loading:  # the platform's reader asks too, from its thread
@@ -148,6 +151,7 @@ class SyncedEmployees(Mapping[str, SyncedEmployee]):
         rows = self._query(_EMPLOYEES + " WHERE source_id = ?", key)
         return _synced(rows[0]) if rows else None
 
+    @translated
     def _query(self, sql: str, *parameters: Any) -> list[tuple[Any, ...]]:
         with self._engine.connect() as conn:
             raw = conn.connection.driver_connection
@@ -169,6 +173,7 @@ class PlacedLookup:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
+    @translated
     def __call__(self, department_ids: Sequence[str]) -> dict[str, list[str]]:
         if not department_ids:
             return {}
@@ -197,6 +202,7 @@ class FieldLookup:
         self._departments: dict[str, str] | None = None
         self._employees: dict[str, str | None] = {}
 
+    @translated
     def __call__(self, kind: Kind, source_id: str) -> Mapping[str, Any] | None:
         if kind is Kind.DEPARTMENT:
             value = self._all_departments().get(source_id)
@@ -211,6 +217,7 @@ class FieldLookup:
         loaded: dict[str, Any] = json.loads(value)  # a fresh dict each time: callers own it
         return loaded or None
 
+    @translated
     def prefetch(self, source_ids: Sequence[str]) -> None:
         """Read these employees' fields now, in one query, for the questions to come."""
         wanted = [k for k in source_ids if k not in self._employees]

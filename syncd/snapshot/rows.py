@@ -54,7 +54,7 @@ class CursorRow(SQLModel, table=True):
 
 class TokenRow(SQLModel, table=True):
     __tablename__ = "tokens"
-    app: str = Field(primary_key=True)  # base_url|domain_id|client_id
+    app: str = Field(primary_key=True)  # base_url|domain_id|client_id#digest of the secret
     access_token: str
     expire_time: int  # ms
     issued_time: int | None = None

@@ -9,8 +9,11 @@ from sqlalchemy import Connection, text
 
 from syncd.model import serial_no
 
-SCHEMA_VERSION = 6
-BUSY_TIMEOUT_MS = 60_000  # longer than a token request: renewal holds the write lock
+SCHEMA_VERSION = 7
+# How long a statement waits for another connection's lock (a batch's transaction, a
+# backup) before the run fails with "database is locked". Token renewals never wait for it
+# (``tokens``): they take turns under a lock file of their own.
+BUSY_TIMEOUT_MS = 60_000
 # Checkpoint the WAL every ~40 MB rather than SQLite's 4 MB: a 100,000-person first sync
 # writes ~100 MB, and each checkpoint syncs the files to disk (335 fdatasync calls -> 26).
 WAL_CHECKPOINT_PAGES = 10_000
@@ -65,6 +68,13 @@ def _v6_known_problems(conn: Connection) -> None:
     create_table(conn)
 
 
+def _v7_token_keys(conn: Connection) -> None:
+    """Tokens are kept under a key that carries a digest of the application's secret (a
+    changed secret must not go on using the old one's token): those kept under the old
+    key, without it, are let go. The next call fetches a token, as after an expiry."""
+    conn.exec_driver_sql("DELETE FROM tokens WHERE app NOT LIKE '%#%'")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _create_v1,
     _v2_safe_serials,
@@ -72,5 +82,6 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v4_photos,
     _v5_sent_index,
     _v6_known_problems,
+    _v7_token_keys,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION

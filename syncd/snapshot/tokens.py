@@ -1,15 +1,37 @@
-"""The application's one access token, shared by every syncd process using the database."""
+"""The application's one access token, shared by every syncd process using the database.
+
+A renewal never waits for the database's write lock. The run that renews may hold that
+lock itself (a batch's transaction, settled while a look-up is sent), and a renewal that
+waited for it waited out the busy timeout and failed the run with "database is locked".
+So renewals are serialized between processes by a lock file of their own
+(``token.lock`` beside the database), the token in use is the one in memory, and the
+database gets it as soon as its write lock is free: at once when it is, else from a
+thread that waits for it (``flush``), compare-and-set against the token it replaces, so
+a newer token another process stored meanwhile is never overwritten by an older one.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import fcntl
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
-from sqlalchemy import Connection, Engine, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import Engine
 
 from syncd.errors import StateError
-from syncd.snapshot.engine import write
+from syncd.snapshot.tables import BUSY_TIMEOUT_MS
+
+log = logging.getLogger(__name__)
+
+TOKEN_LOCK = "token.lock"  # noqa: S105 - a file name, beside the database
+_LOCK_POLL_S = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,65 +44,186 @@ class CachedToken:
         return f"CachedToken(expire_time={self.expire_time})"
 
 
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    token: CachedToken
+    replaces: str | None  # the stored token it was fetched to replace (None: none stored)
+
+
 class TokenStore:
     """The application's one token, shared by every syncd process using this database.
 
-    The platform keeps one token per application and a new one invalidates the old, so
-    renewal happens under the database's write lock: a process that finds a token newer
-    than the one that failed it takes that token instead of asking for another.
+    The platform keeps one token per application and a new one invalidates the old, so a
+    renewal first looks whether another process already replaced the refused token (it
+    takes that one), and fetches only if not, under ``token.lock``.
+
+    ``app`` keys carry a digest of the application's secret (``platform.app_key``): a
+    token fetched with another secret is another key's, and is never used for this one.
     """
 
     def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+        database = engine.url.database
+        if not database:
+            raise StateError("the token store needs a state database file")
+        self._path = Path(database)
+        self._lock_path = self._path.parent / TOKEN_LOCK
+        self._pending: dict[str, _Pending] = {}
+        self._mutex = threading.Lock()  # guards _pending
+        self._renewing = threading.Lock()  # one renewal at a time in this process
+        self._writers: list[threading.Thread] = []
+
+    # ------------------------------------------------------------ what the keeper asks
 
     def get(self, app: str) -> CachedToken | None:
-        try:
-            with self._engine.connect() as conn:
-                return self._read(conn, app)
-        except OperationalError as exc:
-            raise StateError(f"state database: reading the shared token: {exc.orig}") from None
+        """This process's newest token for ``app`` if the database has not had it yet,
+        else the stored one."""
+        return self._newest(app, self._read(app))
 
     def renew(
         self, app: str, stale: str | None, fetch: Callable[[], CachedToken], now_ms: int
     ) -> CachedToken:
-        """The stored token if another process already replaced ``stale``, else a fetched one."""
-        try:
-            return self._renew(app, stale, fetch, now_ms)
-        except OperationalError as exc:
-            raise StateError(f"state database: renewing the shared token: {exc.orig}") from None
-
-    def _renew(
-        self, app: str, stale: str | None, fetch: Callable[[], CachedToken], now_ms: int
-    ) -> CachedToken:
-        with write(self._engine) as conn:
-            current = self._read(conn, app)
-            if (
-                current is not None
-                and current.access_token != stale
-                and current.expire_time > now_ms
-            ):
-                return current
+        """The token another process (or thread) already put in place of ``stale``, else
+        a fetched one; the database gets it without this call waiting for its lock."""
+        with self._renewing, self._renewal_lock():
+            stored = self._read(app)
+            newest = self._newest(app, stored)
+            if newest is not None and newest.access_token != stale and newest.expire_time > now_ms:
+                return newest
             fresh = fetch()
-            conn.execute(
-                text(
-                    "INSERT INTO tokens (app, access_token, expire_time, issued_time) "
-                    "VALUES (:app, :tok, :exp, :iss) ON CONFLICT (app) DO UPDATE SET "
-                    "access_token = excluded.access_token, expire_time = excluded.expire_time, "
-                    "issued_time = excluded.issued_time"
-                ),
-                {
-                    "app": app,
-                    "tok": fresh.access_token,
-                    "exp": fresh.expire_time,
-                    "iss": fresh.issued_time,
-                },
-            )
+            replaces = stored.access_token if stored is not None else None
+            with self._mutex:
+                self._pending[app] = _Pending(fresh, replaces)
+            if not self._write(app, timeout=0):
+                self._write_later(app)
             return fresh
 
-    @staticmethod
-    def _read(conn: Connection, app: str) -> CachedToken | None:
-        row = conn.execute(
-            text("SELECT access_token, expire_time, issued_time FROM tokens WHERE app = :app"),
-            {"app": app},
-        ).first()
-        return None if row is None else CachedToken(row[0], int(row[1]), row[2])
+    def _newest(self, app: str, stored: CachedToken | None) -> CachedToken | None:
+        """The newest token known: this process's not yet stored one, unless another
+        process stored one since it was fetched (then that one, and ours is let go of)."""
+        with self._mutex:
+            pending = self._pending.get(app)
+            if pending is None:
+                return stored
+            if stored is None or stored.access_token in (
+                pending.replaces,
+                pending.token.access_token,
+            ):
+                return pending.token
+            del self._pending[app]
+            return stored
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait for the tokens being written to the database (tests, a clean exit)."""
+        for writer in list(self._writers):
+            writer.join(timeout)
+
+    # ------------------------------------------------------------ the database
+
+    def _read(self, app: str) -> CachedToken | None:
+        try:
+            with contextlib.closing(self._connect(BUSY_TIMEOUT_MS / 1000)) as db:
+                row = db.execute(
+                    "SELECT access_token, expire_time, issued_time FROM tokens WHERE app = ?",
+                    (app,),
+                ).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise StateError(
+                f"state database {self._path}: reading the shared token: {exc}"
+            ) from exc
+        return None if row is None else CachedToken(str(row[0]), int(row[1]), row[2])
+
+    def _connect(self, timeout: float) -> sqlite3.Connection:
+        return sqlite3.connect(self._path, timeout=timeout, isolation_level=None)
+
+    def _write(self, app: str, *, timeout: float) -> bool:
+        """Store the pending token for ``app`` unless a newer one is stored; whether done
+        (False: the write lock was not free within ``timeout`` seconds)."""
+        with self._mutex:
+            pending = self._pending.get(app)
+        if pending is None:
+            return True
+        try:
+            with contextlib.closing(self._connect(timeout)) as db:
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    row = db.execute(
+                        "SELECT access_token FROM tokens WHERE app = ?", (app,)
+                    ).fetchone()
+                    current = None if row is None else str(row[0])
+                    # Another process stored a token after this one was fetched: it is the
+                    # newer (renewals take turns under token.lock), so it stays.
+                    if current in (pending.replaces, pending.token.access_token):
+                        _upsert(db, app, pending.token)
+                    db.execute("COMMIT")
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                return False
+            log.warning("state database %s: the renewed token was not stored: %s", self._path, exc)
+        except sqlite3.DatabaseError as exc:
+            log.warning("state database %s: the renewed token was not stored: %s", self._path, exc)
+        with self._mutex:
+            if self._pending.get(app) is pending:
+                del self._pending[app]
+        return True
+
+    def _write_later(self, app: str) -> None:
+        writer = threading.Thread(
+            target=self._write,
+            args=(app,),
+            kwargs={"timeout": BUSY_TIMEOUT_MS / 1000},
+            name="token-writer",
+            daemon=True,
+        )
+        self._writers = [w for w in self._writers if w.is_alive()] + [writer]
+        writer.start()
+
+    # ------------------------------------------------------------ between processes
+
+    @contextlib.contextmanager
+    def _renewal_lock(self) -> Iterator[None]:
+        """``token.lock``, held while a token is fetched; waited for at most the busy
+        timeout (a process stuck holding it must not stop every other one)."""
+        try:
+            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise StateError(f"lock {self._lock_path}: {exc.strerror}") from exc
+        try:
+            deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+            held = False
+            while not held:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    held = True
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        log.warning(
+                            "%s: another process renews the token for too long; renewing anyway",
+                            self._lock_path,
+                        )
+                        break
+                    time.sleep(_LOCK_POLL_S)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+    def __repr__(self) -> str:
+        return f"TokenStore({self._path})"
+
+
+def _upsert(db: sqlite3.Connection, app: str, token: CachedToken) -> None:
+    db.execute(
+        "INSERT INTO tokens (app, access_token, expire_time, issued_time) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (app) DO UPDATE SET access_token = excluded.access_token, "
+        "expire_time = excluded.expire_time, issued_time = excluded.issued_time",
+        (app, token.access_token, token.expire_time, token.issued_time),
+    )
+    # The same application's token under another secret's digest: the secret changed.
+    base = app.rpartition("#")[0]
+    if base:
+        db.execute(
+            "DELETE FROM tokens WHERE app != ? AND substr(app, 1, ?) = ?",
+            (app, len(base) + 1, base + "#"),
+        )

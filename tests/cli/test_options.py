@@ -11,6 +11,7 @@ import pytest
 
 from syncd.cli import run_cli
 from syncd.emulator import RunningEmulator
+from syncd.snapshot import SCHEMA_VERSION
 from tests.daemon.support import DEADLINE, EMPLOYEES, SYNCD, Site, write_csv
 from tests.support.admin import AnotherAdmin
 
@@ -47,7 +48,7 @@ def test_version() -> None:
         [str(SYNCD), "--version"], capture_output=True, text=True, timeout=DEADLINE
     )
     assert result.returncode == 0
-    assert result.stdout.strip() == "syncd 0.1.0"
+    assert result.stdout.strip() == f"syncd 0.2.0 (state database schema {SCHEMA_VERSION})"
 
 
 def test_shell_completion_completes_commands_and_options() -> None:
@@ -63,7 +64,8 @@ def test_shell_completion_completes_commands_and_options() -> None:
         )
         return result.stdout.split()
 
-    assert complete("syncd sta") == ["status"]
+    assert complete("syncd stat") == ["status", "state"]
+    assert complete("syncd statu") == ["status"]
     assert "--dry-run" in complete("syncd sync --d")
 
 

@@ -87,7 +87,11 @@ def test_the_image_runs_the_daemon_as_a_user_with_state_in_a_volume() -> None:
     lines = (REPO / "Dockerfile").read_text(encoding="utf-8").splitlines()
     final_stage = lines[max(i for i, line in enumerate(lines) if line.startswith("FROM ")) :]
     instructions = {line.split(" ", 1)[0]: line for line in final_stage if line[:1].isupper()}
-    assert instructions["ENTRYPOINT"] == 'ENTRYPOINT ["syncd", "run"]'
+    # The command is an argument: `docker run IMAGE --version` is `syncd --version`.
+    assert instructions["ENTRYPOINT"] == 'ENTRYPOINT ["syncd"]'
+    assert instructions["CMD"] == 'CMD ["run"]'
+    # The demo runs in the image: its emulator extra is installed.
+    assert '"$(echo /wheels/syncd-*.whl)[emulator]"' in "\n".join(final_stage)
     assert instructions["USER"] not in ("USER root", "USER 0", "USER 0:0")
     assert '"/var/lib/syncd"' in instructions["VOLUME"]
     assert 'CMD ["syncd", "status"]' in instructions["HEALTHCHECK"]

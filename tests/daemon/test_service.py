@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import subprocess
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -218,7 +219,7 @@ def test_metrics_answer_on_loopback(site: Site, emulator: RunningEmulator) -> No
     assert 'syncd_runs_total{outcome="partial"} 1.0' in text
     assert 'syncd_last_run_outcome{outcome="partial"} 1.0' in text
     assert 'syncd_items_total{action="create",kind="employee",outcome="ok"} 5.0' in text
-    assert 'syncd_build_info{python="' in text and 'version="0.1.0"} 1.0' in text
+    assert 'syncd_build_info{python="' in text and 'version="0.2.0"} 1.0' in text
     assert 'syncd_source_records{kind="employee"} 6.0' in text
     assert 'syncd_source_records{kind="department"} 3.0' in text
     assert "syncd_pending_failures 1.0" in text
@@ -235,7 +236,26 @@ def test_metrics_answer_on_loopback(site: Site, emulator: RunningEmulator) -> No
         assert name in text
     assert "_created" not in text  # the client library's creation times: noise
     assert "python_gc_objects_collected_total" not in text  # a registry of its own
+    # The daemon's process, as any process dashboard reads it: this very process.
+    figures = samples(text)
+    assert figures["process_resident_memory_bytes"] > 10_000_000
+    assert abs(figures["process_start_time_seconds"] - started_at(service.pid)) < 5
+    assert (
+        figures["process_open_fds"] >= 3
+        and figures["process_max_fds"] >= figures["process_open_fds"]
+    )
     assert service.stop() == 0
+
+
+def started_at(pid: int) -> float:
+    """When a process started, in seconds since the epoch, from /proc as ps reads it."""
+    ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    boot = next(
+        float(line.split()[1])
+        for line in Path("/proc/stat").read_text().splitlines()
+        if line.startswith("btime ")
+    )
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
 def test_a_restarted_daemon_shows_the_last_run_and_success_at_once(site: Site) -> None:

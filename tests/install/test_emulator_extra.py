@@ -25,8 +25,11 @@ def test_a_missing_emulator_extra_is_one_line_naming_it(
 
     captured = capsys.readouterr()
     assert code == 3
+    # The checkout this environment installed syncd from, never a name on a package index.
+    checkout = Path(__file__).resolve().parents[2]
     assert captured.err.splitlines() == [
         f"error: syncd {command[0]} needs the platform emulator, which is not installed "
-        "(fastapi missing): install syncd[emulator], e.g. pip install 'syncd[emulator]'"
+        "(fastapi missing): install syncd's emulator extra from the wheel or checkout syncd "
+        f"came from: pip install -e '{checkout}[emulator]'"
     ]
     assert list(tmp_path.iterdir()) == []

@@ -3,6 +3,7 @@ never a file replaced."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -110,11 +111,18 @@ def test_the_units_are_the_shipped_ones_and_all_or_none_are_written(
 ) -> None:
     code, output = init(capsys, "--units", str(tmp_path))
     assert code == 0, output
+    # The shipped units, each starting the syncd that wrote them (this environment's).
+    this = Path(sys.executable).parent / "syncd"
     for unit in SHIPPED_UNITS:
         written = tmp_path / unit.name
-        assert written.read_bytes() == unit.read_bytes()
+        shipped = unit.read_text(encoding="utf-8")
+        assert written.read_text(encoding="utf-8") == shipped.replace(
+            f"={UNITS_START} ", f"={this} "
+        )
         assert written.stat().st_mode & 0o777 == 0o644
-    assert f"ExecStart={UNITS_START} run" in (tmp_path / "syncd.service").read_text()
+    assert f"ExecStart={this} run\n" in (tmp_path / "syncd.service").read_text()
+    assert f"ExecStart={this} sync" in (tmp_path / "syncd-sync.service").read_text()
+    assert f"The units start {this}, this syncd" in output
 
     again = tmp_path / "again"
     again.mkdir()

@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from syncd.init import UNITS_START
+
 REPO = Path(__file__).resolve().parents[2]
 CONSTRAINTS = REPO / "constraints.txt"
 
@@ -39,7 +41,8 @@ def test_the_wheel_runs_the_demo_and_init_from_a_clean_environment(tmp_path: Pat
     assert without_extra.returncode == 3
     assert without_extra.stderr.strip().splitlines() == [
         "error: syncd demo needs the platform emulator, which is not installed (fastapi, "
-        "uvicorn missing): install syncd[emulator], e.g. pip install 'syncd[emulator]'"
+        "uvicorn missing): install syncd's emulator extra from the wheel or checkout syncd "
+        f"came from: pip install '{wheel}[emulator]'"  # the very wheel, not a name on an index
     ]
     assert not (work / ".syncd").exists()
 
@@ -68,7 +71,10 @@ def test_the_wheel_runs_the_demo_and_init_from_a_clean_environment(tmp_path: Pat
     run(str(syncd), "init", "--units", str(units), cwd=work)
     shipped = sorted((REPO / "systemd").iterdir())
     assert [u.name for u in sorted(units.iterdir())] == [u.name for u in shipped]
-    assert all((units / u.name).read_bytes() == u.read_bytes() for u in shipped)
+    # The shipped units, each starting this environment's syncd.
+    for unit in shipped:
+        expected = unit.read_text(encoding="utf-8").replace(f"={UNITS_START} ", f"={syncd} ")
+        assert (units / unit.name).read_text(encoding="utf-8") == expected
 
 
 def build_wheel(dist: Path) -> list[Path]:

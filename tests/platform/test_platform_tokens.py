@@ -6,19 +6,23 @@ invalidates the old. Its ``tokens_issued`` count proves how many tokens syncd as
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from pathlib import Path
 
 import httpx
 import pytest
 from platform_helpers import TOKEN_ROUTE, Connect, requests_seen, settings_for
+from pydantic import SecretStr
 
 from syncd.emulator import RunningEmulator
 from syncd.errors import TokenError
 from syncd.platform import MemoryTokenStore, PlatformClient, app_key
+from syncd.platform._requests import RENEWALS
 from syncd.snapshot import CachedToken, TokenStore, open_engine
 
 
@@ -38,8 +42,63 @@ def test_token_is_fetched_once_and_kept_in_the_store(
     assert stored is not None and stored.access_token == token
 
 
-def test_app_key_names_url_domain_and_client(emulator: RunningEmulator) -> None:
-    assert app_key(settings_for(emulator)) == f"{emulator.base_url}|acme|syncd"
+def test_app_key_names_url_domain_client_and_a_digest_of_the_secret(
+    emulator: RunningEmulator,
+) -> None:
+    key = app_key(settings_for(emulator))
+    app, _, digest = key.partition("#")
+    assert app == f"{emulator.base_url}|acme|syncd"
+    assert len(digest) == 32 and "demo-secret" not in key
+    other = app_key(settings_for(emulator, client_secret=SecretStr("another-secret")))
+    assert other.partition("#")[0] == app and other != key
+
+
+def test_a_wrong_secret_fails_at_once_though_a_token_is_cached(
+    connect: Connect, emulator: RunningEmulator, state_file: Path
+) -> None:
+    """Issue 24 case 7: the cached token was keyed without the secret, so a changed or
+    wrong secret went on working until the token expired."""
+    connect().root()  # the right secret: a token is cached in the state database
+    wrong = connect(client_secret=SecretStr("wrong-secret-value"))
+    with pytest.raises(TokenError) as caught:
+        wrong.root()
+    assert caught.value.status == 202104
+    message = str(caught.value)
+    assert "check platform.client_id and platform.client_secret" in message
+    assert "'syncd'" in message and emulator.base_url in message
+    assert "wrong-secret-value" not in message and "demo-secret" not in message
+    assert wrong.calls["GET /v1/admin/organizations/{org_code}"] == 0
+    for path in state_file.parent.glob("syncd.db*"):  # neither secret is kept, in any form
+        data = path.read_bytes()
+        assert b"wrong-secret-value" not in data and b"demo-secret" not in data
+
+
+def test_a_changed_secret_fetches_its_own_token_and_replaces_the_old_one(
+    connect: Connect, emulator: RunningEmulator, store: TokenStore
+) -> None:
+    old = connect(client_secret=SecretStr("old-secret"))
+    old_key = app_key(settings_for(emulator, client_secret=SecretStr("old-secret")))
+    store.renew(old_key, None, lambda: CachedToken("token-of-the-old-secret", 2**62, 0), 0)
+    assert old.token() == "token-of-the-old-secret"
+    client = connect()  # the secret now in the settings
+    assert client.root().name == "Acme"
+    assert client.token() != "token-of-the-old-secret"
+    assert tokens_issued(emulator) == 1
+    assert store.get(old_key) is None  # the old secret's token is let go
+
+
+def test_tokens_kept_under_the_old_key_are_let_go_by_the_migration(tmp_path: Path) -> None:
+    database = tmp_path / "syncd.db"
+    open_engine(database).dispose()
+    with sqlite3.connect(database) as db:
+        db.execute("PRAGMA user_version = 5")
+        db.execute(
+            "INSERT INTO tokens (app, access_token, expire_time) "
+            "VALUES ('http://p|acme|syncd', 'old-key-token', 9999999999999)"
+        )
+    open_engine(database).dispose()
+    with sqlite3.connect(database) as db:
+        assert db.execute("SELECT count(*) FROM tokens").fetchone() == (0,)
 
 
 def test_two_clients_over_one_state_file_share_one_token(
@@ -132,13 +191,15 @@ class InvalidatingTransport(httpx.BaseTransport):
     """Real HTTP to the emulator; before each request to ``match`` the token is replaced,
     as if another program with the same credentials kept asking for tokens."""
 
-    def __init__(self, emulator: RunningEmulator, match: str) -> None:
+    def __init__(self, emulator: RunningEmulator, match: str, times: int = 1_000_000) -> None:
         self._emulator = emulator
         self._match = match
+        self._times = times
         self._inner = httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        if self._match in request.url.path:
+        if self._match in request.url.path and self._times > 0:
+            self._times -= 1
             self._emulator.issue_token()
         return self._inner.handle_request(request)
 
@@ -146,7 +207,7 @@ class InvalidatingTransport(httpx.BaseTransport):
         self._inner.close()
 
 
-def test_second_consecutive_10011_raises_token_error(
+def test_a_token_refused_after_every_renewal_raises_token_error(
     connect: Connect, emulator: RunningEmulator
 ) -> None:
     client = connect(transport=InvalidatingTransport(emulator, "/page-orgs"))
@@ -156,8 +217,20 @@ def test_second_consecutive_10011_raises_token_error(
     assert caught.value.status == 10011
     assert "another program" in str(caught.value)
     assert "syncd" in str(caught.value) and emulator.base_url in str(caught.value)
-    assert client.calls["GET /v1/admin/organizations/{org_code}/page-orgs"] == 2
-    assert client.calls[f"POST {TOKEN_ROUTE}"] == 2  # the first, and one renewal
+    assert client.calls["GET /v1/admin/organizations/{org_code}/page-orgs"] == 1 + RENEWALS
+    assert client.calls[f"POST {TOKEN_ROUTE}"] == 1 + RENEWALS  # the first, and each renewal
+
+
+def test_a_renewed_token_refused_again_is_renewed_again(
+    connect: Connect, emulator: RunningEmulator
+) -> None:
+    """Issue 25 case 6: another host with the same application renewed between this
+    renewal and the call sent with it; the call is renewed for again, not failed."""
+    client = connect(transport=InvalidatingTransport(emulator, "/page-orgs", times=2))
+    client.root()
+    assert [n.name for n in client.page_orgs()] == ["Acme"]
+    assert client.calls["GET /v1/admin/organizations/{org_code}/page-orgs"] == 3
+    assert client.calls[f"POST {TOKEN_ROUTE}"] == 3
 
 
 def test_threads_renew_a_refused_token_only_once(
@@ -218,3 +291,31 @@ def test_memory_token_store_shares_like_the_database(
     second.root()
     assert tokens_issued(emulator) == 3
     assert "demo-secret" not in repr(tokens)
+
+
+def test_renewals_while_the_state_database_is_locked_neither_wait_nor_go_back(
+    client: PlatformClient, emulator: RunningEmulator, store: TokenStore, state_file: Path
+) -> None:
+    """Issue 25 case 6: a renewal while a write transaction holds the state database
+    (the run's own batch, here another connection) waited out the busy timeout and failed
+    with "database is locked". Now the token is used at once and stored when the lock is
+    free; a second renewal meanwhile never goes back to the token stored before."""
+    first = client.token()
+    app = app_key(settings_for(emulator))
+    with closing(sqlite3.connect(state_file, isolation_level=None)) as batch:
+        batch.execute("BEGIN IMMEDIATE")  # holds the write lock
+        emulator.issue_token()  # another host renews: ours is refused
+        assert client.root().name == "Acme"
+        second = client.token()
+        assert second != first
+        emulator.issue_token()  # and again, before the database could store ours
+        assert client.root().name == "Acme"
+        third = client.token()
+        assert third not in (first, second)
+        stored = store.get(app)
+        assert stored is not None and stored.access_token == third  # this process's newest
+        batch.execute("ROLLBACK")
+    store.flush(timeout=30)
+    with closing(sqlite3.connect(state_file)) as db:
+        assert db.execute("SELECT access_token FROM tokens").fetchall() == [(third,)]
+    assert client.calls[f"POST {TOKEN_ROUTE}"] == 3

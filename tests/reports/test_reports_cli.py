@@ -108,7 +108,8 @@ def test_show_text_groups_failures_by_error_first(runs: Runs) -> None:
     assert f"  2 × {MOBILE_TAKEN}\n" in output
     assert f"  1 × {FORMULA_ERROR}\n" in output
     assert output.index(f"2 × {MOBILE_TAKEN}") < output.index(f"1 × {FORMULA_ERROR}")
-    assert f"employee bad1 ({SCRIPT_NAME}) [E7]" in output
+    # Who failed, and the value their error names, as it was sent.
+    assert f"      employee bad1 ({SCRIPT_NAME}) [E7]: mobile 13800000007\n" in output
     sections = ["failures", "changes", "notes", "guards", "rejected rows (1)"]
     positions = [output.index(f"\n{s}\n") for s in sections]
     assert positions == sorted(positions)
@@ -347,7 +348,8 @@ def test_a_state_database_that_cannot_be_read_is_exit_3_naming_it(
 
     err = capsys.readouterr().err
     assert code == EXIT_FAILED
-    assert f"error: state database {database}: cannot be read: no such table: {table}" in err
+    assert f"error: state database {database} is damaged (no such table: {table})" in err
+    assert "restore the latest backup" in err
     assert "internal error" not in err
 
 

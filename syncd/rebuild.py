@@ -1,0 +1,317 @@
+"""A state database that is not the platform's, or is behind it: refused, found, rebuilt.
+
+- ``check_binding``: a state database is bound to the platform it was first used with
+  (``snapshot.lineage``); pointed at another base URL, domain, organization or
+  application it refuses, naming both, before anything is read or sent.
+- ``check_continuity``: on the first complete read after a state database was made,
+  restored from an older backup or lost (``lineage.checked`` is false), the platform's
+  records that syncd wrote — departments with a ``serial_no``, people with an
+  ``extension_id`` (both are source ids) — are compared with the snapshot and the source.
+  Those neither knows would never be locked or removed (people who left while the state
+  was lost): the run stops and says to run ``syncd state rebuild``. Records the source
+  still names are adopted by the run as on any first run, so a state lost with nobody
+  gone meanwhile needs nothing.
+- ``rebuild``: takes those records into the snapshot (with their lock state) so the next
+  sync plans them as leavers, the guards weighing them as usual.
+
+What this cannot see: a platform record another program gave an ``extension_id`` or a
+``serial_no`` looks like syncd's; ``syncd state accept`` records that the state is
+complete as it is, and they stay the platform's, left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy import Engine
+
+from syncd import snapshot as store
+from syncd.clock import now_ms
+from syncd.config import PlatformSettings, Settings, platform_of
+from syncd.errors import StateError
+from syncd.model import Directory, serial_no
+from syncd.plan import PlatformNode, PlatformView, Snapshot
+from syncd.plan.values import matches_any
+from syncd.platform import PlatformClient
+from syncd.platform.view import listing_parts
+from syncd.snapshot import lineage
+
+log = logging.getLogger(__name__)
+
+SHOWN = 10  # records named in an error message
+
+
+# ---------------------------------------------------------------- binding
+
+
+def identity_of(settings: PlatformSettings) -> dict[str, str]:
+    """What makes a platform this one: where it is, the domain, organization, application."""
+    url = urlsplit(settings.base_url.strip())
+    base = f"{url.scheme.lower()}://{url.netloc.lower()}{url.path.rstrip('/')}"
+    return {
+        "base_url": base,
+        "domain_id": settings.domain_id,
+        "org_code": settings.org_code,
+        "client_id": settings.client_id,
+    }
+
+
+def _shown(identity: Mapping[str, Any]) -> str:
+    return ", ".join(
+        f"{k} {identity.get(k)!r}" for k in ("base_url", "domain_id", "org_code", "client_id")
+    )
+
+
+def check_binding(engine: Engine, settings: Settings) -> None:
+    """Bind the state database to the settings' platform on first use; refuse another."""
+    current = identity_of(platform_of(settings))
+    bound = lineage.bound_identity(engine)
+    if bound is None:
+        lineage.bind(engine, current)
+        return
+    if bound != current:
+        raise StateError(
+            f"state database {engine.url.database} belongs to another platform: it was "
+            f"used with {_shown(bound)}; the settings name {_shown(current)}. Synced here, "
+            "every record it holds would be taken for deleted on this platform. For another "
+            "platform, give it its own platform.state_dir; if it is the same platform under "
+            "a new address or application, run `syncd state rebind`"
+        )
+
+
+def rebind(engine: Engine, settings: Settings) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """Bind the state database to the settings' platform; (the old identity, the new)."""
+    old = lineage.bound_identity(engine)
+    new = identity_of(platform_of(settings))
+    lineage.bind(engine, new)
+    return old, new
+
+
+# ---------------------------------------------------------------- what the state lost
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """Records syncd wrote on the platform that neither the snapshot nor the source knows."""
+
+    departments: list[tuple[str, PlatformNode, str]]  # source id, node, name path
+    people: list[dict[str, Any]]  # list-form employee records
+
+    def __bool__(self) -> bool:
+        return bool(self.departments or self.people)
+
+    def lines(self) -> list[str]:
+        lines = [
+            f"department {path} (serial_no {node.serial_no})" for _, node, path in self.departments
+        ]
+        for r in self.people:
+            state = " (locked)" if _locked(r) else ""
+            lines.append(
+                f"person {r.get('username')} (extension_id {r.get('extension_id')}){state}"
+            )
+        return lines
+
+
+_ESCAPED = re.compile(r"~([0-9A-F]{2})")
+
+
+def source_id_of(serial: str) -> str:
+    """The source id a ``serial_no`` was made from (``model.serial_no`` undone)."""
+    return _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), serial)
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _locked(record: Mapping[str, Any]) -> bool:
+    return record.get("locked") is True or record.get("disabled") is True
+
+
+def unknown_records(
+    client: PlatformClient,
+    view: PlatformView,
+    snapshot: Snapshot,
+    directory: Directory,
+    settings: Settings,
+) -> Unknown:
+    """The platform's syncd-written records the snapshot and the source do not know
+    (``view`` must list every node: a complete read's)."""
+    known_serials = {serial_no(k) for k in (*snapshot.departments, *directory.departments)}
+    paths = view.name_paths()
+    departments = [
+        (source_id_of(n.serial_no), n, paths.get(n.id, n.name))
+        for n in view.nodes.values()
+        if n.serial_no and n.id != view.root_id and n.serial_no not in known_serials
+    ]
+    people: list[dict[str, Any]] = []
+    if view.employee_count > 0:
+        store.read_everyone(snapshot.employees)
+        known_ids = set(snapshot.employees) | set(directory.employees)
+        known_names = {e.username.casefold() for e in snapshot.employees.values()}
+        known_names |= {e.username.casefold() for e in directory.employees.values()}
+        excluded = tuple(settings.sync.exclude.usernames)
+        for record in _everyone(client, view, platform_of(settings).concurrency):
+            extension_id, username = record.get("extension_id"), record.get("username")
+            if (
+                not isinstance(extension_id, str)
+                or not extension_id
+                or not isinstance(username, str)
+            ):
+                continue
+            if extension_id in known_ids or username.casefold() in known_names:
+                continue
+            if excluded and matches_any(username, excluded):
+                continue
+            people.append(record)
+    departments.sort(key=lambda d: d[2])
+    people.sort(key=lambda r: str(r.get("username")))
+    return Unknown(departments, people)
+
+
+def _everyone(
+    client: PlatformClient, view: PlatformView, concurrency: int
+) -> Iterable[dict[str, Any]]:
+    """Every employee record the organization lists, in parts (``view.listing_parts``)."""
+    parts = listing_parts(view.root_id, view.nodes)
+    seen: set[object] = set()
+    with ThreadPoolExecutor(max(concurrency, 1), thread_name_prefix="listing") as pool:
+        for records in pool.map(lambda p: client.employee_listing(p[0], recursion=p[1]), parts):
+            for record in records:
+                if record.get("deleted") is True or record.get("id") in seen:
+                    continue
+                seen.add(record.get("id"))
+                yield record
+
+
+def check_continuity(
+    engine: Engine,
+    client: PlatformClient,
+    view: PlatformView,
+    snapshot: Snapshot,
+    directory: Directory,
+    settings: Settings,
+) -> None:
+    """On a complete read of an unchecked state database: stop if the platform holds
+    records syncd wrote that would be orphaned, else record the check as passed."""
+    if not directory.complete or not view.complete_listing:
+        return  # an incremental read makes nobody a leaver: checked at the next full read
+    unknown = unknown_records(client, view, snapshot, directory, settings)
+    if unknown:
+        lines = unknown.lines()
+        more = f" and {len(lines) - SHOWN} more" if len(lines) > SHOWN else ""
+        raise StateError(
+            f"state database {engine.url.database} is behind the platform: it holds "
+            f"{_count(len(unknown.people), 'person', 'people')} and "
+            f"{_count(len(unknown.departments), 'department', 'departments')} that "
+            "syncd wrote (their extension_id or serial_no is a source id), which neither this "
+            "state database nor the source knows: people who left while the state database "
+            "was lost or restored from an older backup, who would stay active for ever. "
+            f"{'; '.join(lines[:SHOWN])}{more}. See them with `syncd state rebuild --dry-run`, "
+            "take them back with `syncd state rebuild` (the next sync locks or removes them "
+            "as leavers); if another program wrote them, `syncd state accept` leaves them alone"
+        )
+    lineage.set_checked(engine, "checked", now_ms())
+
+
+# ---------------------------------------------------------------- rebuilding
+
+
+def adopt(engine: Engine, unknown: Unknown, at_ms: int) -> None:
+    """Take the unknown records into the snapshot: departments by serial_no, people by
+    extension_id, with their lock state; hashes empty, so the next run compares them."""
+    departments = [
+        {
+            "source_id": source_id,
+            "node_id": node.id,
+            "name_path": path,
+            "fields": "{}",
+            "hash": "",
+            "adopted": True,
+        }
+        for source_id, node, path in unknown.departments
+    ]
+    people = [
+        {
+            "source_id": r["extension_id"],
+            "username": r["username"],
+            "employee_id": r.get("id"),
+            "fields": "{}",
+            "hash": "",
+            "adopted": True,
+            "locked": _locked(r),
+            # Locked and gone from the source: a leaver whose grace period starts again now
+            # (the lock's own date was lost with the state).
+            "lock_reason": "missing" if _locked(r) else None,
+            "locked_since": at_ms if _locked(r) else None,
+        }
+        for r in unknown.people
+    ]
+    with store.write(engine) as conn:
+        store.upsert_departments(conn, departments)
+        store.upsert_employees(conn, people)
+    lineage.set_checked(engine, "rebuilt", at_ms)
+
+
+def rebuild_state(settings: Settings, *, dry_run: bool) -> Unknown:
+    """``syncd state rebuild``: read the source (completely) and the platform, and take
+    into the state database what syncd wrote there that it lost (unless ``dry_run``)."""
+    from syncd.lock import run_lock
+    from syncd.sources import read_directory
+
+    engine = store.open_engine(settings.database)
+    try:
+        check_binding(engine, settings)
+        with (
+            run_lock(settings.state_dir, "state rebuild"),
+            PlatformClient(platform_of(settings), store.TokenStore(engine)) as client,
+        ):
+            directory = read_directory(settings.source)
+            if not directory.complete:
+                raise StateError(
+                    "the source read was not complete (rejected rows that name nobody, or an "
+                    "incremental read): a rebuild needs a complete read to tell who left"
+                )
+            snapshot = store.load_snapshot(engine)
+            view = platform_view(client)
+            unknown = unknown_records(client, view, snapshot, directory, settings)
+            if not dry_run:
+                adopt(engine, unknown, now_ms())
+                log.info(
+                    "state rebuilt: %d departments and %d people taken back from the platform",
+                    len(unknown.departments),
+                    len(unknown.people),
+                )
+        return unknown
+    finally:
+        engine.dispose()
+
+
+def platform_view(client: PlatformClient) -> PlatformView:
+    """The root and every node: what a rebuild compares the snapshot with."""
+    root = client.root()
+    nodes = {
+        n.id: PlatformNode(
+            n.id, n.name or "", n.parent_org_id, n.serial_no or None, employees=n.employee_count
+        )
+        for n in client.page_orgs()
+    }
+    return PlatformView(
+        root.id, root.name or "", nodes, True, employee_count=root.all_employee_count or 0
+    )
+
+
+def accept(settings: Settings) -> None:
+    """``syncd state accept``: the state database is complete as it is (the records the
+    check found are another program's, and stay the platform's)."""
+    engine = store.open_engine(settings.database)
+    try:
+        lineage.set_checked(engine, "accepted", now_ms())
+    finally:
+        engine.dispose()
