@@ -126,6 +126,10 @@ class PlatformView:
     by_key: Mapping[str, tuple[PlatformPerson, ...]] = field(default_factory=dict)
     # What the next complete read compares the nodes' counts with, once this run is clean.
     census: Census | None = field(default=None, compare=False)
+    # Where the next reads of nodes and people changed since start: the platform's own
+    # last_modified stamps, as its answers gave them (see syncd.cursors).
+    nodes_cursor: int | None = field(default=None, compare=False)
+    people_cursor: int | None = field(default=None, compare=False)
     _paths: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
 
     def name_paths(self) -> dict[int, str]:

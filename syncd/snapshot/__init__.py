@@ -37,6 +37,7 @@ from syncd.snapshot.records import (
     FieldLookup,
     PlacedLookup,
     SyncedEmployees,
+    by_username,
     delete_departments,
     delete_employees,
     forget_employees,
@@ -49,6 +50,7 @@ from syncd.snapshot.records import (
     upsert_departments,
     upsert_employees,
     usernames,
+    written,
 )
 from syncd.snapshot.tables import (
     BUSY_TIMEOUT_MS,
@@ -70,6 +72,7 @@ __all__ = [
     "SyncedEmployees",
     "TokenStore",
     "applied_since",
+    "by_username",
     "copy_rejected",
     "delete_departments",
     "delete_employees",
@@ -102,4 +105,5 @@ __all__ = [
     "upsert_employees",
     "usernames",
     "write",
+    "written",
 ]
