@@ -466,7 +466,13 @@ class EmployeePlanner:
             if rekeyed is None:
                 rekeyed = self._rekeyed_usernames()
             folded = synced.username.casefold()
-            if synced.source_id in protected or folded in protected or folded in rekeyed:
+            if synced.source_id in protected or folded in protected:
+                # Deleted on the platform while the row is rejected: the record goes (nothing
+                # is sent), and the person is made again once the row is read.
+                if self.drift.gone(synced):
+                    self._forget(synced, "deleted on the platform; its row was rejected")
+                continue
+            if folded in rekeyed:
                 continue
             if excluded and matches_any(synced.username, excluded):
                 continue

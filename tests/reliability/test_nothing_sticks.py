@@ -106,6 +106,23 @@ def test_people_gone_with_their_deleted_department_are_recreated_by_the_same_run
     assert check(synced) == EXIT_OK
 
 
+def test_a_person_deleted_there_while_their_row_is_rejected_is_made_again_once_it_is_read(
+    synced: Rig, admin: AnotherAdmin
+) -> None:
+    # Found by the convergence suite (a wipe while a row was rejected): the deletion was
+    # seen once, by a run that could not plan for bob, and never again.
+    synced.company.person("bob")["name"] = ""  # rejected: bob is left as he is
+    admin.delete_person("bob")
+    result = synced.sync()
+    assert result.exit_code == EXIT_OK, result.error
+    assert planned(result) == [("forget", "bob")]  # nothing sent
+
+    synced.company.person("bob")["name"] = "Bob"
+    result = synced.sync()
+    assert planned(result) == [("create", "bob")]
+    assert_converged(synced)
+
+
 # ---------------------------------------------------------------- case 4: a clock set back
 
 
