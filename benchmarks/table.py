@@ -50,7 +50,7 @@ class Row:
 ROWS = (
     Row("initial sync, {n} people from CSV, empty emulator / bare httpx push loop, same bodies",
         "initial", "push_loop", "push loop", goal=Goal(1.8, "x")),
-    Row("first no-change re-sync after it (reads back all the initial wrote)",
+    Row("first no-change re-sync after it (reads the files, as nothing was memoed)",
         "first_resync", "imports", "imports alone", ratio=False),
     Row("no-change re-sync, {n} people, CSV (steady state: the files unchanged, not read)",
         "resync", "imports", "imports alone", goal=Goal(1.2, "s", GOAL_PEOPLE), ratio=False),

@@ -4,6 +4,8 @@ the source's incremental mark.
 
 A cursor is moved by a run after it applied its plan; those that make the next run look
 again at what failed (people, the census, the source's mark) only when the run was clean.
+Cursors are stamps the platform gave in its answers, never syncd's clock: a platform
+whose clock was set back is met with a listing of everyone (``view.clock_behind``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from sqlalchemy import Engine
 
 from syncd import snapshot as store
 from syncd.plan import Census, Plan, PlatformView
-from syncd.platform.view import newest
+from syncd.platform.records import newest
+from syncd.platform.settle import Settled
 
 NODES = "platform.refresh_time"
 PEOPLE = "platform.people_refresh_time"
@@ -50,16 +53,26 @@ def census(engine: Engine) -> Census | None:
 
 
 def advance(
-    engine: Engine, view: PlatformView, the_plan: Plan, mark: str | None, *, clean: bool
+    engine: Engine,
+    view: PlatformView,
+    the_plan: Plan,
+    mark: str | None,
+    *,
+    clean: bool,
+    settled: Settled | None = None,
 ) -> None:
-    """Move the cursors past what this run read."""
-    nodes = newest(n.last_modified for n in view.nodes.values())
-    people = newest(p.last_modified for p in view.changed.values())
+    """Move the cursors past what this run read (the platform's own stamps, as the view
+    and, after a clean apply, ``settled`` found them: never syncd's clock)."""
+    people = view.people_cursor
+    census = view.census
+    if settled is not None:
+        people = newest([people, settled.people])
+        census = settled.census or census
     if people is not None and the_plan.unweighed_since is not None:
         people = min(people, the_plan.unweighed_since - 1)
     with store.write(engine) as conn:
-        if nodes is not None:
-            store.set_cursor(conn, NODES, str(nodes))
+        if view.nodes_cursor is not None:
+            store.set_cursor(conn, NODES, str(view.nodes_cursor))
         # A failed change must be read again by the next delta, a drift whose repair failed
         # found again by the next drift read, and a deletion found again by the counts it
         # moved: these move only when clean.
@@ -67,6 +80,6 @@ def advance(
             store.set_cursor(conn, PEOPLE, str(people))
         if clean and mark is not None:
             store.set_cursor(conn, SOURCE, mark)
-        if clean and view.census is not None:
-            document = {"listed_at": view.census.listed_at, "counts": view.census.counts}
+        if clean and census is not None:
+            document = {"listed_at": census.listed_at, "counts": census.counts}
             store.set_cursor(conn, CENSUS, json.dumps(document))

@@ -47,6 +47,7 @@ from syncd.plan import (
     plan,
 )
 from syncd.platform import PlatformClient
+from syncd.platform.settle import settle
 from syncd.platform.view import adopting, newcomers, read_platform, with_adoptions
 from syncd.recovery import recover
 from syncd.runs import after_run
@@ -304,7 +305,7 @@ class _Run:
             if memo is not None:
                 self._step("reading the platform")
                 view = adopting(reads.result(), client, snapshot, memo.newcomers, match_by)
-                if unchanged.view_digest(view, platform_cursors["people"]) == memo.view:
+                if unchanged.view_digest(view) == memo.view:
                     return snapshot, view, memo
             with collection_paused(freeze=True):
                 if complete:  # planning asks about everyone: one query
@@ -367,12 +368,10 @@ class _Run:
             return
         if not all(g.passed for g in guards):
             return
-        # As the next run will read the platform: from the cursor this run leaves.
-        since = cursors.platform_cursors(self.engine)["people"]
         memo = unchanged.Memo(
             run_id=self.run_id,
             source=digest,
-            view=unchanged.view_digest(view, since),
+            view=unchanged.view_digest(view),
             newcomers=tuple(newcomers(snapshot, directory)),
             employees=len(snapshot.employees),
             departments=len(snapshot.departments),
@@ -492,7 +491,11 @@ class _Run:
             self.result.plan = replace(the_plan, notes=(*the_plan.notes, *told))
         clean = not applied.failed and not applied.interrupted
         mark = directory.cursor if directory is not None else None
-        cursors.advance(self.engine, view, the_plan, mark, clean=clean)
+        settled = None
+        if clean and the_plan.changes and self.settings.sync.drift_check:
+            concurrency = platform_of(self.settings).concurrency
+            settled = settle(client, view, the_plan, snapshot, concurrency)
+        cursors.advance(self.engine, view, the_plan, mark, clean=clean, settled=settled)
 
     def _finish(self) -> None:
         self.result.finished_at = finished = now_ms()

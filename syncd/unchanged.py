@@ -112,14 +112,14 @@ def _code_stamp() -> str:
     return "\n".join(stamps)
 
 
-def view_digest(view: PlatformView, since: int | None) -> str:
-    """Everything in the view that planning reads, as a run reading people changed after
-    ``since`` sees it: the people changed before were weighed, and found as syncd wrote
-    them, by a run that planned nothing."""
+def view_digest(view: PlatformView) -> str:
+    """Everything in the view that planning reads. The view holds only the records of
+    syncd's people that differ from what syncd wrote, whatever their stamps (a platform
+    whose clock was set back stamps changes before the cursor): a run that planned
+    nothing saw none but those it could not weigh."""
     changed = [
         (u, p.id, p.locked, sorted(p.fields.items()), p.positions, p.last_modified)
         for u, p in view.changed.items()
-        if since is None or p.last_modified is None or p.last_modified > since
     ]
     parts: Iterable[object] = (
         view.root_id,

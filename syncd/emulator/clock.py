@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from email.utils import formatdate
 
 
 class Clock:
@@ -27,3 +28,15 @@ class Clock:
         """Move the clock forward (tests of token expiry); returns the new time."""
         self.offset_ms += max(0, milliseconds)
         return self.now()
+
+    def set_back(self, milliseconds: int) -> int:
+        """Step the clock back, as an operator or a time daemon sets a server's clock back:
+        the changes that follow are stamped earlier than those made before (a
+        ``refresh_time`` read from a stamp seen before misses them). Returns the new time."""
+        self.offset_ms -= max(0, milliseconds)
+        self.last_stamp = min(self.last_stamp, self.now() - 1)
+        return self.now()
+
+    def http_date(self) -> bytes:
+        """The time as an HTTP ``Date`` header says it (whole seconds, GMT)."""
+        return formatdate(self.now() / 1000, usegmt=True).encode("ascii")

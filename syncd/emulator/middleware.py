@@ -1,4 +1,5 @@
-"""The ASGI layer in front of the platform routes: statistics and injected faults.
+"""The ASGI layer in front of the platform routes: statistics, injected faults, and the
+``Date`` header of every answer (the emulator's clock).
 
 A dropped connection is made with plain ASGI: the response starts with a Content-Length
 larger than what is then sent, and the app returns; uvicorn then closes the connection
@@ -35,6 +36,8 @@ class FaultMiddleware:
         self.routes = routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            send = self.dated(send)
         if scope["type"] != "http" or not is_api_path(scope["path"]):
             await self.app(scope, receive, send)
             return
@@ -65,6 +68,18 @@ class FaultMiddleware:
                 await self.process_then_drop(scope, receive, send)
             case "error":
                 await send_envelope(send, 200, *decision.error)
+
+    def dated(self, send: Send) -> Send:
+        """Every answer carries the emulator's clock as its ``Date`` (as a platform's web
+        server says its own time): a clock stepped back shows there too."""
+
+        async def with_date(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                date = (b"date", self.runtime.state.clock.http_date())
+                message = {**message, "headers": [*message.get("headers", ()), date]}
+            await send(message)
+
+        return with_date
 
     def template(self, scope: Scope) -> str:
         """The route template a request matches, e.g. ``/v1/admin/organizations/{code}``."""

@@ -72,7 +72,10 @@ def serve(options: EmulatorOptions) -> None:
     """Serve until interrupted (SIGINT/SIGTERM); the state file is saved on the way out."""
     app = app_for(options)
     sock = bind_socket(options.host, options.port)
-    config = uvicorn.Config(app, log_level=options.log_level, http="h11", loop="asyncio")
+    # The Date header is the emulator's clock's (its middleware's), not uvicorn's.
+    config = uvicorn.Config(
+        app, log_level=options.log_level, http="h11", loop="asyncio", date_header=False
+    )
     print(
         f"platform emulator for organization {options.org_code!r} at {url_of(sock)} "
         f"(control endpoints under /_emulator)",
@@ -126,6 +129,11 @@ class RunningEmulator:
         result: dict[str, Any] = self.control("POST", "clock", {"advance_ms": int(seconds * 1000)})
         return int(result["now"])
 
+    def set_clock_back(self, seconds: float) -> int:
+        """Step the emulator's clock back; returns its new time in ms."""
+        result: dict[str, Any] = self.control("POST", "clock", {"back_ms": int(seconds * 1000)})
+        return int(result["now"])
+
     def token_request(self) -> dict[str, str]:
         """A valid body for POST /v1/token."""
         return self.options.token_request()
@@ -154,6 +162,7 @@ def serve_in_thread(
         access_log=False,
         http="h11",
         loop="asyncio",
+        date_header=False,  # the emulator's clock says the Date (see FaultMiddleware)
     )
     server = _Server(config)
     thread = threading.Thread(

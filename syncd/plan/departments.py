@@ -285,14 +285,13 @@ class DepartmentPlanner:
             if any(d.name_path.startswith(prefix) for prefix in shielded):
                 continue
             gone[source_id] = d
-        staying = self._staying_below(gone)
         occupied = self._occupied(gone, people)
-        kept: list[str] = []  # name paths of gone departments kept: their parents stay too
+        staying, kept_below = self._below(gone, occupied)
         deletes = []
         for source_id, d in sorted(gone.items(), key=lambda g: -g[1].name_path.count("/")):
             below = staying.get(d.node_id)
             inside = occupied.get(source_id)
-            child = next((k for k in kept if k.startswith(d.name_path + "/")), None)
+            child = kept_below.get(d.node_id)
             why = (
                 f"{below} is still below it on the platform"
                 if below is not None
@@ -303,7 +302,6 @@ class DepartmentPlanner:
                 else None
             )
             if why is not None:
-                kept.append(d.name_path)
                 self.notes.append(
                     Note(
                         "skipped",
@@ -406,38 +404,72 @@ class DepartmentPlanner:
         # department row. The employees' planner says so in its note.
         return directory.leavers_known
 
-    def _staying_below(self, gone: Mapping[str, SyncedDepartment]) -> dict[int, str]:
-        """Nodes of ``gone`` under which a department stays after this run: node id -> the
-        name path of one such department.
-
-        What stays: a node only on the platform, or one of a rejected, excluded or skipped
-        department (where it is now); the departments this plan places end where the
-        source puts them, never under a department gone from it.
+    def _below(
+        self, gone: Mapping[str, SyncedDepartment], occupied: Mapping[str, str]
+    ) -> tuple[dict[int, str], dict[int, str]]:
+        """Nodes of ``gone`` under which something stays after this run, judged on the
+        tree as this run leaves it: node id -> the name path of a department that stays
+        below (a node only on the platform, or one of a rejected, excluded or skipped
+        department, where it is now), and node id -> the name path of a gone department
+        below that is kept (``occupied``: it still holds someone). The departments this plan
+        places end where the source puts them, never under a department gone from it: a
+        subtree this run moves out keeps nothing where it was.
         """
         if not gone:
-            return {}
+            return {}, {}
         leaving = {d.node_id for d in gone.values()}
-        found: dict[int, str] = {}  # also every ancestor, so each chain is climbed once
-        nodes = self.view.nodes
+        parents, labels = self._tree_after()
+        staying: dict[int, str] = {}
+        for node_id in parents:
+            if node_id != self.view.root_id and node_id not in leaving:
+                _climb(parents, node_id, labels.get(node_id, str(node_id)), staying)
+        kept: dict[int, str] = {}
+        for source_id in occupied:
+            d = gone[source_id]
+            _climb(parents, d.node_id, d.name_path, kept)
+        return staying, kept
+
+    def _tree_after(self) -> tuple[dict[int, int | None], dict[int, str]]:
+        """Each node's parent once this run's moves are made, and a name path to say it by:
+        where the platform has it (its listing; the snapshot's name paths for what the
+        listing leaves out), but the departments this plan places under their parents in
+        the source (a department created this run has no node yet: None)."""
+        root = self.view.root_id
+        synced = self.snapshot.departments
+        by_path = {d.name_path: d.node_id for d in synced.values()}
+        by_path[self.root] = root
+        parents: dict[int, int | None] = {}
+        labels: dict[int, str] = {}
+        for d in synced.values():
+            parents[d.node_id] = by_path.get(d.name_path.rpartition("/")[0])
+            labels[d.node_id] = d.name_path
         paths = self.view.name_paths()
-        for node in nodes.values():
-            if node.id == self.view.root_id or node.id in leaving or node.id in self.placed:
-                continue
-            label = paths.get(node.id, node.name)
-            current = node.parent_id
-            while current is not None and current in nodes:
-                if current in found or current in self.placed:
-                    break
-                found[current] = label
-                current = nodes[current].parent_id
-        # Without a full listing the snapshot still knows where syncd put its own nodes.
-        by_path = {d.name_path: d.node_id for d in gone.values()}
-        for d in self.snapshot.departments.values():
-            if d.node_id in leaving or d.node_id in self.placed:
-                continue
-            parts = d.name_path.split("/")
-            for n in range(len(parts) - 1, 0, -1):
-                node_id = by_path.get("/".join(parts[:n]))
-                if node_id is not None:
-                    found.setdefault(node_id, d.name_path)
-        return found
+        for node in self.view.nodes.values():
+            parents[node.id] = node.parent_id
+            labels[node.id] = paths.get(node.id, node.name)
+
+        def node_of(source_id: str) -> int | None:
+            found = synced.get(source_id)
+            return found.node_id if found is not None else self.adopted.get(source_id)
+
+        for source_id, department in self.directory.departments.items():
+            node_id = node_of(source_id)
+            if node_id is not None and node_id in self.placed:
+                parent = department.parent_id
+                parents[node_id] = root if parent is None else node_of(parent)
+                labels[node_id] = self.path(source_id)
+        parents.pop(root, None)
+        return parents, labels
+
+
+def _climb(
+    parents: Mapping[int, int | None], start: int, label: str, found: dict[int, str]
+) -> None:
+    """Mark every ancestor of ``start`` with ``label``, up to one marked already (its own
+    ancestors are); a cycle in a broken tree ends the climb."""
+    current = parents.get(start)
+    steps = 0
+    while current is not None and current not in found and steps <= len(parents):
+        found[current] = label
+        current = parents.get(current)
+        steps += 1

@@ -60,6 +60,19 @@ def person_drift(
     return drift
 
 
+def differs(
+    written: Mapping[str, Any] | None,
+    locked: bool,
+    found: PlatformEmployee,
+    node_of: Callable[[str], int | None],
+    root_id: int,
+) -> bool:
+    """Whether planning would find drift in this record: its lock state is not the one
+    syncd knows, or a field or position is not what syncd last wrote (``person_drift``).
+    A record that does not differ plans exactly as one not read at all."""
+    return found.locked != locked or bool(person_drift(written or {}, found, node_of, root_id))
+
+
 def _text(value: Any) -> str:
     return "" if value is None else str(value).strip()
 

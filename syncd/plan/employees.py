@@ -457,6 +457,10 @@ class EmployeePlanner:
                 rekeyed = self._rekeyed_usernames()
             folded = look_alike(synced.username)
             if synced.source_id in protected or folded in protected:
+                # Deleted on the platform while the row is rejected: the record goes (nothing
+                # is sent), and the person is made again once the row is read.
+                if self.drift.gone(synced):
+                    self._forget(synced, "deleted on the platform; its row was rejected")
                 continue
             if folded in rekeyed and synced.source_id not in self.released:
                 continue

@@ -141,6 +141,10 @@ class PlatformView:
     census: Census | None = field(default=None, compare=False)
     # Known problems whose holder no longer holds the value, as (source id, field).
     released: frozenset[tuple[str, str]] = frozenset()
+    # Where the next reads of nodes and people changed since start: the platform's own
+    # last_modified stamps, as its answers gave them (see syncd.cursors).
+    nodes_cursor: int | None = field(default=None, compare=False)
+    people_cursor: int | None = field(default=None, compare=False)
     _paths: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
 
     def name_paths(self) -> dict[int, str]:

@@ -10,6 +10,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from email.utils import parsedate_to_datetime
 from functools import partial
 from typing import Any
 from urllib.parse import quote
@@ -47,6 +48,19 @@ class Requests:
     _retries: int
     _calls: Counter[str]
     _tokens: TokenKeeper
+    # The Date header of the latest answer each thread was given (see ``platform_time``).
+    _answered = threading.local()
+
+    def platform_time(self) -> int | None:
+        """The platform's clock, in ms, as its latest answer to this thread gave it (the
+        HTTP ``Date`` header: whole seconds); None without one, or one that is no date."""
+        date = getattr(self._answered, "date", None)
+        if not date:
+            return None
+        try:
+            return int(parsedate_to_datetime(date).timestamp()) * 1000
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
 
     def _pages(
         self,
@@ -239,6 +253,7 @@ class Requests:
         except httpx.RequestError as exc:
             failure = classify(exc)
         else:
+            self._answered.date = response.headers.get("date")
             return result_of(response, endpoint)
         # Raised outside the except block: the httpx exception, whose request holds the
         # token in its URL, must not ride along as __context__.

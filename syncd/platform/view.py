@@ -2,25 +2,29 @@
 
 - the root node, and every node (complete reads) or those changed since the nodes'
   ``refresh_time`` cursor (department drift);
-- the people syncd holds who changed there since the people's cursor: the users list
-  (D3) with ``refresh_time`` names them, the employee list (G) gives their records
-  (people drift);
-- the people syncd holds who were deleted there: on complete reads, those the
-  organization's employees (G) do not include, listed along the whole tree at least once
-  a day and otherwise in the nodes whose employee count moved since the last complete
-  read (a deletion lowers its node's count); on every read, those D3 names whose employee
-  record G no longer returns. A removed employee's user may stay in D3, so D3 alone never
-  says who is gone;
+- the people syncd holds whose platform record differs from what syncd last wrote: those
+  the users list (D3) with ``refresh_time`` names, read from the employee list (G) by
+  username, and on complete reads everyone the organization's employees list (G) in the
+  nodes whose employee count moved since the last complete read, or along the whole tree
+  at least once a day, whatever their stamps say (people drift);
+- the people syncd holds who were deleted there: on complete reads, those the listed
+  nodes lack (asked about by name), and those placed in a node deleted since; on every
+  read, those D3 names whose employee record G no longer returns. A removed employee's
+  user may stay in D3, so D3 alone never says who is gone;
 - accounts the source names that syncd never synced, to adopt rather than duplicate.
 
 ``read_platform`` reads what does not depend on the source, while the source is read;
 ``with_adoptions`` adds the accounts to adopt once the directory is known. A cursor is
-the newest ``last_modified`` seen; the runner moves it after a clean run.
+the newest ``last_modified`` the platform's answers gave, never later than its clock (its
+``Date``); a platform whose clock is behind the cursors was set back, and the run lists
+and compares everyone (``clock_behind``). The runner moves the cursors after a clean run,
+past its own writes (``syncd.platform.settle``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -39,8 +43,11 @@ from syncd.plan import (
     Snapshot,
 )
 from syncd.platform.client import PlatformClient
+from syncd.platform.records import Judge, newest, present, usernames
 from syncd.platform.schemas import EmployeeRecord, Node
 from syncd.spelling import look_alike, nfc
+
+log = logging.getLogger(__name__)
 
 # Users asked per page of the D3 list (a platform may give fewer). With platform.concurrency
 # pages in flight, 5,000 a page held 27 MB more at 100,000 people and was no faster.
@@ -52,8 +59,11 @@ LISTING_PART = 2000
 # Whatever the nodes' counts say, a complete read lists every employee this often: one
 # person deleted and another placed in the same node between two runs leave its count.
 CENSUS_EVERY_MS = 24 * 3600 * 1000
-# The list form's profile fields that people drift compares (see syncd.plan.drift).
-COMPARED = ("name", "email", "mobile", "sn", "gender", "sort_order", "senior", "properties")
+# The employee list asks this many usernames a call (PlatformClient.employee_records).
+NAMES_PER_CALL = 200
+# A platform's Date header gives whole seconds: its clock is behind a stamp it gave only
+# when that stamp is at least this far ahead of the Date.
+CLOCK_RESOLUTION_MS = 1000
 
 
 def read_platform(
@@ -72,35 +82,81 @@ def read_platform(
     Accounts to adopt come after the read (``with_adoptions``).
     """
     root = client.root()
-    since_nodes = cursors.get("nodes")
-    listing = complete or since_nodes is None or not snapshot().departments
+    now = client.platform_time()
+    since_nodes, since = cursors.get("nodes"), cursors.get("people")
+    behind = clock_behind(now, since_nodes, since)
+    listing = complete or since_nodes is None or behind is not None or not snapshot().departments
     nodes: Mapping[int, PlatformNode] = {}
     if listing:
         nodes = _nodes(client.page_orgs())
     elif settings.sync.drift_check:
         nodes = _nodes(client.page_orgs(refresh_time=since_nodes))
-    changed: dict[str, PlatformEmployee] = {}
-    deleted: frozenset[str] = frozenset()
+    nodes_cursor = capped(newest(n.last_modified for n in nodes.values()), now)
+    found = Found({}, frozenset(), since)
     counted = None
     if settings.sync.drift_check:
-        since = cursors.get("people")
         where = None
-        if complete:
+        if complete or behind is not None:
             counts = {**{n.id: n.employees for n in nodes.values()}, root.id: root.employee_count}
-            where, counted = _listing_for(root.id, nodes, counts, census, since, now_ms())
-        changed, deleted = _people_drift(
-            client, snapshot, root.id, where, since, platform_of(settings).concurrency
+            where, counted = _listing_for(
+                root.id, nodes, counts, census, since, now_ms(), whole=behind is not None
+            )
+        found = _people_drift(
+            client,
+            snapshot,
+            root.id,
+            where,
+            since,
+            platform_of(settings).concurrency,
+            frozenset(nodes) if listing else None,
         )
+    # Set back, the platform stamps what changes next from its time now on: what changed
+    # before this read, the whole listing compared.
+    people_cursor = behind - 1 if behind is not None else capped(found.newest, now)
     return PlatformView(
         root.id,
         root.name or "",
         nodes,
         listing,
-        changed=changed,
-        deleted=deleted,
+        changed=found.changed,
+        deleted=found.deleted,
         employee_count=root.all_employee_count or 0,
         census=counted,
+        nodes_cursor=nodes_cursor,
+        people_cursor=people_cursor,
     )
+
+
+def capped(cursor: int | None, now: int | None) -> int | None:
+    """A cursor no later than the platform's clock: a stamp ahead of it (made before the
+    clock was set back) would make the next reads miss what is stamped from now on."""
+    if cursor is None or now is None or cursor < now + CLOCK_RESOLUTION_MS:
+        return cursor
+    return now - 1
+
+
+def clock_behind(now: int | None, *cursors: int | None) -> int | None:
+    """The platform's time, when its clock is behind a stamp it gave before: set back.
+
+    ``now`` is its answer's ``Date`` (whole seconds, so up to a second behind the stamps
+    of that instant). Changes made since it was set back carry stamps older than the
+    cursors, and a ``refresh_time`` read from them would never return them: this run lists
+    and compares everyone instead, and the cursors start again from ``now``.
+    """
+    if now is None:
+        return None
+    ahead = [c for c in cursors if c is not None and c >= now + CLOCK_RESOLUTION_MS]
+    if not ahead:
+        return None
+    log.warning(
+        "the platform's clock (%d) is %.1f s behind the newest change it reported (%d): "
+        "it was set back; every employee is listed and compared, and reads start again "
+        "from its time now",
+        now,
+        (max(ahead) - now) / 1000,
+        max(ahead),
+    )
+    return now
 
 
 def with_adoptions(
@@ -173,19 +229,25 @@ def _platform_person(record: EmployeeRecord) -> PlatformPerson:
     )
 
 
-def newest(stamps: Iterable[int | None]) -> int | None:
-    """The latest of these ``last_modified`` stamps: the next read's ``refresh_time``."""
-    return max((s for s in stamps if s is not None), default=None)
-
-
 @dataclass(frozen=True, slots=True)
 class Listing:
-    """Where a complete read lists the organization's employees: ``parts`` as (node id,
-    with its descendants); ``whole``: they cover the tree (else: the nodes whose count
-    moved, each alone)."""
+    """Where a read lists the organization's employees: ``parts`` as (node id, with its
+    descendants); ``whole``: they cover the tree (else: the nodes whose count moved, each
+    alone)."""
 
     parts: Sequence[tuple[int, bool]]
     whole: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What the people reads found: syncd's people whose platform record differs from what
+    syncd last wrote (by username), those deleted there, and the people's cursor they
+    justify (the newest stamp of the changes they weighed)."""
+
+    changed: dict[str, PlatformEmployee]
+    deleted: frozenset[str]
+    newest: int | None
 
 
 def _listing_for(
@@ -195,20 +257,31 @@ def _listing_for(
     census: Census | None,
     since: int | None,
     now: int,
+    whole: bool = False,
 ) -> tuple[Listing, Census | None]:
-    """What this complete read lists, and the census the next one compares with: the
-    whole tree when no census stands (none yet, a day old, no cursor, a node without a
-    count), else the nodes whose count moved, unless listing the whole costs fewer calls."""
-    whole = Listing(listing_parts(root_id, nodes), whole=True)
+    """What this read lists, and the census the next one compares with: the whole tree
+    when asked (``whole``) or when no census stands (none yet, a day old or from a future
+    time, no cursor, a node without a count), else the nodes whose count moved and the
+    people of the nodes gone since (asked about by name), unless listing the whole tree
+    costs fewer calls."""
+    everyone = Listing(listing_parts(root_id, nodes), whole=True)
     if any(c is None for c in counts.values()):
-        return whole, None
+        return everyone, None
     known = {k: c for k, c in counts.items() if c is not None}
-    if census is None or since is None or now - census.listed_at >= CENSUS_EVERY_MS:
-        return whole, Census(now, known)
+    if whole or census is None or since is None or _due(census, now):
+        return everyone, Census(now, known)
     moved = [k for k, c in known.items() if census.counts.get(k) != c]
-    if len(moved) >= len(whole.parts):
-        return whole, Census(now, known)
+    # The people of a node deleted since are asked about by name, NAMES_PER_CALL a call.
+    gone = sum(c for k, c in census.counts.items() if k not in known)
+    if len(moved) + -(-gone // NAMES_PER_CALL) >= len(everyone.parts):
+        return everyone, Census(now, known)
     return Listing([(k, False) for k in moved], whole=False), Census(census.listed_at, known)
+
+
+def _due(census: Census, now: int) -> bool:
+    """Whether the whole tree is due to be listed again: listed a day ago, or at a time
+    syncd's clock has not reached yet (set back since)."""
+    return not 0 <= now - census.listed_at < CENSUS_EVERY_MS
 
 
 def _people_drift(
@@ -218,48 +291,70 @@ def _people_drift(
     listing: Listing | None,
     since: int | None,
     concurrency: int,
-) -> tuple[dict[str, PlatformEmployee], frozenset[str]]:
-    """The people syncd holds who changed on the platform, and those deleted there.
+    listed_nodes: frozenset[int] | None,
+) -> Found:
+    """The people syncd holds whose platform record differs from what syncd last wrote,
+    and those deleted there.
 
-    ``listing``: where to list the organization's employees (complete reads), None to
-    read only whom D3 names. Once syncd has synced (a cursor), a whole listing is made
-    while the snapshot loads; on the first drift read (no cursor), everyone's record is
-    compared.
+    Who is read: those the users list names since the cursor, and everyone ``listing``
+    lists (complete reads), whatever their stamps say: a platform whose clock was set back
+    stamps changes before the cursor, and only a listing finds them. Each part is compared
+    as it comes and only the records that differ are kept. ``listed_nodes``: every node,
+    when the nodes were all listed (syncd's people placed in a node gone since are asked
+    about by name).
     """
-    named = None
+    named: set[str] | None = None
+    stamps: list[int] = []
     if since is not None:
-        named = set(_usernames(client.users(refresh_time=since, page_size=USERS_PAGE)))
+        users = client.users(refresh_time=since, page_size=USERS_PAGE)
+        named, stamps = _named(users)
+    judge = Judge(snapshot, root_id, named)
     early = None
     if listing is not None and listing.whole and named is not None:
-        early = _listing(client, listing.parts, concurrency, named, since)
+        early = _listing(client, listing.parts, concurrency, judge)
     loaded = snapshot()
     synced = loaded.employees
     if not synced:
-        return {}, frozenset()
+        return Found({}, frozenset(), newest([since, *stamps]))
     if listing is not None and listing.whole:
-        present, found = early or _listing(client, listing.parts, concurrency, named, since)
+        listed, found, seen = early or _listing(client, listing.parts, concurrency, judge)
         owned = set(store.usernames(synced))
         # Missing from every part: deleted, or moved between two parts while they were
         # listed. Asked about by name, only those the platform does not know are gone.
-        missing = [u for u in owned if u not in present]
-        there = _present(client.employee_records(missing)) if missing else []
-        found += _employees(_changed(there, named, since))
-        changed = {p.username: p for p in found if p.username in owned}
-        return changed, frozenset(missing).difference(_usernames(there))
+        missing = [u for u in owned if u not in listed]
+        there = present(client.employee_records(missing)) if missing else []
+        more, newer = judge(there)
+        changed = {p.username: p for p in (*found, *more)}
+        deleted = frozenset(missing).difference(usernames(there))
+        return Found(changed, deleted, newest([since, *stamps, seen, newer]))
     if named is None:  # never read before: every user is new
-        named = set(_usernames(client.users(page_size=USERS_PAGE, concurrency=concurrency)))
+        named = set(usernames(client.users(page_size=USERS_PAGE, concurrency=concurrency)))
     moved = _moved(loaded, root_id, listing.parts) if listing is not None else {}
-    present, found = _listing(client, [(n, False) for n in moved], concurrency, named, since)
-    placed = loaded.placed(list(moved.values())) if moved else {}
+    gone = _gone(loaded, listed_nodes) if listing is not None else {}
+    listed, found, seen = _listing(client, [(n, False) for n in moved], concurrency, judge)
+    where = [*moved.values(), *gone.values()]
+    placed = loaded.placed(where) if where else {}
     expected = {synced[k].username for ids in placed.values() for k in ids if k in synced}
-    owned = store.holding(synced, [p.username for p in found])
-    changed = {p.username: p for p in found if p.username in owned}
-    # Named by D3 and not read in a listed node, or placed in one and not listed there:
-    # asked about by name; those the platform no longer has are gone.
-    wanted = store.holding(synced, named).difference(changed) | expected.difference(present)
-    records = client.employee_records(list(wanted)) if wanted else ()
-    changed.update((p.username, p) for p in _employees(_present(records)))
-    return changed, frozenset(wanted.difference(changed))
+    # Named by the users list, or placed in a node listed or gone, and not listed: asked
+    # about by name; those the platform no longer has are gone.
+    wanted = (store.holding(synced, named) | expected).difference(listed)
+    records = present(client.employee_records(list(wanted))) if wanted else []
+    more, newer = judge(records)
+    changed = {p.username: p for p in (*found, *more)}
+    deleted = frozenset(wanted.difference(usernames(records)))
+    return Found(changed, deleted, newest([since, *stamps, seen, newer]))
+
+
+def _named(users: Iterable[Mapping[str, Any]]) -> tuple[set[str], list[int]]:
+    """The usernames a users list names, and the stamps it gives them."""
+    named, stamps = set(), []
+    for user in users:
+        username, stamp = user.get("username"), user.get("last_modified")
+        if isinstance(username, str):
+            named.add(username)
+        if type(stamp) is int:
+            stamps.append(stamp)
+    return named, stamps
 
 
 def _moved(snapshot: Snapshot, root_id: int, parts: Iterable[tuple[int, bool]]) -> dict[int, str]:
@@ -268,6 +363,14 @@ def _moved(snapshot: Snapshot, root_id: int, parts: Iterable[tuple[int, bool]]) 
     ours = {d.node_id: k for k, d in snapshot.departments.items() if d.node_id is not None}
     ours[root_id] = ""
     return {node_id: ours[node_id] for node_id, _ in parts if node_id in ours}
+
+
+def _gone(snapshot: Snapshot, listed: frozenset[int] | None) -> dict[int, str]:
+    """syncd's departments whose node a listing of every node lacks (deleted there, all at
+    once with the people in it when the platform was wiped), by node id."""
+    if listed is None:
+        return {}
+    return {d.node_id: k for k, d in snapshot.departments.items() if d.node_id not in listed}
 
 
 def listing_parts(root_id: int, nodes: Mapping[int, PlatformNode]) -> list[tuple[int, bool]]:
@@ -299,82 +402,27 @@ def _listing(
     client: PlatformClient,
     parts: Sequence[tuple[int, bool]],
     concurrency: int,
-    named: set[str] | None,
-    since: int | None,
-) -> tuple[set[str], list[PlatformEmployee]]:
-    """Every username the parts list, and the records of those changed there (see
-    ``_changed``); a part's answer is let go of as soon as it is read."""
+    judge: Judge,
+) -> tuple[set[str], list[PlatformEmployee], int | None]:
+    """Every username the parts list, the records of syncd's people there that differ from
+    what it wrote, and the newest stamp of those the users list named; a part's answer
+    is let go of as soon as it is judged."""
 
-    def part(where: tuple[int, bool]) -> tuple[list[str], list[PlatformEmployee]]:
-        records = _present(client.employee_listing(where[0], recursion=where[1]))
-        return _usernames(records), list(_employees(_changed(records, named, since)))
+    def part(where: tuple[int, bool]) -> tuple[list[str], list[PlatformEmployee], int | None]:
+        records = present(client.employee_listing(where[0], recursion=where[1]))
+        return usernames(records), *judge(records)
 
-    present: set[str] = set()
+    listed: set[str] = set()
     found: list[PlatformEmployee] = []
+    stamps: list[int | None] = []
     if not parts:  # no node's count moved: most runs
-        return present, found
+        return listed, found, None
     with ThreadPoolExecutor(concurrency, thread_name_prefix="listing") as pool:
-        for usernames, employees in pool.map(part, parts):
-            present.update(usernames)
-            found += employees
-    return present, found
-
-
-def _changed(
-    records: list[Mapping[str, Any]], named: set[str] | None, since: int | None
-) -> list[Mapping[str, Any]]:
-    """The records of people changed on the platform: D3 ``named`` them, or their record
-    is later than ``since`` (where a platform does not refresh the user with it). No
-    cursor: everyone's."""
-    if named is None or since is None:
-        return records
-    return [
-        r
-        for r in records
-        if r.get("username") in named or (type(t := r.get("last_modified")) is int and t > since)
-    ]
-
-
-def _present(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The records of employees, those a platform keeps with their deleted flag left out."""
-    return [r for r in records if r.get("deleted") is not True]
-
-
-def _employees(records: Iterable[Mapping[str, Any]]) -> Iterator[PlatformEmployee]:
-    """The records as drift compares them."""
-    for record in records:
-        found = _platform_employee(record)
-        if found is not None:
-            yield found
-
-
-def _usernames(users: Iterable[Mapping[str, Any]]) -> list[str]:
-    return [u["username"] for u in users if isinstance(u.get("username"), str)]
-
-
-def _platform_employee(record: Mapping[str, Any]) -> PlatformEmployee | None:
-    """A list-form record as drift compares it; None for one without id or username, or
-    deleted (a hundred thousand of them are read after a big run: no model is built)."""
-    employee_id, username = record.get("id"), record.get("username")
-    if not isinstance(employee_id, int) or not isinstance(username, str):
-        return None
-    if record.get("deleted") is True:  # a removed employee, where a platform keeps the record
-        return None
-    positions = []
-    for p in record.get("positions") or ():
-        org_id = p.get("org_id") if isinstance(p, dict) else None
-        if isinstance(org_id, int):
-            title = p.get("job_title") or ""
-            positions.append((org_id, p.get("primary") is True, p.get("chief") is True, title))
-    stamp = record.get("last_modified")
-    return PlatformEmployee(
-        employee_id,
-        username,
-        record.get("locked") is True or record.get("disabled") is True,
-        {name: record[name] for name in COMPARED if name in record},
-        tuple(positions),
-        stamp if isinstance(stamp, int) else None,
-    )
+        for names, differing, stamp in pool.map(part, parts):
+            listed.update(names)
+            found += differing
+            stamps.append(stamp)
+    return listed, found, newest(stamps)
 
 
 def _nodes(records: Iterable[Node]) -> dict[int, PlatformNode]:

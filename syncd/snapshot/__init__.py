@@ -54,6 +54,7 @@ from syncd.snapshot.records import (
     FieldLookup,
     PlacedLookup,
     SyncedEmployees,
+    by_username,
     delete_departments,
     delete_employees,
     forget_employees,
@@ -66,6 +67,7 @@ from syncd.snapshot.records import (
     upsert_departments,
     upsert_employees,
     usernames,
+    written,
 )
 from syncd.snapshot.tables import (
     BUSY_TIMEOUT_MS,
@@ -88,6 +90,7 @@ __all__ = [
     "TokenStore",
     "applied_since",
     "backup",
+    "by_username",
     "compact",
     "copy_rejected",
     "delete_departments",
@@ -128,4 +131,5 @@ __all__ = [
     "upsert_employees",
     "usernames",
     "write",
+    "written",
 ]

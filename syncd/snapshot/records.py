@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Collection, ItemsView, Iterator, Mapping, Sequence, ValuesView
+from collections.abc import (
+    Callable,
+    Collection,
+    ItemsView,
+    Iterator,
+    Mapping,
+    Sequence,
+    ValuesView,
+)
 from typing import Any
 
 from sqlalchemy import Connection, Engine, text
@@ -71,6 +79,31 @@ def holding(employees: Mapping[str, SyncedEmployee], names: Collection[str]) -> 
     return {u for u in names if u in owned}
 
 
+def by_username(
+    employees: Mapping[str, SyncedEmployee], names: Collection[str]
+) -> dict[str, SyncedEmployee]:
+    """syncd's people who hold these usernames, by username."""
+    if isinstance(employees, SyncedEmployees):
+        return employees.by_username(names)
+    wanted = set(names)
+    return {e.username: e for e in employees.values() if e.username in wanted}
+
+
+def written(
+    fields: Callable[[Kind, str], Mapping[str, Any] | None], source_ids: Sequence[str]
+) -> dict[str, Mapping[str, Any]]:
+    """The fields syncd last wrote for these people, read now and kept by nobody (people
+    drift compares a listing part by part: 100,000 people's fields are never held)."""
+    if isinstance(fields, FieldLookup):
+        return fields.read(source_ids)
+    found = {}
+    for source_id in source_ids:
+        value = fields(Kind.EMPLOYEE, source_id)
+        if value is not None:
+            found[source_id] = value
+    return found
+
+
 def _all_employees(raw: Any) -> dict[str, SyncedEmployee]:
     rows = raw.execute(_EMPLOYEES)
     return {e.source_id: e for e in map(_synced, rows)}
@@ -122,6 +155,16 @@ class SyncedEmployees(Mapping[str, SyncedEmployee]):
             json.dumps(list(names)),
         )
         return {str(r[0]) for r in rows}
+
+    def by_username(self, names: Collection[str]) -> dict[str, SyncedEmployee]:
+        """The people holding these usernames: a few asked of the database."""
+        if self._everyone is not None or len(names) > self._ONE_BY_ONE:
+            return by_username(self.load(), names)
+        rows = self._query(
+            _EMPLOYEES + " WHERE username IN (SELECT value FROM json_each(?))",  # noqa: S608
+            json.dumps(list(names)),
+        )
+        return {e.username: e for e in map(_synced, rows)}
 
     def __len__(self) -> int:
         return self._count if self._everyone is None else len(self._everyone)
@@ -233,6 +276,20 @@ class FieldLookup:
                 (json.dumps(wanted),),
             )
             self._employees.update((str(k), v) for k, v in rows)
+
+    def read(self, source_ids: Sequence[str]) -> dict[str, Mapping[str, Any]]:
+        """These employees' fields, in one query, kept neither here nor for later questions."""
+        if not source_ids:
+            return {}
+        with self._engine.connect() as conn:
+            raw = conn.connection.driver_connection
+            assert raw is not None
+            rows = raw.execute(
+                "SELECT source_id, fields FROM employees "
+                "WHERE source_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(source_ids)),),
+            )
+            return {str(k): json.loads(v) for k, v in rows if v}
 
     def _all_departments(self) -> dict[str, str]:
         if self._departments is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 import httpx
@@ -132,6 +133,28 @@ def test_a_state_file_of_another_organization_is_refused(tmp_path: Path) -> None
 def test_the_clock_can_be_advanced(emulator: RunningEmulator) -> None:
     now = emulator.state()["now"]
     assert emulator.advance_clock(3600) >= now + 3_600_000
+
+
+def test_a_clock_set_back_stamps_changes_earlier_and_says_so_in_the_date_header(
+    api: Api, emulator: RunningEmulator, client: httpx.Client
+) -> None:
+    api.import_employees([person("ann")])
+    before = api.ok("GET", "/v1/users/ann", {"type": "username"})["last_modified"]
+    now = emulator.set_clock_back(600)
+    assert now <= before - 590_000
+    api.import_employees([person("bob")])
+    bob = api.ok("GET", "/v1/users/bob", {"type": "username"})["last_modified"]
+    assert now <= bob < before  # stamped from the clock's new time, before ann's
+    since = api.ok("GET", "/v1/users", {"refresh_time": before - 1})
+    assert [u["username"] for u in since["users"]] == ["ann"]  # the read from ann misses bob
+    # Every answer's Date is the emulator's clock, control endpoints' too.
+    for answer in (
+        client.get(f"{ORG}", params={"access_token": api.token}),
+        client.get("/_emulator/stats"),
+    ):
+        dates = answer.headers.get_list("date")
+        assert len(dates) == 1, dates
+        assert abs(parsedate_to_datetime(dates[0]).timestamp() * 1000 - now) < 5_000
 
 
 def test_the_server_binds_loopback_on_a_free_port(emulator: RunningEmulator) -> None:

@@ -5,9 +5,13 @@ HTTP. Every round makes random changes in the source (hires, leavers, moves, ren
 departments moved or dropped with leavers still in them, rejected rows, username
 changes, departures and returns, new mobiles) and, behind syncd's back, random changes on
 the platform by another administrator (people deleted, locked, moved, edited; nodes
-renamed, moved, deleted; nodes and people syncd does not own added). Then a real
+renamed, moved, deleted; nodes and people syncd does not own added; most or all people
+deleted with every node left empty; the whole organization wiped; the platform's clock
+set back, so that what changes next is stamped before what syncd has read). Then a real
 ``syncd sync`` process runs, killed with SIGKILL at a random statement of the state
-database more often than not, and syncd runs until it exits 0. After each round:
+database more often than not, and syncd must exit 0 within two more runs (``MAX_RUNS``)
+of the round's last change. The first run that says ok must have converged, the process
+that was not killed after all too. After each round:
 
 - ``--check`` plans nothing;
 - no node twice (serial_no or name path), no person twice (username);
@@ -51,7 +55,7 @@ from .support import DEADLINE, KILLER, Rig, clean_env, query
 SEEDS = range(12)
 LONG_SEEDS = range(12, 60)
 ROUNDS = 3
-MAX_RUNS = 4  # runs after a round's changes before syncd must have converged
+MAX_RUNS = 2  # runs after a round's changes (and a killed one) before syncd must have converged
 POLICIES = ("lock", "remove", "lock_then_remove")
 # Where to kill: statements of the state database, the ones every writing run reaches
 # weighted the most (the nth of them is drawn from 1 to 4).
@@ -337,6 +341,45 @@ def add_foreign(h: History, admin: AnotherAdmin, state: Any, owned: list[str]) -
     return True
 
 
+def set_clock_back(h: History, admin: AnotherAdmin, state: Any, owned: list[str]) -> bool:
+    """The platform's clock is set back (a minute to half an hour): what changes next is
+    stamped before what syncd has already read."""
+    admin.emulator.set_clock_back(h.rng.randint(60, 1800))
+    return True
+
+
+def delete_most_people(h: History, admin: AnotherAdmin, state: Any, owned: list[str]) -> bool:
+    """Most of syncd's people deleted, or all of them, and every node left empty."""
+    if not owned:
+        return False
+    gone = h.rng.sample(owned, max(1, len(owned) * h.rng.randint(6, 10) // 10))
+    for username in gone:
+        h.deleted_now |= {row["id"] for row in h.people() if row["username"] == username}
+        admin.delete_person(username)
+    h.deleted |= h.deleted_now
+    while True:  # leaves first, until none is empty
+        nodes = admin.emulator.state()["nodes"]
+        parents = {n.get("parent_org_id") for n in nodes}
+        empty = [
+            n["serial_no"]
+            for n in nodes
+            if n.get("serial_no") and not n["all_employee_count"] and n["id"] not in parents
+        ]
+        if not empty:
+            return True
+        for serial in empty:
+            admin.delete_node(serial)
+
+
+def wipe(h: History, admin: AnotherAdmin, state: Any, owned: list[str]) -> bool:
+    """The organization wiped: every node but the root, every employee and user."""
+    h.deleted_now |= {row["id"] for row in h.people()}
+    h.deleted |= h.deleted_now
+    h.foreign_people.clear()
+    admin.emulator.reset(data=True)
+    return True
+
+
 PLATFORM_CHANGES = (
     delete_person,
     lock_or_unlock_person,
@@ -346,14 +389,18 @@ PLATFORM_CHANGES = (
     move_node,
     delete_node,
     add_foreign,
+    set_clock_back,
+    delete_most_people,
+    wipe,
 )
 
 
 # ---------------------------------------------------------------- runs
 
 
-def sync_killed_somewhere(h: History, rig: Rig) -> bool:
-    """One `syncd sync` process, killed at a random statement; whether it was killed."""
+def sync_killed_somewhere(h: History, rig: Rig) -> int | None:
+    """One `syncd sync` process, killed at a random statement: its exit code, None if it
+    was killed."""
     rig.company.write(rig.folder)
     rig.write_config()
     point = h.rng.choice(KILL_POINTS)
@@ -368,7 +415,7 @@ def sync_killed_somewhere(h: History, rig: Rig) -> bool:
     )
     killed = done.returncode == -signal.SIGKILL
     assert killed or done.returncode in (0, 1), done.stdout + done.stderr
-    return killed
+    return None if killed else done.returncode
 
 
 def sync_until_converged(rig: Rig) -> int:
@@ -543,9 +590,14 @@ def run_scenario(rig: Rig, seed: int) -> None:
         change_source(h)
         change_platform(h, admin, rig)
         before = not_syncds(h, rig)
+        exit_code = None
         if rng.random() < 0.8:
-            FIGURES["kills"] += sync_killed_somewhere(h, rig)
-        FIGURES["runs"] += sync_until_converged(rig)
+            exit_code = sync_killed_somewhere(h, rig)
+            FIGURES["kills"] += exit_code is None
+        if exit_code == EXIT_OK:  # not killed after all, and it says ok: it converged
+            FIGURES["runs"] += 1
+        else:
+            FIGURES["runs"] += sync_until_converged(rig)
         assert_invariants(h, rig)
         assert not_syncds(h, rig) == before, "syncd changed what it does not own"
         assert_nobody_active_locked_or_removed(h, rig)

@@ -81,10 +81,13 @@ def control_routes(runtime: Runtime) -> APIRouter:
         )
 
     @router.post("/clock")
-    async def advance_clock(request: Request) -> JSONResponse:
-        """Move the emulator's clock forward by {"advance_ms": n} (token expiry tests)."""
+    async def move_clock(request: Request) -> JSONResponse:
+        """Move the emulator's clock forward by {"advance_ms": n} (token expiry tests), or
+        step it back by {"back_ms": n} (a platform whose clock was set back)."""
         body = await optional_object(request)
-        now = runtime.state.clock.advance(to_int(body.get("advance_ms", 0), "advance_ms"))
+        clock = runtime.state.clock
+        clock.advance(to_int(body.get("advance_ms", 0), "advance_ms"))
+        now = clock.set_back(to_int(body.get("back_ms", 0), "back_ms"))
         return ok({"now": now})
 
     return router
