@@ -48,8 +48,8 @@ def emulator(emulator_server: RunningEmulator) -> RunningEmulator:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The convergence suite's figures (scenarios, kills, drift), when it ran."""
+    """The convergence and identity suites' figures (scenarios, events, ...), when they ran."""
     for name, module in list(sys.modules.items()):
-        if name.endswith("test_convergence_suite"):
+        if name.endswith(("test_convergence_suite", "test_identity_suite")):
             for line in module.summary():
                 terminalreporter.write_line(line)

@@ -1,0 +1,488 @@
+"""The identity suite's truth, and the sources it writes from it the way real ones come.
+
+``Truth`` is the company as it really is, kept apart from what syncd reads: people by a
+key of their own (never reused), each active, departed or gone, with the HR id they truly
+have. Its events are HR's: hires, leavers, departures, returns, moves, and a leaver's
+username recycled for a new hire. ``Export`` writes the truth as an HR system's CSV
+export gets written in real life, then damages the text: lines joined (a lost line
+break), blank lines and rows cut in two (doubled line breaks), quoting broken, the status
+vocabulary changed, usernames and department names spelled in NFD, another letter case
+or with invisible characters. ``Ldif`` writes the truth into a real slapd as change
+records: entries with multi-valued attributes whose value order changes every round.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import io
+import random
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Literal
+
+Status = Literal["active", "departed", "gone"]
+
+# Usernames and department names with letters that NFD spells in two code points.
+USERNAMES = (
+    "josé", "zoë", "renée", "müller", "chloé", "noël", "françois", "søren",
+    "dvořák", "björn", "inès", "jürgen", "agnès", "anaïs", "hélène", "gaëlle",
+)  # fmt: skip
+UNIT_NAMES = (
+    "Réception", "Qualité", "Sécurité", "Café", "Öffentlichkeit", "Ärzte",
+    "Éditions", "研发部", "Développement", "Façade", "Société", "Übersetzung",
+)  # fmt: skip
+SURNAMES = ("Li", "Wang", "Zhang", "Müller", "Dupré", "Núñez", "O'Brien", "Ørsted")
+GIVEN = ("Wei", "Fang", "Anaïs", "José", "Chloé", "Ming", "Zoë", "Ilse")
+INVISIBLE = ("\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u200e", "\u200f", "\u202a")
+# The HR system's status values: the settings name 在职 active and 离职 departed.
+ACTIVE, DEPARTED = "在职", "离职"
+VOCABULARIES = {  # a change of the export's vocabulary: (active, departed)
+    "departed renamed 离职 -> 已离职": (ACTIVE, "已离职"),
+    "english: Active / Terminated": ("Active", "Terminated"),
+    "active renamed 在职 -> 在岗": ("在岗", DEPARTED),
+}
+COLUMNS = ("id", "username", "name", "department", "email", "mobile", "status")
+
+
+def fold(text: str) -> str:
+    """The key two spellings of one name share: NFC, no invisible characters, case folded."""
+    visible = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    return unicodedata.normalize("NFC", visible).casefold()
+
+
+def variant(rng: random.Random, text: str) -> tuple[str, str]:
+    """Another spelling of ``text`` (NFD, letter case, an invisible character) and its kind."""
+    kinds = ["case", "invisible"]
+    if unicodedata.normalize("NFD", text) != text:
+        kinds += ["nfd", "nfd"]
+    kind = rng.choice(kinds)
+    if kind == "nfd":
+        return unicodedata.normalize("NFD", text), kind
+    if kind == "case":
+        spelled = rng.choice([text.upper(), text.title(), text.swapcase()])
+        if spelled != text:  # (letters without case, as in 研发部, have no other)
+            return spelled, kind
+    at = rng.randint(0, len(text))
+    return text[:at] + rng.choice(INVISIBLE) + text[at:], "invisible"
+
+
+@dataclass
+class Unit:
+    id: str
+    name: str
+    parent: str  # "" at the top
+
+
+@dataclass
+class Person:
+    key: int  # the person, whatever their rows say
+    hr_id: str
+    username: str
+    name: str
+    email: str
+    mobile: str
+    unit: str
+    status: Status = "active"
+    # LDAP: more values of multi-valued attributes, as a real directory holds them.
+    more: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Truth:
+    rng: random.Random
+    units: list[Unit]
+    ldap: bool  # people carry more values of multi-valued attributes
+    people: list[Person] = field(default_factory=list)
+    serial: int = 0
+    log: list[str] = field(default_factory=list)  # this round's events, as told in failures
+    counts: dict[str, int] = field(default_factory=dict)  # events of the scenario, by kind
+
+    def event(self, kind: str, text: str) -> None:
+        self.log.append(f"{kind}: {text}")
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+
+    def unit(self, unit_id: str) -> Unit:
+        return next(u for u in self.units if u.id == unit_id)
+
+    def path(self, unit_id: str, spelled: dict[str, str] | None = None) -> list[str]:
+        names: list[str] = []
+        while unit_id:
+            unit = self.unit(unit_id)
+            names.insert(0, (spelled or {}).get(unit.id, unit.name))
+            unit_id = unit.parent
+        return names
+
+    def present(self) -> list[Person]:
+        return [p for p in self.people if p.status != "gone"]
+
+    def with_status(self, *status: Status) -> list[Person]:
+        return [p for p in self.people if p.status in status]
+
+    def taken(self, username: str) -> bool:
+        return any(fold(p.username) == fold(username) for p in self.present())
+
+    def hire(self, username: str | None = None) -> Person:
+        self.serial += 1
+        n = self.serial
+        surname, given = self.rng.choice(SURNAMES), self.rng.choice(GIVEN)
+        name = f"{surname}, {given} {n}" if self.rng.random() < 0.3 else f"{given} {surname} {n}"
+        person = Person(
+            key=n,
+            hr_id=f"E{n}",
+            username=username or f"{self.rng.choice(USERNAMES)}{n}",
+            name=name,
+            email=f"p{n}@acme.example",
+            mobile=f"139{n:08d}",
+            unit=self.rng.choice(self.units).id,
+        )
+        if self.ldap:  # what a real slapd holds beside the value that names the person
+            if self.rng.random() < 0.3:
+                person.more["uid"] = [f"alias{n}"]
+            if self.rng.random() < 0.4:
+                person.more["cn"] = [f"{given}{surname} {n}"]
+            if self.rng.random() < 0.4:
+                person.more["mail"] = [f"alias{n}@acme.example"]
+            if self.rng.random() < 0.3:
+                person.more["employeeType"] = ["staff"]
+        self.people.append(person)
+        return person
+
+
+def first_truth(rng: random.Random, *, ldap: bool) -> Truth:
+    names = rng.sample(UNIT_NAMES, 7)
+    units = [Unit("U1", names[0], "")]
+    for n in range(2, 8):
+        units.append(Unit(f"U{n}", names[n - 1], rng.choice(["", *[u.id for u in units]])))
+    truth = Truth(rng, units, ldap)
+    for _ in range(rng.randint(10, 15)):
+        truth.hire()
+    for person in rng.sample(truth.people, 2):
+        person.status = "departed"
+    return truth
+
+
+# ---------------------------------------------------------------- HR's events
+
+
+def hire(t: Truth) -> None:
+    p = t.hire()
+    t.event("hire", f"{p.hr_id} {p.username} in {p.unit}")
+
+
+def leave(t: Truth) -> None:
+    candidates = t.with_status("active", "departed")
+    if len(candidates) > 4:
+        p = t.rng.choice(candidates)
+        p.status = "gone"
+        t.event("leave", f"{p.hr_id} {p.username} dropped from the source")
+
+
+def depart(t: Truth) -> None:
+    if candidates := t.with_status("active"):
+        p = t.rng.choice(candidates)
+        p.status = "departed"
+        t.event("depart", f"{p.hr_id} {p.username} departed")
+
+
+def come_back(t: Truth) -> None:
+    candidates = [
+        p
+        for p in t.with_status("departed", "gone")
+        if p.status == "departed" or not t.taken(p.username)
+    ]
+    if candidates:
+        p = t.rng.choice(candidates)
+        t.event("return", f"{p.hr_id} {p.username} active again (was {p.status})")
+        p.status = "active"
+
+
+def move(t: Truth) -> None:
+    if candidates := t.present():
+        p = t.rng.choice(candidates)
+        p.unit = t.rng.choice(t.units).id
+        t.event("move", f"{p.hr_id} {p.username} to {p.unit}")
+
+
+def recycle(t: Truth) -> None:
+    """A new hire gets a leaver's username (dropped before, or in this very export)."""
+    gone = [p for p in t.with_status("gone") if not t.taken(p.username)]
+    if not gone:
+        candidates = t.with_status("departed", "active")
+        if len(candidates) < 5:
+            return
+        leaver = t.rng.choice(candidates)
+        leaver.status = "gone"
+        t.event("leave", f"{leaver.hr_id} {leaver.username} dropped from the source")
+        gone = [leaver]
+    old = t.rng.choice(gone)
+    username, kind = old.username, "same spelling"
+    if t.rng.random() < 0.3:
+        username, kind = variant(t.rng, old.username)
+    p = t.hire(username)
+    t.event("recycled username", f"{p.hr_id} hired as {username!r} ({kind}), {old.hr_id}'s")
+
+
+TRUTH_EVENTS = (hire, hire, leave, depart, come_back, move, recycle)
+
+
+# ---------------------------------------------------------------- CSV exports
+
+
+@dataclass
+class Export:
+    """One round's CSV files, written from the truth and damaged as real exports are."""
+
+    truth: Truth
+    layout: Literal["two_files", "paths"]
+    line_end: str
+    vocabulary: tuple[str, str] = (ACTIVE, DEPARTED)
+
+    def write(self, *, damaged: bool = True) -> tuple[str, str]:
+        """The employees file's text and the departments file's."""
+        t, rng = self.truth, self.truth.rng
+        spelled_people: dict[int, str] = {}
+        some = rng.choice([0, 0, 1, 2, 3]) if damaged else 0
+        for p in rng.sample(t.present(), min(len(t.present()), some)):
+            spelled_people[p.key], kind = variant(rng, p.username)
+            t.event("username variant", f"{p.hr_id} as {spelled_people[p.key]!r} ({kind})")
+        spelled_units: dict[str, str] = {}
+        if damaged and rng.random() < 0.35:
+            unit = rng.choice(t.units)
+            spelled_units[unit.id], kind = variant(rng, unit.name)
+            t.event("department variant", f"{unit.id} as {spelled_units[unit.id]!r} ({kind})")
+        rows = [list(COLUMNS)]
+        for p in t.present():
+            department = p.unit
+            if self.layout == "paths":
+                department = "/".join(t.path(p.unit, spelled_units))
+            status = self.vocabulary[0] if p.status == "active" else self.vocabulary[1]
+            username = spelled_people.get(p.key, p.username)
+            rows.append([p.hr_id, username, p.name, department, p.email, p.mobile, status])
+        departments = _plain(
+            [["id", "name", "parent_id"]]
+            + [[u.id, spelled_units.get(u.id, u.name), u.parent] for u in t.units],
+            self.line_end,
+        )
+        if not damaged:
+            return _plain(rows, self.line_end), departments
+        return self._damaged(rows), departments
+
+    def _damaged(self, rows: list[list[str]]) -> str:
+        t, rng = self.truth, self.truth.rng
+        cells = [[_cell(value) for value in row] for row in rows]
+        ids = [row[0] for row in rows]
+        for _ in range(rng.choice([0, 0, 1, 2])):
+            n = rng.randrange(1, len(cells))
+            how = _break_quote(rng, cells[n])
+            t.event("quote broken", f"row of {ids[n]}: {how}")
+        lines = [",".join(row) for row in cells]
+        who = list(ids)
+        for _ in range(rng.choice([0, 0, 1, 2])):  # a line break inside a row: two lines
+            n = rng.randrange(1, len(lines))
+            at = _outside_quotes(rng, lines[n])
+            lines[n : n + 1] = [lines[n][:at], lines[n][at:]]
+            who[n : n + 1] = [who[n], f"(rest of {who[n]})"]
+            t.event("line break doubled", f"row of {who[n]} cut at {at}")
+        for _ in range(rng.choice([0, 0, 1, 2])):  # a lost line break: two rows joined
+            if len(lines) > 3:
+                n = rng.randrange(1, len(lines) - 1)
+                lines[n : n + 2] = [lines[n] + lines[n + 1]]
+                t.event("line break lost", f"rows of {who[n]} and {who[n + 1]} joined")
+                who[n : n + 2] = [f"{who[n]}+{who[n + 1]}"]
+        if rng.random() < 0.3:
+            n = rng.randrange(1, len(lines) + 1)
+            lines.insert(n, "")
+            who.insert(n, "(blank)")
+            t.event("blank line", f"at line {n + 1}")
+        return "".join(line + self.line_end for line in lines)
+
+
+def _cell(value: str) -> str:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="").writerow([value])
+    return out.getvalue()
+
+
+def _plain(rows: list[list[str]], line_end: str) -> str:
+    out = io.StringIO()
+    csv.writer(out, lineterminator=line_end).writerows(rows)
+    return out.getvalue()
+
+
+def _break_quote(rng: random.Random, row: list[str]) -> str:
+    quoted = [n for n, cell in enumerate(row) if cell.startswith('"')]
+    choice = rng.choice(["unquoted", "opened", "after"] if quoted else ["opened"])
+    if choice == "unquoted":  # the quotes around a value with a comma lost: one field more
+        n = rng.choice(quoted)
+        row[n] = row[n][1:-1].replace('""', '"')
+        return f"field {n + 1} lost its quotes"
+    if choice == "after":  # text after the closing quote
+        n = rng.choice(quoted)
+        row[n] += "x"
+        return f"text after field {n + 1}'s closing quote"
+    n = rng.randrange(len(row))  # a quote opened and never closed
+    row[n] = '"' + row[n]
+    return f"a quote opened in field {n + 1}"
+
+
+def _outside_quotes(rng: random.Random, line: str) -> int:
+    """A position of the line, not inside a quoted field, to cut it at."""
+    places, inside = [], False
+    for at, char in enumerate(line):
+        if char == '"':
+            inside = not inside
+        elif not inside and at:
+            places.append(at)
+    return rng.choice(places or [len(line) // 2 or 1])
+
+
+# ---------------------------------------------------------------- LDIF for a real slapd
+
+
+def ldif_value(attribute: str, value: str) -> str:
+    """One LDIF line; base64 for anything not plain printable ASCII (RFC 2849)."""
+    safe = value.isascii() and value.isprintable() and not value.startswith((" ", ":", "<"))
+    if safe and not value.endswith(" "):
+        return f"{attribute}: {value}\n"
+    return f"{attribute}:: {base64.b64encode(value.encode()).decode()}\n"
+
+
+@dataclass
+class Ldif:
+    """The truth as entries of a slapd, and the change records that bring it up to date."""
+
+    truth: Truth
+    base: str
+    ou_tree: bool  # departments from the OU tree; else from a path in each person's ``ou``
+    entries: dict[int, tuple[str, list[tuple[str, list[str]]]]] = field(default_factory=dict)
+    units_added: bool = False
+    added: list[int] = field(default_factory=list)
+
+    def unit_dn(self, unit_id: str) -> str:
+        dn = self.base
+        for name in self.truth.path(unit_id):
+            dn = f"ou={name},{dn}"
+        return dn
+
+    def person_dn(self, p: Person) -> str:
+        parent = self.unit_dn(p.unit) if self.ou_tree else f"ou=People,{self.base}"
+        return f"employeeNumber={p.hr_id},{parent}"
+
+    def changes(self, *, damaged: bool = True) -> str:
+        """Change records from what slapd holds now to this round's truth, value order new;
+        ``added``: the people whose entries they add."""
+        t, rng = self.truth, self.truth.rng
+        chunks: list[str] = []
+        self.added = []
+        if not self.units_added:
+            chunks.append(self._base_entries())
+            self.units_added = True
+        spelled: dict[int, str] = {}
+        some = rng.choice([0, 0, 1, 2]) if damaged else 0
+        for p in rng.sample(t.present(), min(len(t.present()), some)):
+            spelled[p.key], kind = variant(rng, p.username)
+            t.event("username variant", f"{p.hr_id} as {spelled[p.key]!r} ({kind})")
+        units: dict[str, str] = {}
+        if damaged and not self.ou_tree and rng.random() < 0.35:
+            unit = rng.choice(t.units)
+            units[unit.id], kind = variant(rng, unit.name)
+            t.event("department variant", f"{unit.id} as {units[unit.id]!r} ({kind})")
+        shuffled = 0
+        for p in t.people:
+            old = self.entries.get(p.key)
+            if p.status == "gone":
+                if old is not None:
+                    chunks.append(ldif_value("dn", old[0]) + "changetype: delete\n\n")
+                    del self.entries[p.key]
+                continue
+            dn, attributes = self.person_dn(p), self._attributes(p, spelled, units)
+            if old is None:
+                chunks.append(self._add(dn, p, attributes))
+                self.added.append(p.key)
+            else:
+                if old[0] != dn:
+                    chunks.append(self._moved(old[0], dn))
+                if attributes != old[1]:
+                    shuffled += {a for a, _ in attributes} == {a for a, _ in old[1]}
+                    chunks.append(self._replace(dn, attributes))
+            self.entries[p.key] = (dn, attributes)
+        if shuffled:
+            t.event("values reordered", f"{shuffled} entries rewritten")
+        return "".join(chunks)
+
+    def reordered(self) -> str:
+        """Change records that only put multi-valued attributes' values in another order."""
+        chunks = []
+        for key, (dn, attributes) in self.entries.items():
+            if any(len(values) > 1 for _, values in attributes):
+                shuffled = [(a, self.truth.rng.sample(v, len(v))) for a, v in attributes]
+                if shuffled != attributes:
+                    chunks.append(self._replace(dn, shuffled))
+                    self.entries[key] = (dn, shuffled)
+        return "".join(chunks)
+
+    def _base_entries(self) -> str:
+        t, rng = self.truth, self.truth.rng
+        name = self.base.split(",")[0].removeprefix("ou=")
+        top = "changetype: add\nobjectClass: organizationalUnit\n"
+        chunks = [f"dn: {self.base}\n{top}ou: {name}\n"]
+        if self.ou_tree:
+            for unit in sorted(t.units, key=lambda u: len(t.path(u.id))):
+                values = [unit.name] + ([f"Alias {unit.id}"] if rng.random() < 0.5 else [])
+                rng.shuffle(values)
+                chunks.append(
+                    ldif_value("dn", self.unit_dn(unit.id))
+                    + "changetype: add\nobjectClass: organizationalUnit\n"
+                    + "".join(ldif_value("ou", v) for v in values)
+                )
+        else:
+            chunks.append(
+                f"dn: ou=People,{self.base}\nchangetype: add\nobjectClass: organizationalUnit\n"
+                "ou: People\n"
+            )
+        return "\n".join(chunks) + "\n"
+
+    def _attributes(
+        self, p: Person, spelled: dict[int, str], units: dict[str, str]
+    ) -> list[tuple[str, list[str]]]:
+        rng = self.truth.rng
+        values = {
+            "uid": [spelled.get(p.key, p.username), *p.more.get("uid", [])],
+            "cn": [p.name, *p.more.get("cn", [])],
+            "mail": [p.email, *p.more.get("mail", [])],
+            "mobile": [p.mobile],
+            "employeeType": [*p.more.get("employeeType", [])]
+            + (["departed"] if p.status == "departed" else []),
+        }
+        if not self.ou_tree:  # the department's path, beside the People a directory adds
+            values["ou"] = ["/".join(self.truth.path(p.unit, units)), "People"]
+        for listed in values.values():
+            rng.shuffle(listed)
+        return sorted(values.items())
+
+    def _add(self, dn: str, p: Person, attributes: list[tuple[str, list[str]]]) -> str:
+        lines = ldif_value("dn", dn) + "changetype: add\nobjectClass: inetOrgPerson\n"
+        lines += ldif_value("employeeNumber", p.hr_id) + ldif_value("sn", p.name.split()[-1])
+        for attribute, values in attributes:
+            lines += "".join(ldif_value(attribute, v) for v in values)
+        return lines + "\n"
+
+    def _replace(self, dn: str, attributes: list[tuple[str, list[str]]]) -> str:
+        lines = ldif_value("dn", dn) + "changetype: modify\n"
+        for attribute, values in attributes:
+            lines += f"replace: {attribute}\n" + "".join(ldif_value(attribute, v) for v in values)
+            lines += "-\n"
+        return lines + "\n"
+
+    @staticmethod
+    def _moved(old: str, new: str) -> str:
+        rdn, _, superior = new.partition(",")
+        return (
+            ldif_value("dn", old)
+            + "changetype: modrdn\n"
+            + ldif_value("newrdn", rdn)
+            + "deleteoldrdn: 1\n"
+            + ldif_value("newsuperior", superior)
+            + "\n"
+        )
