@@ -23,7 +23,7 @@ is fine: what it must never do is checked on the platform, over HTTP, after ever
 
 Violations do not stop a scenario: it runs to its end and then fails with its seed, the
 events of every round, the runs' outcomes and each violation, and the command that runs
-it again. CI runs 6 seeds (about a minute); ``--long`` runs 200 more. The figures
+it again. CI runs 12 seeds (about a minute); ``--long`` runs 200 more. The figures
 (scenarios, rounds, runs by exit code, events by kind, violations by kind) are printed at
 the end of the session.
 """
@@ -57,8 +57,8 @@ from .identity_world import (
 from .support import Rig, toml_value
 from .test_ldap_failures import ldap_lines
 
-SEEDS = range(6)
-LONG_SEEDS = range(6, 206)
+SEEDS = range(12)
+LONG_SEEDS = range(12, 212)
 ROUNDS = 3
 SOURCES = ("two_files", "paths", "ldap")
 POLICIES = ("lock", "remove", "lock_then_remove")
@@ -153,7 +153,7 @@ def new_scenario(rig: Rig, seed: int, request: pytest.FixtureRequest) -> Scenari
     rng = random.Random(seed)
     source = SOURCES[seed % 3]
     settings: dict[str, Any] = {
-        # Each source with two policies in any 6 seeds in a row, each pair once in 9.
+        # Each source with two policies in any 6 seeds in a row, each pair in any 9.
         "leaver_policy": POLICIES[(seed + seed // 3) % 3],
         "username_change": rng.choice(["conflict", "remove_and_create"]),
     }
