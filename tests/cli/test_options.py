@@ -6,6 +6,7 @@ import json
 import os
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -208,3 +209,20 @@ def test_each_drift_repair_is_said_once_in_the_plan(site: Site, emulator: Runnin
     assert sum("carol" in line for line in said) == 1, result.stdout
     assert any("changed on the platform" in line and "bob" in line for line in said)
     assert any("locked on the platform" in line and "carol" in line for line in said)
+
+
+def test_the_completion_script_for_everyone_is_what_readme_installs(tmp_path: Path) -> None:
+    # README: syncd --show-completion bash | sudo tee /usr/share/bash-completion/...
+    script = subprocess.run(
+        [str(SYNCD), "--show-completion", "bash"], capture_output=True, text=True, timeout=DEADLINE
+    )
+    assert script.returncode == 0, script.stderr
+    target = tmp_path / "syncd"
+    target.write_text(script.stdout, encoding="utf-8")
+    # Sourced by a bash that has never seen syncd: syncd's words complete.
+    probe = (
+        f"source {target}; COMP_WORDS=(syncd sta); COMP_CWORD=1; "
+        f"PATH={SYNCD.parent}:$PATH _syncd_completion syncd; printf '%s\\n' \"${{COMPREPLY[@]}}\""
+    )
+    found = subprocess.run(["bash", "--norc", "-c", probe], capture_output=True, text=True)
+    assert "status" in found.stdout.split(), found.stdout + found.stderr
