@@ -267,20 +267,16 @@ class FieldLookup:
         if not wanted:
             return
         self._employees.update(dict.fromkeys(wanted))
-        with self._engine.connect() as conn:
-            raw = conn.connection.driver_connection
-            assert raw is not None
-            rows = raw.execute(
-                "SELECT source_id, fields FROM employees "
-                "WHERE source_id IN (SELECT value FROM json_each(?))",
-                (json.dumps(wanted),),
-            )
-            self._employees.update((str(k), v) for k, v in rows)
+        self._employees.update(self._stored(wanted))
 
     def read(self, source_ids: Sequence[str]) -> dict[str, Mapping[str, Any]]:
         """These employees' fields, in one query, kept neither here nor for later questions."""
         if not source_ids:
             return {}
+        return {k: json.loads(v) for k, v in self._stored(source_ids).items() if v}
+
+    def _stored(self, source_ids: Sequence[str]) -> dict[str, str | None]:
+        """These employees' fields as stored (JSON text), in one query."""
         with self._engine.connect() as conn:
             raw = conn.connection.driver_connection
             assert raw is not None
@@ -289,7 +285,7 @@ class FieldLookup:
                 "WHERE source_id IN (SELECT value FROM json_each(?))",
                 (json.dumps(list(source_ids)),),
             )
-            return {str(k): json.loads(v) for k, v in rows if v}
+            return {str(k): v for k, v in rows}
 
     def _all_departments(self) -> dict[str, str]:
         if self._departments is None:
