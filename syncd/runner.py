@@ -37,11 +37,9 @@ from syncd.logs import redact
 from syncd.model import Directory, Kind
 from syncd.plan import (
     GuardDecision,
-    Limits,
     Note,
     Plan,
     PlatformView,
-    Policy,
     Snapshot,
     check_guards,
     plan,
@@ -49,6 +47,7 @@ from syncd.plan import (
 from syncd.platform import PlatformClient
 from syncd.platform.settle import settle
 from syncd.platform.view import adopting, newcomers, read_platform, with_adoptions
+from syncd.policy import limits_of, policy_of
 from syncd.recovery import recover
 from syncd.runs import after_run
 from syncd.snapshot import lineage
@@ -89,36 +88,6 @@ class RunResult:
 
 
 # ---------------------------------------------------------------- one sync
-
-
-def policy_of(settings: Settings) -> Policy:
-    s = settings.sync
-    return Policy(
-        leaver_policy=s.leaver_policy,
-        remove_after_days=s.remove_after_days,
-        exclude_usernames=tuple(s.exclude.usernames),
-        exclude_departments=tuple(s.exclude.departments),
-        username_change=s.username_change,
-        match_by=s.match_by,
-        extended_fields=dict(s.extended_fields),
-    )
-
-
-def limits_of(settings: Settings, request: RunRequest) -> Limits:
-    """The guards' limits, and what this run is allowed past them: the one-shot overrides,
-    or a saved plan's counts (they were reviewed: they stand for the overrides)."""
-    s, saved = settings.sync, request.saved
-    return Limits(
-        max_removals=s.max_removals,
-        max_removal_ratio=s.max_removal_ratio,
-        allow_removals=request.allow_removals if saved is None else saved.removals,
-        max_reactivations=s.max_reactivations,
-        max_reactivation_ratio=s.max_reactivation_ratio,
-        max_updates=s.max_updates,
-        max_update_ratio=s.max_update_ratio,
-        allow_reactivations=request.allow_reactivations if saved is None else saved.reactivations,
-        allow_updates=request.allow_updates if saved is None else saved.updates,
-    )
 
 
 def run_sync(

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from syncd.model import Directory, Employee, Kind, State, match_index, match_value
+from syncd.model import Directory, Employee, Kind, State
 from syncd.plan import rekeys
 from syncd.plan.actions import Action
+from syncd.plan.adoption import adopted_by_key
 from syncd.plan.drift import PeopleDrift
 from syncd.plan.fields import EmployeeHasher
 from syncd.plan.messages import department_names, unsure_rows
@@ -61,7 +62,7 @@ class EmployeePlanner:
         self.names = department_names(directory, snapshot, view.root_name)
         self.weighed: set[str] = set()  # usernames whose platform record was looked at
         self.forgets: list[Change] = []  # deleted on the platform, not wanted back
-        self._source_index: dict[str, tuple[str, ...]] | None = None  # match_by value -> ids
+        self.source_index: dict[str, tuple[str, ...]] | None = None  # match_by value -> ids
         self.removal_due: int | None = None  # the next grace period to end (Plan.removal_due)
         # Old records whose username a new source id holds but may not take over: leavers.
         self.released: set[str] = set()
@@ -135,7 +136,7 @@ class EmployeePlanner:
         wanted = self.hash(e)
         found = self.drift.found(synced)
         self._plan_update(e, synced, wanted, found)
-        self._plan_lock_state(e, synced.locked, synced, found)
+        self.plan_lock_state(e, synced.locked, synced, found)
 
     def unweighed_since(self) -> int | None:
         """The earliest change on the platform to one of syncd's people that was not weighed
@@ -176,7 +177,7 @@ class EmployeePlanner:
             )
         )
 
-    def _plan_lock_state(
+    def plan_lock_state(
         self,
         e: Employee,
         locked: bool,
@@ -309,9 +310,9 @@ class EmployeePlanner:
                     previous_key=holder.source_id,
                 )
             )
-            self._plan_lock_state(e, holder.locked, holder)
+            self.plan_lock_state(e, holder.locked, holder)
             return
-        if self.view.by_key and self._adopted_by_key(e):
+        if self.view.by_key and adopted_by_key(self, e):
             return
         person = self.view.people.get(look_alike(e.username))
         if person is not None and person.username != e.username:
@@ -340,7 +341,7 @@ class EmployeePlanner:
                 return
             self.upserts.append(self.change(Action.CREATE, e, None, hash=wanted))
             return
-        if not self._may_adopt(e, person):
+        if not self.may_adopt(e, person):
             return
         before = {"username": person.username, "locked": person.locked, "employee_id": person.id}
         self.upserts.append(
@@ -354,9 +355,9 @@ class EmployeePlanner:
                 platform_before=before,
             )
         )
-        self._plan_lock_state(e, person.locked, None, target_id=person.id)
+        self.plan_lock_state(e, person.locked, None, target_id=person.id)
 
-    def _may_adopt(self, e: Employee, account: PlatformPerson) -> bool:
+    def may_adopt(self, e: Employee, account: PlatformPerson) -> bool:
         """Whether adopting this platform account for ``e`` is safe: a locked account is
         adopted only where a mobile or work number shows it is theirs (see
         syncd.plan.rekeys), departed or not (a departed record that adopted it would
@@ -377,60 +378,6 @@ class EmployeePlanner:
         if release:
             self.released.add(holder.source_id)
         return taken
-
-    def _adopted_by_key(self, e: Employee) -> bool:
-        """Adopt the one platform account holding this person's ``sync.match_by`` value (a
-        first run); a value two people or two accounts hold is a conflict. Whether the
-        person was dealt with here (adopted, or in a conflict)."""
-        key = self.policy.match_by
-        value = match_value(key, getattr(e, key))
-        if value is None:
-            return False
-        if self._source_index is None:
-            self._source_index = match_index(self.directory, key)
-        sharing = self._source_index.get(value, ())
-        accounts = self.view.by_key.get(value, ())
-        if len(sharing) > 1 or len(accounts) > 1:
-            names = ", ".join(a.username for a in accounts)
-            holders = (
-                f"{len(sharing)} people in the source"
-                if len(sharing) > 1
-                else f"{len(accounts)} accounts on the platform ({names})"
-            )
-            self.notes.append(
-                Note(
-                    "conflict",
-                    e.id,
-                    f"{e.username}: {holders} hold {key} {value}: neither adopted nor created "
-                    "until it is unique",
-                )
-            )
-            return True
-        if not accounts:
-            return False
-        account = accounts[0]
-        if not self._may_adopt(e, account):
-            return True
-        pinned = e._replace(username=account.username)
-        before = {
-            "username": account.username,
-            "locked": account.locked,
-            "employee_id": account.id,
-            "matched_by": key,
-        }
-        self.upserts.append(
-            self.change(
-                Action.UPDATE,
-                pinned,
-                None,
-                hash=self.hash(pinned),
-                target_id=account.id,
-                reason=f"adopting the platform's account {account.username} (matched by {key})",
-                platform_before=before,
-            )
-        )
-        self._plan_lock_state(pinned, account.locked, None, target_id=account.id)
-        return True
 
     def _plan_leavers(self) -> None:
         directory = self.directory

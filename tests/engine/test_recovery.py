@@ -16,8 +16,9 @@ from syncd import snapshot as store
 from syncd.errors import EXIT_OK
 from syncd.plan import Action, PlatformView, plan
 from syncd.platform import PlatformClient
+from syncd.policy import policy_of
 from syncd.recovery import recover
-from syncd.runner import now_ms, policy_of
+from syncd.runner import now_ms
 from syncd.sources import read_directory
 from tests.engine.company import World, employee
 

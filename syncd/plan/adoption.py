@@ -1,0 +1,68 @@
+"""A first run's adoption by another key (``sync.match_by``: e-mail, mobile, work number):
+the one platform account holding a person's value is theirs; a value two hold is a conflict."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from syncd.model import Employee, match_index, match_value
+from syncd.plan.actions import Action
+from syncd.plan.values import Note
+
+if TYPE_CHECKING:
+    from syncd.plan.employees import EmployeePlanner
+
+
+def adopted_by_key(planner: EmployeePlanner, e: Employee) -> bool:
+    """Adopt the one platform account holding this person's ``sync.match_by`` value (a
+    first run); a value two people or two accounts hold is a conflict. Whether the
+    person was dealt with here (adopted, or in a conflict)."""
+    key = planner.policy.match_by
+    value = match_value(key, getattr(e, key))
+    if value is None:
+        return False
+    if planner.source_index is None:
+        planner.source_index = match_index(planner.directory, key)
+    sharing = planner.source_index.get(value, ())
+    accounts = planner.view.by_key.get(value, ())
+    if len(sharing) > 1 or len(accounts) > 1:
+        names = ", ".join(a.username for a in accounts)
+        holders = (
+            f"{len(sharing)} people in the source"
+            if len(sharing) > 1
+            else f"{len(accounts)} accounts on the platform ({names})"
+        )
+        planner.notes.append(
+            Note(
+                "conflict",
+                e.id,
+                f"{e.username}: {holders} hold {key} {value}: neither adopted nor created "
+                "until it is unique",
+            )
+        )
+        return True
+    if not accounts:
+        return False
+    account = accounts[0]
+    if not planner.may_adopt(e, account):
+        return True
+    pinned = e._replace(username=account.username)
+    before = {
+        "username": account.username,
+        "locked": account.locked,
+        "employee_id": account.id,
+        "matched_by": key,
+    }
+    planner.upserts.append(
+        planner.change(
+            Action.UPDATE,
+            pinned,
+            None,
+            hash=planner.hash(pinned),
+            target_id=account.id,
+            reason=f"adopting the platform's account {account.username} (matched by {key})",
+            platform_before=before,
+        )
+    )
+    planner.plan_lock_state(pinned, account.locked, None, target_id=account.id)
+    return True
