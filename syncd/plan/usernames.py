@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from syncd.model import Employee, State
 from syncd.plan.actions import Action
 from syncd.plan.values import Note, SyncedEmployee, matches_any
-from syncd.spelling import shown_pair
+from syncd.spelling import difference, look_alike, shown_pair
 
 if TYPE_CHECKING:
     from syncd.plan.employees import EmployeePlanner
@@ -41,6 +41,20 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
                 e.id,
                 f"{changed}, which is synced for source id {holder.source_id}: the old "
                 "account is left alone until the other record gives the username up",
+            )
+        )
+        return
+    if look_alike(synced.username) == look_alike(e.username):
+        # Only letter case or invisible characters differ: the same username to a person's
+        # eye, so never a new account, even under remove_and_create (one key per person).
+        planner.notes.append(
+            Note(
+                "conflict",
+                e.id,
+                f"{changed}, which differs only in {difference(synced.username, e.username)}: "
+                "the platform matches usernames exactly and a look-alike is never made a "
+                "second account; the old account is left alone until the source spells it "
+                "as before",
             )
         )
         return
