@@ -16,8 +16,9 @@ from typing import Any
 from sqlalchemy import Engine
 
 from syncd import snapshot as store
-from syncd.executor.holders import still_held
+from syncd.executor.holders import find_holders, still_held
 from syncd.plan import KnownProblem, Note
+from syncd.plan.unique_values import value_key
 from syncd.platform import PlatformClient
 
 
@@ -37,15 +38,23 @@ def released(
     client: PlatformClient, problems: Iterable[tuple[KnownProblem, ...]]
 ) -> frozenset[tuple[str, str]]:
     """(source id, field) of the known problems whose holder no longer holds the value:
-    the holder changed it, or is gone. Problems whose holder was not found are tried again
-    only when the person changes."""
-    named = [p for known in problems for p in known if p.holder]
-    if not named:
-        return frozenset()
-    held = still_held(client, [(p.holder or "", p.field, p.value) for p in named])
-    return frozenset(
-        (p.source_id, p.field) for p in named if (p.holder or "", p.field, p.value) not in held
-    )
+    the holder changed it, or is gone. A problem whose holder was not named (the value was
+    free again when syncd looked: an account this very run freed it from, say) is looked
+    for again, through the users list: found nowhere, the value is tried again."""
+    every = [p for known in problems for p in known]
+    named = [p for p in every if p.holder]
+    unnamed = [p for p in every if not p.holder]
+    free: set[tuple[str, str]] = set()
+    if named:
+        held = still_held(client, [(p.holder or "", p.field, p.value) for p in named])
+        free |= {
+            (p.source_id, p.field) for p in named if (p.holder or "", p.field, p.value) not in held
+        }
+    if unnamed:
+        keys = {p: (p.field, value_key(p.field, p.value) or "") for p in unnamed}
+        holders = find_holders(client, set(keys.values()))
+        free |= {(p.source_id, p.field) for p, key in keys.items() if key not in holders}
+    return frozenset(free)
 
 
 def describe(problem: KnownProblem, username: str) -> str:
