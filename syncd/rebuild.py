@@ -25,7 +25,7 @@ import logging
 import re
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -102,6 +102,11 @@ class Unknown:
 
     departments: list[tuple[str, PlatformNode, str]]  # source id, node, name path
     people: list[dict[str, Any]]  # list-form employee records
+    # People the snapshot holds whose account the platform has under another id (deleted
+    # and made again since the backup was taken): (source id, the account's id now).
+    moved: list[tuple[str, int]] = field(default_factory=list)
+    # The same for departments: (source id, the node's id now).
+    moved_departments: list[tuple[str, int]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.departments or self.people)
@@ -150,7 +155,17 @@ def unknown_records(
         for n in view.nodes.values()
         if n.serial_no and n.id != view.root_id and n.serial_no not in known_serials
     ]
+    by_serial = {serial_no(k): d for k, d in snapshot.departments.items()}
+    moved_departments = [
+        (by_serial[n.serial_no].source_id, n.id)
+        for n in view.nodes.values()
+        if n.serial_no in by_serial
+        and n.id != by_serial[n.serial_no].node_id
+        and by_serial[n.serial_no].node_id not in view.nodes  # gone, not a duplicate
+    ]
     people: list[dict[str, Any]] = []
+    moved: list[tuple[str, int]] = []
+    listed: set[object] = set()  # every account's id
     if view.employee_count > 0:
         store.read_everyone(snapshot.employees)
         known_ids = set(snapshot.employees) | set(directory.employees)
@@ -159,12 +174,22 @@ def unknown_records(
         excluded = tuple(settings.sync.exclude.usernames)
         for record in _everyone(client, view, platform_of(settings).concurrency):
             extension_id, username = record.get("extension_id"), record.get("username")
+            listed.add(record.get("id"))
             if (
                 not isinstance(extension_id, str)
                 or not extension_id
                 or not isinstance(username, str)
             ):
                 continue
+            synced = snapshot.employees.get(extension_id)
+            account = record.get("id")
+            if (
+                synced is not None
+                and isinstance(account, int)
+                and account != synced.employee_id
+                and synced.username.casefold() == username.casefold()
+            ):
+                moved.append((extension_id, account))
             if extension_id in known_ids or username.casefold() in known_names:
                 continue
             if excluded and matches_any(username, excluded):
@@ -172,7 +197,47 @@ def unknown_records(
             people.append(record)
     departments.sort(key=lambda d: d[2])
     people.sort(key=lambda r: str(r.get("username")))
-    return Unknown(departments, people)
+    # Only an old account that is gone (not one the platform holds twice).
+    moved = [(k, a) for k, a in moved if snapshot.employees[k].employee_id not in listed]
+    return Unknown(departments, people, moved, moved_departments)
+
+
+def follow_moved(engine: Engine, snapshot: Snapshot, unknown: Unknown) -> None:
+    """Point the snapshot at the accounts and nodes its records have now: a database
+    restored from before one was deleted and made again kept the old id, which every lock,
+    unlock and update would be sent to, and fail, run after run. Their hash is emptied,
+    so the next plan compares them with the source (as after an adoption)."""
+    moved, nodes = unknown.moved, unknown.moved_departments
+    if not moved and not nodes:
+        return
+    with store.write(engine) as conn:
+        if moved:
+            conn.exec_driver_sql(
+                "UPDATE employees SET employee_id = ?, hash = '' WHERE source_id = ?",
+                [(account, source_id) for source_id, account in moved],
+            )
+        if nodes:
+            conn.exec_driver_sql(
+                "UPDATE departments SET node_id = ?, hash = '' WHERE source_id = ?",
+                [(node, source_id) for source_id, node in nodes],
+            )
+    if isinstance(snapshot.departments, dict):
+        for source_id, node in nodes:
+            synced = snapshot.departments[source_id]
+            snapshot.departments[source_id] = synced._replace(node_id=node, hash="")
+    employees = snapshot.employees
+    everyone = employees.load() if isinstance(employees, store.SyncedEmployees) else employees
+    if isinstance(everyone, dict):
+        for source_id, account in moved:
+            everyone[source_id] = everyone[source_id]._replace(employee_id=account, hash="")
+    log.warning(
+        "state database %s: %d people's accounts and %d departments' nodes were made again "
+        "since it was written; following them: %s",
+        engine.url.database,
+        len(moved),
+        len(nodes),
+        ", ".join(f"{source_id} (id {new})" for source_id, new in [*moved, *nodes][:SHOWN]),
+    )
 
 
 def _everyone(
@@ -217,6 +282,7 @@ def check_continuity(
             "take them back with `syncd state rebuild` (the next sync locks or removes them "
             "as leavers); if another program wrote them, `syncd state accept` leaves them alone"
         )
+    follow_moved(engine, snapshot, unknown)
     lineage.set_checked(engine, "checked", now_ms())
 
 
@@ -283,6 +349,7 @@ def rebuild_state(settings: Settings, *, dry_run: bool) -> Unknown:
             unknown = unknown_records(client, view, snapshot, directory, settings)
             if not dry_run:
                 adopt(engine, unknown, now_ms())
+                follow_moved(engine, snapshot, unknown)
                 log.info(
                     "state rebuilt: %d departments and %d people taken back from the platform",
                     len(unknown.departments),

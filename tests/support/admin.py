@@ -78,11 +78,13 @@ class AnotherAdmin:
         position = {"org_id": self.node_id(serial_no), "primary": True}
         self.edit(username, positions=[position])
 
-    def add_person(self, username: str, serial_no: str | None = None) -> int:
+    def add_person(self, username: str, serial_no: str | None = None, **fields: Any) -> int:
+        """A person syncd does not own; ``fields`` (mobile, email, ...) as the API takes them."""
         body = {
             "username": username,
             "name": username.title(),
             "positions": [{"org_id": self.node_id(serial_no), "primary": True}],
+            **fields,
         }
         return int(self.call("POST", f"{ORG}/employees", body)["employee_id"]["id"])
 
