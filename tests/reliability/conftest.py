@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from syncd.emulator import RunningEmulator
+from syncd.errors import EXIT_OK
 from tests.engine.company import small_company
+from tests.support.admin import AnotherAdmin
 from tests.support.slapd import Slapd, TlsFiles, make_tls_files, running_slapd
 
 from .support import Rig
@@ -59,3 +61,19 @@ def _syncd_logging_restored() -> Iterator[None]:
         if getattr(handler, "_syncd", False):
             root.removeHandler(handler)
     root.setLevel(level)
+
+
+@pytest.fixture
+def synced(rig: Rig) -> Rig:
+    """The small company synced, and verified by a second run with nothing to do (a test
+    module may shape its own ``synced``)."""
+    rig.sync_settings.update(max_removal_ratio=1.0)
+    assert rig.sync().exit_code == EXIT_OK
+    assert rig.sync().plan.changes == ()  # type: ignore[union-attr]
+    return rig
+
+
+@pytest.fixture
+def admin(rig: Rig) -> AnotherAdmin:
+    """Another administrator, changing the platform behind syncd's back."""
+    return AnotherAdmin(rig.emulator)

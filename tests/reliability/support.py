@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -255,3 +255,9 @@ def big_company(people: int, departments: int = 50) -> Company:
     ]
     staff = [employee(f"E{n}", f"user{n}", f"D{n % departments}") for n in range(1, people + 1)]
     return Company(units, staff)
+
+
+def figure_kinds(figures: Mapping[str, int], prefix: str) -> str:
+    """A suite's figures whose names start with ``prefix``, as ``name count, ...``."""
+    found = sorted((k, n) for k, n in figures.items() if k.startswith(prefix))
+    return ", ".join(f"{k.removeprefix(prefix)} {n}" for k, n in found) or "none"

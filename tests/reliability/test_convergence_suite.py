@@ -76,7 +76,7 @@ from .histories import (
     first_company,
     movable,
 )
-from .support import DEADLINE, KILLER, Rig, clean_env, query
+from .support import DEADLINE, KILLER, Rig, clean_env, figure_kinds, query
 
 SEEDS = range(12)
 LONG_SEEDS = range(12, 60)
@@ -574,8 +574,7 @@ def summary() -> list[str]:
         return []
 
     def kinds(prefix: str) -> str:
-        found = sorted((k, n) for k, n in FIGURES.items() if k.startswith(prefix))
-        return ", ".join(f"{k.removeprefix(prefix)} {n}" for k, n in found) or "none"
+        return figure_kinds(FIGURES, prefix)
 
     return [
         f"convergence suite: {FIGURES['scenarios']} scenarios, {FIGURES['rounds']} rounds, "

@@ -54,7 +54,7 @@ from .identity_world import (
     first_truth,
     fold,
 )
-from .support import Rig, toml_value
+from .support import Rig, figure_kinds, toml_value
 from .test_ldap_failures import ldap_lines
 
 SEEDS = range(12)
@@ -379,8 +379,7 @@ def summary() -> list[str]:
         return []
 
     def kinds(prefix: str) -> str:
-        found = sorted((k, n) for k, n in FIGURES.items() if k.startswith(prefix))
-        return ", ".join(f"{k.removeprefix(prefix)} {n}" for k, n in found) or "none"
+        return figure_kinds(FIGURES, prefix)
 
     return [
         f"identity suite: {FIGURES['scenarios']} scenarios ({kinds('scenarios: ')}), "

@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 from syncd.errors import EXIT_OK
 from tests.support.admin import AnotherAdmin
 
 from .support import Rig, query
-
-
-@pytest.fixture
-def admin(rig: Rig) -> AnotherAdmin:
-    return AnotherAdmin(rig.emulator)
 
 
 def accounts(rig: Rig) -> dict[str, dict[str, str]]:

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from syncd import snapshot as store
 from syncd.config import platform_of
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
@@ -26,20 +24,6 @@ from tests.support.admin import AnotherAdmin
 
 from .support import Rig, assert_converged, query, writes
 from .test_people_drift import EMPLOYEES, cursor, drift_notes, planned, set_cursor
-
-
-@pytest.fixture
-def synced(rig: Rig) -> Rig:
-    """The small company synced, and a second run with nothing to do."""
-    rig.sync_settings.update(max_removal_ratio=1.0)
-    assert rig.sync().exit_code == EXIT_OK
-    assert rig.sync().plan.changes == ()  # type: ignore[union-attr]
-    return rig
-
-
-@pytest.fixture
-def admin(rig: Rig) -> AnotherAdmin:
-    return AnotherAdmin(rig.emulator)
 
 
 def check(rig: Rig) -> int:

@@ -26,20 +26,6 @@ from tests.support.admin import AnotherAdmin
 from .support import Rig, assert_converged, query, writes
 
 
-@pytest.fixture
-def synced(rig: Rig) -> Rig:
-    """The small company synced, and verified by a second run (which reads it all back)."""
-    rig.sync_settings.update(max_removal_ratio=1.0)
-    assert rig.sync().exit_code == EXIT_OK
-    assert rig.sync().plan.changes == ()  # type: ignore[union-attr]
-    return rig
-
-
-@pytest.fixture
-def admin(rig: Rig) -> AnotherAdmin:
-    return AnotherAdmin(rig.emulator)
-
-
 def drift_notes(result: RunResult) -> list[str]:
     assert result.plan is not None
     return [n.message for n in result.plan.notes if n.kind == "drift"]
