@@ -6,9 +6,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from syncd.access_token import CachedToken
 from syncd.errors import PlatformUnavailable
 from syncd.platform.schemas import ImportResult
-from syncd.snapshot import CachedToken
 
 _M = TypeVar("_M", bound=BaseModel)
 
