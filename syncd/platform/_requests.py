@@ -221,7 +221,7 @@ class Requests:
                         f"{self.settings.base_url}: is another program using the same "
                         "application? (each new token invalidates the previous one)",
                         exc.endpoint,
-                    ) from None
+                    ) from exc
             if renewal:
                 time.sleep(random.uniform(0, RENEWAL_PAUSE_S * renewal))
             log.info("the platform refused the access token (10011); renewing it")
@@ -267,7 +267,7 @@ class Requests:
         except Transient as exc:
             failure = exc
         except (Fatal, NotAnEnvelope) as exc:
-            raise PlatformUnavailable(redact(f"platform {self._host}: {endpoint}: {exc}")) from None
+            raise PlatformUnavailable(redact(f"platform {self._host}: {endpoint}: {exc}")) from exc
         raise PlatformUnavailable(self._gave_up(endpoint, failure, attempts, repeatable))
 
     def _timeout_within(self, left: float) -> httpx.Timeout:
@@ -372,7 +372,7 @@ class Requests:
                     else ""
                 ),
                 exc.endpoint,
-            ) from None
+            ) from exc
         token = _cached_token(result, f"POST {TOKEN}")
         register_secret(token.access_token)
         log.info(

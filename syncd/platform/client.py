@@ -287,7 +287,7 @@ def _verify(settings: PlatformSettings) -> ssl.SSLContext | bool:
     except (OSError, ssl.SSLError) as exc:
         raise ConfigError(
             f"platform.ca_file {settings.ca_file}: cannot load the CA bundle: {exc}"
-        ) from None
+        ) from exc
 
 
 def _warn_insecure(base_url: str) -> None:
