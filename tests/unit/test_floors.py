@@ -40,6 +40,20 @@ ABOVE_THE_CLIENT = (
 )
 
 
+# Top down; a module on none of them (errors, logs, clock, ...) is not checked here.
+FLOORS = (
+    ("syncd.cli",),
+    ("syncd.daemon",),
+    ("syncd.runner",),
+    ("syncd.executor", "syncd.recovery"),
+    ("syncd.survey",),
+    ("syncd.sources", "syncd.platform"),
+    ("syncd.snapshot",),
+    ("syncd.plan", "syncd.report"),
+    ("syncd.model", "syncd.config"),
+)
+
+
 def module_name(path: Path) -> str:
     parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -134,6 +148,22 @@ def breaches(start: str, forbidden: tuple[str, ...]) -> list[str]:
         for target, chain in sorted(reached(start).items())
         if within(target, forbidden)
     ]
+
+
+def floor(module: str) -> int | None:
+    return next((n for n, rooms in enumerate(FLOORS) if within(module, rooms)), None)
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if floor(m) is not None])
+def test_no_room_imports_from_a_floor_above_its_own(module: str) -> None:
+    own = floor(module)
+    assert own is not None
+    above = []
+    for name in sorted(imports(module)):
+        target = owner(name)
+        if target is not None and (level := floor(target)) is not None and level < own:
+            above.append(target)
+    assert above == []
 
 
 @pytest.mark.parametrize("module", rooms("syncd.platform"))
