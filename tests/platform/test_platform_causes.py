@@ -1,4 +1,5 @@
-"""The client's errors keep their causes, and no secret rides along in them.
+"""The client's errors keep their causes, and no secret rides along in them; and each
+client keeps what its own answers said.
 
 Generated: every kind of call (the token request, a read, a repeatable write, a write
 never sent twice) meets every failure the client translates (HTTP 5xx to the end, 429
@@ -20,7 +21,7 @@ import pytest
 from platform_helpers import Connect, person
 
 from syncd.access_token import CachedToken
-from syncd.emulator import RunningEmulator
+from syncd.emulator import EmulatorOptions, RunningEmulator, serve_in_thread
 from syncd.errors import PlatformError, SyncdError, TokenError
 from syncd.platform import MemoryTokenStore, PlatformClient
 
@@ -140,3 +141,19 @@ def test_an_envelope_error_on_the_token_request_keeps_its_cause_masked(
 
     assert isinstance(error, TokenError) and isinstance(error.__cause__, PlatformError)
     assert SECRET not in error.__cause__.message and "***" in error.__cause__.message
+
+
+def test_each_client_reads_the_platform_time_its_own_answers_gave(
+    connect: Connect, emulator: RunningEmulator
+) -> None:
+    """The Date header was kept per thread for every client at once: a second client's
+    answer on the same thread became the first one's platform time."""
+    with serve_in_thread(EmulatorOptions()) as behind:
+        behind.set_clock_back(3600)
+        ours, theirs = connect(), connect(target=behind, tokens=MemoryTokenStore())
+        ours.root()
+        theirs.root()
+        mine, other = ours.platform_time(), theirs.platform_time()
+
+    assert mine is not None and other is not None
+    assert mine - other >= 3_500_000  # an hour apart, each as its own platform said
