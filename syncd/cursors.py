@@ -16,8 +16,8 @@ from sqlalchemy import Engine
 
 from syncd import snapshot as store
 from syncd.plan import Census, Plan, PlatformView
-from syncd.platform.records import newest
-from syncd.platform.settle import Settled
+from syncd.survey.records import newest
+from syncd.survey.settle import Settled
 
 NODES = "platform.refresh_time"
 PEOPLE = "platform.people_refresh_time"

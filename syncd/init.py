@@ -91,10 +91,10 @@ def create(files: Sequence[NewFile]) -> None:
     for new in files:
         try:
             fd = os.open(new.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, new.mode)
-        except FileExistsError:  # made since the check above
-            raise _taken(new.path) from None
+        except FileExistsError as exc:  # made since the check above
+            raise _taken(new.path) from exc
         except OSError as exc:
-            raise ConfigError(f"{new.path}: cannot create it: {exc.strerror}") from None
+            raise ConfigError(f"{new.path}: cannot create it: {exc.strerror}") from exc
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             os.fchmod(fd, new.mode)  # exactly this mode, whatever the umask
             handle.write(new.text)

@@ -66,16 +66,16 @@ class FileLock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             handle = self.path.open("a+", encoding="utf-8")
         except OSError as exc:
-            raise StateError(f"lock {self.path}: {exc.strerror}") from None
+            raise StateError(f"lock {self.path}: {exc.strerror}") from exc
         deadline = time.monotonic() + wait_seconds
         while True:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
-            except BlockingIOError:
+            except BlockingIOError as exc:
                 if time.monotonic() >= deadline:
                     handle.close()
-                    raise LockHeld(self.busy.format(holder=describe(holder(self.path)))) from None
+                    raise LockHeld(self.busy.format(holder=describe(holder(self.path)))) from exc
                 time.sleep(POLL_SECONDS)  # another process holds it: poll until the deadline
         about = {"pid": os.getpid(), "host": socket.gethostname(), "since": now_ms()}
         if self.purpose:
@@ -89,7 +89,7 @@ class FileLock:
             fcntl.flock(handle, fcntl.LOCK_UN)
             with contextlib.suppress(OSError):  # closed all the same; the rest is moot
                 handle.close()
-            raise StateError(f"lock {self.path}: cannot write it: {exc.strerror}") from None
+            raise StateError(f"lock {self.path}: cannot write it: {exc.strerror}") from exc
         self._file = handle
 
     def release(self) -> None:

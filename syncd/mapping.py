@@ -83,12 +83,12 @@ class LookupTable:
 def _read_table(path: Path) -> dict[str, str]:
     try:
         text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ValueError(f"{path}: file not found") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not UTF-8 text (save it as UTF-8)") from None
+    except FileNotFoundError as exc:
+        raise ValueError(f"{path}: file not found") from exc
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (save it as UTF-8)") from exc
     except OSError as exc:
-        raise ValueError(f"{path}: cannot be read: {exc.strerror}") from None
+        raise ValueError(f"{path}: cannot be read: {exc.strerror}") from exc
     lines = text.splitlines()
     if not lines:
         raise ValueError(f"{path}: the file is empty; it needs a header row")
@@ -127,7 +127,7 @@ class Replace(_Section):
         try:
             re.compile(pattern).sub(replacement, "")  # parses the replacement's references too
         except (re.error, IndexError) as exc:
-            raise ValueError(f"{pattern!r} / {replacement!r}: {exc}") from None
+            raise ValueError(f"{pattern!r} / {replacement!r}: {exc}") from exc
         return value
 
     def apply(self, value: str) -> str:
@@ -217,7 +217,7 @@ class Template:
         try:
             parsed = list(string.Formatter().parse(text))
         except ValueError as exc:
-            raise ValueError(f"template {text!r}: {exc} (write {{{{ and }}}} for braces)") from None
+            raise ValueError(f"template {text!r}: {exc} (write {{{{ and }}}} for braces)") from exc
         for literal, name, spec, conversion in parsed:
             if name is not None and (not name.strip() or spec or conversion):
                 raise ValueError(
@@ -353,7 +353,7 @@ class _Compiled:
             for step in self.transforms:
                 value = _apply(step, value)
         except RuleFailure as exc:
-            raise RuleFailure(f"{self.key}: {exc}") from None
+            raise RuleFailure(f"{self.key}: {exc}") from exc
         return (value or "").strip() or None
 
 

@@ -177,7 +177,7 @@ def write_textfile(engine: Engine, path: Path) -> None:
     except OSError as exc:
         if temporary is not None:
             temporary.unlink(missing_ok=True)
-        raise StateError(f"metrics.textfile {path}: cannot be written: {exc.strerror}") from None
+        raise StateError(f"metrics.textfile {path}: cannot be written: {exc.strerror}") from exc
 
 
 class RunMetrics(LastRunMetrics):
@@ -222,7 +222,7 @@ class RunMetrics(LastRunMetrics):
         try:
             server, _ = start_http_server(port, addr=host, registry=self.registry)
         except OSError as exc:
-            raise ConfigError(f"metrics endpoint {host}:{port}: {exc.strerror}") from None
+            raise ConfigError(f"metrics endpoint {host}:{port}: {exc.strerror}") from exc
         self._server = server
 
     def close(self) -> None:

@@ -39,8 +39,8 @@ from syncd.model import Directory, serial_no
 from syncd.plan import PlatformNode, PlatformView, Snapshot
 from syncd.plan.values import matches_any
 from syncd.platform import PlatformClient
-from syncd.platform.view import listing_parts
 from syncd.snapshot import lineage
+from syncd.survey.view import listing_parts
 
 log = logging.getLogger(__name__)
 

@@ -45,14 +45,14 @@ from syncd.plan import (
     plan,
 )
 from syncd.platform import PlatformClient
-from syncd.platform.settle import settle
-from syncd.platform.view import adopting, newcomers, read_platform, with_adoptions
 from syncd.policy import limits_of, policy_of
 from syncd.recovery import recover
 from syncd.runs import after_run
 from syncd.snapshot import lineage
 from syncd.sources import describe, read_directory
 from syncd.sources.photos import photo_reader
+from syncd.survey.settle import settle
+from syncd.survey.view import adopting, newcomers, read_platform, with_adoptions
 
 if TYPE_CHECKING:
     from syncd.saved_plan import SavedPlan

@@ -451,7 +451,7 @@ def _write(path: Path, content: str) -> None:
         with path.open("w", encoding="utf-8", newline="") as handle:
             handle.write(content)
     except OSError as exc:
-        raise SyncdError(f"{path}: cannot write the report: {exc.strerror}") from None
+        raise SyncdError(f"{path}: cannot write the report: {exc.strerror}") from exc
 
 
 def prune_runs(

@@ -177,7 +177,7 @@ def write(
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             handle.write(text + "\n")
     except OSError as exc:
-        raise ConfigError(f"--save-plan {path}: cannot write it: {exc.strerror}") from None
+        raise ConfigError(f"--save-plan {path}: cannot write it: {exc.strerror}") from exc
 
 
 def _in_order(plan: Plan) -> list[tuple[tuple[Kind, Action], int]]:
@@ -192,9 +192,9 @@ def read(path: Path) -> SavedPlan:
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ConfigError(f"plan file {path}: cannot read it: {exc.strerror}") from None
-    except (ValueError, UnicodeDecodeError):
-        raise ConfigError(f"plan file {path}: not JSON; was it saved by --save-plan?") from None
+        raise ConfigError(f"plan file {path}: cannot read it: {exc.strerror}") from exc
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"plan file {path}: not JSON; was it saved by --save-plan?") from exc
     if not isinstance(document, dict) or document.get("syncd_plan") != FORMAT:
         raise ConfigError(
             f"plan file {path}: not a plan saved by this syncd (format {FORMAT}); make it again "
@@ -215,8 +215,8 @@ def read(path: Path) -> SavedPlan:
             int(document.get("reactivations", 0)),
             int(document.get("updates", 0)),
         )
-    except (KeyError, TypeError, ValueError, AttributeError):
-        raise ConfigError(f"plan file {path}: a required part is missing or damaged") from None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"plan file {path}: a required part is missing or damaged") from exc
 
 
 # ---------------------------------------------------------------- the check

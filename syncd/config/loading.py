@@ -121,8 +121,10 @@ def load_settings(
     try:
         settings = Settings(**data)
     except ValidationError as exc:
+        # Not the cause: its text quotes the values given, secrets among them.
         raise ConfigError(_describe(where, exc)) from None
     except SettingsError:
+        # Not the cause: it quotes the environment's values, secrets among them.
         raise ConfigError(_describe_unparsable()) from None
     if settings.platform is not None and settings.platform.sends_in_clear:
         warn(
@@ -230,15 +232,15 @@ def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as fh:
             return tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: settings file not found") from None
-    except PermissionError:
-        raise ConfigError(f"{path}: settings file is not readable (permission denied)") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path}: is a directory, not a settings file") from None
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: settings file not found") from exc
+    except PermissionError as exc:
+        raise ConfigError(f"{path}: settings file is not readable (permission denied)") from exc
+    except IsADirectoryError as exc:
+        raise ConfigError(f"{path}: is a directory, not a settings file") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except UnicodeDecodeError:  # not the cause: it quotes a byte, maybe a secret's
         raise ConfigError(f"{path}: not valid TOML: the file is not UTF-8") from None
 
 
@@ -303,7 +305,9 @@ def _describe(where: str, exc: ValidationError) -> str:
             if err["type"] in ("missing", "extra_forbidden") or isinstance(given, dict)
             else f" (got {given!r})"
         )
-        if "secret" in key or "password" in key:
+        # A secret is never shown, nor what was given for a whole section (a string where
+        # a table belongs, as a SYNCD_* variable may give it), which may hold its secrets.
+        if "secret" in key or "password" in key or err["type"] in ("model_type", "dict_type"):
             shown = ""
         env_name = ENV_PREFIX + ENV_NESTING.join(str(part) for part in err["loc"]).upper()
         given_as = [name for name in os.environ if name.upper() == env_name]

@@ -100,8 +100,8 @@ def _read_secret(path: Path, key: str) -> str:
     try:
         value = path.read_text(encoding="utf-8").strip()
     except OSError as exc:
-        raise ConfigError(f"{key}: cannot read secret file {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:  # its text says which bytes: never quote a secret
+        raise ConfigError(f"{key}: cannot read secret file {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError:  # not the cause: its text quotes the secret's bytes
         raise ConfigError(f"{key}: secret file {path} is not UTF-8 text") from None
     if not value:
         raise ConfigError(f"{key}: secret file {path} is empty")

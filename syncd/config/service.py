@@ -39,7 +39,7 @@ class ScheduleSettings(Section):
             try:
                 cron_trigger(value, timezone="UTC")
             except ValueError as exc:
-                raise ValueError(f"not a cron expression: {exc}") from None
+                raise ValueError(f"not a cron expression: {exc}") from exc
         return value
 
     @property

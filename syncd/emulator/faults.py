@@ -56,7 +56,7 @@ class RejectRule(BaseModel):
         try:
             re.compile(pattern)
         except re.error as error:
-            raise ValueError(f"invalid regular expression: {error}") from None
+            raise ValueError(f"invalid regular expression: {error}") from error
         return pattern
 
     def rejects(self, endpoint: ImportEndpoint, item: Body) -> bool:
@@ -125,9 +125,9 @@ def read_fault_settings(path: Path) -> FaultSettings:
     try:
         return FaultSettings.model_validate_json(path.read_bytes())
     except OSError as error:
-        raise ConfigError(f"{path}: cannot read fault settings: {error.strerror}") from None
+        raise ConfigError(f"{path}: cannot read fault settings: {error.strerror}") from error
     except ValidationError as error:
-        raise ConfigError(f"{path}: invalid fault settings: {error}") from None
+        raise ConfigError(f"{path}: invalid fault settings: {error}") from error
 
 
 @dataclass(frozen=True, slots=True)

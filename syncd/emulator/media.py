@@ -54,8 +54,8 @@ def decode_content(value: Any) -> bytes:
         raise bad_request("file_content is required (the file's bytes, base64)")
     try:
         return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raise bad_request("file_content is not valid base64") from None
+    except (binascii.Error, ValueError) as exc:
+        raise bad_request("file_content is not valid base64") from exc
 
 
 def is_image(content: bytes) -> bool:

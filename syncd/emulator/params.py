@@ -53,8 +53,8 @@ async def json_body(request: Request) -> Any:
     raw = await request.body()
     try:
         return json.loads(raw) if raw.strip() else None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise bad_request("request body is not valid JSON") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise bad_request("request body is not valid JSON") from exc
 
 
 async def object_body(request: Request) -> dict[str, Any]:

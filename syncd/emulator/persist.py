@@ -32,7 +32,7 @@ def load_json(path: Path) -> dict[str, Any] | None:
     except FileNotFoundError:
         return None
     except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not valid JSON: {error}") from None
+        raise ValueError(f"{path}: not valid JSON: {error}") from error
     if not isinstance(data, dict):
         raise ValueError(f"{path}: not an emulator state file")
     return data

@@ -45,7 +45,7 @@ def app_for(options: EmulatorOptions) -> Any:
     try:
         return create_app(options)
     except ValueError as error:
-        raise StateError(f"emulator state file {options.state_file}: {error}") from None
+        raise StateError(f"emulator state file {options.state_file}: {error}") from error
 
 
 class _Server(uvicorn.Server):

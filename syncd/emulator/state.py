@@ -141,7 +141,7 @@ class EmulatorState:
             )
             state.media = MediaStore.load(data.get("media") or {})  # absent from older files
         except (KeyError, TypeError) as error:
-            raise ValueError(f"damaged emulator state file: {error!r}") from None
+            raise ValueError(f"damaged emulator state file: {error!r}") from error
         return state
 
 

@@ -6,9 +6,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from syncd.access_token import CachedToken
 from syncd.errors import PlatformUnavailable
 from syncd.platform.schemas import ImportResult
-from syncd.snapshot import CachedToken
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -21,7 +21,8 @@ def _model(model: type[_M], data: Any, endpoint: str) -> _M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        # Only where and what, never the input values.
+        # Only where and what, never the input values: not as the cause either, whose
+        # text quotes the record (people's data, whatever the platform put in it).
         first = exc.errors(include_url=False, include_input=False)[0]
         where = ".".join(str(part) for part in first["loc"]) or "(record)"
         raise _malformed(endpoint, f"{model.__name__} {where}: {first['msg']}") from None
@@ -40,8 +41,8 @@ def _import_result(result: Any, endpoint: str) -> ImportResult:
         raise _malformed(endpoint, "successes and failures must be maps")
     try:
         ids = {str(key): int(value) for key, value in successes.items()}
-    except (TypeError, ValueError):
-        raise _malformed(endpoint, "a success without a numeric id") from None
+    except (TypeError, ValueError) as exc:
+        raise _malformed(endpoint, "a success without a numeric id") from exc
     return ImportResult(ids, {str(key): str(value) for key, value in failures.items()})
 
 

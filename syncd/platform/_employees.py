@@ -15,8 +15,11 @@ EMPLOYEES = ORG + "/employees"
 EMPLOYEE = EMPLOYEES + "/{employee_id}"
 
 
-class Employees(Requests):
+class Employees:
     """Employees by username, by search or node; one at a time or imported in bulk."""
+
+    def __init__(self, requests: Requests) -> None:
+        self._requests = requests
 
     def employees_by_username(
         self, usernames: Sequence[str], *, batch: int = 100
@@ -45,15 +48,17 @@ class Employees(Requests):
 
         def fetch(start: int) -> list[Any]:
             query = ",".join(wanted[start : start + batch])
-            params = {"domain_id": self._settings.domain_id, "matching": "true"}
-            result = self._call(
+            params = {"domain_id": self._requests.settings.domain_id, "matching": "true"}
+            result = self._requests.call(
                 "GET", EMPLOYEES, params={**params, "type": "username", "query": query}
             )
             if not isinstance(result, list):
                 raise _malformed(endpoint, "expected a list of employees")
             return result
 
-        with ThreadPoolExecutor(self._settings.concurrency, thread_name_prefix="read") as pool:
+        with ThreadPoolExecutor(
+            self._requests.settings.concurrency, thread_name_prefix="read"
+        ) as pool:
             for page in pool.map(fetch, range(0, len(wanted), batch)):
                 yield from (r for r in page if isinstance(r, dict))
 
@@ -81,8 +86,8 @@ class Employees(Requests):
 
     def _employee_records(self, params: dict[str, Any]) -> list[Any]:
         """The employee list's answer to these parameters: a list (none: empty)."""
-        result = self._call(
-            "GET", EMPLOYEES, params={"domain_id": self._settings.domain_id, **params}
+        result = self._requests.call(
+            "GET", EMPLOYEES, params={"domain_id": self._requests.settings.domain_id, **params}
         )
         if result is None:
             return []
@@ -92,16 +97,18 @@ class Employees(Requests):
 
     def employee(self, employee_id: int) -> dict[str, Any]:
         """One employee in the detail form."""
-        return _dict(self._call("GET", EMPLOYEE, path={"employee_id": employee_id}))
+        return _dict(self._requests.call("GET", EMPLOYEE, path={"employee_id": employee_id}))
 
     def create_employee(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """Create one employee; not resent when its fate is unknown (a copy would conflict)."""
-        return _dict(self._call("POST", EMPLOYEES, body=dict(body), repeatable=False))
+        return _dict(self._requests.call("POST", EMPLOYEES, body=dict(body), repeatable=False))
 
     def update_employee(self, employee_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
         """Update one employee; the platform cannot change a ``username`` this way."""
         return _dict(
-            self._call("POST", EMPLOYEE, path={"employee_id": employee_id}, body=dict(body))
+            self._requests.call(
+                "POST", EMPLOYEE, path={"employee_id": employee_id}, body=dict(body)
+            )
         )
 
     def import_employees(
@@ -112,7 +119,7 @@ class Employees(Requests):
             return ImportResult()
         template = ORG + "/import-employees"
         payload = [{**b, "ops": "REMOVE"} if remove else dict(b) for b in bodies]
-        result = self._call("POST", template, body=payload)
+        result = self._requests.call("POST", template, body=payload)
         return _import_result(result, f"POST {template}")
 
     def depart(self, employee_id: int) -> None:
@@ -138,11 +145,11 @@ class Employees(Requests):
         self._employee_action(employee_id, "enable")
 
     def delete_employee(self, employee_id: int) -> None:
-        self._call("DELETE", EMPLOYEE, path={"employee_id": employee_id})
+        self._requests.call("DELETE", EMPLOYEE, path={"employee_id": employee_id})
 
     @property
     def _v4(self) -> bool:
-        return self._settings.api_version == "v4"
+        return self._requests.settings.api_version == "v4"
 
     def _employee_action(self, employee_id: int, action: str) -> None:
-        self._call("POST", EMPLOYEE + "/" + action, path={"employee_id": employee_id})
+        self._requests.call("POST", EMPLOYEE + "/" + action, path={"employee_id": employee_id})

@@ -12,8 +12,11 @@ MEDIA_IMAGES = "/v1/medias/images"
 AVATAR = "/users/{user_id}/avatar"
 
 
-class Media(Requests):
+class Media:
     """Images uploaded by digest, and avatars set from them."""
+
+    def __init__(self, requests: Requests) -> None:
+        self._requests = requests
 
     def upload_image(self, name: str, content: bytes, *, digest: str, mime_type: str) -> str:
         """Upload an image (JSON, base64); its media id. Safe to resend: the platform keeps
@@ -24,7 +27,7 @@ class Media(Requests):
             "file_digest": digest,
             "file_type": mime_type,
         }
-        result = self._call("POST", MEDIA_IMAGES, body=body)
+        result = self._requests.call("POST", MEDIA_IMAGES, body=body)
         if isinstance(result, dict):  # an id in a record, as some versions may answer
             result = result.get("id") or result.get("media_id")
         if not isinstance(result, str) or not result:
@@ -33,4 +36,4 @@ class Media(Requests):
 
     def set_avatar(self, user_id: str, media_id: str) -> None:
         """Set a user's avatar to an uploaded image (by the user's id, not the employee's)."""
-        self._call("POST", AVATAR, path={"user_id": user_id}, body={"avatar": media_id})
+        self._requests.call("POST", AVATAR, path={"user_id": user_id}, body={"avatar": media_id})

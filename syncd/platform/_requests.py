@@ -1,4 +1,9 @@
-"""The one request path: the shared token, the retries, the envelope, the pages."""
+"""The one request path: the shared token, the retries, the envelope, the pages.
+
+``Requests`` is the client's HTTP seam: every part of ``PlatformClient`` holds the same
+one and sends through it, and nothing else holds the ``httpx.Client`` (whose transport is
+where tests replace the network).
+"""
 
 from __future__ import annotations
 
@@ -18,38 +23,81 @@ from urllib.parse import quote
 import httpx
 from tenacity import RetryCallState
 
+from syncd.access_token import CachedToken
 from syncd.config import PlatformSettings
-from syncd.errors import PlatformError, PlatformUnavailable, TokenError
-from syncd.logs import redact
-from syncd.platform._answers import _malformed
+from syncd.errors import ConfigError, PlatformError, PlatformUnavailable, TokenError
+from syncd.logs import redact, register_secret
+from syncd.platform._answers import _cached_token, _malformed
 from syncd.platform._envelope import TOKEN_NOT_FOUND, NotAnEnvelope, result_of
 from syncd.platform._retry import Fatal, RetryPolicy, Transient, classify
-from syncd.platform._tokens import TokenKeeper
+from syncd.platform._tokens import TokenKeeper, TokenStoreLike, app_key
 
 log = logging.getLogger("syncd.platform")
 
 # An attempt that starts right at its deadline still gets this long, rather than none.
 MIN_ATTEMPT_TIMEOUT = 0.1
 # A call refused for its token (10011) is sent again with a renewed one up to this many
-# times (see Requests._call), pausing up to RENEWAL_PAUSE_S times the renewal's number.
+# times (see Requests.call), pausing up to RENEWAL_PAUSE_S times the renewal's number.
 RENEWALS = 3
 RENEWAL_PAUSE_S = 0.2
 
+TOKEN = "/v1/token"  # noqa: S105 - a path, not a password
+# A token is fetched while other syncd processes wait for the store's token lock, at most
+# the state database's busy timeout (60 s, ``BUSY_TIMEOUT_MS``; a test holds the two
+# together): stop retrying the fetch well before they give up.
+TOKEN_RETRY_DEADLINE = 30.0
+BAD_CREDENTIALS = (202102, 202104)
+
 
 class Requests:
-    """The request path of ``PlatformClient``, which sets this state in ``__init__``."""
+    """The request path every call of ``PlatformClient`` takes, over one ``httpx.Client``.
 
-    _settings: PlatformSettings
-    _on_retry: Callable[[str, str], None] | None
-    _policy: RetryPolicy
-    _host: str
-    _http: httpx.Client
-    _stats_lock: threading.Lock
-    _retries: int
-    _calls: Counter[str]
-    _tokens: TokenKeeper
-    # The Date header of the latest answer each thread was given (see ``platform_time``).
-    _answered = threading.local()
+    ``tokens`` is where the application's token is shared; ``on_retry(endpoint, reason)``
+    is called once per retry (see ``PlatformClient``). Thread-safe.
+    """
+
+    def __init__(
+        self,
+        settings: PlatformSettings,
+        http: httpx.Client,
+        tokens: TokenStoreLike,
+        on_retry: Callable[[str, str], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self._http = http
+        self._on_retry = on_retry
+        self._policy = RetryPolicy(
+            settings.retry_attempts,
+            settings.retry_backoff,
+            settings.retry_backoff_max,
+            settings.retry_after_max,
+        )
+        self._host = _host(settings.base_url)
+        self._stats_lock = threading.Lock()
+        self._retries = 0
+        self._calls: Counter[str] = Counter()
+        # The Date header of the latest answer each thread was given (see ``platform_time``).
+        self._answered = threading.local()
+        self._tokens = TokenKeeper(tokens, app_key(settings), self._fetch_token)
+
+    def close(self) -> None:
+        self._http.close()
+
+    @property
+    def retries(self) -> int:
+        """Retries made so far, over all calls and threads."""
+        with self._stats_lock:
+            return self._retries
+
+    @property
+    def calls(self) -> Counter[str]:
+        """HTTP requests sent so far (retries included), by ``"METHOD /path-template"``."""
+        with self._stats_lock:
+            return Counter(self._calls)
+
+    def token(self) -> str:
+        """The shared access token, fetched or renewed through the store when absent or expired."""
+        return self._tokens.current()
 
     def platform_time(self) -> int | None:
         """The platform's clock, in ms, as its latest answer to this thread gave it (the
@@ -62,7 +110,7 @@ class Requests:
         except (TypeError, ValueError, IndexError, OverflowError):
             return None
 
-    def _pages(
+    def pages(
         self,
         template: str,
         key: str,
@@ -126,14 +174,14 @@ class Requests:
         self, template: str, key: str, params: dict[str, Any], skip: int, limit: int
     ) -> tuple[list[Any], int | None]:
         """One page's records, and the total the platform gives (None if it gives none)."""
-        result = self._call("GET", template, params={**params, "skip": skip, "limit": limit})
+        result = self.call("GET", template, params={**params, "skip": skip, "limit": limit})
         records = result.get(key) if isinstance(result, dict) else None
         if not isinstance(records, list):
             raise _malformed(f"GET {template}", f"expected {{total_count, {key}: [...]}}")
         total = result.get("total_count")
         return records, total if isinstance(total, int) and not isinstance(total, bool) else None
 
-    def _call(
+    def call(
         self,
         method: str,
         template: str,
@@ -151,7 +199,7 @@ class Requests:
         again up to RENEWALS times, the later ones after a short random pause, so two
         processes that keep refusing each other's tokens fall out of step.
         """
-        url = _fill(template, {"org_code": self._settings.org_code, **(path or {})})
+        url = _fill(template, {"org_code": self.settings.org_code, **(path or {})})
 
         def send(token: str) -> Any:
             return self._send(
@@ -169,11 +217,11 @@ class Requests:
                     raise TokenError(
                         TOKEN_NOT_FOUND,
                         f"the platform refused {RENEWALS} just-renewed tokens in a row for "
-                        f"application {self._settings.client_id!r} at "
-                        f"{self._settings.base_url}: is another program using the same "
+                        f"application {self.settings.client_id!r} at "
+                        f"{self.settings.base_url}: is another program using the same "
                         "application? (each new token invalidates the previous one)",
                         exc.endpoint,
-                    ) from None
+                    ) from exc
             if renewal:
                 time.sleep(random.uniform(0, RENEWAL_PAUSE_S * renewal))
             log.info("the platform refused the access token (10011); renewing it")
@@ -219,7 +267,7 @@ class Requests:
         except Transient as exc:
             failure = exc
         except (Fatal, NotAnEnvelope) as exc:
-            raise PlatformUnavailable(redact(f"platform {self._host}: {endpoint}: {exc}")) from None
+            raise PlatformUnavailable(redact(f"platform {self._host}: {endpoint}: {exc}")) from exc
         raise PlatformUnavailable(self._gave_up(endpoint, failure, attempts, repeatable))
 
     def _timeout_within(self, left: float) -> httpx.Timeout:
@@ -231,7 +279,7 @@ class Requests:
         how TOKEN_RETRY_DEADLINE is chosen against the database's busy timeout.
         """
         left = max(left, MIN_ATTEMPT_TIMEOUT)
-        settings = self._settings
+        settings = self.settings
         return httpx.Timeout(
             min(settings.timeout, left), connect=min(settings.connect_timeout, left)
         )
@@ -271,7 +319,7 @@ class Requests:
             endpoint,
             redact(reason),
             state.attempt_number + 1,
-            self._settings.retry_attempts,
+            self.settings.retry_attempts,
             wait,
         )
         if self._on_retry is not None:
@@ -281,7 +329,7 @@ class Requests:
         if self._policy.asked_too_long(failure) and (repeatable or failure.unsent):
             why = (
                 f"the platform asked to wait {failure.retry_after:g} s before trying again, "
-                f"longer than platform.retry_after_max ({self._settings.retry_after_max:g} s)"
+                f"longer than platform.retry_after_max ({self.settings.retry_after_max:g} s)"
             )
         elif repeatable or failure.unsent:
             why = f"gave up after {attempts} attempt{'s' if attempts != 1 else ''}"
@@ -289,6 +337,56 @@ class Requests:
             why = "not retried: the platform may have acted on it"
         return redact(f"platform {self._host} unavailable: {endpoint}: {failure.reason} ({why})")
 
+    def _fetch_token(self) -> CachedToken:
+        settings = self.settings
+        if settings.client_secret is None:
+            raise ConfigError("platform.client_secret is not set")
+        body = {
+            "grant_type": "client_credentials",
+            "scope": "app",
+            "domain_id": settings.domain_id,
+            "client_id": settings.client_id,
+            "client_secret": settings.client_secret.get_secret_value(),
+        }
+        if settings.org_id:
+            body["org_id"] = settings.org_id
+        else:
+            body["owner_id"] = settings.owner_id or settings.domain_id
+        try:
+            result = self._send(
+                "POST",
+                TOKEN,
+                TOKEN,
+                token=None,
+                params=None,
+                body=body,
+                deadline=TOKEN_RETRY_DEADLINE,
+            )
+        except PlatformError as exc:
+            raise TokenError(
+                exc.status,
+                f"application {settings.client_id!r} at {settings.base_url}: {exc.message}"
+                + (
+                    "; check platform.client_id and platform.client_secret"
+                    if exc.status in BAD_CREDENTIALS
+                    else ""
+                ),
+                exc.endpoint,
+            ) from exc
+        token = _cached_token(result, f"POST {TOKEN}")
+        register_secret(token.access_token)
+        log.info(
+            "obtained a new access token for application %s at %s",
+            settings.client_id,
+            self._host,
+        )
+        return token
+
 
 def _fill(template: str, values: Mapping[str, object]) -> str:
     return template.format(**{k: quote(str(v), safe="") for k, v in values.items()})
+
+
+def _host(base_url: str) -> str:
+    url = httpx.URL(base_url)
+    return f"{url.host}:{url.port}" if url.port else url.host

@@ -29,6 +29,8 @@ from tenacity import (
 )
 from tenacity.stop import stop_base
 
+from syncd.logs import redact
+
 
 class Transient(Exception):
     """A failure that another attempt may cure; never leaves the platform package."""
@@ -77,9 +79,10 @@ def _is_tls_verification(exc: BaseException) -> bool:
 
 
 def _short(exc: BaseException) -> str:
-    # httpx messages carry errno text, never the request URL; still keep them short.
+    # httpx messages carry errno text, never the request URL; still keep them short, and
+    # masked: they end up as the cause of the error syncd raises, in its traceback.
     text = str(exc).strip() or type(exc).__name__
-    return text[:200]
+    return redact(text)[:200]
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:

@@ -1,9 +1,9 @@
 """The application's one access token: where it is kept, and when it is renewed.
 
 The platform keeps one token per application and issuing a new one invalidates the
-old, so every syncd process on a host shares the token kept in the state database
-(``syncd.snapshot.TokenStore``). This module decides *when* to go to the store and the
-store decides, under its write lock, whether a fetch is needed at all.
+old, so every syncd process on a host shares the token kept in the state database (the
+state store's ``TokenStore``, given to the client). This module decides *when* to go to
+the store and the store decides, under its lock, whether a fetch is needed at all.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
+from syncd.access_token import CachedToken
 from syncd.clock import now_ms
+from syncd.config import PlatformSettings
 from syncd.logs import register_secret
-from syncd.snapshot import CachedToken
 
 # Renew a little before the platform would refuse the token, so a request in flight
 # does not race the expiry; a tenth of the lifetime for short-lived tokens.
@@ -24,7 +25,7 @@ MAX_EXPIRY_MARGIN_MS = 60_000
 
 
 class TokenStoreLike(Protocol):
-    """Where the shared token lives: ``snapshot.TokenStore`` or ``MemoryTokenStore``."""
+    """Where the shared token lives: the state store's ``TokenStore`` or ``MemoryTokenStore``."""
 
     def get(self, app: str) -> CachedToken | None: ...
 
@@ -129,6 +130,15 @@ class TokenKeeper:
 
     def __repr__(self) -> str:
         return f"TokenKeeper({self._app!r})"
+
+
+def app_key(settings: PlatformSettings) -> str:
+    """The key of this application's token in the shared store: the platform, the
+    application and a digest of its secret (never the secret), so a token fetched with
+    another secret is never taken for this one's."""
+    secret = settings.client_secret.get_secret_value() if settings.client_secret else ""
+    app = f"{settings.base_url}|{settings.domain_id}|{settings.client_id}"
+    return f"{app}#{secret_digest(app, secret)}"
 
 
 def secret_digest(app: str, secret: str) -> str:

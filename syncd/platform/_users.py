@@ -12,8 +12,11 @@ USERS = "/v1/users"
 MBOX = "/app/mbox"
 
 
-class Users(Requests):
+class Users:
     """Every user record, page by page; a text message to some of them."""
+
+    def __init__(self, requests: Requests) -> None:
+        self._requests = requests
 
     def users(
         self, *, refresh_time: int | None = None, page_size: int = 100, concurrency: int = 1
@@ -23,7 +26,7 @@ class Users(Requests):
         params: dict[str, Any] = {}
         if refresh_time is not None:
             params["refresh_time"] = refresh_time
-        for record in self._pages(USERS, "users", params, page_size, concurrency):
+        for record in self._requests.pages(USERS, "users", params, page_size, concurrency):
             yield _dict(record)
 
     def send_text(self, usernames: Sequence[str], content: str) -> dict[str, Any]:
@@ -33,4 +36,4 @@ class Users(Requests):
             "body": {"content": content, "dest_type": "P2P"},
             "client_ids": list(usernames),
         }
-        return _dict(self._call("POST", MBOX, body=body, repeatable=False))
+        return _dict(self._requests.call("POST", MBOX, body=body, repeatable=False))

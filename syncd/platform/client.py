@@ -25,9 +25,11 @@ Not so a message (``send_text``), a node created without a ``serial_no`` (alone 
 answers "username already exists"): they are retried only when the platform surely
 never saw them (no connection, HTTP 429).
 
-The client's rooms: ``_requests`` (the one request path every call takes), ``_answers``
-(the platform's answers read into values), and the endpoints: ``_organizations``,
-``_employees``, ``_users`` (users and messages), ``_media`` (images and avatars).
+The client's rooms: ``_requests`` (the one request path every call takes: the HTTP seam),
+``_answers`` (the platform's answers read into values), and the endpoints, each a part
+holding that one ``Requests``: ``_organizations``, ``_employees``, ``_users`` (users and
+messages), ``_media`` (images and avatars). ``PlatformClient`` composes them and is the
+one thing callers hold.
 """
 
 from __future__ import annotations
@@ -36,54 +38,42 @@ import logging
 import ssl
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import httpx
 
 from syncd.config import PlatformSettings
-from syncd.errors import ConfigError, PlatformError, TokenError
+from syncd.errors import ConfigError
 from syncd.logs import install_redaction, register_secret
-from syncd.platform._answers import _cached_token
 from syncd.platform._employees import Employees
 from syncd.platform._media import Media
 from syncd.platform._organizations import Organizations
-from syncd.platform._retry import RetryPolicy
-from syncd.platform._tokens import TokenKeeper, TokenStoreLike, secret_digest
+from syncd.platform._requests import Requests
+from syncd.platform._tokens import TokenStoreLike, app_key
 from syncd.platform._users import Users
-from syncd.snapshot import BUSY_TIMEOUT_MS, CachedToken
+from syncd.platform.schemas import EmployeeRecord, ImportResult, Node
 
 log = logging.getLogger("syncd.platform")
 
-TOKEN = "/v1/token"  # noqa: S105 - a path, not a password
-
-# A token is fetched under the state database's write lock, which other syncd processes
-# wait for at most BUSY_TIMEOUT_MS: stop retrying the fetch well before they give up.
-TOKEN_RETRY_DEADLINE = BUSY_TIMEOUT_MS / 1000 / 2
-BAD_CREDENTIALS = (202102, 202104)
+__all__ = ["PlatformClient", "app_key"]
 
 _insecure_warned = False
 _insecure_lock = threading.Lock()
 
 
-def app_key(settings: PlatformSettings) -> str:
-    """The key of this application's token in the shared store: the platform, the
-    application and a digest of its secret (never the secret), so a token fetched with
-    another secret is never taken for this one's."""
-    secret = settings.client_secret.get_secret_value() if settings.client_secret else ""
-    app = f"{settings.base_url}|{settings.domain_id}|{settings.client_id}"
-    return f"{app}#{secret_digest(app, secret)}"
-
-
-class PlatformClient(Organizations, Employees, Users, Media):
+class PlatformClient:
     """The platform's admin API over one thread-safe HTTP client and one shared token.
 
-    ``tokens`` is where the application's token is shared (``snapshot.TokenStore`` for
-    every process on the host). ``on_retry(endpoint, reason)`` is called once per retry,
-    from the calling thread, with the ``"METHOD /path-template"`` and a short reason
-    (``http_500``, ``http_429``, ``status_115``, ``timeout``, ``connect``, ``dropped``).
-    ``transport`` replaces the network, for tests only.
+    ``tokens`` is where the application's token is shared (the state store's
+    ``TokenStore`` for every process on the host). ``on_retry(endpoint, reason)`` is called
+    once per retry, from the calling thread, with the ``"METHOD /path-template"`` and a
+    short reason (``http_500``, ``http_429``, ``status_115``, ``timeout``, ``connect``,
+    ``dropped``). ``transport`` replaces the network, for tests only.
+
+    The endpoints live in four parts over one ``Requests``; each method here hands its
+    call to the part that owns it.
     """
 
     def __init__(
@@ -98,24 +88,16 @@ class PlatformClient(Organizations, Employees, Users, Media):
         if settings.client_secret is not None:
             register_secret(settings.client_secret.get_secret_value())
         self._settings = settings
-        self._on_retry = on_retry
-        self._policy = RetryPolicy(
-            settings.retry_attempts,
-            settings.retry_backoff,
-            settings.retry_backoff_max,
-            settings.retry_after_max,
-        )
-        self._host = _host(settings.base_url)
-        self._http = _http_client(settings, transport)
-        self._stats_lock = threading.Lock()
-        self._retries = 0
-        self._calls: Counter[str] = Counter()
-        self._tokens = TokenKeeper(tokens, app_key(settings), self._fetch_token)
+        self._requests = Requests(settings, _http_client(settings, transport), tokens, on_retry)
+        self._organizations = Organizations(self._requests)
+        self._employees = Employees(self._requests)
+        self._users = Users(self._requests)
+        self._media = Media(self._requests)
 
     # ------------------------------------------------------------ lifecycle and counters
 
     def close(self) -> None:
-        self._http.close()
+        self._requests.close()
 
     def __enter__(self) -> Self:
         return self
@@ -135,65 +117,148 @@ class PlatformClient(Organizations, Employees, Users, Media):
     @property
     def retries(self) -> int:
         """Retries made so far, over all calls and threads."""
-        with self._stats_lock:
-            return self._retries
+        return self._requests.retries
 
     @property
     def calls(self) -> Counter[str]:
         """HTTP requests sent so far (retries included), by ``"METHOD /path-template"``."""
-        with self._stats_lock:
-            return Counter(self._calls)
-
-    # ------------------------------------------------------------ token
+        return self._requests.calls
 
     def token(self) -> str:
         """The shared access token, fetched or renewed through the store when absent or expired."""
-        return self._tokens.current()
+        return self._requests.token()
 
-    def _fetch_token(self) -> CachedToken:
-        settings = self._settings
-        if settings.client_secret is None:
-            raise ConfigError("platform.client_secret is not set")
-        body = {
-            "grant_type": "client_credentials",
-            "scope": "app",
-            "domain_id": settings.domain_id,
-            "client_id": settings.client_id,
-            "client_secret": settings.client_secret.get_secret_value(),
-        }
-        if settings.org_id:
-            body["org_id"] = settings.org_id
-        else:
-            body["owner_id"] = settings.owner_id or settings.domain_id
-        try:
-            result = self._send(
-                "POST",
-                TOKEN,
-                TOKEN,
-                token=None,
-                params=None,
-                body=body,
-                deadline=TOKEN_RETRY_DEADLINE,
-            )
-        except PlatformError as exc:
-            raise TokenError(
-                exc.status,
-                f"application {settings.client_id!r} at {settings.base_url}: {exc.message}"
-                + (
-                    "; check platform.client_id and platform.client_secret"
-                    if exc.status in BAD_CREDENTIALS
-                    else ""
-                ),
-                exc.endpoint,
-            ) from None
-        token = _cached_token(result, f"POST {TOKEN}")
-        register_secret(token.access_token)
-        log.info(
-            "obtained a new access token for application %s at %s",
-            settings.client_id,
-            self._host,
+    def platform_time(self) -> int | None:
+        """The platform's clock, in ms, as its latest answer to this thread gave it (the
+        HTTP ``Date`` header: whole seconds); None without one, or one that is no date."""
+        return self._requests.platform_time()
+
+    # ------------------------------------------------------------ organizations
+
+    def root(self) -> Node:
+        """The root organization (CORP), with its direct children and employees."""
+        return self._organizations.root()
+
+    def page_orgs(
+        self, *, refresh_time: int | None = None, page_size: int = 1000
+    ) -> Iterator[Node]:
+        """Every node, page by page; with ``refresh_time``, those changed after it."""
+        return self._organizations.page_orgs(refresh_time=refresh_time, page_size=page_size)
+
+    def node(self, node_id: int) -> Node:
+        return self._organizations.node(node_id)
+
+    def node_by_serial(self, serial_no: str) -> Node | None:
+        """The node holding this third-party serial number, or None when there is none."""
+        return self._organizations.node_by_serial(serial_no)
+
+    def create_node(self, body: Mapping[str, Any], *, in_path: bool = True) -> Node | None:
+        """Create one node; the platform's answer is a node on some versions, empty on others."""
+        return self._organizations.create_node(body, in_path=in_path)
+
+    def update_node(self, node_id: int, body: Mapping[str, Any]) -> None:
+        """Rename, re-parent (``new_parentId``) or re-sort one node."""
+        self._organizations.update_node(node_id, body)
+
+    def delete_node(self, node_id: int) -> None:
+        """Delete an empty node; 208507 (still has employees) and 208502 (gone) propagate."""
+        self._organizations.delete_node(node_id)
+
+    def import_orgs(self, bodies: Sequence[Mapping[str, Any]]) -> ImportResult:
+        """Create nodes in bulk, parents first; per-item failures come back, never raise."""
+        return self._organizations.import_orgs(bodies)
+
+    # ------------------------------------------------------------ employees
+
+    def employees_by_username(
+        self, usernames: Sequence[str], *, batch: int = 100
+    ) -> list[EmployeeRecord]:
+        """The employees holding these usernames (absent ones are simply missing)."""
+        return self._employees.employees_by_username(usernames, batch=batch)
+
+    def employee_records(
+        self, usernames: Sequence[str], *, batch: int = 200
+    ) -> Iterator[dict[str, Any]]:
+        """The list-form records of these usernames, as the platform sends them (plain
+        dicts, for reading many: no model is built), ``concurrency`` batches in flight."""
+        return self._employees.employee_records(usernames, batch=batch)
+
+    def employee_listing(self, org_id: int, *, recursion: bool) -> list[dict[str, Any]]:
+        """The list-form records of a node's people (with ``recursion``, its descendants'
+        too), as the platform sends them: plain dicts, for reading many."""
+        return self._employees.employee_listing(org_id, recursion=recursion)
+
+    def list_employees(
+        self, *, query: str | None = None, org_id: int | None = None, recursion: bool = False
+    ) -> list[EmployeeRecord]:
+        """Employees by search text, or of a node (and its descendants with ``recursion``)."""
+        return self._employees.list_employees(query=query, org_id=org_id, recursion=recursion)
+
+    def employee(self, employee_id: int) -> dict[str, Any]:
+        """One employee in the detail form."""
+        return self._employees.employee(employee_id)
+
+    def create_employee(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Create one employee; not resent when its fate is unknown (a copy would conflict)."""
+        return self._employees.create_employee(body)
+
+    def update_employee(self, employee_id: int, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Update one employee; the platform cannot change a ``username`` this way."""
+        return self._employees.update_employee(employee_id, body)
+
+    def import_employees(
+        self, bodies: Sequence[Mapping[str, Any]], *, remove: bool = False
+    ) -> ImportResult:
+        """Create-or-update (or, with ``remove``, delete) employees in bulk, keyed by username."""
+        return self._employees.import_employees(bodies, remove=remove)
+
+    def depart(self, employee_id: int) -> None:
+        """Mark an employee departed: lock on V3, disable on V4."""
+        self._employees.depart(employee_id)
+
+    def reinstate(self, employee_id: int) -> None:
+        """Bring a departed employee back: unlock on V3, enable on V4."""
+        self._employees.reinstate(employee_id)
+
+    def lock(self, employee_id: int) -> None:
+        self._employees.lock(employee_id)
+
+    def unlock(self, employee_id: int) -> None:
+        self._employees.unlock(employee_id)
+
+    def disable(self, employee_id: int) -> None:
+        """V4 only."""
+        self._employees.disable(employee_id)
+
+    def enable(self, employee_id: int) -> None:
+        """V4 only."""
+        self._employees.enable(employee_id)
+
+    def delete_employee(self, employee_id: int) -> None:
+        self._employees.delete_employee(employee_id)
+
+    # ------------------------------------------------------------ users, messages, media
+
+    def users(
+        self, *, refresh_time: int | None = None, page_size: int = 100, concurrency: int = 1
+    ) -> Iterator[dict[str, Any]]:
+        """Every user record, page by page (``concurrency`` pages asked at a time); with
+        ``refresh_time``, those refreshed after it."""
+        return self._users.users(
+            refresh_time=refresh_time, page_size=page_size, concurrency=concurrency
         )
-        return token
+
+    def send_text(self, usernames: Sequence[str], content: str) -> dict[str, Any]:
+        """Push a text message to these users; never sent twice (see the module docstring)."""
+        return self._users.send_text(usernames, content)
+
+    def upload_image(self, name: str, content: bytes, *, digest: str, mime_type: str) -> str:
+        """Upload an image (JSON, base64); its media id (safe to resend: by digest)."""
+        return self._media.upload_image(name, content, digest=digest, mime_type=mime_type)
+
+    def set_avatar(self, user_id: str, media_id: str) -> None:
+        """Set a user's avatar to an uploaded image (by the user's id, not the employee's)."""
+        self._media.set_avatar(user_id, media_id)
 
 
 # ---------------------------------------------------------------- helpers
@@ -222,7 +287,7 @@ def _verify(settings: PlatformSettings) -> ssl.SSLContext | bool:
     except (OSError, ssl.SSLError) as exc:
         raise ConfigError(
             f"platform.ca_file {settings.ca_file}: cannot load the CA bundle: {exc}"
-        ) from None
+        ) from exc
 
 
 def _warn_insecure(base_url: str) -> None:
@@ -237,8 +302,3 @@ def _warn_insecure(base_url: str) -> None:
         "platform.ca_file to the platform's CA bundle instead.",
         base_url,
     )
-
-
-def _host(base_url: str) -> str:
-    url = httpx.URL(base_url)
-    return f"{url.host}:{url.port}" if url.port else url.host

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
+from syncd.access_token import CachedToken as CachedToken  # re-exported: syncd.snapshot.CachedToken
 from syncd.errors import StateError
 from syncd.snapshot.tables import BUSY_TIMEOUT_MS
 
@@ -32,16 +33,6 @@ log = logging.getLogger(__name__)
 
 TOKEN_LOCK = "token.lock"  # noqa: S105 - a file name, beside the database
 _LOCK_POLL_S = 0.05
-
-
-@dataclass(frozen=True, slots=True)
-class CachedToken:
-    access_token: str
-    expire_time: int  # ms since the epoch
-    issued_time: int | None = None
-
-    def __repr__(self) -> str:  # never show the token itself
-        return f"CachedToken(expire_time={self.expire_time})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -147,8 +147,8 @@ class UsnMark:
             moment = (
                 datetime.strptime(checked, _GENERALIZED).replace(tzinfo=UTC) if checked else None
             )
-        except ValueError:
-            raise ValueError(f"{text!r}: {checked!r} is not a time (YYYYMMDDHHMMSSZ)") from None
+        except ValueError as exc:
+            raise ValueError(f"{text!r}: {checked!r} is not a time (YYYYMMDDHHMMSSZ)") from exc
         return cls(usn, controller, moment, CatalogMark.parse(catalog) if catalog else None)
 
     def changed_filter(self) -> str:

@@ -95,14 +95,14 @@ def _listing(folder: Path) -> dict[str, list[Path]]:
                     continue
                 stem = entry.name.rsplit(".", 1)[0] if "." in entry.name else entry.name
                 files.setdefault(stem.casefold(), []).append(Path(entry.path))
-    except FileNotFoundError:
-        raise SourceError(f"{folder}: folder not found (source.photos.folder)") from None
-    except NotADirectoryError:
-        raise SourceError(f"{folder}: not a folder (source.photos.folder)") from None
+    except FileNotFoundError as exc:
+        raise SourceError(f"{folder}: folder not found (source.photos.folder)") from exc
+    except NotADirectoryError as exc:
+        raise SourceError(f"{folder}: not a folder (source.photos.folder)") from exc
     except OSError as exc:
         raise SourceError(
             f"{folder}: cannot be read: {exc.strerror} (source.photos.folder)"
-        ) from None
+        ) from exc
     return files
 
 
@@ -141,10 +141,10 @@ def _read(path: Path, limits: PhotoLimits) -> bytes:
             if problem is not None:
                 raise PhotoUnavailable(problem)
             return fh.read(limits.max_bytes + 1)
-    except FileNotFoundError:
-        raise PhotoUnavailable("the file is gone") from None
+    except FileNotFoundError as exc:
+        raise PhotoUnavailable("the file is gone") from exc
     except OSError as exc:
-        raise PhotoUnavailable(f"cannot be read: {exc.strerror or exc}") from None
+        raise PhotoUnavailable(f"cannot be read: {exc.strerror or exc}") from exc
 
 
 # ---------------------------------------------------------------- fetching, to send
@@ -208,7 +208,7 @@ class _Entries:
                 if data is None and dn_key(found) == dn_key(dn):
                     data = values[0]
         except SourceError as exc:
-            raise PhotoUnavailable(str(exc)) from None
+            raise PhotoUnavailable(str(exc)) from exc
         if not data:
             raise PhotoUnavailable(f"{dn}: the entry has no {self.attribute} any more")
         if isinstance(data, tuple):  # several values (ldap.wire.Several): which is unknown

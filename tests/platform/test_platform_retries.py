@@ -24,7 +24,7 @@ from platform_helpers import (
     requests_seen,
 )
 
-import syncd.platform.client
+import syncd.platform._requests
 from syncd.emulator import EmulatorOptions, RunningEmulator, serve_in_thread
 from syncd.errors import PlatformError, PlatformUnavailable
 from syncd.platform import MemoryTokenStore, PlatformClient
@@ -300,7 +300,7 @@ def test_a_token_attempt_does_not_outlast_the_token_deadline(
 ) -> None:
     # The token is fetched under the state database's write lock: an attempt started
     # before the deadline must not then wait out the full request timeout (5 s here).
-    monkeypatch.setattr(syncd.platform.client, "TOKEN_RETRY_DEADLINE", 0.5)
+    monkeypatch.setattr(syncd.platform._requests, "TOKEN_RETRY_DEADLINE", 0.5)
     # Its own emulator: the slow token request is still served after the client gave up,
     # and leaving the block waits for it, so it cannot replace a later test's token.
     with serve_in_thread(EmulatorOptions()) as slow:

@@ -17,8 +17,9 @@ from syncd.config import platform_of
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
 from syncd.model import Kind
 from syncd.plan import Action, Change, Plan, PlatformView
-from syncd.platform import PlatformClient, view
-from syncd.platform.settle import settle
+from syncd.platform import PlatformClient
+from syncd.survey import view
+from syncd.survey.settle import settle
 from tests.engine.company import department, employee
 from tests.support.admin import AnotherAdmin
 

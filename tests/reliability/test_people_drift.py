@@ -19,8 +19,8 @@ import pytest
 
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
 from syncd.plan import Action
-from syncd.platform import view
 from syncd.runner import RunResult
+from syncd.survey import view
 from tests.support.admin import AnotherAdmin
 
 from .support import Rig, assert_converged, query, writes

@@ -55,7 +55,7 @@ def control_routes(runtime: Runtime) -> APIRouter:
             message = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'body'}: {e['msg']}" for e in error.errors()
             )
-            raise ApiError(BAD_REQUEST, f"invalid fault settings: {message}", 400) from None
+            raise ApiError(BAD_REQUEST, f"invalid fault settings: {message}", 400) from error
         runtime.faults.replace(settings)
         return ok(settings.model_dump(mode="json"))
 

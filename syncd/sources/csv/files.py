@@ -33,14 +33,14 @@ def _read_file(path: Path, setting: str, settings: CsvSource, consume: Callable[
             )
         try:
             return _consume(path, encoding, settings.delimiter, consume)
-        except UnicodeDecodeError:
-            raise _undecodable(path, [encoding]) from None
+        except UnicodeDecodeError as exc:
+            raise _undecodable(path, [encoding]) from exc
     marked = _encoding_from_bom(path)
     if marked is not None:  # a byte-order mark settles the question
         try:
             return _consume(path, marked, settings.delimiter, consume)
-        except UnicodeDecodeError:
-            raise _undecodable(path, [marked]) from None
+        except UnicodeDecodeError as exc:
+            raise _undecodable(path, [marked]) from exc
     try:
         return _consume(path, "utf-8", settings.delimiter, consume)
     except UnicodeDecodeError:
@@ -54,8 +54,8 @@ def _read_file(path: Path, setting: str, settings: CsvSource, consume: Callable[
         )
     try:
         return _consume(path, FALLBACK_ENCODING, settings.delimiter, consume)
-    except UnicodeDecodeError:
-        raise _undecodable(path, ["utf-8", FALLBACK_ENCODING]) from None
+    except UnicodeDecodeError as exc:
+        raise _undecodable(path, ["utf-8", FALLBACK_ENCODING]) from exc
 
 
 def _plainly_utf8(path: Path) -> bool:
@@ -75,12 +75,12 @@ def _plainly_utf8(path: Path) -> bool:
 def _check_file(path: Path, setting: str) -> None:
     try:
         info = path.stat()
-    except FileNotFoundError:
-        raise SourceError(f"{path}: file not found ({setting})") from None
-    except PermissionError:
-        raise SourceError(f"{path}: cannot be read (permission denied)") from None
+    except FileNotFoundError as exc:
+        raise SourceError(f"{path}: file not found ({setting})") from exc
+    except PermissionError as exc:
+        raise SourceError(f"{path}: cannot be read (permission denied)") from exc
     except OSError as exc:
-        raise SourceError(f"{path}: cannot be read: {exc.strerror}") from None
+        raise SourceError(f"{path}: cannot be read: {exc.strerror}") from exc
     if stat.S_ISDIR(info.st_mode):
         raise SourceError(f"{path}: is a directory, not a CSV file ({setting})")
     if stat.S_ISREG(info.st_mode) and info.st_size == 0:
@@ -90,11 +90,11 @@ def _check_file(path: Path, setting: str) -> None:
 def _encoding_named(name: str) -> str:
     try:
         found = codecs.lookup(name.strip()).name
-    except LookupError:
+    except LookupError as exc:
         raise SourceError(
             f"source.csv.encoding: {name!r} is not an encoding Python knows "
             "(try 'auto', 'utf-8', 'gb18030')"
-        ) from None
+        ) from exc
     return "utf-8-sig" if found == "utf-8" else found  # a BOM is not part of the first cell
 
 
@@ -116,12 +116,12 @@ def _consume(path: Path, encoding: str, delimiter: str, consume: Callable[[_Tabl
         # newline="": the csv module handles line ends itself, quoted newlines included.
         with open(path, encoding=encoding, newline="") as fh:
             return consume(_Table(path, fh, delimiter))
-    except PermissionError:
-        raise SourceError(f"{path}: cannot be read (permission denied)") from None
-    except IsADirectoryError:
-        raise SourceError(f"{path}: is a directory, not a CSV file") from None
+    except PermissionError as exc:
+        raise SourceError(f"{path}: cannot be read (permission denied)") from exc
+    except IsADirectoryError as exc:
+        raise SourceError(f"{path}: is a directory, not a CSV file") from exc
     except OSError as exc:
-        raise SourceError(f"{path}: reading failed: {exc.strerror or exc}") from None
+        raise SourceError(f"{path}: reading failed: {exc.strerror or exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +137,7 @@ def _first_undecodable(path: Path, encoding: str) -> _DecodeFault | None:
         with path.open("rb") as fh:
             return _decode_fault(fh, encoding)
     except OSError as exc:
-        raise SourceError(f"{path}: reading failed: {exc.strerror or exc}") from None
+        raise SourceError(f"{path}: reading failed: {exc.strerror or exc}") from exc
 
 
 def _decode_fault(fh: BinaryIO, encoding: str) -> _DecodeFault | None:

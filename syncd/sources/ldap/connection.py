@@ -83,7 +83,7 @@ def _tls(settings: LdapSource) -> ldap3.Tls:
     try:
         return ldap3.Tls(validate=ssl.CERT_REQUIRED, ca_certs_file=ca_file, valid_names=names)
     except LDAPException as exc:
-        raise ConfigError(f"source.ldap.ca_file: {ca_file} cannot be used ({exc})") from None
+        raise ConfigError(f"source.ldap.ca_file: {ca_file} cannot be used ({exc})") from exc
 
 
 def _open(url: str, settings: LdapSource, password: str | None, tls: ldap3.Tls) -> Session:
@@ -97,7 +97,7 @@ def _open(url: str, settings: LdapSource, password: str | None, tls: ldap3.Tls) 
             url, get_info=ldap3.NONE, tls=tls, connect_timeout=settings.connect_timeout
         )
     except LDAPException as exc:
-        raise _Unreachable(f"not a usable LDAP URL: {exc}") from None
+        raise _Unreachable(f"not a usable LDAP URL: {exc}") from exc
     connection = ldap3.Connection(
         server,
         user=settings.bind_dn,
@@ -131,7 +131,7 @@ def _step(session: Session, step: str, action: Callable[[], Any]) -> Any:
         return action()
     except (LDAPException, OSError) as exc:
         session.close()
-        raise _Unreachable(f"{step}: {_describe_connect_error(exc, session.url)}") from None
+        raise _Unreachable(f"{step}: {_describe_connect_error(exc, session.url)}") from exc
 
 
 def _bind(session: Session, bind_dn: str) -> None:

@@ -155,7 +155,7 @@ def root_dse(session: Session) -> tuple[str, int | None]:
             "", "(objectClass=*)", ldap3.BASE, attributes=["highestCommittedUSN", "dnsHostName"]
         )
     except (LDAPException, OSError) as exc:
-        raise session.fail("read the root DSE", str(exc)) from None
+        raise session.fail("read the root DSE", str(exc)) from exc
     entries = (connection.response or []) if found else []
     raw = entries[0].get("raw_attributes", {}) if entries else {}
     server = (

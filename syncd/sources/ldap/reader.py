@@ -216,7 +216,7 @@ def _plan_delta(session: Session, shape: Shape, since: str | None) -> _Delta:
     try:
         previous = ad.UsnMark.parse(since)
     except ValueError as exc:
-        raise session.fail("read changes", str(exc)) from None
+        raise session.fail("read changes", str(exc)) from exc
     if previous.controller != controller:
         # USNs are counted per controller: a mark from another one says nothing here.
         log.info(

@@ -99,18 +99,18 @@ class Wire:
                 cookie = yield from self._page(
                     message_id, search, slots, len(search.attributes) + 1, step
                 )
-            except TimeoutError:
+            except TimeoutError as exc:
                 raise self.session.fail(
                     step, f"no answer within {self.session.read_timeout:g}s"
-                ) from None
+                ) from exc
             except (OSError, LDAPException) as exc:
                 raise self.session.fail(
                     step, f"connection lost ({exc or type(exc).__name__})"
-                ) from None
+                ) from exc
             except (IndexError, ValueError) as exc:
                 raise self.session.fail(
                     step, f"could not decode the server's answer ({exc})"
-                ) from None
+                ) from exc
             if not cookie:
                 return
 
@@ -132,7 +132,7 @@ class Wire:
         except LDAPException as exc:
             raise self.session.fail(
                 search.step, f"invalid filter {search.sent_filter!r}: {exc}"
-            ) from None
+            ) from exc
 
     def _page(
         self, message_id: int, search: Search, slots: dict[bytes, int], width: int, step: str

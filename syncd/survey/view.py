@@ -18,7 +18,7 @@
 the newest ``last_modified`` the platform's answers gave, never later than its clock (its
 ``Date``); a platform whose clock is behind the cursors was set back, and the run lists
 and compares everyone (``clock_behind``). The runner moves the cursors after a clean run,
-past its own writes (``syncd.platform.settle``).
+past its own writes (``syncd.survey.settle``).
 """
 
 from __future__ import annotations
@@ -42,10 +42,9 @@ from syncd.plan import (
     PlatformView,
     Snapshot,
 )
-from syncd.platform.client import PlatformClient
-from syncd.platform.records import Judge, newest, present, usernames
-from syncd.platform.schemas import EmployeeRecord, Node
+from syncd.platform import EmployeeRecord, Node, PlatformClient
 from syncd.spelling import look_alike, nfc
+from syncd.survey.records import Judge, newest, present, usernames
 
 log = logging.getLogger(__name__)
 

@@ -26,10 +26,9 @@ from syncd import snapshot as store
 from syncd.errors import SyncdError
 from syncd.model import Employee, Kind
 from syncd.plan import Census, Plan, PlatformView, Snapshot
-from syncd.platform.client import PlatformClient
-from syncd.platform.records import newest
-from syncd.platform.schemas import Node
-from syncd.platform.view import USERS_PAGE, capped
+from syncd.platform import Node, PlatformClient
+from syncd.survey.records import newest
+from syncd.survey.view import USERS_PAGE, capped
 
 log = logging.getLogger(__name__)
 
