@@ -16,7 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from platform_helpers import (
+
+from syncd.emulator import RunningEmulator
+from syncd.errors import PlatformError, PlatformUnavailable
+from syncd.platform import MemoryTokenStore, PlatformClient, app_key
+from syncd.snapshot import CachedToken
+from tests.platform.platform_helpers import (
     NODE_ROUTE,
     ORG_ROUTE,
     TOKEN_ROUTE,
@@ -26,11 +31,6 @@ from platform_helpers import (
     requests_seen,
     settings_for,
 )
-
-from syncd.emulator import RunningEmulator
-from syncd.errors import PlatformError, PlatformUnavailable
-from syncd.platform import MemoryTokenStore, PlatformClient, app_key
-from syncd.snapshot import CachedToken
 
 FAKE_TOKEN = "static-server-token-1234"
 

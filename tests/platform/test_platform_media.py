@@ -7,9 +7,9 @@ import hashlib
 import json
 
 import httpx
-from platform_helpers import Connect, person
 
 from syncd.emulator import RunningEmulator
+from tests.platform.platform_helpers import Connect, person
 from tests.support.images import jpeg
 
 

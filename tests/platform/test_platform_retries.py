@@ -13,7 +13,12 @@ import socket
 from collections.abc import Callable
 
 import pytest
-from platform_helpers import (
+
+import syncd.platform.client
+from syncd.emulator import EmulatorOptions, RunningEmulator, serve_in_thread
+from syncd.errors import PlatformError, PlatformUnavailable
+from syncd.platform import MemoryTokenStore, PlatformClient
+from tests.platform.platform_helpers import (
     EMPLOYEES_ROUTE,
     IMPORT_EMPLOYEES_ROUTE,
     MBOX_ROUTE,
@@ -23,11 +28,6 @@ from platform_helpers import (
     person,
     requests_seen,
 )
-
-import syncd.platform.client
-from syncd.emulator import EmulatorOptions, RunningEmulator, serve_in_thread
-from syncd.errors import PlatformError, PlatformUnavailable
-from syncd.platform import MemoryTokenStore, PlatformClient
 
 ROOT_CALL = "GET /v1/admin/organizations/{org_code}"
 IMPORT_CALL = "POST /v1/admin/organizations/{org_code}/import-employees"

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 import uvicorn
-from platform_helpers import Connect
 
 import syncd.platform.client as client_module
 from syncd.emulator import EmulatorOptions, create_app
 from syncd.errors import ConfigError, PlatformUnavailable
+from tests.platform.platform_helpers import Connect
 
 
 @dataclass(frozen=True)
