@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from syncd import snapshot as store
+from syncd.clock import now_ms
+from syncd.config import platform_of
 from syncd.errors import EXIT_OK
 from syncd.plan import Action, PlatformView, plan
 from syncd.platform import PlatformClient
 from syncd.policy import policy_of
 from syncd.recovery import recover
-from syncd.runner import now_ms
 from syncd.sources import read_directory
 from tests.engine.company import World, employee
 
@@ -124,7 +125,7 @@ def test_updates_journaled_as_sent_but_never_sent_are_not_recorded_as_done(
     with store.write(engine) as conn:
         store.mark_sent(conn, dry.run_id, [0, 1])
     before = written(world)
-    client = PlatformClient(settings.platform, store.TokenStore(engine))
+    client = PlatformClient(platform_of(settings), store.TokenStore(engine))
 
     assert recover(client, engine, now_ms()).resolved == 2
 

@@ -9,7 +9,7 @@ import unicodedata
 from pathlib import Path
 
 from syncd import snapshot as store
-from syncd.config import Settings, load_settings
+from syncd.config import Settings, load_settings, platform_of
 from syncd.errors import EXIT_OK
 from syncd.platform import PlatformClient
 from syncd.report.value import Item
@@ -95,7 +95,7 @@ def test_nfc_and_nfd_usernames_in_one_file_make_no_account(world: World) -> None
 def test_an_account_the_platform_holds_in_nfd_is_adopted_not_duplicated(world: World) -> None:
     settings = world.settings()
     engine = store.open_engine(settings.database)
-    with PlatformClient(settings.platform, store.TokenStore(engine)) as client:
+    with PlatformClient(platform_of(settings), store.TokenStore(engine)) as client:
         root = client.root()
         # Made by hand, or by an earlier syncd that sent the source's spelling as it was.
         client.create_employee(

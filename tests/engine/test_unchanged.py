@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from syncd import runner
+from syncd import clock, runner
 from syncd.errors import EXIT_OK
 from syncd.plan import Action
 from syncd.runner import RunResult
@@ -120,7 +120,7 @@ def test_the_end_of_a_grace_period_is_planned_even_with_nothing_else_changed(
     assert world.platform().people["eve"][4] is True
     assert not skipped(world.sync())  # plans nothing, and leaves the memo
     assert skipped(world.sync())
-    later = runner.now_ms() + 3 * DAY_MS
+    later = clock.now_ms() + 3 * DAY_MS
     monkeypatch.setattr(runner, "now_ms", lambda: later)  # three days on
     result = world.sync()
     assert not skipped(result)

@@ -39,7 +39,7 @@ def arm(prefix: str, nth: int, when: str) -> None:
         event.listen(engine, f"{when}_cursor_execute", count)
         return engine
 
-    syncd.snapshot.open_engine = open_engine  # type: ignore[assignment]
+    syncd.snapshot.open_engine = open_engine
 
 
 def main() -> None:

@@ -147,6 +147,11 @@ def query(database: Path, sql: str, *args: Any) -> list[dict[str, Any]]:
         return [dict(r) for r in db.execute(sql, args)]
 
 
+def rejected(rig: Rig, run_id: int) -> list[dict[str, Any]]:
+    """The rows run ``run_id`` set aside, in the order it found them."""
+    return query(rig.database, "SELECT * FROM rejected_rows WHERE run_id = ? ORDER BY seq", run_id)
+
+
 def tables(database: Path) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table of the state database, to compare before and after."""
     if not database.exists():
@@ -217,7 +222,7 @@ def requests_to(emulator: RunningEmulator, endpoint_fragment: str) -> int:
 
 @contextmanager
 def when_requests(
-    emulator: RunningEmulator, fragment: str, count: int, action: Callable[[], None]
+    emulator: RunningEmulator, fragment: str, count: int, action: Callable[[], object]
 ) -> Iterator[threading.Event]:
     """In a thread: once the emulator has seen ``count`` requests to ``fragment``, ``action()``.
 

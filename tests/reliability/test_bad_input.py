@@ -21,7 +21,7 @@ from syncd.plan import REMOVING
 from syncd.runner import RunResult
 from tests.engine.company import Company, Platform, department, employee
 
-from .support import Rig, query, writes
+from .support import Rig, rejected, writes
 
 FORMULAS = ["=cmd|' /C calc'!A0", "+1", "-1", "@SUM(1)"]
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -80,10 +80,6 @@ def run_with_file(rig: Rig, content: bytes, **csv_settings: str) -> RunResult:
 def good_bytes(rig: Rig) -> bytes:
     rig.company.write(rig.folder)
     return employees_file(rig).read_bytes()
-
-
-def rejected(rig: Rig, run_id: int) -> list[dict[str, object]]:
-    return query(rig.database, "SELECT * FROM rejected_rows WHERE run_id = ? ORDER BY seq", run_id)
 
 
 # ---------------------------------------------------------------- damaged files

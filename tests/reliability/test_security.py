@@ -108,7 +108,7 @@ def debug_everywhere() -> Iterator[Collect]:
 
 def database_text(database: Path) -> tuple[str, str]:
     """Every value of every table but ``tokens``, and the ``tokens`` table."""
-    others = []
+    others: list[str] = []
     for table in TABLES:
         rows = query(database, f"SELECT * FROM {table}")  # noqa: S608 - table names
         (others if table != "tokens" else []).append(repr(rows))

@@ -13,7 +13,7 @@ from syncd.plan import REMOVING
 from syncd.runner import RunRequest, RunResult, run_sync
 from tests.engine.company import employee
 
-from .support import Rig, query, writes
+from .support import Rig, rejected, writes
 
 
 @pytest.fixture
@@ -34,10 +34,6 @@ def run_with(rig: Rig, content: bytes) -> RunResult:
 def good_bytes(rig: Rig) -> bytes:
     rig.company.write(rig.folder)
     return (rig.folder / "employees.csv").read_bytes()
-
-
-def rejected(rig: Rig, run_id: int) -> list[dict[str, object]]:
-    return query(rig.database, "SELECT * FROM rejected_rows WHERE run_id = ? ORDER BY seq", run_id)
 
 
 def locked(rig: Rig) -> set[str]:

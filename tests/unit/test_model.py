@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from syncd.model import Department, Employee, Kind, Position, RejectedRow, build_directory
 
 
-def located(items: list[Department] | list[Employee]) -> list[tuple[str, Department | Employee]]:
+def located(items: Sequence[Department | Employee]) -> list[tuple[str, Department | Employee]]:
     return [(f"f.csv:{n}", item) for n, item in enumerate(items, 2)]
 
 
