@@ -23,10 +23,9 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from syncd.emulator import RunningEmulator
+from tests.support.waiting import DEADLINE as DEADLINE
 
 SYNCD = Path(sys.executable).with_name("syncd")  # the console script of this environment
-DEADLINE = 60.0  # seconds: generous, only a failing test ever waits this long
-POLL = 0.05
 
 DEPARTMENTS = [("D1", "Sales", ""), ("D2", "Engineering", ""), ("D3", "Backend", "D2")]
 EMPLOYEES = [
@@ -38,18 +37,6 @@ EMPLOYEES = [
     ("E6", "frank", "Frank", "D2"),
 ]
 ROOT_NAME = "Acme"  # the emulator's default root node
-
-
-def wait_until(condition: Callable[[], Any], what: str, deadline: float = DEADLINE) -> Any:
-    """Poll until the condition gives a true value, and return it."""
-    end = time.monotonic() + deadline
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"gave up waiting: {what}")
-        time.sleep(POLL)  # polling a condition another process changes
 
 
 class NotifySocket:
@@ -280,12 +267,6 @@ def _value(value: Any) -> str:
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def requests_to(emulator: RunningEmulator, fragment: str) -> int:
-    """How many API requests the emulator saw on routes whose template holds ``fragment``."""
-    requests: dict[str, int] = emulator.stats()["requests"]
-    return sum(n for route, n in requests.items() if fragment in route)
-
-
 def platform_matches_source(
     emulator: RunningEmulator, people: list[tuple[str, str, str, str]] = EMPLOYEES
 ) -> None:
@@ -308,13 +289,6 @@ def platform_matches_source(
     }
     assert placed == {(e[0], e[1], path(e[3])) for e in people}
     assert len(state["employees"]) == len(people)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def samples(text: str) -> dict[str, float]:

@@ -14,7 +14,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
@@ -24,11 +23,12 @@ from typing import Any
 from syncd.config import Settings, load_settings
 from syncd.emulator import RunningEmulator
 from tests.engine.company import Company, Platform, World, department, employee
+from tests.support.traffic import requests_to
+from tests.support.waiting import DEADLINE as DEADLINE
+from tests.support.waiting import POLL
 
 SYNCD = str(Path(sys.executable).with_name("syncd"))
 KILLER = Path(__file__).with_name("killer.py")
-DEADLINE = 60.0
-POLL = 0.02
 WRITE_PREFIXES = ("POST /v1/admin", "DELETE /v1/admin")
 TABLES = ("departments", "employees", "cursors", "tokens", "runs", "run_items", "rejected_rows")
 
@@ -202,22 +202,6 @@ def assert_converged(rig: Rig, expected: Platform | None = None) -> None:
 
 
 # ---------------------------------------------------------------- waiting
-
-
-def wait_until(condition: Callable[[], Any], what: str, deadline: float = DEADLINE) -> Any:
-    end = time.monotonic() + deadline
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"gave up waiting: {what}")
-        time.sleep(POLL)  # polling a condition another thread or process changes
-
-
-def requests_to(emulator: RunningEmulator, endpoint_fragment: str) -> int:
-    requests: dict[str, int] = emulator.stats()["requests"]
-    return sum(n for k, n in requests.items() if endpoint_fragment in k)
 
 
 @contextmanager

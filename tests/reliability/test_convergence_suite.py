@@ -233,9 +233,7 @@ def restore(h: History, rig: Rig, copy: Path) -> None:
 def assert_invariants(h: History, rig: Rig) -> None:
     check = run_sync(rig.settings(), RunRequest(dry_run=True))
     assert check.plan is not None
-    assert check.plan.changes == (), [
-        c.message for c in check.plan.changes
-    ]
+    assert check.plan.changes == (), [c.message for c in check.plan.changes]
     state = rig.emulator.state()
     nodes = {n["id"]: n for n in state["nodes"]}
     by_serial = {n["serial_no"]: n for n in state["nodes"] if n.get("serial_no")}

@@ -15,8 +15,10 @@ import pytest
 
 from syncd.errors import EXIT_OK
 from tests.daemon.support import NotifySocket
+from tests.support.traffic import requests_to
+from tests.support.waiting import wait_until
 
-from .support import DEADLINE, SYNCD, Rig, assert_converged, clean_env, requests_to, wait_until
+from .support import DEADLINE, SYNCD, Rig, assert_converged, clean_env
 from .test_crashes import after_company, before_company
 
 

@@ -18,6 +18,7 @@ from syncd import snapshot as store
 from syncd.errors import EXIT_FAILED, EXIT_OK, EXIT_PARTIAL
 from syncd.runner import RunRequest, run_sync
 from tests.engine.company import employee
+from tests.support.waiting import wait_until
 
 from .support import (
     Rig,
@@ -26,7 +27,6 @@ from .support import (
     big_company,
     query,
     snapshot_tables,
-    wait_until,
     when_requests,
 )
 

@@ -21,6 +21,8 @@ import pytest
 
 from syncd.errors import EXIT_FAILED, EXIT_OK
 from tests.engine.company import employee
+from tests.support.traffic import requests_to
+from tests.support.waiting import wait_until
 
 from .support import (
     DEADLINE,
@@ -30,9 +32,7 @@ from .support import (
     assert_nothing_twice,
     clean_env,
     query,
-    requests_to,
     tables,
-    wait_until,
 )
 
 

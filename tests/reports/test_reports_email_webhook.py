@@ -25,7 +25,8 @@ from syncd.config import Settings, load_settings
 from syncd.notifications import SIGNATURE_HEADER
 from syncd.runner import RunRequest, run_sync
 from tests.engine.company import World
-from tests.support.slapd import TlsFiles, free_port, make_tls_files
+from tests.support.processes import free_port
+from tests.support.slapd import TlsFiles, make_tls_files
 
 SMTP_USER = "syncd@acme.example"
 SMTP_PASSWORD = "smtp-Pa55word-for-tests"

@@ -25,7 +25,13 @@ from pathlib import Path
 import ldap3
 from ldap3.core.exceptions import LDAPException
 
-from tests.support.slapd import TlsFiles, _die_with_parent, _port_free, _run, stop_process
+from tests.support.processes import (
+    die_with_parent_in_own_group,
+    port_free,
+    run_checked,
+    stop_process,
+)
+from tests.support.slapd import TlsFiles
 
 SAMBA = Path("/usr/sbin/samba")
 SAMBA_TOOL = Path("/usr/bin/samba-tool")
@@ -98,7 +104,7 @@ class SambaDC:
     def _provision(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         (self.directory / "run").mkdir(exist_ok=True)
-        _run(
+        run_checked(
             [SAMBA_TOOL, "domain", "provision", "--use-rfc2307", f"--realm={REALM}",
              f"--domain={DOMAIN}", "--server-role=dc", "--dns-backend=NONE",
              f"--adminpass={ADMIN_PASSWORD}", f"--targetdir={self.directory}", *self._options()]
@@ -111,13 +117,13 @@ class SambaDC:
         path = self.directory / "offline.ldif"
         path.write_text(ldif, encoding="utf-8")
         sam = self.directory / "private" / "sam.ldb"
-        _run([SYSTEM_PYTHON, "-c", _OFFLINE_ADD, self.config_file, sam, path])
+        run_checked([SYSTEM_PYTHON, "-c", _OFFLINE_ADD, self.config_file, sam, path])
 
     def start(self) -> None:
         """Start the LDAP service; return once it answers a bind over LDAPS."""
         if self.running:
             return
-        taken = [port for port in PORTS if not _port_free(port)]
+        taken = [port for port in PORTS if not port_free(port)]
         if taken:
             raise RuntimeError(
                 f"127.0.0.1 ports {taken} are taken: Samba's LDAP server needs 389, 636, "
@@ -131,7 +137,7 @@ class SambaDC:
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent_in_own_group,
             )  # fmt: skip
         self._wait_until_ready()
 
