@@ -10,14 +10,12 @@ from typing import Any
 import pytest
 
 import syncd.emulator
-from syncd.cli import run_cli
 from syncd.emulator import EmulatorOptions, RunningEmulator
+from tests.support import cli
 
 
 def demo(capsys: pytest.CaptureFixture[str], folder: Path) -> tuple[int, str]:
-    code = run_cli(["demo", "--folder", str(folder)])
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
+    return cli.syncd(capsys, "demo", "--folder", str(folder))
 
 
 def test_the_demo_refuses_a_folder_holding_files_it_did_not_write(

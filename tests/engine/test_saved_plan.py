@@ -7,15 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from syncd.cli import run_cli
 from tests.engine.company import World, department, employee
 from tests.support.admin import AnotherAdmin
-
-
-def syncd(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    code = run_cli(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
+from tests.support.cli import syncd
 
 
 @pytest.fixture

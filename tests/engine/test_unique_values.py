@@ -20,8 +20,9 @@ from syncd.errors import EXIT_OK, EXIT_PARTIAL
 from syncd.report import render_notification
 from syncd.runs import load_report
 from tests.engine.company import World, employee
-from tests.engine.test_cli import config_of, syncd
+from tests.engine.test_cli import config_of
 from tests.support.admin import AnotherAdmin
+from tests.support.cli import syncd
 
 
 def held(world: World, name: str) -> dict[str, str]:

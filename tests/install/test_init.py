@@ -12,15 +12,14 @@ from syncd.cli import run_cli
 from syncd.config import load_settings, platform_of
 from syncd.data import SAMPLE
 from syncd.init import UNITS_START
+from tests.support.cli import syncd
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED_UNITS = sorted((REPO / "systemd").iterdir())
 
 
 def init(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    code = run_cli(["init", *args])
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
+    return syncd(capsys, "init", *args)
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ import pytest
 from syncd.emulator import RunningEmulator
 from syncd.errors import PlatformError
 from syncd.platform import EmployeeRecord, PlatformClient, PositionRecord
-from tests.platform.platform_helpers import EMPLOYEES_ROUTE, Connect, dept, person, requests_seen
+from tests.platform.platform_helpers import EMPLOYEES_ROUTE, Connect, requests_seen
+from tests.support.payloads import dept, person
 
 
 def by_username(emulator: RunningEmulator) -> dict[str, dict[str, Any]]:

@@ -26,11 +26,10 @@ from tests.platform.platform_helpers import (
     ORG_ROUTE,
     TOKEN_ROUTE,
     Connect,
-    dept,
-    person,
     requests_seen,
     settings_for,
 )
+from tests.support.payloads import dept, person
 
 FAKE_TOKEN = "static-server-token-1234"
 

@@ -9,8 +9,9 @@ import json
 import httpx
 
 from syncd.emulator import RunningEmulator
-from tests.platform.platform_helpers import Connect, person
+from tests.platform.platform_helpers import Connect
 from tests.support.images import jpeg
+from tests.support.payloads import person
 
 
 class RecordingTransport(httpx.BaseTransport):

@@ -7,7 +7,8 @@ import pytest
 from syncd.emulator import RunningEmulator
 from syncd.errors import PlatformError
 from syncd.platform import ImportResult, Node, PlatformClient
-from tests.platform.platform_helpers import NODE_ROUTE, dept, person, requests_seen
+from tests.platform.platform_helpers import NODE_ROUTE, requests_seen
+from tests.support.payloads import dept, person
 
 
 def test_root_is_the_corp_node(client: PlatformClient, emulator: RunningEmulator) -> None:

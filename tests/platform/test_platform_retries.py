@@ -23,10 +23,9 @@ from tests.platform.platform_helpers import (
     MBOX_ROUTE,
     ORG_ROUTE,
     Connect,
-    dept,
-    person,
     requests_seen,
 )
+from tests.support.payloads import dept, person
 from tests.support.processes import free_port
 
 ROOT_CALL = "GET /v1/admin/organizations/{org_code}"
