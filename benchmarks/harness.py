@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 
 from syncd.emulator.options import EmulatorOptions
-from tests.support.processes import die_with_parent, free_port
+from tests.support.processes import die_with_parent, free_port, wait_until_serving
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -220,16 +220,18 @@ def running_emulator(log: Path) -> Iterator[Emulator]:
 
 
 def _wait_until_answering(emulator: Emulator) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if emulator.process.poll() is not None:
-            raise RuntimeError(f"the emulator exited with status {emulator.process.returncode}")
+    def problem() -> str | None:
         try:
             emulator.requests()
-            return
-        except httpx.TransportError:
-            time.sleep(0.05)  # polling a server that is still starting
-    raise RuntimeError(f"the emulator did not answer within {START_TIMEOUT}s")
+        except httpx.TransportError as exc:
+            return str(exc) or type(exc).__name__
+        return None
+
+    status = wait_until_serving(
+        "the emulator", emulator.process, problem, timeout=START_TIMEOUT, pause=0.05
+    )
+    if status is not None:
+        raise RuntimeError(f"the emulator exited with status {status}")
 
 
 def app_token(client: httpx.Client) -> str:

@@ -6,9 +6,7 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -22,8 +20,8 @@ from syncd.policy import policy_of
 from syncd.recovery import recover
 from syncd.sources import read_directory
 from tests.engine.company import World, employee
+from tests.support.cli import SYNCD
 
-SYNCD = str(Path(sys.executable).with_name("syncd"))
 IMPORT_ORGS = "POST /v1/admin/organizations/{org_code}/import-orgs"
 IMPORT_EMPLOYEES = "POST /v1/admin/organizations/{code}/import-employees"
 LOCK = "POST /v1/admin/organizations/{code}/employees/{employee_id}/lock"

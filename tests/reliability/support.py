@@ -12,7 +12,6 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing, contextmanager
@@ -23,11 +22,11 @@ from typing import Any
 from syncd.config import Settings, load_settings
 from syncd.emulator import RunningEmulator
 from tests.engine.company import Company, Platform, World, department, employee
+from tests.support.cli import SYNCD
 from tests.support.traffic import requests_to
 from tests.support.waiting import DEADLINE as DEADLINE
 from tests.support.waiting import POLL
 
-SYNCD = str(Path(sys.executable).with_name("syncd"))
 KILLER = Path(__file__).with_name("killer.py")
 WRITE_PREFIXES = ("POST /v1/admin", "DELETE /v1/admin")
 TABLES = ("departments", "employees", "cursors", "tokens", "runs", "run_items", "rejected_rows")

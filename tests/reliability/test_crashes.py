@@ -29,10 +29,11 @@ import pytest
 from syncd.cli import run_cli
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
 from tests.engine.company import Company, department, employee
+from tests.support.cli import SYNCD
 from tests.support.traffic import requests_to
 from tests.support.waiting import wait_until
 
-from .support import DEADLINE, KILLER, SYNCD, Rig, assert_converged, clean_env
+from .support import DEADLINE, KILLER, Rig, assert_converged, clean_env
 
 SETTLE = "UPDATE run_items SET outcome = ?"  # a batch's answers, with its snapshot rows
 MARK_SENT = "UPDATE run_items SET outcome = 'sent'"

@@ -27,11 +27,12 @@ from syncd.emulator import EmulatorOptions, RunningEmulator, create_app
 from syncd.errors import EXIT_FAILED, EXIT_OK
 from syncd.metrics import RunMetrics
 from tests.engine.company import employee, small_company
+from tests.support.cli import SYNCD
 from tests.support.processes import free_port
 from tests.support.slapd import Slapd, TlsFiles, synthetic_people_ldif
 from tests.support.waiting import wait_until
 
-from .support import DEADLINE, SYNCD, TABLES, Rig, clean_env, query, when_requests
+from .support import DEADLINE, TABLES, Rig, clean_env, query, when_requests
 from .test_ldap_failures import ldap_lines
 
 WRONG_SECRET = "wrong-app-secret-5c1d"

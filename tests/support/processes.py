@@ -12,7 +12,8 @@ import os
 import signal
 import socket
 import subprocess
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
 
@@ -64,6 +65,36 @@ def stop_process(process: subprocess.Popen[bytes] | None) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+def wait_until_serving(
+    name: str,
+    process: subprocess.Popen[bytes],
+    probe: Callable[[], str | None],
+    *,
+    timeout: float,
+    tail: Callable[[], str] = str,
+    pause: float = 0.02,
+) -> int | None:
+    """Probe a server we started until it answers: ``probe()`` gives None once it does, else
+    what is wrong. None once it serves; its exit status if it ends first. If it does not
+    answer within ``timeout`` seconds it is stopped and a RuntimeError names ``name``, the
+    last problem and ``tail()`` (its log's end)."""
+    deadline = time.monotonic() + timeout
+    problem = "not answering yet"
+    while time.monotonic() < deadline:
+        try:
+            process.wait(timeout=pause)  # the pause between probes; notices an early exit
+        except subprocess.TimeoutExpired:
+            pass
+        else:
+            return process.returncode
+        found = probe()
+        if found is None:
+            return None
+        problem = found
+    stop_process(process)
+    raise RuntimeError(f"{name} did not answer within {timeout}s ({problem}):\n{tail()}")
 
 
 def run_checked(command: Sequence[str | Path], *, stdin: bytes | None = None) -> None:

@@ -17,7 +17,6 @@ certificate from the tests' own CA (``tests.support.slapd.make_tls_files``).
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -30,6 +29,7 @@ from tests.support.processes import (
     port_free,
     run_checked,
     stop_process,
+    wait_until_serving,
 )
 from tests.support.slapd import TlsFiles
 
@@ -146,29 +146,22 @@ class SambaDC:
         stop_process(process)
 
     def _wait_until_ready(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT
-        problem = "not answering yet"
-        while time.monotonic() < deadline:
-            process = self._process
-            assert process is not None
-            try:
-                process.wait(timeout=0.05)  # the pause between probes; notices an early exit
-            except subprocess.TimeoutExpired:
-                pass
-            else:
-                self._process = None
-                raise RuntimeError(
-                    f"samba exited with status {process.returncode}:\n{self._tail()}"
-                )
-            try:
-                with self.connection(timeout=1.0):
-                    return
-            except LDAPException as exc:
-                problem = str(exc)
-        self.stop()
-        raise RuntimeError(
-            f"samba did not answer within {START_TIMEOUT}s ({problem}):\n{self._tail()}"
+        process = self._process
+        assert process is not None
+        status = wait_until_serving(
+            "samba", process, self._problem, timeout=START_TIMEOUT, tail=self._tail, pause=0.05
         )
+        if status is not None:
+            self._process = None
+            raise RuntimeError(f"samba exited with status {status}:\n{self._tail()}")
+
+    def _problem(self) -> str | None:
+        """None if Samba's LDAP server takes a bind, else what is wrong."""
+        try:
+            with self.connection(timeout=1.0):
+                return None
+        except LDAPException as exc:
+            return str(exc)
 
     def _tail(self) -> str:
         text = ""

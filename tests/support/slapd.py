@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from tests.support.processes import (
     port_free,
     run_checked,
     stop_process,
+    wait_until_serving,
 )
 
 SLAPD = Path("/usr/sbin/slapd")
@@ -287,35 +287,26 @@ class Slapd:
         return "\n".join(lines) + "\n"
 
     def _wait_until_ready(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT
-        last_problem = "not answering yet"
-        while time.monotonic() < deadline:
-            process = self._process
-            assert process is not None
-            try:
-                # Waiting on the process is the pause between probes, and notices an early exit.
-                process.wait(timeout=0.02)
-            except subprocess.TimeoutExpired:
-                pass
-            else:
-                self._process = None
-                self._explain_exit(process.returncode)
-            try:
-                with self._admin_connection(timeout=1.0) as conn:
-                    if conn.search(
-                        "",
-                        "(objectClass=*)",
-                        search_scope=ldap3.BASE,
-                        attributes=["namingContexts"],
-                    ):
-                        return
-                    last_problem = str(conn.result)
-            except LDAPException as exc:
-                last_problem = str(exc)
-        self.stop()
-        raise RuntimeError(
-            f"slapd did not answer within {START_TIMEOUT}s ({last_problem}):\n{self._log_tail()}"
+        process = self._process
+        assert process is not None
+        status = wait_until_serving(
+            "slapd", process, self._problem, timeout=START_TIMEOUT, tail=self._log_tail
         )
+        if status is not None:
+            self._process = None
+            self._explain_exit(status)
+
+    def _problem(self) -> str | None:
+        """None if slapd answers a search of its root DSE, else what is wrong."""
+        try:
+            with self._admin_connection(timeout=1.0) as conn:
+                if conn.search(
+                    "", "(objectClass=*)", search_scope=ldap3.BASE, attributes=["namingContexts"]
+                ):
+                    return None
+                return str(conn.result)
+        except LDAPException as exc:
+            return str(exc)
 
     @contextmanager
     def _admin_connection(self, timeout: float = 5.0) -> Iterator[ldap3.Connection]:
