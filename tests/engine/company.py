@@ -82,7 +82,7 @@ class Company:
     def expected(self) -> Platform:
         """What the platform must hold once this company is synced (departed people locked)."""
         nodes = {d["id"]: (d["name"], d["parent_id"] or None) for d in self.departments}
-        people = {}
+        people: dict[str, PersonThere] = {}
         for e in self.employees:
             secondary = [p for p in e.get("positions", "").split(";") if p]
             people[e["username"]] = (
@@ -102,12 +102,17 @@ def _write(path: Path, columns: list[str], rows: list[dict[str, str]]) -> None:
         writer.writerows(rows)
 
 
+# A person on the platform: name, extension_id, the primary node's serial_no, the other
+# nodes' serials, locked.
+PersonThere = tuple[str, str | None, str | None, tuple[str, ...], bool]
+
+
 @dataclass
 class Platform:
     """The emulator's state, by source keys: nodes by serial_no, people by username."""
 
     nodes: dict[str, tuple[str, str | None]]
-    people: dict[str, tuple[str, str, str, tuple[str, ...], bool]]
+    people: dict[str, PersonThere]
     serials: list[str] = field(default_factory=list)  # every serial_no, duplicates kept
     usernames: list[str] = field(default_factory=list)
 
@@ -134,7 +139,7 @@ class Platform:
                 tuple(sorted(others)),
                 bool(e["locked"]),
             )
-        return cls(nodes, people, serials, [e["username"] for e in state["employees"]])  # type: ignore[arg-type]
+        return cls(nodes, people, serials, [e["username"] for e in state["employees"]])
 
     def same_as(self, other: Platform) -> bool:
         return self.nodes == other.nodes and self.people == other.people

@@ -21,6 +21,7 @@ from syncd.recovery import recover
 from syncd.sources import read_directory
 from tests.engine.company import World, employee
 from tests.support.cli import SYNCD
+from tests.support.runs import plan_of
 
 IMPORT_ORGS = "POST /v1/admin/organizations/{org_code}/import-orgs"
 IMPORT_EMPLOYEES = "POST /v1/admin/organizations/{code}/import-employees"
@@ -97,7 +98,7 @@ def test_a_killed_sync_is_resolved_by_the_next_run(world: World, endpoint: str, 
         ]
     assert outcomes[-2:] == ["interrupted", "ok"]
     assert unsettled == 0
-    assert world.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(world.sync()).changes == ()
 
 
 def written(world: World) -> list[tuple[str, str, str]]:

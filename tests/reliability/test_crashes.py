@@ -30,6 +30,7 @@ from syncd.cli import run_cli
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
 from tests.engine.company import Company, department, employee
 from tests.support.cli import SYNCD
+from tests.support.runs import plan_of
 from tests.support.traffic import requests_to
 from tests.support.waiting import wait_until
 
@@ -149,7 +150,7 @@ def crash_then_recover(rig: Rig, point: Point, capsys: pytest.CaptureFixture[str
     assert run_cli(["reports", "list", "--config", str(rig.config)]) == 0
     listed = capsys.readouterr().out
     assert "interrupted" in listed, listed
-    assert rig.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(rig.sync()).changes == ()
 
 
 def kill_on_request(rig: Rig, point: Point) -> None:
