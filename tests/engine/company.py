@@ -25,6 +25,7 @@ EMPLOYEE_COLUMNS = [
     "status",
 ]
 DEPARTMENT_COLUMNS = ["id", "name", "parent_id"]
+PATHS_HEADER = "id,username,name,department,email,mobile,status"  # the employees file, paths
 
 
 def department(id: str, name: str, parent: str = "") -> dict[str, str]:
@@ -182,6 +183,21 @@ class World:
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         path.chmod(0o600)
         return load_settings(path)
+
+    def paths_layout(self, rows: list[str]) -> Settings:
+        """The settings with the CSV layout ``paths`` (the departments are the paths the rows
+        name), and the employees file: PATHS_HEADER, then ``rows``."""
+        self.settings()  # writes syncd.toml, for the two-files layout
+        config = self.folder / "syncd.toml"
+        config.write_text(
+            config.read_text(encoding="utf-8").replace(
+                f'departments = "{self.folder / "departments.csv"}"', 'layout = "paths"'
+            ),
+            encoding="utf-8",
+        )
+        employees = "\n".join([PATHS_HEADER, *rows]) + "\n"
+        (self.folder / "employees.csv").write_text(employees, encoding="utf-8")
+        return load_settings(config)
 
     def sync(self, **request: Any) -> RunResult:
         self.company.write(self.folder)

@@ -12,6 +12,7 @@ import json
 import os
 import sqlite3
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing, contextmanager
@@ -132,6 +133,19 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SYNCD_", "NOTIFY_"))}
     env.pop("CREDENTIALS_DIRECTORY", None)
     return {**env, **(extra or {})}
+
+
+def sync_under_killer(rig: Rig, sql: str, nth: int, when: str) -> subprocess.CompletedProcess[str]:
+    """``syncd sync`` run by killer.py, which SIGKILLs it at the ``nth`` SQL statement holding
+    ``sql`` (``when``: before or after it runs)."""
+    return subprocess.run(
+        [sys.executable, str(KILLER), "sync", "--config", str(rig.config)],
+        env=clean_env({"KILL_SQL": sql, "KILL_NTH": str(nth), "KILL_WHEN": when}),
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        check=False,
+    )
 
 
 def writes(emulator: RunningEmulator) -> dict[str, int]:
