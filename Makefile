@@ -47,7 +47,7 @@ demo: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check syncd tests benchmarks
-	$(BIN)/mypy syncd
+	$(BIN)/mypy syncd tests benchmarks
 
 test: system-packages lint
 	$(BIN)/pytest

@@ -9,12 +9,10 @@ time, in time's process group: killed with it, and in any case ending by itself.
 from __future__ import annotations
 
 import compileall
-import ctypes
 import json
 import math
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -29,6 +27,7 @@ from typing import Any
 import httpx
 
 from syncd.emulator.options import EmulatorOptions
+from tests.support.processes import die_with_parent, free_port, wait_until_serving
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -36,25 +35,11 @@ SYNCD = BIN / "syncd"
 TIME = Path("/usr/bin/time")  # GNU time (Debian package time): the peak RSS of what it runs
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
-_PR_SET_PDEATHSIG = 1
 WRITE_PREFIXES = ("POST /v1/admin", "DELETE /v1/admin")
 # A sync that reads and plans even when its files are those of a run that planned nothing
 # (syncd.unchanged): what a changed export costs.
 READ_EVERY_RUN = {"SYNCD_SYNC__SKIP_UNCHANGED": "false"}
 BATCHED = ("import-orgs", "import-employees")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _die_with_parent() -> None:
-    """In the child, before exec: the kernel sends SIGTERM when the harness goes away."""
-    with suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -89,7 +74,7 @@ def _popen(command: Sequence[str | Path], out: Any, **kwargs: Any) -> subprocess
         stdout=out,
         stderr=subprocess.STDOUT if out is not subprocess.DEVNULL else subprocess.DEVNULL,
         start_new_session=True,
-        preexec_fn=_die_with_parent,
+        preexec_fn=die_with_parent,
         cwd=ROOT / "benchmarks",  # not the repository root, whose syncd/ would come first
         **kwargs,
     )
@@ -235,16 +220,18 @@ def running_emulator(log: Path) -> Iterator[Emulator]:
 
 
 def _wait_until_answering(emulator: Emulator) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if emulator.process.poll() is not None:
-            raise RuntimeError(f"the emulator exited with status {emulator.process.returncode}")
+    def problem() -> str | None:
         try:
             emulator.requests()
-            return
-        except httpx.TransportError:
-            time.sleep(0.05)  # polling a server that is still starting
-    raise RuntimeError(f"the emulator did not answer within {START_TIMEOUT}s")
+        except httpx.TransportError as exc:
+            return str(exc) or type(exc).__name__
+        return None
+
+    status = wait_until_serving(
+        "the emulator", emulator.process, problem, timeout=START_TIMEOUT, pause=0.05
+    )
+    if status is not None:
+        raise RuntimeError(f"the emulator exited with status {status}")
 
 
 def app_token(client: httpx.Client) -> str:

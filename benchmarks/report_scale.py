@@ -122,10 +122,10 @@ def measure_size(people: int, folder: Path, args: argparse.Namespace) -> list[Fi
                 raise RuntimeError(f"syncd sync exited {done.exit_code}:\n{done.output[-3000:]}")
     run_id = "2"  # the first real sync: every person created (or failed)
     print(f"{people} people: synced, state in {state}", flush=True)
-    codes = [("this checkout", None)]
+    codes: list[tuple[str, Path | None]] = [("this checkout", None)]
     if args.before is not None:
         codes.append((str(args.before), args.before.resolve()))
-    found = []
+    found: list[Figures] = []
     for label, source in codes:
         page = folder / f"report-{len(found)}.html"
         write_s = write_page(settings, run_id, page, source)

@@ -8,7 +8,8 @@ import re
 
 import pexpect
 
-from tests.daemon.support import DEADLINE, SYNCD, Site
+from tests.daemon.support import DEADLINE, Site
+from tests.support.cli import SYNCD
 
 COLUMNS, ROWS = 100, 40
 # Colours and styles; every other escape (cursor moves, line erases) ends a piece of line.

@@ -13,8 +13,9 @@ import pytest
 from syncd.cli import run_cli
 from syncd.emulator import RunningEmulator
 from syncd.snapshot import SCHEMA_VERSION
-from tests.daemon.support import DEADLINE, EMPLOYEES, SYNCD, Site, write_csv
+from tests.daemon.support import DEADLINE, EMPLOYEES, Site, write_csv
 from tests.support.admin import AnotherAdmin
+from tests.support.cli import SYNCD
 
 
 @pytest.mark.parametrize(
@@ -222,7 +223,8 @@ def test_the_completion_script_for_everyone_is_what_readme_installs(tmp_path: Pa
     # Sourced by a bash that has never seen syncd: syncd's words complete.
     probe = (
         f"source {target}; COMP_WORDS=(syncd sta); COMP_CWORD=1; "
-        f"PATH={SYNCD.parent}:$PATH _syncd_completion syncd; printf '%s\\n' \"${{COMPREPLY[@]}}\""
+        f"PATH={Path(SYNCD).parent}:$PATH _syncd_completion syncd; "
+        f"printf '%s\\n' \"${{COMPREPLY[@]}}\""
     )
     found = subprocess.run(["bash", "--norc", "-c", probe], capture_output=True, text=True)
     assert "status" in found.stdout.split(), found.stdout + found.stderr

@@ -12,7 +12,9 @@ import pytest
 from rich.cells import cell_len
 
 from syncd.emulator import RunningEmulator
-from tests.daemon.support import DEADLINE, EMPLOYEES, SYNCD, Site, requests_to, write_csv
+from tests.daemon.support import DEADLINE, EMPLOYEES, Site, write_csv
+from tests.support.cli import SYNCD
+from tests.support.traffic import requests_to
 
 from .terminal import at_terminal, finish, pieces
 

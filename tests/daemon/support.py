@@ -12,10 +12,9 @@ import signal
 import socket
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,10 +22,8 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from syncd.emulator import RunningEmulator
-
-SYNCD = Path(sys.executable).with_name("syncd")  # the console script of this environment
-DEADLINE = 60.0  # seconds: generous, only a failing test ever waits this long
-POLL = 0.05
+from tests.support.cli import SYNCD
+from tests.support.waiting import DEADLINE as DEADLINE
 
 DEPARTMENTS = [("D1", "Sales", ""), ("D2", "Engineering", ""), ("D3", "Backend", "D2")]
 EMPLOYEES = [
@@ -38,18 +35,6 @@ EMPLOYEES = [
     ("E6", "frank", "Frank", "D2"),
 ]
 ROOT_NAME = "Acme"  # the emulator's default root node
-
-
-def wait_until(condition: Callable[[], Any], what: str, deadline: float = DEADLINE) -> Any:
-    """Poll until the condition gives a true value, and return it."""
-    end = time.monotonic() + deadline
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"gave up waiting: {what}")
-        time.sleep(POLL)  # polling a condition another process changes
 
 
 class NotifySocket:
@@ -157,6 +142,28 @@ class Service:
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
 
+    def close(self) -> None:
+        """Kill the process if it still runs, and stop reading its notifications."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(DEADLINE)
+        self.notify.close()
+
+
+def start_service(
+    config: Path, notify: NotifySocket, log_path: Path, env: Mapping[str, str]
+) -> Service:
+    """``syncd run --config CONFIG`` telling ``notify``, its output in ``log_path``."""
+    with log_path.open("wb") as log_file:
+        process = subprocess.Popen(
+            [str(SYNCD), "run", "--config", str(config)],
+            env={**env, "NOTIFY_SOCKET": notify.address},
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+    return Service(process, notify, log_path)
+
 
 @dataclass
 class Site:
@@ -210,21 +217,14 @@ class Site:
         address = str(self.root / f"notify-{len(self.sockets)}")
         notify = NotifySocket(address)
         self.sockets.append(notify)
-        env = {**os.environ, "NOTIFY_SOCKET": address}
+        env = dict(os.environ)
         env.pop("SYNCD_CONFIG", None)
         if watchdog_usec is not None:
             env["WATCHDOG_USEC"] = str(watchdog_usec)
         log_path = self.root / f"daemon-{len(self.processes)}.log"
-        with log_path.open("wb") as log_file:
-            process = subprocess.Popen(
-                [str(SYNCD), "run", "--config", str(self.config)],
-                env=env,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-            )
-        self.processes.append(process)
-        return Service(process, notify, log_path)
+        service = start_service(self.config, notify, log_path, env)
+        self.processes.append(service.process)
+        return service
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "SYNCD_CONFIG")}
@@ -280,12 +280,6 @@ def _value(value: Any) -> str:
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def requests_to(emulator: RunningEmulator, fragment: str) -> int:
-    """How many API requests the emulator saw on routes whose template holds ``fragment``."""
-    requests: dict[str, int] = emulator.stats()["requests"]
-    return sum(n for route, n in requests.items() if fragment in route)
-
-
 def platform_matches_source(
     emulator: RunningEmulator, people: list[tuple[str, str, str, str]] = EMPLOYEES
 ) -> None:
@@ -308,13 +302,6 @@ def platform_matches_source(
     }
     assert placed == {(e[0], e[1], path(e[3])) for e in people}
     assert len(state["employees"]) == len(people)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def samples(text: str) -> dict[str, float]:

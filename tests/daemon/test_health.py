@@ -18,8 +18,9 @@ import pytest
 
 from syncd.daemon import daemon_lock
 from syncd.emulator import RunningEmulator
+from tests.support.processes import free_port
 
-from .support import Site, free_port, samples
+from .support import Site, samples
 
 HOUR_MS = 3_600_000
 STICKY = {"field": "username", "pattern": "^bob$", "message": "rejected by rule"}

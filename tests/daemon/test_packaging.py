@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .support import SYNCD
+from tests.support.cli import SYNCD
 
 REPO = Path(__file__).resolve().parents[2]
 UNITS = REPO / "systemd"

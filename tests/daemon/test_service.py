@@ -15,19 +15,12 @@ import httpx
 
 from syncd.emulator import RunningEmulator
 from syncd.lock import run_lock
+from tests.support.cli import SYNCD
+from tests.support.processes import free_port
+from tests.support.traffic import requests_to
+from tests.support.waiting import wait_until
 
-from .support import (
-    DEADLINE,
-    EMPLOYEES,
-    SYNCD,
-    Site,
-    free_port,
-    platform_matches_source,
-    requests_to,
-    samples,
-    wait_until,
-    write_csv,
-)
+from .support import DEADLINE, EMPLOYEES, Site, platform_matches_source, samples, write_csv
 
 
 def slow_employee_imports(emulator: RunningEmulator, count: int = 10) -> None:

@@ -64,16 +64,3 @@ class Api:
         result = self.ok("GET", f"{ORG}/page-orgs", {**DOMAIN, "limit": 100000})
         records: list[dict[str, Any]] = result["records"]
         return records
-
-
-def dept(name: str, parent: str = "Acme", **fields: Any) -> dict[str, Any]:
-    return {"name": name, "type": "DEPT", "parent_path": parent, **fields}
-
-
-def person(username: str, org_path: str = "Acme", **fields: Any) -> dict[str, Any]:
-    return {
-        "name": username.title(),
-        "username": username,
-        "positions": [{"org_path": org_path}],
-        **fields,
-    }

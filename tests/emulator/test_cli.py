@@ -12,8 +12,9 @@ from pathlib import Path
 import httpx
 
 from syncd.emulator import EmulatorOptions
+from tests.support.payloads import dept
 
-from .support import ORG, dept
+from .support import ORG
 
 STARTED = "Application startup complete."
 

@@ -16,8 +16,9 @@ from typing import Any
 import httpx
 
 from syncd.emulator import EmulatorOptions, create_app
+from tests.support.payloads import dept, person
 
-from .support import ORG, dept, person
+from .support import ORG
 
 Send = Callable[..., Awaitable[dict[str, Any]]]
 

@@ -11,8 +11,9 @@ import pytest
 
 from syncd.emulator import EmulatorOptions, RunningEmulator, serve_in_thread
 from syncd.errors import StateError
+from tests.support.payloads import dept, person
 
-from .support import DOMAIN, ORG, Api, dept, person
+from .support import DOMAIN, ORG, Api
 
 
 def test_stats_count_requests_by_route_template(api: Api, emulator: RunningEmulator) -> None:

@@ -89,8 +89,8 @@ def test_the_saved_state_restores_to_the_same_view() -> None:
     assert after == before
     [ann] = restored.staff
     assert ann.positions == [Position(lab.id, "Boss", False, True)]
-    bob = restored.staff.user("bob")
-    assert bob is not None and bob.user_id == state.staff.user("bob").user_id  # type: ignore[union-attr]
+    bob, bob_before = restored.staff.user("bob"), state.staff.user("bob")
+    assert bob is not None and bob_before is not None and bob.user_id == bob_before.user_id
     assert restored.clock.stamp() > state.clock.last_stamp  # stamps keep increasing
 
 

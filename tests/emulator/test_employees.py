@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from syncd.emulator import EmulatorOptions, serve_in_thread
+from tests.support.payloads import dept, person
 
-from .support import DOMAIN, ORG, Api, dept, person
+from .support import DOMAIN, ORG, Api
 
 
 @pytest.fixture

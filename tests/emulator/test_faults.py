@@ -6,8 +6,9 @@ import httpx
 import pytest
 
 from syncd.emulator import EmulatorOptions, FaultSettings, RunningEmulator, serve_in_thread
+from tests.support.payloads import dept, person
 
-from .support import ORG, Api, dept, person
+from .support import ORG, Api
 
 
 def statuses(api: Api, count: int) -> list[int]:

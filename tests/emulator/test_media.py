@@ -11,8 +11,9 @@ import httpx
 
 from syncd.emulator import EmulatorOptions, RunningEmulator, serve_in_thread
 from tests.support.images import jpeg, png
+from tests.support.payloads import person
 
-from .support import Api, person
+from .support import Api
 
 IMAGES = "/v1/medias/images"
 

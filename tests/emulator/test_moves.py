@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .support import DOMAIN, ORG, Api, dept, person
+from tests.support.payloads import dept, person
+
+from .support import DOMAIN, ORG, Api
 
 
 def tree(api: Api) -> dict[str, int]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from .support import DOMAIN, ORG, Api, dept, person
+from tests.support.payloads import dept, person
+
+from .support import DOMAIN, ORG, Api
 
 
 def build(api: Api) -> dict[str, int]:

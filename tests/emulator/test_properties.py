@@ -11,8 +11,9 @@ from syncd.emulator import RunningEmulator
 from syncd.emulator.codes import ApiError
 from syncd.emulator.people import Staff
 from syncd.emulator.tree import OrgTree
+from tests.support.payloads import dept
 
-from .support import ORG, Api, dept
+from .support import ORG, Api
 
 NAMES = st.sampled_from(["A", "B", "C", "R&D", "Ops"])
 # (operation, a, b): indexes into the current node list (taken modulo its length).

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from .support import ORG, Api, person
+from tests.support.payloads import person
+
+from .support import ORG, Api
 
 
 def test_users_are_paged(api: Api) -> None:

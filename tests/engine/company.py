@@ -25,6 +25,7 @@ EMPLOYEE_COLUMNS = [
     "status",
 ]
 DEPARTMENT_COLUMNS = ["id", "name", "parent_id"]
+PATHS_HEADER = "id,username,name,department,email,mobile,status"  # the employees file, paths
 
 
 def department(id: str, name: str, parent: str = "") -> dict[str, str]:
@@ -82,7 +83,7 @@ class Company:
     def expected(self) -> Platform:
         """What the platform must hold once this company is synced (departed people locked)."""
         nodes = {d["id"]: (d["name"], d["parent_id"] or None) for d in self.departments}
-        people = {}
+        people: dict[str, PersonThere] = {}
         for e in self.employees:
             secondary = [p for p in e.get("positions", "").split(";") if p]
             people[e["username"]] = (
@@ -102,12 +103,17 @@ def _write(path: Path, columns: list[str], rows: list[dict[str, str]]) -> None:
         writer.writerows(rows)
 
 
+# A person on the platform: name, extension_id, the primary node's serial_no, the other
+# nodes' serials, locked.
+PersonThere = tuple[str, str | None, str | None, tuple[str, ...], bool]
+
+
 @dataclass
 class Platform:
     """The emulator's state, by source keys: nodes by serial_no, people by username."""
 
     nodes: dict[str, tuple[str, str | None]]
-    people: dict[str, tuple[str, str, str, tuple[str, ...], bool]]
+    people: dict[str, PersonThere]
     serials: list[str] = field(default_factory=list)  # every serial_no, duplicates kept
     usernames: list[str] = field(default_factory=list)
 
@@ -134,7 +140,7 @@ class Platform:
                 tuple(sorted(others)),
                 bool(e["locked"]),
             )
-        return cls(nodes, people, serials, [e["username"] for e in state["employees"]])  # type: ignore[arg-type]
+        return cls(nodes, people, serials, [e["username"] for e in state["employees"]])
 
     def same_as(self, other: Platform) -> bool:
         return self.nodes == other.nodes and self.people == other.people
@@ -177,6 +183,21 @@ class World:
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         path.chmod(0o600)
         return load_settings(path)
+
+    def paths_layout(self, rows: list[str]) -> Settings:
+        """The settings with the CSV layout ``paths`` (the departments are the paths the rows
+        name), and the employees file: PATHS_HEADER, then ``rows``."""
+        self.settings()  # writes syncd.toml, for the two-files layout
+        config = self.folder / "syncd.toml"
+        config.write_text(
+            config.read_text(encoding="utf-8").replace(
+                f'departments = "{self.folder / "departments.csv"}"', 'layout = "paths"'
+            ),
+            encoding="utf-8",
+        )
+        employees = "\n".join([PATHS_HEADER, *rows]) + "\n"
+        (self.folder / "employees.csv").write_text(employees, encoding="utf-8")
+        return load_settings(config)
 
     def sync(self, **request: Any) -> RunResult:
         self.company.write(self.folder)

@@ -6,16 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from syncd.cli import run_cli
 from syncd.lock import run_lock
 from tests.engine.company import World, employee
-
-
-def syncd(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    """Exit code and everything printed (stdout and stderr) of one command."""
-    code = run_cli(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
+from tests.support.cli import syncd
 
 
 def config_of(world: World) -> str:

@@ -10,14 +10,12 @@ from typing import Any
 import pytest
 
 import syncd.emulator
-from syncd.cli import run_cli
 from syncd.emulator import EmulatorOptions, RunningEmulator
+from tests.support import cli
 
 
 def demo(capsys: pytest.CaptureFixture[str], folder: Path) -> tuple[int, str]:
-    code = run_cli(["demo", "--folder", str(folder)])
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
+    return cli.syncd(capsys, "demo", "--folder", str(folder))
 
 
 def test_the_demo_refuses_a_folder_holding_files_it_did_not_write(
@@ -67,8 +65,8 @@ def test_the_demo_previews_its_mapping_rule_and_the_platform_gets_what_it_makes(
     code, output = demo(capsys, tmp_path / "demo")
 
     assert code == 0, output
-    preview = output.split("0. the mapping rule, previewed: syncd check --preview wangjianguo ")
-    preview = preview[1].split("1. first sync", 1)[0]
+    after = output.split("0. the mapping rule, previewed: syncd check --preview wangjianguo ")[1]
+    preview = after.split("1. first sync", 1)[0]
     assert "wangjianguo  employees.csv:2" in preview
     (en_name,) = [line.split() for line in preview.splitlines() if "en_name" in line]
     assert en_name[:2] == ["en_name", "en_name"]  # the field, from the attribute...

@@ -11,6 +11,7 @@ from syncd import saved_plan
 from syncd.cli import run_cli
 from syncd.errors import EXIT_BLOCKED, EXIT_OK
 from tests.engine.company import World, employee
+from tests.support.runs import plan_of
 
 
 def account(world: World, username: str) -> dict[str, Any]:
@@ -124,7 +125,7 @@ def test_a_rekey_that_clears_a_field_clears_it_on_the_platform(
     result = world.sync()
 
     assert result.exit_code == EXIT_OK, result.error
-    (change,) = result.plan.changes  # type: ignore[union-attr]
+    (change,) = plan_of(result).changes
     assert (change.action.value, change.key, change.previous_key) == ("update", "E40", "E4")
     dan = account(world, "dan")
     assert not dan.get("email") and dan["extension_id"] == "E40"

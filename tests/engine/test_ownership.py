@@ -11,7 +11,7 @@ from typing import Any
 from syncd.config import load_settings
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
 from syncd.runner import RunRequest, run_sync
-from tests.engine.company import World, department
+from tests.engine.company import PATHS_HEADER, World, department
 
 DELETE_NODE = "DELETE /v1/admin/organizations/{org_code}/{node_id}"
 UNLOCK = "POST /v1/admin/organizations/{code}/employees/{employee_id}/unlock"
@@ -192,22 +192,14 @@ def test_an_employees_file_cut_short_in_the_paths_layout_deletes_no_department(
     # department only its lost rows named, and no department row is rejected to say so.
     world.sync_settings["max_removal_ratio"] = 1.0
     rows_text = [
-        "id,username,name,department,email,mobile,status",
+        PATHS_HEADER,
         "E1,ann,Ann,Head Office,ann@acme.example,13800000001,active",
         "E2,bob,Bob,Head Office/R&D,bob@acme.example,13800000002,active",
         "E3,cat,Cat,Head Office/Archive,cat@acme.example,13800000003,active",
     ]
     employees = world.folder / "employees.csv"
-    world.settings()  # writes syncd.toml, for the two-files layout
     config = world.folder / "syncd.toml"
-    config.write_text(
-        config.read_text(encoding="utf-8").replace(
-            f'departments = "{world.folder / "departments.csv"}"', 'layout = "paths"'
-        ),
-        encoding="utf-8",
-    )
-    employees.write_text("\n".join(rows_text) + "\n", encoding="utf-8")
-    assert run_sync(load_settings(config), RunRequest()).exit_code == EXIT_OK
+    assert run_sync(world.paths_layout(rows_text[1:]), RunRequest()).exit_code == EXIT_OK
     assert len(world.platform().nodes) == 3
 
     employees.write_text("\n".join(rows_text)[:-30], encoding="utf-8")  # inside the last row

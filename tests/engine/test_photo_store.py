@@ -8,20 +8,7 @@ from contextlib import closing
 from pathlib import Path
 
 from syncd import snapshot as store
-
-
-def person(source_id: str, username: str) -> dict[str, object]:
-    return {
-        "source_id": source_id,
-        "username": username,
-        "employee_id": 7,
-        "fields": "{}",
-        "hash": "h",
-        "adopted": False,
-        "locked": False,
-        "lock_reason": None,
-        "locked_since": None,
-    }
+from tests.support.snapshot_rows import person
 
 
 def test_a_version_2_database_gets_the_photos_table_and_keeps_its_data(tmp_path: Path) -> None:

@@ -172,7 +172,7 @@ def test_a_synced_directory_plans_nothing(
     names: list[tuple[str, str]], usernames: list[str]
 ) -> None:
     departments = [dept(f"d{i}", f"{top}-{leaf}") for i, (top, leaf) in enumerate(names)]
-    ids = [x.id for x in departments] or [None]
+    ids: list[str | None] = [x.id for x in departments] or [None]
     staff = [person(f"p{i}", u, ids[i % len(ids)]) for i, u in enumerate(usernames)]
     d = directory(departments, staff)
     snapshot, view = synced(d)

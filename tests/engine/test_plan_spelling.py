@@ -69,7 +69,8 @@ def test_a_platform_account_in_nfd_is_adopted_not_duplicated() -> None:
     assert [(c.action, c.target_id, c.display) for c in p.changes] == [
         (Action.UPDATE, 7, NFD_RENEE)  # adopted, under the platform's spelling
     ]
-    assert p.changes[0].record.username == NFD_RENEE  # type: ignore[union-attr]
+    record = p.changes[0].record
+    assert isinstance(record, Employee) and record.username == NFD_RENEE
 
 
 def test_a_platform_account_in_another_case_or_with_invisible_characters_is_a_conflict() -> None:

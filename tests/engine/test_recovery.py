@@ -6,23 +6,23 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from syncd import snapshot as store
+from syncd.clock import now_ms
+from syncd.config import platform_of
 from syncd.errors import EXIT_OK
 from syncd.plan import Action, PlatformView, plan
 from syncd.platform import PlatformClient
 from syncd.policy import policy_of
 from syncd.recovery import recover
-from syncd.runner import now_ms
 from syncd.sources import read_directory
 from tests.engine.company import World, employee
+from tests.support.cli import SYNCD
+from tests.support.runs import plan_of
 
-SYNCD = str(Path(sys.executable).with_name("syncd"))
 IMPORT_ORGS = "POST /v1/admin/organizations/{org_code}/import-orgs"
 IMPORT_EMPLOYEES = "POST /v1/admin/organizations/{code}/import-employees"
 LOCK = "POST /v1/admin/organizations/{code}/employees/{employee_id}/lock"
@@ -98,7 +98,7 @@ def test_a_killed_sync_is_resolved_by_the_next_run(world: World, endpoint: str, 
         ]
     assert outcomes[-2:] == ["interrupted", "ok"]
     assert unsettled == 0
-    assert world.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(world.sync()).changes == ()
 
 
 def written(world: World) -> list[tuple[str, str, str]]:
@@ -124,7 +124,7 @@ def test_updates_journaled_as_sent_but_never_sent_are_not_recorded_as_done(
     with store.write(engine) as conn:
         store.mark_sent(conn, dry.run_id, [0, 1])
     before = written(world)
-    client = PlatformClient(settings.platform, store.TokenStore(engine))
+    client = PlatformClient(platform_of(settings), store.TokenStore(engine))
 
     assert recover(client, engine, now_ms()).resolved == 2
 

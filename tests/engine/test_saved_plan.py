@@ -7,15 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from syncd.cli import run_cli
 from tests.engine.company import World, department, employee
 from tests.support.admin import AnotherAdmin
-
-
-def syncd(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    code = run_cli(list(args))
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
+from tests.support.cli import syncd
+from tests.support.runs import plan_of
 
 
 @pytest.fixture
@@ -60,7 +55,7 @@ def test_a_saved_plan_is_reviewable_and_applied_as_it_was_saved(
     assert code == 0, output
     assert "guard saved_plan: ok" in output and "the same 2 changes are planned now" in output
     assert synced.platform().same_as(synced.company.expected())
-    assert synced.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(synced.sync()).changes == ()
 
 
 def test_a_saved_plan_counts_in_order_and_names_departments_by_path(

@@ -8,21 +8,7 @@ import pytest
 from sqlalchemy import Engine
 
 from syncd import snapshot as store
-
-
-def person(source_id: str, username: str, **kw: object) -> dict[str, object]:
-    return {
-        "source_id": source_id,
-        "username": username,
-        "employee_id": int(source_id[1:]),
-        "fields": "{}",
-        "hash": f"h{source_id}",
-        "adopted": False,
-        "locked": False,
-        "lock_reason": None,
-        "locked_since": None,
-        **kw,
-    }
+from tests.support.snapshot_rows import person
 
 
 @pytest.fixture

@@ -9,32 +9,17 @@ import unicodedata
 from pathlib import Path
 
 from syncd import snapshot as store
-from syncd.config import Settings, load_settings
+from syncd.config import Settings, platform_of
 from syncd.errors import EXIT_OK
 from syncd.platform import PlatformClient
 from syncd.report.value import Item
 from syncd.report.wording import detail_lines, readable
 from syncd.runner import RunRequest, RunResult, run_sync
-from tests.engine.company import World, employee
+from tests.engine.company import PATHS_HEADER, World, employee
 
 NFC_RENEE, NFD_RENEE = "ren\u00e9e", "rene\u0301e"
 CAFE = "Caf\u00e9"
 CAFE_NFD = unicodedata.normalize("NFD", CAFE)
-HEADER = "id,username,name,department,email,mobile,status"
-
-
-def paths_layout(world: World, rows: list[str]) -> Settings:
-    """The world's settings with the CSV layout ``paths``, and its employees file."""
-    world.settings()  # writes syncd.toml, for the two-files layout
-    config = world.folder / "syncd.toml"
-    config.write_text(
-        config.read_text(encoding="utf-8").replace(
-            f'departments = "{world.folder / "departments.csv"}"', 'layout = "paths"'
-        ),
-        encoding="utf-8",
-    )
-    write(world.folder / "employees.csv", [HEADER, *rows])
-    return load_settings(config)
 
 
 def write(path: Path, lines: list[str]) -> None:
@@ -54,13 +39,15 @@ def test_an_nfd_re_export_of_a_department_makes_no_second_department(world: Worl
         f"E1,ann,Ann,Head Office/{CAFE},ann@acme.example,13800000001,active",
         "E2,bob,Bob,Head Office,bob@acme.example,13800000002,active",
     ]
-    settings = paths_layout(world, rows)
+    settings = world.paths_layout(rows)
     synced_ok(settings)
     nodes = world.platform().nodes
     assert sorted(name for name, _ in nodes.values()) == [CAFE, "Head Office"]
 
     # The HR system's next export spells the path decomposed (as macOS tools write it).
-    write(world.folder / "employees.csv", [HEADER, *(r.replace(CAFE, CAFE_NFD) for r in rows)])
+    write(
+        world.folder / "employees.csv", [PATHS_HEADER, *(r.replace(CAFE, CAFE_NFD) for r in rows)]
+    )
     again = synced_ok(settings)
 
     assert again.plan is not None and again.plan.changes == ()
@@ -95,7 +82,7 @@ def test_nfc_and_nfd_usernames_in_one_file_make_no_account(world: World) -> None
 def test_an_account_the_platform_holds_in_nfd_is_adopted_not_duplicated(world: World) -> None:
     settings = world.settings()
     engine = store.open_engine(settings.database)
-    with PlatformClient(settings.platform, store.TokenStore(engine)) as client:
+    with PlatformClient(platform_of(settings), store.TokenStore(engine)) as client:
         root = client.root()
         # Made by hand, or by an earlier syncd that sent the source's spelling as it was.
         client.create_employee(

@@ -8,6 +8,7 @@ import sqlite3
 from syncd import snapshot as store
 from syncd.errors import EXIT_BLOCKED, EXIT_FAILED, EXIT_OK, EXIT_PARTIAL
 from tests.engine.company import World, department, employee
+from tests.support.runs import plan_of
 
 
 def runs(world: World) -> list[tuple[int, str, str, int]]:
@@ -78,7 +79,7 @@ def test_leavers_are_removed_after_the_grace_period(world: World) -> None:
     assert world.platform().people["eve"][4] is True  # first locked
     world.sync()
     assert "eve" not in world.platform().people  # then removed
-    assert world.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(world.sync()).changes == ()
 
 
 def test_per_item_failures_are_reported_and_retried_next_run(world: World) -> None:
@@ -101,7 +102,7 @@ def test_per_item_failures_are_reported_and_retried_next_run(world: World) -> No
     world.emulator.set_faults()
     again = world.sync()
     assert again.exit_code == EXIT_OK
-    assert [c.key for c in again.plan.changes] == ["E3"]  # type: ignore[union-attr]
+    assert [c.key for c in plan_of(again).changes] == ["E3"]
     assert world.platform().same_as(world.company.expected())
 
 
@@ -140,7 +141,7 @@ def test_first_run_adopts_what_the_platform_already_has(world: World) -> None:
         (world.folder / "state" / f"syncd.db{extra}").unlink(missing_ok=True)
     result = world.sync()
     assert result.exit_code == EXIT_OK
-    actions = {c.action.value for c in result.plan.changes}  # type: ignore[union-attr]
+    actions = {c.action.value for c in plan_of(result).changes}
     assert actions <= {"adopt", "update"} and "create" not in actions
     platform = world.platform()
     assert sorted(platform.serials) == sorted(set(platform.serials))

@@ -8,12 +8,13 @@ from collections.abc import Callable
 
 import pytest
 
-from syncd import runner
+from syncd import clock, runner
 from syncd.errors import EXIT_OK
 from syncd.plan import Action
 from syncd.runner import RunResult
 from tests.engine.company import World, employee
 from tests.support.admin import AnotherAdmin
+from tests.support.runs import plan_of
 
 DAY_MS = 86_400_000
 
@@ -62,7 +63,7 @@ def test_a_changed_byte_in_the_export_is_read_and_planned(world: World) -> None:
     world.company.person("bob")["mobile"] = "13900000000"
     result = world.sync()
     assert not skipped(result)
-    assert [(c.action, c.display) for c in result.plan.changes] == [(Action.UPDATE, "bob")]  # type: ignore[union-attr]
+    assert [(c.action, c.display) for c in plan_of(result).changes] == [(Action.UPDATE, "bob")]
 
 
 def test_a_changed_setting_is_read_and_planned(world: World) -> None:
@@ -81,7 +82,7 @@ def test_an_export_put_back_as_it_was_after_a_change_was_applied_is_planned_agai
     world.company.person("bob")["mobile"] = before  # the memo's bytes again
     result = world.sync()
     assert not skipped(result)
-    assert [c.display for c in result.plan.changes] == ["bob"]  # type: ignore[union-attr]
+    assert [c.display for c in plan_of(result).changes] == ["bob"]
     assert world.platform().same_as(world.company.expected())
 
 
@@ -107,7 +108,7 @@ def test_a_change_on_the_platform_after_an_unchanged_run_is_seen_and_put_back(
     result = world.sync()
     assert not skipped(result) and result.exit_code == EXIT_OK
     assert world.platform().same_as(world.company.expected())
-    assert world.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(world.sync()).changes == ()
 
 
 def test_the_end_of_a_grace_period_is_planned_even_with_nothing_else_changed(
@@ -120,11 +121,11 @@ def test_the_end_of_a_grace_period_is_planned_even_with_nothing_else_changed(
     assert world.platform().people["eve"][4] is True
     assert not skipped(world.sync())  # plans nothing, and leaves the memo
     assert skipped(world.sync())
-    later = runner.now_ms() + 3 * DAY_MS
+    later = clock.now_ms() + 3 * DAY_MS
     monkeypatch.setattr(runner, "now_ms", lambda: later)  # three days on
     result = world.sync()
     assert not skipped(result)
-    assert [(c.action, c.display) for c in result.plan.changes] == [(Action.REMOVE, "eve")]  # type: ignore[union-attr]
+    assert [(c.action, c.display) for c in plan_of(result).changes] == [(Action.REMOVE, "eve")]
     assert "eve" not in world.platform().people
 
 

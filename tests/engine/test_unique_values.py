@@ -20,8 +20,10 @@ from syncd.errors import EXIT_OK, EXIT_PARTIAL
 from syncd.report import render_notification
 from syncd.runs import load_report
 from tests.engine.company import World, employee
-from tests.engine.test_cli import config_of, syncd
+from tests.engine.test_cli import config_of
 from tests.support.admin import AnotherAdmin
+from tests.support.cli import syncd
+from tests.support.runs import plan_of
 
 
 def held(world: World, name: str) -> dict[str, str]:
@@ -46,7 +48,7 @@ def test_two_people_swapping_mobiles_converge_in_one_run(world: World) -> None:
     assert (result.outcome, result.exit_code) == ("ok", EXIT_OK)
     mobiles = held(world, "mobile")
     assert (mobiles["ann"], mobiles["bob"]) == (ann["mobile"], bob["mobile"])
-    assert world.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(world.sync()).changes == ()
     assert problems(world) == []
 
 
@@ -62,7 +64,7 @@ def test_a_rotation_of_emails_among_five_people_converges_in_one_run(world: Worl
     assert {p["username"]: found[p["username"]] for p in people} == {
         p["username"]: p["email"] for p in people
     }
-    assert world.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(world.sync()).changes == ()
 
 
 def test_a_value_passed_to_a_new_hire_in_the_same_run(world: World) -> None:
@@ -97,7 +99,7 @@ def test_a_hire_whose_mobile_a_foreign_account_holds(world: World) -> None:
         "139-1234-5678",
         "outsider",
     )
-    notes = [n for n in first.plan.notes if n.kind == "known problem"]  # type: ignore[union-attr]
+    notes = [n for n in plan_of(first).notes if n.kind == "known problem"]
     assert (
         len(notes) == 1 and "outsider" in notes[0].message and "139-1234-5678" in notes[0].message
     )
@@ -105,7 +107,7 @@ def test_a_hire_whose_mobile_a_foreign_account_holds(world: World) -> None:
     writes = world.writes()
     second = world.sync()
     assert (second.outcome, second.exit_code) == ("ok", EXIT_OK)
-    assert second.plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(second).changes == ()
     assert world.writes() == writes
     assert len(problems(world)) == 1
     # The holder gives the value up: the next run sets it, and the problem is gone.
@@ -169,7 +171,7 @@ def test_any_injective_reassignment_of_mobiles_and_emails_converges_in_one_run(
     assert held(world, "mobile") == {p["username"]: p["mobile"] for p in people}
     assert held(world, "email") == {p["username"]: p["email"] for p in people}
     assert problems(world) == []
-    assert world.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(world.sync()).changes == ()
 
 
 def test_a_known_problem_turns_red_once_then_check_status_and_sync_stay_green(
@@ -261,4 +263,4 @@ def test_any_reassignment_with_values_foreign_accounts_hold_converges_in_one_run
         (p["username"], p["mobile"], FOREIGN[p["mobile"]]) for p in people if p["mobile"] in FOREIGN
     }
     again = world.sync()
-    assert again.exit_code == EXIT_OK and again.plan.changes == ()  # type: ignore[union-attr]
+    assert again.exit_code == EXIT_OK and plan_of(again).changes == ()

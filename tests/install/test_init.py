@@ -9,18 +9,17 @@ from pathlib import Path
 import pytest
 
 from syncd.cli import run_cli
-from syncd.config import load_settings
+from syncd.config import load_settings, platform_of
 from syncd.data import SAMPLE
 from syncd.init import UNITS_START
+from tests.support.cli import syncd
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED_UNITS = sorted((REPO / "systemd").iterdir())
 
 
 def init(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    code = run_cli(["init", *args])
-    captured = capsys.readouterr()
-    return code, captured.out + captured.err
+    return syncd(capsys, "init", *args)
 
 
 @pytest.fixture
@@ -47,8 +46,9 @@ def test_the_csv_settings_read_the_sample_company_as_written(
     settings = load_settings(path)
     assert settings.source.csv is not None
     assert settings.source.csv.employees == tmp_path / "employees.csv"
-    assert settings.platform.client_secret is not None
-    assert settings.platform.client_secret.get_secret_value() == "platform-secret"
+    platform = platform_of(settings)
+    assert platform.client_secret is not None
+    assert platform.client_secret.get_secret_value() == "platform-secret"
 
     assert run_cli(["check", "--config", str(path)]) == 0
     checked = capsys.readouterr().out
@@ -72,7 +72,7 @@ def test_the_ldap_settings_load_as_written_with_the_passwords_as_credentials(
     assert settings.source.ldap.urls[0].startswith("ldaps://")
     assert settings.source.ldap.bind_password is not None
     assert settings.source.ldap.bind_password.get_secret_value() == "ldap-password"
-    assert settings.platform.client_secret is not None
+    assert platform_of(settings).client_secret is not None
 
 
 def test_an_existing_file_is_never_replaced(
@@ -144,9 +144,10 @@ def test_the_example_settings_take_the_secret_from_the_systemd_credential(
     example.write_bytes((REPO / "config" / "syncd.example.toml").read_bytes())
 
     settings = load_settings(example)
-    assert settings.platform.client_secret_file is None
-    assert settings.platform.client_secret is not None
-    assert settings.platform.client_secret.get_secret_value() == "platform-secret"
+    assert platform_of(settings).client_secret_file is None
+    platform = platform_of(settings)
+    assert platform.client_secret is not None
+    assert platform.client_secret.get_secret_value() == "platform-secret"
     for unit in ("syncd.service", "syncd-sync.service"):
         text = (REPO / "systemd" / unit).read_text()
         assert "LoadCredential=client_secret:/etc/syncd/credentials/client_secret" in text

@@ -16,6 +16,7 @@ from syncd.cli import run_cli
 from syncd.emulator import EmulatorOptions, RunningEmulator, serve_in_thread
 from syncd.errors import EXIT_FAILED, EXIT_OK
 from tests.engine.company import World, employee, small_company
+from tests.support.runs import plan_of
 
 
 @pytest.fixture
@@ -86,7 +87,7 @@ def test_a_leaver_is_never_orphaned_by_a_restored_state_database(
     assert result.plan is not None
     assert [(c.action.value, c.key) for c in result.plan.changes] == [("lock", "E6")]
     assert world.platform().people["fay"][4] is True  # locked, as a leaver is
-    assert world.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(world.sync()).changes == ()
 
 
 def test_a_person_locked_after_the_backup_is_still_removed_after_the_grace_period(
@@ -127,7 +128,7 @@ def test_a_lost_state_directory_stops_the_run_until_rebuilt(world: World) -> Non
     assert cli(world, "state", "rebuild") == EXIT_OK
     result = world.sync()
     assert result.exit_code == EXIT_OK, result.error
-    assert ("lock", "E6") in [(c.action.value, c.key) for c in result.plan.changes]  # type: ignore[union-attr]
+    assert ("lock", "E6") in [(c.action.value, c.key) for c in plan_of(result).changes]
 
 
 def test_a_lost_state_database_with_nobody_gone_is_adopted_as_before(world: World) -> None:
@@ -136,7 +137,7 @@ def test_a_lost_state_database_with_nobody_gone_is_adopted_as_before(world: Worl
         leftover.unlink()
     result = world.sync()
     assert result.exit_code == EXIT_OK, result.error
-    assert {c.action.value for c in result.plan.changes} <= {"adopt", "update"}  # type: ignore[union-attr]
+    assert {c.action.value for c in plan_of(result).changes} <= {"adopt", "update"}
     assert world.platform().same_as(world.company.expected())
 
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import httpx
 import pytest
-from platform_helpers import Connect, settings_for
 from sqlalchemy import Engine
 
 from syncd.emulator import EmulatorOptions, RunningEmulator, serve_in_thread
 from syncd.platform import PlatformClient, TokenStoreLike
 from syncd.snapshot import TokenStore, open_engine
+from tests.platform.platform_helpers import Connect, settings_for
 
 
 @pytest.fixture

@@ -46,16 +46,3 @@ IMPORT_EMPLOYEES_ROUTE = "/v1/admin/organizations/{code}/import-employees"
 EMPLOYEES_ROUTE = "/v1/admin/organizations/{code}/employees"
 TOKEN_ROUTE = "/v1/token"
 MBOX_ROUTE = "/app/mbox"
-
-
-def dept(name: str, parent: str = "Acme", **fields: Any) -> dict[str, Any]:
-    return {"name": name, "type": "DEPT", "parent_path": parent, **fields}
-
-
-def person(username: str, org_path: str = "Acme", **fields: Any) -> dict[str, Any]:
-    return {
-        "name": username.title(),
-        "username": username,
-        "positions": [{"org_path": org_path}],
-        **fields,
-    }

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from platform_helpers import EMPLOYEES_ROUTE, Connect, dept, person, requests_seen
 
 from syncd.emulator import RunningEmulator
 from syncd.errors import PlatformError
 from syncd.platform import EmployeeRecord, PlatformClient, PositionRecord
+from tests.platform.platform_helpers import EMPLOYEES_ROUTE, Connect, requests_seen
+from tests.support.payloads import dept, person
 
 
 def by_username(emulator: RunningEmulator) -> dict[str, dict[str, Any]]:

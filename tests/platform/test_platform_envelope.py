@@ -16,21 +16,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from platform_helpers import (
-    NODE_ROUTE,
-    ORG_ROUTE,
-    TOKEN_ROUTE,
-    Connect,
-    dept,
-    person,
-    requests_seen,
-    settings_for,
-)
 
 from syncd.emulator import RunningEmulator
 from syncd.errors import PlatformError, PlatformUnavailable
 from syncd.platform import MemoryTokenStore, PlatformClient, app_key
 from syncd.snapshot import CachedToken
+from tests.platform.platform_helpers import (
+    NODE_ROUTE,
+    ORG_ROUTE,
+    TOKEN_ROUTE,
+    Connect,
+    requests_seen,
+    settings_for,
+)
+from tests.support.payloads import dept, person
 
 FAKE_TOKEN = "static-server-token-1234"
 

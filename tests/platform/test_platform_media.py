@@ -7,10 +7,11 @@ import hashlib
 import json
 
 import httpx
-from platform_helpers import Connect, person
 
 from syncd.emulator import RunningEmulator
+from tests.platform.platform_helpers import Connect
 from tests.support.images import jpeg
+from tests.support.payloads import person
 
 
 class RecordingTransport(httpx.BaseTransport):

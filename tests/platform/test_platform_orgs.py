@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from platform_helpers import NODE_ROUTE, dept, person, requests_seen
 
 from syncd.emulator import RunningEmulator
 from syncd.errors import PlatformError
 from syncd.platform import ImportResult, Node, PlatformClient
+from tests.platform.platform_helpers import NODE_ROUTE, requests_seen
+from tests.support.payloads import dept, person
 
 
 def test_root_is_the_corp_node(client: PlatformClient, emulator: RunningEmulator) -> None:

@@ -11,8 +11,9 @@ import pytest
 from tenacity import Future as TenacityFuture
 from tenacity import RetryCallState, Retrying
 
+from syncd.clock import now_ms
 from syncd.platform._retry import Fatal, RetryPolicy, Transient, classify, parse_retry_after
-from syncd.platform._tokens import MemoryTokenStore, TokenKeeper, now_ms
+from syncd.platform._tokens import MemoryTokenStore, TokenKeeper
 from syncd.snapshot import CachedToken
 
 

@@ -10,12 +10,13 @@ import logging
 import traceback
 
 import pytest
-from platform_helpers import Connect, person, settings_for
 
 from syncd.emulator import RunningEmulator
 from syncd.errors import PlatformError, PlatformUnavailable, SyncdError, TokenError
 from syncd.platform import MemoryTokenStore, app_key
 from syncd.snapshot import TokenStore
+from tests.platform.platform_helpers import Connect, settings_for
+from tests.support.payloads import person
 
 SECRET = "demo-secret"
 

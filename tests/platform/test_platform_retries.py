@@ -9,25 +9,24 @@ unknown.
 from __future__ import annotations
 
 import logging
-import socket
 from collections.abc import Callable
 
 import pytest
-from platform_helpers import (
-    EMPLOYEES_ROUTE,
-    IMPORT_EMPLOYEES_ROUTE,
-    MBOX_ROUTE,
-    ORG_ROUTE,
-    Connect,
-    dept,
-    person,
-    requests_seen,
-)
 
 import syncd.platform._requests
 from syncd.emulator import EmulatorOptions, RunningEmulator, serve_in_thread
 from syncd.errors import PlatformError, PlatformUnavailable
 from syncd.platform import MemoryTokenStore, PlatformClient
+from tests.platform.platform_helpers import (
+    EMPLOYEES_ROUTE,
+    IMPORT_EMPLOYEES_ROUTE,
+    MBOX_ROUTE,
+    ORG_ROUTE,
+    Connect,
+    requests_seen,
+)
+from tests.support.payloads import dept, person
+from tests.support.processes import free_port
 
 ROOT_CALL = "GET /v1/admin/organizations/{org_code}"
 IMPORT_CALL = "POST /v1/admin/organizations/{org_code}/import-employees"
@@ -231,12 +230,6 @@ def test_token_request_is_retried_too(client: PlatformClient, emulator: RunningE
     assert client.root().name == "Acme"
     assert requests_seen(emulator, "POST", "/v1/token") == 2
     assert emulator.state()["tokens_issued"] == 1
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_nothing_listening_is_retried_then_unavailable(

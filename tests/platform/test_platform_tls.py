@@ -5,38 +5,22 @@ from __future__ import annotations
 import logging
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import uvicorn
-from platform_helpers import Connect
 
 import syncd.platform.client as client_module
-from syncd.emulator import EmulatorOptions, create_app
 from syncd.errors import ConfigError, PlatformUnavailable
+from tests.platform.platform_helpers import Connect
+from tests.support.https_emulator import serving_https
 
 
 @dataclass(frozen=True)
 class TlsEmulator:
     base_url: str
     ca_file: Path
-
-
-class _Server(uvicorn.Server):
-    """Says when start-up is over, so the fixture waits on an event, not on time."""
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.startup_over = threading.Event()
-
-    async def startup(self, sockets: list | None = None) -> None:  # type: ignore[type-arg]
-        try:
-            await super().startup(sockets=sockets)
-        finally:
-            self.startup_over.set()
 
 
 def make_certificate(folder: Path) -> tuple[Path, Path]:
@@ -72,26 +56,8 @@ def make_certificate(folder: Path) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def tls_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsEmulator]:
     cert, key = make_certificate(tmp_path_factory.mktemp("tls"))
-    config = uvicorn.Config(
-        create_app(EmulatorOptions()),
-        host="127.0.0.1",
-        port=0,
-        log_config=None,
-        access_log=False,
-        log_level="warning",
-        ssl_certfile=str(cert),
-        ssl_keyfile=str(key),
-        http="h11",
-        loop="asyncio",
-    )
-    server = _Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    assert server.startup_over.wait(15) and server.started
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield TlsEmulator(f"https://127.0.0.1:{port}", cert)
-    server.should_exit = True
-    thread.join(15)
+    with serving_https(cert, key) as url:
+        yield TlsEmulator(url, cert)
 
 
 def test_unknown_certificate_is_refused_at_once(

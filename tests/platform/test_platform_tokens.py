@@ -16,7 +16,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from platform_helpers import TOKEN_ROUTE, Connect, requests_seen, settings_for
 from pydantic import SecretStr
 
 from syncd.emulator import RunningEmulator
@@ -24,6 +23,7 @@ from syncd.errors import TokenError
 from syncd.platform import MemoryTokenStore, PlatformClient, app_key
 from syncd.platform._requests import RENEWALS
 from syncd.snapshot import CachedToken, TokenStore, open_engine
+from tests.platform.platform_helpers import TOKEN_ROUTE, Connect, requests_seen, settings_for
 
 
 def tokens_issued(emulator: RunningEmulator) -> int:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from platform_helpers import Connect, person
 
 from syncd.emulator import RunningEmulator
 from syncd.errors import PlatformError
 from syncd.platform import PlatformClient
+from tests.platform.platform_helpers import Connect
+from tests.support.payloads import person
 
 
 def test_users_reads_every_page(client: PlatformClient) -> None:

@@ -16,6 +16,7 @@ from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_OK
 from tests.engine.company import small_company
 from tests.support.admin import AnotherAdmin
+from tests.support.runs import plan_of
 from tests.support.slapd import Slapd, TlsFiles, make_tls_files, running_slapd
 
 from .support import Rig
@@ -69,7 +70,7 @@ def synced(rig: Rig) -> Rig:
     module may shape its own ``synced``)."""
     rig.sync_settings.update(max_removal_ratio=1.0)
     assert rig.sync().exit_code == EXIT_OK
-    assert rig.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(rig.sync()).changes == ()
     return rig
 
 

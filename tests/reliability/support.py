@@ -14,7 +14,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
@@ -24,11 +23,12 @@ from typing import Any
 from syncd.config import Settings, load_settings
 from syncd.emulator import RunningEmulator
 from tests.engine.company import Company, Platform, World, department, employee
+from tests.support.cli import SYNCD
+from tests.support.traffic import requests_to
+from tests.support.waiting import DEADLINE as DEADLINE
+from tests.support.waiting import POLL
 
-SYNCD = str(Path(sys.executable).with_name("syncd"))
 KILLER = Path(__file__).with_name("killer.py")
-DEADLINE = 60.0
-POLL = 0.02
 WRITE_PREFIXES = ("POST /v1/admin", "DELETE /v1/admin")
 TABLES = ("departments", "employees", "cursors", "tokens", "runs", "run_items", "rejected_rows")
 
@@ -135,6 +135,19 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {**env, **(extra or {})}
 
 
+def sync_under_killer(rig: Rig, sql: str, nth: int, when: str) -> subprocess.CompletedProcess[str]:
+    """``syncd sync`` run by killer.py, which SIGKILLs it at the ``nth`` SQL statement holding
+    ``sql`` (``when``: before or after it runs)."""
+    return subprocess.run(
+        [sys.executable, str(KILLER), "sync", "--config", str(rig.config)],
+        env=clean_env({"KILL_SQL": sql, "KILL_NTH": str(nth), "KILL_WHEN": when}),
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        check=False,
+    )
+
+
 def writes(emulator: RunningEmulator) -> dict[str, int]:
     """Write requests the emulator has seen, by endpoint."""
     requests: dict[str, int] = emulator.stats()["requests"]
@@ -145,6 +158,11 @@ def query(database: Path, sql: str, *args: Any) -> list[dict[str, Any]]:
     with closing(sqlite3.connect(database, timeout=30)) as db:
         db.row_factory = sqlite3.Row
         return [dict(r) for r in db.execute(sql, args)]
+
+
+def rejected(rig: Rig, run_id: int) -> list[dict[str, Any]]:
+    """The rows run ``run_id`` set aside, in the order it found them."""
+    return query(rig.database, "SELECT * FROM rejected_rows WHERE run_id = ? ORDER BY seq", run_id)
 
 
 def tables(database: Path) -> dict[str, list[tuple[Any, ...]]]:
@@ -199,25 +217,9 @@ def assert_converged(rig: Rig, expected: Platform | None = None) -> None:
 # ---------------------------------------------------------------- waiting
 
 
-def wait_until(condition: Callable[[], Any], what: str, deadline: float = DEADLINE) -> Any:
-    end = time.monotonic() + deadline
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"gave up waiting: {what}")
-        time.sleep(POLL)  # polling a condition another thread or process changes
-
-
-def requests_to(emulator: RunningEmulator, endpoint_fragment: str) -> int:
-    requests: dict[str, int] = emulator.stats()["requests"]
-    return sum(n for k, n in requests.items() if endpoint_fragment in k)
-
-
 @contextmanager
 def when_requests(
-    emulator: RunningEmulator, fragment: str, count: int, action: Callable[[], None]
+    emulator: RunningEmulator, fragment: str, count: int, action: Callable[[], object]
 ) -> Iterator[threading.Event]:
     """In a thread: once the emulator has seen ``count`` requests to ``fragment``, ``action()``.
 

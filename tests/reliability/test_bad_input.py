@@ -20,8 +20,9 @@ from syncd.errors import EXIT_BLOCKED, EXIT_FAILED, EXIT_OK
 from syncd.plan import REMOVING
 from syncd.runner import RunResult
 from tests.engine.company import Company, Platform, department, employee
+from tests.support.runs import plan_of
 
-from .support import Rig, query, writes
+from .support import Rig, rejected, writes
 
 FORMULAS = ["=cmd|' /C calc'!A0", "+1", "-1", "@SUM(1)"]
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -82,10 +83,6 @@ def good_bytes(rig: Rig) -> bytes:
     return employees_file(rig).read_bytes()
 
 
-def rejected(rig: Rig, run_id: int) -> list[dict[str, object]]:
-    return query(rig.database, "SELECT * FROM rejected_rows WHERE run_id = ? ORDER BY seq", run_id)
-
-
 # ---------------------------------------------------------------- damaged files
 
 
@@ -99,7 +96,7 @@ def test_a_file_cut_short_in_the_middle_of_a_row_removes_nobody(synced: Rig) -> 
     rows = rejected(synced, result.run_id)
     assert len(rows) == 1 and str(rows[0]["where"]).startswith("employees.csv:")
     assert "cut short" in str(rows[0]["reason"]), rows
-    assert any(n.kind == "leavers" for n in result.plan.notes)  # type: ignore[union-attr]
+    assert any(n.kind == "leavers" for n in plan_of(result).notes)
     assert_nobody_removed(synced, before)
 
 
@@ -231,7 +228,7 @@ def test_a_header_repeated_at_the_top_is_one_rejected_row(synced: Rig) -> None:
     assert result.exit_code == EXIT_OK, result.error
     (row,) = rejected(synced, result.run_id)
     assert row["where"] == "employees.csv:2" and "repeats the header" in str(row["reason"])
-    assert result.plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(result).changes == ()
     assert_nobody_removed(synced, before)
 
 
@@ -256,7 +253,7 @@ def test_a_10_mb_field_rejects_its_row_only(synced: Rig) -> None:
     (row,) = rejected(synced, result.run_id)
     assert "longer than 1,048,576 characters" in str(row["reason"])
     assert row["key"] == "E15"
-    assert removals(result) == [] and result.plan.changes == ()  # type: ignore[union-attr]
+    assert removals(result) == [] and plan_of(result).changes == ()
     assert_nobody_removed(synced, before)
 
 
@@ -269,7 +266,7 @@ def test_nul_bytes_reject_their_row_only(synced: Rig) -> None:
     assert result.exit_code == EXIT_OK, result.error
     (row,) = rejected(synced, result.run_id)
     assert "NUL" in str(row["reason"]) and row["key"] == "E16"
-    assert [c.display for c in result.plan.changes] == ["user17"]  # type: ignore[union-attr]
+    assert [c.display for c in plan_of(result).changes] == ["user17"]
     assert_nobody_removed(synced, before)
 
 
@@ -302,7 +299,7 @@ def test_formula_cells_reach_the_platform_as_text_and_are_neutralised_in_csv_rep
     assert shown.returncode == 0, shown.stderr
     table = list(csv.reader(io.StringIO(shown.stdout)))
     header, rows = table[0], table[1:]
-    assert len(rows) == len(result.plan.changes)  # type: ignore[union-attr]
+    assert len(rows) == len(plan_of(result).changes)
     for row in rows:
         for cell in row:
             assert not cell.startswith(FORMULA_START), (header, row)

@@ -55,8 +55,6 @@ import re
 import shutil
 import signal
 import sqlite3
-import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -76,7 +74,7 @@ from .histories import (
     first_company,
     movable,
 )
-from .support import DEADLINE, KILLER, Rig, clean_env, figure_kinds, query
+from .support import Rig, figure_kinds, query, sync_under_killer
 
 SEEDS = range(12)
 LONG_SEEDS = range(12, 60)
@@ -127,15 +125,7 @@ def sync_killed_somewhere(h: History, rig: Rig) -> int | None:
     rig.company.write(rig.folder)
     rig.write_config()
     point = h.rng.choice(KILL_POINTS)
-    env = clean_env({"KILL_SQL": point, "KILL_NTH": str(h.rng.randint(1, 5)), "KILL_WHEN": "after"})
-    done = subprocess.run(
-        [sys.executable, str(KILLER), "sync", "--config", str(rig.config)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE,
-        check=False,
-    )
+    done = sync_under_killer(rig, point, h.rng.randint(1, 5), "after")
     killed = done.returncode == -signal.SIGKILL
     if done.returncode == EXIT_FAILED and behind(h, done.stderr):
         rebuild(h, rig)
@@ -232,9 +222,8 @@ def restore(h: History, rig: Rig, copy: Path) -> None:
 
 def assert_invariants(h: History, rig: Rig) -> None:
     check = run_sync(rig.settings(), RunRequest(dry_run=True))
-    assert check.plan is not None and check.plan.changes == (), [
-        c.message for c in check.plan.changes
-    ]
+    assert check.plan is not None
+    assert check.plan.changes == (), [c.message for c in check.plan.changes]
     state = rig.emulator.state()
     nodes = {n["id"]: n for n in state["nodes"]}
     by_serial = {n["serial_no"]: n for n in state["nodes"] if n.get("serial_no")}

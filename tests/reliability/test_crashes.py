@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from dataclasses import dataclass
 
 import pytest
@@ -29,17 +28,12 @@ import pytest
 from syncd.cli import run_cli
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
 from tests.engine.company import Company, department, employee
+from tests.support.cli import SYNCD
+from tests.support.runs import plan_of
+from tests.support.traffic import requests_to
+from tests.support.waiting import wait_until
 
-from .support import (
-    DEADLINE,
-    KILLER,
-    SYNCD,
-    Rig,
-    assert_converged,
-    clean_env,
-    requests_to,
-    wait_until,
-)
+from .support import DEADLINE, Rig, assert_converged, clean_env, sync_under_killer
 
 SETTLE = "UPDATE run_items SET outcome = ?"  # a batch's answers, with its snapshot rows
 MARK_SENT = "UPDATE run_items SET outcome = 'sent'"
@@ -155,7 +149,7 @@ def crash_then_recover(rig: Rig, point: Point, capsys: pytest.CaptureFixture[str
     assert run_cli(["reports", "list", "--config", str(rig.config)]) == 0
     listed = capsys.readouterr().out
     assert "interrupted" in listed, listed
-    assert rig.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(rig.sync()).changes == ()
 
 
 def kill_on_request(rig: Rig, point: Point) -> None:
@@ -182,15 +176,7 @@ def kill_on_request(rig: Rig, point: Point) -> None:
 
 
 def kill_in_statement(rig: Rig, point: Point) -> None:
-    env = clean_env({"KILL_SQL": point.what, "KILL_NTH": str(point.nth), "KILL_WHEN": point.when})
-    done = subprocess.run(
-        [sys.executable, str(KILLER), "sync", "--config", str(rig.config)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE,
-        check=False,
-    )
+    done = sync_under_killer(rig, point.what, point.nth, point.when)
     assert done.returncode == -signal.SIGKILL, f"{point} never came:\n{done.stdout}{done.stderr}"
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from syncd.errors import EXIT_OK
 from tests.support.admin import AnotherAdmin
+from tests.support.runs import plan_of
 
 from .support import Rig
 
@@ -31,19 +32,19 @@ def test_properties_are_sent_changed_cleared_and_put_back(mapped: Rig) -> None:
     assert mapped.sync().exit_code == EXIT_OK
     assert properties(mapped, "ann") == [{"data_schema_id": SCHEMA, "values": ["CEO"]}]
     assert properties(mapped, "cat") in (None, [])  # no title: no property sent
-    assert mapped.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(mapped.sync()).changes == ()
 
     mapped.company.person("ann")["job_title"] = "Chair"
     mapped.company.person("bob")["job_title"] = ""
     result = mapped.sync()
-    assert sorted(c.display for c in result.plan.changes) == ["ann", "bob"]  # type: ignore[union-attr]
+    assert sorted(c.display for c in plan_of(result).changes) == ["ann", "bob"]
     assert properties(mapped, "ann") == [{"data_schema_id": SCHEMA, "values": ["Chair"]}]
     assert properties(mapped, "bob") == []  # cleared on the platform too
 
     admin = AnotherAdmin(mapped.emulator)
     admin.edit("ann", properties=[{"data_schema_id": SCHEMA, "values": ["Intern"]}])
     result = mapped.sync()
-    notes = [n.message for n in result.plan.notes]  # type: ignore[union-attr]
+    notes = [n.message for n in plan_of(result).notes]
     assert "ann: properties changed on the platform; putting back" in notes
     assert properties(mapped, "ann") == [{"data_schema_id": SCHEMA, "values": ["Chair"]}]
 

@@ -7,46 +7,28 @@ on a site whose second run plans every kind of change.
 
 from __future__ import annotations
 
-import signal
-import subprocess
 from collections.abc import Iterator
 
 import pytest
 
 from syncd.errors import EXIT_OK
-from tests.daemon.support import NotifySocket
+from tests.daemon.support import NotifySocket, Service, start_service
+from tests.support.traffic import requests_to
+from tests.support.waiting import wait_until
 
-from .support import DEADLINE, SYNCD, Rig, assert_converged, clean_env, requests_to, wait_until
+from .support import Rig, assert_converged, clean_env
 from .test_crashes import after_company, before_company
 
 
-class Daemon:
-    def __init__(self, rig: Rig, name: str) -> None:
-        self.notify = NotifySocket(str(rig.folder / f"notify-{name}"))
-        self.log = rig.folder / f"daemon-{name}.log"
-        with self.log.open("wb") as out:
-            self.process = subprocess.Popen(
-                [SYNCD, "run", "--config", str(rig.config)],
-                env=clean_env({"NOTIFY_SOCKET": self.notify.address}),
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-            )
-
-    def stop(self) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(DEADLINE)
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(DEADLINE)
-        self.notify.close()
+def start(rig: Rig, name: str) -> Service:
+    """``syncd run`` on the rig's settings, with none of this process's SYNCD_ variables."""
+    notify = NotifySocket(str(rig.folder / f"notify-{name}"))
+    return start_service(rig.config, notify, rig.folder / f"daemon-{name}.log", clean_env())
 
 
 @pytest.fixture
-def daemons(rig: Rig) -> Iterator[list[Daemon]]:
-    started: list[Daemon] = []
+def daemons(rig: Rig) -> Iterator[list[Service]]:
+    started: list[Service] = []
     yield started
     for daemon in started:
         daemon.close()
@@ -58,7 +40,7 @@ def daemons(rig: Rig) -> Iterator[list[Daemon]]:
     ids=["creating departments", "moving departments", "locking"],
 )
 def test_sigterm_in_any_phase_interrupts_and_the_restart_converges(
-    rig: Rig, daemons: list[Daemon], endpoint: str
+    rig: Rig, daemons: list[Service], endpoint: str
 ) -> None:
     rig.sync_settings.update(leaver_policy="remove", max_removal_ratio=1.0, max_removals=100)
     rig.sections["schedule"] = {"interval_seconds": 3600, "jitter_seconds": 0}
@@ -70,16 +52,16 @@ def test_sigterm_in_any_phase_interrupts_and_the_restart_converges(
     rig.emulator.reset(data=False)
     # Every request takes a while: the stop comes with one of the phase in flight.
     rig.emulator.set_faults(latency_ms=150)
-    first = Daemon(rig, "first")
+    first = start(rig, "first")
     daemons.append(first)
-    first.notify.wait_for(lambda m: m.get("READY") == "1", "READY=1")
+    first.ready()
     wait_until(lambda: requests_to(rig.emulator, endpoint) >= 1, endpoint)
 
-    assert first.stop() == 0, first.log.read_text()
+    assert first.stop() == 0, first.log()
     assert [r["outcome"] for r in rig.runs()] == ["ok", "interrupted"]
 
     rig.emulator.set_faults()
-    again = Daemon(rig, "again")
+    again = start(rig, "again")
     daemons.append(again)
     again.notify.wait_for(lambda m: "last run 3 ok" in m.get("STATUS", ""), "last run 3 ok")
     assert again.stop() == 0

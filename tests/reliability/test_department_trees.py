@@ -9,6 +9,7 @@ import pytest
 from syncd.errors import EXIT_OK
 from syncd.plan import REMOVING
 from tests.engine.company import department, employee
+from tests.support.runs import plan_of
 
 from .support import Rig, assert_converged, query
 
@@ -74,7 +75,7 @@ def test_ten_thousand_sibling_departments(rig: Rig) -> None:
     result = rig.sync()
     assert result.exit_code == EXIT_OK, result.error
     assert_converged(rig)
-    assert rig.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(rig.sync()).changes == ()
 
 
 @pytest.mark.long

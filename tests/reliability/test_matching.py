@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from syncd.errors import EXIT_OK
 from tests.support.admin import AnotherAdmin
+from tests.support.runs import plan_of
 
 from .support import Rig, query
 
@@ -24,7 +25,7 @@ def test_accounts_are_adopted_by_email_and_keep_their_platform_username(
 
     result = rig.sync()
     assert result.exit_code == EXIT_OK, result.error
-    adopted = {c.display: c.reason for c in result.plan.changes if c.action.value == "update"}  # type: ignore[union-attr]
+    adopted = {c.display: c.reason for c in plan_of(result).changes if c.action.value == "update"}
     assert adopted == {
         "a.nn": "adopting the platform's account a.nn (matched by email)",
         "bob.old": "adopting the platform's account bob.old (matched by email)",
@@ -35,10 +36,10 @@ def test_accounts_are_adopted_by_email_and_keep_their_platform_username(
     held = {r["source_id"]: r for r in query(rig.database, "SELECT * FROM employees")}
     assert (held["E1"]["username"], held["E1"]["matched_by"]) == ("a.nn", "email")
 
-    assert rig.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(rig.sync()).changes == ()
     rig.company.person("ann")["mobile"] = "13912345678"
     result = rig.sync()
-    assert [(c.action.value, c.display) for c in result.plan.changes] == [("update", "a.nn")]  # type: ignore[union-attr]
+    assert [(c.action.value, c.display) for c in plan_of(result).changes] == [("update", "a.nn")]
     assert accounts(rig)["a.nn"]["mobile"] == "13912345678"
 
 
@@ -64,7 +65,7 @@ def test_a_value_two_accounts_or_two_people_hold_is_a_conflict(
 
     result = rig.sync()
     assert result.exit_code == EXIT_OK, result.error
-    conflicts = sorted(n.message for n in result.plan.notes if n.kind == "conflict")  # type: ignore[union-attr]
+    conflicts = sorted(n.message for n in plan_of(result).notes if n.kind == "conflict")
     assert conflicts == [
         "bob: 2 people in the source hold sn W5: neither adopted nor created until it is unique",
         "dan: 2 accounts on the platform (dan.a, dan.b) hold sn W4: neither adopted nor "

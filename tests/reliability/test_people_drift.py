@@ -22,6 +22,7 @@ from syncd.plan import Action
 from syncd.runner import RunResult
 from syncd.survey import view
 from tests.support.admin import AnotherAdmin
+from tests.support.runs import plan_of
 
 from .support import Rig, assert_converged, query, writes
 
@@ -56,7 +57,7 @@ def test_an_active_person_deleted_on_the_platform_is_recreated(
     assert planned(result) == [("create", "bob")]
     assert drift_notes(result) == ["bob was deleted on the platform: recreating the account"]
     assert_converged(synced)
-    assert synced.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(synced.sync()).changes == ()
 
 
 def test_a_person_locked_on_the_platform_is_unlocked(synced: Rig, admin: AnotherAdmin) -> None:
@@ -122,7 +123,7 @@ def test_a_leaver_unlocked_on_the_platform_is_locked_again_and_one_deleted_there
     assert sorted(planned(result)) == [("forget", "dan"), ("lock", "bob")]
     assert admin.employee("bob")["locked"] is True
     assert not query(synced.database, "SELECT * FROM employees WHERE username = 'dan'")
-    assert synced.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(synced.sync()).changes == ()
 
 
 def test_a_departed_person_deleted_on_the_platform_is_not_recreated(
@@ -134,7 +135,7 @@ def test_a_departed_person_deleted_on_the_platform_is_not_recreated(
     result = synced.sync()
     assert planned(result) == [("forget", "dan")]
     assert "dan" not in synced.platform().people
-    assert synced.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(synced.sync()).changes == ()
 
 
 def test_people_syncd_does_not_hold_are_left_alone(synced: Rig, admin: AnotherAdmin) -> None:
@@ -190,7 +191,7 @@ def test_a_deletion_a_hire_hides_in_the_same_node_is_found_by_the_daily_listing(
     # list names nobody changed since the hire.
     newest = admin.call("GET", "/v1/users/guest", type="username")["last_modified"]
     set_cursor(synced, "platform.people_refresh_time", str(newest))
-    assert synced.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(synced.sync()).changes == ()
 
     census = json.loads(cursor(synced, "platform.census"))
     census["listed_at"] -= view.CENSUS_EVERY_MS  # the whole tree was listed a day ago
@@ -200,7 +201,7 @@ def test_a_deletion_a_hire_hides_in_the_same_node_is_found_by_the_daily_listing(
     assert planned(result) == [("create", "dan")]
     assert admin.employee("dan")["username"] == "dan"
     assert admin.employee("guest")["username"] == "guest"  # not syncd's: left alone
-    assert synced.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(synced.sync()).changes == ()
 
 
 def cursor(rig: Rig, name: str) -> str:
@@ -220,7 +221,7 @@ def test_a_drift_whose_repair_fails_is_found_again_by_the_next_run(
     assert synced.sync().exit_code == EXIT_PARTIAL
     synced.emulator.set_faults()
     result = synced.sync()
-    assert [c.action for c in result.plan.changes] == [Action.UPDATE]  # type: ignore[union-attr]
+    assert [c.action for c in plan_of(result).changes] == [Action.UPDATE]
     assert admin.employee("dan")["mobile"] == "13800000004"
 
 
@@ -239,7 +240,7 @@ def test_a_person_moved_there_behind_syncds_back_does_not_keep_a_dropped_departm
     assert result.exit_code == EXIT_OK, result.error
     assert ("delete", "Acme/Head Office/Sales") in planned(result)
     assert "D4" not in synced.platform().nodes
-    assert synced.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(synced.sync()).changes == ()
 
 
 def test_a_drift_on_a_person_whose_row_is_rejected_is_put_back_once_the_row_is_mended(

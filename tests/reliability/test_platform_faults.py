@@ -18,6 +18,8 @@ from syncd import snapshot as store
 from syncd.errors import EXIT_FAILED, EXIT_OK, EXIT_PARTIAL
 from syncd.runner import RunRequest, run_sync
 from tests.engine.company import employee
+from tests.support.runs import plan_of
+from tests.support.waiting import wait_until
 
 from .support import (
     Rig,
@@ -26,7 +28,6 @@ from .support import (
     big_company,
     query,
     snapshot_tables,
-    wait_until,
     when_requests,
 )
 
@@ -174,12 +175,12 @@ def test_every_kind_of_write_survives_lost_answers(rig: Rig) -> None:
     assert result.exit_code == EXIT_OK, result.error
     faults = rig.emulator.stats()["faults"]
     assert faults.get("drop_after", 0) > 0 and faults.get("drop_before", 0) > 0
-    actions = {c.action.value for c in result.plan.changes}  # type: ignore[union-attr]
+    actions = {c.action.value for c in plan_of(result).changes}
     assert actions >= {"create", "update", "move", "lock", "unlock", "remove", "delete"}
     assert summary_of(rig, result.run_id)["retries"] == sum(faults.values())
     rig.emulator.set_faults()
     assert_converged(rig)
-    assert rig.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(rig.sync()).changes == ()
 
 
 def test_a_token_taken_by_another_process_mid_run_is_renewed_once(
@@ -243,5 +244,5 @@ def test_rejected_items_are_reported_with_the_platforms_text_and_retried_next_ru
     again = rig.sync()
     assert again.exit_code == EXIT_OK
     # Only the three are sent again, and they land.
-    assert sorted(c.display for c in again.plan.changes) == ["user13", "user21", "user7"]  # type: ignore[union-attr]
+    assert sorted(c.display for c in plan_of(again).changes) == ["user13", "user21", "user7"]
     assert_converged(rig)

@@ -9,7 +9,6 @@ import logging
 import os
 import socket
 import subprocess
-import threading
 from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -18,27 +17,21 @@ from typing import Any
 
 import ldap3.utils.log as ldap3_log
 import pytest
-import uvicorn
 
 import syncd.emulator.tokens as emulator_tokens
 import syncd.sources.ldap.wire as ldap_source
 from syncd.cli import run_cli
-from syncd.emulator import EmulatorOptions, RunningEmulator, create_app
+from syncd.emulator import EmulatorOptions, RunningEmulator
 from syncd.errors import EXIT_FAILED, EXIT_OK
 from syncd.metrics import RunMetrics
 from tests.engine.company import employee, small_company
-from tests.support.slapd import Slapd, TlsFiles, free_port, synthetic_people_ldif
+from tests.support.cli import SYNCD
+from tests.support.https_emulator import serving_https
+from tests.support.processes import free_port
+from tests.support.slapd import Slapd, TlsFiles, synthetic_people_ldif
+from tests.support.waiting import wait_until
 
-from .support import (
-    DEADLINE,
-    SYNCD,
-    TABLES,
-    Rig,
-    clean_env,
-    query,
-    wait_until,
-    when_requests,
-)
+from .support import DEADLINE, TABLES, Rig, clean_env, query, when_requests
 from .test_ldap_failures import ldap_lines
 
 WRONG_SECRET = "wrong-app-secret-5c1d"
@@ -108,7 +101,7 @@ def debug_everywhere() -> Iterator[Collect]:
 
 def database_text(database: Path) -> tuple[str, str]:
     """Every value of every table but ``tokens``, and the ``tokens`` table."""
-    others = []
+    others: list[str] = []
     for table in TABLES:
         rows = query(database, f"SELECT * FROM {table}")  # noqa: S608 - table names
         (others if table != "tokens" else []).append(repr(rows))
@@ -234,41 +227,11 @@ def test_no_secret_in_any_log_line_report_error_or_table(
 # ---------------------------------------------------------------- TLS
 
 
-class _TlsServer(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.startup_over = threading.Event()
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        try:
-            await super().startup(sockets=sockets)
-        finally:
-            self.startup_over.set()
-
-
 @pytest.fixture(scope="module")
 def https_emulator(reliability_tls: TlsFiles) -> Iterator[str]:
     """The emulator over HTTPS with a certificate of a CA nobody trusts by default."""
-    config = uvicorn.Config(
-        create_app(EmulatorOptions()),
-        host="127.0.0.1",
-        port=0,
-        log_config=None,
-        access_log=False,
-        log_level="warning",
-        ssl_certfile=str(reliability_tls.cert),
-        ssl_keyfile=str(reliability_tls.key),
-        http="h11",
-        loop="asyncio",
-    )
-    server = _TlsServer(config)
-    thread = threading.Thread(target=server.run, daemon=True, name="https-emulator")
-    thread.start()
-    assert server.startup_over.wait(DEADLINE) and server.started
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield f"https://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(DEADLINE)
+    with serving_https(reliability_tls.cert, reliability_tls.key) as url:
+        yield url
 
 
 def test_an_untrusted_platform_certificate_stops_the_sync(rig: Rig, https_emulator: str) -> None:

@@ -21,19 +21,11 @@ import pytest
 
 from syncd.errors import EXIT_FAILED, EXIT_OK
 from tests.engine.company import employee
+from tests.support.cli import SYNCD
+from tests.support.traffic import requests_to
+from tests.support.waiting import wait_until
 
-from .support import (
-    DEADLINE,
-    SYNCD,
-    Rig,
-    assert_converged,
-    assert_nothing_twice,
-    clean_env,
-    query,
-    requests_to,
-    tables,
-    wait_until,
-)
+from .support import DEADLINE, Rig, assert_converged, assert_nothing_twice, clean_env, query, tables
 
 
 def one_error(stderr: str) -> str:

@@ -13,17 +13,11 @@ import pytest
 
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
 from tests.engine.company import employee
+from tests.support.cli import SYNCD
+from tests.support.traffic import requests_to
+from tests.support.waiting import wait_until
 
-from .support import (
-    DEADLINE,
-    SYNCD,
-    Rig,
-    assert_converged,
-    clean_env,
-    query,
-    requests_to,
-    wait_until,
-)
+from .support import DEADLINE, Rig, assert_converged, clean_env, query
 
 
 def start_sync(rig: Rig) -> subprocess.Popen[bytes]:

@@ -14,6 +14,7 @@ import pytest
 
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
 from tests.support.admin import AnotherAdmin
+from tests.support.runs import plan_of
 
 from .support import Rig, assert_converged, query
 from .test_crashes import SETTLE, Point, kill_in_statement
@@ -83,7 +84,7 @@ def test_recovery_marks_an_item_it_cannot_look_up_unresolved_and_the_run_goes_on
     (summary,) = query(rig.database, "SELECT summary FROM runs WHERE id = 2")
     assert "1 item of an interrupted run could not be looked up" in str(summary["summary"])
     rig.emulator.set_faults()
-    assert rig.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(rig.sync()).changes == ()
 
 
 def test_nodes_an_earlier_syncd_gave_a_path_serial_get_the_safe_one_at_the_next_run(
@@ -103,7 +104,7 @@ def test_nodes_an_earlier_syncd_gave_a_path_serial_get_the_safe_one_at_the_next_
     assert result.exit_code == EXIT_OK, result.error
     serials = sorted(n["serial_no"] for n in rig.emulator.state()["nodes"] if n.get("serial_no"))
     assert serials == ["Head Office", "Head Office~2FR&D"]
-    assert rig.sync().plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(rig.sync()).changes == ()
 
 
 def test_people_of_a_department_that_could_not_be_created_are_held_back_with_one_reason(
@@ -146,7 +147,7 @@ def test_a_department_gone_while_locked_leavers_remain_is_kept_with_a_note_and_e
     for _ in range(2):
         result = rig.sync()
         assert result.exit_code == EXIT_OK, result.error
-        notes = [n.message for n in result.plan.notes]  # type: ignore[union-attr]
+        notes = [n.message for n in plan_of(result).notes]
         assert any(
             "Acme/Head Office/Sales is gone from the source but not deleted" in n and "dan" in n
             for n in notes
@@ -176,6 +177,6 @@ def test_a_department_whose_only_member_was_rejected_is_kept(
     path.write_text(text.replace("Head Office/Legal,active", damage), encoding="utf-8")
     result = rig.sync()
     assert result.exit_code == EXIT_OK, result.error
-    notes = [n.message for n in result.plan.notes]  # type: ignore[union-attr]
+    notes = [n.message for n in plan_of(result).notes]
     assert any(said in n for n in notes), notes
     assert "DELETE" not in str(rig.writes())

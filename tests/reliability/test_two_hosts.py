@@ -24,8 +24,9 @@ import pytest
 
 from syncd.emulator import RunningEmulator
 from tests.engine.company import small_company
+from tests.support.cli import SYNCD
 
-from .support import DEADLINE, SYNCD, Rig, assert_nothing_twice, clean_env, query
+from .support import DEADLINE, Rig, assert_nothing_twice, clean_env, query
 
 
 class Relay:

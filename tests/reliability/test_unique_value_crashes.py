@@ -18,6 +18,7 @@ import pytest
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
 from tests.engine.company import employee
 from tests.support.admin import AnotherAdmin
+from tests.support.runs import plan_of
 
 from .support import Rig, assert_nothing_twice, query
 from .test_crashes import Point, kill_in_statement, kill_on_request
@@ -67,7 +68,7 @@ def test_a_sync_killed_while_values_move_is_resolved_by_the_next_run(
     result = rig.sync()
     # The killed run told nothing: the next one tells the problem, whoever found it.
     assert (result.outcome, result.exit_code) == ("partial", EXIT_PARTIAL), result.error
-    told = [n.message for n in result.plan.notes if n.kind == "known problem"]  # type: ignore[union-attr]
+    told = [n.message for n in plan_of(result).notes if n.kind == "known problem"]
     assert len(told) == 1 and told[0].startswith(
         f"hal: mobile {FOREIGN} is already used by outsider"
     )
@@ -84,4 +85,4 @@ def test_a_sync_killed_while_values_move_is_resolved_by_the_next_run(
     assert not query(rig.database, "SELECT * FROM run_items WHERE outcome = 'sent'")
     again = rig.sync()
     assert again.exit_code == EXIT_OK
-    assert again.plan.changes == ()  # type: ignore[union-attr]
+    assert plan_of(again).changes == ()

@@ -12,8 +12,9 @@ from syncd.errors import EXIT_BLOCKED, EXIT_OK
 from syncd.plan import REMOVING
 from syncd.runner import RunRequest, RunResult, run_sync
 from tests.engine.company import employee
+from tests.support.runs import plan_of
 
-from .support import Rig, query, writes
+from .support import Rig, rejected, writes
 
 
 @pytest.fixture
@@ -34,10 +35,6 @@ def run_with(rig: Rig, content: bytes) -> RunResult:
 def good_bytes(rig: Rig) -> bytes:
     rig.company.write(rig.folder)
     return (rig.folder / "employees.csv").read_bytes()
-
-
-def rejected(rig: Rig, run_id: int) -> list[dict[str, object]]:
-    return query(rig.database, "SELECT * FROM rejected_rows WHERE run_id = ? ORDER BY seq", run_id)
 
 
 def locked(rig: Rig) -> set[str]:
@@ -73,7 +70,7 @@ def test_two_rows_joined_by_a_lost_line_break_make_nobody_a_leaver(
     assert "fields where the header has" in str(row["reason"])
     where = str(row["where"])
     assert where.startswith("employees.csv:")
-    notes = [n.message for n in result.plan.notes if n.kind == "leavers"]  # type: ignore[union-attr]
+    notes = [n.message for n in plan_of(result).notes if n.kind == "leavers"]
     assert len(notes) == 1 and where in notes[0], notes
 
 

@@ -25,7 +25,8 @@ from syncd.config import Settings, load_settings
 from syncd.notifications import SIGNATURE_HEADER
 from syncd.runner import RunRequest, run_sync
 from tests.engine.company import World
-from tests.support.slapd import TlsFiles, free_port, make_tls_files
+from tests.support.processes import free_port
+from tests.support.slapd import TlsFiles, make_tls_files
 
 SMTP_USER = "syncd@acme.example"
 SMTP_PASSWORD = "smtp-Pa55word-for-tests"
@@ -181,7 +182,9 @@ def test_a_partial_run_is_mailed_over_starttls_with_a_login(
     assert smtp.mailbox.tls == [True] and smtp.mailbox.logins == [(SMTP_USER, True)]
     assert mail["Subject"].endswith(f"run {run_id}: partial (exit 1)")
     assert mail["To"] == "it-ops@acme.example, dan@acme.example" and mail["From"] == SMTP_USER
-    body = mail.get_payload(decode=True).decode()
+    payload = mail.get_payload(decode=True)
+    assert isinstance(payload, bytes)
+    body = payload.decode()
     assert "2 × reason A" in body and "employee bad1" in body and "employee bad2" in body
     assert f"report: syncd reports show {run_id}" in body
     world.emulator.set_faults()

@@ -80,7 +80,7 @@ def test_the_chart_has_a_bar_per_run_with_accessible_titles(runs: Runs, tmp_path
     bars = [
         attrs for tag, attrs in parsed.tags if tag == "rect" and ("class", "frame") not in attrs
     ]
-    classes = [dict(a)["class"].split() for a in bars]
+    classes = [(dict(a)["class"] or "").split() for a in bars]
     assert {c[0] for c in classes} >= {"a-create", "a-failed", "a-update", "a-lock"}
     # The blocked run's locks were planned, not done: drawn in outline, and only they.
     assert {c[0] for c in classes if "planned" in c} == {"a-lock"}

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from syncd import report as rpt
 from syncd.logs import redact, register_secret
 from syncd.report import chart
+from syncd.report.text import render_text
 from tests.reports.pages import allowed_scripts, external_references, parse
 
 HOSTILE = [
@@ -130,10 +131,10 @@ def test_any_text_renders_safely_as_html(values: list[str]) -> None:
 @settings(max_examples=150, deadline=None)
 @given(st.lists(texts, min_size=FIELDS, max_size=FIELDS))
 def test_any_text_renders_safely_as_text(values: list[str]) -> None:
-    output = rpt.render_text(build(values))
+    output = render_text(build(values))
     # No value can add a line, move the cursor or reorder what is around it.
     assert not any(rpt.UNSAFE.search(line) for line in output.split("\n"))
-    assert output.count("\n") == rpt.render_text(build(benign(values))).count("\n")
+    assert output.count("\n") == render_text(build(benign(values))).count("\n")
     for n in IN_TEXT:
         assert shown(values[n]) in output, n
 
@@ -201,7 +202,7 @@ def test_no_renderer_lets_a_secret_through() -> None:
 def test_text_report_reads_as_documented() -> None:
     values = ["v"] * FIELDS
     values[12] = "mobile already used by another employee"
-    output = rpt.render_text(build(values))
+    output = render_text(build(values))
     assert output.startswith("run 5: partial (exit 1)\n")
     assert "\nfailures\n  2 × mobile already used by another employee\n" in output
     assert "  result    1 created, 2 failed\n" in output

@@ -12,7 +12,7 @@ import io
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -280,7 +280,8 @@ def exports(draw: st.DrawFn) -> tuple[str, list[Person]]:
     """A valid export (layout paths) written by a CSV writer, and the people in it."""
     count = draw(st.integers(2, 7))
     end = draw(st.sampled_from(["\n", "\r\n"]))
-    quoting = draw(st.sampled_from([csv.QUOTE_MINIMAL, csv.QUOTE_ALL]))
+    quotings: list[Literal[0, 1]] = [csv.QUOTE_MINIMAL, csv.QUOTE_ALL]
+    quoting = draw(st.sampled_from(quotings))
     out = io.StringIO(newline="")
     writer = csv.writer(out, lineterminator=end, quoting=quoting)
     writer.writerow(["id", "username", "name", "department", "job_title", "status"])

@@ -22,7 +22,8 @@ from syncd.config import LdapSource
 from syncd.errors import ConfigError, SourceError
 from syncd.sources.ldap import read_ldap
 from syncd.sources.ldap import wire as ldap_source
-from tests.support.slapd import Slapd, TlsFiles, free_port, synthetic_people_ldif
+from tests.support.processes import free_port
+from tests.support.slapd import Slapd, TlsFiles, synthetic_people_ldif
 
 SettingsFactory = Callable[..., LdapSource]
 

@@ -10,6 +10,7 @@ from typing import Any
 from syncd.config import Settings, load_settings
 from syncd.runner import RunRequest, run_sync
 from tests.support.admin import AnotherAdmin
+from tests.support.runs import plan_of
 from tests.support.slapd import Slapd
 
 
@@ -78,7 +79,7 @@ def test_an_incremental_run_recreates_a_person_deleted_on_the_platform(
 
     assert result.exit_code == 0, result.error
     assert planned(result) == {("create", "alice")}
-    notes = [n.message for n in result.plan.notes if n.kind == "drift"]  # type: ignore[union-attr]
+    notes = [n.message for n in plan_of(result).notes if n.kind == "drift"]
     assert notes == ["alice was deleted on the platform: recreating the account"]
     again = admin.employee("alice")
     assert again["id"] != before["id"] and again["user_id"] == before["user_id"]

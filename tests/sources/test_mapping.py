@@ -16,7 +16,7 @@ import pytest
 
 from syncd.config import CsvSource, LdapSource, load_settings
 from syncd.errors import ConfigError, SourceError
-from syncd.mapping import RuleFailure, Rules, SourceMapping, Template
+from syncd.mapping import Lookup, RuleFailure, Rules, SourceMapping, Template
 from syncd.model import Directory, Employee, State, match_index, match_value
 from syncd.sources.csv import read_csv
 from syncd.sources.ldap import read_ldap
@@ -227,7 +227,7 @@ def test_lookup_files_are_relative_to_the_settings_file(tmp_path: Path) -> None:
     settings = load_settings(path)
 
     (step,) = settings.source.mapping.fields["job_title"].transforms
-    assert not isinstance(step, str) and step.lookup.table == {"SWE": "Engineer"}
+    assert isinstance(step, Lookup) and step.lookup.table == {"SWE": "Engineer"}
 
 
 # ---------------------------------------------------------------- the CSV source
@@ -247,7 +247,7 @@ def csv_settings(tmp_path: Path) -> CsvSource:
     return CsvSource(
         layout="paths",
         employees=tmp_path / "employees.csv",
-        columns={"name": "family", "birthday": "born", "job_title": "title"},  # type: ignore[arg-type]
+        columns={"name": "family", "birthday": "born", "job_title": "title"},
         extra_columns={"type": "kind"},
     )
 

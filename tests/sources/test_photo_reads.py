@@ -246,7 +246,7 @@ def test_csv_photos_are_files_named_by_the_work_number(tmp_path: Path) -> None:
     assert rows["dan"].where == str(folder / "10026")
     assert "no file named 10026 (any extension)" in rows["dan"].reason
     assert "no file named 10028" in rows["fay"].reason
-    assert all(rows[u].key == everyone[u].id for u in rows)
+    assert all(rows[u].key == everyone[str(u)].id for u in rows)
     assert everyone["eve"].photo is None
     assert len(directory.employees) == 6
 

@@ -17,7 +17,6 @@ certificate from the tests' own CA (``tests.support.slapd.make_tls_files``).
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -25,7 +24,14 @@ from pathlib import Path
 import ldap3
 from ldap3.core.exceptions import LDAPException
 
-from tests.support.slapd import TlsFiles, _die_with_parent, _port_free, _run, stop_process
+from tests.support.processes import (
+    die_with_parent_in_own_group,
+    port_free,
+    run_checked,
+    stop_process,
+    wait_until_serving,
+)
+from tests.support.slapd import TlsFiles
 
 SAMBA = Path("/usr/sbin/samba")
 SAMBA_TOOL = Path("/usr/bin/samba-tool")
@@ -98,7 +104,7 @@ class SambaDC:
     def _provision(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         (self.directory / "run").mkdir(exist_ok=True)
-        _run(
+        run_checked(
             [SAMBA_TOOL, "domain", "provision", "--use-rfc2307", f"--realm={REALM}",
              f"--domain={DOMAIN}", "--server-role=dc", "--dns-backend=NONE",
              f"--adminpass={ADMIN_PASSWORD}", f"--targetdir={self.directory}", *self._options()]
@@ -111,13 +117,13 @@ class SambaDC:
         path = self.directory / "offline.ldif"
         path.write_text(ldif, encoding="utf-8")
         sam = self.directory / "private" / "sam.ldb"
-        _run([SYSTEM_PYTHON, "-c", _OFFLINE_ADD, self.config_file, sam, path])
+        run_checked([SYSTEM_PYTHON, "-c", _OFFLINE_ADD, self.config_file, sam, path])
 
     def start(self) -> None:
         """Start the LDAP service; return once it answers a bind over LDAPS."""
         if self.running:
             return
-        taken = [port for port in PORTS if not _port_free(port)]
+        taken = [port for port in PORTS if not port_free(port)]
         if taken:
             raise RuntimeError(
                 f"127.0.0.1 ports {taken} are taken: Samba's LDAP server needs 389, 636, "
@@ -131,7 +137,7 @@ class SambaDC:
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent_in_own_group,
             )  # fmt: skip
         self._wait_until_ready()
 
@@ -140,29 +146,22 @@ class SambaDC:
         stop_process(process)
 
     def _wait_until_ready(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT
-        problem = "not answering yet"
-        while time.monotonic() < deadline:
-            process = self._process
-            assert process is not None
-            try:
-                process.wait(timeout=0.05)  # the pause between probes; notices an early exit
-            except subprocess.TimeoutExpired:
-                pass
-            else:
-                self._process = None
-                raise RuntimeError(
-                    f"samba exited with status {process.returncode}:\n{self._tail()}"
-                )
-            try:
-                with self.connection(timeout=1.0):
-                    return
-            except LDAPException as exc:
-                problem = str(exc)
-        self.stop()
-        raise RuntimeError(
-            f"samba did not answer within {START_TIMEOUT}s ({problem}):\n{self._tail()}"
+        process = self._process
+        assert process is not None
+        status = wait_until_serving(
+            "samba", process, self._problem, timeout=START_TIMEOUT, tail=self._tail, pause=0.05
         )
+        if status is not None:
+            self._process = None
+            raise RuntimeError(f"samba exited with status {status}:\n{self._tail()}")
+
+    def _problem(self) -> str | None:
+        """None if Samba's LDAP server takes a bind, else what is wrong."""
+        try:
+            with self.connection(timeout=1.0):
+                return None
+        except LDAPException as exc:
+            return str(exc)
 
     def _tail(self) -> str:
         text = ""

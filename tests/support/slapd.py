@@ -13,13 +13,8 @@ files the Debian package installs (read only) and its modules are shared.
 
 from __future__ import annotations
 
-import ctypes
-import os
 import shutil
-import signal
-import socket
 import subprocess
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -27,6 +22,15 @@ from pathlib import Path
 
 import ldap3
 from ldap3.core.exceptions import LDAPException
+
+from tests.support.processes import (
+    die_with_parent_in_own_group,
+    free_port,
+    port_free,
+    run_checked,
+    stop_process,
+    wait_until_serving,
+)
 
 SLAPD = Path("/usr/sbin/slapd")
 SLAPADD = Path("/usr/sbin/slapadd")
@@ -37,8 +41,6 @@ DEFAULT_SCHEMAS = ("core", "cosine", "inetorgperson", "nis")
 ADMIN_PASSWORD = "slapd-admin-Pw-7d41"  # distinctive: tests look for it in error texts
 START_TIMEOUT = 15.0
 PORT_ATTEMPTS = 3
-STOP_TIMEOUT = 10.0
-_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
@@ -65,13 +67,15 @@ def make_tls_files(
     ca_key, ca_cert = directory / "ca.key", directory / "ca.pem"
     key, csr, cert = directory / "server.key", directory / "server.csr", directory / "server.pem"
     ec_key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-    _run(
+    run_checked(
         ["openssl", "req", "-x509", *ec_key, "-keyout", ca_key, "-out", ca_cert, "-days", "2",
          "-subj", "/CN=syncd test CA",
          "-addext", "basicConstraints=critical,CA:TRUE",
          "-addext", "keyUsage=critical,keyCertSign,cRLSign"]
     )  # fmt: skip
-    _run(["openssl", "req", *ec_key, "-keyout", key, "-out", csr, "-subj", f"/CN={dns_names[0]}"])
+    run_checked(
+        ["openssl", "req", *ec_key, "-keyout", key, "-out", csr, "-subj", f"/CN={dns_names[0]}"]
+    )
     names = [f"DNS:{n}" for n in dns_names] + [f"IP:{ip}" for ip in ips]
     extensions = directory / "server.ext"
     extensions.write_text(
@@ -81,20 +85,12 @@ def make_tls_files(
         "authorityKeyIdentifier=keyid,issuer\n"
         f"subjectAltName={','.join(names)}\n"
     )
-    _run(
+    run_checked(
         ["openssl", "x509", "-req", "-in", csr, "-CA", ca_cert, "-CAkey", ca_key,
          "-CAcreateserial", "-out", cert, "-days", "2", "-extfile", extensions]
     )  # fmt: skip
     key.chmod(0o600)
     return TlsFiles(ca_cert=ca_cert, cert=cert, key=key)
-
-
-def free_port() -> int:
-    """A TCP port of 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 class _PortTaken(RuntimeError):
@@ -179,7 +175,7 @@ class Slapd:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent_in_own_group,
             )
         self._wait_until_ready()
         self._started = True
@@ -226,9 +222,9 @@ class Slapd:
         was_running = self.running
         self.stop()
         if isinstance(ldif, Path):
-            _run([SLAPADD, "-q", "-f", self.config_file, "-l", ldif])
+            run_checked([SLAPADD, "-q", "-f", self.config_file, "-l", ldif])
         else:
-            _run([SLAPADD, "-q", "-f", self.config_file], stdin=ldif.encode("utf-8"))
+            run_checked([SLAPADD, "-q", "-f", self.config_file], stdin=ldif.encode("utf-8"))
         if was_running:
             self.start()
 
@@ -291,35 +287,26 @@ class Slapd:
         return "\n".join(lines) + "\n"
 
     def _wait_until_ready(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT
-        last_problem = "not answering yet"
-        while time.monotonic() < deadline:
-            process = self._process
-            assert process is not None
-            try:
-                # Waiting on the process is the pause between probes, and notices an early exit.
-                process.wait(timeout=0.02)
-            except subprocess.TimeoutExpired:
-                pass
-            else:
-                self._process = None
-                self._explain_exit(process.returncode)
-            try:
-                with self._admin_connection(timeout=1.0) as conn:
-                    if conn.search(
-                        "",
-                        "(objectClass=*)",
-                        search_scope=ldap3.BASE,
-                        attributes=["namingContexts"],
-                    ):
-                        return
-                    last_problem = str(conn.result)
-            except LDAPException as exc:
-                last_problem = str(exc)
-        self.stop()
-        raise RuntimeError(
-            f"slapd did not answer within {START_TIMEOUT}s ({last_problem}):\n{self._log_tail()}"
+        process = self._process
+        assert process is not None
+        status = wait_until_serving(
+            "slapd", process, self._problem, timeout=START_TIMEOUT, tail=self._log_tail
         )
+        if status is not None:
+            self._process = None
+            self._explain_exit(status)
+
+    def _problem(self) -> str | None:
+        """None if slapd answers a search of its root DSE, else what is wrong."""
+        try:
+            with self._admin_connection(timeout=1.0) as conn:
+                if conn.search(
+                    "", "(objectClass=*)", search_scope=ldap3.BASE, attributes=["namingContexts"]
+                ):
+                    return None
+                return str(conn.result)
+        except LDAPException as exc:
+            return str(exc)
 
     @contextmanager
     def _admin_connection(self, timeout: float = 5.0) -> Iterator[ldap3.Connection]:
@@ -339,14 +326,14 @@ class Slapd:
         command: list[str | Path] = ["ldapmodify", "-x", "-H", self.url, "-D", self.bind_dn]
         command += ["-y", self._password_file, *options]
         if isinstance(ldif, Path):
-            _run([*command, "-f", ldif])
+            run_checked([*command, "-f", ldif])
         else:
-            _run(command, stdin=ldif.encode("utf-8"))
+            run_checked(command, stdin=ldif.encode("utf-8"))
 
     def _explain_exit(self, status: int) -> None:
         """Raise with the likely reason: slapd says nothing itself at debug level 0."""
         ports = [p for p in (self.port, self.ldaps_port) if p is not None]
-        if any(not _port_free(p) for p in ports):
+        if any(not port_free(p) for p in ports):
             raise _PortTaken(f"one of the ports {ports} is taken")
         check = subprocess.run(
             [SLAPTEST, "-u", "-f", self.config_file], capture_output=True, text=True, check=False
@@ -418,30 +405,6 @@ def synthetic_people_ldif(
     return "".join(chunks)
 
 
-def stop_process(process: subprocess.Popen[bytes] | None) -> None:
-    """Stop a server we started: SIGTERM, then SIGKILL if it lingers past STOP_TIMEOUT."""
-    if process is None or process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
-def _port_free(port: int) -> bool:
-    """Whether a server could listen on the port: its own connections closing (TIME_WAIT)
-    do not count, as servers bind with SO_REUSEADDR (Samba's tests run again at once)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
 def _suffix_entry(suffix: str) -> str:
     attribute, _, value = suffix.split(",")[0].partition("=")
     classes = {
@@ -455,19 +418,3 @@ def _suffix_entry(suffix: str) -> str:
     if "organization" in classes and attribute != "o":
         lines.append(f"o: {value}")
     return "\n".join(lines) + "\n"
-
-
-def _run(command: Sequence[str | Path], *, stdin: bytes | None = None) -> None:
-    result = subprocess.run(command, input=stdin, capture_output=True, check=False)
-    if result.returncode != 0:
-        shown = " ".join(str(part) for part in command)
-        output = (result.stdout + result.stderr).decode("utf-8", "replace")
-        raise RuntimeError(f"{shown} exited with status {result.returncode}:\n{output}")
-
-
-def _die_with_parent() -> None:
-    """In the child: have the kernel send SIGTERM when the test process goes away."""
-    with suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    os.setpgrp()  # Ctrl-C in the terminal reaches pytest, which then stops slapd in order

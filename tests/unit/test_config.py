@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from syncd.config import load_settings
+from syncd.config import load_settings, platform_of
 from syncd.errors import ConfigError
 
 BASE = """
@@ -45,7 +45,7 @@ def test_environment_overrides_the_file_and_paths_are_relative_to_it(
     path = write(tmp_path, BASE + 'client_secret = "s3cret-value"\nbatch_size = 100\n')
     monkeypatch.setenv("SYNCD_PLATFORM__BATCH_SIZE", "300")
     settings = load_settings(path)
-    assert settings.platform.batch_size == 300
+    assert platform_of(settings).batch_size == 300
     assert settings.source.csv is not None
     assert settings.source.csv.employees == tmp_path / "people.csv"
     assert settings.secret_values() == ["s3cret-value"]
@@ -56,7 +56,7 @@ def test_config_path_comes_from_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SYNCD_CONFIG", str(write(tmp_path, BASE + 'client_secret = "x-secret"\n')))
-    assert load_settings().platform.org_code == "acme"
+    assert platform_of(load_settings()).org_code == "acme"
 
 
 def test_unknown_keys_and_wrong_types_are_named(tmp_path: Path) -> None:
@@ -179,12 +179,12 @@ def test_the_example_settings_load_and_state_the_real_defaults(
     defaults = PlatformSettings(
         base_url="https://p", domain_id="d", org_code="o", client_id="c", org_id="o"
     )
-    assert settings.platform.retry_after_max == defaults.retry_after_max
+    assert platform_of(settings).retry_after_max == defaults.retry_after_max
 
 
 def test_commands_that_only_read_state_do_not_need_the_secret(tmp_path: Path) -> None:
     settings = load_settings(write(tmp_path, BASE), require_secrets=False)
-    assert settings.platform.client_secret is None
+    assert platform_of(settings).client_secret is None
 
 
 def test_a_secret_file_is_not_read_when_the_secret_is_not_needed(
@@ -196,7 +196,7 @@ def test_a_secret_file_is_not_read_when_the_secret_is_not_needed(
     path = write(tmp_path, BASE + 'client_secret_file = "creds/client_secret"\n')
     with pytest.raises(ConfigError, match="cannot read secret file"):
         load_settings(path)
-    assert load_settings(path, require_secrets=False).platform.client_secret is None
+    assert platform_of(load_settings(path, require_secrets=False)).client_secret is None
 
     monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(tmp_path / "creds"))
     path = write(tmp_path, BASE)

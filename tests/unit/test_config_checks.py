@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from syncd.config import load_settings
+from syncd.config import load_settings, platform_of
 from syncd.errors import ConfigError
 from tests.unit.test_config import BASE, write
 
@@ -89,7 +89,7 @@ def test_check_needs_no_platform_secret_but_still_reads_the_bind_password(
 
     settings = load_settings(path, platform=False)
 
-    assert settings.platform.client_secret is None
+    assert platform_of(settings).client_secret is None
     assert settings.secret_values() == ["bind-pw-1234"]
 
 

@@ -49,11 +49,11 @@ def test_every_logger_and_handler_sees_redacted_records() -> None:
     assert output.count("***") == 2
 
 
-def test_json_lines_are_redacted_too(capsys: object) -> None:
+def test_json_lines_are_redacted_too(capsys: pytest.CaptureFixture[str]) -> None:
     register_secret("json-secret-value")
     setup_logging("INFO", "json")
     logging.getLogger("syncd.test").warning("failed with json-secret-value")
-    err = capsys.readouterr().err  # type: ignore[attr-defined]
+    err = capsys.readouterr().err
     assert '"message": "failed with ***"' in err
     assert '"level": "warning"' in err
     setup_logging("INFO", "text")

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TypeVar
+
 from syncd.model import Department, Employee, Kind, Position, RejectedRow, build_directory
 
+T = TypeVar("T")
 
-def located(items: list[Department] | list[Employee]) -> list[tuple[str, Department | Employee]]:
+
+def located(items: Sequence[T]) -> list[tuple[str, T]]:
     return [(f"f.csv:{n}", item) for n, item in enumerate(items, 2)]
 
 
@@ -29,7 +34,7 @@ def test_department_tree_problems_reject_the_subtree_with_a_reason() -> None:
         Department("slash", "R/D"),
         Department("blank", "  "),
     ]
-    d = build_directory(located(departments), [])  # type: ignore[arg-type]
+    d = build_directory(located(departments), [])
     assert set(d.departments) == {"a", "b"}
     why = reasons(d.rejected)
     assert why["c"] == "parent department 'ghost' is unknown or was rejected"
@@ -58,7 +63,7 @@ def test_employee_problems_reject_every_copy_and_keep_the_rest() -> None:
         Employee("8", "fay", "Fay"),
         Employee("8", "gus", "Gus"),
     ]
-    d = build_directory(located([Department("a", "A")]), located(people))  # type: ignore[arg-type]
+    d = build_directory(located([Department("a", "A")]), located(people))
     assert set(d.employees) == {"1"}
     why = {(r.key, r.username): r.reason for r in d.rejected}
     assert why[("2", "Bob")] == "username 'Bob' is used by 2 people"

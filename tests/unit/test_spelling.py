@@ -6,11 +6,13 @@ from __future__ import annotations
 import sys
 import unicodedata
 from collections import Counter
+from collections.abc import Sequence
+from typing import TypeVar
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncd.model import Department, Employee, Kind, Position, build_directory
+from syncd.model import Department, Directory, Employee, Kind, Position, build_directory
 from syncd.spelling import (
     INVISIBLE,
     difference,
@@ -26,13 +28,15 @@ NFC_RENEE = "ren\u00e9e"
 NFD_RENEE = "rene\u0301e"
 ZWSP, ZWJ, LRM, RLO = "\u200b", "\u200d", "\u200e", "\u202e"
 
+T = TypeVar("T")
 
-def located(items: list[Department] | list[Employee]) -> list[tuple[str, object]]:
+
+def located(items: Sequence[T]) -> list[tuple[str, T]]:
     return [(f"f.csv:{n}", item) for n, item in enumerate(items, 2)]
 
 
-def reasons(d: object) -> list[tuple[str | None, str]]:
-    return [(r.key, r.reason) for r in d.rejected]  # type: ignore[attr-defined]
+def reasons(d: Directory) -> list[tuple[str | None, str]]:
+    return [(r.key, r.reason) for r in d.rejected]
 
 
 # ---------------------------------------------------------------- the helpers
@@ -93,7 +97,7 @@ def test_nfc_and_nfd_usernames_in_one_read_are_one_username_used_twice() -> None
         Employee("E2", NFD_RENEE, "Rene\u0301e B"),
         Employee("E3", "ann", "Ann"),
     ]
-    d = build_directory([], located(people))  # type: ignore[arg-type]
+    d = build_directory([], located(people))
     assert set(d.employees) == {"E3"}
     assert reasons(d) == [
         ("E1", f"username '{NFC_RENEE}' is used by 2 people"),
@@ -110,7 +114,7 @@ def test_usernames_that_differ_by_invisible_characters_are_rejected_naming_them(
         Employee("E3", "ann" + ZWJ, "Ann"),
         Employee("E4", "ann", "Ann"),
     ]
-    d = build_directory([], located(people))  # type: ignore[arg-type]
+    d = build_directory([], located(people))
     assert d.employees == {}
     assert reasons(d) == [
         ("E1", "username 'ren\\u200bee' contains U+200B ZERO WIDTH SPACE, which cannot be seen"),
@@ -127,8 +131,8 @@ def test_usernames_that_differ_by_invisible_characters_are_rejected_naming_them(
 def test_names_and_department_references_are_read_in_nfc() -> None:
     cafe_nfd = "Cafe\u0301"
     d = build_directory(
-        located([Department(cafe_nfd, cafe_nfd, en_name="Cafe\u0301 EN")]),  # type: ignore[arg-type]
-        located([Employee("E1", NFD_RENEE, "Rene\u0301e", (Position(cafe_nfd, "Ba\u0300r"),))]),  # type: ignore[arg-type]
+        located([Department(cafe_nfd, cafe_nfd, en_name="Cafe\u0301 EN")]),
+        located([Employee("E1", NFD_RENEE, "Rene\u0301e", (Position(cafe_nfd, "Ba\u0300r"),))]),
     )
     assert list(d.departments) == ["Caf\u00e9"]
     assert d.departments["Caf\u00e9"].name == "Caf\u00e9"
@@ -146,7 +150,7 @@ def test_departments_named_dot_or_dot_dot_are_rejected() -> None:
         Department("under", "B", "up"),
         Department("dots", "...", "a"),  # a name, if an odd one
     ]
-    d = build_directory(located(departments), [])  # type: ignore[arg-type]
+    d = build_directory(located(departments), [])
     assert set(d.departments) == {"a", "dots"}
     why = dict(reasons(d))
     assert why["dot"] == "department name '.' is not a name: it means a place in a path"
@@ -163,7 +167,7 @@ def test_sibling_departments_named_alike_are_ambiguous() -> None:
         Department("s2", "Sa" + ZWJ + "les", "p"),  # a joiner may be spelling, but looks alike
         Department("x", "Caf\u00e9"),  # not a sibling: under the root
     ]
-    d = build_directory(located(departments), [])  # type: ignore[arg-type]
+    d = build_directory(located(departments), [])
     assert set(d.departments) == {"p", "x"}
     why = dict(reasons(d))
     assert all("the name path is ambiguous" in why[k] for k in ("c1", "c2", "s1", "s2"))
@@ -175,7 +179,7 @@ def test_department_names_with_invisible_characters_are_rejected_but_joiners() -
         Department("bidi", "Sales" + LRM),
         Department("fa", "\u0645\u06cc\u200c\u062e"),  # ZWNJ belongs to the Persian word
     ]
-    d = build_directory(located(departments), [])  # type: ignore[arg-type]
+    d = build_directory(located(departments), [])
     assert set(d.departments) == {"fa"}
     why = dict(reasons(d))
     assert why["zw"] == "department name 'R\\u200b&D' contains U+200B ZERO WIDTH SPACE"
@@ -221,8 +225,8 @@ def test_no_two_records_kept_share_a_look_alike_key(spelling: tuple[list[str], l
     people = [Employee(f"E{n}", v, f"Person {n}") for n, v in enumerate(variants)]
     departments = [Department(f"D{n}", v, "root") for n, v in enumerate(variants)]
     d = build_directory(
-        located([Department("root", "Root"), *departments]),  # type: ignore[arg-type]
-        located(people),  # type: ignore[arg-type]
+        located([Department("root", "Root"), *departments]),
+        located(people),
     )
     usernames = Counter(look_alike(e.username) for e in d.employees.values())
     assert all(n == 1 for n in usernames.values()), usernames
