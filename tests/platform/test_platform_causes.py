@@ -18,12 +18,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from platform_helpers import Connect, person
 
 from syncd.access_token import CachedToken
 from syncd.emulator import EmulatorOptions, RunningEmulator, serve_in_thread
 from syncd.errors import PlatformError, SyncdError, TokenError
 from syncd.platform import MemoryTokenStore, PlatformClient
+from tests.platform.platform_helpers import Connect
+from tests.support.payloads import person
 
 SECRET = "demo-secret"  # the emulator's application secret (platform_helpers.settings_for)
 WRONG_SECRET = "wrong-secret-7f3a-never-valid"

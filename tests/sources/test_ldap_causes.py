@@ -20,7 +20,8 @@ from pydantic import SecretStr
 from syncd.config import LdapSource
 from syncd.errors import SyncdError
 from syncd.sources.ldap import read_ldap
-from tests.support.slapd import Slapd, TlsFiles, free_port
+from tests.support.processes import free_port
+from tests.support.slapd import Slapd, TlsFiles
 
 SettingsFactory = Callable[..., LdapSource]
 
