@@ -19,6 +19,7 @@ The package's rooms: ``pipeline`` (the state the phases share, and the one send 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 from collections.abc import Callable, Mapping
@@ -57,21 +58,26 @@ __all__ = [
 
 
 def _phase(c: Change) -> str:
-    if c.kind is Kind.DEPARTMENT:
-        if c.action is Action.CREATE:
+    return _phase_of(c.kind, c.action, bool(c.frees))  # 100,000 times on a first sync
+
+
+@functools.cache
+def _phase_of(kind: Kind, action: Action, frees: bool) -> str:
+    if kind is Kind.DEPARTMENT:
+        if action is Action.CREATE:
             return "create departments"
-        return "delete departments" if c.action is Action.DELETE else "update departments"
-    if c.frees:  # all settled before any value is set again (plan.unique_values)
+        return "delete departments" if action is Action.DELETE else "update departments"
+    if frees:  # all settled before any value is set again (plan.unique_values)
         return "free unique values"
-    if c.action in (Action.CREATE, Action.UPDATE):
+    if action in (Action.CREATE, Action.UPDATE):
         return "create and update employees"
-    if c.action is Action.PHOTO:
+    if action is Action.PHOTO:
         return "set photos"
     return {
         Action.UNLOCK: "unlock employees",
         Action.LOCK: "lock employees",
         Action.FORGET: "forget employees",
-    }.get(c.action, "remove employees")
+    }.get(action, "remove employees")
 
 
 class Executor:

@@ -200,37 +200,47 @@ class Pipeline:
         marked: deque[tuple[int, list[Item]]] = deque()  # journaled as sent, not yet sent
         in_flight: dict[Future[Any], list[Item]] = {}
         fatal: Exception | None = None  # ends the run once the batches in flight settle
-        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="send") as pool:
-            while True:
-                while fatal is None and len(in_flight) < self.concurrency:
-                    self._mark_ahead(pending, marked)
-                    if not marked or self._stopped():
+        try:
+            with ThreadPoolExecutor(self.concurrency, thread_name_prefix="send") as pool:
+                while True:
+                    while fatal is None and len(in_flight) < self.concurrency:
+                        self._mark_ahead(pending, marked)
+                        if not marked or self._stopped():
+                            break
+                        ticket, batch = marked.popleft()
+                        self._release(ticket)
+                        in_flight[pool.submit(send, batch)] = batch
+                    if not in_flight:
                         break
-                    ticket, batch = marked.popleft()
-                    self._release(ticket)
-                    in_flight[pool.submit(send, batch)] = batch
-                if not in_flight:
-                    break
-                self.writer.hand_over()  # committed while the answers are awaited
-                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-                for future in done:
-                    batch = in_flight.pop(future)
-                    try:
-                        answer = future.result()
-                    except ITEM_FAILURES as exc:
-                        if self.failed(batch, exc):
-                            fatal = fatal or exc
-                    else:
-                        settle(batch, answer)
-                    for item in batch:
-                        item.body = {}  # sent and settled: let it go before the phase ends
-                    self.progress.advance(len(batch))
-        if marked:  # marked ahead, never sent: planned, as every unsent item
-            unsent = [{"seq": i.seq, "outcome": "planned"} for _, b in marked for i in b]
-            self.writer.submit(lambda conn: store.settle_items(conn, self.run_id, unsent))
-        self.writer.hand_over()
+                    self.writer.hand_over()  # committed while the answers are awaited
+                    done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        batch = in_flight.pop(future)
+                        try:
+                            answer = future.result()
+                        except ITEM_FAILURES as exc:
+                            if self.failed(batch, exc):
+                                fatal = fatal or exc
+                        else:
+                            settle(batch, answer)
+                        for item in batch:
+                            item.body = {}  # sent and settled: let it go before the phase ends
+                        self.progress.advance(len(batch))
+        finally:
+            self._unsent(marked)
         if fatal is not None:
             raise fatal
+
+    def _unsent(self, marked: deque[tuple[int, list[Item]]]) -> None:
+        """Batches marked ahead and never sent (a stop, a run-level failure, an error while
+        settling): planned again, as every unsent item. Unless the writer failed: then
+        what it committed of them is left ``sent``, for recovery to look up."""
+        if marked and not self.writer.failed:
+            unsent = [{"seq": i.seq, "outcome": "planned"} for _, b in marked for i in b]
+            run_id = self.run_id
+            self.writer.submit(lambda conn: store.settle_items(conn, run_id, unsent))
+        if not self.writer.failed:
+            self.writer.hand_over()
 
     def _mark_ahead(
         self, pending: Iterator[list[Item]], marked: deque[tuple[int, list[Item]]]

@@ -10,6 +10,8 @@ interleaving:
   transactions, before or after it runs, or a request on the wire), then a normal run:
   nothing twice on the platform, nothing lost, the snapshot agreeing with it, no item
   left unanswered (points drawn at random from seeds: ``--long`` draws more);
+- batches journaled ahead that a platform outage keeps from leaving are planned again,
+  not left for recovery;
 - the writer failing (the disk full) stops the run with the state database's error, and
   nothing reaches the platform that the journal does not hold as sent.
 """
@@ -31,7 +33,7 @@ from syncd.executor.employees import Employees
 from syncd.executor.pipeline import Item
 from syncd.platform import ImportResult
 
-from .support import Rig, assert_converged, big_company, query
+from .support import Rig, assert_converged, big_company, query, when_requests
 from .test_crashes import MARK_SENT, SETTLE, Point, kill_in_statement, kill_on_request
 
 PEOPLE = 60  # 30 batches of people and 25 of departments, 4 in flight
@@ -166,6 +168,29 @@ def test_a_full_disk_stops_sending_and_nothing_sent_is_unjournaled(
     assert on_platform - journaled == set()  # nothing left without its sent mark
     assert len(on_platform) < 400  # it stopped: the rest was never sent
     full_disk_after[0] = 0
+
+    again = rig.sync()
+
+    assert again.exit_code == EXIT_OK, again.error
+    assert_converged(rig)
+
+
+def test_batches_marked_ahead_and_never_sent_are_planned_again(rig: Rig) -> None:
+    pipelined(rig)
+    rig.emulator.set_faults(latency_ms=20)
+
+    def go_down() -> None:
+        rig.emulator.set_faults(down=True)
+
+    with when_requests(rig.emulator, "import-employees", 3, go_down) as down:
+        result = rig.sync()
+    assert down.is_set()
+
+    assert result.exit_code == EXIT_FAILED  # the platform went away: the run stops
+    outcomes = journal(rig.database)
+    assert "sent" not in outcomes.values(), outcomes  # nothing left for recovery
+    assert "planned" in outcomes.values()
+    rig.emulator.set_faults()
 
     again = rig.sync()
 
