@@ -166,7 +166,7 @@ class Pipeline:
 
     @contextmanager
     def journaling(self) -> Iterator[None]:
-        """A journal writer for the block; at its end every write handed over is committed
+        """A journal writer for the block; at its end every write queued is committed
         (the writer's error, if one stopped it, is raised then)."""
         writer = self._writer = JournalWriter(self.engine)
         try:
