@@ -2,7 +2,7 @@
 
     benchmarks/run.py [--people 100000] [--plan-people 1000000] [--repeat 5] [--plan-repeat 3]
                       [--quick] [--parts csv,ldap,plan] [--batch-size 200] [--concurrency 4]
-                      [--seed 1] [--syncd-source DIR] [--keep] [--profile]
+                      [--seed 1] [--syncd-source DIR] [--keep] [--profile] [--initial-only]
                       [--markdown FILE] [--headline FILE] [--from RESULTS.json]
 
 Prints issue 14's table: each of syncd's figures next to its comparison's, measured A/B
@@ -66,6 +66,11 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--keep", action="store_true", help="keep the run's data files, not only its logs"
+    )
+    parser.add_argument(
+        "--initial-only",
+        action="store_true",
+        help="of the CSV chain, only the initial sync and the push loop, alternated",
     )
     parser.add_argument(
         "--profile",
@@ -137,6 +142,7 @@ def measure(args: argparse.Namespace, argv: list[str]) -> Results:
         args.plan_repeat,
         lambda line: print(line, flush=True),
         args.profile,
+        args.initial_only,
     )
     started = time.perf_counter()
     try:

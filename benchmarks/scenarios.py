@@ -76,6 +76,7 @@ class Context:
     plan_repeat: int
     log: Callable[[str], None]
     profile: bool = False  # run syncd, the LDAP reader and the planner under cProfile
+    initial_only: bool = False  # of the CSV chain, the initial sync and the push loop alone
 
     def command(self, key: str, folder: Path, *command: str | Path) -> list[str | Path]:
         """``command``, or with --profile the same under cProfile, writing ``<key>-<n>.prof``."""
@@ -201,6 +202,8 @@ def csv_chain(ctx: Context, emulator: Emulator, push_emulator: Emulator) -> None
         ctx.log(f" repetition {i + 1} of {ctx.repeat}")
         write_two_files(company, data)
         in_turn(i, initial, push_loop)
+        if ctx.initial_only:
+            continue
         sync("first_resync", ctx, emulator, settings)
         for j in range(2):
             in_turn(

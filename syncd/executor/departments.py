@@ -17,37 +17,43 @@ from syncd.platform import ImportResult, Node
 NODE_GONE = 208502
 
 
-class Departments(Pipeline):
+class Departments:
     """Nodes created, updated, moved and deleted, each settled in the journal."""
 
-    def _create_departments(self, items: list[Item]) -> None:
+    def __init__(self, run: Pipeline) -> None:
+        self.run = run
+        self.failed_deletes: list[str] = []  # name paths of nodes this run could not delete
+
+    def create(self, items: list[Item]) -> None:
         # One import per depth level at most: every parent exists before its children are sent.
         for _, level in itertools.groupby(items, key=lambda i: i.change.depth):
-            if self.stop.is_set():  # the levels below stay unsent, as planned
-                self.result.interrupted = True
+            if self.run.stop.is_set():  # the levels below stay unsent, as planned
+                self.run.result.interrupted = True
                 return
             ready: list[Item] = []
             for item in level:
                 if self._prepare_create(item):
                     ready.append(item)
-            self._pipeline(self._batches(ready), self._send_import_orgs, self._settle_import_orgs)
+            self.run.pipeline(
+                self.run.batches(ready), self._send_import_orgs, self._settle_import_orgs
+            )
 
     def _prepare_create(self, item: Item) -> bool:
         d = item.change.record
         assert isinstance(d, Department)
-        if d.parent_id in self.pending_creates:
-            self._fail([item], self._held_back(d.parent_id))
+        if d.parent_id in self.run.pending_creates:
+            self.run.fail([item], self.run.held_back(d.parent_id))
             return False
-        parent_path = self.root_name if d.parent_id is None else self.paths.get(d.parent_id)
+        parent_path = self.run.root_name if d.parent_id is None else self.run.paths.get(d.parent_id)
         if parent_path is None:
-            self._fail([item], f"parent department {d.parent_id} is not on the platform")
+            self.run.fail([item], f"parent department {d.parent_id} is not on the platform")
             return False
         item.key = f"{parent_path}/{d.name}"
         item.body = _node_body(d) | {"type": "DEPT", "parent_path": parent_path}
         return True
 
     def _send_import_orgs(self, batch: list[Item]) -> ImportResult:
-        return self.client.import_orgs([i.body for i in batch])
+        return self.run.client.import_orgs([i.body for i in batch])
 
     def _settle_import_orgs(self, batch: list[Item], answer: ImportResult) -> None:
         outcomes: list[tuple[Item, str, str | None, int | None]] = []
@@ -66,19 +72,19 @@ class Departments(Pipeline):
                 error = answer.failures.get(item.key, "the answer did not mention this node")
                 outcomes.append((item, "failed", error, None))
                 continue
-            self.node_ids[item.change.key] = node_id
-            self.paths[item.change.key] = item.key
-            self.pending_creates.discard(item.change.key)
+            self.run.node_ids[item.change.key] = node_id
+            self.run.paths[item.change.key] = item.key
+            self.run.pending_creates.discard(item.change.key)
             outcomes.append((item, "ok", note, None))
             row = self._department_row(item.change, node_id, item.key)
             if not confirmed:
                 row["hash"] = ""  # not as this run sent it: compared again next run
             rows.append(row)
-        self._record(outcomes, lambda conn: store.upsert_departments(conn, rows))
+        self.run.record(outcomes, lambda conn: store.upsert_departments(conn, rows))
 
     def _existing_node(self, source_id: str) -> Node | None:
         try:
-            return self.client.node_by_serial(serial_no(source_id))
+            return self.run.client.node_by_serial(serial_no(source_id))
         except (PlatformError, PlatformUnavailable):
             return None  # the item fails with the import's own reason, and is planned again
 
@@ -87,7 +93,7 @@ class Departments(Pipeline):
         earlier run, killed, may have created it with other values)."""
         d = item.change.record
         assert isinstance(d, Department)
-        parent = self.root_id if d.parent_id is None else self.node_ids.get(d.parent_id)
+        parent = self.run.root_id if d.parent_id is None else self.run.node_ids.get(d.parent_id)
         return (
             node.name == d.name
             and node.parent_org_id == parent
@@ -104,20 +110,20 @@ class Departments(Pipeline):
             "adopted": c.platform_before is not None,
         }
 
-    def _update_departments(self, items: list[Item]) -> None:
+    def update(self, items: list[Item]) -> None:
         # One at a time, in the plan's order (by new depth): a new parent is in place first.
         for item in items:
-            if self.stop.is_set():
-                self.result.interrupted = True
+            if self.run.stop.is_set():
+                self.run.result.interrupted = True
                 return
-            self._send_one(item, self._send_node_update, self._settle_node_update)
+            self.run.send_one(item, self._send_node_update, self._settle_node_update)
 
     def _send_node_update(self, item: Item) -> str:
         c = item.change
         d = c.record
         assert isinstance(d, Department) and c.target_id is not None
-        parent_path = self.root_name if d.parent_id is None else self.paths.get(d.parent_id)
-        parent_id = self.root_id if d.parent_id is None else self.node_ids.get(d.parent_id)
+        parent_path = self.run.root_name if d.parent_id is None else self.run.paths.get(d.parent_id)
+        parent_id = self.run.root_id if d.parent_id is None else self.run.node_ids.get(d.parent_id)
         if parent_path is None or parent_id is None:
             raise NotSent(f"parent department {d.parent_id} is not on the platform")
         new_path = f"{parent_path}/{d.name}"
@@ -125,43 +131,43 @@ class Departments(Pipeline):
             body = _node_body(d)
             if c.action is Action.MOVE or c.platform_before is not None:
                 body["new_parentId"] = parent_id
-            self.client.update_node(c.target_id, body)
+            self.run.client.update_node(c.target_id, body)
         return new_path
 
     def _settle_node_update(self, item: Item, new_path: str) -> None:
         c = item.change
         assert c.target_id is not None
-        old_path = self.paths.get(c.key)
-        self.node_ids[c.key] = c.target_id
+        old_path = self.run.paths.get(c.key)
+        self.run.node_ids[c.key] = c.target_id
         moved = self._rename_subtree(old_path, new_path) if old_path else {}
-        self.paths[c.key] = new_path
+        self.run.paths[c.key] = new_path
         row = self._department_row(c, c.target_id, new_path)
 
         def writes(conn: Connection) -> None:
             store.upsert_departments(conn, [row])
             store.set_department_paths(conn, moved)
 
-        self._record([(item, "ok", None, None)], writes)
+        self.run.record([(item, "ok", None, None)], writes)
 
     def _rename_subtree(self, old: str, new: str) -> dict[str, str]:
         """Descendants' name paths after their ancestor was renamed or moved."""
         if old == new:
             return {}
         prefix = old + "/"
-        moved = {k: new + p[len(old) :] for k, p in self.paths.items() if p.startswith(prefix)}
-        self.paths.update(moved)
+        moved = {k: new + p[len(old) :] for k, p in self.run.paths.items() if p.startswith(prefix)}
+        self.run.paths.update(moved)
         return moved
 
-    def _delete_departments(self, items: list[Item]) -> None:
+    def delete(self, items: list[Item]) -> None:
         for item in items:  # children first, as planned
-            if self.stop.is_set():
-                self.result.interrupted = True
+            if self.run.stop.is_set():
+                self.run.result.interrupted = True
                 return
-            if not self._send_one(item, self._send_node_delete, self._settle_node_delete):
+            if not self.run.send_one(item, self._send_node_delete, self._settle_node_delete):
                 self.failed_deletes.append(self._path_of(item))
 
     def _path_of(self, item: Item) -> str:
-        return self.paths.get(item.change.key) or item.change.display
+        return self.run.paths.get(item.change.key) or item.change.display
 
     def _send_node_delete(self, item: Item) -> str:
         # A node whose child could not be deleted still has it: never ask the platform to
@@ -172,7 +178,7 @@ class Departments(Pipeline):
             raise NotSent(f"a child department is still there: {child} could not be deleted")
         assert item.change.target_id is not None
         try:
-            self.client.delete_node(item.change.target_id)
+            self.run.client.delete_node(item.change.target_id)
         except PlatformError as exc:
             if exc.status != NODE_GONE:
                 raise
@@ -180,9 +186,9 @@ class Departments(Pipeline):
         return ""
 
     def _settle_node_delete(self, item: Item, note: str) -> None:
-        self.node_ids.pop(item.change.key, None)
-        self.paths.pop(item.change.key, None)
-        self._record(
+        self.run.node_ids.pop(item.change.key, None)
+        self.run.paths.pop(item.change.key, None)
+        self.run.record(
             [(item, "ok", note or None, None)],
             lambda conn: store.delete_departments(conn, [item.change.key]),
         )

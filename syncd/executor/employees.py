@@ -12,7 +12,7 @@ from syncd import snapshot as store
 from syncd.executor.holders import find_holders, refused_field
 from syncd.executor.pipeline import ITEM_FAILURES, Item, Pipeline, _json, log
 from syncd.model import Employee, State
-from syncd.plan import Action, Change, KnownProblem, employee_fields, extended_values
+from syncd.plan import Action, Change, KnownProblem, Snapshot, employee_fields, extended_values
 from syncd.plan.unique_values import UNIQUE, value_key, with_values
 from syncd.platform import ImportResult
 
@@ -26,16 +26,25 @@ def birthday_ms(iso: str) -> int:
     return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp() * 1000)
 
 
-class Employees(Pipeline):
+class Employees:
     """Accounts created or updated in bulk, locked, unlocked, removed and forgotten."""
 
-    def _upsert_employees(self, items: list[Item]) -> None:
-        # Bodies are built batch by batch as they are sent, so they never all exist at once;
-        # stopped early, what was never prepared stays planned, like every unsent item.
+    def __init__(self, run: Pipeline, snapshot: Snapshot) -> None:
+        self.run = run
+        self.synced_employees = snapshot.employees  # a re-keyed record keeps its lock state
+        self.problems = snapshot.problems  # known problems, as the run started
+        self.problem_keys = set(snapshot.problems)  # people with one, this run's included
+        self.holders: dict[tuple[str, str], str | None] = {}  # (field, value key) -> username
         self._left_out: dict[int, tuple[str, ...]] = {}  # seq -> fields sent without
         self._refused: list[Item] = []  # refused for a value another account holds
-        self._pipeline(
-            self._ready_batches(iter(items), self._prepare_employee),
+
+    def upsert(self, items: list[Item]) -> None:
+        # Bodies are built batch by batch as they are sent, so they never all exist at once;
+        # stopped early, what was never prepared stays planned, like every unsent item.
+        self._left_out = {}
+        self._refused = []
+        self.run.pipeline(
+            self.run.ready_batches(iter(items), self._prepare_employee),
             self._send_import_employees,
             self._settle_upserts,
         )
@@ -43,17 +52,17 @@ class Employees(Pipeline):
         # (once more per unique field at most: each refusal names one), then recorded.
         for _ in UNIQUE:
             refused, self._refused = self._refused, []
-            if not refused or self.stop.is_set():
+            if not refused or self.run.stop.is_set():
                 self._refused += refused
                 break
             self._name_holders(refused)  # recorded with each person, when written
-            self._pipeline(
-                self._ready_batches(iter(refused), self._prepare_employee),
+            self.run.pipeline(
+                self.run.ready_batches(iter(refused), self._prepare_employee),
                 self._send_import_employees,
                 self._settle_upserts,
             )
         if self._refused:  # stopped before they were sent again: planned again next run
-            self._fail(self._refused, "a value another account holds: not sent again (stopped)")
+            self.run.fail(self._refused, "a value another account holds: not sent again (stopped)")
 
     def _prepare_employee(self, item: Item) -> bool:
         e = item.change.record
@@ -61,10 +70,11 @@ class Employees(Pipeline):
         positions = []
         primary = next((n for n, p in enumerate(e.positions) if p.primary), 0)
         held = next(
-            (p.department_id for p in e.positions if p.department_id in self.pending_creates), None
+            (p.department_id for p in e.positions if p.department_id in self.run.pending_creates),
+            None,
         )
         if held is not None:
-            self._fail([item], self._held_back(held))
+            self.run.fail([item], self.run.held_back(held))
             return False
         for n, p in enumerate(e.positions):
             position: dict[str, Any] = {"primary": n == primary, "chief": p.chief}
@@ -72,17 +82,17 @@ class Employees(Pipeline):
             if title:
                 position["job_title"] = title
             if p.department_id is None:
-                position["org_id"] = self.root_id
-            elif (node_id := self.node_ids.get(p.department_id)) is not None:
+                position["org_id"] = self.run.root_id
+            elif (node_id := self.run.node_ids.get(p.department_id)) is not None:
                 position["org_id"] = node_id
-            elif (path := self.department_path(p.department_id)) is not None:
+            elif (path := self.run.department_path(p.department_id)) is not None:
                 position["org_path"] = path
             else:
-                self._fail([item], f"department {p.department_id} is not on the platform")
+                self.run.fail([item], f"department {p.department_id} is not on the platform")
                 return False
             positions.append(position)
         if not positions:
-            positions = [{"org_id": self.root_id, "primary": True, "job_title": e.job_title}]
+            positions = [{"org_id": self.run.root_id, "primary": True, "job_title": e.job_title}]
         item.key = e.username
         item.body = self._employee_body(item.change, e, positions)
         for name in self._left_out.get(item.seq, ()):
@@ -126,7 +136,7 @@ class Employees(Pipeline):
         return body
 
     def _send_import_employees(self, batch: list[Item]) -> ImportResult:
-        return self.client.import_employees([i.body for i in batch])
+        return self.run.client.import_employees([i.body for i in batch])
 
     def _settle_upserts(self, batch: list[Item], answer: ImportResult) -> None:
         outcomes: list[tuple[Item, str, str | None, int | None]] = []
@@ -156,7 +166,7 @@ class Employees(Pipeline):
                 for name in UNIQUE
                 if name not in left_out and name not in c.frees and c.key in self.problem_keys
             ]
-            self.employee_ids[c.key] = employee_id
+            self.run.employee_ids[c.key] = employee_id
             outcomes.append((item, "ok", None, None))
             row = {
                 "source_id": c.key,
@@ -178,10 +188,13 @@ class Employees(Pipeline):
             if (c := item.change).action is Action.CREATE and c.key in self.synced_employees
         ]
 
-        def writes(conn: Connection) -> None:
+        problems = self._problems(found)  # before the next batch is settled
+        run_id, now = self.run.run_id, self.run.now_ms()
+
+        def writes(conn: Connection) -> None:  # in the journal writer's thread
             # The snapshot keeps the very JSON text the journal holds for each item: read
             # back in one query rather than encoded a second time.
-            journaled = store.journaled_after(conn, self.run_id, batch[0].seq, batch[-1].seq)
+            journaled = store.journaled_after(conn, run_id, batch[0].seq, batch[-1].seq)
             for item, row in rows:
                 row["fields"] = (
                     stripped.get(item.seq)
@@ -192,10 +205,10 @@ class Employees(Pipeline):
             store.forget_employees(conn, rekeyed)  # by source id: the row is the old key's
             store.upsert_employees(conn, [row for _, row in rows])
             store.set_locked(conn, recreated, False, None, None)
-            if found or solved:  # with the people written: a crash loses neither
-                self._write_problems(conn, found, solved)
+            if problems or solved:  # with the people written: a crash loses neither
+                self._write_problems(conn, problems, solved, run_id, now)
 
-        self._record(outcomes, writes)
+        self.run.record(outcomes, writes)
 
     def _refusable(self, item: Item, error: str) -> bool:
         """Whether the platform refused a unique value another account holds, one this item
@@ -230,17 +243,13 @@ class Employees(Pipeline):
             return
         self.holders.update(dict.fromkeys(unknown))
         try:
-            self.holders.update(find_holders(self.client, unknown, self.concurrency))
+            self.holders.update(find_holders(self.run.client, unknown, self.run.concurrency))
         except ITEM_FAILURES as exc:  # the people are written all the same, the holder unnamed
             log.warning("the holders of %d refused values were not found: %s", len(unknown), exc)
 
-    def _write_problems(
-        self, conn: Connection, found: list[tuple[Item, str]], solved: list[tuple[str, str]]
-    ) -> None:
-        """Known problems for the values these people were written without; those written
-        at last are solved. The new ones are told by the run (ApplyResult.new_problems)."""
-        store.resolve_problems(conn, solved)
-        store.forget_gone(conn)
+    def _problems(self, found: list[tuple[Item, str]]) -> list[tuple[KnownProblem, str]]:
+        """The known problems of the values these people are written without, with the
+        username of each: the one recorded if the value is the same, else a new one."""
         problems: list[tuple[KnownProblem, str]] = []
         for item, name in found:
             c = item.change
@@ -250,13 +259,28 @@ class Employees(Pipeline):
                 holder = self.holders.get((name, value_key(name, value) or ""))
                 known = KnownProblem(c.key, name, value, holder, None)
             problems.append((known, item.key))
+        self.problem_keys.update(p.source_id for p, _ in problems)
+        return problems
+
+    def _write_problems(
+        self,
+        conn: Connection,
+        problems: list[tuple[KnownProblem, str]],
+        solved: list[tuple[str, str]],
+        run_id: int,
+        now: int,
+    ) -> None:
+        """Known problems for the values these people were written without; those written
+        at last are solved. The new ones are told by the run (ApplyResult.new_problems,
+        which the applying thread reads once the writer is closed)."""
+        store.resolve_problems(conn, solved)
+        store.forget_gone(conn)
         # The holder's source id, when syncd holds that account (as of this run's writes).
         owned = store.source_ids(conn, [p.holder for p, _ in problems if p.holder])
         problems = [(p._replace(holder_key=owned.get(p.holder or "")), u) for p, u in problems]
-        new = store.record_problems(conn, self.run_id, self.now_ms(), problems)
-        self.problem_keys.update(p.source_id for p, _ in problems)
+        new = store.record_problems(conn, run_id, now, problems)
         names = {(p.source_id, p.field): u for p, u in problems}
-        self.result.new_problems += [(p, names[(p.source_id, p.field)]) for p in new]
+        self.run.result.new_problems += [(p, names[(p.source_id, p.field)]) for p in new]
 
     def _lock_state(self, c: Change) -> dict[str, Any]:
         """The lock state a new snapshot row starts with (an existing row keeps its own)."""
@@ -274,66 +298,66 @@ class Employees(Pipeline):
             return {
                 "locked": True,
                 "lock_reason": "departed" if departed else None,
-                "locked_since": self.now_ms(),
+                "locked_since": self.run.now_ms(),
             }
         return {"locked": False, "lock_reason": None, "locked_since": None}
 
-    def _set_locks(self, items: list[Item], *, lock: bool) -> None:
+    def set_locks(self, items: list[Item], *, lock: bool) -> None:
         ready = []
         for item in items:
             # Only an account syncd owns: the platform's account of a person whose
             # adoption failed this run is not syncd's to lock or unlock (retried next run).
-            employee_id = self.employee_ids.get(item.change.key)
+            employee_id = self.run.employee_ids.get(item.change.key)
             if employee_id is None:
-                self._fail([item], NOT_SYNCED)
+                self.run.fail([item], NOT_SYNCED)
                 continue
             item.body = {"id": employee_id}
             ready.append(item)
         send = self._send_lock if lock else self._send_unlock
-        self._pipeline(([i] for i in ready), send, lambda b, _: self._settle_lock(b, lock))
+        self.run.pipeline(([i] for i in ready), send, lambda b, _: self._settle_lock(b, lock))
 
     def _send_lock(self, batch: list[Item]) -> None:
-        self.client.depart(batch[0].body["id"])
+        self.run.client.depart(batch[0].body["id"])
 
     def _send_unlock(self, batch: list[Item]) -> None:
-        self.client.reinstate(batch[0].body["id"])
+        self.run.client.reinstate(batch[0].body["id"])
 
     def _settle_lock(self, batch: list[Item], lock: bool) -> None:
         (item,) = batch
         c = item.change
         reason = ("departed" if c.record is not None else "missing") if lock else None
-        since = self.now_ms()
-        self._record(
+        since = self.run.now_ms()
+        self.run.record(
             [(item, "ok", None, None)],
             lambda conn: store.set_locked(conn, [c.key], lock, reason, since),
         )
 
-    def _remove_employees(self, items: list[Item]) -> None:
+    def remove(self, items: list[Item]) -> None:
         for item in items:
             item.key = item.change.display
             name = (item.change.before or {}).get("name") or item.key
             item.body = {"username": item.key, "name": name}
-        self._pipeline(self._batches(items), self._send_remove, self._settle_removes)
+        self.run.pipeline(self.run.batches(items), self._send_remove, self._settle_removes)
 
-    def _forget_employees(self, items: list[Item]) -> None:
+    def forget(self, items: list[Item]) -> None:
         """People gone from the platform and not wanted back: the snapshot lets them go."""
         gone = [(i.change.key, i.change.display) for i in items]
         for item in items:
-            self.employee_ids.pop(item.change.key, None)
-        self._record(
+            self.run.employee_ids.pop(item.change.key, None)
+        self.run.record(
             [(i, "ok", None, None) for i in items],
             lambda conn: store.delete_employees(conn, gone),
         )
-        self.progress.advance(len(items))
+        self.run.progress.advance(len(items))
 
     def _send_remove(self, batch: list[Item]) -> ImportResult:
-        return self.client.import_employees([i.body for i in batch], remove=True)
+        return self.run.client.import_employees([i.body for i in batch], remove=True)
 
     def _settle_removes(self, batch: list[Item], answer: ImportResult) -> None:
         failed = [i for i in batch if _lookup(answer.successes, i.key) is None]
         still_there = set()
         if failed:  # "not found" means already gone; anything else, ask the platform
-            found = self.client.employees_by_username([i.key for i in failed])
+            found = self.run.client.employees_by_username([i.key for i in failed])
             still_there = {(p.username or "").casefold() for p in found}
         outcomes: list[tuple[Item, str, str | None, int | None]] = []
         gone = []
@@ -346,8 +370,8 @@ class Employees(Pipeline):
             else:
                 outcomes.append((item, "ok", None, None))
                 gone.append((item.change.key, item.key))
-                self.employee_ids.pop(item.change.key, None)
-        self._record(outcomes, lambda conn: store.delete_employees(conn, gone))
+                self.run.employee_ids.pop(item.change.key, None)
+        self.run.record(outcomes, lambda conn: store.delete_employees(conn, gone))
 
 
 def _lookup(answer: Mapping[str, Any], username: str) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from syncd import snapshot as store
 from syncd.errors import PlatformError
@@ -15,26 +15,38 @@ from syncd.photos import EXTENSIONS, MIME_TYPES, PhotoUnavailable
 USER_LOOKUP = 100  # photos whose people's user ids are looked up in one call
 
 
-class Photos(Pipeline):
+class Photos:
     """People's photos as their avatars on the platform."""
 
-    def _set_photos(self, items: list[Item]) -> None:
+    def __init__(
+        self, run: Pipeline, read: Callable[[Photo], tuple[Photo, bytes]] | None = None
+    ) -> None:
+        self.run = run
+        # Reads a photo's bytes from the source when it is sent (sources.photos.PhotoReader).
+        self.read = read
+        self.media: dict[str, str] = {}  # digest -> media id uploaded this run
+        self._uploading: dict[str, threading.Lock] = {}  # digest -> held while it uploads
+        self._uploads_lock = threading.Lock()
+
+    def set(self, items: list[Item]) -> None:
         """Each photo read from the source when its turn comes (so never all in memory),
         uploaded unless this run uploaded the same bytes already, and set as the avatar."""
-        self._pipeline(self._ready_photos(items), self._send_photo, self._settle_photo)
+        self.run.pipeline(self._ready_photos(items), self._send_photo, self._settle_photo)
 
     def _ready_photos(self, items: list[Item]) -> Iterator[list[Item]]:
         """One photo per batch, ready to send; user ids looked up USER_LOOKUP at a time."""
         for start in range(0, len(items), USER_LOOKUP):
             chunk = items[start : start + USER_LOOKUP]
-            synced = [i for i in chunk if i.change.key in self.employee_ids]
-            unsynced = [i for i in chunk if i.change.key not in self.employee_ids]
+            synced = [i for i in chunk if i.change.key in self.run.employee_ids]
+            unsynced = [i for i in chunk if i.change.key not in self.run.employee_ids]
             if unsynced:
-                self._fail(unsynced, NOT_SYNCED)
+                self.run.fail(unsynced, NOT_SYNCED)
             try:
                 user_ids = self._user_ids([i.change.display for i in synced])
             except PlatformError as exc:
-                self._fail(synced, f"the user id could not be looked up: {exc.message}", exc.status)
+                self.run.fail(
+                    synced, f"the user id could not be looked up: {exc.message}", exc.status
+                )
                 continue
             for item in synced:
                 if self._prepare_photo(item, user_ids):
@@ -44,20 +56,20 @@ class Photos(Pipeline):
         """Username (casefolded) -> user id: the avatar is set on the user, not the employee."""
         if not usernames:
             return {}
-        found = self.client.employees_by_username(usernames, batch=USER_LOOKUP)
+        found = self.run.client.employees_by_username(usernames, batch=USER_LOOKUP)
         return {p.username.casefold(): p.user_id for p in found if p.username and p.user_id}
 
     def _prepare_photo(self, item: Item, user_ids: Mapping[str, str]) -> bool:
         c = item.change
         user_id = user_ids.get(c.display.casefold())
         if user_id is None:
-            self._fail([item], f"the platform has no account {c.display} to set the photo on")
+            self.run.fail([item], f"the platform has no account {c.display} to set the photo on")
             return False
-        assert isinstance(c.record, Photo) and self.photos is not None
+        assert isinstance(c.record, Photo) and self.read is not None
         try:
-            photo, data = self.photos(c.record)
+            photo, data = self.read(c.record)
         except PhotoUnavailable as exc:
-            self._fail([item], f"the photo cannot be sent: {exc}")
+            self.run.fail([item], f"the photo cannot be sent: {exc}")
             return False
         item.key = user_id
         item.body = {"photo": photo, "data": data}
@@ -71,17 +83,17 @@ class Photos(Pipeline):
         with uploading:  # people sharing a photo: the first uploads it, the others wait
             media_id = self.media.get(photo.digest)
             if media_id is None:
-                media_id = self.client.upload_image(
+                media_id = self.run.client.upload_image(
                     f"{item.change.display}.{EXTENSIONS[photo.type]}",
                     item.body["data"],
                     digest=photo.digest,
                     mime_type=MIME_TYPES[photo.type],
                 )
                 self.media[photo.digest] = media_id
-        self.client.set_avatar(item.key, media_id)
+        self.run.client.set_avatar(item.key, media_id)
         return photo.digest, media_id
 
     def _settle_photo(self, batch: list[Item], answer: tuple[str, str]) -> None:
         (item,) = batch
         row = (item.change.key, *answer)
-        self._record([(item, "ok", None, None)], lambda conn: store.set_photos(conn, [row]))
+        self.run.record([(item, "ok", None, None)], lambda conn: store.set_photos(conn, [row]))

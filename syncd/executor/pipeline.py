@@ -1,14 +1,18 @@
-"""One run's state and the journaled pipeline every phase sends its items through."""
+"""One run's shared state and the journaled pipeline every phase sends its items through.
+
+The phases (``departments``, ``employees``, ``photos``) are objects of their own, each
+holding this ``Pipeline``: what they share is declared here, and nowhere else.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -16,7 +20,8 @@ from sqlalchemy import Connection, Engine
 
 from syncd import snapshot as store
 from syncd.errors import PlatformError, PlatformUnavailable, SyncdError, TokenError
-from syncd.model import Kind, Photo
+from syncd.executor.writer import JournalWriter
+from syncd.model import Kind
 from syncd.plan import Change, KnownProblem, Snapshot
 from syncd.platform import PlatformClient
 
@@ -100,7 +105,14 @@ def _json(value: Mapping[str, Any] | None) -> str | None:
 
 
 class Pipeline:
-    """The executor's state, shared by its phases, and the one path they send through."""
+    """What a run's phases share, declared here, and the one journaled path they send through.
+
+    Each phase (``Departments``, ``Employees``, ``Photos``) holds this object; the state
+    below is all they share: the client, the run, the ids and name paths the platform
+    gave (kept current as answers come), the departments still being created, the result.
+    Journal and snapshot writes go through ``writer`` (a thread of its own) while
+    ``journaling``; every batch leaves through ``_release``.
+    """
 
     def __init__(
         self,
@@ -118,7 +130,6 @@ class Pipeline:
         now_ms: Callable[[], int],
         progress: Progress | None = None,
         stop: threading.Event | None = None,
-        photos: Callable[[Photo], tuple[Photo, bytes]] | None = None,
     ) -> None:
         self.client = client
         self.engine = engine
@@ -133,29 +144,45 @@ class Pipeline:
         self.stop = stop or threading.Event()
         self.node_ids = {k: d.node_id for k, d in snapshot.departments.items()}
         self.paths = dict(paths)  # source id -> the node's name path on the platform, kept current
-        # Accounts syncd may lock or unlock: the snapshot's, and those upserted this run.
+        # Accounts syncd may lock or unlock, or set a photo on: the snapshot's, and those
+        # upserted this run.
         self.employee_ids = {
             k: e.employee_id for k, e in snapshot.employees.items() if e.employee_id is not None
         }
-        self.synced_employees = snapshot.employees  # a re-keyed record keeps its lock state
-        self.problems = snapshot.problems  # known problems, as the run started
-        self.problem_keys = set(snapshot.problems)  # people with one, this run's included
-        self.holders: dict[tuple[str, str], str | None] = {}  # (field, value key) -> username
-        self.failed_deletes: list[str] = []  # name paths of nodes this run could not delete
         # Departments this run creates, until the platform confirms each: what is placed in
         # one still here when it is sent is held back, rather than refused by the platform.
         self.pending_creates: set[str] = set()
         self.result = ApplyResult()
-        # Reads a photo's bytes from the source when it is sent (sources.photos.PhotoReader).
-        self.photos = photos
-        self.media: dict[str, str] = {}  # digest -> media id uploaded this run
-        self._uploading: dict[str, threading.Lock] = {}  # digest -> held while it uploads
-        self._uploads_lock = threading.Lock()
-        self._open = threading.local()  # .conn: the write transaction this thread has open
+        self._writer: JournalWriter | None = None
+
+    # ------------------------------------------------------------ the journal writer
+
+    @property
+    def writer(self) -> JournalWriter:
+        """The thread that commits this run's journal and snapshot writes (``journaling``)."""
+        if self._writer is None:
+            raise RuntimeError("the executor writes only while journaling")
+        return self._writer
+
+    @contextmanager
+    def journaling(self) -> Iterator[None]:
+        """A journal writer for the block; at its end every write queued is committed
+        (the writer's error, if one stopped it, is raised then)."""
+        writer = self._writer = JournalWriter(self.engine)
+        try:
+            yield
+        except BaseException:
+            # What was answered is still recorded; the block's own error is the one raised.
+            with suppress(Exception):
+                writer.close()
+            raise
+        finally:
+            self._writer = None
+        writer.close()
 
     # ------------------------------------------------------------ the journaled pipeline
 
-    def _pipeline(
+    def pipeline(
         self,
         batches: Iterable[list[Item]],
         send: Callable[[list[Item]], Any],
@@ -163,78 +190,97 @@ class Pipeline:
     ) -> None:
         """Send batches, up to `concurrency` at a time; answers are settled in this thread.
 
-        A batch's answer is settled, and the batch that takes its place journaled as sent,
-        in one transaction: committed before that batch leaves, as a crash needs.
+        Up to `concurrency` batches are journaled as sent ahead, while those before them
+        are on the wire; each leaves only once its mark is committed (``_release``). A
+        batch's answer is settled here and its writes handed to the writer, committed in
+        order with the marks after them. Batches marked ahead that a stop or a run-level
+        failure keeps from leaving are journaled as planned again.
         """
         pending = iter(batches)
+        marked: deque[tuple[int, list[Item]]] = deque()  # journaled as sent, not yet sent
         in_flight: dict[Future[Any], list[Item]] = {}
         fatal: Exception | None = None  # ends the run once the batches in flight settle
-        with ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="send") as pool:
-            with self._transaction() as conn:
-                leaving = self._next_batches(conn, pending, len(in_flight))
-            while True:
-                for batch in leaving:
-                    in_flight[pool.submit(send, batch)] = batch
-                if not in_flight:
-                    break
-                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-                with self._transaction() as conn:
+        try:
+            with ThreadPoolExecutor(self.concurrency, thread_name_prefix="send") as pool:
+                while True:
+                    while fatal is None and len(in_flight) < self.concurrency:
+                        self._mark_ahead(pending, marked)
+                        if not marked or self._stopped():
+                            break
+                        ticket, batch = marked.popleft()
+                        self._release(ticket)
+                        in_flight[pool.submit(send, batch)] = batch
+                    if not in_flight:
+                        break
+                    self.writer.hand_over()  # committed while the answers are awaited
+                    done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
                     for future in done:
                         batch = in_flight.pop(future)
                         try:
                             answer = future.result()
                         except ITEM_FAILURES as exc:
-                            if self._failed(batch, exc):
+                            if self.failed(batch, exc):
                                 fatal = fatal or exc
                         else:
                             settle(batch, answer)
                         for item in batch:
                             item.body = {}  # sent and settled: let it go before the phase ends
                         self.progress.advance(len(batch))
-                    leaving = [] if fatal else self._next_batches(conn, pending, len(in_flight))
+        finally:
+            self._unsent(marked)
         if fatal is not None:
             raise fatal
 
-    def _next_batches(
-        self, conn: Connection, pending: Iterator[list[Item]], in_flight: int
-    ) -> list[list[Item]]:
-        """The batches that fill the free slots, journaled as sent in ``conn``."""
-        leaving: list[list[Item]] = []
-        while in_flight + len(leaving) < self.concurrency:
-            if self.stop.is_set():
-                self.result.interrupted = True
-                break
+    def _unsent(self, marked: deque[tuple[int, list[Item]]]) -> None:
+        """Batches marked ahead and never sent (a stop, a run-level failure, an error while
+        settling): planned again, as every unsent item. Unless the writer failed: then
+        what it committed of them is left ``sent``, for recovery to look up."""
+        if marked and not self.writer.failed:
+            unsent = [{"seq": i.seq, "outcome": "planned"} for _, b in marked for i in b]
+            run_id = self.run_id
+            self.writer.submit(lambda conn: store.settle_items(conn, run_id, unsent))
+        if not self.writer.failed:
+            self.writer.hand_over()
+
+    def _mark_ahead(
+        self, pending: Iterator[list[Item]], marked: deque[tuple[int, list[Item]]]
+    ) -> None:
+        """Journal the next batches as sent, up to `concurrency` ahead of those sent."""
+        while len(marked) < self.concurrency and not self._stopped():
             batch = next(pending, None)
             if batch is None:
-                break
-            store.mark_sent(conn, self.run_id, [i.seq for i in batch])
-            leaving.append(batch)
-        return leaving
+                return
+            marked.append((self.writer.submit(self._marking(batch)), batch))
 
-    @contextmanager
-    def _transaction(self) -> Iterator[Connection]:
-        """A write transaction, or the one this thread has open (joined, committed with it)."""
-        joined: Connection | None = getattr(self._open, "conn", None)
-        if joined is not None:
-            yield joined
-            return
-        with store.write(self.engine) as conn:
-            self._open.conn = conn
-            try:
-                yield conn
-            finally:
-                self._open.conn = None
+    def _marking(self, batch: list[Item]) -> Callable[[Connection], None]:
+        """The write that journals ``batch`` as sent."""
+        run_id, seqs = self.run_id, [i.seq for i in batch]
+        return lambda conn: store.mark_sent(conn, run_id, seqs)
 
-    def _send_one(
+    def _stopped(self) -> bool:
+        if self.stop.is_set():
+            self.result.interrupted = True
+            return True
+        return False
+
+    def _release(self, ticket: int) -> None:
+        """The one point every batch passes just before it is sent, in the applying thread.
+
+        Its sent mark (``ticket``) is committed first: a crash from here on leaves it
+        ``sent``, which recovery resolves. A check that must pass for anything more to be
+        sent belongs here; it raises to stop the run.
+        """
+        self.writer.wait(ticket)
+
+    def send_one(
         self, item: Item, send: Callable[[Item], T], settle: Callable[[Item, T], None]
     ) -> bool:
         """Send one item in this thread, journaled as a batch is; whether it succeeded."""
-        with store.write(self.engine) as conn:
-            store.mark_sent(conn, self.run_id, [item.seq])
+        self._release(self.writer.submit(self._marking([item])))
         try:
             answer = send(item)
         except ITEM_FAILURES as exc:
-            if self._failed([item], exc):
+            if self.failed([item], exc):
                 raise
             return False
         finally:
@@ -242,30 +288,32 @@ class Pipeline:
         settle(item, answer)
         return True
 
-    def _failed(self, items: list[Item], exc: Exception) -> bool:
+    def failed(self, items: list[Item], exc: Exception) -> bool:
         """Record why these items failed; whether the error ends the run (platform gone,
         credentials refused) rather than these items alone."""
         fatal = isinstance(exc, PlatformUnavailable | TokenError)
         if isinstance(exc, PlatformError) and not fatal:
-            self._fail(items, exc.message, exc.status)
+            self.fail(items, exc.message, exc.status)
         else:
-            self._fail(items, str(exc))
+            self.fail(items, str(exc))
         return fatal
 
-    def _record(
+    def record(
         self,
         outcomes: Sequence[tuple[Item, str, str | None, int | None]],
         writes: Callable[[Connection], None] | None = None,
     ) -> None:
-        """Settle (item, outcome, error, status) and write the snapshot, in one transaction."""
-        with self._transaction() as conn:
-            store.settle_items(
-                conn,
-                self.run_id,
-                [{"seq": i.seq, "outcome": o, "error": e, "status": s} for i, o, e, s in outcomes],
-            )
+        """Settle (item, outcome, error, status) and write the snapshot, in one transaction
+        (committed by the writer, in order)."""
+        rows = [{"seq": i.seq, "outcome": o, "error": e, "status": s} for i, o, e, s in outcomes]
+        run_id = self.run_id
+
+        def write(conn: Connection) -> None:
+            store.settle_items(conn, run_id, rows)
             if writes is not None:
                 writes(conn)
+
+        self.writer.submit(write)
         for item, outcome, error, _ in outcomes:
             c = item.change
             self.result.counts[(c.kind.value, c.action.value, outcome)] += 1
@@ -281,14 +329,14 @@ class Pipeline:
                     },
                 )
 
-    def _fail(self, items: Sequence[Item], error: str, status: int | None = None) -> None:
-        self._record([(i, "failed", error, status) for i in items])
+    def fail(self, items: Sequence[Item], error: str, status: int | None = None) -> None:
+        self.record([(i, "failed", error, status) for i in items])
 
-    def _batches(self, items: Sequence[Item]) -> Iterator[list[Item]]:
+    def batches(self, items: Sequence[Item]) -> Iterator[list[Item]]:
         for start in range(0, len(items), self.batch_size):
             yield list(items[start : start + self.batch_size])
 
-    def _ready_batches(
+    def ready_batches(
         self, items: Iterator[Item], prepare: Callable[[Item], bool]
     ) -> Iterator[list[Item]]:
         """Batches of the items ``prepare`` readies, in order, each prepared when needed."""
@@ -302,7 +350,7 @@ class Pipeline:
         if batch:
             yield batch
 
-    def _held_back(self, department_id: str) -> str:
+    def held_back(self, department_id: str) -> str:
         """Why an item placed under a department whose creation failed is not sent."""
         where = self.department_path(department_id) or department_id
         return f"held back: department {where} was not created in this run"
