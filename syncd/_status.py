@@ -152,7 +152,7 @@ def read_status(settings: Settings) -> Status:
     )
     if settings.database.exists():  # do not create a state database just to look at it
         found.database = settings.database
-        engine = store.open_engine(settings.database)
+        engine = store.open_engine(settings.database, settings.database_url)
         try:
             found.record = _daemon_record(engine)
             _read_runs(engine, found)
