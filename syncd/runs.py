@@ -158,8 +158,8 @@ def _runs(
     """The newest ``last`` runs (up to run ``upto``; of one ``mode``: apply or dry_run)."""
     query = text(
         "SELECT id, trigger, mode, read, source, started_at, finished_at, outcome, exit_code, "
-        "host, pid FROM runs WHERE (:upto IS NULL OR id <= :upto) "
-        "AND (:mode IS NULL OR mode = :mode) "
+        "host, pid FROM runs WHERE (CAST(:upto AS INTEGER) IS NULL OR id <= :upto) "
+        "AND (CAST(:mode AS VARCHAR) IS NULL OR mode = :mode) "
         "AND (NOT :failed_only OR outcome IN :problems) ORDER BY id DESC LIMIT :n"
     ).bindparams(bindparam("problems", expanding=True))
     params = {

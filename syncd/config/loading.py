@@ -306,7 +306,7 @@ def _describe(where: str, exc: ValidationError) -> str:
             if err["type"] in ("missing", "extra_forbidden") or isinstance(given, dict)
             else f" (got {given!r})"
         )
-        if "secret" in key or "password" in key:
+        if "secret" in key or "password" in key or key == "database_url":  # the URL's password
             shown = ""
         env_name = ENV_PREFIX + ENV_NESTING.join(str(part) for part in err["loc"]).upper()
         given_as = [name for name in os.environ if name.upper() == env_name]

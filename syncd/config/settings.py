@@ -79,6 +79,20 @@ class Settings(BaseSettings):
     def database(self) -> Path:
         return self.state_dir / "syncd.db"
 
+    @property
+    def database_place(self) -> str:
+        """The state database as messages name it: the SQLite file, or the PostgreSQL
+        database and its server (never the URL's password)."""
+        if self.database_url is None:
+            return str(self.database)
+        parts = urlsplit(self.database_url.get_secret_value())
+        try:
+            port = parts.port or 5432
+        except ValueError:
+            port = 5432
+        name = parts.path.lstrip("/") or "?"
+        return f"{name} on {parts.hostname or 'the local socket'}:{port} (PostgreSQL)"
+
     def secret_values(self) -> list[str]:
         """Every secret in these settings, for log and report redaction."""
         secrets = [self.platform.client_secret if self.platform is not None else None]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,7 @@ def next_run_id(conn: Connection, engine: Engine) -> int:
 def remember_run(engine: Engine, run_id: int) -> None:
     """Keep ``run_id`` as the newest given, beside the database (replaced whole)."""
     path = last_run_path(engine)
-    temporary = path.with_name(f".{LAST_RUN}.{os.getpid()}")
+    temporary = path.with_name(f".{LAST_RUN}.{os.getpid()}.{threading.get_ident()}")
     try:
         temporary.write_text(json.dumps({"run_id": run_id}) + "\n", encoding="utf-8")
         os.replace(temporary, path)

@@ -109,6 +109,8 @@ def create(url: URL) -> Engine:
     @event.listens_for(engine, "handle_error")
     def _on_error(context: ExceptionContext) -> StateError | None:
         original = context.original_exception
+        if context.is_pre_ping:  # a connection the server dropped: the pool opens a new one
+            return None
         if is_failure(original):
             return state_problem(place, original, url.password and str(url.password))
         return None
