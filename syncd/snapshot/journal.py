@@ -14,7 +14,12 @@ from sqlalchemy import Connection, Engine, bindparam, text
 from syncd.snapshot import sql
 from syncd.snapshot.engine import json_object, translated, write
 from syncd.snapshot.lineage import next_run_id, remember_run
-from syncd.snapshot.records import _INSERT_ITEM, _ITEMS_PER_STATEMENT, _executemany
+from syncd.snapshot.records import _ITEMS_PER_STATEMENT, _executemany
+
+_ITEM_COLUMNS = (
+    "run_id", "seq", "kind", "key", "display", "action", "message", "before", "after",
+    "outcome", "attempts",
+)  # fmt: skip
 
 
 def start_run(
@@ -64,11 +69,11 @@ def insert_items(conn: Connection, run_id: int, items: Iterable[Mapping[str, Any
     """Rows with seq, kind, key, display, action, message, before, after (JSON text), outcome."""
     rows = (
         (run_id, i["seq"], i["kind"], i["key"], i["display"], i["action"], i["message"],
-         i["before"], i["after"], i["outcome"])
+         i["before"], i["after"], i["outcome"], 0)
         for i in items
     )  # fmt: skip
     while chunk := list(itertools.islice(rows, _ITEMS_PER_STATEMENT)):
-        _executemany(conn, _INSERT_ITEM, chunk)
+        sql.copy(conn, "run_items", _ITEM_COLUMNS, chunk)
 
 
 _MARK_SENT = "UPDATE run_items SET outcome = 'sent', attempts = attempts + 1 WHERE run_id = ? AND "

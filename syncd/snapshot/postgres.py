@@ -11,6 +11,13 @@ What SQLite gives by its nature is made here:
   write transaction here starts with ``pg_advisory_xact_lock(WRITE_LOCK)``, held to its
   commit, so writers on every host take turns exactly as on one SQLite file (run ids,
   token renewals, rebuild rely on it). It is waited for ``BUSY_TIMEOUT_MS`` at most.
+- **The same durability as SQLite's default.** SQLite runs in WAL mode with
+  ``synchronous=NORMAL``: a commit is not flushed to disk at once, so a crash of the
+  machine may lose the last transactions, never corrupt the file; syncd's journal is made
+  for that (a run's outcome lost is found again by the next run's comparison). syncd's
+  sessions here run with ``synchronous_commit=off``, the same contract (a server crash may
+  lose the last ~0.6 s of commits, never corrupt anything): a 100,000-person first sync
+  commits about 1,500 times, and waiting for each flush made it 1.5x slower than on SQLite.
 - **The schema version** lives in a one-row table, ``syncd_schema``.
 - **A server gone or restarted** fails the statement with a StateError naming the
   server; the pool tests each connection before use (``pool_pre_ping``), so the next run
@@ -100,8 +107,9 @@ def create(url: URL) -> Engine:
         connect_args={
             "connect_timeout": CONNECT_TIMEOUT_S,
             "application_name": "syncd",
-            # Waits for a lock (the write lock above all) at most as long as SQLite's.
-            "options": f"-c lock_timeout={BUSY_TIMEOUT_MS}",
+            # Waits for a lock (the write lock above all) at most as long as SQLite's; its
+            # commits as durable as SQLite's (above).
+            "options": f"-c lock_timeout={BUSY_TIMEOUT_MS} -c synchronous_commit=off",
         },
     )
     place = where(url)

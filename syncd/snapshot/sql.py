@@ -77,20 +77,19 @@ def rows(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple[A
 def copy(
     conn: Connection, table: str, columns: Sequence[str], values: Iterable[Sequence[Any]]
 ) -> None:
-    """New rows into ``table``: PostgreSQL's COPY; on SQLite one executemany."""
+    """New rows into ``table`` (constants: never a name from outside): PostgreSQL's COPY,
+    several times faster than inserts even pipelined; on SQLite one executemany."""
     listed = list(values)
     if not listed:
         return
+    names = ", ".join(f'"{c}"' for c in columns)
     if not is_postgresql(conn):
         marks = ", ".join("?" * len(columns))
-        bulk(conn, f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", listed)  # noqa: S608
+        bulk(conn, f"INSERT INTO {table} ({names}) VALUES ({marks})", listed)  # noqa: S608
         return
     raw: Any = conn.connection.driver_connection
     try:
-        with (
-            raw.cursor() as cursor,
-            cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as load,
-        ):
+        with raw.cursor() as cursor, cursor.copy(f"COPY {table} ({names}) FROM STDIN") as load:
             for row in listed:
                 load.write_row(row)
     except Exception as exc:

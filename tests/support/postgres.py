@@ -88,6 +88,7 @@ class PostgresServer:
     port: int
     process: subprocess.Popen[bytes]
     host: str = "127.0.0.1"
+    durable: bool = False
 
     def url(self, database: str, *, password: str | None = PASSWORD, driver: str = "") -> str:
         secret = f":{password}" if password is not None else ""
@@ -125,12 +126,15 @@ class PostgresServer:
     def restart(self) -> None:
         """Stop the server and start it again on the same port and data."""
         self.stop()
-        self.process = _launch(self.directory, self.port)
+        self.process = _launch(self.directory, self.port, durable=self.durable)
         _wait_until_ready(self)
 
 
-def _launch(directory: Path, port: int) -> subprocess.Popen[bytes]:
+def _launch(directory: Path, port: int, *, durable: bool = False) -> subprocess.Popen[bytes]:
+    """The server on ``port``; ``durable``: fsync on, as a production server runs (the
+    benchmarks), else off (a throw-away cluster need not survive a power cut)."""
     user = _server_user()
+    speed = [] if durable else ["-c", "fsync=off", "-c", "full_page_writes=off"]
     log = (directory / "server.log").open("ab")
     process = subprocess.Popen(
         [
@@ -139,9 +143,8 @@ def _launch(directory: Path, port: int) -> subprocess.Popen[bytes]:
             "-p", str(port),
             "-c", "listen_addresses=127.0.0.1",
             "-c", f"unix_socket_directories={directory}",
-            "-c", "fsync=off",  # a throw-away cluster: no need to survive a power cut
-            "-c", "full_page_writes=off",
             "-c", "max_connections=200",
+            *speed,
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -170,9 +173,10 @@ def _wait_until_ready(server: PostgresServer) -> None:
             time.sleep(0.05)  # polling the server's readiness, not standing in for it
 
 
-def start_server(directory: Path | None = None) -> PostgresServer:
+def start_server(directory: Path | None = None, *, durable: bool = False) -> PostgresServer:
     """initdb a cluster in ``directory`` (a new temporary one by default), start it on a
-    free loopback port, and make the ``syncd`` role (password ``PASSWORD``)."""
+    free loopback port, and make the ``syncd`` role (password ``PASSWORD``); ``durable``:
+    with fsync (the benchmarks), else without (the tests)."""
     bin_dir = binaries()
     directory = directory or Path(tempfile.mkdtemp(prefix="syncd-postgres-"))
     user = _server_user()
@@ -201,8 +205,8 @@ def start_server(directory: Path | None = None) -> PostgresServer:
     )
     for attempt in range(5):
         port = free_port()
-        process = _launch(directory, port)
-        server = PostgresServer(directory, port, process)
+        process = _launch(directory, port, durable=durable)
+        server = PostgresServer(directory, port, process, durable=durable)
         try:
             _wait_until_ready(server)
             break
