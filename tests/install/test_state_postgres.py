@@ -308,3 +308,18 @@ def test_the_test_cluster_listens_on_loopback_and_its_own_socket_directory(
         "listen_addresses": "127.0.0.1",
         "unix_socket_directories": str(postgres_server.directory),
     }
+
+
+def test_the_metrics_textfile_reads_its_gauges_from_postgresql(world: World) -> None:
+    from syncd.metrics import write_textfile
+
+    assert world.sync().exit_code == EXIT_OK
+    assert world.sync(dry_run=True).exit_code == EXIT_OK  # dry runs are left out
+    engine = world.engine()
+    try:
+        write_textfile(engine, world.folder / "syncd.prom")
+    finally:
+        engine.dispose()
+    gauges = (world.folder / "syncd.prom").read_text()
+    assert 'syncd_source_records{kind="employee"} 5.0' in gauges, gauges
+    assert "syncd_last_success_timestamp_seconds" in gauges
