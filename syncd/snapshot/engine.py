@@ -226,8 +226,7 @@ def write(engine: Engine) -> Iterator[Connection]:
     a server gone) roll it back and end as a StateError naming the database.
     """
     if is_postgresql(engine):
-        with engine.connect() as conn, conn.begin():
-            postgres.lock_for_writing(conn)
+        with postgres.lock_for_writing(engine.connect()) as conn, conn.begin():
             yield conn
         return
     with engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn, conn.begin():

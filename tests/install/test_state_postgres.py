@@ -48,6 +48,13 @@ def _start(engine: Engine) -> int:
     )
 
 
+def test_the_open_engine_shows_no_password(engine: Engine) -> None:
+    shown = [repr(engine), str(engine.url), repr(engine.url), store.describe(engine)]
+    assert all(PASSWORD not in text for text in shown), shown
+    assert store.describe(engine).endswith("(PostgreSQL)")
+    assert engine.url.render_as_string(hide_password=False).count(PASSWORD) == 1  # it is there
+
+
 def test_the_schema_version_is_kept_in_its_table_and_a_newer_one_is_refused(
     tmp_path: Path, postgres_url: str
 ) -> None:
@@ -253,11 +260,13 @@ def test_a_restarted_server_fails_one_statement_clearly_and_the_next_one_reconne
 
 
 def test_a_sync_after_the_server_restarted_under_the_daemons_engine(
-    world: World, postgres_server: PostgresServer
+    world: World, postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The daemon keeps one engine for its life: a server restarted between two runs must
-    not wedge it."""
+    not wedge it. Its runs are minutes apart: its connections are tested before use."""
     from syncd.runner import RunRequest, run_sync
+
+    monkeypatch.setattr(postgres, "IDLE_BEFORE_PING_S", 0.0)  # the runs far apart
 
     settings = world.settings()
     world.company.write(world.folder)
