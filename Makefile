@@ -24,7 +24,9 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 # The OpenLDAP server and client tools, openssl for test certificates, Chromium for the HTML
 # report test, systemd-analyze to verify the unit files, and Samba to run an Active Directory
 # domain controller for the AD tests (with its AD database modules, and the provisioning
-# files and VFS modules that provisioning a domain needs).
+# files and VFS modules that provisioning a domain needs), and PostgreSQL for the state
+# database's second engine (the tests start clusters of their own on loopback ports; the
+# package may start its own `main` cluster: harmless, never used).
 system-packages:
 	@missing=""; \
 	[ -x /usr/sbin/slapd ] || missing="$$missing slapd"; \
@@ -35,6 +37,7 @@ system-packages:
 	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	command -v openssl >/dev/null || missing="$$missing openssl"; \
 	command -v systemd-analyze >/dev/null || missing="$$missing systemd"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null \

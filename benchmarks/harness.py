@@ -251,12 +251,19 @@ class Platform:
 
 
 def write_settings(
-    path: Path, state_dir: Path, source: str, platform: Platform, removals: int
+    path: Path,
+    state_dir: Path,
+    source: str,
+    platform: Platform,
+    removals: int,
+    database_url: str | None = None,
 ) -> Path:
-    """A settings file for syncd: ``source`` is the TOML of its [source] tables."""
+    """A settings file for syncd: ``source`` is the TOML of its [source] tables;
+    ``database_url``: the state database on PostgreSQL (None: SQLite in ``state_dir``)."""
+    database = f'database_url = "{database_url}"\n' if database_url else ""
     text = f"""\
 state_dir = "{state_dir}"
-log_level = "INFO"
+{database}log_level = "INFO"
 
 {source}
 [platform]
@@ -293,13 +300,26 @@ def csv_source(employees: Path, departments: Path | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def last_run_items(state_dir: Path) -> dict[str, int]:
+def state_rows(state_dir: Path, database_url: str | None, query: str) -> list[tuple[Any, ...]]:
+    """A query's rows from the state database: SQLite in ``state_dir``, or PostgreSQL."""
+    if database_url is None:
+        with sqlite3.connect(state_dir / "syncd.db") as db:
+            return db.execute(query).fetchall()
+    import psycopg
+
+    with psycopg.connect(database_url) as pg:
+        rows: list[tuple[Any, ...]] = pg.execute(query.encode()).fetchall()
+        return rows
+
+
+def last_run_items(state_dir: Path, database_url: str | None = None) -> dict[str, int]:
     """The last run's items by "kind action outcome"."""
-    with sqlite3.connect(state_dir / "syncd.db") as db:
-        rows = db.execute(
-            "SELECT kind, action, outcome, COUNT(*) FROM run_items "
-            "WHERE run_id = (SELECT MAX(id) FROM runs) GROUP BY 1, 2, 3"
-        ).fetchall()
+    rows = state_rows(
+        state_dir,
+        database_url,
+        "SELECT kind, action, outcome, COUNT(*) FROM run_items "
+        "WHERE run_id = (SELECT MAX(id) FROM runs) GROUP BY 1, 2, 3",
+    )
     return {f"{kind} {action} {outcome}": int(n) for kind, action, outcome, n in rows}
 
 

@@ -2,7 +2,8 @@
 
     benchmarks/run.py [--people 100000] [--plan-people 1000000] [--repeat 5] [--plan-repeat 3]
                       [--quick] [--parts csv,ldap,plan] [--batch-size 200] [--concurrency 4]
-                      [--seed 1] [--syncd-source DIR] [--keep] [--profile] [--initial-only]
+                      [--seed 1] [--database sqlite|postgresql|both]
+                      [--syncd-source DIR] [--keep] [--profile] [--initial-only]
                       [--markdown FILE] [--headline FILE] [--from RESULTS.json]
 
 Prints issue 14's table: each of syncd's figures next to its comparison's, measured A/B
@@ -16,11 +17,12 @@ Timings are reported, never asserted: these are measurements, not tests.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script
@@ -32,6 +34,7 @@ from benchmarks.table import text, write_headline, write_markdown
 
 OUT = Path(__file__).resolve().parent / "out"
 PARTS = ("csv", "ldap", "plan")
+DATABASES = ("sqlite", "postgresql", "both")
 FULL = {"people": 100_000, "plan_people": 1_000_000, "repeat": 5, "plan_repeat": 3}
 QUICK = {**FULL, "people": 10_000, "plan_people": 100_000}
 
@@ -58,6 +61,13 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=200, help="platform.batch_size")
     parser.add_argument("--concurrency", type=int, default=4, help="platform.concurrency")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--database",
+        choices=DATABASES,
+        default="sqlite",
+        help="the state database of the CSV syncs: sqlite (default), postgresql (a loopback "
+        "cluster of the benchmark's own, fsync on), or both, side by side",
+    )
     parser.add_argument(
         "--syncd-source",
         type=Path,
@@ -149,9 +159,15 @@ def measure(args: argparse.Namespace, argv: list[str]) -> Results:
         if "csv" in args.parts or "ldap" in args.parts:
             with running_emulator(out / "emulator.log") as emulator:
                 if "csv" in args.parts:
-                    with running_emulator(out / "push-emulator.log") as push_emulator:
+                    engines = (
+                        ("sqlite", "postgresql") if args.database == "both" else (args.database,)
+                    )
+                    with (
+                        running_emulator(out / "push-emulator.log") as push_emulator,
+                        postgres_databases("postgresql" in engines) as new_database,
+                    ):
                         print(f"CSV syncs of {args.people:,} people", flush=True)
-                        csv_chain(ctx, emulator, push_emulator)
+                        csv_chain(ctx, emulator, push_emulator, new_database, engines)
                     results.save(path)
                 if "ldap" in args.parts:
                     print(f"LDAP reads and syncs of {args.people:,} people", flush=True)
@@ -168,6 +184,23 @@ def measure(args: argparse.Namespace, argv: list[str]) -> Results:
             _keep_logs_only(out)
     print(f"\nresults: {path}\nlogs:    {out}")
     return results
+
+
+@contextlib.contextmanager
+def postgres_databases(wanted: bool) -> Iterator[Callable[[], str] | None]:
+    """With ``wanted``, a PostgreSQL cluster of the benchmark's own on a loopback port, as
+    the tests start one (tests/support/postgres.py), but with fsync on; yields a function
+    making a fresh database and giving its URL. Stopped (and its files removed) at the end."""
+    if not wanted:
+        yield None
+        return
+    from tests.support.postgres import start_server, stop_server
+
+    server = start_server(durable=True)
+    try:
+        yield lambda: server.url(server.create_database("bench"))
+    finally:
+        stop_server(server)
 
 
 def _keep_logs_only(folder: Path) -> None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import gc
 import json
 import shutil
-import sqlite3
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -51,6 +50,7 @@ from benchmarks.harness import (
     minimum_writes,
     python_child,
     short_endpoint,
+    state_rows,
     write_calls,
     write_settings,
 )
@@ -122,8 +122,10 @@ def sync(
     *extra: str,
     reset: bool = False,
     env: dict[str, str] | None = None,
+    database_url: str | None = None,
 ) -> Sample:
-    """``syncd sync`` measured; its write calls, the fewest possible, and its platform reads."""
+    """``syncd sync`` measured; its write calls, the fewest possible, and its platform reads.
+    ``database_url``: the one the settings name (PostgreSQL), to read the run back."""
     emulator.reset(data=reset)  # the request counts always; with reset, the data too
     state = settings.parent / "state"
     log = settings.parent / f"{key}-{len(ctx.results.series.get(key, []))}.log"
@@ -131,7 +133,7 @@ def sync(
     run = measure(command, log, env=env)
     if run.exit_code != 0:
         raise RuntimeError(f"{key}: syncd exited {run.exit_code}:\n{run.output[-3000:]}")
-    items = last_run_items(state)
+    items = last_run_items(state, database_url)
     failed = {k: n for k, n in items.items() if k.endswith(" failed")}
     if failed:  # timings of a sync that did not do its work would mean nothing
         raise RuntimeError(f"{key}: items failed: {failed}; see {settings.parent}")
@@ -140,29 +142,38 @@ def sync(
     sample = ctx.keep(
         key,
         run,
-        read=_last_read(state),
+        read=_last_read(state, database_url),
         writes=sum(writes.values()),
         min_writes=minimum_writes(items, ctx.batch_size),
         items_sent=items_sent(items),
         reads=sum(requests.values()) - sum(writes.values()),
         write_calls={short_endpoint(k): n for k, n in writes.items()},
     )
-    if key.endswith(("resync", "resync_full", "incremental")) and sample.detail["writes"]:
+    no_change = key.split("@")[0].endswith(("resync", "resync_full", "incremental"))
+    if no_change and sample.detail["writes"]:
         ctx.log(f"  ! {key} wrote {sample.detail['write_calls']}: not a no-change re-sync")
     return sample
 
 
-def _last_read(state: Path) -> str:
+def _last_read(state: Path, database_url: str | None = None) -> str:
     """full or incremental: how the last run read its source."""
-    with sqlite3.connect(state / "syncd.db") as db:
-        row = db.execute("SELECT read FROM runs ORDER BY id DESC LIMIT 1").fetchone()
-    return str(row[0]) if row else ""
+    rows = state_rows(state, database_url, "SELECT read FROM runs ORDER BY id DESC LIMIT 1")
+    return str(rows[0][0]) if rows else ""
 
 
 # ---------------------------------------------------------------- CSV
 
 
-def csv_chain(ctx: Context, emulator: Emulator, push_emulator: Emulator) -> None:
+def csv_chain(
+    ctx: Context,
+    emulator: Emulator,
+    push_emulator: Emulator,
+    new_database: Callable[[], str] | None = None,
+    engines: tuple[str, ...] = ("sqlite",),
+) -> None:
+    """``engines``: the state database engines measured, each repetition's whole sequence
+    on each in turn (order alternated); PostgreSQL's series are named ``<row>@postgresql``
+    and start from a fresh database (``new_database``: its URL) each repetition."""
     people = ctx.results.people
     folder = ctx.out / "csv"
     company = make_company(people, ctx.seed)
@@ -198,12 +209,11 @@ def csv_chain(ctx: Context, emulator: Emulator, push_emulator: Emulator) -> None
         timed = Measured(found["seconds"], run.cpu, run.peak_rss_mb, run.exit_code)
         ctx.keep("push_loop", timed, process_wall=run.wall, **found)
 
-    for i in range(ctx.repeat):
-        ctx.log(f" repetition {i + 1} of {ctx.repeat}")
+    def on_sqlite(i: int) -> None:
         write_two_files(company, data)
         in_turn(i, initial, push_loop)
         if ctx.initial_only:
-            continue
+            return
         sync("first_resync", ctx, emulator, settings)
         for j in range(2):
             in_turn(
@@ -214,6 +224,38 @@ def csv_chain(ctx: Context, emulator: Emulator, push_emulator: Emulator) -> None
             )
         write_two_files(changed, data)
         sync("churn", ctx, emulator, settings)
+
+    def on_postgresql(i: int) -> None:
+        assert new_database is not None
+        url = new_database()
+        pg = write_settings(
+            folder / "syncd-pg.toml", folder / "state-pg", source, ctx.platform(emulator),
+            removals=people, database_url=url,
+        )  # fmt: skip
+        shutil.rmtree(folder / "state-pg", ignore_errors=True)
+        write_two_files(company, data)
+        sync("initial@postgresql", ctx, emulator, pg, reset=True, database_url=url)
+        sync("first_resync@postgresql", ctx, emulator, pg, database_url=url)
+        for j in range(2):
+            in_turn(
+                i + j,
+                lambda: sync("resync@postgresql", ctx, emulator, pg, database_url=url),
+                lambda: sync(
+                    "resync_full@postgresql", ctx, emulator, pg,
+                    env=READ_EVERY_RUN, database_url=url,
+                ),
+            )  # fmt: skip
+        write_two_files(changed, data)
+        sync("churn@postgresql", ctx, emulator, pg, database_url=url)
+
+    chains = {"sqlite": on_sqlite, "postgresql": on_postgresql}
+    for i in range(ctx.repeat):
+        ctx.log(f" repetition {i + 1} of {ctx.repeat}")
+        order = engines if i % 2 == 0 else tuple(reversed(engines))
+        for engine in order:
+            if len(engines) > 1:
+                ctx.log(f"  state database: {engine}")
+            chains[engine](i)
 
 
 # ---------------------------------------------------------------- LDAP

@@ -70,6 +70,19 @@ ROWS = (
         "plan", "csv_diff", "csv-diff", "rss", Goal(1024, "MB", GOAL_PLAN_PEOPLE), "plan_people"),
     Row("peak RSS, initial sync of {n} people / push loop's",
         "initial", "push_loop", "push loop", "rss", Goal(160, "MB", GOAL_PEOPLE)),
+    # The state database on PostgreSQL next to SQLite (run.py --database both): issue 27.
+    Row("state on PostgreSQL / SQLite: initial sync, {n} people, CSV",
+        "initial@postgresql", "initial", "SQLite", goal=Goal(1.3, "x")),
+    Row("state on PostgreSQL / SQLite: first no-change re-sync",
+        "first_resync@postgresql", "first_resync", "SQLite", goal=Goal(1.3, "x")),
+    Row("state on PostgreSQL / SQLite: no-change re-sync (files unchanged, not read)",
+        "resync@postgresql", "resync", "SQLite", goal=Goal(1.3, "x")),
+    Row("state on PostgreSQL / SQLite: no-change re-sync, CSV read and planned",
+        "resync_full@postgresql", "resync_full", "SQLite", goal=Goal(1.3, "x")),
+    Row("state on PostgreSQL / SQLite: 1% churn sync",
+        "churn@postgresql", "churn", "SQLite", goal=Goal(1.3, "x")),
+    Row("state on PostgreSQL / SQLite: peak RSS, initial sync",
+        "initial@postgresql", "initial", "SQLite", "rss"),
 )  # fmt: skip
 
 # Every series, for the table of every process measured.
@@ -90,6 +103,11 @@ SERIES = {
     "ldap_incremental": "syncd sync --incremental: no change, LDAP",
     "plan": "plan() in a child (timed plan; RSS: whole process with its inputs)",
     "csv_diff": "csv-diff --key id, employees before / after",
+    "initial@postgresql": "syncd sync: initial, CSV, state on PostgreSQL",
+    "first_resync@postgresql": "syncd sync: first no-change re-sync, state on PostgreSQL",
+    "resync@postgresql": "syncd sync: no-change re-sync (not read), state on PostgreSQL",
+    "resync_full@postgresql": "syncd sync: no-change re-sync, read, state on PostgreSQL",
+    "churn@postgresql": "syncd sync: 1% churn, CSV, state on PostgreSQL",
 }
 
 

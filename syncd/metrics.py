@@ -30,7 +30,7 @@ from prometheus_client import (
     generate_latest,
     start_http_server,
 )
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
 from syncd.errors import ConfigError, StateError
 from syncd.snapshot import SUCCEEDED, json_object, last_success
@@ -133,12 +133,7 @@ class LastRunMetrics:
                 )
             ).first()
             success = last_success(conn)
-            full = conn.execute(
-                text(
-                    "SELECT summary FROM runs WHERE mode = 'apply' AND finished_at IS NOT NULL "
-                    "AND json_extract(summary, '$.source.read') = 'full' ORDER BY id DESC LIMIT 1"
-                )
-            ).scalar()
+            full = _last_full_read(conn)
             items: dict[tuple[str, str, str], int] = {}
             if last is not None:
                 rows = conn.execute(
@@ -154,6 +149,22 @@ class LastRunMetrics:
         self.show_source(json_object(full).get("source") or {})
         if success is not None:
             self.last_success.set(success / 1000)
+
+
+def _last_full_read(conn: Connection, page: int = 100) -> str | None:
+    """The summary of the newest finished real run that read the source whole (its JSON
+    read here, by either engine's SQL alike)."""
+    query = text(
+        "SELECT summary FROM runs WHERE mode = 'apply' AND finished_at IS NOT NULL "
+        "ORDER BY id DESC LIMIT :n OFFSET :o"
+    )
+    offset = 0
+    while summaries := [str(r[0]) for r in conn.execute(query, {"n": page, "o": offset})]:
+        for summary in summaries:
+            if (json_object(summary).get("source") or {}).get("read") == "full":
+                return summary
+        offset += page
+    return None
 
 
 def write_textfile(engine: Engine, path: Path) -> None:

@@ -27,7 +27,7 @@ from syncd import snapshot as store
 from syncd.config import Settings
 from syncd.errors import SyncdError
 from syncd.logs import redact
-from syncd.snapshot.engine import state_problem
+from syncd.snapshot.engine import describe, state_problem
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def reading(engine: Engine) -> Iterator[Connection]:
         with engine.connect() as conn:
             yield conn
     except (DatabaseError, UnicodeDecodeError) as exc:  # OperationalError included
-        raise state_problem(engine.url.database, exc) from exc
+        raise state_problem(describe(engine), exc) from exc
 
 
 def read_with(engine: Engine, read: Callable[[], T]) -> T:
@@ -65,7 +65,7 @@ def read_with(engine: Engine, read: Callable[[], T]) -> T:
     try:
         return read()
     except (DatabaseError, UnicodeDecodeError) as exc:
-        raise state_problem(engine.url.database, exc) from exc
+        raise state_problem(describe(engine), exc) from exc
 
 
 def resolve_run(engine: Engine, ref: str) -> int:
@@ -158,8 +158,8 @@ def _runs(
     """The newest ``last`` runs (up to run ``upto``; of one ``mode``: apply or dry_run)."""
     query = text(
         "SELECT id, trigger, mode, read, source, started_at, finished_at, outcome, exit_code, "
-        "host, pid FROM runs WHERE (:upto IS NULL OR id <= :upto) "
-        "AND (:mode IS NULL OR mode = :mode) "
+        "host, pid FROM runs WHERE (CAST(:upto AS INTEGER) IS NULL OR id <= :upto) "
+        "AND (CAST(:mode AS VARCHAR) IS NULL OR mode = :mode) "
         "AND (NOT :failed_only OR outcome IN :problems) ORDER BY id DESC LIMIT :n"
     ).bindparams(bindparam("problems", expanding=True))
     params = {
@@ -355,7 +355,7 @@ def print_run_list(
 
 def _with_state(settings: Settings, use: Callable[[Engine], T]) -> T:
     """``use(engine)`` on the state database, closed afterwards."""
-    engine = store.open_engine(settings.database)
+    engine = store.open_engine(settings.database, settings.database_url)
     try:
         return use(engine)
     finally:

@@ -28,13 +28,13 @@ def state_backup(
     from syncd.snapshot.tables import SCHEMA_VERSION
 
     settings = settings_from(config, require_secrets=False)
-    engine = store.open_engine(settings.database)
+    engine = store.open_engine(settings.database, settings.database_url)
     try:
         size = store.backup(engine, target)
     finally:
         engine.dispose()
     out.print(
-        f"backed up {settings.database} to {target} ({size / 1e6:,.1f} MB, mode 0600, schema "
+        f"backed up {store.describe(engine)} to {target} ({size / 1e6:,.1f} MB, mode 0600, schema "
         f'{SCHEMA_VERSION}); to restore it: README, "Backup and upgrade"'
     )
 
@@ -69,13 +69,13 @@ def state_rebind(config: ConfigOption = None) -> None:
     from syncd.rebuild import rebind
 
     settings = settings_from(config, require_secrets=False)
-    engine = store.open_engine(settings.database)
+    engine = store.open_engine(settings.database, settings.database_url)
     try:
         old, new = rebind(engine, settings)
     finally:
         engine.dispose()
     shown = ", ".join(f"{k} {v!r}" for k, v in new.items())
-    out.print(f"state database {settings.database} bound to {shown}")
+    out.print(f"state database {store.describe(engine)} bound to {shown}")
     if old is not None and old != new:
         out.print("(was " + ", ".join(f"{k} {v!r}" for k, v in old.items()) + ")")
 
@@ -88,4 +88,4 @@ def state_accept(config: ConfigOption = None) -> None:
 
     settings = settings_from(config, require_secrets=False)
     accept(settings)
-    out.print(f"state database {settings.database} accepted as complete")
+    out.print(f"state database {settings.database_place} accepted as complete")

@@ -11,9 +11,15 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, text
 
+from syncd.snapshot import sql
 from syncd.snapshot.engine import json_object, translated, write
 from syncd.snapshot.lineage import next_run_id, remember_run
-from syncd.snapshot.records import _INSERT_ITEM, _ITEMS_PER_STATEMENT, _executemany
+from syncd.snapshot.records import _ITEMS_PER_STATEMENT, _executemany
+
+_ITEM_COLUMNS = (
+    "run_id", "seq", "kind", "key", "display", "action", "message", "before", "after",
+    "outcome", "attempts",
+)  # fmt: skip
 
 
 def start_run(
@@ -23,7 +29,8 @@ def start_run(
     this state directory gave before (``lineage``)."""
     with write(engine) as conn:
         run_id = next_run_id(conn, engine)
-        conn.exec_driver_sql(
+        sql.run(
+            conn,
             'INSERT INTO runs (id, "trigger", mode, read, source, started_at, outcome, pid, '
             "host, summary) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, '{}')",
             (run_id, trigger, mode, read, source, started_at, os.getpid(), socket.gethostname()),
@@ -36,7 +43,8 @@ def finish_run(
     engine: Engine, run_id: int, *, outcome: str, exit_code: int, finished_at: int, summary: str
 ) -> None:
     with write(engine) as conn:
-        conn.exec_driver_sql(
+        sql.run(
+            conn,
             "UPDATE runs SET finished_at = ?, outcome = ?, exit_code = ?, summary = ? WHERE id = ?",
             (finished_at, outcome, exit_code, summary, run_id),
         )
@@ -45,9 +53,7 @@ def finish_run(
 def interrupt_stale_runs(engine: Engine, now_ms: int) -> list[int]:
     """Runs left 'running' by a process that died are marked interrupted (caller holds the lock)."""
     with write(engine) as conn:
-        ids = [
-            int(r[0]) for r in conn.exec_driver_sql("SELECT id FROM runs WHERE outcome = 'running'")
-        ]
+        ids = [int(r[0]) for r in sql.run(conn, "SELECT id FROM runs WHERE outcome = 'running'")]
         if ids:
             conn.execute(
                 text(
@@ -63,11 +69,11 @@ def insert_items(conn: Connection, run_id: int, items: Iterable[Mapping[str, Any
     """Rows with seq, kind, key, display, action, message, before, after (JSON text), outcome."""
     rows = (
         (run_id, i["seq"], i["kind"], i["key"], i["display"], i["action"], i["message"],
-         i["before"], i["after"], i["outcome"])
+         i["before"], i["after"], i["outcome"], 0)
         for i in items
     )  # fmt: skip
     while chunk := list(itertools.islice(rows, _ITEMS_PER_STATEMENT)):
-        _executemany(conn, _INSERT_ITEM, chunk)
+        sql.copy(conn, "run_items", _ITEM_COLUMNS, chunk)
 
 
 _MARK_SENT = "UPDATE run_items SET outcome = 'sent', attempts = attempts + 1 WHERE run_id = ? AND "
@@ -81,7 +87,7 @@ def _in_order(seqs: Sequence[int]) -> bool:
 
 def mark_sent(conn: Connection, run_id: int, seqs: Sequence[int]) -> None:
     if _in_order(seqs):
-        conn.exec_driver_sql(_MARK_SENT + "seq BETWEEN ? AND ?", (run_id, seqs[0], seqs[-1]))
+        sql.run(conn, _MARK_SENT + "seq BETWEEN ? AND ?", (run_id, seqs[0], seqs[-1]))
     else:
         _executemany(conn, _MARK_SENT + "seq = ?", [(run_id, s) for s in seqs])
 
@@ -92,9 +98,7 @@ def settle_items(conn: Connection, run_id: int, results: Sequence[Mapping[str, A
     seqs = [r[4] for r in rows]
     # One outcome for the whole batch (most often: all ok): one ranged statement.
     if _in_order(seqs) and all(r[:3] == rows[0][:3] for r in rows):
-        conn.exec_driver_sql(
-            _SETTLE + "seq BETWEEN ? AND ?", (*rows[0][:3], run_id, seqs[0], seqs[-1])
-        )
+        sql.run(conn, _SETTLE + "seq BETWEEN ? AND ?", (*rows[0][:3], run_id, seqs[0], seqs[-1]))
     else:
         _executemany(conn, _SETTLE + "seq = ?", rows)
 
@@ -102,9 +106,8 @@ def settle_items(conn: Connection, run_id: int, results: Sequence[Mapping[str, A
 @translated
 def journaled_after(conn: Connection, run_id: int, first: int, last: int) -> dict[int, str]:
     """The ``after`` JSON text of a run's items ``first`` to ``last`` (by seq), when set."""
-    raw = conn.connection.driver_connection
-    assert raw is not None
-    rows = raw.execute(
+    rows = sql.rows(
+        conn,
         'SELECT seq, "after" FROM run_items WHERE run_id = ? AND seq BETWEEN ? AND ? '
         'AND "after" IS NOT NULL',
         (run_id, first, last),
@@ -130,7 +133,7 @@ def last_success(conn: Connection) -> int | None:
 def run_summary(engine: Engine, run_id: int) -> dict[str, Any]:
     """A run's summary as recorded ({} for a run that is gone or whose summary is damaged)."""
     with engine.connect() as conn:
-        value = conn.exec_driver_sql("SELECT summary FROM runs WHERE id = ?", (run_id,)).scalar()
+        value = sql.run(conn, "SELECT summary FROM runs WHERE id = ?", (run_id,)).scalar()
     return json_object(value)
 
 
@@ -138,9 +141,10 @@ def applied_since(engine: Engine, run_id: int) -> bool:
     """Whether a run after ``run_id`` (or that run itself is gone) may have changed the
     snapshot: a real run that planned anything, sent or not."""
     with engine.connect() as conn:
-        if conn.exec_driver_sql("SELECT 1 FROM runs WHERE id = ?", (run_id,)).first() is None:
+        if sql.run(conn, "SELECT 1 FROM runs WHERE id = ?", (run_id,)).first() is None:
             return True
-        later = conn.exec_driver_sql(
+        later = sql.run(
+            conn,
             "SELECT 1 FROM runs r WHERE r.id > ? AND r.mode = 'apply' "
             "AND EXISTS (SELECT 1 FROM run_items i WHERE i.run_id = r.id) LIMIT 1",
             (run_id,),
@@ -151,7 +155,8 @@ def applied_since(engine: Engine, run_id: int) -> bool:
 def copy_rejected(engine: Engine, from_run: int, to_run: int) -> None:
     """A run's rejected rows recorded again for another run that read the same files."""
     with write(engine) as conn:
-        conn.exec_driver_sql(
+        sql.run(
+            conn,
             'INSERT INTO rejected_rows (run_id, seq, kind, "where", "key", reason) '
             'SELECT ?, seq, kind, "where", "key", reason FROM rejected_rows WHERE run_id = ?',
             (to_run, from_run),
@@ -161,9 +166,10 @@ def copy_rejected(engine: Engine, from_run: int, to_run: int) -> None:
 def unsettled_items(engine: Engine) -> list[dict[str, Any]]:
     """Items a crashed run sent without learning the answer."""
     with engine.connect() as conn:
-        rows = conn.exec_driver_sql(
+        rows = sql.run(
+            conn,
             "SELECT run_id, seq, kind, key, display, action, after FROM run_items "
-            "WHERE outcome = 'sent'"
+            "WHERE outcome = 'sent'",
         )
         return [dict(r._mapping) for r in rows]
 

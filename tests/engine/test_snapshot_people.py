@@ -12,8 +12,8 @@ from tests.support.snapshot_rows import person
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Engine:
-    engine = store.open_engine(tmp_path / "syncd.db")
+def engine(tmp_path: Path, store_url: str | None) -> Engine:
+    engine = store.open_engine(tmp_path / "syncd.db", store_url)  # each engine in turn
     people = [person(f"E{i}", f"user{i}") for i in range(600)]
     people.append(person("E900", "gone", locked=True, lock_reason="missing", locked_since=5))
     with store.write(engine) as conn:

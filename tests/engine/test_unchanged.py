@@ -1,18 +1,21 @@
 """A run whose source files, settings and platform are as the last run that planned nothing
-found them plans nothing without reading the source; anything else reads and plans."""
+found them plans nothing without reading the source; anything else reads and plans. On
+both state database engines (``store_url``)."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from syncd import clock, runner
+from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_OK
 from syncd.plan import Action
 from syncd.runner import RunResult
-from tests.engine.company import World, employee
+from tests.engine.company import World, employee, small_company
 from tests.support.admin import AnotherAdmin
 from tests.support.runs import plan_of
 
@@ -33,12 +36,15 @@ def skipped(result: RunResult) -> bool:
     return result.directory is None and "unchanged_since" in (result.source or {})
 
 
-def rejected(world: World, run_id: int) -> list[tuple[str, str]]:
-    with sqlite3.connect(world.folder / "state" / "syncd.db") as db:
-        rows = db.execute(
-            'SELECT "where", reason FROM rejected_rows WHERE run_id = ? ORDER BY seq', (run_id,)
-        )
-        return rows.fetchall()
+@pytest.fixture
+def world(tmp_path: Path, emulator: RunningEmulator, store_url: str | None) -> World:
+    return World(tmp_path, emulator, small_company(), database_url=store_url)
+
+
+def rejected(world: World, run_id: int) -> list[tuple[Any, ...]]:
+    return world.query(
+        'SELECT "where", reason FROM rejected_rows WHERE run_id = ? ORDER BY seq', run_id
+    )
 
 
 def test_an_unchanged_source_is_not_read_again_and_its_report_says_what_the_read_found(

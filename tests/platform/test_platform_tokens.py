@@ -1,4 +1,5 @@
-"""The application's one token: fetched once, shared through the state database, renewed once.
+"""The application's one token: fetched once, shared through the state database, renewed once;
+on both state database engines (``engine``: each in turn, ``store_url``).
 
 The emulator, like the platform, keeps one token per application: issuing a new one
 invalidates the old. Its ``tokens_issued`` count proves how many tokens syncd asked for.
@@ -10,20 +11,29 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing
 from pathlib import Path
 
 import httpx
 import pytest
 from pydantic import SecretStr
+from sqlalchemy import Engine, text
 
 from syncd.emulator import RunningEmulator
 from syncd.errors import TokenError
 from syncd.platform import MemoryTokenStore, PlatformClient, app_key
 from syncd.platform._requests import RENEWALS
-from syncd.snapshot import CachedToken, TokenStore, open_engine
+from syncd.snapshot import CachedToken, TokenStore, open_engine, write
 from tests.platform.platform_helpers import TOKEN_ROUTE, Connect, requests_seen, settings_for
+
+
+@pytest.fixture
+def engine(state_file: Path, store_url: str | None) -> Iterator[Engine]:
+    """The state database of this module's tests: SQLite, then PostgreSQL."""
+    opened = open_engine(state_file, store_url)
+    yield opened
+    opened.dispose()
 
 
 def tokens_issued(emulator: RunningEmulator) -> int:
@@ -102,12 +112,12 @@ def test_tokens_kept_under_the_old_key_are_let_go_by_the_migration(tmp_path: Pat
 
 
 def test_two_clients_over_one_state_file_share_one_token(
-    connect: Connect, emulator: RunningEmulator, state_file: Path
+    connect: Connect, emulator: RunningEmulator, state_file: Path, store_url: str | None
 ) -> None:
     first = connect()
     first.root()
     # The second client opens the state file anew, as another process would.
-    other_engine = open_engine(state_file)
+    other_engine = open_engine(state_file, store_url)
     try:
         second = connect(tokens=TokenStore(other_engine))
         second.root()
@@ -127,7 +137,7 @@ def test_two_clients_over_one_state_file_share_one_token(
 
 
 def test_another_process_uses_the_stored_token(
-    client: PlatformClient, emulator: RunningEmulator, state_file: Path
+    client: PlatformClient, emulator: RunningEmulator, state_file: Path, store_url: str | None
 ) -> None:
     token = client.token()
     script = textwrap.dedent(
@@ -140,7 +150,7 @@ def test_another_process_uses_the_stored_token(
         settings = PlatformSettings(
             base_url={emulator.base_url!r}, domain_id="acme", org_code="acme",
             client_id="syncd", client_secret=SecretStr("demo-secret"), org_id="acme")
-        store = TokenStore(open_engine(Path({str(state_file)!r})))
+        store = TokenStore(open_engine(Path({str(state_file)!r}), {store_url!r}))
         with PlatformClient(settings, store) as client:
             print(client.root().name, client.calls["POST /v1/token"])
         """
@@ -294,7 +304,7 @@ def test_memory_token_store_shares_like_the_database(
 
 
 def test_renewals_while_the_state_database_is_locked_neither_wait_nor_go_back(
-    client: PlatformClient, emulator: RunningEmulator, store: TokenStore, state_file: Path
+    client: PlatformClient, emulator: RunningEmulator, store: TokenStore, engine: Engine
 ) -> None:
     """Issue 25 case 6: a renewal while a write transaction holds the state database
     (the run's own batch, here another connection) waited out the busy timeout and failed
@@ -302,8 +312,7 @@ def test_renewals_while_the_state_database_is_locked_neither_wait_nor_go_back(
     free; a second renewal meanwhile never goes back to the token stored before."""
     first = client.token()
     app = app_key(settings_for(emulator))
-    with closing(sqlite3.connect(state_file, isolation_level=None)) as batch:
-        batch.execute("BEGIN IMMEDIATE")  # holds the write lock
+    with write(engine):  # a batch's transaction holds the write lock
         emulator.issue_token()  # another host renews: ours is refused
         assert client.root().name == "Acme"
         second = client.token()
@@ -314,8 +323,7 @@ def test_renewals_while_the_state_database_is_locked_neither_wait_nor_go_back(
         assert third not in (first, second)
         stored = store.get(app)
         assert stored is not None and stored.access_token == third  # this process's newest
-        batch.execute("ROLLBACK")
     store.flush(timeout=30)
-    with closing(sqlite3.connect(state_file)) as db:
-        assert db.execute("SELECT access_token FROM tokens").fetchall() == [(third,)]
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT access_token FROM tokens")).all() == [(third,)]
     assert client.calls[f"POST {TOKEN_ROUTE}"] == 3

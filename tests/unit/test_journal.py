@@ -12,11 +12,12 @@ import pytest
 from sqlalchemy import Engine
 
 from syncd import snapshot as store
+from syncd.snapshot import sql as store_sql
 
 
 @pytest.fixture
-def journal(tmp_path: Path) -> tuple[Engine, int]:
-    engine = store.open_engine(tmp_path / "syncd.db")
+def journal(tmp_path: Path, store_url: str | None) -> tuple[Engine, int]:
+    engine = store.open_engine(tmp_path / "syncd.db", store_url)  # each engine in turn
     run_id = store.start_run(
         engine, trigger="shell", mode="apply", read="full", source="test", started_at=0
     )
@@ -41,7 +42,8 @@ def journal(tmp_path: Path) -> tuple[Engine, int]:
 
 def outcomes(engine: Engine, run_id: int) -> dict[int, tuple[str, int, int | None, str | None]]:
     with engine.connect() as conn:
-        found = conn.exec_driver_sql(
+        found = store_sql.run(
+            conn,
             "SELECT seq, outcome, attempts, status, error FROM run_items WHERE run_id = ?",
             (run_id,),
         )
