@@ -19,6 +19,7 @@ Dry runs (``--dry-run``, ``--check``) are listed apart and never count for healt
 from __future__ import annotations
 
 import logging
+import socket
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -43,6 +44,12 @@ OVERDUE_SECONDS = 60  # past next run + misfire grace, an idle daemon counts as 
 RECENT_RUNS = 5
 FAILED = ("failed", "blocked")  # a last run that makes syncd unhealthy (success: SUCCEEDED)
 DAEMON_TRIGGER = "schedule"  # a run the daemon started
+
+
+def daemon_cursor(state_dir: Path) -> str:
+    """The cursor a daemon keeps its record in: one per host and state directory, as
+    several daemons may share one state store."""
+    return f"{DAEMON_CURSOR}:{socket.gethostname()}:{state_dir.resolve()}"
 
 
 def daemon_holder(state_dir: Path) -> dict[str, Any] | None:
@@ -154,7 +161,7 @@ def read_status(settings: Settings) -> Status:
         found.database = settings.database
         engine = store.open_engine(settings.database)
         try:
-            found.record = _daemon_record(engine)
+            found.record = _daemon_record(engine, settings.state_dir)
             _read_runs(engine, found)
         finally:
             engine.dispose()
@@ -162,8 +169,9 @@ def read_status(settings: Settings) -> Status:
     return found
 
 
-def _daemon_record(engine: Engine) -> dict[str, Any]:
-    return store.json_object(read_with(engine, lambda: store.get_cursor(engine, DAEMON_CURSOR)))
+def _daemon_record(engine: Engine, state_dir: Path) -> dict[str, Any]:
+    cursor = daemon_cursor(state_dir)
+    return store.json_object(read_with(engine, lambda: store.get_cursor(engine, cursor)))
 
 
 _RUNS = "SELECT id, trigger, mode, read, started_at, finished_at, outcome FROM runs"

@@ -119,6 +119,7 @@ class Pipeline:
         progress: Progress | None = None,
         stop: threading.Event | None = None,
         photos: Callable[[Photo], tuple[Photo, bytes]] | None = None,
+        may_send: Callable[[], bool] | None = None,
     ) -> None:
         self.client = client
         self.engine = engine
@@ -152,6 +153,8 @@ class Pipeline:
         self._uploading: dict[str, threading.Lock] = {}  # digest -> held while it uploads
         self._uploads_lock = threading.Lock()
         self._open = threading.local()  # .conn: the write transaction this thread has open
+        # Asked before each batch leaves (leadership.Turn): False, and nothing more is sent.
+        self.may_send = may_send or (lambda: True)
 
     # ------------------------------------------------------------ the journaled pipeline
 
@@ -201,7 +204,7 @@ class Pipeline:
         """The batches that fill the free slots, journaled as sent in ``conn``."""
         leaving: list[list[Item]] = []
         while in_flight + len(leaving) < self.concurrency:
-            if self.stop.is_set():
+            if self.stop.is_set() or not self.may_send():
                 self.result.interrupted = True
                 break
             batch = next(pending, None)
@@ -229,6 +232,9 @@ class Pipeline:
         self, item: Item, send: Callable[[Item], T], settle: Callable[[Item, T], None]
     ) -> bool:
         """Send one item in this thread, journaled as a batch is; whether it succeeded."""
+        if not self.may_send():
+            self.result.interrupted = True
+            return False
         with store.write(self.engine) as conn:
             store.mark_sent(conn, self.run_id, [item.seq])
         try:

@@ -33,6 +33,8 @@ The client's rooms: ``_requests`` (the one request path every call takes), ``_an
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import ssl
 import threading
 from collections import Counter
@@ -201,7 +203,12 @@ class PlatformClient(Organizations, Employees, Users, Media):
 
 def _http_client(settings: PlatformSettings, transport: httpx.BaseTransport | None) -> httpx.Client:
     timeout = httpx.Timeout(settings.timeout, connect=settings.connect_timeout)
-    headers = {"Accept": "application/json", "User-Agent": "syncd"}
+    headers = {
+        "Accept": "application/json",
+        "User-Agent": "syncd",
+        # Which syncd sent it (host/pid): the emulator counts writes by caller (docs/ha.md).
+        "X-Syncd-Instance": f"{socket.gethostname()}/{os.getpid()}",
+    }
     if transport is not None:
         return httpx.Client(
             base_url=settings.base_url, timeout=timeout, headers=headers, transport=transport

@@ -1,0 +1,208 @@
+"""A cluster for the high-availability tests: several ``syncd run`` processes, each with
+its own state directory (as on its own host), sharing one state store, and the platform
+emulator that counts every caller's writes.
+
+The shared store on SQLite is one database file the state directories' ``syncd.db`` all
+point at (a symbolic link): the same file several processes on one host share. Every
+wait polls an observable state (the lease row, the members, the emulator's per-caller
+writes, the runs table) until a deadline.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+from collections.abc import Callable
+from contextlib import closing, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from syncd.emulator import RunningEmulator
+from tests.daemon.support import SYNCD, NotifySocket, toml_text, wait_until
+
+DEADLINE = 90.0  # seconds: only a failing test waits this long
+HOST = os.uname().nodename
+DEPARTMENTS = [("D1", "Sales", ""), ("D2", "Engineering", ""), ("D3", "Backend", "D2")]
+
+
+def people(n: int) -> list[tuple[str, str, str, str]]:
+    """n employees: (id, username, name, department), spread over the departments."""
+    return [(f"E{i}", f"user{i}", f"User {i}", DEPARTMENTS[i % 3][0]) for i in range(1, n + 1)]
+
+
+@dataclass
+class Member:
+    """One ``syncd run``: its folder (settings, state directory, log) and process."""
+
+    name: str
+    folder: Path
+    process: subprocess.Popen[bytes] | None = None
+    notify: NotifySocket | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    @property
+    def caller(self) -> str:
+        """How the emulator names this process's requests (X-Syncd-Instance)."""
+        return f"{HOST}/{self.pid}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.folder / "daemon.log"
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def signal(self, signum: int) -> None:
+        assert self.process is not None
+        os.kill(self.pid, signum)
+
+
+@dataclass
+class Cluster:
+    """Daemons sharing one store; ``database`` is the shared SQLite file."""
+
+    root: Path
+    emulator: RunningEmulator
+    employees: list[tuple[str, str, str, str]]
+    lease_seconds: int = 3
+    interval_seconds: int = 2
+    members: list[Member] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.database = self.root / "shared.db"
+        departments = ["id,name,parent_id", *(",".join(d) for d in DEPARTMENTS)]
+        employees = ["id,username,name,department", *(",".join(e) for e in self.employees)]
+        (self.root / "departments.csv").write_text("\n".join(departments) + "\n", "utf-8")
+        (self.root / "employees.csv").write_text("\n".join(employees) + "\n", "utf-8")
+
+    def member(self, name: str) -> Member:
+        folder = self.root / name
+        (folder / "state").mkdir(parents=True, mode=0o700)
+        (folder / "state" / "syncd.db").symlink_to(self.database)
+        settings: dict[str, Any] = {
+            "state_dir": str(folder / "state"),
+            "log_format": "text",
+            "source": {"kind": "csv"},
+            "source.csv": {
+                "employees": str(self.root / "employees.csv"),
+                "departments": str(self.root / "departments.csv"),
+            },
+            "platform": {
+                "base_url": self.emulator.base_url,
+                "domain_id": "acme",
+                "org_code": "acme",
+                "org_id": "acme",
+                "client_id": "syncd",
+                "client_secret": "demo-secret",
+                "batch_size": 2,
+                "concurrency": 1,
+                "retry_backoff": 0.01,
+                "retry_backoff_max": 0.05,
+            },
+            "sync": {"max_removal_ratio": 1.0},
+            "schedule": {"interval_seconds": self.interval_seconds, "jitter_seconds": 0},
+            "leadership": {"lease_seconds": self.lease_seconds},
+        }
+        config = folder / "syncd.toml"
+        config.write_text(toml_text(settings), encoding="utf-8")
+        config.chmod(0o600)
+        made = Member(name, folder)
+        self.members.append(made)
+        return made
+
+    def start(self, member: Member) -> Member:
+        member.notify = NotifySocket(str(member.folder / "notify"))
+        env = {**os.environ, "NOTIFY_SOCKET": member.notify.address}
+        env.pop("SYNCD_CONFIG", None)
+        with member.log_path.open("ab") as log_file:
+            member.process = subprocess.Popen(
+                [str(SYNCD), "run", "--config", str(member.folder / "syncd.toml")],
+                env=env,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        member.notify.wait_for(lambda m: m.get("READY") == "1", f"{member.name} READY=1")
+        return member
+
+    def close(self) -> None:
+        for member in self.members:
+            if member.process is not None and member.process.poll() is None:
+                with suppress(ProcessLookupError):  # it may have exited
+                    os.kill(member.pid, signal.SIGCONT)
+                member.process.kill()
+            if member.process is not None:
+                member.process.wait()
+            if member.notify is not None:
+                member.notify.close()
+
+    # ------------------------------------------------------------ what the store says
+
+    def query(self, sql: str, *args: Any) -> list[dict[str, Any]]:
+        with closing(sqlite3.connect(self.database, timeout=30)) as db:
+            db.row_factory = sqlite3.Row
+            return [dict(r) for r in db.execute(sql, args)]
+
+    def lease(self) -> dict[str, Any] | None:
+        rows = self.query("SELECT * FROM leadership WHERE name = 'platform'")
+        return rows[0] if rows else None
+
+    def leader_pid(self) -> int | None:
+        """The pid holding a live lease, by the host's clock (the SQLite store's)."""
+        row = self.lease()
+        if row is None or row["holder"] is None or row["expires_at"] <= time.time() * 1000:
+            return None
+        return int(row["pid"])
+
+    def wait_leader(self, among: list[Member], what: str) -> Member:
+        pids = {m.pid: m for m in among}
+        pid = wait_until(lambda: self.leader_pid() in pids and self.leader_pid(), what, DEADLINE)
+        return pids[int(pid)]
+
+    def roles(self) -> dict[int, str]:
+        """Each member's role as the members table says (pid -> leader or standby)."""
+        return {int(r["pid"]): str(r["role"]) for r in self.query("SELECT pid, role FROM members")}
+
+    def runs_of(self, member: Member) -> list[dict[str, Any]]:
+        return self.query("SELECT * FROM runs WHERE pid = ? ORDER BY id", member.pid)
+
+    # ------------------------------------------------------------ what the platform says
+
+    def writes(self, member: Member, since_ms: int = 0) -> int:
+        found = self.emulator.callers(since_ms).get(member.caller, {})
+        return int(found.get("writes", 0))
+
+    def first_write_ms(self, member: Member, since_ms: int = 0) -> int | None:
+        found = self.emulator.callers(since_ms).get(member.caller, {})
+        at = found.get("first_write_ms")
+        return int(at) if at is not None else None
+
+    def converged(self) -> bool:
+        """The platform holds every source person once, and no one else."""
+        state = self.emulator.state()
+        held = sorted((e["extension_id"], e["username"]) for e in state["employees"])
+        return held == sorted((e[0], e[1]) for e in self.employees)
+
+
+def no_duplicates(emulator: RunningEmulator) -> None:
+    """No username, extension_id or department serial_no is held twice on the platform."""
+    state = emulator.state()
+    usernames = [e["username"] for e in state["employees"]]
+    extensions = [e["extension_id"] for e in state["employees"]]
+    serials = [n["serial_no"] for n in state["nodes"] if n["serial_no"]]
+    assert len(usernames) == len(set(usernames)), usernames
+    assert len(extensions) == len(set(extensions)), extensions
+    assert len(serials) == len(set(serials)), serials
+
+
+def wait_for(condition: Callable[[], Any], what: str) -> Any:
+    return wait_until(condition, what, DEADLINE)
