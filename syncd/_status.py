@@ -30,6 +30,7 @@ from rich.text import Text
 from sqlalchemy import Engine, text
 
 from syncd import snapshot as store
+from syncd._cluster import print_cluster, read_cluster
 from syncd.clock import now_ms
 from syncd.config import Settings
 from syncd.errors import DaemonNotRunning, SyncdError, Unhealthy
@@ -96,6 +97,7 @@ class Status:
     settings_problem: str | None = None  # the settings file does not load: why
     # Known problems (values another account holds): told once, listed here, not unhealthy.
     known: list[dict[str, Any]] = field(default_factory=list)
+    cluster: dict[str, Any] | None = None  # the lease and the members (syncd._cluster)
 
     @property
     def daemon_expected(self) -> bool:
@@ -130,6 +132,7 @@ class Status:
                 "host": self.run_lock.get("host"),
                 "since": iso(self.run_lock.get("since")),
             },
+            "leadership": self.cluster,
             "last_success": iso(self.last_success),
             "runs": [r.document() for r in self.runs],
             "last_dry_run": self.last_dry_run.document() if self.last_dry_run else None,
@@ -163,6 +166,7 @@ def read_status(settings: Settings) -> Status:
         try:
             found.record = _daemon_record(engine, settings.state_dir)
             _read_runs(engine, found)
+            found.cluster = read_cluster(engine, settings.leadership.lease_seconds)
         finally:
             engine.dispose()
     found.problem = _problem(settings, found, now_ms())
@@ -239,6 +243,7 @@ def print_status(found: Status, console: Console) -> None:
         told = "; ".join(filter(None, [found.settings_problem, running]))
         console.print(Text.assemble("settings   ", ("BROKEN: ", "red"), told))
     _print_daemon(console, found)
+    print_cluster(console, found.cluster)
     if found.database is None:
         database = found.state_dir / "syncd.db"
         console.print(f"no runs recorded yet (no state database at {database})")

@@ -84,16 +84,28 @@ class Cluster:
         (self.root / "departments.csv").write_text("\n".join(departments) + "\n", "utf-8")
         (self.root / "employees.csv").write_text("\n".join(employees) + "\n", "utf-8")
 
-    def member(self, name: str) -> Member:
+    def member(
+        self,
+        name: str,
+        *,
+        employees: list[tuple[str, str, str, str]] | None = None,
+        metrics_port: int | None = None,
+    ) -> Member:
+        """A member's settings; ``employees``: its own source (a standby that diverges)."""
         folder = self.root / name
         (folder / "state").mkdir(parents=True, mode=0o700)
         (folder / "state" / "syncd.db").symlink_to(self.database)
+        source = self.root / "employees.csv"
+        if employees is not None:
+            source = folder / "employees.csv"
+            rows = ["id,username,name,department", *(",".join(e) for e in employees)]
+            source.write_text("\n".join(rows) + "\n", "utf-8")
         settings: dict[str, Any] = {
             "state_dir": str(folder / "state"),
             "log_format": "text",
             "source": {"kind": "csv"},
             "source.csv": {
-                "employees": str(self.root / "employees.csv"),
+                "employees": str(source),
                 "departments": str(self.root / "departments.csv"),
             },
             "platform": {
@@ -112,6 +124,8 @@ class Cluster:
             "schedule": {"interval_seconds": self.interval_seconds, "jitter_seconds": 0},
             "leadership": {"lease_seconds": self.lease_seconds},
         }
+        if metrics_port is not None:
+            settings["metrics"] = {"enabled": True, "port": metrics_port}
         config = folder / "syncd.toml"
         config.write_text(toml_text(settings), encoding="utf-8")
         config.chmod(0o600)
@@ -171,6 +185,17 @@ class Cluster:
     def roles(self) -> dict[int, str]:
         """Each member's role as the members table says (pid -> leader or standby)."""
         return {int(r["pid"]): str(r["role"]) for r in self.query("SELECT pid, role FROM members")}
+
+    def cli(self, member: Member, *args: str) -> subprocess.CompletedProcess[str]:
+        """A syncd command with this member's settings (as on its host)."""
+        env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "SYNCD_CONFIG")}
+        return subprocess.run(
+            [str(SYNCD), *args, "--config", str(member.folder / "syncd.toml")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=DEADLINE,
+        )
 
     def runs_of(self, member: Member) -> list[dict[str, Any]]:
         return self.query("SELECT * FROM runs WHERE pid = ? ORDER BY id", member.pid)
