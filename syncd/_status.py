@@ -160,9 +160,10 @@ def read_status(settings: Settings) -> Status:
         {},
         lock_holder(settings.state_dir),
     )
-    if settings.database.exists():  # do not create a state database just to look at it
+    # Do not create a state database just to look at it (a server's is always there).
+    if settings.database_url is not None or settings.database.exists():
         found.database = settings.database
-        engine = store.open_engine(settings.database)
+        engine = store.open_engine(settings.database, settings.database_url)
         try:
             found.record = _daemon_record(engine, settings.state_dir)
             _read_runs(engine, found)

@@ -148,7 +148,7 @@ class Daemon:
         """Settings valid, state database open, daemon lock held, metrics served: or raise."""
         settings = load(config_path)
         use(settings)
-        engine = store.open_engine(settings.database)
+        engine = store.open_engine(settings.database, settings.database_url)
         lock = daemon_lock(settings.state_dir)
         lock.acquire()
         lease = Lease(engine, claimant(settings, "leader"), role_waiting="standby", contend=True)

@@ -133,10 +133,15 @@ class LastRunMetrics:
                 )
             ).first()
             success = last_success(conn)
+            read = (  # the summary is JSON text on both engines
+                "CAST(summary AS json) -> 'source' ->> 'read'"
+                if conn.dialect.name == "postgresql"
+                else "json_extract(summary, '$.source.read')"
+            )
             full = conn.execute(
                 text(
-                    "SELECT summary FROM runs WHERE mode = 'apply' AND finished_at IS NOT NULL "
-                    "AND json_extract(summary, '$.source.read') = 'full' ORDER BY id DESC LIMIT 1"
+                    "SELECT summary FROM runs WHERE mode = 'apply' AND finished_at IS NOT NULL "  # noqa: S608
+                    f"AND {read} = 'full' ORDER BY id DESC LIMIT 1"
                 )
             ).scalar()
             items: dict[tuple[str, str, str], int] = {}

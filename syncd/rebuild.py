@@ -40,7 +40,7 @@ from syncd.plan import PlatformNode, PlatformView, Snapshot
 from syncd.plan.values import matches_any
 from syncd.platform import PlatformClient
 from syncd.platform.view import listing_parts
-from syncd.snapshot import lineage
+from syncd.snapshot import lineage, sql
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def check_binding(engine: Engine, settings: Settings) -> None:
         return
     if bound != current:
         raise StateError(
-            f"state database {engine.url.database} belongs to another platform: it was "
+            f"state database {store.describe(engine)} belongs to another platform: it was "
             f"used with {_shown(bound)}; the settings name {_shown(current)}. Synced here, "
             "every record it holds would be taken for deleted on this platform. For another "
             "platform, give it its own platform.state_dir; if it is the same platform under "
@@ -212,12 +212,14 @@ def follow_moved(engine: Engine, snapshot: Snapshot, unknown: Unknown) -> None:
         return
     with store.write(engine) as conn:
         if moved:
-            conn.exec_driver_sql(
+            sql.run(
+                conn,
                 "UPDATE employees SET employee_id = ?, hash = '' WHERE source_id = ?",
                 [(account, source_id) for source_id, account in moved],
             )
         if nodes:
-            conn.exec_driver_sql(
+            sql.run(
+                conn,
                 "UPDATE departments SET node_id = ?, hash = '' WHERE source_id = ?",
                 [(node, source_id) for source_id, node in nodes],
             )
@@ -233,7 +235,7 @@ def follow_moved(engine: Engine, snapshot: Snapshot, unknown: Unknown) -> None:
     log.warning(
         "state database %s: %d people's accounts and %d departments' nodes were made again "
         "since it was written; following them: %s",
-        engine.url.database,
+        store.describe(engine),
         len(moved),
         len(nodes),
         ", ".join(f"{source_id} (id {new})" for source_id, new in [*moved, *nodes][:SHOWN]),
@@ -272,7 +274,7 @@ def check_continuity(
         lines = unknown.lines()
         more = f" and {len(lines) - SHOWN} more" if len(lines) > SHOWN else ""
         raise StateError(
-            f"state database {engine.url.database} is behind the platform: it holds "
+            f"state database {store.describe(engine)} is behind the platform: it holds "
             f"{_count(len(unknown.people), 'person', 'people')} and "
             f"{_count(len(unknown.departments), 'department', 'departments')} that "
             "syncd wrote (their extension_id or serial_no is a source id), which neither this "
@@ -331,7 +333,7 @@ def rebuild_state(settings: Settings, *, dry_run: bool) -> Unknown:
     from syncd.lock import run_lock
     from syncd.sources import read_directory
 
-    engine = store.open_engine(settings.database)
+    engine = store.open_engine(settings.database, settings.database_url)
     try:
         check_binding(engine, settings)
         with (
@@ -377,7 +379,7 @@ def platform_view(client: PlatformClient) -> PlatformView:
 def accept(settings: Settings) -> None:
     """``syncd state accept``: the state database is complete as it is (the records the
     check found are another program's, and stay the platform's)."""
-    engine = store.open_engine(settings.database)
+    engine = store.open_engine(settings.database, settings.database_url)
     try:
         lineage.set_checked(engine, "accepted", now_ms())
     finally:

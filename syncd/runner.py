@@ -111,7 +111,7 @@ def run_sync(
     means not to apply it, and the run ends as interrupted with nothing sent.
     """
     own_engine = engine is None
-    engine = engine or store.open_engine(settings.database)
+    engine = engine or store.open_engine(settings.database, settings.database_url)
     purpose = f"{request.trigger} {'dry run' if request.dry_run else 'sync'}"
     try:
         with run_lock(settings.state_dir, purpose, lock_wait_seconds):

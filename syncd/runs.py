@@ -27,7 +27,7 @@ from syncd import snapshot as store
 from syncd.config import Settings
 from syncd.errors import SyncdError
 from syncd.logs import redact
-from syncd.snapshot.engine import state_problem
+from syncd.snapshot.engine import describe, state_problem
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def reading(engine: Engine) -> Iterator[Connection]:
         with engine.connect() as conn:
             yield conn
     except (DatabaseError, UnicodeDecodeError) as exc:  # OperationalError included
-        raise state_problem(engine.url.database, exc) from exc
+        raise state_problem(describe(engine), exc) from exc
 
 
 def read_with(engine: Engine, read: Callable[[], T]) -> T:
@@ -65,7 +65,7 @@ def read_with(engine: Engine, read: Callable[[], T]) -> T:
     try:
         return read()
     except (DatabaseError, UnicodeDecodeError) as exc:
-        raise state_problem(engine.url.database, exc) from exc
+        raise state_problem(describe(engine), exc) from exc
 
 
 def resolve_run(engine: Engine, ref: str) -> int:
@@ -355,7 +355,7 @@ def print_run_list(
 
 def _with_state(settings: Settings, use: Callable[[Engine], T]) -> T:
     """``use(engine)`` on the state database, closed afterwards."""
-    engine = store.open_engine(settings.database)
+    engine = store.open_engine(settings.database, settings.database_url)
     try:
         return use(engine)
     finally:

@@ -6,6 +6,9 @@ statistics, no tokens. It is a ``syncd.emulator.RunningEmulator``: ``base_url``,
 ``options``, and helpers ``state()``, ``stats()``, ``set_faults(**rules)``,
 ``reset(data=True)``, ``issue_token()``, ``token_request()``, ``advance_clock(seconds)``.
 
+``postgres_server``, ``postgres_url``, ``engine_kind``, ``store_url``: a real PostgreSQL
+(tests/support/postgres.py), and the tests that run once per state database engine.
+
 ``--long`` runs the tests marked ``long`` (slow variants: more crash points, bigger
 companies); without it they are skipped, so the default suite stays within CI's minutes.
 """
@@ -18,6 +21,12 @@ from collections.abc import Iterator
 import pytest
 
 from syncd.emulator import EmulatorOptions, RunningEmulator, serve_in_thread
+from tests.support.postgres import (  # noqa: F401 - fixtures for every test
+    engine_kind,
+    postgres_server,
+    postgres_url,
+    store_url,
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -279,7 +279,7 @@ def _print_run(settings: Settings, result: RunResult, show: int) -> None:
     from syncd import snapshot as store
     from syncd._status import log_failures
 
-    engine = store.open_engine(settings.database)
+    engine = store.open_engine(settings.database, settings.database_url)
     try:
         print_plan(result, show)
         log_failures(engine, result.run_id)

@@ -28,7 +28,7 @@ def state_backup(
     from syncd.snapshot.tables import SCHEMA_VERSION
 
     settings = settings_from(config, require_secrets=False)
-    engine = store.open_engine(settings.database)
+    engine = store.open_engine(settings.database, settings.database_url)
     try:
         size = store.backup(engine, target)
     finally:
@@ -69,7 +69,7 @@ def state_rebind(config: ConfigOption = None) -> None:
     from syncd.rebuild import rebind
 
     settings = settings_from(config, require_secrets=False)
-    engine = store.open_engine(settings.database)
+    engine = store.open_engine(settings.database, settings.database_url)
     try:
         old, new = rebind(engine, settings)
     finally:

@@ -152,7 +152,7 @@ def _sync_and_show(
         log_format=settings.log_format,
         confirm=confirm,
     )
-    engine = store.open_engine(settings.database)
+    engine = store.open_engine(settings.database, settings.database_url)
     try:
         with _stop_on_signals() as stop, screen, log_context():
             result = run_sync(

@@ -11,13 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import SettingsError
 
 from syncd.config.secrets import _holds_secret, _readable_by_others, _with_secrets
 from syncd.config.service import ScheduleSettings, StatusSettings
-from syncd.config.settings import Settings
+from syncd.config.settings import DATABASE_SCHEMES, Settings
 from syncd.errors import ConfigError
 
 log = logging.getLogger("syncd.config")  # the name it had before config became a package
@@ -76,6 +76,9 @@ def salvaged_settings(path: Path | None) -> Settings | None:
     state_dir = os.environ.get(f"{ENV_PREFIX}STATE_DIR") or data.get("state_dir")
     if isinstance(state_dir, str) and state_dir:
         found["state_dir"] = Path(state_dir)
+    url = os.environ.get(f"{ENV_PREFIX}DATABASE_URL") or data.get("database_url")
+    if isinstance(url, str) and url.partition("://")[0] in DATABASE_SCHEMES:
+        found["database_url"] = SecretStr(url.strip())
     return Settings.model_construct(platform=None, **found)  # no source: status reads none
 
 

@@ -121,7 +121,8 @@ def _holds_secret(data: dict[str, Any]) -> bool:
             section = section.get(part) if isinstance(section, dict) else None
         if isinstance(section, dict) and section.get(key):
             return True
-    return False
+    url = data.get("database_url")  # a password in the state database's URL
+    return isinstance(url, str) and "@" in url and ":" in url.partition("://")[2].partition("@")[0]
 
 
 def _readable_by_others(path: Path) -> bool:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
+from urllib.parse import unquote, urlsplit
 
+from pydantic import SecretStr, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from syncd.config.notifications import NotificationSettings
@@ -21,6 +23,7 @@ from syncd.config.sync import SyncSettings
 from syncd.errors import ConfigError
 
 DEFAULT_STATE_DIR = Path("/var/lib/syncd")
+DATABASE_SCHEMES = ("postgresql", "postgresql+psycopg")
 
 
 class Settings(BaseSettings):
@@ -32,6 +35,9 @@ class Settings(BaseSettings):
     )
 
     state_dir: Path = DEFAULT_STATE_DIR
+    # The state database on a PostgreSQL server (postgresql://user:password@host:port/name);
+    # unset: SQLite, syncd.db in state_dir. Its password is a secret: never shown.
+    database_url: SecretStr | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["text", "json"] = "text"
     source: SourceSettings
@@ -58,6 +64,19 @@ class Settings(BaseSettings):
         # init carries the TOML file's content: the environment overrides it.
         return env_settings, init_settings
 
+    @field_validator("database_url")
+    @classmethod
+    def _postgresql_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None
+        scheme = value.get_secret_value().strip().partition("://")[0]
+        if scheme not in DATABASE_SCHEMES:
+            raise ValueError(
+                "a PostgreSQL URL is expected (postgresql://user@host:port/database), "
+                f"not {scheme[:40]!r}://...; leave it unset for SQLite in state_dir"
+            )
+        return SecretStr(value.get_secret_value().strip())
+
     @property
     def database(self) -> Path:
         return self.state_dir / "syncd.db"
@@ -68,7 +87,12 @@ class Settings(BaseSettings):
         if self.source.ldap is not None:
             secrets.append(self.source.ldap.bind_password)
         secrets += [self.notifications.email.password, self.notifications.webhook.secret]
-        return [s.get_secret_value() for s in secrets if s is not None and s.get_secret_value()]
+        found = [s.get_secret_value() for s in secrets if s is not None and s.get_secret_value()]
+        if self.database_url is not None:  # the URL's password, and the URL that holds it
+            url = self.database_url.get_secret_value()
+            password = unquote(urlsplit(url).password or "")
+            found += [value for value in (password, url) if value]
+        return found
 
 
 def platform_of(settings: Settings) -> PlatformSettings:

@@ -1,14 +1,18 @@
 """The state database: what syncd pushed, the runs it made, its cursors and the shared token.
 
 One SQLite file in the state directory, in WAL mode, shared by the daemon and every
-shell command on the host. Tables are declared with SQLModel; reads and writes go
-through SQL statements on SQLAlchemy Core connections, one transaction per batch (the
-ORM is ~10x slower at 100,000 rows). The schema version lives in ``PRAGMA user_version``;
+shell command on the host (``sqlite``); or a PostgreSQL database named by
+``database_url``, shared by every syncd that names it (``postgres``). Tables are declared
+with SQLModel; reads and writes go through SQL statements on SQLAlchemy Core connections,
+one transaction per batch (the ORM is ~10x slower at 100,000 rows). The schema version
+lives in ``PRAGMA user_version`` (PostgreSQL: the table ``syncd_schema``);
 ``MIGRATIONS[n]`` takes a database from version n to n+1.
 
 The package's rooms: ``rows`` (the tables, imported only to create or migrate them),
 ``tables`` (the schema version and migrations), ``engine`` (opening, write transactions,
-cursors), ``tokens``, ``records`` (the snapshot), ``journal`` (runs and their items).
+cursors), ``sql`` (statements for both engines, the drivers' fast paths), ``sqlite`` and
+``postgres`` (each engine's own), ``tokens``, ``records`` (the snapshot), ``journal``
+(runs and their items).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 from syncd.snapshot.engine import (
     backup,
     compact,
+    describe,
     get_cursor,
     json_object,
     open_engine,
@@ -95,6 +100,7 @@ __all__ = [
     "copy_rejected",
     "delete_departments",
     "delete_employees",
+    "describe",
     "failed_displays",
     "failure_groups",
     "finish_run",

@@ -1,70 +1,90 @@
-"""Opening the state database (created and migrated as needed), its write transactions, cursors."""
+"""Opening the state database (created and migrated as needed), its write transactions, cursors.
+
+Two engines behind one seam: SQLite, a file in the state directory (``sqlite``), the
+default; PostgreSQL, named by the ``database_url`` setting (``postgres``). One schema and
+one migration path serve both (``tables``); the SQL that runs on both is in ``sql``.
+"""
 
 from __future__ import annotations
 
 import functools
-import grp
 import json
 import logging
-import os
-import pwd
-import sqlite3
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
-from sqlalchemy import Connection, Engine, ExceptionContext, create_engine, event, text
+from sqlalchemy import Connection, Engine, text
 
 from syncd.errors import StateError
-from syncd.snapshot.tables import BUSY_TIMEOUT_MS, MIGRATIONS, SCHEMA_VERSION, WAL_CHECKPOINT_PAGES
+from syncd.snapshot import postgres, sqlite
+from syncd.snapshot.sql import is_postgresql
+from syncd.snapshot.tables import MIGRATIONS, SCHEMA_VERSION
 
 log = logging.getLogger("syncd.snapshot")
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
-_HEADER = 100
-DAMAGED = (
-    "stop syncd, move the file aside (keep it: it may be inspected) and restore the latest "
-    'backup in its place (README, "Backup and upgrade"), then run `syncd state rebuild`; '
-    "or, without a backup, start with no state database: `syncd state rebuild` then takes "
-    "back what syncd wrote on the platform"
-)
+DAMAGED = sqlite.DAMAGED
+check_file = sqlite.check_file
+# The state directory of each open engine (a PostgreSQL database has none of its own).
+_STATE_DIRS: weakref.WeakKeyDictionary[Engine, Path] = weakref.WeakKeyDictionary()
+
+
+def describe(engine: Engine) -> str:
+    """The state database as messages name it: the SQLite file, or the PostgreSQL database
+    and its server (never the URL's password)."""
+    if is_postgresql(engine):
+        return postgres.where(engine.url)
+    return str(engine.url.database)
+
+
+def state_dir(engine: Engine) -> Path:
+    """The state directory the engine was opened for (the SQLite file's own directory)."""
+    found = _STATE_DIRS.get(engine)
+    return found if found is not None else Path(str(engine.url.database)).parent
 
 
 def state_problem(path: object, exc: BaseException) -> StateError:
-    """SQLite's failure as the error an operator reads: the file, what is wrong, what to do."""
-    reason = str(getattr(exc, "orig", None) or exc)
-    if isinstance(exc, UnicodeDecodeError):  # a text value's bytes garbled
-        reason = f"a text value is not UTF-8: {exc.reason}"
-    elif isinstance(exc, ValueError):  # a stored value that no longer reads as written
-        reason = f"a stored value cannot be read: {exc}"
-    if "locked" in reason or "busy" in reason:
-        return StateError(
-            f"state database {path}: {reason}: another program has held it locked for more "
-            f"than {BUSY_TIMEOUT_MS // 1000} s (an sqlite3 shell or a backup tool with a "
-            "transaction open, a stuck syncd?): end it and try again"
+    """The engine's failure as the error an operator reads (``path``: what ``describe`` says)."""
+    if postgres_failure(exc):
+        return postgres.state_problem(str(path), exc)
+    return sqlite.state_problem(path, exc)
+
+
+def postgres_failure(exc: BaseException) -> bool:
+    original = getattr(exc, "orig", None) or exc
+    return type(original).__module__.startswith("psycopg") and postgres.is_failure(original)
+
+
+def driver_failure(engine: Engine, exc: BaseException) -> StateError | None:
+    """A failure of the driver's own cursor as a StateError (None: not the database's)."""
+    if isinstance(exc, StateError):
+        return exc
+    if postgres_failure(exc):
+        return postgres.state_problem(
+            describe(engine), exc, engine.url.password and str(engine.url.password)
         )
-    missing = reason.startswith(("no such table", "no such column"))
-    if isinstance(getattr(exc, "orig", exc), sqlite3.OperationalError) and not missing:
-        return StateError(f"state database {path}: {reason}")  # a full disk, a read-only file
-    return StateError(f"state database {path} is damaged ({reason}): {DAMAGED}")
+    if isinstance(exc, sqlite.DatabaseError) and not isinstance(exc, sqlite.IntegrityError):
+        return sqlite.state_problem(describe(engine), exc)
+    return None
 
 
 def translated(function: Callable[P, R]) -> Callable[P, R]:
     """``function``, a read of the state database through the driver's own connection, its
-    SQLite failures raised as StateError naming the file."""
+    failures raised as StateError naming the database."""
 
     @functools.wraps(function)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return function(*args, **kwargs)
-        except (sqlite3.DatabaseError, ValueError) as exc:  # ValueError: garbled bytes
-            if isinstance(exc, sqlite3.IntegrityError):
+        except (sqlite.DatabaseError, ValueError) as exc:  # ValueError: garbled bytes
+            if isinstance(exc, sqlite.IntegrityError):
                 raise
-            raise state_problem(_database_of(args), exc) from exc
+            raise sqlite.state_problem(_database_of(args), exc) from exc
 
     return wrapper
 
@@ -75,172 +95,86 @@ def _database_of(args: tuple[Any, ...]) -> object:
         if isinstance(arg, Connection):
             engine = arg.engine
         if isinstance(engine, Engine):
-            return engine.url.database
+            return describe(engine)
     return "(state database)"
 
 
-def check_file(path: Path) -> None:
-    """Refuse, before SQLite reads it, a file that is not an SQLite database or is shorter
-    than its own header says (cut by a copy or a full disk): SQLite would find out only
-    when it reads a page that is not there, halfway through a run."""
+def open_engine(path: Path, url: Any = None) -> Engine:
+    """Open (creating and migrating as needed) the state database, or raise StateError:
+    the SQLite file ``path``, or the PostgreSQL database ``url`` names (a str or a
+    pydantic SecretStr; ``path``'s directory is then the state directory all the same)."""
+    if url is not None and hasattr(url, "get_secret_value"):
+        url = url.get_secret_value()
+    if url:
+        parsed = postgres.parse(str(url))
+        sqlite.prepare_directory(path)
+        engine = postgres.create(parsed)
+        place = postgres.where(parsed)
+    else:
+        sqlite.prepare_file(path)
+        engine = sqlite.create(path)
+        place = str(path)
+    _STATE_DIRS[engine] = path.parent
     try:
-        size = path.stat().st_size
-        if size == 0:
-            return  # new: created as the database is opened
-        with path.open("rb") as handle:
-            header = handle.read(_HEADER)
-    except FileNotFoundError:
-        return
-    except PermissionError:
-        raise StateError(f"state database {path} cannot be opened {_whose(path)}") from None
-    except OSError as exc:
-        raise StateError(f"state database {path}: cannot read it: {exc.strerror}") from exc
-    if len(header) < _HEADER or not header.startswith(SQLITE_MAGIC):
-        raise StateError(
-            f"state database {path} is damaged (not an SQLite database: "
-            f"{'too short for' if len(header) < _HEADER else 'its first bytes are not'} "
-            f"an SQLite header): {DAMAGED}"
-        )
-    page_size = int.from_bytes(header[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    pages = int.from_bytes(header[28:32], "big")
-    # The page count in the header holds only when the change counter matches the
-    # version-valid-for number (SQLite's file format, 1.3.8 and 1.3.9).
-    valid = pages > 0 and header[24:28] == header[92:96]
-    # Pages a checkpoint has not yet copied into the file are in the write-ahead log: a
-    # file shorter than its header says is only cut when there is no log to read them from.
-    if valid and size < pages * page_size and not _has_log(path):
-        raise StateError(
-            f"state database {path} is damaged (truncated: {size} bytes of the "
-            f"{pages * page_size} its header gives): {DAMAGED}"
-        )
-
-
-def _whose(path: Path) -> str:
-    """Whose the file is, who this is, and how to give it back: a state directory or
-    database a command run as root left behind is the usual cause."""
-
-    def user(uid: int) -> str:
-        try:
-            return pwd.getpwuid(uid).pw_name
-        except KeyError:
-            return f"uid {uid}"
-
-    def group(gid: int) -> str:
-        try:
-            return grp.getgrgid(gid).gr_name
-        except KeyError:
-            return str(gid)
-
-    found = path.stat()
-    me = user(os.getuid())
-    them = f"{user(found.st_uid)}:{group(found.st_gid)}"
-    chown = f"sudo chown {me}: {path}*" if path.is_file() else f"sudo chown -R {me}: {path}"
-    return (
-        f"by {me}: it belongs to {them} (mode {found.st_mode & 0o777:04o}), made by a command "
-        f"run as {user(found.st_uid)}; give it back to the user syncd runs as ({chown}), and "
-        f"run syncd's commands as that user (sudo -u {me} syncd ...)"
-    )
-
-
-def _has_log(path: Path) -> bool:
-    try:
-        return path.with_name(path.name + "-wal").stat().st_size > 0
-    except OSError:
-        return False
-
-
-def open_engine(path: Path) -> Engine:
-    """Open (creating and migrating as needed) the state database, or raise StateError."""
-    try:
-        # The database holds the platform's access token: made for this user alone,
-        # whatever the umask (SQLite gives its -wal and -shm files the database's mode).
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StateError(
-            f"state directory {path.parent}: cannot create it: {exc.strerror}"
-        ) from None
-    if not os.access(path.parent, os.W_OK):
-        readonly = os.statvfs(path.parent).f_flag & os.ST_RDONLY
-        if readonly:
-            raise StateError(f"state directory {path.parent} is on a read-only file system")
-        raise StateError(f"state directory {path.parent} is not writable {_whose(path.parent)}")
-    check_file(path)
-    try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
-    except PermissionError:
-        raise StateError(f"state database {path} cannot be opened {_whose(path)}") from None
-    except OSError as exc:
-        raise StateError(f"state database {path}: cannot create it: {exc.strerror}") from exc
-    engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None  # transactions are begun below, explicitly
-        cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA synchronous=NORMAL")
-        cur.execute("PRAGMA foreign_keys=ON")
-        cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        cur.execute(f"PRAGMA wal_autocheckpoint={WAL_CHECKPOINT_PAGES}")
-        cur.close()
-
-    @event.listens_for(engine, "handle_error")
-    def _on_error(context: ExceptionContext) -> StateError | None:
-        # Every statement's SQLite failure, at the edge: a damaged file, a lock held too
-        # long, a full disk, a read-only file; a broken constraint is the caller's to handle.
-        original = context.original_exception
-        if isinstance(original, sqlite3.DatabaseError) and not isinstance(
-            original, sqlite3.IntegrityError
-        ):
-            return state_problem(path, original)
-        return None
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        mode = conn.get_execution_options().get("sqlite_begin", "")
-        conn.exec_driver_sql(f"BEGIN {mode}".strip())
-
-    try:
-        _migrate(engine, path)
-    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:  # in the driver's connect
+        _migrate(engine, place)
+    except (sqlite.DatabaseError, UnicodeDecodeError) as exc:  # in the driver's connect
         engine.dispose()
-        raise state_problem(path, exc) from exc
+        raise sqlite.state_problem(path, exc) from exc
     except StateError:
         engine.dispose()
         raise
+    except Exception as exc:
+        engine.dispose()
+        problem = driver_failure(engine, exc)
+        if problem is None:
+            raise
+        raise problem from exc
     return engine
 
 
-def _migrate(engine: Engine, path: Path) -> None:
-    """Bring the file to this syncd's schema. One that has data is first copied beside
-    itself, and what the migration does is logged (WARNING: every command says it once)."""
+def schema_version(conn: Connection) -> int:
+    """The database's schema version (0: a new database)."""
+    if is_postgresql(conn):
+        return postgres.schema_version(conn)
+    return sqlite.schema_version(conn)
+
+
+def set_schema_version(conn: Connection, version: int) -> None:
+    if is_postgresql(conn):
+        postgres.set_schema_version(conn, version)
+    else:
+        sqlite.set_schema_version(conn, version)
+
+
+def _migrate(engine: Engine, place: str) -> None:
+    """Bring the database to this syncd's schema. An SQLite file that has data is first
+    copied beside itself, and what the migration does is logged (WARNING: every command
+    says it once)."""
     with engine.connect() as conn:
-        found = conn.exec_driver_sql("PRAGMA user_version").scalar_one()
+        found = schema_version(conn)
     if 0 < found < SCHEMA_VERSION:
-        kept = _keep_copy(engine, path, found)
+        kept = _keep_copy(engine, found)
         steps = "; ".join(_summary(MIGRATIONS[step]) for step in range(found, SCHEMA_VERSION))
         log.warning(
-            "state database %s: schema %d is migrated to %d, for this syncd (%s): %s. "
-            "The database as it was is kept in %s",
-            path,
+            "state database %s: schema %d is migrated to %d, for this syncd (%s): %s. %s",
+            place,
             found,
             SCHEMA_VERSION,
             _version(),
             steps,
-            kept,
+            f"The database as it was is kept in {kept}" if kept else "",
         )
-    with engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn, conn.begin():
-        version = conn.exec_driver_sql("PRAGMA user_version").scalar_one()
+    with write(engine) as conn:
+        version = schema_version(conn)
         if version > SCHEMA_VERSION:
             raise StateError(
-                f"state database {path} has schema version {version}, newer than this syncd "
+                f"state database {place} has schema version {version}, newer than this syncd "
                 f"({SCHEMA_VERSION}): upgrade syncd"
             )
         for step in range(version, SCHEMA_VERSION):
             MIGRATIONS[step](conn)
         if version != SCHEMA_VERSION:
-            conn.exec_driver_sql(f"PRAGMA user_version={SCHEMA_VERSION}")
+            set_schema_version(conn, SCHEMA_VERSION)
 
 
 def _summary(migration: Callable[[Connection], None]) -> str:
@@ -255,9 +189,13 @@ def _version() -> str:
     return f"syncd {version('syncd')}"
 
 
-def _keep_copy(engine: Engine, path: Path, schema: int) -> Path:
-    """A consistent copy of the database beside it, before it is migrated: ``syncd.db.schema-5``
-    (``.2``, ``.3``... when one exists), readable by this user alone."""
+def _keep_copy(engine: Engine, schema: int) -> Path | None:
+    """A consistent copy of an SQLite database beside it, before it is migrated:
+    ``syncd.db.schema-5`` (``.2``, ``.3``... when one exists), readable by this user alone.
+    None on PostgreSQL: its backups are pg_dump's (README, "State database")."""
+    if is_postgresql(engine):
+        return None
+    path = Path(str(engine.url.database))
     target = path.with_name(f"{path.name}.schema-{schema}")
     n = 1
     while target.exists():
@@ -268,35 +206,30 @@ def _keep_copy(engine: Engine, path: Path, schema: int) -> Path:
 
 
 def backup(engine: Engine, target: Path) -> int:
-    """A consistent copy of the database in ``target``, a new file of mode 0600 (it holds the
-    access token): SQLite's online backup, which a run writing meanwhile does not tear.
-    Its size in bytes."""
-    try:
-        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-    except FileExistsError:
-        raise StateError(f"{target} exists already: name a new file") from None
-    except OSError as exc:
-        raise StateError(f"{target}: cannot create it: {exc.strerror}") from exc
-    raw = engine.raw_connection()
-    try:
-        with sqlite3.connect(target) as copy:
-            raw.driver_connection.backup(copy)  # type: ignore[union-attr]
-        copy.close()
-    except sqlite3.Error as exc:
-        target.unlink(missing_ok=True)
-        raise state_problem(engine.url.database, exc) from exc
-    finally:
-        raw.close()
-    return target.stat().st_size
+    """A consistent copy of the SQLite database in ``target``, a new file of mode 0600 (it
+    holds the access token), which a run writing meanwhile does not tear: its size in
+    bytes. A PostgreSQL database is backed up with pg_dump: StateError saying so."""
+    if is_postgresql(engine):
+        raise postgres.backup(describe(engine))
+    return sqlite.backup(engine, target)
 
 
 @contextmanager
 def write(engine: Engine) -> Iterator[Connection]:
-    """One write transaction that takes the database's write lock at once.
+    """One write transaction that takes the database's write lock at once: one writer at a
+    time, across every process and (PostgreSQL) every host.
 
-    SQLite's own failures (a full disk, a read-only file, a lock held too long) roll it
-    back and end as a StateError naming the database (the engine's ``handle_error``).
+    SQLite: ``BEGIN IMMEDIATE``, the file's write lock. PostgreSQL: the transaction's first
+    statement is ``pg_advisory_xact_lock(postgres.WRITE_LOCK)``, held to its end. What
+    relies on it (run ids, token renewals, rebuild) holds on both. Either waits
+    ``BUSY_TIMEOUT_MS`` at most. The engine's failures (a full disk, a lock held too long,
+    a server gone) roll it back and end as a StateError naming the database.
     """
+    if is_postgresql(engine):
+        with engine.connect() as conn, conn.begin():
+            postgres.lock_for_writing(conn)
+            yield conn
+        return
     with engine.connect().execution_options(sqlite_begin="IMMEDIATE") as conn, conn.begin():
         yield conn
 
@@ -330,22 +263,8 @@ def set_cursor(conn: Connection, name: str, value: str) -> None:
 
 
 def compact(engine: Engine, path: Path) -> int:
-    """Give the space of deleted rows back to the file system (VACUUM): bytes freed."""
-
-    def size() -> int:
-        return sum(
-            p.stat().st_size for p in (path, path.with_name(path.name + "-wal")) if p.exists()
-        )
-
-    before = size()
-    raw = engine.raw_connection()  # VACUUM runs outside a transaction: not through write()
-    try:
-        cursor = raw.cursor()
-        cursor.execute("VACUUM")
-        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        cursor.close()
-    except sqlite3.Error as exc:
-        raise StateError(f"state database {path}: cannot compact it: {exc}") from exc
-    finally:
-        raw.close()
-    return max(before - size(), 0)
+    """Give the space of deleted rows back (VACUUM): bytes freed. SQLite: the file's size;
+    PostgreSQL: the database's (VACUUM there frees space for reuse, not to the disk)."""
+    if is_postgresql(engine):
+        return postgres.compact(engine)
+    return sqlite.compact(engine, path)

@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, text
 
+from syncd.snapshot import sql
 from syncd.snapshot.engine import json_object, translated, write
 from syncd.snapshot.lineage import next_run_id, remember_run
 from syncd.snapshot.records import _INSERT_ITEM, _ITEMS_PER_STATEMENT, _executemany
@@ -32,7 +33,8 @@ def start_run(
     before (``lineage``)."""
     with write(engine) as conn:
         run_id = next_run_id(conn, engine)
-        conn.exec_driver_sql(
+        sql.run(
+            conn,
             'INSERT INTO runs (id, "trigger", mode, read, source, started_at, outcome, pid, '
             "host, summary, epoch, instance) "
             "VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, '{}', ?, ?)",
@@ -49,7 +51,8 @@ def finish_run(
     engine: Engine, run_id: int, *, outcome: str, exit_code: int, finished_at: int, summary: str
 ) -> None:
     with write(engine) as conn:
-        conn.exec_driver_sql(
+        sql.run(
+            conn,
             "UPDATE runs SET finished_at = ?, outcome = ?, exit_code = ?, summary = ? WHERE id = ?",
             (finished_at, outcome, exit_code, summary, run_id),
         )
@@ -64,8 +67,8 @@ def interrupt_stale_runs(
     lock). ``alive(conn, run)`` (the run's id, pid, host, instance) keeps those whose
     process still runs, on a store other instances share; without it every one is stale."""
     with write(engine) as conn:
-        running = conn.exec_driver_sql(
-            "SELECT id, pid, host, instance FROM runs WHERE outcome = 'running'"
+        running = sql.run(
+            conn, "SELECT id, pid, host, instance FROM runs WHERE outcome = 'running'"
         )
         rows = [dict(r._mapping) for r in running]
         ids = [int(r["id"]) for r in rows if alive is None or not alive(conn, r)]
@@ -102,7 +105,7 @@ def _in_order(seqs: Sequence[int]) -> bool:
 
 def mark_sent(conn: Connection, run_id: int, seqs: Sequence[int]) -> None:
     if _in_order(seqs):
-        conn.exec_driver_sql(_MARK_SENT + "seq BETWEEN ? AND ?", (run_id, seqs[0], seqs[-1]))
+        sql.run(conn, _MARK_SENT + "seq BETWEEN ? AND ?", (run_id, seqs[0], seqs[-1]))
     else:
         _executemany(conn, _MARK_SENT + "seq = ?", [(run_id, s) for s in seqs])
 
@@ -113,9 +116,7 @@ def settle_items(conn: Connection, run_id: int, results: Sequence[Mapping[str, A
     seqs = [r[4] for r in rows]
     # One outcome for the whole batch (most often: all ok): one ranged statement.
     if _in_order(seqs) and all(r[:3] == rows[0][:3] for r in rows):
-        conn.exec_driver_sql(
-            _SETTLE + "seq BETWEEN ? AND ?", (*rows[0][:3], run_id, seqs[0], seqs[-1])
-        )
+        sql.run(conn, _SETTLE + "seq BETWEEN ? AND ?", (*rows[0][:3], run_id, seqs[0], seqs[-1]))
     else:
         _executemany(conn, _SETTLE + "seq = ?", rows)
 
@@ -123,9 +124,8 @@ def settle_items(conn: Connection, run_id: int, results: Sequence[Mapping[str, A
 @translated
 def journaled_after(conn: Connection, run_id: int, first: int, last: int) -> dict[int, str]:
     """The ``after`` JSON text of a run's items ``first`` to ``last`` (by seq), when set."""
-    raw = conn.connection.driver_connection
-    assert raw is not None
-    rows = raw.execute(
+    rows = sql.rows(
+        conn,
         'SELECT seq, "after" FROM run_items WHERE run_id = ? AND seq BETWEEN ? AND ? '
         'AND "after" IS NOT NULL',
         (run_id, first, last),
@@ -151,7 +151,7 @@ def last_success(conn: Connection) -> int | None:
 def run_summary(engine: Engine, run_id: int) -> dict[str, Any]:
     """A run's summary as recorded ({} for a run that is gone or whose summary is damaged)."""
     with engine.connect() as conn:
-        value = conn.exec_driver_sql("SELECT summary FROM runs WHERE id = ?", (run_id,)).scalar()
+        value = sql.run(conn, "SELECT summary FROM runs WHERE id = ?", (run_id,)).scalar()
     return json_object(value)
 
 
@@ -159,9 +159,10 @@ def applied_since(engine: Engine, run_id: int) -> bool:
     """Whether a run after ``run_id`` (or that run itself is gone) may have changed the
     snapshot: a real run that planned anything, sent or not."""
     with engine.connect() as conn:
-        if conn.exec_driver_sql("SELECT 1 FROM runs WHERE id = ?", (run_id,)).first() is None:
+        if sql.run(conn, "SELECT 1 FROM runs WHERE id = ?", (run_id,)).first() is None:
             return True
-        later = conn.exec_driver_sql(
+        later = sql.run(
+            conn,
             "SELECT 1 FROM runs r WHERE r.id > ? AND r.mode = 'apply' "
             "AND EXISTS (SELECT 1 FROM run_items i WHERE i.run_id = r.id) LIMIT 1",
             (run_id,),
@@ -172,7 +173,8 @@ def applied_since(engine: Engine, run_id: int) -> bool:
 def copy_rejected(engine: Engine, from_run: int, to_run: int) -> None:
     """A run's rejected rows recorded again for another run that read the same files."""
     with write(engine) as conn:
-        conn.exec_driver_sql(
+        sql.run(
+            conn,
             'INSERT INTO rejected_rows (run_id, seq, kind, "where", "key", reason) '
             'SELECT ?, seq, kind, "where", "key", reason FROM rejected_rows WHERE run_id = ?',
             (to_run, from_run),
@@ -182,9 +184,10 @@ def copy_rejected(engine: Engine, from_run: int, to_run: int) -> None:
 def unsettled_items(engine: Engine) -> list[dict[str, Any]]:
     """Items a crashed run sent without learning the answer."""
     with engine.connect() as conn:
-        rows = conn.exec_driver_sql(
+        rows = sql.run(
+            conn,
             "SELECT run_id, seq, kind, key, display, action, after FROM run_items "
-            "WHERE outcome = 'sent'"
+            "WHERE outcome = 'sent'",
         )
         return [dict(r._mapping) for r in rows]
 

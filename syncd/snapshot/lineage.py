@@ -26,7 +26,8 @@ from typing import Any
 from sqlalchemy import Connection, Engine
 
 from syncd.errors import StateError
-from syncd.snapshot.engine import get_cursor, json_object, set_cursor, write
+from syncd.snapshot import sql
+from syncd.snapshot.engine import describe, get_cursor, json_object, set_cursor, state_dir, write
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ CHECKED = "state.checked"
 
 
 def last_run_path(engine: Engine) -> Path:
-    return Path(str(engine.url.database)).parent / LAST_RUN
+    return state_dir(engine) / LAST_RUN
 
 
 def last_run_given(engine: Engine) -> int:
@@ -58,18 +59,18 @@ def next_run_id(conn: Connection, engine: Engine) -> int:
     A database behind ``last-run`` is marked unchecked (``CHECKED`` let go of) here, in
     the transaction that starts the run, before the run can plan anything.
     """
-    newest = conn.exec_driver_sql("SELECT MAX(id) FROM runs").scalar() or 0
+    newest = sql.run(conn, "SELECT MAX(id) FROM runs").scalar() or 0
     given = last_run_given(engine)
     if given > newest:
         log.warning(
             "state database %s: its newest run is %d, but run %d was given here since: it "
             "was restored from an older backup or made anew; it is checked against the "
             "platform at the next complete read",
-            engine.url.database,
+            describe(engine),
             newest,
             given,
         )
-        conn.exec_driver_sql("DELETE FROM cursors WHERE name = ?", (CHECKED,))
+        sql.run(conn, "DELETE FROM cursors WHERE name = ?", (CHECKED,))
     return max(int(newest), given) + 1
 
 

@@ -5,13 +5,13 @@ gives, who holds it, and the run that first found it (a problem is told in that 
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import Connection
 
 from syncd.plan import KnownProblem
+from syncd.snapshot import sql
 
 TABLE = """
 CREATE TABLE IF NOT EXISTS known_problems (
@@ -22,14 +22,19 @@ CREATE TABLE IF NOT EXISTS known_problems (
     holder VARCHAR,
     holder_key VARCHAR,
     first_run INTEGER NOT NULL,
-    first_seen INTEGER NOT NULL,
+    first_seen BIGINT NOT NULL,
     last_run INTEGER NOT NULL,
     PRIMARY KEY (source_id, field)
 )
 """
 
 _COLUMNS = "source_id, field, value, username, holder, holder_key, first_run, first_seen, last_run"
-_INSERT = f"INSERT OR REPLACE INTO known_problems ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)"  # noqa: S608 (constants)
+_INSERT = (
+    f"INSERT INTO known_problems ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?) "  # noqa: S608 (constants)
+    "ON CONFLICT (source_id, field) DO UPDATE SET value = excluded.value, "
+    "username = excluded.username, holder = excluded.holder, holder_key = excluded.holder_key, "
+    "first_run = excluded.first_run, first_seen = excluded.first_seen, last_run = excluded.last_run"
+)
 _ROWS = (
     f"SELECT {_COLUMNS} FROM known_problems "  # noqa: S608 (constants)
     "WHERE source_id IN (SELECT source_id FROM employees) ORDER BY first_seen, source_id"
@@ -40,13 +45,14 @@ def create_table(conn: Connection) -> None:
     conn.exec_driver_sql(TABLE)
 
 
-def load_problems(raw: sqlite3.Connection) -> dict[str, tuple[KnownProblem, ...]]:
+def load_problems(conn: Connection) -> dict[str, tuple[KnownProblem, ...]]:
     """Every known problem, by the person's source id; those of people syncd no longer
     holds are left out (and deleted at the next write)."""
     found: dict[str, list[KnownProblem]] = {}
-    rows = raw.execute(
+    rows = sql.rows(
+        conn,
         "SELECT source_id, field, value, holder, holder_key FROM known_problems "
-        "WHERE source_id IN (SELECT source_id FROM employees) ORDER BY source_id, field"
+        "WHERE source_id IN (SELECT source_id FROM employees) ORDER BY source_id, field",
     )
     for source_id, field, value, holder, holder_key in rows:
         found.setdefault(source_id, []).append(
@@ -63,19 +69,22 @@ def record_problems(
     same account, before (then it keeps when it was first found)."""
     new: list[KnownProblem] = []
     for problem, username in problems:
-        before = conn.exec_driver_sql(
+        before = sql.run(
+            conn,
             "SELECT value, holder FROM known_problems WHERE source_id = ? AND field = ?",
             (problem.source_id, problem.field),
         ).first()
         if before is not None and (before[0], before[1]) == (problem.value, problem.holder):
-            conn.exec_driver_sql(
+            sql.run(
+                conn,
                 "UPDATE known_problems SET last_run = ?, username = ?, holder_key = ? "
                 "WHERE source_id = ? AND field = ?",
                 (run_id, username, problem.holder_key, problem.source_id, problem.field),
             )
             continue
         new.append(problem)
-        conn.exec_driver_sql(
+        sql.run(
+            conn,
             _INSERT,
             (
                 problem.source_id,
@@ -96,19 +105,19 @@ def resolve_problems(conn: Connection, solved: Iterable[tuple[str, str]]) -> Non
     """(source id, field) pairs written with the value at last, or no longer wanted."""
     pairs = list(solved)
     if pairs:
-        conn.exec_driver_sql("DELETE FROM known_problems WHERE source_id = ? AND field = ?", pairs)
+        sql.run(conn, "DELETE FROM known_problems WHERE source_id = ? AND field = ?", pairs)
 
 
 def forget_gone(conn: Connection) -> None:
     """Problems of people syncd no longer holds (removed, forgotten)."""
-    conn.exec_driver_sql(
-        "DELETE FROM known_problems WHERE source_id NOT IN (SELECT source_id FROM employees)"
+    sql.run(
+        conn, "DELETE FROM known_problems WHERE source_id NOT IN (SELECT source_id FROM employees)"
     )
 
 
 def problem_rows(conn: Connection) -> list[dict[str, Any]]:
     """Every known problem of a person syncd holds, oldest first (status, reports)."""
-    rows = conn.exec_driver_sql(_ROWS)
+    rows = sql.run(conn, _ROWS)
     return [dict(r._mapping) for r in rows]
 
 
@@ -116,8 +125,8 @@ def source_ids(conn: Connection, usernames: Sequence[str]) -> dict[str, str]:
     """Username -> source id, of these usernames that syncd holds."""
     found: dict[str, str] = {}
     for username in dict.fromkeys(usernames):
-        row = conn.exec_driver_sql(
-            "SELECT source_id FROM employees WHERE username = ?", (username,)
+        row = sql.run(
+            conn, "SELECT source_id FROM employees WHERE username = ?", (username,)
         ).first()
         if row is not None:
             found[username] = str(row[0])
@@ -127,7 +136,8 @@ def source_ids(conn: Connection, usernames: Sequence[str]) -> dict[str, str]:
 def untold(conn: Connection, run_id: int) -> list[tuple[KnownProblem, str]]:
     """Problems found by a run that was killed or stopped before it could tell them: now
     told by run ``run_id``, which takes them as its own."""
-    rows = conn.exec_driver_sql(
+    rows = sql.run(
+        conn,
         "SELECT source_id, field, value, holder, holder_key, username FROM known_problems "
         "WHERE first_run != ? AND first_run IN (SELECT id FROM runs WHERE outcome = "
         "'interrupted') AND source_id IN (SELECT source_id FROM employees)",
@@ -135,7 +145,8 @@ def untold(conn: Connection, run_id: int) -> list[tuple[KnownProblem, str]]:
     ).all()
     found = [(KnownProblem(*row[:5]), str(row[5])) for row in rows]
     if found:
-        conn.exec_driver_sql(
+        sql.run(
+            conn,
             "UPDATE known_problems SET first_run = ? WHERE source_id = ? AND field = ?",
             [(run_id, p.source_id, p.field) for p, _ in found],
         )

@@ -14,12 +14,13 @@ from collections.abc import (
     Sequence,
     ValuesView,
 )
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import Connection, Engine, text
 
 from syncd.model import Kind
 from syncd.plan import Snapshot, SyncedDepartment, SyncedEmployee
+from syncd.snapshot import sql
 from syncd.snapshot.engine import translated
 from syncd.snapshot.problems import load_problems
 
@@ -36,18 +37,17 @@ def load_snapshot(engine: Engine) -> Snapshot:
     with engine.connect() as conn:
         # The driver's own cursor: SQLAlchemy's row objects cost more than building the
         # values themselves, 100,000 times over.
-        raw = conn.connection.driver_connection
-        assert raw is not None
         departments = {
             r[0]: SyncedDepartment(r[0], int(r[1]), r[2], r[3])
-            for r in raw.execute(
+            for r in sql.rows(
+                conn,
                 "SELECT source_id, node_id, name_path, hash FROM departments "
-                "WHERE node_id IS NOT NULL"
+                "WHERE node_id IS NOT NULL",
             )
         }
-        (count,) = raw.execute("SELECT COUNT(*) FROM employees").fetchone()
-        photos = {r[0]: r[1] for r in raw.execute("SELECT source_id, digest FROM photos")}
-        problems = load_problems(raw)
+        ((count,),) = sql.rows(conn, "SELECT COUNT(*) FROM employees")
+        photos = {r[0]: r[1] for r in sql.rows(conn, "SELECT source_id, digest FROM photos")}
+        problems = load_problems(conn)
     return Snapshot(
         departments,
         SyncedEmployees(engine, int(count)),
@@ -104,8 +104,8 @@ def written(
     return found
 
 
-def _all_employees(raw: Any) -> dict[str, SyncedEmployee]:
-    rows = raw.execute(_EMPLOYEES)
+def _all_employees(conn: Connection) -> dict[str, SyncedEmployee]:
+    rows = sql.rows(conn, _EMPLOYEES)
     return {e.source_id: e for e in map(_synced, rows)}
 
 
@@ -137,7 +137,7 @@ class SyncedEmployees(Mapping[str, SyncedEmployee]):
         with self._loading:  # the platform's reader asks too, from its thread
             if self._everyone is None:
                 with self._engine.connect() as conn:
-                    self._everyone = _all_employees(conn.connection.driver_connection)
+                    self._everyone = _all_employees(conn)
                 self._asked.clear()
         return self._everyone
 
@@ -150,20 +150,16 @@ class SyncedEmployees(Mapping[str, SyncedEmployee]):
         """Which of these usernames syncd's people hold: a few asked of the database."""
         if self._everyone is not None or len(names) > self._ONE_BY_ONE:
             return holding(self.load(), names)
-        rows = self._query(
-            "SELECT username FROM employees WHERE username IN (SELECT value FROM json_each(?))",
-            json.dumps(list(names)),
-        )
+        among, values = sql.among(self._engine, names)
+        rows = self._query("SELECT username FROM employees WHERE username " + among, values)  # noqa: S608
         return {str(r[0]) for r in rows}
 
     def by_username(self, names: Collection[str]) -> dict[str, SyncedEmployee]:
         """The people holding these usernames: a few asked of the database."""
         if self._everyone is not None or len(names) > self._ONE_BY_ONE:
             return by_username(self.load(), names)
-        rows = self._query(
-            _EMPLOYEES + " WHERE username IN (SELECT value FROM json_each(?))",  # noqa: S608
-            json.dumps(list(names)),
-        )
+        among, values = sql.among(self._engine, names)
+        rows = self._query(_EMPLOYEES + " WHERE username " + among, values)
         return {e.username: e for e in map(_synced, rows)}
 
     def __len__(self) -> int:
@@ -195,23 +191,24 @@ class SyncedEmployees(Mapping[str, SyncedEmployee]):
         return _synced(rows[0]) if rows else None
 
     @translated
-    def _query(self, sql: str, *parameters: Any) -> list[tuple[Any, ...]]:
+    def _query(self, query: str, *parameters: Any) -> list[tuple[Any, ...]]:
         with self._engine.connect() as conn:
-            raw = conn.connection.driver_connection
-            assert raw is not None
-            return list(raw.execute(sql, parameters))
+            return sql.rows(conn, query, parameters)
 
 
 class PlacedLookup:
     """Who syncd placed in given departments, by the positions it last wrote ("": the
     root organization itself, where a position names no department)."""
 
-    _QUERY = (
-        "SELECT ifnull(json_extract(p.value, '$.department'), ''), e.source_id "
+    _QUERY: ClassVar[dict[str, str]] = {
+        sql.SQLITE: "SELECT ifnull(json_extract(p.value, '$.department'), ''), e.source_id "
         "FROM employees e, json_each(e.fields, '$.positions') p "
-        "WHERE ifnull(json_extract(p.value, '$.department'), '') "
-        "IN (SELECT value FROM json_each(?))"
-    )
+        "WHERE ifnull(json_extract(p.value, '$.department'), '') ",
+        sql.POSTGRESQL: "SELECT COALESCE(p.value ->> 'department', ''), e.source_id "
+        "FROM employees e, jsonb_array_elements(CASE jsonb_typeof(NULLIF(e.fields, '')::jsonb "
+        "-> 'positions') WHEN 'array' THEN e.fields::jsonb -> 'positions' END) p(value) "
+        "WHERE COALESCE(p.value ->> 'department', '') ",
+    }
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
@@ -221,10 +218,10 @@ class PlacedLookup:
         if not department_ids:
             return {}
         found: dict[str, list[str]] = {}
+        among, values = sql.among(self._engine, department_ids)
+        query = self._QUERY[sql.kind(self._engine)] + among
         with self._engine.connect() as conn:
-            raw = conn.connection.driver_connection
-            assert raw is not None
-            for department, source_id in raw.execute(self._QUERY, (json.dumps(department_ids),)):
+            for department, source_id in sql.rows(conn, query, (values,)):
                 found.setdefault(str(department), []).append(str(source_id))
         return found
 
@@ -277,20 +274,16 @@ class FieldLookup:
 
     def _stored(self, source_ids: Sequence[str]) -> dict[str, str | None]:
         """These employees' fields as stored (JSON text), in one query."""
+        among, values = sql.among(self._engine, source_ids)
         with self._engine.connect() as conn:
-            raw = conn.connection.driver_connection
-            assert raw is not None
-            rows = raw.execute(
-                "SELECT source_id, fields FROM employees "
-                "WHERE source_id IN (SELECT value FROM json_each(?))",
-                (json.dumps(list(source_ids)),),
-            )
+            query = "SELECT source_id, fields FROM employees WHERE source_id " + among  # noqa: S608
+            rows = sql.rows(conn, query, (values,))
             return {str(k): v for k, v in rows}
 
     def _all_departments(self) -> dict[str, str]:
         if self._departments is None:
             with self._engine.connect() as conn:
-                rows = conn.exec_driver_sql("SELECT source_id, fields FROM departments")
+                rows = sql.rows(conn, "SELECT source_id, fields FROM departments")
                 self._departments = {str(r[0]): r[1] for r in rows}
         return self._departments
 
@@ -322,9 +315,8 @@ _INSERT_ITEM = (
 _ITEMS_PER_STATEMENT = 2_000  # journal rows are made as they are written, never all at once
 
 
-def _executemany(conn: Connection, sql: str, rows: list[tuple[Any, ...]]) -> None:
-    if rows:
-        conn.exec_driver_sql(sql, rows)
+def _executemany(conn: Connection, statement: str, rows: list[tuple[Any, ...]]) -> None:
+    sql.bulk(conn, statement, rows)
 
 
 def upsert_departments(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:

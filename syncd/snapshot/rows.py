@@ -2,36 +2,41 @@
 
 Imported only to create or migrate the schema (``tables.MIGRATIONS``): what runs every
 day writes and reads through SQL statements, and is spared importing SQLModel and the ORM.
+
+Times in ms and the platform's ids are BIGINT: PostgreSQL's INTEGER has 32 bits (SQLite
+stores either in the same 64-bit integer).
 """
 
 from __future__ import annotations
 
+from sqlalchemy import BigInteger
 from sqlmodel import Field, SQLModel
 
 
 class DepartmentRow(SQLModel, table=True):
     __tablename__ = "departments"
     source_id: str = Field(primary_key=True)  # the node's serial_no on the platform
-    node_id: int | None = None
+    node_id: int | None = Field(default=None, sa_type=BigInteger)
     name_path: str = ""  # "Acme/R&D/Backend", root name first
     fields: str = "{}"  # JSON: what syncd last wrote
     hash: str = ""  # of fields; "" forces a comparison next run
     adopted: bool = False  # found on the platform rather than created by syncd
-    last_modified: int | None = None  # the platform's, after syncd's last write
+    # the platform's, after syncd's last write
+    last_modified: int | None = Field(default=None, sa_type=BigInteger)
 
 
 class EmployeeRow(SQLModel, table=True):
     __tablename__ = "employees"
     source_id: str = Field(primary_key=True)  # the employee's extension_id on the platform
     username: str = Field(index=True)
-    employee_id: int | None = None
+    employee_id: int | None = Field(default=None, sa_type=BigInteger)
     fields: str = "{}"
     hash: str = ""
     adopted: bool = False
     locked: bool = False
     # "departed" (in the source), "missing" (from it), or None: adopted already locked
     lock_reason: str | None = None
-    locked_since: int | None = None  # ms
+    locked_since: int | None = Field(default=None, sa_type=BigInteger)  # ms
     # The key a first run adopted the account by, when not its username (email, mobile,
     # sn): the account keeps the platform's username, whatever the source's is.
     matched_by: str | None = None
@@ -56,8 +61,8 @@ class TokenRow(SQLModel, table=True):
     __tablename__ = "tokens"
     app: str = Field(primary_key=True)  # base_url|domain_id|client_id#digest of the secret
     access_token: str
-    expire_time: int  # ms
-    issued_time: int | None = None
+    expire_time: int = Field(sa_type=BigInteger)  # ms
+    issued_time: int | None = Field(default=None, sa_type=BigInteger)
 
 
 class RunRow(SQLModel, table=True):
@@ -67,8 +72,8 @@ class RunRow(SQLModel, table=True):
     mode: str = "apply"  # apply or dry_run
     read: str = "full"  # full or incremental
     source: str = ""  # kind and where
-    started_at: int = 0  # ms
-    finished_at: int | None = None
+    started_at: int = Field(default=0, sa_type=BigInteger)  # ms
+    finished_at: int | None = Field(default=None, sa_type=BigInteger)
     outcome: str = "running"  # running, ok, partial, failed, blocked, interrupted
     exit_code: int | None = None
     pid: int | None = None

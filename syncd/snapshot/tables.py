@@ -39,7 +39,9 @@ def _v2_safe_serials(conn: Connection) -> None:
 
 def _v3_matched_by(conn: Connection) -> None:
     """employees.matched_by (a fresh database has it already: its tables are made whole)."""
-    columns = {r[1] for r in conn.exec_driver_sql("PRAGMA table_info(employees)")}
+    from sqlalchemy import inspect
+
+    columns = {c["name"] for c in inspect(conn).get_columns("employees")}
     if "matched_by" not in columns:
         conn.exec_driver_sql("ALTER TABLE employees ADD COLUMN matched_by VARCHAR")
 
@@ -72,7 +74,7 @@ def _v7_token_keys(conn: Connection) -> None:
     """Tokens are kept under a key that carries a digest of the application's secret (a
     changed secret must not go on using the old one's token): those kept under the old
     key, without it, are let go. The next call fetches a token, as after an expiry."""
-    conn.exec_driver_sql("DELETE FROM tokens WHERE app NOT LIKE '%#%'")
+    conn.execute(text("DELETE FROM tokens WHERE app NOT LIKE '%#%'"))
 
 
 def _v8_leadership(conn: Connection) -> None:

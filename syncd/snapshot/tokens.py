@@ -3,8 +3,9 @@
 A renewal never waits for the database's write lock. The run that renews may hold that
 lock itself (a batch's transaction, settled while a look-up is sent), and a renewal that
 waited for it waited out the busy timeout and failed the run with "database is locked".
-So renewals are serialized between processes by a lock file of their own
-(``token.lock`` beside the database), the token in use is the one in memory, and the
+So renewals are serialized between processes by a lock of their own (``token.lock``
+beside the SQLite database; on PostgreSQL a session advisory lock, for every host), the
+token in use is the one in memory, and the
 database gets it as soon as its write lock is free: at once when it is, else from a
 thread that waits for it (``flush``), compare-and-set against the token it replaces, so
 a newer token another process stored meanwhile is never overwritten by an older one.
@@ -16,7 +17,6 @@ import contextlib
 import fcntl
 import logging
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,6 +26,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from syncd.errors import StateError
+from syncd.snapshot import postgres, sqlite
 from syncd.snapshot.tables import BUSY_TIMEOUT_MS
 
 log = logging.getLogger(__name__)
@@ -62,11 +63,19 @@ class TokenStore:
     """
 
     def __init__(self, engine: Engine) -> None:
-        database = engine.url.database
-        if not database:
-            raise StateError("the token store needs a state database file")
-        self._path = Path(database)
-        self._lock_path = self._path.parent / TOKEN_LOCK
+        from syncd.snapshot.engine import describe, state_dir
+        from syncd.snapshot.sql import is_postgresql
+
+        self._table: sqlite.Tokens | postgres.Tokens
+        if is_postgresql(engine):
+            self._table = postgres.Tokens(engine, describe(engine))
+        else:
+            database = engine.url.database
+            if not database:
+                raise StateError("the token store needs a state database file")
+            self._table = sqlite.Tokens(Path(database))
+            self._lock_path = state_dir(engine) / TOKEN_LOCK
+        self._place = describe(engine)
         self._pending: dict[str, _Pending] = {}
         self._mutex = threading.Lock()  # guards _pending
         self._renewing = threading.Lock()  # one renewal at a time in this process
@@ -120,20 +129,8 @@ class TokenStore:
     # ------------------------------------------------------------ the database
 
     def _read(self, app: str) -> CachedToken | None:
-        try:
-            with contextlib.closing(self._connect(BUSY_TIMEOUT_MS / 1000)) as db:
-                row = db.execute(
-                    "SELECT access_token, expire_time, issued_time FROM tokens WHERE app = ?",
-                    (app,),
-                ).fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise StateError(
-                f"state database {self._path}: reading the shared token: {exc}"
-            ) from exc
-        return None if row is None else CachedToken(str(row[0]), int(row[1]), row[2])
-
-    def _connect(self, timeout: float) -> sqlite3.Connection:
-        return sqlite3.connect(self._path, timeout=timeout, isolation_level=None)
+        row = self._table.read(app)
+        return None if row is None else CachedToken(*row)
 
     def _write(self, app: str, *, timeout: float) -> bool:
         """Store the pending token for ``app`` unless a newer one is stored; whether done
@@ -142,28 +139,13 @@ class TokenStore:
             pending = self._pending.get(app)
         if pending is None:
             return True
-        try:
-            with contextlib.closing(self._connect(timeout)) as db:
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    row = db.execute(
-                        "SELECT access_token FROM tokens WHERE app = ?", (app,)
-                    ).fetchone()
-                    current = None if row is None else str(row[0])
-                    # Another process stored a token after this one was fetched: it is the
-                    # newer (renewals take turns under token.lock), so it stays.
-                    if current in (pending.replaces, pending.token.access_token):
-                        _upsert(db, app, pending.token)
-                    db.execute("COMMIT")
-                except BaseException:
-                    db.execute("ROLLBACK")
-                    raise
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                return False
-            log.warning("state database %s: the renewed token was not stored: %s", self._path, exc)
-        except sqlite3.DatabaseError as exc:
-            log.warning("state database %s: the renewed token was not stored: %s", self._path, exc)
+        token = pending.token
+        # Another process stored a token after this one was fetched: it is the newer
+        # (renewals take turns under the renewal lock), so it stays.
+        expected = (pending.replaces, token.access_token)
+        row = (token.access_token, token.expire_time, token.issued_time)
+        if not self._table.compare_and_set(app, expected, row, timeout):
+            return False
         with self._mutex:
             if self._pending.get(app) is pending:
                 del self._pending[app]
@@ -184,6 +166,17 @@ class TokenStore:
 
     @contextlib.contextmanager
     def _renewal_lock(self) -> Iterator[None]:
+        """Held while a token is fetched: ``token.lock`` in the state directory (SQLite),
+        an advisory lock on the server (PostgreSQL, every host's syncd)."""
+        if isinstance(self._table, postgres.Tokens):
+            with self._table.renewal_lock():
+                yield
+            return
+        with self._file_lock():
+            yield
+
+    @contextlib.contextmanager
+    def _file_lock(self) -> Iterator[None]:
         """``token.lock``, held while a token is fetched; waited for at most the busy
         timeout (a process stuck holding it must not stop every other one)."""
         try:
@@ -210,20 +203,4 @@ class TokenStore:
             os.close(fd)  # releases the lock
 
     def __repr__(self) -> str:
-        return f"TokenStore({self._path})"
-
-
-def _upsert(db: sqlite3.Connection, app: str, token: CachedToken) -> None:
-    db.execute(
-        "INSERT INTO tokens (app, access_token, expire_time, issued_time) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT (app) DO UPDATE SET access_token = excluded.access_token, "
-        "expire_time = excluded.expire_time, issued_time = excluded.issued_time",
-        (app, token.access_token, token.expire_time, token.issued_time),
-    )
-    # The same application's token under another secret's digest: the secret changed.
-    base = app.rpartition("#")[0]
-    if base:
-        db.execute(
-            "DELETE FROM tokens WHERE app != ? AND substr(app, 1, ?) = ?",
-            (app, len(base) + 1, base + "#"),
-        )
+        return f"TokenStore({self._place})"

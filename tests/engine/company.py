@@ -8,9 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import Engine
+
+from syncd import snapshot as store
 from syncd.config import Settings, load_settings
 from syncd.emulator import RunningEmulator
 from syncd.runner import RunRequest, RunResult, run_sync
+from syncd.snapshot import sql as store_sql
 
 EMPLOYEE_COLUMNS = [
     "id",
@@ -149,11 +153,13 @@ class World:
     company: Company
     sync_settings: dict[str, Any] = field(default_factory=dict)
     more_settings: list[str] = field(default_factory=list)  # TOML lines, after [sync]
+    database_url: str | None = None  # None: SQLite, syncd.db in the state directory
 
     def settings(self, **sync: Any) -> Settings:
         options = {**self.sync_settings, **sync}
         lines = [
             f'state_dir = "{self.folder / "state"}"',
+            *([f'database_url = "{self.database_url}"'] if self.database_url else []),
             "[source]",
             'kind = "csv"',
             "[source.csv]",
@@ -185,6 +191,19 @@ class World:
 
     def platform(self) -> Platform:
         return Platform.read(self.emulator)
+
+    def engine(self) -> Engine:
+        """The state database, on whichever engine this world uses."""
+        return store.open_engine(self.folder / "state" / "syncd.db", self.database_url)
+
+    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        """A query's rows from the state database (``?`` placeholders, both engines)."""
+        engine = self.engine()
+        try:
+            with engine.connect() as conn:
+                return [tuple(row) for row in store_sql.run(conn, sql, params)]
+        finally:
+            engine.dispose()
 
     def writes(self) -> dict[str, int]:
         """Write requests the emulator has seen, by endpoint."""

@@ -1,10 +1,10 @@
-"""kill -9 in the middle of an apply, then a normal run: nothing twice, nothing lost."""
+"""kill -9 in the middle of an apply, then a normal run: nothing twice, nothing lost; on
+both state database engines, SQLite and PostgreSQL (``store_url``)."""
 
 from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from syncd import snapshot as store
+from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_OK
 from syncd.plan import Action, PlatformView, plan
 from syncd.platform import PlatformClient
@@ -20,7 +21,7 @@ from syncd.policy import policy_of
 from syncd.recovery import recover
 from syncd.runner import now_ms
 from syncd.sources import read_directory
-from tests.engine.company import World, employee
+from tests.engine.company import World, employee, small_company
 
 SYNCD = str(Path(sys.executable).with_name("syncd"))
 IMPORT_ORGS = "POST /v1/admin/organizations/{org_code}/import-orgs"
@@ -38,10 +39,14 @@ def wait_for_requests(
         assert time.monotonic() < deadline, f"never saw {count} × {endpoint}"
 
 
+@pytest.fixture
+def world(tmp_path: Path, emulator: RunningEmulator, store_url: str | None) -> World:
+    return World(tmp_path, emulator, small_company(), database_url=store_url)
+
+
 def snapshot_rows(world: World) -> tuple[dict[str, int], dict[str, int]]:
-    with sqlite3.connect(world.folder / "state" / "syncd.db") as db:
-        nodes = dict(db.execute("SELECT source_id, node_id FROM departments").fetchall())
-        people = dict(db.execute("SELECT username, employee_id FROM employees").fetchall())
+    nodes = {str(k): int(v) for k, v in world.query("SELECT source_id, node_id FROM departments")}
+    people = {str(k): int(v) for k, v in world.query("SELECT username, employee_id FROM employees")}
     return nodes, people
 
 
@@ -91,11 +96,8 @@ def test_a_killed_sync_is_resolved_by_the_next_run(world: World, endpoint: str, 
     state = world.emulator.state()
     assert nodes == {n["serial_no"]: n["id"] for n in state["nodes"] if n.get("serial_no")}
     assert people == {e["username"]: e["id"] for e in state["employees"]}
-    with sqlite3.connect(world.folder / "state" / "syncd.db") as db:
-        outcomes = [row[0] for row in db.execute("SELECT outcome FROM runs ORDER BY id")]
-        unsettled = db.execute("SELECT COUNT(*) FROM run_items WHERE outcome = 'sent'").fetchone()[
-            0
-        ]
+    outcomes = [row[0] for row in world.query("SELECT outcome FROM runs ORDER BY id")]
+    ((unsettled,),) = world.query("SELECT COUNT(*) FROM run_items WHERE outcome = 'sent'")
     assert outcomes[-2:] == ["interrupted", "ok"]
     assert unsettled == 0
     assert world.sync().plan.changes == ()  # type: ignore[union-attr]
@@ -103,11 +105,11 @@ def test_a_killed_sync_is_resolved_by_the_next_run(world: World, endpoint: str, 
 
 def written(world: World) -> list[tuple[str, str, str]]:
     """What the snapshot says syncd last wrote: (source id, fields, hash) of every record."""
-    with sqlite3.connect(world.folder / "state" / "syncd.db") as db:
-        return db.execute(
-            "SELECT source_id, fields, hash FROM departments UNION ALL "
-            "SELECT source_id, fields, hash FROM employees ORDER BY 1"
-        ).fetchall()
+    rows = world.query(
+        "SELECT source_id, fields, hash FROM departments UNION ALL "
+        "SELECT source_id, fields, hash FROM employees ORDER BY 1"
+    )
+    return [(str(k), str(f), str(h)) for k, f, h in rows]
 
 
 def test_updates_journaled_as_sent_but_never_sent_are_not_recorded_as_done(
@@ -119,7 +121,7 @@ def test_updates_journaled_as_sent_but_never_sent_are_not_recorded_as_done(
     dry = world.sync(dry_run=True)
     assert dry.plan is not None and len(dry.plan.changes) == 2
     settings = world.settings()
-    engine = store.open_engine(settings.database)
+    engine = store.open_engine(settings.database, settings.database_url)
     # As a run killed after journaling its items as sent, before sending them.
     with store.write(engine) as conn:
         store.mark_sent(conn, dry.run_id, [0, 1])

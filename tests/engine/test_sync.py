@@ -1,18 +1,27 @@
-"""Whole syncs, from CSV files to the emulator over HTTP, with a real state database."""
+"""Whole syncs, from CSV files to the emulator over HTTP, with a real state database: each
+test runs on both engines, SQLite and PostgreSQL (``store_url``)."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
 
 from syncd import snapshot as store
+from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_BLOCKED, EXIT_FAILED, EXIT_OK, EXIT_PARTIAL
-from tests.engine.company import World, department, employee
+from tests.engine.company import World, department, employee, small_company
 
 
-def runs(world: World) -> list[tuple[int, str, str, int]]:
-    with sqlite3.connect(world.folder / "state" / "syncd.db") as db:
-        return db.execute("SELECT id, mode, outcome, exit_code FROM runs ORDER BY id").fetchall()
+@pytest.fixture
+def world(tmp_path: Path, emulator: RunningEmulator, store_url: str | None) -> World:
+    return World(tmp_path, emulator, small_company(), database_url=store_url)
+
+
+def runs(world: World) -> list[tuple[Any, ...]]:
+    return world.query("SELECT id, mode, outcome, exit_code FROM runs ORDER BY id")
 
 
 def test_initial_sync_makes_the_platform_equal_to_the_source(world: World) -> None:
@@ -37,7 +46,7 @@ def test_dry_run_sends_nothing_and_is_recorded(world: World) -> None:
     assert result.plan is not None and len(result.plan.changes) == 9
     assert world.writes() == {}
     assert runs(world) == [(1, "dry_run", "ok", 0)]
-    items = store.load_items(store.open_engine(world.folder / "state" / "syncd.db"), 1)
+    items = store.load_items(world.engine(), 1)
     assert {i["outcome"] for i in items} == {"planned"}
     assert items[0]["message"] == "create department Acme/Head Office"
 
@@ -94,7 +103,7 @@ def test_per_item_failures_are_reported_and_retried_next_run(world: World) -> No
     result = world.sync()
     assert (result.outcome, result.exit_code) == ("partial", EXIT_PARTIAL)
     assert "cat" not in world.platform().people
-    engine = store.open_engine(world.folder / "state" / "syncd.db")
+    engine = world.engine()
     assert store.failure_groups(engine, result.run_id) == [
         ("mobile already used by another employee", 1)
     ]
@@ -133,11 +142,18 @@ def test_an_unreachable_platform_fails_cleanly_with_exit_3(world: World) -> None
     assert world.platform().people["bob"] == world.company.expected().people["bob"]
 
 
-def test_first_run_adopts_what_the_platform_already_has(world: World) -> None:
+def test_first_run_adopts_what_the_platform_already_has(
+    world: World, tmp_path: Path, store_url: str | None, request: pytest.FixtureRequest
+) -> None:
     world.sync()
-    (world.folder / "state" / "syncd.db").unlink()  # a new host, or a lost state database
-    for extra in ("-wal", "-shm"):
-        (world.folder / "state" / f"syncd.db{extra}").unlink(missing_ok=True)
+    if store_url is None:
+        (world.folder / "state" / "syncd.db").unlink()  # a new host, or a lost state database
+        for extra in ("-wal", "-shm"):
+            (world.folder / "state" / f"syncd.db{extra}").unlink(missing_ok=True)
+    else:  # a new, empty database
+        world.database_url = request.getfixturevalue("postgres_server").url(
+            request.getfixturevalue("postgres_server").create_database()
+        )
     result = world.sync()
     assert result.exit_code == EXIT_OK
     actions = {c.action.value for c in result.plan.changes}  # type: ignore[union-attr]
@@ -149,11 +165,8 @@ def test_first_run_adopts_what_the_platform_already_has(world: World) -> None:
 
 def test_run_summary_records_counts_and_guards(world: World) -> None:
     result = world.sync()
-    with sqlite3.connect(world.folder / "state" / "syncd.db") as db:
-        (summary,) = db.execute(
-            "SELECT summary FROM runs WHERE id = ?", (result.run_id,)
-        ).fetchone()
-    summary = json.loads(summary)
+    ((stored,),) = world.query("SELECT summary FROM runs WHERE id = ?", result.run_id)
+    summary = json.loads(stored)
     assert summary["source"]["employees"] == 5
     assert summary["planned"] == {"department.create": 4, "employee.create": 5}
     assert summary["results"] == {"department.create.ok": 4, "employee.create.ok": 5}

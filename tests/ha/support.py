@@ -3,7 +3,8 @@ its own state directory (as on its own host), sharing one state store, and the p
 emulator that counts every caller's writes.
 
 The shared store on SQLite is one database file the state directories' ``syncd.db`` all
-point at (a symbolic link): the same file several processes on one host share. Every
+point at (a symbolic link): the same file several processes on one host share; on
+PostgreSQL, one database every member's ``database_url`` names. Every
 wait polls an observable state (the lease row, the members, the emulator's per-caller
 writes, the runs table) until a deadline.
 """
@@ -12,16 +13,19 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
-import time
 from collections.abc import Callable
-from contextlib import closing, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import create_engine, text
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.pool import NullPool
+
 from syncd.emulator import RunningEmulator
+from syncd.snapshot import leases
 from tests.daemon.support import SYNCD, NotifySocket, toml_text, wait_until
 
 DEADLINE = 90.0  # seconds: only a failing test waits this long
@@ -72,6 +76,7 @@ class Cluster:
     root: Path
     emulator: RunningEmulator
     employees: list[tuple[str, str, str, str]]
+    store_url: str | None = None  # a PostgreSQL database; None: one shared SQLite file
     lease_seconds: int = 3
     interval_seconds: int = 2
     members: list[Member] = field(default_factory=list)
@@ -79,6 +84,12 @@ class Cluster:
     def __post_init__(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         self.database = self.root / "shared.db"
+        url = (
+            self.store_url.replace("postgresql://", "postgresql+psycopg://", 1)
+            if (self.store_url)
+            else f"sqlite:///{self.database}"
+        )
+        self._engine = create_engine(url, poolclass=NullPool)
         departments = ["id,name,parent_id", *(",".join(d) for d in DEPARTMENTS)]
         employees = ["id,username,name,department", *(",".join(e) for e in self.employees)]
         (self.root / "departments.csv").write_text("\n".join(departments) + "\n", "utf-8")
@@ -94,7 +105,8 @@ class Cluster:
         """A member's settings; ``employees``: its own source (a standby that diverges)."""
         folder = self.root / name
         (folder / "state").mkdir(parents=True, mode=0o700)
-        (folder / "state" / "syncd.db").symlink_to(self.database)
+        if self.store_url is None:
+            (folder / "state" / "syncd.db").symlink_to(self.database)
         source = self.root / "employees.csv"
         if employees is not None:
             source = folder / "employees.csv"
@@ -124,6 +136,8 @@ class Cluster:
             "schedule": {"interval_seconds": self.interval_seconds, "jitter_seconds": 0},
             "leadership": {"lease_seconds": self.lease_seconds},
         }
+        if self.store_url is not None:
+            settings["database_url"] = self.store_url
         if metrics_port is not None:
             settings["metrics"] = {"enabled": True, "port": metrics_port}
         config = folder / "syncd.toml"
@@ -137,6 +151,7 @@ class Cluster:
         member.notify = NotifySocket(str(member.folder / "notify"))
         env = {**os.environ, "NOTIFY_SOCKET": member.notify.address}
         env.pop("SYNCD_CONFIG", None)
+        env.pop("SYNCD_DATABASE_URL", None)
         with member.log_path.open("ab") as log_file:
             member.process = subprocess.Popen(
                 [str(SYNCD), "run", "--config", str(member.folder / "syncd.toml")],
@@ -158,24 +173,27 @@ class Cluster:
                 member.process.wait()
             if member.notify is not None:
                 member.notify.close()
+        self._engine.dispose()
 
     # ------------------------------------------------------------ what the store says
 
-    def query(self, sql: str, *args: Any) -> list[dict[str, Any]]:
-        with closing(sqlite3.connect(self.database, timeout=30)) as db:
-            db.row_factory = sqlite3.Row
-            return [dict(r) for r in db.execute(sql, args)]
+    def query(self, sql: str, **params: Any) -> list[dict[str, Any]]:
+        """Rows of the shared store (None while a PostgreSQL server restarts)."""
+        with self._engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(text(sql), params)]
 
-    def lease(self) -> dict[str, Any] | None:
-        rows = self.query("SELECT * FROM leadership WHERE name = 'platform'")
-        return rows[0] if rows else None
+    def lease(self) -> leases.Holder | None:
+        """The lease as the store holds it, and the store's clock."""
+        try:
+            with self._engine.connect() as conn:
+                return leases.holder(conn)
+        except OperationalError:  # a server restarting
+            return None
 
     def leader_pid(self) -> int | None:
-        """The pid holding a live lease, by the host's clock (the SQLite store's)."""
-        row = self.lease()
-        if row is None or row["holder"] is None or row["expires_at"] <= time.time() * 1000:
-            return None
-        return int(row["pid"])
+        """The pid holding a live lease, by the store's clock."""
+        held = self.lease()
+        return held.pid if held is not None and held.live else None
 
     def wait_leader(self, among: list[Member], what: str) -> Member:
         pids = {m.pid: m for m in among}
@@ -184,7 +202,8 @@ class Cluster:
 
     def roles(self) -> dict[int, str]:
         """Each member's role as the members table says (pid -> leader or standby)."""
-        return {int(r["pid"]): str(r["role"]) for r in self.query("SELECT pid, role FROM members")}
+        rows = self.query("SELECT pid, role FROM members")
+        return {int(r["pid"]): str(r["role"]) for r in rows}
 
     def cli(self, member: Member, *args: str) -> subprocess.CompletedProcess[str]:
         """A syncd command with this member's settings (as on its host)."""
@@ -198,7 +217,7 @@ class Cluster:
         )
 
     def runs_of(self, member: Member) -> list[dict[str, Any]]:
-        return self.query("SELECT * FROM runs WHERE pid = ? ORDER BY id", member.pid)
+        return self.query("SELECT * FROM runs WHERE pid = :p ORDER BY id", p=member.pid)
 
     # ------------------------------------------------------------ what the platform says
 

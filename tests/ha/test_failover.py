@@ -7,6 +7,9 @@ store; one holds the lease and writes, the others stand by and plan dry.
 - The leader frozen with SIGSTOP past its lease, then thawed: a standby has taken over
   meanwhile, and the thawed process sends nothing more (the emulator counts its writes
   after SIGCONT: 0); its run ends as interrupted, and it stands by.
+- PostgreSQL restarted under a cluster: the members come back and converge.
+
+Each test runs on one SQLite file several processes share, and on PostgreSQL.
 
 Timing is observed, never asserted: each wait polls the lease row, the members, the
 runs or the emulator's per-caller writes until a generous deadline.
@@ -22,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from syncd.emulator import RunningEmulator
+from tests.support.postgres import PostgresServer
 
 from .support import Cluster, Member, no_duplicates, people, wait_for
 
@@ -29,8 +33,9 @@ SLOW_WRITE_MS = 1000  # each import-employees answered this late: the apply take
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, emulator: RunningEmulator) -> Iterator[Cluster]:
-    made = Cluster(tmp_path / "cluster", emulator, people(24))
+def cluster(tmp_path: Path, emulator: RunningEmulator, store_url: str | None) -> Iterator[Cluster]:
+    """Run once with one shared SQLite file, once with one PostgreSQL database."""
+    made = Cluster(tmp_path / "cluster", emulator, people(24), store_url)
     try:
         yield made
     finally:
@@ -72,7 +77,9 @@ def test_a_standby_takes_over_from_a_leader_killed_mid_apply(
 ) -> None:
     slow_writes(emulator)
     leader, standbys = leader_mid_apply(cluster, ["a", "b", "c"], writes=4)
-    epoch = cluster.lease()["epoch"]  # type: ignore[index]
+    held = cluster.lease()
+    assert held is not None
+    epoch = held.epoch
     assert not cluster.converged()  # killed mid-apply: people still to send
 
     leader.signal(signal.SIGKILL)
@@ -85,7 +92,7 @@ def test_a_standby_takes_over_from_a_leader_killed_mid_apply(
     wait_for(cluster.converged, "the platform holds every person once")
     no_duplicates(emulator)
     lease = cluster.lease()
-    assert lease is not None and lease["epoch"] == epoch + 1  # one takeover, one epoch more
+    assert lease is not None and lease.epoch == epoch + 1  # one takeover, one epoch more
     # The dead leader's run ended as interrupted; the successor's runs carry its epoch.
     assert [r["outcome"] for r in cluster.runs_of(leader) if r["mode"] == "apply"] == [
         "interrupted"
@@ -128,3 +135,30 @@ def test_a_leader_frozen_past_its_lease_writes_nothing_after_it_thaws(
     no_duplicates(emulator)
     assert cluster.writes(leader, since_ms=thawed_ms) == 0  # nothing after losing the lease
     assert cluster.leader_pid() == standby.pid
+
+
+def test_the_cluster_resumes_after_postgresql_restarts_under_it(
+    tmp_path: Path, emulator: RunningEmulator, postgres_server: PostgresServer
+) -> None:
+    """PostgreSQL stopped and started again while the leader applies: a run in flight
+    may fail or be fenced, but the members come back, one leads, and it converges."""
+    url = postgres_server.url(postgres_server.create_database("ha"))
+    cluster = Cluster(tmp_path / "cluster", emulator, people(24), url)
+    try:
+        slow_writes(emulator)
+        leader, (standby,) = leader_mid_apply(cluster, ["a", "b"], writes=2)
+        restarted_ms = time.time_ns() // 1_000_000
+        postgres_server.restart()
+
+        def seen_again() -> bool:
+            rows = cluster.query("SELECT pid FROM members WHERE last_seen > :t", t=restarted_ms)
+            return {int(r["pid"]) for r in rows} >= {leader.pid, standby.pid}
+
+        wait_for(seen_again, "both members renew through the restarted server")
+        wait_for(cluster.converged, "the platform holds every person once")
+        no_duplicates(emulator)
+        assert cluster.leader_pid() in (leader.pid, standby.pid)
+        assert leader.process is not None and leader.process.poll() is None
+        assert standby.process is not None and standby.process.poll() is None
+    finally:
+        cluster.close()

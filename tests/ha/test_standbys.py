@@ -20,8 +20,9 @@ from .support import Cluster, Member, people, wait_for
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, emulator: RunningEmulator) -> Iterator[Cluster]:
-    made = Cluster(tmp_path / "cluster", emulator, people(6))
+def cluster(tmp_path: Path, emulator: RunningEmulator, store_url: str | None) -> Iterator[Cluster]:
+    """Run once with one shared SQLite file, once with one PostgreSQL database."""
+    made = Cluster(tmp_path / "cluster", emulator, people(6), store_url)
     try:
         yield made
     finally:

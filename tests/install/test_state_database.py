@@ -152,7 +152,7 @@ def test_a_state_database_locked_by_another_program_is_one_clear_error(
     assert world.sync().exit_code == EXIT_OK
     database = world.folder / "state" / "syncd.db"
     config = str(world.folder / "syncd.toml")
-    monkeypatch.setattr("syncd.snapshot.engine.BUSY_TIMEOUT_MS", 200)  # not a minute
+    monkeypatch.setattr("syncd.snapshot.sqlite.BUSY_TIMEOUT_MS", 200)  # not a minute
     with closing(sqlite3.connect(database, isolation_level=None)) as other:
         other.execute("PRAGMA locking_mode = EXCLUSIVE")  # readers shut out too
         other.execute("BEGIN EXCLUSIVE")

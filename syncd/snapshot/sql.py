@@ -1,0 +1,110 @@
+"""SQL that runs the same on both engines: statements written once, with ``?`` placeholders.
+
+The statements run once per item (a 100,000-person run) go to the driver's own cursor:
+SQLAlchemy's row objects and per-row parameter dicts cost as much as the database's own
+work. ``rows`` reads through the cursor, ``run`` sends one statement or many (each
+driver's ``executemany``: sqlite3's loop in C, psycopg 3's pipeline mode), ``copy`` loads
+plain new rows (PostgreSQL's COPY). Placeholders are written ``?`` (sqlite3's style) and
+given to psycopg as ``%s``; a statement holds no ``%`` of its own.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any, Unpack
+
+from sqlalchemy import Connection, CursorResult, Engine
+from sqlalchemy.util.typing import TupleAny
+
+POSTGRESQL = "postgresql"
+SQLITE = "sqlite"
+
+
+def kind(bind: Connection | Engine) -> str:
+    """The engine's name: "sqlite" or "postgresql"."""
+    return bind.dialect.name
+
+
+def is_postgresql(bind: Connection | Engine) -> bool:
+    return bind.dialect.name == POSTGRESQL
+
+
+@functools.lru_cache(maxsize=512)
+def _format(sql: str) -> str:
+    if "%" in sql:
+        raise ValueError(f"a statement for both engines holds a %: {sql[:60]}")
+    return sql.replace("?", "%s")
+
+
+def dialect_sql(bind: Connection | Engine, sql: str) -> str:
+    """``sql`` (``?`` placeholders) in the driver's own parameter style."""
+    return _format(sql) if is_postgresql(bind) else sql
+
+
+def run(
+    conn: Connection, sql: str, params: Sequence[Any] | Sequence[Sequence[Any]] = ()
+) -> CursorResult[Unpack[TupleAny]]:  # noqa: UP044 (Python 3.11)
+    """One statement (``params`` a tuple) or the same statement for each of many rows
+    (``params`` a list of tuples: the driver's executemany), through SQLAlchemy (its
+    failures become StateError at the engine's edge)."""
+    if isinstance(params, list) and not params:
+        raise ValueError("run: no rows")
+    return conn.exec_driver_sql(dialect_sql(conn, sql), params)
+
+
+def bulk(conn: Connection, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    """The same statement for each row, in one call to the driver (nothing if no rows)."""
+    if rows:
+        conn.exec_driver_sql(dialect_sql(conn, sql), list(rows))
+
+
+def rows(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """A query's rows as plain tuples, read through the driver's own cursor."""
+    raw: Any = conn.connection.driver_connection
+    try:
+        return list(raw.execute(dialect_sql(conn, sql), tuple(params)).fetchall())
+    except Exception as exc:
+        from syncd.snapshot.engine import driver_failure
+
+        problem = driver_failure(conn.engine, exc)
+        if problem is None:
+            raise
+        raise problem from exc
+
+
+def copy(
+    conn: Connection, table: str, columns: Sequence[str], values: Iterable[Sequence[Any]]
+) -> None:
+    """New rows into ``table``: PostgreSQL's COPY; on SQLite one executemany."""
+    listed = list(values)
+    if not listed:
+        return
+    if not is_postgresql(conn):
+        marks = ", ".join("?" * len(columns))
+        bulk(conn, f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", listed)  # noqa: S608
+        return
+    raw: Any = conn.connection.driver_connection
+    try:
+        with (
+            raw.cursor() as cursor,
+            cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as load,
+        ):
+            for row in listed:
+                load.write_row(row)
+    except Exception as exc:
+        from syncd.snapshot.engine import driver_failure
+
+        problem = driver_failure(conn.engine, exc)
+        if problem is None:
+            raise
+        raise problem from exc
+
+
+def among(bind: Connection | Engine, values: Collection[Any]) -> tuple[str, Any]:
+    """A condition's right side, ``IN`` these values, and its one parameter: SQLite reads
+    them from a JSON array, PostgreSQL from an array parameter."""
+    if is_postgresql(bind):
+        return "= ANY(?)", list(values)
+    return "IN (SELECT value FROM json_each(?))", json.dumps(list(values))
