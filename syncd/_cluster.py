@@ -90,8 +90,8 @@ def print_cluster(console: Console, cluster: dict[str, Any] | None) -> None:
     leader = cluster["leader"]
     if leader is None:
         console.print(
-            Text.assemble("leader     ", ("none", "red"), f" (the lease, epoch {cluster['epoch']}, "
-            "is free or expired: a standby takes it at its next try)")
+            Text.assemble("leader     none", f" (the lease, epoch {cluster['epoch']}, is free: "
+            "the next instance to sync takes it)")
         )  # fmt: skip
     else:
         what = "a shell sync" if leader["role"] == "shell" else "daemon"

@@ -11,9 +11,13 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import create_engine, text
 
+from syncd import snapshot as store
 from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_NOT_LEADER, EXIT_OK
+from syncd.snapshot import leases
+from syncd.snapshot.leases import Claimant
 from tests.daemon.support import free_port, samples
 
 from .support import Cluster, Member, people, wait_for
@@ -107,3 +111,46 @@ def test_a_shell_sync_where_another_instance_leads_says_who_and_does_nothing(
     assert cluster.cli(leader, "sync", "--wait", "60").returncode == EXIT_OK
     leases = {r["epoch"] for r in cluster.query("SELECT epoch FROM leadership")}
     assert leases == {1}  # nobody took it over
+
+
+def test_a_dry_run_where_another_instance_leads_leaves_its_journal_alone(
+    cluster: Cluster,
+) -> None:
+    """A standby's (or a shell's) dry run neither marks the leader's run interrupted nor
+    resolves the items it has in flight: only the instance that may write does."""
+    member = cluster.member("b")
+    assert cluster.cli(member, "sync", "--dry-run").returncode == EXIT_OK  # the schema
+    engine = create_engine(
+        cluster.store_url.replace("postgresql://", "postgresql+psycopg://", 1)
+        if cluster.store_url
+        else f"sqlite:///{cluster.database}"
+    )
+    other = Claimant(
+        "elsewhere/4242/t", "elsewhere", 4242, "m2", "/var/lib/syncd", "leader", 60_000
+    )
+    try:
+        with store.write(engine) as conn:
+            assert leases.acquire(conn, other) is not None
+            leases.join(conn, other)
+        run_id = store.start_run(
+            engine, trigger="schedule", mode="apply", read="full", source="csv",
+            started_at=1, epoch=1, instance=other.instance,
+        )  # fmt: skip
+        with store.write(engine) as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO run_items (run_id, seq, kind, key, display, action, message, "
+                    "outcome, attempts) VALUES (:r, 0, 'employee', 'E1', 'user1', 'create', "
+                    "'create employee user1', 'sent', 1)"
+                ),
+                {"r": run_id},
+            )
+        assert cluster.cli(member, "sync", "--dry-run").returncode == EXIT_OK
+        with engine.connect() as conn:
+            outcome = conn.execute(text("SELECT outcome FROM runs WHERE id = :r"), {"r": run_id})
+            item = conn.execute(
+                text("SELECT outcome FROM run_items WHERE run_id = :r"), {"r": run_id}
+            )
+            assert (outcome.scalar_one(), item.scalar_one()) == ("running", "sent")
+    finally:
+        engine.dispose()
