@@ -282,9 +282,12 @@ class Lease:
 
     def may_recover(self) -> bool:
         """Whether this process may resolve what killed runs left sent: it holds the lease,
-        the lease is free, or it is this state directory's daemon's on this host."""
+        or (a shell's dry run) the lease is free or this state directory's daemon's on this
+        host. A standing-by daemon never does: the one that takes the lease will."""
         if self.held:
             return True
+        if self.contend:
+            return False
         try:
             with self.engine.connect() as conn:
                 current = leases.holder(conn)
