@@ -26,8 +26,8 @@ def arm(prefix: str, nth: int, when: str) -> None:
     real_open = syncd.snapshot.open_engine
     seen = 0
 
-    def open_engine(path: Path) -> Engine:
-        engine = real_open(path)
+    def open_engine(path: Path, url: Any = None) -> Engine:
+        engine = real_open(path, url)
 
         def count(_conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
             nonlocal seen
@@ -39,7 +39,7 @@ def arm(prefix: str, nth: int, when: str) -> None:
         event.listen(engine, f"{when}_cursor_execute", count)
         return engine
 
-    syncd.snapshot.open_engine = open_engine  # type: ignore[assignment]
+    syncd.snapshot.open_engine = open_engine
 
 
 def main() -> None:
