@@ -475,7 +475,8 @@ class Daemon:
             with store.write(self.engine) as conn:
                 cursor = daemon_cursor(self.settings.state_dir)
                 store.set_cursor(conn, cursor, json.dumps(record, ensure_ascii=False))
-        except SQLAlchemyError as exc:  # a busy database must not stop the schedule
+        # A busy database, or a server restarting, must not stop the schedule.
+        except (SQLAlchemyError, SyncdError) as exc:
             log.warning("could not record the daemon's state: %s", exc)
 
     def _on_lease(self, held: bool, start: bool = False) -> None:

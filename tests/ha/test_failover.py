@@ -154,7 +154,11 @@ def test_the_cluster_resumes_after_postgresql_restarts_under_it(
             rows = cluster.query("SELECT pid FROM members WHERE last_seen > :t", t=restarted_ms)
             return {int(r["pid"]) for r in rows} >= {leader.pid, standby.pid}
 
-        wait_for(seen_again, "both members renew through the restarted server")
+        try:
+            wait_for(seen_again, "both members renew through the restarted server")
+        except AssertionError:
+            print(leader.log()[-4000:], standby.log()[-4000:], sep="\n----\n")
+            raise
         wait_for(cluster.converged, "the platform holds every person once")
         no_duplicates(emulator)
         assert cluster.leader_pid() in (leader.pid, standby.pid)
