@@ -11,7 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import create_engine, text
+from pydantic import SecretStr
+from sqlalchemy import text
 
 from syncd import snapshot as store
 from syncd.emulator import RunningEmulator
@@ -120,11 +121,9 @@ def test_a_dry_run_where_another_instance_leads_leaves_its_journal_alone(
     resolves the items it has in flight: only the instance that may write does."""
     member = cluster.member("b")
     assert cluster.cli(member, "sync", "--dry-run").returncode == EXIT_OK  # the schema
-    engine = create_engine(
-        cluster.store_url.replace("postgresql://", "postgresql+psycopg://", 1)
-        if cluster.store_url
-        else f"sqlite:///{cluster.database}"
-    )
+    # Opened as syncd opens it (its state directory beside it: last-run).
+    url = SecretStr(cluster.store_url) if cluster.store_url else None
+    engine = store.open_engine(member.folder / "state" / "syncd.db", url)
     other = Claimant(
         "elsewhere/4242/t", "elsewhere", 4242, "m2", "/var/lib/syncd", "leader", 60_000
     )
