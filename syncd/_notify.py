@@ -10,7 +10,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 log = logging.getLogger(__name__)
 
@@ -74,3 +74,22 @@ def watchdog_interval(environ: Mapping[str, str] = os.environ) -> float | None:
     except ValueError:
         return None
     return timeout / 2 if timeout > 0 else None
+
+
+def start_watchdog(notify: Notifier, interval: float, healthy: Callable[[], bool]) -> None:
+    """WATCHDOG=1 every ``interval`` seconds while ``healthy()``, from a thread of its own;
+    said once in the log when it stops being so."""
+
+    def ping() -> None:
+        quiet = threading.Event()  # never set: a wait that cannot be cut short by accident
+        told = False
+        while not quiet.wait(interval):
+            if healthy():
+                notify.send("WATCHDOG=1")
+                told = False
+            elif not told:
+                log.error("the scheduler or the main loop stopped: no more watchdog pings")
+                told = True
+
+    notify.send("WATCHDOG=1")
+    threading.Thread(target=ping, name="watchdog", daemon=True).start()

@@ -19,6 +19,7 @@ Dry runs (``--dry-run``, ``--check``) are listed apart and never count for healt
 from __future__ import annotations
 
 import logging
+import socket
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -29,6 +30,7 @@ from rich.text import Text
 from sqlalchemy import Engine, text
 
 from syncd import snapshot as store
+from syncd._cluster import print_cluster, read_cluster
 from syncd.clock import now_ms
 from syncd.config import Settings
 from syncd.errors import DaemonNotRunning, SyncdError, Unhealthy
@@ -43,6 +45,12 @@ OVERDUE_SECONDS = 60  # past next run + misfire grace, an idle daemon counts as 
 RECENT_RUNS = 5
 FAILED = ("failed", "blocked")  # a last run that makes syncd unhealthy (success: SUCCEEDED)
 DAEMON_TRIGGER = "schedule"  # a run the daemon started
+
+
+def daemon_cursor(state_dir: Path) -> str:
+    """The cursor a daemon keeps its record in: one per host and state directory, as
+    several daemons may share one state store."""
+    return f"{DAEMON_CURSOR}:{socket.gethostname()}:{state_dir.resolve()}"
 
 
 def daemon_holder(state_dir: Path) -> dict[str, Any] | None:
@@ -89,6 +97,7 @@ class Status:
     settings_problem: str | None = None  # the settings file does not load: why
     # Known problems (values another account holds): told once, listed here, not unhealthy.
     known: list[dict[str, Any]] = field(default_factory=list)
+    cluster: dict[str, Any] | None = None  # the lease and the members (syncd._cluster)
 
     @property
     def daemon_expected(self) -> bool:
@@ -123,6 +132,7 @@ class Status:
                 "host": self.run_lock.get("host"),
                 "since": iso(self.run_lock.get("since")),
             },
+            "leadership": self.cluster,
             "last_success": iso(self.last_success),
             "runs": [r.document() for r in self.runs],
             "last_dry_run": self.last_dry_run.document() if self.last_dry_run else None,
@@ -155,16 +165,18 @@ def read_status(settings: Settings) -> Status:
         found.database = settings.database
         engine = store.open_engine(settings.database, settings.database_url)
         try:
-            found.record = _daemon_record(engine)
+            found.record = _daemon_record(engine, settings.state_dir)
             _read_runs(engine, found)
+            found.cluster = read_cluster(engine, settings.leadership.lease_seconds)
         finally:
             engine.dispose()
     found.problem = _problem(settings, found, now_ms())
     return found
 
 
-def _daemon_record(engine: Engine) -> dict[str, Any]:
-    return store.json_object(read_with(engine, lambda: store.get_cursor(engine, DAEMON_CURSOR)))
+def _daemon_record(engine: Engine, state_dir: Path) -> dict[str, Any]:
+    cursor = daemon_cursor(state_dir)
+    return store.json_object(read_with(engine, lambda: store.get_cursor(engine, cursor)))
 
 
 _RUNS = "SELECT id, trigger, mode, read, started_at, finished_at, outcome FROM runs"
@@ -232,6 +244,7 @@ def print_status(found: Status, console: Console) -> None:
         told = "; ".join(filter(None, [found.settings_problem, running]))
         console.print(Text.assemble("settings   ", ("BROKEN: ", "red"), told))
     _print_daemon(console, found)
+    print_cluster(console, found.cluster)
     if found.database is None:
         database = found.state_dir / "syncd.db"
         console.print(f"no runs recorded yet (no state database at {database})")

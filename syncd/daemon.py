@@ -12,6 +12,9 @@
   recorded as interrupted, within ``stop_timeout_seconds``; exit 0. A second signal
   exits at once: the run's journal lets the next run resolve what was in flight.
 - SIGHUP reloads the settings: a broken file is reported and the old settings kept.
+- Several daemons sharing one state store (docs/ha.md): the one holding the lease
+  (``leadership``) syncs; the others stand by, planning dry on the schedule, and the
+  first to take the lease once it expires runs at once.
 - systemd notify protocol: READY=1, WATCHDOG=1 while the main loop and the scheduler
   live, STATUS= (last outcome, next run), STOPPING=1. The same state goes to the state
   database, for ``syncd status``.
@@ -41,14 +44,22 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from syncd import snapshot as store
-from syncd._notify import Notifier, watchdog_interval
+from syncd._notify import Notifier, start_watchdog, watchdog_interval
 from syncd._schedule import cron_trigger
-from syncd._status import DAEMON_CURSOR, DAEMON_LOCK, clock, log_failures
+from syncd._status import DAEMON_LOCK, clock, daemon_cursor, log_failures
 from syncd.clock import now_ms
 from syncd.config import Settings, load_settings, log_format_hint
 from syncd.errors import ConfigError, LockHeld, SyncdError
+from syncd.leadership import Lease, claimant
 from syncd.lock import FileLock
-from syncd.logs import add_log_fields, journal_prefix, log_context, register_secret, setup_logging
+from syncd.logs import (
+    LogProgress,
+    add_log_fields,
+    journal_prefix,
+    log_context,
+    register_secret,
+    setup_logging,
+)
 from syncd.metrics import RunMetrics, write_textfile
 from syncd.runner import RunRequest, RunResult, run_sync
 
@@ -105,12 +116,15 @@ class Daemon:
         engine: Engine,
         lock: FileLock,
         metrics: RunMetrics | None,
+        lease: Lease,
     ) -> None:
         self.config_path = config_path
         self.settings = settings
         self.engine = engine
         self.lock = lock
         self.metrics = metrics
+        self.lease = lease  # held: this daemon syncs; else it stands by and plans dry
+        lease.on_change = self._on_lease
         self.notify = Notifier.from_environment()
         self.scheduler = BackgroundScheduler(daemon=True)
         self.started_at = now_ms()
@@ -137,16 +151,19 @@ class Daemon:
         engine = store.open_engine(settings.database, settings.database_url)
         lock = daemon_lock(settings.state_dir)
         lock.acquire()
+        lease = Lease(engine, claimant(settings, "leader"), role_waiting="standby", contend=True)
         try:
+            lease.claim()
             metrics = None
             if settings.metrics.enabled:
                 metrics = RunMetrics()
                 metrics.recall(engine)  # the last run and success survive a restart
                 metrics.serve(settings.metrics.host, settings.metrics.port)
         except SyncdError:
+            lease.close()
             lock.release()
             raise
-        return cls(config_path, settings, engine, lock, metrics)
+        return cls(config_path, settings, engine, lock, metrics, lease)
 
     # ------------------------------------------------------------ life cycle
 
@@ -163,9 +180,21 @@ class Daemon:
             self.settings.state_dir,
             self._next_text(),
         )
+        self._on_lease(self.lease.held, start=True)
+        self.lease.start()
         self._publish()
-        self._start_watchdog()
+        interval = watchdog_interval()
+        if interval is not None and self.notify.enabled:
+            self._beat_seconds = min(BEAT_SECONDS, interval)
+            start_watchdog(self.notify, interval, self._healthy)
         return self._main_loop()
+
+    def _healthy(self) -> bool:
+        """The main loop beats, and the scheduler's thread lives (the watchdog asks)."""
+        alive = time.monotonic() - self._beat < 3 * self._beat_seconds
+        thread = getattr(self.scheduler, "_thread", None)  # BackgroundScheduler's own thread
+        scheduling = self.stopping or (thread is not None and thread.is_alive())
+        return alive and scheduling
 
     def _main_loop(self) -> int:
         while True:
@@ -233,6 +262,7 @@ class Daemon:
 
     def _close(self) -> None:
         self._record(state="stopped", status="stopped", next_run=None)
+        self.lease.close()  # a standby takes it at its next try
         self.lock.release()
         if self.metrics is not None:
             self.metrics.close()
@@ -264,7 +294,7 @@ class Daemon:
 
     def _check_reloadable(self, new: Settings) -> None:
         old = self.settings
-        for name in ("state_dir", "metrics"):
+        for name in ("state_dir", "metrics", "leadership"):
             if getattr(new, name) != getattr(old, name):
                 raise ConfigError(f"{name} changed: restart syncd for that (reload cannot)")
 
@@ -328,19 +358,26 @@ class Daemon:
                 return
 
     def _run_once(self, read: Read) -> bool:
-        """One scheduled run; False when the run lock was held and nothing ran."""
-        self.activity = f"run in progress since {clock(datetime.now())} ({read} read)"
+        """One scheduled run (a dry one standing by); False when the run lock was held."""
+        leading = self.lease.held
+        doing = "run" if leading else "standby dry run"
+        self.activity = f"{doing} in progress since {clock(datetime.now())} ({read} read)"
         self._publish()
         ran = True
         try:
             with log_context():
                 result = run_sync(
                     self.settings,
-                    RunRequest(dry_run=False, read=read, trigger="schedule"),
+                    RunRequest(
+                        dry_run=not leading,
+                        read=read,
+                        trigger="schedule" if leading else "standby",
+                    ),
                     engine=self.engine,
-                    progress=_LogProgress(),
+                    progress=LogProgress(log),
                     stop=self.stop_run,
                     on_planned=lambda planned: add_log_fields(run_id=planned.run_id),
+                    lease=self.lease,
                 )
             self._observe(result)
         except LockHeld as exc:
@@ -361,6 +398,12 @@ class Daemon:
         return ran
 
     def _observe(self, result: RunResult) -> None:
+        self.lease.record_plan(result)
+        if result.dry_run:  # standing by: what it would send, for syncd status
+            planned = len(result.plan.changes) if result.plan is not None else 0
+            self.last = f"standing by; dry run {result.run_id} planned {planned} changes"
+            log.info("%s (%s)", self.last, result.outcome)
+            return
         summary = store.run_summary(self.engine, result.run_id)
         counts = result.applied.counts if result.applied is not None else {}
         applied = sum(n for (_, _, outcome), n in counts.items() if outcome == "ok")
@@ -430,52 +473,24 @@ class Daemon:
         }
         try:
             with store.write(self.engine) as conn:
-                store.set_cursor(conn, DAEMON_CURSOR, json.dumps(record, ensure_ascii=False))
-        except SQLAlchemyError as exc:  # a busy database must not stop the schedule
+                cursor = daemon_cursor(self.settings.state_dir)
+                store.set_cursor(conn, cursor, json.dumps(record, ensure_ascii=False))
+        # A busy database, or a server restarting, must not stop the schedule.
+        except (SQLAlchemyError, SyncdError) as exc:
             log.warning("could not record the daemon's state: %s", exc)
 
-    # ------------------------------------------------------------ watchdog
-
-    def _start_watchdog(self) -> None:
-        interval = watchdog_interval()
-        if interval is None or not self.notify.enabled:
-            return
-        self._beat_seconds = min(BEAT_SECONDS, interval)
-        self.notify.send("WATCHDOG=1")
-        thread = threading.Thread(
-            target=self._watchdog, args=(interval,), name="watchdog", daemon=True
-        )
-        thread.start()
-
-    def _watchdog(self, interval: float) -> None:
-        quiet = threading.Event()  # never set: a wait that cannot be cut short by accident
-        told = False
-        while not quiet.wait(interval):
-            if self._healthy():
-                self.notify.send("WATCHDOG=1")
-                told = False
-            elif not told:
-                log.error("the scheduler or the main loop stopped: no more watchdog pings")
-                told = True
-
-    def _healthy(self) -> bool:
-        alive = time.monotonic() - self._beat < 3 * self._beat_seconds
-        thread = getattr(self.scheduler, "_thread", None)  # BackgroundScheduler's own thread
-        scheduling = self.stopping or (thread is not None and thread.is_alive())
-        return alive and scheduling
-
-
-class _LogProgress:
-    """One log line per phase of the apply."""
-
-    def step(self, doing: str, read: int | None = None) -> None:
-        pass
-
-    def phase(self, name: str, total: int) -> None:
-        log.info("%s: %d items", name, total)
-
-    def advance(self, n: int) -> None:
-        pass
+    def _on_lease(self, held: bool, start: bool = False) -> None:
+        """The lease taken or lost (from its thread): metrics, and a run at once when taken."""
+        if self.metrics is not None:
+            self.metrics.leader.set(1 if held else 0)
+            self.metrics.epoch.set(self.lease.epoch or self.lease.observed_epoch)
+        if start:
+            log.info("%s", "leading: this daemon syncs" if held else "standing by: another leads")
+        elif held and not self.stopping:  # taken over: sync now, a full read
+            at = datetime.now().astimezone()
+            self._add("takeover", DateTrigger(run_date=at), "full", {"replace_existing": True})
+        if not start:
+            self._publish()
 
 
 def _timing(settings: Settings) -> tuple[Any, ...]:

@@ -8,6 +8,7 @@ endpoint that explains them. The exit code travels with the error::
     ├── ConfigError         settings file, environment or secret files are wrong
     ├── StateError          the state directory or database cannot be used
     ├── LockHeld            another syncd process holds the run lock
+    │   └── LeaseHeld       (exit 4) another instance sharing the store leads: it writes
     ├── SourceError         the source could not be read completely
     ├── PlatformError       the platform answered a non-zero envelope status
     │   └── TokenError      the platform refused the application's credentials or token
@@ -19,7 +20,9 @@ endpoint that explains them. The exit code travels with the error::
 
 Exit codes of a run: 0 everything applied (known problems aside: values another account
 holds, told once), 1 some items failed or a new known problem was found, 2 blocked by a
-guard, 3 could not run. A blocked run is not an error: it is recorded, with its plan, as an outcome.
+guard, 3 could not run, 4 another instance sharing the state store holds the lease (it
+writes to the platform; nothing was done here). A blocked run is not an error: it is
+recorded, with its plan, as an outcome.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ EXIT_OK = 0
 EXIT_PARTIAL = 1
 EXIT_BLOCKED = 2
 EXIT_FAILED = 3
+EXIT_NOT_LEADER = 4
 
 
 class SyncdError(Exception):
@@ -46,6 +50,12 @@ class StateError(SyncdError):
 
 class LockHeld(SyncdError):
     pass
+
+
+class LeaseHeld(LockHeld):
+    """Another instance sharing the state store holds the lease: it alone writes."""
+
+    exit_code = EXIT_NOT_LEADER
 
 
 class SourceError(SyncdError):

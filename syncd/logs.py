@@ -282,3 +282,19 @@ def setup_logging(level: str = "INFO", fmt: str = "text", console: Console | Non
     quiet = logging.WARNING if level != "DEBUG" else logging.NOTSET
     for noisy in ("httpx", "httpcore", "apscheduler", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(quiet)
+
+
+class LogProgress:
+    """A run's progress as one log line per phase of the apply (the daemon's)."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self.log = logger
+
+    def step(self, doing: str, read: int | None = None) -> None:
+        pass
+
+    def phase(self, name: str, total: int) -> None:
+        self.log.info("%s: %d items", name, total)
+
+    def advance(self, n: int) -> None:
+        pass

@@ -210,6 +210,16 @@ class RunMetrics(LastRunMetrics):
         self.next_run = Gauge(
             "syncd_next_run_timestamp_seconds", "When the next run is scheduled.", registry=r
         )
+        self.leader = Gauge(
+            "syncd_leader",
+            "1 while this daemon holds the lease and syncs, 0 while it stands by (docs/ha.md).",
+            registry=r,
+        )
+        self.epoch = Gauge(
+            "syncd_leader_epoch",
+            "The lease's epoch: the one this daemon holds, or the last one it saw held.",
+            registry=r,
+        )
         # The daemon's own process, as dashboards for any process expect it: resident and
         # virtual memory, CPU seconds, start time, open and maximum file descriptors.
         ProcessCollector(registry=r)

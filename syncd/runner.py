@@ -32,6 +32,7 @@ from syncd.errors import (
     SyncdError,
 )
 from syncd.executor import ApplyResult, Executor, NoProgress, Progress, item_rows
+from syncd.leadership import Lease, Turn, run_turn
 from syncd.lock import run_lock
 from syncd.logs import redact
 from syncd.model import Directory, Kind
@@ -46,7 +47,7 @@ from syncd.plan import (
 )
 from syncd.platform import PlatformClient
 from syncd.policy import limits_of, policy_of
-from syncd.recovery import recover
+from syncd.recovery import Recovery, recover
 from syncd.runs import after_run
 from syncd.snapshot import lineage
 from syncd.sources import describe, read_directory
@@ -99,8 +100,11 @@ def run_sync(
     stop: threading.Event | None = None,
     lock_wait_seconds: float = 0.0,
     on_planned: Callable[[RunResult], bool | None] | None = None,
+    lease: Lease | None = None,
 ) -> RunResult:
     """Run one sync under the run lock; raises only when it cannot start.
+    A real run writes under the lease (``leadership``): the daemon's ``lease``, or its own
+    (LeaseHeld, exit 4, when another instance holds it).
 
     ``on_planned(result)`` is called once the plan is recorded and the guards have
     decided, before anything is sent (a terminal shows the plan there, and asks): False
@@ -113,8 +117,10 @@ def run_sync(
         with run_lock(settings.state_dir, purpose, lock_wait_seconds):
             # What an earlier run in this process froze goes back to the collector (_sync).
             gc.unfreeze()
-            store.interrupt_stale_runs(engine, now_ms())
-            result = _Run(settings, request, engine, progress, stop, on_planned).execute()
+            with run_turn(settings, engine, dry_run=request.dry_run, lease=lease) as (turn, by):
+                store.interrupt_stale_runs(engine, now_ms(), by.alive())
+                run = _Run(settings, request, engine, progress, stop, on_planned, (turn, by))
+                result = run.execute()
         # Outside the lock: a slow notification must not hold up the next sync.
         after_run(settings, engine, result.run_id)
     finally:
@@ -135,9 +141,11 @@ class _Run:
         engine: Engine,
         progress: Progress | None,
         stop: threading.Event | None,
-        on_planned: Callable[[RunResult], bool | None] | None = None,
+        on_planned: Callable[[RunResult], bool | None] | None,
+        turn: tuple[Turn | None, Lease],
     ) -> None:
         self.settings = settings
+        self.turn, self.lease = turn  # the turn: None for a dry run
         self.request = request
         self.engine = engine
         self.progress = progress or NoProgress()
@@ -154,6 +162,8 @@ class _Run:
             read=read,
             source=describe(settings.source),
             started_at=self.started,
+            epoch=self.turn.epoch if self.turn is not None else None,
+            instance=self.lease.me.instance,
         )
         self.result = RunResult(self.run_id, "failed", EXIT_FAILED, request.dry_run)
 
@@ -179,7 +189,8 @@ class _Run:
 
     def _sync(self, client: PlatformClient) -> None:
         rebuild.check_binding(self.engine, self.settings)  # before anything is read there
-        recovery = recover(client, self.engine, now_ms())
+        mine = self.turn is not None or self.lease.may_recover()  # only a writer resolves
+        recovery = recover(client, self.engine, now_ms()) if mine else Recovery()
         self.summary["recovered"] = recovery.resolved
         self.recovery_note = recovery.note
         policy = policy_of(self.settings)
@@ -431,6 +442,7 @@ class _Run:
                 progress=self.progress,
                 stop=self.stop,
                 photos=photos,
+                may_send=self.turn.may_send if self.turn is not None else None,
             )
             try:
                 applied = executor.apply(the_plan)

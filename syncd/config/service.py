@@ -77,3 +77,12 @@ class MetricsSettings(Section):
         if value is not None and value.suffix != ".prom":
             raise ValueError("must end in .prom (node-exporter reads only those)")
         return value
+
+
+class LeadershipSettings(Section):
+    """Several instances sharing one state store (docs/ha.md): one holds the lease and
+    writes to the platform, the others stand by and plan dry."""
+
+    # How long a lease lasts unless renewed (every third of it): a standby takes over at
+    # most this long (plus its next try, a third of it) after the leader died or froze.
+    lease_seconds: Annotated[int, Field(ge=3, le=3600)] = 30

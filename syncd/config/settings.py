@@ -12,6 +12,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from syncd.config.notifications import NotificationSettings
 from syncd.config.platform import PlatformSettings
 from syncd.config.service import (
+    LeadershipSettings,
     MetricsSettings,
     ReportSettings,
     ScheduleSettings,
@@ -49,6 +50,7 @@ class Settings(BaseSettings):
     status: StatusSettings = StatusSettings()
     notifications: NotificationSettings = NotificationSettings()
     metrics: MetricsSettings = MetricsSettings()
+    leadership: LeadershipSettings = LeadershipSettings()
 
     @classmethod
     def settings_customise_sources(

@@ -21,7 +21,16 @@ from syncd.emulator.runtime import Runtime
 
 API_PREFIXES = ("/v1/", "/app/", "/users/")  # /users/: the legacy avatar endpoint
 NO_ROUTE = "(no route)"
-PROMISED_LENGTH = b"1024"  # what a dropped-before response claims it will send
+PROMISED_LENGTH = b"1024"
+CALLER_HEADER = b"x-syncd-instance"  # what a dropped-before response claims it will send
+
+
+def caller_of(scope: Scope) -> str:
+    """Who sent a request: syncd's ``X-Syncd-Instance`` header (host/pid), or "-"."""
+    for name, value in scope.get("headers", ()):
+        if name == CALLER_HEADER:
+            return str(value.decode("latin-1"))
+    return "-"
 
 
 def is_api_path(path: str) -> bool:
@@ -42,7 +51,9 @@ class FaultMiddleware:
             await self.app(scope, receive, send)
             return
         method: str = scope["method"]
-        self.runtime.count_request(method, self.template(scope))
+        template = self.template(scope)
+        self.runtime.count_request(method, template)
+        self.runtime.callers.arrived(caller_of(scope), method, template)
         decision = self.runtime.faults.decide(method, scope["path"])
         if decision.latency_ms:
             await asyncio.sleep(decision.latency_ms / 1000)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,50 @@ class DroppedResponseLogFilter(logging.Filter):
             return False
 
 
+WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+NOT_WRITES = ("/v1/token",)  # asked by POST, but no change to the organization
+
+
+class Callers:
+    """Requests by caller (syncd's ``X-Syncd-Instance``: host/pid), and when each write
+    arrived (wall clock, ms): who wrote after a failover, and when the new leader began."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._requests: Counter[str] = Counter()
+        self._writes: dict[str, list[tuple[int, str]]] = {}
+
+    def arrived(self, caller: str, method: str, template: str) -> None:
+        write = method in WRITE_METHODS and template not in NOT_WRITES
+        with self._lock:
+            self._requests[caller] += 1
+            if write:
+                at = time.time_ns() // 1_000_000
+                self._writes.setdefault(caller, []).append((at, f"{method} {template}"))
+
+    def view(self, since_ms: int = 0) -> dict[str, Any]:
+        """Each caller's requests, and its writes that arrived at ``since_ms`` or later."""
+        with self._lock:
+            found: dict[str, Any] = {}
+            for caller, n in sorted(self._requests.items()):
+                writes = [
+                    (at, route) for at, route in self._writes.get(caller, []) if at >= since_ms
+                ]
+                found[caller] = {
+                    "requests": n,
+                    "writes": len(writes),
+                    "first_write_ms": writes[0][0] if writes else None,
+                    "last_write_ms": writes[-1][0] if writes else None,
+                    "write_log": [{"at_ms": at, "route": route} for at, route in writes],
+                }
+            return found
+
+    def clear(self) -> None:
+        with self._lock:
+            self._requests.clear()
+            self._writes.clear()
+
+
 @dataclass
 class Runtime:
     options: EmulatorOptions
@@ -47,6 +92,7 @@ class Runtime:
     faults: FaultInjector
     requests: Counter[str] = field(default_factory=Counter)
     drop_filter: DroppedResponseLogFilter = field(default_factory=DroppedResponseLogFilter)
+    callers: Callers = field(default_factory=Callers)
     # Masks access_token=... in uvicorn's access log lines.
     token_redactor: RedactingFilter = field(default_factory=RedactingFilter)
 
@@ -72,6 +118,7 @@ class Runtime:
         self.faults.replace(FaultSettings())
         self.faults.counts.clear()
         self.requests.clear()
+        self.callers.clear()
         if data:
             self.state.reset_data()
 

@@ -112,6 +112,12 @@ class RunningEmulator:
         result: dict[str, Any] = self.control("GET", "stats")
         return result
 
+    def callers(self, since_ms: int = 0) -> dict[str, Any]:
+        """Requests by caller (syncd's X-Syncd-Instance: host/pid), and each caller's
+        writes that arrived at ``since_ms`` (wall clock) or later."""
+        result: dict[str, Any] = self.control("GET", f"callers?since_ms={since_ms}")
+        return result
+
     def set_faults(self, **rules: Any) -> dict[str, Any]:
         """Replace the fault settings, e.g. ``set_faults(http_500_rate=0.2, seed=7)``."""
         result: dict[str, Any] = self.control("POST", "faults", rules)

@@ -104,6 +104,7 @@ class Executor:
         progress: Progress | None = None,
         stop: threading.Event | None = None,
         photos: Callable[[Photo], tuple[Photo, bytes]] | None = None,
+        may_send: Callable[[], bool] | None = None,
     ) -> None:
         self.run = Pipeline(
             client,
@@ -119,6 +120,7 @@ class Executor:
             now_ms=now_ms,
             progress=progress,
             stop=stop,
+            may_send=may_send,
         )
         self.departments = Departments(self.run)
         self.employees = Employees(self.run, snapshot)

@@ -130,6 +130,7 @@ class Pipeline:
         now_ms: Callable[[], int],
         progress: Progress | None = None,
         stop: threading.Event | None = None,
+        may_send: Callable[[], bool] | None = None,
     ) -> None:
         self.client = client
         self.engine = engine
@@ -154,6 +155,9 @@ class Pipeline:
         self.pending_creates: set[str] = set()
         self.result = ApplyResult()
         self._writer: JournalWriter | None = None
+        # Asked before each batch leaves (leadership.Turn): False, and nothing more is sent.
+        self.may_send = may_send or (lambda: True)
+        self._fenced = False
 
     # ------------------------------------------------------------ the journal writer
 
@@ -207,8 +211,10 @@ class Pipeline:
                         self._mark_ahead(pending, marked)
                         if not marked or self._stopped():
                             break
-                        ticket, batch = marked.popleft()
-                        self._release(ticket)
+                        ticket, batch = marked[0]
+                        if not self._release(ticket):
+                            break  # fenced: it stays marked, planned again below
+                        marked.popleft()
                         in_flight[pool.submit(send, batch)] = batch
                     if not in_flight:
                         break
@@ -258,25 +264,34 @@ class Pipeline:
         return lambda conn: store.mark_sent(conn, run_id, seqs)
 
     def _stopped(self) -> bool:
-        if self.stop.is_set():
+        if self.stop.is_set() or self._fenced:
             self.result.interrupted = True
             return True
         return False
 
-    def _release(self, ticket: int) -> None:
-        """The one point every batch passes just before it is sent, in the applying thread.
+    def _release(self, ticket: int) -> bool:
+        """The one point every batch passes just before it is sent, in the applying thread:
+        whether it may leave.
 
         Its sent mark (``ticket``) is committed first: a crash from here on leaves it
-        ``sent``, which recovery resolves. A check that must pass for anything more to be
-        sent belongs here; it raises to stop the run.
+        ``sent``, which recovery resolves. Then the fence (``may_send``: this instance
+        still leads, leadership.Turn): once it says no, nothing more is sent and the run
+        ends interrupted; the batch is planned again, never sent.
         """
         self.writer.wait(ticket)
+        if not self._fenced and self.may_send():
+            return True
+        self._fenced = self.result.interrupted = True
+        return False
 
     def send_one(
         self, item: Item, send: Callable[[Item], T], settle: Callable[[Item, T], None]
     ) -> bool:
         """Send one item in this thread, journaled as a batch is; whether it succeeded."""
-        self._release(self.writer.submit(self._marking([item])))
+        ticket = self.writer.submit(self._marking([item]))
+        if not self._release(ticket):
+            self._unsent(deque([(ticket, [item])]))
+            return False
         try:
             answer = send(item)
         except ITEM_FAILURES as exc:

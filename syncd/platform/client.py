@@ -35,6 +35,8 @@ one thing callers hold.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import ssl
 import threading
 from collections import Counter
@@ -266,7 +268,12 @@ class PlatformClient:
 
 def _http_client(settings: PlatformSettings, transport: httpx.BaseTransport | None) -> httpx.Client:
     timeout = httpx.Timeout(settings.timeout, connect=settings.connect_timeout)
-    headers = {"Accept": "application/json", "User-Agent": "syncd"}
+    headers = {
+        "Accept": "application/json",
+        "User-Agent": "syncd",
+        # Which syncd sent it (host/pid): the emulator counts writes by caller (docs/ha.md).
+        "X-Syncd-Instance": f"{socket.gethostname()}/{os.getpid()}",
+    }
     if transport is not None:
         return httpx.Client(
             base_url=settings.base_url, timeout=timeout, headers=headers, transport=transport

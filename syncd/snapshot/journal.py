@@ -6,7 +6,7 @@ import itertools
 import json
 import os
 import socket
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, text
@@ -23,18 +23,31 @@ _ITEM_COLUMNS = (
 
 
 def start_run(
-    engine: Engine, *, trigger: str, mode: str, read: str, source: str, started_at: int
+    engine: Engine,
+    *,
+    trigger: str,
+    mode: str,
+    read: str,
+    source: str,
+    started_at: int,
+    epoch: int | None = None,
+    instance: str | None = None,
 ) -> int:
-    """Record a run as running, by this process on this host; returns its id, never one
-    this state directory gave before (``lineage``)."""
+    """Record a run as running, by this process on this host (the instance, and the
+    lease's epoch it writes under); returns its id, never one this state directory gave
+    before (``lineage``)."""
     with write(engine) as conn:
         run_id = next_run_id(conn, engine)
         sql.run(
             conn,
             'INSERT INTO runs (id, "trigger", mode, read, source, started_at, outcome, pid, '
-            "host, summary) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, '{}')",
-            (run_id, trigger, mode, read, source, started_at, os.getpid(), socket.gethostname()),
-        )
+            "host, summary, epoch, instance) "
+            "VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, '{}', ?, ?)",
+            (
+                run_id, trigger, mode, read, source, started_at, os.getpid(),
+                socket.gethostname(), epoch, instance,
+            ),
+        )  # fmt: skip
     remember_run(engine, run_id)
     return run_id
 
@@ -50,17 +63,27 @@ def finish_run(
         )
 
 
-def interrupt_stale_runs(engine: Engine, now_ms: int) -> list[int]:
-    """Runs left 'running' by a process that died are marked interrupted (caller holds the lock)."""
+def interrupt_stale_runs(
+    engine: Engine,
+    now_ms: int,
+    alive: Callable[[Connection, Mapping[str, Any]], bool] | None = None,
+) -> list[int]:
+    """Runs left 'running' by a process that died are marked interrupted (caller holds the
+    lock). ``alive(conn, run)`` (the run's id, pid, host, instance) keeps those whose
+    process still runs, on a store other instances share; without it every one is stale."""
     with write(engine) as conn:
-        ids = [int(r[0]) for r in sql.run(conn, "SELECT id FROM runs WHERE outcome = 'running'")]
+        running = sql.run(
+            conn, "SELECT id, pid, host, instance FROM runs WHERE outcome = 'running'"
+        )
+        rows = [dict(r._mapping) for r in running]
+        ids = [int(r["id"]) for r in rows if alive is None or not alive(conn, r)]
         if ids:
             conn.execute(
                 text(
                     "UPDATE runs SET outcome = 'interrupted', exit_code = 3, finished_at = :t "
-                    "WHERE outcome = 'running'"
-                ),
-                {"t": now_ms},
+                    "WHERE id IN :ids"
+                ).bindparams(bindparam("ids", expanding=True)),
+                {"t": now_ms, "ids": ids},
             )
     return ids
 

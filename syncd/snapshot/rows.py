@@ -79,6 +79,8 @@ class RunRow(SQLModel, table=True):
     pid: int | None = None
     host: str | None = None
     summary: str = "{}"  # JSON: counts, guards, drift, notes, error
+    epoch: int | None = None  # the lease's epoch the run wrote under (None: a dry run)
+    instance: str | None = None  # host/pid/token of the process that ran it
 
 
 class RunItemRow(SQLModel, table=True):

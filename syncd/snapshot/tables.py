@@ -9,7 +9,7 @@ from sqlalchemy import Connection, text
 
 from syncd.model import serial_no
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 # How long a statement waits for another connection's lock (a batch's transaction, a
 # backup) before the run fails with "database is locked". Token renewals never wait for it
 # (``tokens``): they take turns under a lock file of their own.
@@ -77,6 +77,14 @@ def _v7_token_keys(conn: Connection) -> None:
     conn.execute(text("DELETE FROM tokens WHERE app NOT LIKE '%#%'"))
 
 
+def _v8_leadership(conn: Connection) -> None:
+    """The lease and members tables, and each run's epoch and instance (high availability:
+    syncd.snapshot.leases)."""
+    from syncd.snapshot.leases import create_tables
+
+    create_tables(conn)
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _create_v1,
     _v2_safe_serials,
@@ -85,5 +93,6 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v5_sent_index,
     _v6_known_problems,
     _v7_token_keys,
+    _v8_leadership,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION

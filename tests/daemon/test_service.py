@@ -318,7 +318,7 @@ def test_sighup_announces_the_reload_and_keeps_the_next_run(site: Site) -> None:
 
 def daemon_record(site: Site) -> dict[str, Any]:
     with sqlite3.connect(site.state_dir / "syncd.db") as db:
-        (value,) = db.execute("SELECT value FROM cursors WHERE name = 'daemon'").fetchone()
+        (value,) = db.execute("SELECT value FROM cursors WHERE name LIKE 'daemon:%'").fetchone()
     record: dict[str, Any] = json.loads(value)
     return record
 

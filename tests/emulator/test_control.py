@@ -35,6 +35,35 @@ def test_stats_count_requests_by_route_template(api: Api, emulator: RunningEmula
     assert stats["faults"] == {}
 
 
+def test_writes_are_counted_by_caller_with_their_time(api: Api, emulator: RunningEmulator) -> None:
+    """syncd's X-Syncd-Instance names the caller; a write (any method but GET, the token
+    request aside) is kept with when it arrived, and ``since_ms`` keeps the later ones."""
+    api.client.headers["X-Syncd-Instance"] = "host-a/41"
+    api.import_employees([person("ann")])
+    api.call("GET", f"{ORG}/page-orgs", DOMAIN)
+    between = emulator.callers()["host-a/41"]["last_write_ms"]
+    api.client.headers["X-Syncd-Instance"] = "host-b/42"
+    api.import_orgs([dept("R&D")])
+    del api.client.headers["X-Syncd-Instance"]
+    api.call("GET", f"{ORG}/page-orgs", DOMAIN)
+    callers = emulator.callers()
+    assert {c: (v["requests"], v["writes"]) for c, v in callers.items()} == {
+        "host-a/41": (2, 1),
+        "host-b/42": (1, 1),
+        "-": (2, 0),  # no header: the token request (not a write) and the last read
+    }
+    assert [w["route"] for w in callers["host-b/42"]["write_log"]] == [
+        "POST /v1/admin/organizations/{org_code}/import-orgs"
+    ]
+    assert emulator.callers(since_ms=between)["host-a/41"]["writes"] == 1
+    assert (
+        emulator.callers(since_ms=callers["host-b/42"]["last_write_ms"] + 1)["host-b/42"]["writes"]
+        == 0
+    )
+    emulator.reset(data=False)
+    assert emulator.callers() == {}
+
+
 def test_reset_without_data_keeps_the_data(api: Api, emulator: RunningEmulator) -> None:
     api.import_orgs([dept("R&D")])
     emulator.set_faults(down=True)

@@ -132,8 +132,8 @@ def full_disk_after(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     limit = [0]
     real_open = syncd.snapshot.open_engine
 
-    def open_engine(path: Path) -> Engine:
-        engine = real_open(path)
+    def open_engine(path: Path, *args: Any, **kwargs: Any) -> Engine:
+        engine = real_open(path, *args, **kwargs)  # whatever else the real one takes
         written = 0
 
         def count(conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:

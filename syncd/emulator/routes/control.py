@@ -37,6 +37,13 @@ def control_routes(runtime: Runtime) -> APIRouter:
     async def stats() -> JSONResponse:
         return ok(runtime.stats())
 
+    @router.get("/callers")
+    async def callers(request: Request) -> JSONResponse:
+        """Requests by caller (X-Syncd-Instance) and their writes, those that arrived at
+        ``?since_ms=`` (wall clock, ms) or later."""
+        since = to_int(request.query_params.get("since_ms", "0"), "since_ms")
+        return ok(runtime.callers.view(since))
+
     @router.get("/faults")
     async def faults() -> JSONResponse:
         return ok(

@@ -1,0 +1,76 @@
+"""Failover time: a leader killed with SIGKILL mid-apply, to the new leader's first write.
+
+    .venv/bin/python -m benchmarks.failover [--runs 5] [--engine sqlite|postgresql]
+        [--lease 3] [--interval 2]
+
+Each run: three ``syncd run`` sharing one store (tests/ha's cluster: one SQLite file, or
+a PostgreSQL database on a server of its own), the leader's writes answered slowly by
+the emulator; the leader is killed after its fourth write, and the time from the kill to
+the first write the emulator receives from another instance is measured (the emulator
+stamps each write by caller, on this host's clock). Also checked each time: the platform
+ends with every person once. A measurement, never an assertion.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from syncd.emulator import EmulatorOptions, serve_in_thread
+from tests.ha.support import Cluster, no_duplicates, people, wait_for
+from tests.ha.test_failover import leader_mid_apply, slow_writes
+
+
+def one(root: Path, store_url: str | None, lease: int, interval: int) -> float:
+    with serve_in_thread(EmulatorOptions()) as emulator:
+        cluster = Cluster(root, emulator, people(24), store_url, lease, interval)
+        try:
+            slow_writes(emulator)
+            leader, standbys = leader_mid_apply(cluster, ["a", "b", "c"], writes=4)
+            leader.signal(signal.SIGKILL)
+            killed = time.time_ns() // 1_000_000
+            successor = cluster.wait_leader(standbys, "a standby takes the lease")
+            first = wait_for(lambda: cluster.first_write_ms(successor), "its first write")
+            wait_for(cluster.converged, "the platform holds every person once")
+            no_duplicates(emulator)
+            return (int(first) - killed) / 1000
+        finally:
+            cluster.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--engine", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument("--lease", type=int, default=3)
+    parser.add_argument("--interval", type=int, default=2)
+    args = parser.parse_args()
+    server = None
+    if args.engine == "postgresql":
+        from tests.support.postgres import start_server, stop_server
+
+        server = start_server()
+    times = []
+    try:
+        for n in range(args.runs):
+            url = server.url(server.create_database("failover")) if server else None
+            with tempfile.TemporaryDirectory(prefix="syncd-failover-") as folder:
+                took = one(Path(folder) / "cluster", url, args.lease, args.interval)
+            times.append(took)
+            print(f"run {n + 1}: kill -9 to the new leader's first write: {took:.2f} s")
+    finally:
+        if server is not None:
+            stop_server(server)
+    print(
+        f"{args.engine}, lease {args.lease} s, interval {args.interval} s, {len(times)} runs: "
+        f"min {min(times):.2f} s, median {statistics.median(times):.2f} s, "
+        f"max {max(times):.2f} s"
+    )
+
+
+if __name__ == "__main__":
+    main()

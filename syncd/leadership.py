@@ -1,0 +1,441 @@
+"""Who writes to the platform when several syncd share one state store (docs/ha.md).
+
+A lease row in the store (``snapshot.leases``), not a session advisory lock: a process
+paused (SIGSTOP, a VM frozen, a long GC) keeps its database connection, and with it an
+advisory lock, for as long as the server does not time the session out, so a paused
+leader would keep the lock and wake up still believing it leads; a lease simply
+expires, by the store's clock, and a standby takes it. The price is a renewal every
+third of the lease, on a thread of its own, and the fence below.
+
+- ``Lease``: this process's claim. The daemon contends for it for its whole life (a
+  standby tries every third of the lease and runs at once when it gets it); a shell sync
+  takes it for its run, or borrows the lease of the daemon that serves the same state
+  directory on this host (their run lock keeps them apart), or stops with LeaseHeld.
+- ``Turn``: one run's right to write: the epoch it is stamped with in the journal and
+  the fence, ``may_send()``, which the executor asks before every batch. It says no, for
+  good, once (a) this host's monotonic clock is past the last successful renewal's start
+  plus the lease minus a margin (after a pause it has passed at once), or (b) the store
+  no longer names this instance and epoch as the live holder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import SQLAlchemyError
+
+from syncd import snapshot as store
+from syncd.errors import LeaseHeld, SyncdError
+from syncd.lock import holder as lock_file_holder
+from syncd.snapshot import leases
+from syncd.snapshot.leases import Claimant, Holder
+
+if TYPE_CHECKING:
+    from syncd.config import Settings
+    from syncd.plan import Plan
+
+log = logging.getLogger("syncd.leadership")
+
+STALE_AFTER_LEASES = 3  # a member unseen for this many leases is taken for gone
+
+
+def machine_id() -> str | None:
+    """This boot of this machine and this pid namespace: a holder with the same one whose
+    pid is gone has died (None where it cannot be known: then only the lease's expiry
+    frees its lease)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return None
+    return f"{boot}:{namespace}"
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def claimant(settings: Settings, role: str) -> Claimant:
+    host, pid = socket.gethostname(), os.getpid()
+    return Claimant(
+        instance=f"{host}/{pid}/{secrets.token_hex(4)}",
+        host=host,
+        pid=pid,
+        machine=machine_id(),
+        place=str(settings.state_dir.resolve()),
+        role=role,
+        lease_ms=settings.leadership.lease_seconds * 1000,
+    )
+
+
+def who(held: Holder) -> str:
+    """'the daemon (leader), pid 42 on host-b, since 2026-11-26 10:02:00 +0000 (epoch 3)'."""
+    since = _when(held.acquired_at)
+    role = {"leader": "the daemon", "shell": "a shell sync"}.get(held.role or "", held.role or "?")
+    return f"{role}, pid {held.pid} on {held.host}, since {since} (epoch {held.epoch})"
+
+
+def _when(ms: int | None) -> str:
+    if not ms:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000).astimezone().strftime("%Y-%m-%d %H:%M:%S %z")
+
+
+# ---------------------------------------------------------------- the lease
+
+
+class Lease:
+    """This process's claim on the lease, renewed on a thread of its own.
+
+    ``contend``: also take the lease when it is free (a daemon); without it, only what
+    ``claim`` took is renewed (a shell sync). ``on_change(held)`` is called from the
+    renewing thread when the lease is taken or lost.
+    """
+
+    def __init__(
+        self,
+        engine: Engine,
+        me: Claimant,
+        *,
+        role_waiting: str,
+        contend: bool,
+        on_change: Callable[[bool], None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.me = me
+        self.role_held = me.role
+        self.role_waiting = role_waiting
+        self.contend = contend
+        self.on_change = on_change
+        self.lease_s = me.lease_ms / 1000
+        self.period = self.lease_s / 3
+        # What may pass between a fence check and the request leaving, plus clock drift.
+        self.margin = max(self.lease_s / 10, 0.5)
+        self.held = False
+        self.epoch: int | None = None
+        self.observed_epoch = 0  # the store's epoch as last seen (metrics)
+        self.deadline = 0.0  # monotonic: the lease is surely still ours before it
+        self._mutex = threading.Lock()  # one claim at a time
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._trouble: str | None = None  # the store's last failure, said once
+
+    # ------------------------------------------------------------ claiming
+
+    def claim(self, *, take: bool = True) -> bool:
+        """One try: renew the lease if held, take it if ``take`` and it is free (or its
+        holder on this host, of this installation, died), and say this member is alive.
+        Whether it is held now; a store that cannot be reached leaves it as it was."""
+        with self._mutex:
+            started = time.monotonic()
+            was = self.held
+            try:
+                with store.write(self.engine) as conn:
+                    got = self._claim(conn, take or was)
+                    leases.join(conn, replace_role(self.me, self._role(got)))
+            except (SQLAlchemyError, SyncdError) as exc:
+                if self._trouble is None:
+                    log.warning("the lease cannot be renewed or taken: %s", exc)
+                self._trouble = str(exc)
+                return self.held
+            if self._trouble is not None:
+                log.info("the state store answers again")
+                self._trouble = None
+            if got is not None:
+                self.deadline = started + self.lease_s - self.margin
+            self.held = got is not None
+            self.epoch = got.epoch if got is not None else None
+        if was != self.held:
+            self._told(got)
+        return self.held
+
+    def _claim(self, conn: Connection, take: bool) -> Holder | None:
+        current = leases.holder(conn)
+        if current is not None:
+            self.observed_epoch = current.epoch
+        if not take:
+            return None
+        dead = None
+        if current is not None and current.live and current.holder != self.me.instance:
+            dead = current.holder if self._died(current) else None
+        got = leases.acquire(conn, self.me, dead)
+        if got is not None:
+            self.observed_epoch = got.epoch
+            if current is not None and dead is not None:
+                log.warning("the lease's holder, pid %s here, died: taken over", current.pid)
+        return got
+
+    def _died(self, held: Holder) -> bool:
+        """A holder of this installation (state directory) on this machine whose process is gone."""
+        return (
+            self.me.machine is not None
+            and held.machine == self.me.machine
+            and held.place == self.me.place
+            and held.pid is not None
+            and not pid_alive(held.pid)
+        )
+
+    def _role(self, got: Holder | None) -> str:
+        return self.role_held if got is not None else self.role_waiting
+
+    def _told(self, got: Holder | None) -> None:
+        if got is not None:
+            log.info(
+                "took the lease (epoch %d): this instance (pid %d) writes to the platform",
+                got.epoch,
+                self.me.pid,
+            )
+        else:
+            log.warning("lost the lease: another instance writes to the platform now")
+        if self.on_change is not None:
+            self.on_change(self.held)
+
+    def start(self) -> None:
+        """Renew (and, contending, try to take) the lease every third of it, until ``close``."""
+        self._thread = threading.Thread(target=self._renew, name="lease", daemon=True)
+        self._thread.start()
+
+    def _renew(self) -> None:
+        while not self._stopped.wait(self.period):
+            self.claim(take=self.contend)
+
+    def close(self) -> None:
+        """Stop renewing; let the lease go (it expires now) and leave the members."""
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._mutex:
+            try:
+                with store.write(self.engine) as conn:
+                    if self.held and self.epoch is not None:
+                        leases.release(conn, self.me.instance, self.epoch)
+                    leases.leave(conn, self.me.instance)
+            except (SQLAlchemyError, SyncdError) as exc:
+                log.warning("the lease could not be let go (it expires by itself): %s", exc)
+            self.held = False
+
+    # ------------------------------------------------------------ runs
+
+    def turn(self) -> Turn:
+        """The right to write for one run, under the epoch held now (LeaseHeld if none)."""
+        with self._mutex:
+            if not self.held or self.epoch is None:
+                raise LeaseHeld("this instance does not hold the lease")
+            return Turn(self.me.instance, self.epoch, check=self._check(self.epoch))
+
+    def _check(self, epoch: int) -> Callable[[], str | None]:
+        def check() -> str | None:
+            late = time.monotonic() - self.deadline
+            if late >= 0:
+                return (
+                    f"the lease (epoch {epoch}) ran out {late:.1f} s ago by this host's clock "
+                    "without a renewal (the process was paused, or the state store could not "
+                    "be reached)"
+                )
+            if self.epoch != epoch:
+                return f"the lease was lost (epoch {epoch})"
+            return _store_says(self.engine, self.me.instance, epoch)
+
+        return check
+
+    def alive(self) -> Callable[[Connection, Mapping[str, Any]], bool]:
+        """Whether a run recorded 'running' is still under way, by its instance (store.
+        interrupt_stale_runs): its process is a member seen lately, and not found dead here."""
+
+        def alive(conn: Connection, run: Mapping[str, Any]) -> bool:
+            instance = run.get("instance")
+            if instance is None or instance == self.me.instance:
+                return False
+            now = leases.now_sql(conn)
+            member = conn.execute(
+                text(f"SELECT pid, machine, last_seen, {now} FROM members WHERE instance = :i"),  # noqa: S608
+                {"i": instance},
+            ).first()
+            if member is None:
+                return False
+            pid, machine, last_seen, at = member
+            if machine is not None and machine == self.me.machine and not pid_alive(int(pid)):
+                return False
+            return bool(int(last_seen) > int(at) - STALE_AFTER_LEASES * self.me.lease_ms)
+
+        return alive
+
+    def may_recover(self) -> bool:
+        """Whether this process may resolve what killed runs left sent: it holds the lease,
+        or (a shell's dry run) the lease is free or this state directory's daemon's on this
+        host. A standing-by daemon never does: the one that takes the lease will."""
+        if self.held:
+            return True
+        if self.contend:
+            return False
+        try:
+            with self.engine.connect() as conn:
+                current = leases.holder(conn)
+        except (SQLAlchemyError, SyncdError):
+            return False
+        return current is None or not current.live or self._borrowable(current)
+
+    def _borrowable(self, held: Holder) -> bool:
+        """The live lease of the daemon serving this state directory on this host."""
+        if held.place != self.me.place or held.host != self.me.host or held.role != "leader":
+            return False
+        daemon = lock_file_holder(Path(self.me.place or ".") / "daemon.lock")
+        return daemon is not None and daemon.get("pid") == held.pid
+
+    def borrow(self) -> Turn | None:
+        """A turn under the live lease of this state directory's daemon (a shell sync next
+        to it: their run lock keeps them apart), or None."""
+        with self.engine.connect() as conn:
+            current = leases.holder(conn)
+        if current is None or not current.live or not self._borrowable(current):
+            return None
+        assert current.holder is not None
+        holder, epoch = current.holder, current.epoch
+        return Turn(holder, epoch, check=lambda: _store_says(self.engine, holder, epoch))
+
+    def record_plan(self, result: Any) -> None:
+        """The digest and counts of a run's plan, in this member's row (for ``syncd status``)."""
+        the_plan = getattr(result, "plan", None)
+        if the_plan is None:
+            return
+        digest, counts = plan_digest(the_plan)
+        try:
+            with store.write(self.engine) as conn:
+                started, finished = conn.execute(
+                    text("SELECT started_at, finished_at FROM runs WHERE id = :r"),
+                    {"r": result.run_id},
+                ).one()
+                basis = leases.plan_basis(conn, result.run_id, int(started), int(finished or 0))
+                leases.record_plan(
+                    conn,
+                    self.me.instance,
+                    run_id=result.run_id,
+                    basis=basis,
+                    digest=digest,
+                    counts=counts,
+                )
+        except (SQLAlchemyError, SyncdError) as exc:
+            log.warning("could not record the plan's digest: %s", exc)
+
+
+def replace_role(me: Claimant, role: str) -> Claimant:
+    return dataclasses.replace(me, role=role)
+
+
+def _store_says(engine: Engine, instance: str, epoch: int) -> str | None:
+    """Why the store no longer names ``instance`` and ``epoch`` the live holder, or None."""
+    try:
+        with engine.connect() as conn:
+            current = leases.holder(conn)
+    except (SQLAlchemyError, SyncdError) as exc:
+        return f"the state store cannot be read to check the lease: {exc}"
+    if current is None:
+        return "the lease is gone from the state store"
+    if current.holder != instance or current.epoch != epoch:
+        return f"the lease (epoch {epoch}) was taken over by {who(current)}"
+    if not current.live:
+        return f"the lease (epoch {epoch}) expired in the state store"
+    return None
+
+
+class Turn:
+    """One run's right to write: its epoch, and the fence asked before every batch."""
+
+    def __init__(
+        self, instance: str | None, epoch: int | None, check: Callable[[], str | None]
+    ) -> None:
+        self.instance = instance
+        self.epoch = epoch
+        self._check = check
+        self._fenced: str | None = None
+        self._lock = threading.Lock()
+
+    def may_send(self) -> bool:
+        """False, for the rest of the run, once the lease is not surely this run's: the
+        executor then sends nothing more and the run ends as interrupted."""
+        with self._lock:
+            if self._fenced is None:
+                reason = self._check()
+                if reason is not None:
+                    self._fenced = reason
+                    log.error(
+                        "fenced: %s; sending nothing more, the run ends as interrupted "
+                        "(the instance holding the lease goes on from here)",
+                        reason,
+                    )
+            return self._fenced is None
+
+    @property
+    def fenced(self) -> str | None:
+        return self._fenced
+
+
+@contextmanager
+def run_turn(
+    settings: Settings, engine: Engine, *, dry_run: bool, lease: Lease | None
+) -> Iterator[tuple[Turn | None, Lease]]:
+    """The turn a run writes under (None for a dry run) and the lease it runs by: the
+    daemon's, or one of its own, taken for the run and let go after (LeaseHeld when
+    another instance holds it and it cannot be borrowed)."""
+    if lease is not None:
+        yield (None if dry_run else lease.turn()), lease
+        return
+    own = Lease(engine, claimant(settings, "shell"), role_waiting="shell", contend=False)
+    try:
+        if dry_run:
+            own.claim(take=False)  # a member while it runs, no more
+            own.start()
+            yield None, own
+            return
+        if own.claim():
+            own.start()
+            yield own.turn(), own
+            return
+        borrowed = own.borrow()
+        if borrowed is None:
+            with engine.connect() as conn:
+                current = leases.holder(conn)
+            held = who(current) if current is not None else "another instance"
+            raise LeaseHeld(
+                f"another syncd sharing the state store holds the lease and writes to the "
+                f"platform: {held}; nothing was done here (syncd sync --dry-run needs no lease)"
+            )
+        own.start()  # a member while it runs
+        yield borrowed, own
+    finally:
+        own.close()
+
+
+# ---------------------------------------------------------------- plans
+
+
+def plan_digest(the_plan: Plan) -> tuple[str, dict[str, int]]:
+    """A digest of what a plan would send (each change's kind, action, key and values),
+    and its counts by kind.action: two instances planning from the same inputs agree."""
+    digest = hashlib.sha256()
+    encoder = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str)
+    for c in the_plan.changes:
+        digest.update(encoder.encode([c.kind.value, c.action.value, c.key, c.after]).encode())
+        digest.update(b"\n")
+    counts = {f"{k.value}.{a.value}": n for (k, a), n in the_plan.counts().items()}
+    return digest.hexdigest()[:16], counts

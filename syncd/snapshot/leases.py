@@ -1,0 +1,301 @@
+"""The lease that says which syncd may write to the platform, and the instances sharing the store.
+
+One row of ``leadership`` (name ``platform``): the holder (``host/pid/token``), its
+epoch, and when the lease expires. Expiries are judged by the store's clock: the
+server's (``clock_timestamp()``) on PostgreSQL, the host's on SQLite (every process on
+one file shares it), so hosts whose clocks disagree still agree on who holds it. Taking
+the lease from another holder (one whose lease expired) adds one to the epoch; renewing
+one's own keeps it. ``members``: each instance using the store, its role, when it was
+last seen, and the digest and counts of its last plan (a standby's dry plan is compared
+with the leader's by ``syncd status``).
+
+Every statement here is plain SQL both engines run; times are milliseconds since the epoch.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, inspect, text
+
+LEASE = "platform"  # the one lease: the right to write to the platform
+KEEP_MEMBERS_MS = 24 * 3600 * 1000  # a member unseen for a day is forgotten
+
+TABLES = (
+    """
+    CREATE TABLE IF NOT EXISTS leadership (
+        name VARCHAR PRIMARY KEY,
+        holder VARCHAR,
+        host VARCHAR,
+        pid INTEGER,
+        machine VARCHAR,
+        place VARCHAR,
+        role VARCHAR,
+        epoch BIGINT NOT NULL DEFAULT 0,
+        acquired_at BIGINT,
+        renewed_at BIGINT,
+        expires_at BIGINT NOT NULL DEFAULT 0
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS members (
+        instance VARCHAR PRIMARY KEY,
+        host VARCHAR NOT NULL,
+        pid INTEGER NOT NULL,
+        machine VARCHAR,
+        place VARCHAR,
+        role VARCHAR NOT NULL,
+        started_at BIGINT NOT NULL,
+        last_seen BIGINT NOT NULL,
+        plan_run BIGINT,
+        plan_basis BIGINT,
+        plan_digest VARCHAR,
+        plan_counts VARCHAR,
+        planned_at BIGINT
+    )
+    """,
+)
+
+
+def create_tables(conn: Connection) -> None:
+    """The lease and members tables, and the runs' epoch and instance columns (schema 8)."""
+    for statement in TABLES:
+        conn.exec_driver_sql(statement)
+    columns = {c["name"] for c in inspect(conn).get_columns("runs")}
+    for column, kind in (("epoch", "BIGINT"), ("instance", "VARCHAR")):
+        if column not in columns:
+            conn.exec_driver_sql(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
+
+
+def now_sql(conn: Connection) -> str:
+    """The store's clock in ms, as SQL: the server's on PostgreSQL (the time of the
+    statement, not of the transaction), the host's on SQLite."""
+    if conn.dialect.name == "postgresql":
+        return "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
+    return "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+
+
+@dataclass(frozen=True)
+class Holder:
+    """The lease as the store holds it, and the store's clock when it was read."""
+
+    holder: str | None
+    host: str | None
+    pid: int | None
+    machine: str | None
+    place: str | None
+    role: str | None
+    epoch: int
+    acquired_at: int | None
+    renewed_at: int | None
+    expires_at: int
+    now: int
+
+    @property
+    def live(self) -> bool:
+        return self.holder is not None and self.expires_at > self.now
+
+    def document(self) -> dict[str, Any]:
+        return {
+            "instance": self.holder,
+            "host": self.host,
+            "pid": self.pid,
+            "role": self.role,
+            "epoch": self.epoch,
+            "acquired_at": self.acquired_at,
+            "renewed_at": self.renewed_at,
+            "expires_at": self.expires_at,
+            "live": self.live,
+        }
+
+
+_COLUMNS = "holder, host, pid, machine, place, role, epoch, acquired_at, renewed_at, expires_at"
+
+
+def _ensure_row(conn: Connection) -> None:
+    conn.execute(
+        text(
+            "INSERT INTO leadership (name, epoch, expires_at) VALUES (:n, 0, 0) "
+            "ON CONFLICT (name) DO NOTHING"
+        ),
+        {"n": LEASE},
+    )
+
+
+def holder(conn: Connection) -> Holder | None:
+    """Who holds the lease (or held it last), with the store's clock; None: nobody ever."""
+    row = conn.execute(
+        text(f"SELECT {_COLUMNS}, {now_sql(conn)} FROM leadership WHERE name = :n"),  # noqa: S608
+        {"n": LEASE},
+    ).first()
+    if row is None:
+        return None
+    who, host, pid, machine, place, role, epoch, acquired, renewed, expires, now = row
+    return Holder(
+        who, host, pid, machine, place, role, int(epoch), acquired, renewed, int(expires), int(now)
+    )
+
+
+@dataclass(frozen=True)
+class Claimant:
+    """An instance asking for the lease: who it is, and for how long."""
+
+    instance: str
+    host: str
+    pid: int
+    machine: str | None
+    place: str | None  # the state directory: a holder's own installation, restarted
+    role: str
+    lease_ms: int
+
+
+def acquire(conn: Connection, me: Claimant, dead: str | None = None) -> Holder | None:
+    """Take the lease if it is free, expired, already mine, or held by ``dead`` (a holder
+    the caller knows has died); renews it when mine. The lease as it is now, or None
+    when another holds it. Run in a write transaction (the caller's)."""
+    _ensure_row(conn)
+    now = now_sql(conn)
+    row = conn.execute(
+        text(
+            "UPDATE leadership SET "  # noqa: S608 - now is one of two constants
+            "epoch = CASE WHEN holder = :me THEN epoch ELSE epoch + 1 END, "
+            f"acquired_at = CASE WHEN holder = :me THEN acquired_at ELSE {now} END, "
+            "holder = :me, host = :host, pid = :pid, machine = :machine, place = :place, "
+            f"role = :role, renewed_at = {now}, expires_at = {now} + :lease "
+            f"WHERE name = :n AND (holder = :me OR expires_at <= {now} OR holder = :dead) "
+            f"RETURNING epoch, acquired_at, renewed_at, expires_at"
+        ),
+        {
+            "me": me.instance,
+            "host": me.host,
+            "pid": me.pid,
+            "machine": me.machine,
+            "place": me.place,
+            "role": me.role,
+            "lease": me.lease_ms,
+            "n": LEASE,
+            "dead": dead or "",
+        },
+    ).first()
+    if row is None:
+        return None
+    epoch, acquired, renewed, expires = (int(v) for v in row)
+    return Holder(
+        me.instance, me.host, me.pid, me.machine, me.place, me.role,
+        epoch, acquired, renewed, expires, renewed,
+    )  # fmt: skip
+
+
+def release(conn: Connection, instance: str, epoch: int) -> None:
+    """Let the lease go at once (it expires now): a standby takes it at its next try."""
+    conn.execute(
+        text(
+            f"UPDATE leadership SET expires_at = {now_sql(conn)} "  # noqa: S608
+            "WHERE name = :n AND holder = :me AND epoch = :e"
+        ),
+        {"n": LEASE, "me": instance, "e": epoch},
+    )
+
+
+# ---------------------------------------------------------------- members
+
+
+def join(conn: Connection, me: Claimant) -> None:
+    """Say this instance uses the store (or is still alive); forget those unseen for a day."""
+    now = now_sql(conn)
+    conn.execute(
+        text(
+            "INSERT INTO members (instance, host, pid, machine, place, role, started_at, "  # noqa: S608
+            f"last_seen) VALUES (:me, :host, :pid, :machine, :place, :role, {now}, {now}) "
+            f"ON CONFLICT (instance) DO UPDATE SET last_seen = {now}, role = excluded.role"
+        ),
+        {
+            "me": me.instance,
+            "host": me.host,
+            "pid": me.pid,
+            "machine": me.machine,
+            "place": me.place,
+            "role": me.role,
+        },
+    )
+    conn.execute(
+        text(f"DELETE FROM members WHERE last_seen < {now} - :keep"),  # noqa: S608
+        {"keep": KEEP_MEMBERS_MS},
+    )
+
+
+def leave(conn: Connection, instance: str) -> None:
+    conn.execute(text("DELETE FROM members WHERE instance = :me"), {"me": instance})
+
+
+def record_plan(
+    conn: Connection,
+    instance: str,
+    *,
+    run_id: int,
+    basis: int | None,
+    digest: str,
+    counts: Mapping[str, int],
+) -> None:
+    """The digest and counts of the plan this instance made last (its run ``run_id``),
+    from the snapshot as the run ``basis`` left it (None: not known for sure)."""
+    conn.execute(
+        text(
+            "UPDATE members SET plan_run = :r, plan_basis = :b, plan_digest = :d, "  # noqa: S608
+            f"plan_counts = :c, planned_at = {now_sql(conn)} WHERE instance = :me"
+        ),
+        {
+            "r": run_id,
+            "b": basis,
+            "d": digest,
+            "c": json.dumps(dict(counts), sort_keys=True),
+            "me": instance,
+        },
+    )
+
+
+def members(conn: Connection) -> tuple[list[dict[str, Any]], int]:
+    """Every member as stored, oldest first, and the store's clock."""
+    now = int(conn.execute(text(f"SELECT {now_sql(conn)}")).scalar_one())
+    rows = conn.execute(
+        text(
+            "SELECT instance, host, pid, machine, place, role, started_at, last_seen, plan_run, "
+            "plan_basis, plan_digest, plan_counts, planned_at FROM members ORDER BY started_at"
+        )
+    )
+    found = []
+    for r in rows:
+        member = dict(r._mapping)
+        try:
+            member["plan_counts"] = json.loads(member["plan_counts"] or "{}")
+        except ValueError:
+            member["plan_counts"] = {}
+        found.append(member)
+    return found, now
+
+
+def plan_basis(conn: Connection, run_id: int, started_at: int, finished_at: int) -> int | None:
+    """The newest real run that may have changed the snapshot before run ``run_id``
+    planned (0: none), or None when another may have changed it while the run read and
+    planned (a real run with items that was under way at some time during it)."""
+    overlapping = conn.execute(
+        text(
+            "SELECT 1 FROM runs r WHERE r.id <> :r AND r.mode = 'apply' "
+            "AND (r.finished_at IS NULL OR r.finished_at > :s) AND r.started_at < :f "
+            "AND EXISTS (SELECT 1 FROM run_items i WHERE i.run_id = r.id) LIMIT 1"
+        ),
+        {"r": run_id, "s": started_at, "f": finished_at},
+    ).first()
+    if overlapping is not None:
+        return None
+    newest = conn.execute(
+        text(
+            "SELECT MAX(r.id) FROM runs r WHERE r.id < :r AND r.mode = 'apply' "
+            "AND EXISTS (SELECT 1 FROM run_items i WHERE i.run_id = r.id)"
+        ),
+        {"r": run_id},
+    ).scalar()
+    return int(newest or 0)
