@@ -8,7 +8,8 @@ ORM is ~10x slower at 100,000 rows). The schema version lives in ``PRAGMA user_v
 
 The package's rooms: ``rows`` (the tables, imported only to create or migrate them),
 ``tables`` (the schema version and migrations), ``engine`` (opening, write transactions,
-cursors), ``tokens``, ``records`` (the snapshot), ``journal`` (runs and their items).
+cursors), ``tokens``, ``records`` (the snapshot's records), ``planning`` (what a plan reads,
+as plain values), ``journal`` (runs and their items).
 """
 
 from __future__ import annotations
@@ -42,6 +43,14 @@ from syncd.snapshot.journal import (
     start_run,
     unsettled_items,
 )
+from syncd.snapshot.planning import (
+    load_snapshot,
+    people_for,
+    weighed_fields,
+    with_fields,
+    with_people,
+    written_fields,
+)
 from syncd.snapshot.problems import (
     forget_gone,
     problem_rows,
@@ -52,6 +61,7 @@ from syncd.snapshot.problems import (
 )
 from syncd.snapshot.records import (
     FieldLookup,
+    Held,
     PlacedLookup,
     SyncedEmployees,
     by_username,
@@ -59,8 +69,6 @@ from syncd.snapshot.records import (
     delete_employees,
     forget_employees,
     holding,
-    load_snapshot,
-    read_everyone,
     set_department_paths,
     set_locked,
     set_photos,
@@ -85,6 +93,7 @@ __all__ = [
     "WAL_CHECKPOINT_PAGES",
     "CachedToken",
     "FieldLookup",
+    "Held",
     "PlacedLookup",
     "SyncedEmployees",
     "TokenStore",
@@ -112,8 +121,8 @@ __all__ = [
     "load_snapshot",
     "mark_sent",
     "open_engine",
+    "people_for",
     "problem_rows",
-    "read_everyone",
     "record_problems",
     "resolve_problems",
     "run_summary",
@@ -130,6 +139,10 @@ __all__ = [
     "upsert_departments",
     "upsert_employees",
     "usernames",
+    "weighed_fields",
+    "with_fields",
+    "with_people",
     "write",
     "written",
+    "written_fields",
 ]

@@ -1,0 +1,55 @@
+"""What planning reads of the snapshot beyond its records, so that the runner loads it
+first, as plain values (``Snapshot.fields`` and ``Snapshot.placed``).
+
+Planning weighs the fields syncd last wrote for a few people only: those who changed on
+the platform or were deleted there (drift compares them; an incremental read puts back
+those it did not return, as written), those with a known problem and the people holding
+their values (tried again as written; freed by the holder's update), and the holders of
+usernames a new source id names (a re-key needs the name and a mobile or work number to
+agree). Every department's fields are read (they are few). The fields a change shows as
+its ``before`` are loaded after the draft (``Draft.unwritten``). A person asked about
+and not loaded is a bug, said as one (``FieldsNotLoaded``), never planned as if syncd
+had written nothing.
+"""
+
+from __future__ import annotations
+
+from syncd.model import Directory
+from syncd.plan.values import PlatformView, Snapshot
+from syncd.spelling import look_alike
+
+
+def weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set[str]:
+    """The source ids of syncd's people whose written fields planning weighs.
+
+    ``snapshot.employees`` must hold the holders of every username the platform view names
+    (changed or deleted there) and, if the source names someone syncd never synced,
+    everyone (the runner loads everyone then)."""
+    synced = snapshot.employees
+    found = {k for k in snapshot.problems if k in synced}
+    # The holders of their values: an update of theirs may give one up (unique_values).
+    found.update(
+        p.holder_key
+        for known in snapshot.problems.values()
+        for p in known
+        if p.holder_key is not None and p.holder_key in synced
+    )
+    there = (*view.changed, *view.deleted)
+    if there:
+        by_username = {e.username: k for k, e in synced.items()}
+        found.update(by_username[u] for u in there if u in by_username)
+    new = [e.username for e in directory.employees.values() if e.id not in synced]
+    if new:
+        # As EmployeePlanner.synced_holder finds them: the last holder of each look-alike.
+        holders = {look_alike(e.username): e.source_id for e in synced.values()}
+        found.update(holders[key] for u in new if (key := look_alike(u)) in holders)
+    return found
+
+
+def gone_departments(directory: Directory, snapshot: Snapshot) -> list[str]:
+    """Departments syncd synced that this read does not name: where the plan asks who of
+    syncd's people is placed (``Snapshot.placed``), before deleting them. A department
+    only renamed in its spelling (``in_synced_spelling``) is among them: more than asked."""
+    if not directory.complete:  # only a complete read deletes departments
+        return []
+    return sorted(k for k in snapshot.departments if k not in directory.departments)
