@@ -21,7 +21,8 @@ The package's rooms: ``values`` (inputs and outputs), ``fields`` (what is writte
 its hash), ``departments`` and ``employees`` (the two planners), ``rekeys`` (whether a
 new source id takes over a known username's account), ``messages`` (the sentence of each
 change), ``guards`` (the checks made before anything is sent), ``unique_values``
-(mobiles and e-mail addresses: freed first, known problems retried).
+(mobiles and e-mail addresses: freed first, known problems retried), ``needs`` (what of
+the snapshot planning weighs, which the runner loads first, as plain values).
 """
 
 from __future__ import annotations

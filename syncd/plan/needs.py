@@ -19,6 +19,23 @@ from syncd.plan.values import PlatformView, Snapshot
 from syncd.spelling import look_alike
 
 
+def people_asked(directory: Directory, view: PlatformView, snapshot: Snapshot) -> set[str] | None:
+    """The source ids of the people whose records a plan of this read asks about, when
+    it asks about some only (None: everyone). A complete read goes over everyone (who is
+    gone?); an incremental one over those it names and those with a known problem,
+    unless the platform changed or deleted any of syncd's people (holders are found by
+    username then). If one it names turns out new, the plan asks about everyone after
+    all (``names_only_synced``): whose username do they take?"""
+    if directory.complete or view.changed or view.deleted:
+        return None
+    return {*directory.employees, *snapshot.problems}
+
+
+def names_only_synced(directory: Directory, snapshot: Snapshot) -> bool:
+    """Whether everyone the read names is among the snapshot's people."""
+    return all(k in snapshot.employees for k in directory.employees)
+
+
 def weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set[str]:
     """The source ids of syncd's people whose written fields planning weighs.
 

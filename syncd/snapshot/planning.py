@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 
 from syncd.model import Directory, Kind
 from syncd.plan import PlatformView, Snapshot, SyncedDepartment, SyncedEmployee
-from syncd.plan.needs import gone_departments, weighed
+from syncd.plan.needs import gone_departments, names_only_synced, people_asked, weighed
 from syncd.snapshot.engine import translated
 from syncd.snapshot.problems import load_problems
 
@@ -176,12 +176,12 @@ def people_for(
     engine: Engine, head: Snapshot, directory: Directory, view: PlatformView, *, everyone: bool
 ) -> Snapshot:
     """The second step: the people's records the plan asks about, added to ``head`` (loaded
-    with ``everyone=False``). Everyone, unless the read is incremental, names only people
-    syncd holds, and the platform changed none of syncd's people since the last run (nor
-    is ``everyone`` asked): then those it names, and those with a known problem."""
-    if not everyone and not directory.complete and not (view.changed or view.deleted):
-        some = with_people(engine, head, {*directory.employees, *head.problems})
-        if all(k in some.employees for k in directory.employees):
+    with ``everyone=False``): everyone, unless ``syncd.plan.needs.people_asked`` names
+    some (and ``everyone`` is not asked)."""
+    asked = None if everyone else people_asked(directory, view, head)
+    if asked is not None:
+        some = with_people(engine, head, asked)
+        if names_only_synced(directory, some):
             return some
     return with_people(engine, head)
 

@@ -13,8 +13,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import Engine
 
 from syncd import saved_plan
@@ -22,19 +25,32 @@ from syncd import snapshot as store
 from syncd.cli.screen import print_plan
 from syncd.clock import now_ms
 from syncd.config import platform_of
-from syncd.model import Directory, Kind
+from syncd.model import Department, Directory, Employee, Kind, Position, State
 from syncd.plan import (
+    DAY_MS,
     Action,
     Change,
+    KnownProblem,
+    Limits,
     Plan,
+    PlatformEmployee,
+    PlatformNode,
     PlatformView,
     Policy,
     Snapshot,
+    SyncedDepartment,
+    SyncedEmployee,
+    check_guards,
+    department_fields,
+    department_hash,
     department_paths,
     draft,
+    employee_fields,
+    employee_hash,
     finish,
     plan,
 )
+from syncd.plan.needs import gone_departments, names_only_synced, people_asked, weighed
 from syncd.platform import PlatformClient
 from syncd.policy import policy_of
 from syncd.sources import read_directory
@@ -218,3 +234,157 @@ def test_the_runners_steps_plan_as_loading_everything(changed: World, complete: 
             (Action.UPDATE, "E2"),
             (Action.UPDATE, "E4"),
         ]
+
+
+# ---------------------------------------------------------------- the class, generated
+
+PEOPLE = 6
+UNITS = {"D1": Department("D1", "Unit"), "D2": Department("D2", "Lab", "D1")}
+NODES = {"D1": 2, "D2": 3}
+
+
+def someone(n: int, version: int, unit: str, state: State = State.ACTIVE) -> Employee:
+    return Employee(
+        f"E{n}",
+        f"u{n}",
+        f"Person {n} v{version}",
+        (Position(unit, primary=True),),
+        mobile=f"1380000000{n % 10}" if version == 0 else f"1390000000{(n + version) % 10}",
+        sn=f"S{n}",
+        state=state,
+    )
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> tuple[Snapshot, Directory, PlatformView, Policy]:
+    """What syncd wrote for a few people, a read of the source (complete or not: people
+    kept, changed, departed, gone, and new ids, some with a synced person's username),
+    and the platform's view (people changed or deleted there)."""
+    employees: dict[str, SyncedEmployee] = {}
+    fields: dict[tuple[Kind, str], Mapping[str, Any]] = {
+        (Kind.DEPARTMENT, k): department_fields(d) for k, d in UNITS.items()
+    }
+    placed: dict[str, list[str]] = {}
+    wanted: dict[str, Employee] = {}
+    for n in range(PEOPLE):
+        unit = draw(st.sampled_from(sorted(UNITS)))
+        wrote = someone(n, 0, unit)
+        locked = draw(st.sampled_from([None, "missing", "departed"]))
+        employees[wrote.id] = SyncedEmployee(
+            wrote.id,
+            wrote.username,
+            100 + n,
+            employee_hash(wrote, {}) if draw(st.booleans()) else "stale",
+            locked is not None,
+            locked,
+            0 if locked else None,
+        )
+        fields[(Kind.EMPLOYEE, wrote.id)] = employee_fields(wrote, {})
+        placed.setdefault(unit, []).append(wrote.id)
+        how = draw(st.sampled_from(["same", "changed", "moved", "departed", "absent"]))
+        if how != "absent":
+            version = 0 if how in ("same", "departed") else 1
+            place = "D1" if how == "moved" else unit
+            state = State.DEPARTED if how == "departed" else State.ACTIVE
+            wanted[wrote.id] = someone(n, version, place, state)
+    for k in range(draw(st.integers(0, 2))):  # new ids: some take a synced username
+        taken = draw(st.integers(0, PEOPLE + 1))
+        new = someone(taken, draw(st.integers(0, 1)), "D1")._replace(id=f"N{k}")
+        wanted[new.id] = new if taken < PEOPLE else new._replace(username=f"new{k}")
+    complete = draw(st.booleans())
+    if not complete:  # an incremental read names a few
+        keep = draw(st.sets(st.sampled_from(sorted(wanted)), max_size=3)) if wanted else set()
+        wanted = {k: e for k, e in wanted.items() if k in keep}
+    units = dict(UNITS) if draw(st.booleans()) else {"D1": UNITS["D1"]}
+    directory = Directory(units, wanted, complete=complete)
+    usernames = sorted(e.username for e in employees.values())
+    changed = draw(st.sets(st.sampled_from(usernames), max_size=2))
+    deleted = draw(st.sets(st.sampled_from(usernames), max_size=1)) - changed
+    there = {
+        u: PlatformEmployee(
+            100 + int(u[1:]),
+            u,
+            draw(st.booleans()),
+            {"name": draw(st.sampled_from([f"Person {u[1:]} v0", "Someone Else"]))},
+            ((draw(st.sampled_from([2, 3])), True, False, ""),),
+            5,
+        )
+        for u in sorted(changed)
+    }
+    problems = {}
+    if draw(st.booleans()):
+        problems["E1"] = (KnownProblem("E1", "mobile", "13800000002", "u2", "E2"),)
+    nodes = {n: PlatformNode(n, UNITS[k].name, 1 if k == "D1" else 2, k) for k, n in NODES.items()}
+    view = PlatformView(
+        1,
+        "Acme",
+        nodes,
+        draw(st.booleans()),
+        changed=there,
+        deleted=frozenset(deleted),
+        released=frozenset(draw(st.sets(st.just(("E1", "mobile")), max_size=1))),
+    )
+    departments = {
+        k: SyncedDepartment(k, NODES[k], f"Acme/{d.name}", department_hash(d))
+        for k, d in UNITS.items()
+    }
+    full = Snapshot(
+        departments,
+        employees,
+        fields,
+        {k: tuple(v) for k, v in placed.items()},
+        problems=problems,
+    )
+    policy = Policy(leaver_policy=draw(st.sampled_from(["lock", "remove", "lock_then_remove"])))
+    return full, directory, view, policy
+
+
+def loaded_in_steps(full: Snapshot, directory: Directory, view: PlatformView) -> Snapshot:
+    """What the runner's steps load of ``full`` (syncd.snapshot.planning), in memory."""
+    departments = {k: v for k, v in full.fields.items() if k[0] is Kind.DEPARTMENT}
+    head = replace(
+        full,
+        employees={},
+        people=len(full.employees),
+        fields=departments,
+        fields_of=frozenset(),
+        placed={},
+    )
+    asked = people_asked(directory, view, head)
+    snapshot = replace(head, employees=dict(full.employees), people=None)
+    if asked is not None:
+        some = replace(head, employees={k: full.employees[k] for k in asked if k in full.employees})
+        if names_only_synced(directory, some):
+            snapshot = some
+    people = weighed(directory, snapshot, view)
+    gone = gone_departments(directory, snapshot)
+    return replace(
+        snapshot,
+        fields={**departments, **{k: v for k, v in full.fields.items() if k[1] in people}},
+        fields_of=frozenset(people),
+        placed={k: v for k, v in full.placed.items() if k in gone},
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(histories())
+def test_what_the_runner_loads_plans_as_everything_loaded(
+    history: tuple[Snapshot, Directory, PlatformView, Policy],
+) -> None:
+    """Planning asks for no field the runner did not load (FieldsNotLoaded is never raised)
+    and plans as with everything loaded: the same changes, before values, notes, guards."""
+    full, directory, view, policy = history
+    expected = plan(directory, full, view, policy, DAY_MS)
+    snapshot = loaded_in_steps(full, directory, view)
+    drafted = draft(directory, snapshot, view, policy, DAY_MS)
+    got = finish(drafted, {k: full.written(Kind.EMPLOYEE, k) for k in drafted.unwritten()})
+    assert documents(got) == documents(expected)
+    assert (got.unweighed_since, got.removal_due) == (
+        expected.unweighed_since,
+        expected.removal_due,
+    )
+    limits = Limits(1, 0.1)
+    assert check_guards(got, directory, snapshot, limits) == check_guards(
+        expected, directory, full, limits
+    )
+    assert store_reaches(got) == []
