@@ -6,7 +6,8 @@ the platform or were deleted there (drift compares them; an incremental read put
 those it did not return, as written), those with a known problem and the people holding
 their values (tried again as written; freed by the holder's update), and the holders of
 usernames a new source id names (a re-key needs the name and a mobile or work number to
-agree). Every department's fields are read (they are few). The fields a change shows as
+agree); and the departments the source changed, the platform's read lists (drift) or
+the source no longer names (deleted). The fields a change shows as
 its ``before`` are loaded after the draft (``Draft.unwritten``). A person asked about
 and not loaded is a bug, said as one (``FieldsNotLoaded``), never planned as if syncd
 had written nothing.
@@ -15,6 +16,8 @@ had written nothing.
 from __future__ import annotations
 
 from syncd.model import Directory
+from syncd.plan import in_synced_spelling
+from syncd.plan.fields import department_hash
 from syncd.plan.values import PlatformView, Snapshot
 from syncd.spelling import look_alike
 
@@ -60,6 +63,21 @@ def weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set
         # As EmployeePlanner.synced_holder finds them: the last holder of each look-alike.
         holders = {look_alike(e.username): e.source_id for e in synced.values()}
         found.update(holders[key] for u in new if (key := look_alike(u)) in holders)
+    return found
+
+
+def departments_weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set[str]:
+    """The departments whose written fields planning weighs or shows: those the source
+    changed since syncd wrote them, those whose node the platform view lists (drift is
+    looked for), and those gone from the source (deleted, with what syncd wrote)."""
+    directory = in_synced_spelling(directory, snapshot)
+    synced, nodes = snapshot.departments, view.nodes
+    found = {
+        k
+        for k, d in directory.departments.items()
+        if (s := synced.get(k)) is not None and (s.node_id in nodes or s.hash != department_hash(d))
+    }
+    found.update(gone_departments(directory, snapshot))
     return found
 
 

@@ -81,6 +81,8 @@ class Snapshot:
     people: int | None = None
     # The people whose fields ``fields`` holds, when not everyone's (None: everyone's).
     fields_of: frozenset[str] | None = None
+    # The departments whose fields ``fields`` holds, when not every one's (None: all).
+    department_fields_of: frozenset[str] | None = None
 
     @property
     def headcount(self) -> int:
@@ -94,7 +96,8 @@ class Snapshot:
 
     def written(self, kind: Kind, source_id: str) -> Mapping[str, Any] | None:
         """The fields syncd last wrote for this record (None: none recorded)."""
-        if kind is Kind.EMPLOYEE and self.fields_of is not None and source_id not in self.fields_of:
+        loaded = self.fields_of if kind is Kind.EMPLOYEE else self.department_fields_of
+        if loaded is not None and source_id not in loaded:
             raise FieldsNotLoaded(f"the fields of {source_id} were not loaded before planning")
         return self.fields.get((kind, source_id))
 

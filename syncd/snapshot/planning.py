@@ -21,7 +21,13 @@ from sqlalchemy import Engine
 
 from syncd.model import Directory, Kind
 from syncd.plan import PlatformView, Snapshot, SyncedDepartment, SyncedEmployee
-from syncd.plan.needs import gone_departments, names_only_synced, people_asked, weighed
+from syncd.plan.needs import (
+    departments_weighed,
+    gone_departments,
+    names_only_synced,
+    people_asked,
+    weighed,
+)
 from syncd.snapshot.engine import translated
 from syncd.snapshot.problems import load_problems
 
@@ -73,6 +79,7 @@ def load_snapshot(engine: Engine, *, everyone: bool = True, fields: bool = False
         problems=problems,
         people=None if count is None else int(count),
         fields_of=frozenset(),  # nobody's yet
+        department_fields_of=frozenset(),
     )
     if fields:
         snapshot = with_fields(engine, snapshot, None, list(departments))
@@ -107,13 +114,22 @@ def with_fields(
     snapshot: Snapshot,
     people: Collection[str] | None,
     placed_in: Collection[str] = (),
+    departments: Collection[str] | None = None,
 ) -> Snapshot:
-    """The snapshot with every department's fields, these people's (None: everyone's),
-    and who of syncd's people is placed in these departments (as last written)."""
+    """The snapshot with these people's fields and these departments' (None: everyone's,
+    every one's), and who of syncd's people is placed in the ``placed_in`` departments
+    (as last written)."""
     with engine.connect() as conn:
         raw = conn.connection.driver_connection
         assert raw is not None
-        rows = raw.execute("SELECT source_id, fields FROM departments")
+        if departments is None:
+            rows = raw.execute("SELECT source_id, fields FROM departments")
+        else:
+            rows = raw.execute(
+                "SELECT source_id, fields FROM departments "
+                "WHERE source_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(departments)),),
+            )
         fields: dict[tuple[Kind, str], Mapping[str, Any]] = {
             **snapshot.fields,
             **{(Kind.DEPARTMENT, str(k)): v for k, text in rows if (v := _decoded(text))},
@@ -128,10 +144,12 @@ def with_fields(
             for department, source_id in raw.execute(_PLACED, (json.dumps(list(placed_in)),)):
                 placed.setdefault(str(department), []).append(str(source_id))
     loaded = None if people is None else frozenset(people) | (snapshot.fields_of or frozenset())
+    units = snapshot.department_fields_of or frozenset()
     return replace(
         snapshot,
         fields=fields,
         fields_of=loaded,
+        department_fields_of=None if departments is None else frozenset(departments) | units,
         placed={**snapshot.placed, **{k: tuple(v) for k, v in placed.items()}},
     )
 
@@ -196,4 +214,5 @@ def weighed_fields(
         snapshot,
         weighed(directory, snapshot, view),
         gone_departments(directory, snapshot),
+        departments_weighed(directory, snapshot, view),
     )

@@ -50,7 +50,13 @@ from syncd.plan import (
     finish,
     plan,
 )
-from syncd.plan.needs import gone_departments, names_only_synced, people_asked, weighed
+from syncd.plan.needs import (
+    departments_weighed,
+    gone_departments,
+    names_only_synced,
+    people_asked,
+    weighed,
+)
 from syncd.platform import PlatformClient
 from syncd.policy import policy_of
 from syncd.sources import read_directory
@@ -295,7 +301,9 @@ def histories(draw: st.DrawFn) -> tuple[Snapshot, Directory, PlatformView, Polic
     if not complete:  # an incremental read names a few
         keep = draw(st.sets(st.sampled_from(sorted(wanted)), max_size=3)) if wanted else set()
         wanted = {k: e for k, e in wanted.items() if k in keep}
-    units = dict(UNITS) if draw(st.booleans()) else {"D1": UNITS["D1"]}
+    units = dict(UNITS) if draw(st.booleans()) else {"D1": UNITS["D1"]}  # D2 gone, or not
+    if draw(st.booleans()):
+        units["D1"] = replace(UNITS["D1"], name="Unit renamed")
     directory = Directory(units, wanted, complete=complete)
     usernames = sorted(e.username for e in employees.values())
     changed = draw(st.sets(st.sampled_from(usernames), max_size=2))
@@ -314,7 +322,12 @@ def histories(draw: st.DrawFn) -> tuple[Snapshot, Directory, PlatformView, Polic
     problems = {}
     if draw(st.booleans()):
         problems["E1"] = (KnownProblem("E1", "mobile", "13800000002", "u2", "E2"),)
-    nodes = {n: PlatformNode(n, UNITS[k].name, 1 if k == "D1" else 2, k) for k, n in NODES.items()}
+    listed = draw(st.sets(st.sampled_from(sorted(NODES))))  # nodes changed there lately
+    nodes = {
+        n: PlatformNode(n, UNITS[k].name, 1 if k == "D1" else 2, k)
+        for k, n in NODES.items()
+        if k in listed
+    }
     view = PlatformView(
         1,
         "Acme",
@@ -341,13 +354,13 @@ def histories(draw: st.DrawFn) -> tuple[Snapshot, Directory, PlatformView, Polic
 
 def loaded_in_steps(full: Snapshot, directory: Directory, view: PlatformView) -> Snapshot:
     """What the runner's steps load of ``full`` (syncd.snapshot.planning), in memory."""
-    departments = {k: v for k, v in full.fields.items() if k[0] is Kind.DEPARTMENT}
     head = replace(
         full,
         employees={},
         people=len(full.employees),
-        fields=departments,
+        fields={},
         fields_of=frozenset(),
+        department_fields_of=frozenset(),
         placed={},
     )
     asked = people_asked(directory, view, head)
@@ -358,10 +371,14 @@ def loaded_in_steps(full: Snapshot, directory: Directory, view: PlatformView) ->
             snapshot = some
     people = weighed(directory, snapshot, view)
     gone = gone_departments(directory, snapshot)
+    units = departments_weighed(directory, snapshot, view)
     return replace(
         snapshot,
-        fields={**departments, **{k: v for k, v in full.fields.items() if k[1] in people}},
+        fields={
+            k: v for k, v in full.fields.items() if k[1] in (units, people)[k[0] is Kind.EMPLOYEE]
+        },
         fields_of=frozenset(people),
+        department_fields_of=frozenset(units),
         placed={k: v for k, v in full.placed.items() if k in gone},
     )
 
