@@ -280,9 +280,11 @@ class _Run:
             with collection_paused(freeze=True):
                 directory = self._read()
             self._step("reading the platform, planning")
-            view = reads.result()
+            view = reads.result()  # the reader is done: what it read of the store is plain
             with collection_paused(freeze=True):
-                snapshot = store.people_for(self.engine, head, directory, view, everyone=whole)
+                snapshot = store.people_for(
+                    self.engine, head, directory, view, everyone=whole, loaded=held.everyone()
+                )
             view = with_adoptions(view, client, snapshot, directory, match_by)
         return snapshot, view, directory
 

@@ -4,13 +4,13 @@ first, as plain values (``Snapshot.fields`` and ``Snapshot.placed``).
 Planning weighs the fields syncd last wrote for a few people only: those who changed on
 the platform or were deleted there (drift compares them; an incremental read puts back
 those it did not return, as written), those with a known problem and the people holding
-their values (tried again as written; freed by the holder's update), and the holders of
-usernames a new source id names (a re-key needs the name and a mobile or work number to
-agree); and the departments the source changed, the platform's read lists (drift) or
-the source no longer names (deleted). The fields a change shows as
-its ``before`` are loaded after the draft (``Draft.unwritten``). A person asked about
-and not loaded is a bug, said as one (``FieldsNotLoaded``), never planned as if syncd
-had written nothing.
+their values (tried again as written; freed by the holder's update), and, when a
+complete read names a new source id, the people it no longer names (one may hold the
+new id's username: a re-key needs the name and a mobile or work number to agree); and
+the departments the source changed, the platform's read lists (drift) or the source no
+longer names (deleted). The fields a change shows as its ``before`` are loaded after the
+draft (``Draft.unwritten``). A record asked about and not loaded is a bug, said as one
+(``FieldsNotLoaded``), never planned as if syncd had written nothing.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from syncd.model import Directory
 from syncd.plan import in_synced_spelling
 from syncd.plan.fields import department_hash
 from syncd.plan.values import PlatformView, Snapshot
-from syncd.spelling import look_alike
 
 
 def people_asked(directory: Directory, view: PlatformView, snapshot: Snapshot) -> set[str] | None:
@@ -43,8 +42,8 @@ def weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set
     """The source ids of syncd's people whose written fields planning weighs.
 
     ``snapshot.employees`` must hold the holders of every username the platform view names
-    (changed or deleted there) and, if the source names someone syncd never synced,
-    everyone (the runner loads everyone then)."""
+    (changed or deleted there) and, for a complete read, everyone (the runner loads
+    everyone then)."""
     synced = snapshot.employees
     found = {k for k in snapshot.problems if k in synced}
     # The holders of their values: an update of theirs may give one up (unique_values).
@@ -58,11 +57,11 @@ def weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set
     if there:
         by_username = {e.username: k for k, e in synced.items()}
         found.update(by_username[u] for u in there if u in by_username)
-    new = [e.username for e in directory.employees.values() if e.id not in synced]
-    if new:
-        # As EmployeePlanner.synced_holder finds them: the last holder of each look-alike.
-        holders = {look_alike(e.username): e.source_id for e in synced.values()}
-        found.update(holders[key] for u in new if (key := look_alike(u)) in holders)
+    if directory.complete and any(k not in synced for k in directory.employees):
+        # A new source id may take over the account of someone syncd holds whom this read
+        # no longer names (a re-key, weighed with what syncd wrote): those people, a
+        # superset of the holders of the new ids' usernames, found without spelling each.
+        found.update(k for k in synced if k not in directory.employees)
     return found
 
 

@@ -191,16 +191,25 @@ def _synced(r: tuple[Any, ...]) -> SyncedEmployee:
 
 
 def people_for(
-    engine: Engine, head: Snapshot, directory: Directory, view: PlatformView, *, everyone: bool
+    engine: Engine,
+    head: Snapshot,
+    directory: Directory,
+    view: PlatformView,
+    *,
+    everyone: bool,
+    loaded: dict[str, SyncedEmployee] | None = None,
 ) -> Snapshot:
     """The second step: the people's records the plan asks about, added to ``head`` (loaded
     with ``everyone=False``): everyone, unless ``syncd.plan.needs.people_asked`` names
-    some (and ``everyone`` is not asked)."""
+    some (and ``everyone`` is not asked). ``loaded``: everyone's, as the platform reader
+    read them once it is done (``Held.everyone``), taken rather than read again."""
     asked = None if everyone else people_asked(directory, view, head)
     if asked is not None:
         some = with_people(engine, head, asked)
         if names_only_synced(directory, some):
             return some
+    if loaded is not None:
+        return replace(head, employees=loaded, people=None)
     return with_people(engine, head)
 
 

@@ -38,6 +38,11 @@ class Held:
         self.fields = FieldLookup(engine)
         self.placed = PlacedLookup(engine)
 
+    def everyone(self) -> dict[str, SyncedEmployee] | None:
+        """Everyone's records, if the reader loaded them all: once it is done, a run that
+        plans over everyone takes them rather than reading them again."""
+        return self.employees.loaded()
+
 
 def usernames(employees: Mapping[str, SyncedEmployee]) -> list[str]:
     """The usernames syncd's people hold: all that a run with nothing to plan asks about."""
@@ -103,6 +108,10 @@ class SyncedEmployees(Mapping[str, SyncedEmployee]):
             with self._engine.connect() as conn:
                 self._everyone = _all_employees(conn.connection.driver_connection)
             self._asked.clear()
+        return self._everyone
+
+    def loaded(self) -> dict[str, SyncedEmployee] | None:
+        """Everyone, if read all at once already."""
         return self._everyone
 
     def usernames(self) -> list[str]:
