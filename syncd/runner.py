@@ -244,8 +244,7 @@ class _Run:
     ) -> tuple[Snapshot, PlatformView, Directory | unchanged.Memo]:
         """The snapshot, the platform's view, and the directory read from the source, or the
         memo of a run that planned nothing from the same inputs (then nothing more is read).
-        The snapshot holds the people the plan asks about (``store.people_for``; ``whole``:
-        everyone)."""
+        ``whole``: the snapshot holds everyone, not only those the plan asks about."""
         # The directory, the snapshot and the plan live through the run, and after it in
         # the result: made with the cyclic collector off and frozen at once, they are never
         # gone over (its passes found nothing to free, and cost as much as loading the
@@ -253,12 +252,13 @@ class _Run:
         # stay frozen until the next run_sync in this process unfreezes them; values
         # without reference cycles are freed as usual all the same.
         match_by = self.settings.sync.match_by
-        # The platform is read while the snapshot is loaded and the source read: its answers
-        # come from another machine (or process), and little of the waiting needs this one.
+        # The platform is read while the source is: its answers come from another machine
+        # (or process), and little of the waiting needs this one. It asks what syncd holds
+        # by queries of its own (Held); the plan's snapshot is loaded apart, what decides
+        # first, the people after the read (store.people_for).
         platform_cursors, complete = cursors.platform_cursors(self.engine), self._expects_complete()
-        with collection_paused(freeze=True):  # first what decides; the people after the read
+        with collection_paused(freeze=True):
             head = store.load_snapshot(self.engine, everyone=False)
-        # The reader asks what syncd holds by queries of its own: nothing is shared with the plan.
         held = store.Held(self.engine, dict(head.departments), head.headcount)
         with ThreadPoolExecutor(1, thread_name_prefix="platform") as pool:
             census = cursors.census(self.engine)
