@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from sqlalchemy import Engine
+
 from benchmarks.generate import Company, make_company
 from benchmarks.mutate import churn
 from syncd import snapshot as store
@@ -32,9 +34,10 @@ from syncd.plan import (
     Snapshot,
     department_fields,
     department_hash,
+    draft,
     employee_fields,
     employee_hash,
-    plan,
+    finish,
 )
 
 ROOT_ID = 1
@@ -78,7 +81,7 @@ def directory_of(company: Company) -> Directory:
     return build_directory(departments, employees, source="memory")
 
 
-def synced(directory: Directory, state: Path) -> tuple[Snapshot, PlatformView]:
+def synced(directory: Directory, state: Path) -> tuple[Snapshot, PlatformView, Engine]:
     """A state database and a full platform listing that say ``directory`` was synced as it
     is; the snapshot is loaded from that database as a sync loads it (field values, which
     planning asks for the records that changed, are read from SQLite)."""
@@ -127,9 +130,8 @@ def synced(directory: Directory, state: Path) -> tuple[Snapshot, PlatformView]:
         )
         for d in directory.departments.values()
     }
-    snapshot = store.load_snapshot(engine)
-    store.read_everyone(snapshot.employees)  # before planning, as a sync of a whole read does
-    return snapshot, PlatformView(ROOT_ID, ROOT_NAME, nodes, complete_listing=True)
+    snapshot = store.load_snapshot(engine)  # everyone, as a sync of a whole read loads
+    return snapshot, PlatformView(ROOT_ID, ROOT_NAME, nodes, complete_listing=True), engine
 
 
 def rss_mb() -> float:
@@ -154,14 +156,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="syncd-plan-") as state:
         before = directory_of(company)
         del company
-        snapshot, view = synced(before, Path(state))
+        snapshot, view, engine = synced(before, Path(state))
         del before  # as in a sync, the snapshot stands for what was written before
         after = directory_of(changed)
         del changed
         built = time.perf_counter() - began
         forget_generation_peak()
         rss_inputs = rss_mb()
-        measure(args, after, snapshot, view, built, rss_inputs)
+        measure(args, after, snapshot, view, engine, built, rss_inputs)
 
 
 def forget_generation_peak() -> None:
@@ -180,13 +182,17 @@ def measure(
     after: Directory,
     snapshot: Snapshot,
     view: PlatformView,
+    engine: Engine,
     built: float,
     rss_inputs: float,
 ) -> None:
-    """Plan, make the journal rows, and print the figures as JSON."""
+    """Plan as a sync does (the fields planning weighs, the draft, the fields its changes
+    show, the plan), make the journal rows, and print the figures as JSON."""
 
     started, cpu = time.perf_counter(), time.process_time()
-    result = plan(after, snapshot, view, Policy(leaver_policy="lock_then_remove"), 10**13)
+    snapshot = store.weighed_fields(engine, snapshot, after, view)
+    drafted = draft(after, snapshot, view, Policy(leaver_policy="lock_then_remove"), 10**13)
+    result = finish(drafted, store.written_fields(engine, drafted.unwritten()))
     planned, plan_cpu = time.perf_counter() - started, time.process_time() - cpu
     rss_plan = rss_mb()
 

@@ -147,7 +147,8 @@ def unknown_records(
     settings: Settings,
 ) -> Unknown:
     """The platform's syncd-written records the snapshot and the source do not know
-    (``view`` must list every node: a complete read's)."""
+    (``view`` must list every node: a complete read's; ``snapshot`` must hold everyone)."""
+    assert not snapshot.partial, "a continuity check goes over everyone syncd holds"
     known_serials = {serial_no(k) for k in (*snapshot.departments, *directory.departments)}
     paths = view.name_paths()
     departments = [
@@ -167,7 +168,6 @@ def unknown_records(
     moved: list[tuple[str, int]] = []
     listed: set[object] = set()  # every account's id
     if view.employee_count > 0:
-        store.read_everyone(snapshot.employees)
         known_ids = set(snapshot.employees) | set(directory.employees)
         known_names = {e.username.casefold() for e in snapshot.employees.values()}
         known_names |= {e.username.casefold() for e in directory.employees.values()}
@@ -227,8 +227,7 @@ def follow_moved(engine: Engine, snapshot: Snapshot, unknown: Unknown) -> None:
         for source_id, node in nodes:
             synced = snapshot.departments[source_id]
             snapshot.departments[source_id] = synced._replace(node_id=node, hash="")
-    employees = snapshot.employees
-    everyone = employees.load() if isinstance(employees, store.SyncedEmployees) else employees
+    everyone = snapshot.employees  # everyone's: a continuity check loads them all
     if isinstance(everyone, dict):
         for source_id, account in moved:
             everyone[source_id] = everyone[source_id]._replace(employee_id=account, hash="")

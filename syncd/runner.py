@@ -11,7 +11,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -43,7 +43,8 @@ from syncd.plan import (
     PlatformView,
     Snapshot,
     check_guards,
-    plan,
+    draft,
+    finish,
 )
 from syncd.platform import PlatformClient
 from syncd.policy import limits_of, policy_of
@@ -202,11 +203,13 @@ class _Run:
         unchecked = not lineage.checked(self.engine)
         if not (recovery.resolved or self.request.saved or self.request.save_plan or unchecked):
             digest = unchanged.source_digest(self.settings)
-        snapshot, view, read = self._inputs(client, digest)
+        # A saved plan's fingerprint and a continuity check go over everyone syncd holds.
+        whole = bool(self.request.saved or self.request.save_plan or unchecked)
+        snapshot, view, read = self._inputs(client, digest, whole)
         # Known problems whose holder gave the value up are tried again: a plan is made.
         released = known_problems.released(client, snapshot.problems.values())
         if released and isinstance(read, unchanged.Memo):
-            snapshot, view, read = self._inputs(client, None)
+            snapshot, view, read = self._inputs(client, None, whole)
         view = replace(view, released=released)
         if isinstance(read, unchanged.Memo):
             the_plan, guards = self._recalled(read)
@@ -215,12 +218,12 @@ class _Run:
         directory = read
         if unchecked:
             rebuild.check_continuity(self.engine, client, view, snapshot, directory, self.settings)
-        if view.changed and isinstance(snapshot.fields, store.FieldLookup):
-            # Each person who changed there is compared with what syncd wrote: one read.
-            held = {e.username: k for k, e in snapshot.employees.items()}
-            snapshot.fields.prefetch([held[u] for u in view.changed if u in held])
         with collection_paused(freeze=True):
-            the_plan = plan(directory, snapshot, view, policy, now_ms())
+            # The fields planning weighs, then those of the people the draft changes: each
+            # read once, in one query, before planning goes on; the plan is plain values.
+            snapshot = store.weighed_fields(self.engine, snapshot, directory, view)
+            drafted = draft(directory, snapshot, view, policy, now_ms())
+            the_plan = finish(drafted, store.written_fields(self.engine, drafted.unwritten()))
         saved = self.request.saved
         guards = check_guards(the_plan, directory, snapshot, limits_of(self.settings, self.request))
         if saved is not None or self.request.save_plan is not None:
@@ -248,10 +251,11 @@ class _Run:
             self._remember(digest, the_plan, guards, snapshot, view, directory)
 
     def _inputs(
-        self, client: PlatformClient, digest: str | None
+        self, client: PlatformClient, digest: str | None, whole: bool
     ) -> tuple[Snapshot, PlatformView, Directory | unchanged.Memo]:
         """The snapshot, the platform's view, and the directory read from the source, or the
-        memo of a run that planned nothing from the same inputs (then nothing is read)."""
+        memo of a run that planned nothing from the same inputs (then nothing more is read).
+        ``whole``: the snapshot holds everyone, not only those the plan asks about."""
         # The directory, the snapshot and the plan live through the run, and after it in
         # the result: made with the cyclic collector off and frozen at once, they are never
         # gone over (its passes found nothing to free, and cost as much as loading the
@@ -259,40 +263,40 @@ class _Run:
         # stay frozen until the next run_sync in this process unfreezes them; values
         # without reference cycles are freed as usual all the same.
         match_by = self.settings.sync.match_by
-        # The platform is read while the snapshot is loaded and the source read: its answers
-        # come from another machine (or process), and little of the waiting needs this one.
+        # The platform is read while the source is: its answers come from another machine
+        # (or process), and little of the waiting needs this one. It asks what syncd holds
+        # by queries of its own (Held); the plan's snapshot is loaded apart, what decides
+        # first, the people after the read (store.people_for).
         platform_cursors, complete = cursors.platform_cursors(self.engine), self._expects_complete()
+        with collection_paused(freeze=True):
+            head = store.load_snapshot(self.engine, everyone=False)
+        held = store.Held(self.engine, dict(head.departments), head.headcount)
         with ThreadPoolExecutor(1, thread_name_prefix="platform") as pool:
-            loaded: Future[Snapshot] = Future()
             census = cursors.census(self.engine)
             reads = pool.submit(
                 read_platform,
                 client,
-                loaded.result,
+                lambda: held,
                 complete,
                 platform_cursors,
                 self.settings,
                 census,
             )
-            try:
-                with collection_paused(freeze=True):
-                    snapshot = store.load_snapshot(self.engine)
-            except BaseException as exc:
-                loaded.set_exception(exc)
-                raise
-            loaded.set_result(snapshot)
-            memo = unchanged.recall(self.engine, digest, snapshot, now_ms())
+            memo = unchanged.recall(self.engine, digest, head, now_ms())
             if memo is not None:
                 self._step("reading the platform")
-                view = adopting(reads.result(), client, snapshot, memo.newcomers, match_by)
+                view = adopting(reads.result(), client, head, memo.newcomers, match_by)
                 if unchanged.view_digest(view) == memo.view:
-                    return snapshot, view, memo
+                    return head, view, memo
             with collection_paused(freeze=True):
-                if complete:  # planning asks about everyone: one query
-                    store.read_everyone(snapshot.employees)
                 directory = self._read()
             self._step("reading the platform, planning")
-            view = with_adoptions(reads.result(), client, snapshot, directory, match_by)
+            view = reads.result()  # the reader is done: what it read of the store is plain
+            with collection_paused(freeze=True):
+                snapshot = store.people_for(
+                    self.engine, head, directory, view, everyone=whole, loaded=held.everyone()
+                )
+            view = with_adoptions(view, client, snapshot, directory, match_by)
         return snapshot, view, directory
 
     def _decided(
@@ -353,7 +357,7 @@ class _Run:
             source=digest,
             view=unchanged.view_digest(view),
             newcomers=tuple(newcomers(snapshot, directory)),
-            employees=len(snapshot.employees),
+            employees=snapshot.headcount,
             departments=len(snapshot.departments),
             removal_due=the_plan.removal_due,
         )
@@ -425,7 +429,8 @@ class _Run:
         if the_plan.changes:  # else no executor: its set-up goes over the whole snapshot
             assert directory is not None  # only an unchanged source is not read: no changes
             photos = photo_reader(self.settings.source)  # None unless source.photos.enabled
-            store.read_everyone(snapshot.employees)  # as syncd left them, before any write
+            if snapshot.partial:  # the executor's set-up goes over everyone, as syncd left them
+                snapshot = store.with_people(self.engine, snapshot)
             platform = platform_of(self.settings)
             executor = Executor(
                 client,

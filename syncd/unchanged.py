@@ -148,7 +148,7 @@ def recall(engine: Engine, digest: str | None, snapshot: Snapshot, now_ms: int) 
         return None
     if memo.removal_due is not None and memo.removal_due <= now_ms:
         return None
-    if (memo.employees, memo.departments) != (len(snapshot.employees), len(snapshot.departments)):
+    if (memo.employees, memo.departments) != (snapshot.headcount, len(snapshot.departments)):
         return None
     if store.applied_since(engine, memo.run_id):
         return None

@@ -21,18 +21,22 @@ The package's rooms: ``values`` (inputs and outputs), ``fields`` (what is writte
 its hash), ``departments`` and ``employees`` (the two planners), ``rekeys`` (whether a
 new source id takes over a known username's account), ``messages`` (the sentence of each
 change), ``guards`` (the checks made before anything is sent), ``unique_values``
-(mobiles and e-mail addresses: freed first, known problems retried).
+(mobiles and e-mail addresses: freed first, known problems retried), ``needs`` (what of
+the snapshot planning weighs, which the runner loads first, as plain values).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
-from syncd.model import Directory, Employee, Kind, Position
+from syncd.model import Directory, Employee, Kind, Photo, Position
 from syncd.plan.actions import REMOVING, SHOWN_ORDER, Action, in_order, listed
 from syncd.plan.departments import DepartmentPlanner
 from syncd.plan.employees import EmployeePlanner
 from syncd.plan.fields import (
+    EmployeeHasher,
     department_fields,
     department_hash,
     employee_fields,
@@ -55,6 +59,7 @@ from syncd.plan.values import (
     DAY_MS,
     Census,
     Change,
+    FieldsNotLoaded,
     KnownProblem,
     Note,
     Plan,
@@ -79,6 +84,8 @@ __all__ = [
     "Action",
     "Census",
     "Change",
+    "Draft",
+    "FieldsNotLoaded",
     "GuardDecision",
     "KnownProblem",
     "Limits",
@@ -97,11 +104,13 @@ __all__ = [
     "department_fields",
     "department_hash",
     "department_paths",
+    "draft",
     "employee_fields",
     "employee_hash",
     "extended_values",
     "field_diff",
     "fields_departments",
+    "finish",
     "in_order",
     "in_synced_spelling",
     "listed",
@@ -118,7 +127,49 @@ def plan(
     policy: Policy,
     now_ms: int,
 ) -> Plan:
-    """Compare what the source says with what syncd wrote and the platform holds."""
+    """Compare what the source says with what syncd wrote and the platform holds.
+
+    ``snapshot`` holds the fields of every record the plan changes (everyone's do); the
+    runner loads them in two steps instead: ``draft``, then the fields of the people its
+    changes name (``Draft.unwritten``), then ``finish``.
+    """
+    drafted = draft(directory, snapshot, view, policy, now_ms)
+    return finish(drafted, {k: snapshot.written(Kind.EMPLOYEE, k) for k in drafted.unwritten()})
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A plan whose changes to people do not carry yet what syncd last wrote for them
+    (their ``before``), nor the updates that free unique values, which are made from it."""
+
+    leading: tuple[Change, ...]  # departments created, updated, moved; old accounts replaced
+    upserts: tuple[Change, ...]  # people created and updated
+    trailing: tuple[Change, ...]  # photos, unlocks, locks, removals, forgets, deletions
+    notes: tuple[Note, ...]
+    unweighed_since: int | None
+    removal_due: int | None
+    extended_fields: Mapping[str, str]
+
+    def unwritten(self) -> list[str]:
+        """The source ids under which syncd wrote the people these changes show as before."""
+        return sorted(
+            {
+                c.previous_key or c.key
+                for c in (*self.leading, *self.upserts, *self.trailing)
+                if _shows_written(c)
+            }
+        )
+
+
+def draft(
+    directory: Directory,
+    snapshot: Snapshot,
+    view: PlatformView,
+    policy: Policy,
+    now_ms: int,
+) -> Draft:
+    """The plan, but for what syncd wrote for the people it changes: pure, as ``plan``.
+    Asks ``snapshot`` only for the fields ``syncd.plan.needs.weighed`` names."""
     directory = in_synced_spelling(directory, snapshot)
     notes = [Note("source", "", warning) for warning in directory.warnings]
     if directory.filtered:
@@ -129,28 +180,51 @@ def plan(
     staff = EmployeePlanner(directory, snapshot, view, policy, notes, now_ms)
     replaced, upserts, unlocks, locks, removes, forgets = staff.run()
     upserts = [*upserts, *_retried(staff, snapshot, view, upserts)]
-    # Values swapped or passed on among syncd's people: freed first, then set.
-    freeing = frees(upserts, staff.hash)
     photos = plan_photos(directory, snapshot, upserts, policy.exclude_usernames)
     # Last: a department is deleted only once nobody stays in it after the people's changes.
     deletes = departments.deletes((*replaced, *upserts, *removes, *forgets))
-    return Plan(
-        changes=(
-            *creates,
-            *updates,
-            *replaced,
-            *freeing,
-            *upserts,
-            *photos,
-            *unlocks,
-            *locks,
-            *removes,
-            *forgets,
-            *deletes,
-        ),
+    return Draft(
+        leading=(*creates, *updates, *replaced),
+        upserts=tuple(upserts),
+        trailing=(*photos, *unlocks, *locks, *removes, *forgets, *deletes),
         notes=tuple(notes),
         unweighed_since=staff.unweighed_since(),
         removal_due=staff.removal_due,
+        extended_fields=policy.extended_fields,
+    )
+
+
+def finish(drafted: Draft, written: Mapping[str, Mapping[str, Any] | None]) -> Plan:
+    """The plan: each change to a person with what syncd last wrote for them (``written``,
+    by source id: those ``Draft.unwritten`` names), and the updates that free values
+    swapped or passed on among syncd's people, sent first."""
+
+    def shown(c: Change) -> Change:
+        if not _shows_written(c):
+            return c
+        return replace(c, written=written[c.previous_key or c.key] or None)
+
+    upserts = [shown(c) for c in drafted.upserts]
+    freeing = frees(upserts, EmployeeHasher(drafted.extended_fields))
+    return Plan(
+        changes=(
+            *map(shown, drafted.leading),
+            *freeing,
+            *upserts,
+            *map(shown, drafted.trailing),
+        ),
+        notes=drafted.notes,
+        unweighed_since=drafted.unweighed_since,
+        removal_due=drafted.removal_due,
+    )
+
+
+def _shows_written(c: Change) -> bool:
+    """Whether the change to a person shows (or weighs) what syncd last wrote for them."""
+    return (
+        c.kind is Kind.EMPLOYEE
+        and c.action not in (Action.CREATE, Action.ADOPT)
+        and not isinstance(c.record, Photo)
     )
 
 
@@ -218,7 +292,15 @@ def _retried(
     """Updates of people whose known problem's value the holder gave up: as the source
     wants them, or, when the read did not return them, as syncd wrote them with the value."""
     found = []
-    for source_id, known in retries(snapshot.problems, view.released, upserts).items():
+    # A holder's update that gives the value up frees it: weighed with what syncd wrote.
+    holders = {p.holder_key for known in snapshot.problems.values() for p in known}
+    weighed = [
+        replace(c, written=snapshot.written(Kind.EMPLOYEE, c.key))
+        if c.key in holders and c.previous_key is None and _shows_written(c)
+        else c
+        for c in upserts
+    ]
+    for source_id, known in retries(snapshot.problems, view.released, weighed).items():
         synced = snapshot.employees.get(source_id)
         if synced is None or synced.locked or synced.username in view.deleted:
             continue

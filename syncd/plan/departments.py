@@ -159,7 +159,7 @@ class DepartmentPlanner:
         if synced.hash == wanted and drift is None:
             return None
         action = Action.UPDATE
-        before = self.snapshot.fields(Kind.DEPARTMENT, d.id)
+        before = self.snapshot.written(Kind.DEPARTMENT, d.id)
         if before is None or before.get("parent") != d.parent_id:
             action = Action.MOVE
         if drift is not None:
@@ -178,13 +178,13 @@ class DepartmentPlanner:
             new_path=path,
             depth=depth,
             reason=f"drift: {drift}" if drift else "",
-            lookup=self.snapshot.fields,
+            written=before,
             departments=self.names,
         )
 
     def _drift(self, d: Department, synced: SyncedDepartment, node: PlatformNode) -> str | None:
         """How the platform's node differs from what syncd last wrote, if it does."""
-        written = self.snapshot.fields(Kind.DEPARTMENT, d.id) or {}
+        written = self.snapshot.written(Kind.DEPARTMENT, d.id) or {}
         found = []
         # NFC on both sides: a platform that normalizes what it stores has not renamed it.
         if "name" in written and nfc(node.name) != nfc(written["name"]):
@@ -319,7 +319,7 @@ class DepartmentPlanner:
                     target_id=d.node_id,
                     depth=d.name_path.count("/"),
                     reason="no longer in the source",
-                    lookup=self.snapshot.fields,
+                    written=self.snapshot.written(Kind.DEPARTMENT, source_id),
                     departments=self.names,
                 )
             )
@@ -337,7 +337,7 @@ class DepartmentPlanner:
         """
         if not gone:  # the usual run: nothing below is needed (100,000 sets on a first sync)
             return {}
-        placed = self.snapshot.placed(list(gone))
+        placed = self.snapshot.placed
         removed = {c.key for c in people if c.action in (Action.REMOVE, Action.FORGET)}
         moved: dict[str, set[str | None]] = {}
         for c in people:

@@ -124,12 +124,12 @@ class PeopleDrift:
         return self.view.changed.get(synced.username)
 
     def differences(self, synced: SyncedEmployee, found: PlatformEmployee) -> dict[str, Any]:
-        written = self.snapshot.fields(Kind.EMPLOYEE, synced.source_id) or {}
+        written = self.snapshot.written(Kind.EMPLOYEE, synced.source_id) or {}
         return person_drift(written, found, self._node_of, self.view.root_id)
 
     def before(self, synced: SyncedEmployee, drift: Mapping[str, Any]) -> dict[str, Any]:
         """What syncd wrote, with the fields changed on the platform as they are there now."""
-        before = dict(self.snapshot.fields(Kind.EMPLOYEE, synced.source_id) or {})
+        before = dict(self.snapshot.written(Kind.EMPLOYEE, synced.source_id) or {})
         before.update(drift)
         if "properties" in drift:
             before["properties"] = _properties(drift["properties"])
@@ -150,7 +150,7 @@ class PeopleDrift:
     ) -> Employee | None:
         """The person as syncd last wrote them (departed if syncd locked them as departed);
         None when nothing is recorded."""
-        written = self.snapshot.fields(Kind.EMPLOYEE, synced.source_id)
+        written = self.snapshot.written(Kind.EMPLOYEE, synced.source_id)
         if written is None:
             return None
         departed = synced.locked and synced.lock_reason == "departed"

@@ -87,7 +87,6 @@ class EmployeePlanner:
             username,
             e,
             target_id=kw.pop("target_id", target),
-            lookup=self.snapshot.fields,
             extended_fields=self.policy.extended_fields,
             departments=self.names,
             **kw,

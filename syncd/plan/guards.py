@@ -136,7 +136,7 @@ def _decision(
 
 
 def _reactivation_guard(back: Reactivations, snapshot: Snapshot, limits: Limits) -> GuardDecision:
-    n, people = back.total, len(snapshot.employees)
+    n, people = back.total, snapshot.headcount
     ratio = limits.max_reactivation_ratio
     message = (
         f"{n:,} re-activation{'' if n == 1 else 's'} planned ({back.describe()}); blocked past "
@@ -154,7 +154,7 @@ def _reactivation_guard(back: Reactivations, snapshot: Snapshot, limits: Limits)
 
 
 def _update_guard(changed: int, repairs: int, snapshot: Snapshot, limits: Limits) -> GuardDecision:
-    people = len(snapshot.employees)
+    people = snapshot.headcount
     ratio = limits.max_update_ratio
     drift = f" ({repairs} of them putting back changes made on the platform)" if repairs else ""
     message = (
@@ -171,7 +171,7 @@ def _removal_guard(
     p: Plan, snapshot: Snapshot, limits: Limits, override: bool, how: str
 ) -> GuardDecision:
     removals = p.removals
-    synced = len(snapshot.employees) + len(snapshot.departments)
+    synced = snapshot.headcount + len(snapshot.departments)
     ratio = limits.max_removal_ratio
     too_many = removals > limits.max_removals or (synced > 0 and removals / synced > ratio)
     message = (
@@ -202,6 +202,7 @@ def _shrink_guard(
         return None
     # People already locked because they are missing are not expected back: counted, they
     # would make every later read look shrunken, with nothing left to remove.
+    assert not snapshot.partial, "a complete read's snapshot holds everyone"
     missing = sum(1 for s in snapshot.employees.values() if s.locked and s.lock_reason == "missing")
     known = len(snapshot.employees) - missing
     if known <= 0:

@@ -168,7 +168,7 @@ def weigh(
         return False, Note("conflict", e.id, message), True
     found = view.changed.get(holder.username)
     locked = holder.locked or (found is not None and found.locked)
-    verdict, seen = judge(e, snapshot.fields(Kind.EMPLOYEE, holder.source_id), locked)
+    verdict, seen = judge(e, snapshot.written(Kind.EMPLOYEE, holder.source_id), locked)
     if verdict is Verdict.REKEY:
         return True, None, False
     message = conflict_message(e, holder.source_id, verdict, seen, locked)

@@ -41,10 +41,16 @@ def with_values(e: Employee, values: Mapping[str, str | None]) -> Employee:
     return e._replace(mobile=values.get("mobile", e.mobile), email=values.get("email", e.email))
 
 
+def _written(c: Change) -> Mapping[str, Any] | None:
+    """What syncd wrote under the change's own key: a re-keyed record's new key has none
+    (its fields were written under ``previous_key``, which these rules leave alone)."""
+    return c.written if c.previous_key is None else None
+
+
 def held(c: Change) -> dict[str, str]:
     """The unique values the platform holds for this change's person before it: what syncd
     last wrote, and what drift found there instead."""
-    written: Mapping[str, Any] = c.lookup(c.kind, c.key) or {}
+    written: Mapping[str, Any] = _written(c) or {}
     drifted: Mapping[str, Any] = c.platform_before or {}
     found: dict[str, str] = {}
     for name in UNIQUE:
@@ -98,7 +104,7 @@ def frees(upserts: Sequence[Change], hasher: Callable[[Employee], str]) -> list[
         freed = with_values(e, {n: None if n in given_up else holding.get(n) for n in UNIQUE})
         before = c.platform_before
         if before is not None:  # drift: the body clears what the platform holds
-            before = {**(c.lookup(c.kind, c.key) or {}), **before}
+            before = {**(_written(c) or {}), **before}
         what = ", ".join(f"{name} {value}" for name, value in given_up.items())
         freeing.append(
             replace(

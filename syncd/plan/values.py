@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -53,27 +53,53 @@ class KnownProblem(NamedTuple):
     holder_key: str | None = None  # its source id, when syncd holds that account
 
 
-def _no_fields(kind: Kind, source_id: str) -> Mapping[str, Any] | None:
-    return None
-
-
-def _nobody_placed(department_ids: Sequence[str]) -> Mapping[str, Sequence[str]]:
-    return {}
+class FieldsNotLoaded(LookupError):
+    """Planning asked for the fields of a person the runner did not load: a bug in what
+    the runner loads (``syncd.plan.needs``), never a fact about the data."""
 
 
 @dataclass(frozen=True)
 class Snapshot:
+    """What syncd last wrote, as plain values loaded before planning: nothing here reads the
+    store later (``syncd.snapshot.load_snapshot`` and the runner's two steps load it)."""
+
     departments: Mapping[str, SyncedDepartment] = field(default_factory=dict)
+    # Everyone syncd holds; or, when ``people`` is set, only those this plan asks about
+    # (an incremental read's people: see ``syncd.runner``).
     employees: Mapping[str, SyncedEmployee] = field(default_factory=dict)
-    # The fields syncd last wrote, looked up only for the records that changed.
-    fields: Callable[[Kind, str], Mapping[str, Any] | None] = _no_fields
-    # Department source id -> the synced people placed there (as last written), asked
-    # only about departments gone from the source.
-    placed: Callable[[Sequence[str]], Mapping[str, Sequence[str]]] = _nobody_placed
+    # The fields syncd last wrote, by (kind, source id): every department's, and the
+    # people's that planning weighs (``fields_of``), or everyone's.
+    fields: Mapping[tuple[Kind, str], Mapping[str, Any]] = field(default_factory=dict)
+    # Department source id -> the synced people placed there (as last written), for the
+    # departments gone from the source.
+    placed: Mapping[str, Sequence[str]] = field(default_factory=dict)
     # Employee source id -> the digest of the photo syncd last set as their avatar.
     photos: Mapping[str, str] = field(default_factory=dict)
     # Employee source id -> the known problems recorded for them (unique_values).
     problems: Mapping[str, tuple[KnownProblem, ...]] = field(default_factory=dict)
+    # How many people syncd holds, when ``employees`` holds only some of them.
+    people: int | None = None
+    # The people whose fields ``fields`` holds, when not everyone's (None: everyone's).
+    fields_of: frozenset[str] | None = None
+    # The departments whose fields ``fields`` holds, when not every one's (None: all).
+    department_fields_of: frozenset[str] | None = None
+
+    @property
+    def headcount(self) -> int:
+        """How many people syncd holds."""
+        return len(self.employees) if self.people is None else self.people
+
+    @property
+    def partial(self) -> bool:
+        """Whether ``employees`` holds only some of syncd's people."""
+        return self.people is not None
+
+    def written(self, kind: Kind, source_id: str) -> Mapping[str, Any] | None:
+        """The fields syncd last wrote for this record (None: none recorded)."""
+        loaded = self.fields_of if kind is Kind.EMPLOYEE else self.department_fields_of
+        if loaded is not None and source_id not in loaded:
+            raise FieldsNotLoaded(f"the fields of {source_id} were not loaded before planning")
+        return self.fields.get((kind, source_id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +226,9 @@ class Change:
     reason: str = ""
     previous_key: str | None = None  # employee: the source id this record was synced under
     platform_before: Mapping[str, Any] | None = None  # adoption and drift: the platform's values
-    lookup: Callable[[Kind, str], Mapping[str, Any] | None] = _no_fields
+    # The fields syncd last wrote for the record (a re-keyed one's under its old key), as
+    # loaded before planning: the ``before`` of an update, lock or removal.
+    written: Mapping[str, Any] | None = None
     extended_fields: Mapping[str, str] | None = None
     # Department source id -> name path ("Acme/R&D"), for the sentence: shared by all changes.
     departments: Mapping[str, str] = field(default_factory=dict)
@@ -216,7 +244,7 @@ class Change:
             return None
         # A re-keyed record's fields were written under its old key: compared with them,
         # a field the source cleared is cleared on the platform too.
-        return self.lookup(self.kind, self.previous_key or self.key)
+        return self.written
 
     @property
     def after(self) -> Mapping[str, Any] | None:

@@ -11,8 +11,8 @@ lives in ``PRAGMA user_version`` (PostgreSQL: the table ``syncd_schema``);
 The package's rooms: ``rows`` (the tables, imported only to create or migrate them),
 ``tables`` (the schema version and migrations), ``engine`` (opening, write transactions,
 cursors), ``sql`` (statements for both engines, the drivers' fast paths), ``sqlite`` and
-``postgres`` (each engine's own), ``tokens``, ``records`` (the snapshot), ``journal``
-(runs and their items).
+``postgres`` (each engine's own), ``tokens``, ``records`` (the snapshot's records),
+``planning`` (what a plan reads, as plain values), ``journal`` (runs and their items).
 """
 
 from __future__ import annotations
@@ -47,6 +47,14 @@ from syncd.snapshot.journal import (
     start_run,
     unsettled_items,
 )
+from syncd.snapshot.planning import (
+    load_snapshot,
+    people_for,
+    weighed_fields,
+    with_fields,
+    with_people,
+    written_fields,
+)
 from syncd.snapshot.problems import (
     forget_gone,
     problem_rows,
@@ -57,6 +65,7 @@ from syncd.snapshot.problems import (
 )
 from syncd.snapshot.records import (
     FieldLookup,
+    Held,
     PlacedLookup,
     SyncedEmployees,
     by_username,
@@ -64,8 +73,6 @@ from syncd.snapshot.records import (
     delete_employees,
     forget_employees,
     holding,
-    load_snapshot,
-    read_everyone,
     set_department_paths,
     set_locked,
     set_photos,
@@ -90,6 +97,7 @@ __all__ = [
     "WAL_CHECKPOINT_PAGES",
     "CachedToken",
     "FieldLookup",
+    "Held",
     "PlacedLookup",
     "SyncedEmployees",
     "TokenStore",
@@ -118,8 +126,8 @@ __all__ = [
     "load_snapshot",
     "mark_sent",
     "open_engine",
+    "people_for",
     "problem_rows",
-    "read_everyone",
     "record_problems",
     "resolve_problems",
     "run_summary",
@@ -136,6 +144,10 @@ __all__ = [
     "upsert_departments",
     "upsert_employees",
     "usernames",
+    "weighed_fields",
+    "with_fields",
+    "with_people",
     "write",
     "written",
+    "written_fields",
 ]

@@ -1,12 +1,11 @@
-"""The snapshot: what syncd wrote for each department and person, loaded for planning and kept
-current as batches succeed."""
+"""The snapshot's records: what syncd wrote for each department and person, asked about by
+the platform reader (``Held``) and kept current as batches succeed. What planning reads is
+loaded as plain values by ``syncd.snapshot.planning``."""
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import (
-    Callable,
     Collection,
     ItemsView,
     Iterator,
@@ -18,11 +17,9 @@ from typing import Any, ClassVar
 
 from sqlalchemy import Connection, Engine, text
 
-from syncd.model import Kind
-from syncd.plan import Snapshot, SyncedDepartment, SyncedEmployee
+from syncd.plan import SyncedDepartment, SyncedEmployee
 from syncd.snapshot import sql
 from syncd.snapshot.engine import translated
-from syncd.snapshot.problems import load_problems
 
 _EMPLOYEES = (
     "SELECT source_id, username, employee_id, hash, locked, lock_reason, locked_since, "
@@ -30,38 +27,22 @@ _EMPLOYEES = (
 )
 
 
-@translated
-def load_snapshot(engine: Engine) -> Snapshot:
-    """What syncd last wrote, as plain values; people and field values are read when
-    first asked about (SyncedEmployees, FieldLookup)."""
-    with engine.connect() as conn:
-        # The driver's own cursor: SQLAlchemy's row objects cost more than building the
-        # values themselves, 100,000 times over.
-        departments = {
-            r[0]: SyncedDepartment(r[0], int(r[1]), r[2], r[3])
-            for r in sql.rows(
-                conn,
-                "SELECT source_id, node_id, name_path, hash FROM departments "
-                "WHERE node_id IS NOT NULL",
-            )
-        }
-        ((count,),) = sql.rows(conn, "SELECT COUNT(*) FROM employees")
-        photos = {r[0]: r[1] for r in sql.rows(conn, "SELECT source_id, digest FROM photos")}
-        problems = load_problems(conn)
-    return Snapshot(
-        departments,
-        SyncedEmployees(engine, int(count)),
-        FieldLookup(engine),
-        PlacedLookup(engine),
-        photos=photos,
-        problems=problems,
-    )
+class Held:
+    """What syncd holds, as the platform reader asks about it while the run loads its plan's
+    snapshot (``syncd.snapshot.planning``): the departments as plain values, the people
+    and their fields by queries of its own, on its own connections. Nothing here is shared
+    with the plan, and the plan holds nothing of it."""
 
+    def __init__(self, engine: Engine, departments: Mapping[str, SyncedDepartment], people: int):
+        self.departments = departments
+        self.employees = SyncedEmployees(engine, people)
+        self.fields = FieldLookup(engine)
+        self.placed = PlacedLookup(engine)
 
-def read_everyone(employees: Mapping[str, SyncedEmployee]) -> None:
-    """Read syncd's people now if they are read as asked about (SyncedEmployees)."""
-    if isinstance(employees, SyncedEmployees):
-        employees.load()
+    def everyone(self) -> dict[str, SyncedEmployee] | None:
+        """Everyone's records, if the reader loaded them all: once it is done, a run that
+        plans over everyone takes them rather than reading them again."""
+        return self.employees.loaded()
 
 
 def usernames(employees: Mapping[str, SyncedEmployee]) -> list[str]:
@@ -89,19 +70,10 @@ def by_username(
     return {e.username: e for e in employees.values() if e.username in wanted}
 
 
-def written(
-    fields: Callable[[Kind, str], Mapping[str, Any] | None], source_ids: Sequence[str]
-) -> dict[str, Mapping[str, Any]]:
+def written(fields: FieldLookup, source_ids: Sequence[str]) -> dict[str, Mapping[str, Any]]:
     """The fields syncd last wrote for these people, read now and kept by nobody (people
     drift compares a listing part by part: 100,000 people's fields are never held)."""
-    if isinstance(fields, FieldLookup):
-        return fields.read(source_ids)
-    found = {}
-    for source_id in source_ids:
-        value = fields(Kind.EMPLOYEE, source_id)
-        if value is not None:
-            found[source_id] = value
-    return found
+    return fields.read(source_ids)
 
 
 def _all_employees(conn: Connection) -> dict[str, SyncedEmployee]:
@@ -114,12 +86,12 @@ def _synced(r: tuple[Any, ...]) -> SyncedEmployee:
 
 
 class SyncedEmployees(Mapping[str, SyncedEmployee]):
-    """syncd's people, read one by one as planning asks about them, and all at once the
-    first time anything goes over them all or asks about more than a few (``load``).
-
-    A run with nothing to plan asks for their usernames, and an incremental run about a
+    """syncd's people as the platform reader asks about them (``Held``): one by one, and
+    all at once the first time it goes over them all or asks about more than a few
+    (``load``). A no-change run asks for their usernames, and an incremental run about a
     few people: loading 100,000 was a third of either. Answers are the database's when
-    asked: the runner loads everyone (``load``) before the run writes anything.
+    asked. The reader's listing threads ask through its Judge, which makes its index of
+    everyone under a lock of its own: nothing here is asked from two threads at once.
     """
 
     _ONE_BY_ONE = 256  # more look-ups than this: one query for everyone costs less
@@ -129,16 +101,18 @@ class SyncedEmployees(Mapping[str, SyncedEmployee]):
         self._count = count
         self._asked: dict[str, SyncedEmployee | None] = {}
         self._everyone: dict[str, SyncedEmployee] | None = None
-        self._loading = threading.Lock()
 
     @translated
     def load(self) -> dict[str, SyncedEmployee]:
         """Everyone, read now if not yet."""
-        with self._loading:  # the platform's reader asks too, from its thread
-            if self._everyone is None:
-                with self._engine.connect() as conn:
-                    self._everyone = _all_employees(conn)
-                self._asked.clear()
+        if self._everyone is None:
+            with self._engine.connect() as conn:
+                self._everyone = _all_employees(conn)
+            self._asked.clear()
+        return self._everyone
+
+    def loaded(self) -> dict[str, SyncedEmployee] | None:
+        """Everyone, if read all at once already."""
         return self._everyone
 
     def usernames(self) -> list[str]:
@@ -217,57 +191,28 @@ class PlacedLookup:
     def __call__(self, department_ids: Sequence[str]) -> dict[str, list[str]]:
         if not department_ids:
             return {}
-        found: dict[str, list[str]] = {}
-        among, values = sql.among(self._engine, department_ids)
-        query = self._QUERY[sql.kind(self._engine)] + among
         with self._engine.connect() as conn:
-            for department, source_id in sql.rows(conn, query, (values,)):
-                found.setdefault(str(department), []).append(str(source_id))
+            return self.query(conn, department_ids)
+
+    @classmethod
+    def query(cls, conn: Connection, department_ids: Collection[str]) -> dict[str, list[str]]:
+        """Who is placed in these departments, read on ``conn``."""
+        found: dict[str, list[str]] = {}
+        among, values = sql.among(conn, department_ids)
+        for department, source_id in sql.rows(conn, cls._QUERY[sql.kind(conn)] + among, (values,)):
+            found.setdefault(str(department), []).append(str(source_id))
         return found
 
 
 class FieldLookup:
-    """The fields syncd last wrote for one record, read on demand, as they were at first asking.
-
-    One Snapshot serves one run: its plan, its journal and the executor each ask about
-    the same changed records. Departments are few and the planner asks about every one
-    (drift), so they are read all at once; employees one by one, each once, or in one
-    query for those ``prefetch`` names (the people who changed on the platform).
-    """
-
-    _EMPLOYEE = text("SELECT fields FROM employees WHERE source_id = :k")
+    """The fields syncd last wrote for people, read when the platform reader asks."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        self._departments: dict[str, str] | None = None
-        self._employees: dict[str, str | None] = {}
 
     @translated
-    def __call__(self, kind: Kind, source_id: str) -> Mapping[str, Any] | None:
-        if kind is Kind.DEPARTMENT:
-            value = self._all_departments().get(source_id)
-        elif source_id in self._employees:
-            value = self._employees[source_id]
-        else:
-            with self._engine.connect() as conn:
-                value = conn.execute(self._EMPLOYEE, {"k": source_id}).scalar()
-            self._employees[source_id] = value
-        if not value:
-            return None
-        loaded: dict[str, Any] = json.loads(value)  # a fresh dict each time: callers own it
-        return loaded or None
-
-    @translated
-    def prefetch(self, source_ids: Sequence[str]) -> None:
-        """Read these employees' fields now, in one query, for the questions to come."""
-        wanted = [k for k in source_ids if k not in self._employees]
-        if not wanted:
-            return
-        self._employees.update(dict.fromkeys(wanted))
-        self._employees.update(self._stored(wanted))
-
     def read(self, source_ids: Sequence[str]) -> dict[str, Mapping[str, Any]]:
-        """These employees' fields, in one query, kept neither here nor for later questions."""
+        """These employees' fields, in one query, kept by nobody."""
         if not source_ids:
             return {}
         return {k: json.loads(v) for k, v in self._stored(source_ids).items() if v}
@@ -279,13 +224,6 @@ class FieldLookup:
             query = "SELECT source_id, fields FROM employees WHERE source_id " + among  # noqa: S608
             rows = sql.rows(conn, query, (values,))
             return {str(k): v for k, v in rows}
-
-    def _all_departments(self) -> dict[str, str]:
-        if self._departments is None:
-            with self._engine.connect() as conn:
-                rows = sql.rows(conn, "SELECT source_id, fields FROM departments")
-                self._departments = {str(r[0]): r[1] for r in rows}
-        return self._departments
 
 
 # The statements written once per item go straight to the driver: Core builds and

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from syncd import snapshot as store
-from syncd.plan import PlatformEmployee, Snapshot, SyncedEmployee
+from syncd.plan import PlatformEmployee, SyncedEmployee
 from syncd.plan.drift import differs
 
 # The list form's profile fields that people drift compares (see syncd.plan.drift).
@@ -31,7 +31,7 @@ class Judge:
 
     _MANY = 256  # more usernames than this in one call: everyone's index, made once
 
-    def __init__(self, snapshot: Callable[[], Snapshot], root_id: int, named: set[str] | None):
+    def __init__(self, snapshot: Callable[[], store.Held], root_id: int, named: set[str] | None):
         self._snapshot = snapshot
         self._root_id = root_id
         self._named = named
@@ -60,7 +60,7 @@ class Judge:
         stamp = newest(p.last_modified for p in people if named is None or p.username in named)
         return differing, stamp
 
-    def _held(self, loaded: Snapshot, usernames: list[str]) -> dict[str, SyncedEmployee]:
+    def _held(self, loaded: store.Held, usernames: list[str]) -> dict[str, SyncedEmployee]:
         if len(usernames) <= self._MANY and self._index is None:
             return store.by_username(loaded.employees, usernames)
         with self._lock:
@@ -69,7 +69,7 @@ class Judge:
         index = self._index
         return {u: index[u] for u in usernames if u in index}
 
-    def _departments(self, loaded: Snapshot) -> dict[str, int]:
+    def _departments(self, loaded: store.Held) -> dict[str, int]:
         if self._nodes is None:
             self._nodes = {k: d.node_id for k, d in loaded.departments.items()}
         return self._nodes

@@ -67,7 +67,7 @@ CLOCK_RESOLUTION_MS = 1000
 
 def read_platform(
     client: PlatformClient,
-    snapshot: Callable[[], Snapshot],
+    snapshot: Callable[[], store.Held],
     complete: bool,
     cursors: Mapping[str, int | None],
     settings: Settings,
@@ -76,8 +76,9 @@ def read_platform(
     """What the view holds whatever the source says: made while the source is read.
 
     ``complete``: whether the source read is expected to be complete (then every node is
-    listed, and the employees as ``census`` says: see ``_listing_for``). ``snapshot`` waits
-    for the snapshot, which is loaded while the listings that do not need it are read.
+    listed, and the employees as ``census`` says: see ``_listing_for``). ``snapshot`` gives
+    what syncd holds as this reader asks about it, by queries of its own (``store.Held``):
+    the plan's snapshot is loaded apart, in the run's thread, and shares nothing with it.
     Accounts to adopt come after the read (``with_adoptions``).
     """
     root = client.root()
@@ -199,7 +200,7 @@ def adopting(
     # An organization with nobody in it has nobody to adopt: skip the look-ups.
     if not unknown or view.employee_count <= 0:
         return view
-    if match_by != "username" and not snapshot.employees:
+    if match_by != "username" and not snapshot.headcount:
         records = client.list_employees(org_id=view.root_id, recursion=True)
     else:
         records = client.employees_by_username(unknown)
@@ -209,7 +210,7 @@ def adopting(
     in_nfc_last = sorted(found, key=lambda p: p.username == nfc(p.username))
     people = {look_alike(p.username): p for p in in_nfc_last}
     by_key: dict[str, list[PlatformPerson]] = {}
-    if match_by != "username" and not snapshot.employees:
+    if match_by != "username" and not snapshot.headcount:
         for person in found:
             value = match_value(match_by, getattr(person, match_by))
             if value is not None:
@@ -285,7 +286,7 @@ def _due(census: Census, now: int) -> bool:
 
 def _people_drift(
     client: PlatformClient,
-    snapshot: Callable[[], Snapshot],
+    snapshot: Callable[[], store.Held],
     root_id: int,
     listing: Listing | None,
     since: int | None,
@@ -356,7 +357,7 @@ def _named(users: Iterable[Mapping[str, Any]]) -> tuple[set[str], list[int]]:
     return named, stamps
 
 
-def _moved(snapshot: Snapshot, root_id: int, parts: Iterable[tuple[int, bool]]) -> dict[int, str]:
+def _moved(snapshot: store.Held, root_id: int, parts: Iterable[tuple[int, bool]]) -> dict[int, str]:
     """Of the nodes whose count moved, those syncd places people in, each with its
     department's source id ("" the root: a position naming no department)."""
     ours = {d.node_id: k for k, d in snapshot.departments.items() if d.node_id is not None}
@@ -364,7 +365,7 @@ def _moved(snapshot: Snapshot, root_id: int, parts: Iterable[tuple[int, bool]]) 
     return {node_id: ours[node_id] for node_id, _ in parts if node_id in ours}
 
 
-def _gone(snapshot: Snapshot, listed: frozenset[int] | None) -> dict[int, str]:
+def _gone(snapshot: store.Held, listed: frozenset[int] | None) -> dict[int, str]:
     """syncd's departments whose node a listing of every node lacks (deleted there, all at
     once with the people in it when the platform was wiped), by node id."""
     if listed is None:

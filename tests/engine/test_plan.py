@@ -103,7 +103,7 @@ def synced(
             locked_since=since,
         )
         fields[(Kind.EMPLOYEE, e.id)] = employee_fields(e, policy.extended_fields)
-    snapshot = Snapshot(departments, employees, lambda k, key: fields.get((k, key)))
+    snapshot = Snapshot(departments, employees, fields)
     return snapshot, PlatformView(ROOT, "Acme", nodes, True)
 
 
@@ -652,7 +652,7 @@ def changed_there(
 ) -> PlatformView:
     """The view, with one person changed on the platform (their record as it is there)."""
     s = next(s for s in snapshot.employees.values() if s.username == username)
-    written = snapshot.fields(Kind.EMPLOYEE, s.source_id) or {}
+    written = snapshot.written(Kind.EMPLOYEE, s.source_id) or {}
     node = {d.source_id: d.node_id for d in snapshot.departments.values()}
     positions = tuple(
         (node[p["department"]], p["primary"], p["chief"], p["job_title"] or "")

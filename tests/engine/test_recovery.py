@@ -140,7 +140,9 @@ def test_updates_journaled_as_sent_but_never_sent_are_not_recorded_as_done(
     root = client.root()
     unlisted = PlatformView(root.id, root.name or "", {}, False)
     directory = read_directory(settings.source)
-    again = plan(directory, store.load_snapshot(engine), unlisted, policy_of(settings), now_ms())
+    again = plan(
+        directory, store.load_snapshot(engine, fields=True), unlisted, policy_of(settings), now_ms()
+    )
     assert [(c.action, c.key) for c in again.changes] == [
         (Action.MOVE, "D3"),
         (Action.UPDATE, "E2"),

@@ -199,6 +199,7 @@ class Cluster:
 
     def wait_leader(self, among: list[Member], what: str) -> Member:
         pids = {m.pid: m for m in among}
+
         def leading() -> int | None:
             pid = self.leader_pid()
             return pid if pid in pids else None

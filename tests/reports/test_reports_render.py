@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import csv
 import io
 import itertools
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -219,13 +221,48 @@ def test_notification_is_short_and_points_to_the_report() -> None:
     assert sum("×" in line for line in lines) == 1
 
 
+# Pure logic: the plan, the reports and saved plans reach neither I/O libraries nor the
+# store (issue 27: the plan is a value; nothing in it queries the database later).
+PURE = ("syncd.plan", "syncd.report", "syncd.saved_plan")
+NOT_PURE = (
+    "httpx",
+    "sqlalchemy",
+    "sqlmodel",
+    "sqlite3",
+    "ldap3",
+    "syncd.snapshot",
+    "syncd.platform",
+)
+
+
 def test_the_renderers_do_not_import_io_libraries() -> None:
     code = (
-        "import sys, syncd.report\n"
-        "loaded = {'httpx', 'sqlalchemy', 'sqlmodel', 'ldap3'} & set(sys.modules)\n"
+        f"import sys, {', '.join(PURE)}\n"
+        f"no = {NOT_PURE!r}\n"
+        "loaded = [m for m in sys.modules if any(m == n or m.startswith(n + '.') for n in no)]\n"
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_no_import_of_the_pure_modules_names_the_store_even_inside_a_function() -> None:
+    root = Path(rpt.__file__).resolve().parent.parent
+    files = [*(root / "plan").glob("*.py"), *(root / "report").glob("*.py"), root / "saved_plan.py"]
+    assert len(files) > 20
+    found = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names, line = [a.name for a in node.names], node.lineno
+            elif isinstance(node, ast.ImportFrom) and node.module is not None:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+                line = node.lineno
+            else:
+                continue
+            for name in names:
+                if any(name == n or name.startswith(n + ".") for n in NOT_PURE):
+                    found.append(f"{path.name}:{line} imports {name}")
+    assert found == []
 
 
 def point(run_id: int, at_ms: int, items: int, *, mode: str = "apply", outcome: str = "ok") -> Any:

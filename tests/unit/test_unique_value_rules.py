@@ -3,7 +3,6 @@ again, and which import failures are a value another account holds."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from syncd.executor.holders import refused_field
@@ -18,18 +17,18 @@ WRITTEN: dict[str, dict[str, Any]] = {
 }
 
 
-def lookup(kind: Kind, key: str) -> Mapping[str, Any] | None:
-    return WRITTEN.get(key)
-
-
 def update(key: str, **values: str | None) -> Change:
     e = Employee(key, key.lower(), key, **values)  # type: ignore[arg-type]
-    return Change(Kind.EMPLOYEE, Action.UPDATE, key, e.username, e, hash="h", lookup=lookup)
+    return Change(
+        Kind.EMPLOYEE, Action.UPDATE, key, e.username, e, hash="h", written=WRITTEN.get(key)
+    )
 
 
 def create(key: str, **values: str | None) -> Change:
     e = Employee(key, key.lower(), key, **values)  # type: ignore[arg-type]
-    return Change(Kind.EMPLOYEE, Action.CREATE, key, e.username, e, hash="h", lookup=lookup)
+    return Change(
+        Kind.EMPLOYEE, Action.CREATE, key, e.username, e, hash="h", written=WRITTEN.get(key)
+    )
 
 
 def hasher(e: Employee) -> str:

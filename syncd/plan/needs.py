@@ -1,0 +1,89 @@
+"""What planning reads of the snapshot beyond its records, so that the runner loads it
+first, as plain values (``Snapshot.fields`` and ``Snapshot.placed``).
+
+Planning weighs the fields syncd last wrote for a few people only: those who changed on
+the platform or were deleted there (drift compares them; an incremental read puts back
+those it did not return, as written), those with a known problem and the people holding
+their values (tried again as written; freed by the holder's update), and, when a
+complete read names a new source id, the people it no longer names (one may hold the
+new id's username: a re-key needs the name and a mobile or work number to agree); and
+the departments the source changed, the platform's read lists (drift) or the source no
+longer names (deleted). The fields a change shows as its ``before`` are loaded after the
+draft (``Draft.unwritten``). A record asked about and not loaded is a bug, said as one
+(``FieldsNotLoaded``), never planned as if syncd had written nothing.
+"""
+
+from __future__ import annotations
+
+from syncd.model import Directory
+from syncd.plan import in_synced_spelling
+from syncd.plan.fields import department_hash
+from syncd.plan.values import PlatformView, Snapshot
+
+
+def people_asked(directory: Directory, view: PlatformView, snapshot: Snapshot) -> set[str] | None:
+    """The source ids of the people whose records a plan of this read asks about, when
+    it asks about some only (None: everyone). A complete read goes over everyone (who is
+    gone?); an incremental one over those it names and those with a known problem,
+    unless the platform changed or deleted any of syncd's people (holders are found by
+    username then). If one it names turns out new, the plan asks about everyone after
+    all (``names_only_synced``): whose username do they take?"""
+    if directory.complete or view.changed or view.deleted:
+        return None
+    return {*directory.employees, *snapshot.problems}
+
+
+def names_only_synced(directory: Directory, snapshot: Snapshot) -> bool:
+    """Whether everyone the read names is among the snapshot's people."""
+    return all(k in snapshot.employees for k in directory.employees)
+
+
+def weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set[str]:
+    """The source ids of syncd's people whose written fields planning weighs.
+
+    ``snapshot.employees`` must hold the holders of every username the platform view names
+    (changed or deleted there) and, for a complete read, everyone (the runner loads
+    everyone then)."""
+    synced = snapshot.employees
+    found = {k for k in snapshot.problems if k in synced}
+    # The holders of their values: an update of theirs may give one up (unique_values).
+    found.update(
+        p.holder_key
+        for known in snapshot.problems.values()
+        for p in known
+        if p.holder_key is not None and p.holder_key in synced
+    )
+    there = (*view.changed, *view.deleted)
+    if there:
+        by_username = {e.username: k for k, e in synced.items()}
+        found.update(by_username[u] for u in there if u in by_username)
+    if directory.complete and any(k not in synced for k in directory.employees):
+        # A new source id may take over the account of someone syncd holds whom this read
+        # no longer names (a re-key, weighed with what syncd wrote): those people, a
+        # superset of the holders of the new ids' usernames, found without spelling each.
+        found.update(k for k in synced if k not in directory.employees)
+    return found
+
+
+def departments_weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set[str]:
+    """The departments whose written fields planning weighs or shows: those the source
+    changed since syncd wrote them, those whose node the platform view lists (drift is
+    looked for), and those gone from the source (deleted, with what syncd wrote)."""
+    directory = in_synced_spelling(directory, snapshot)
+    synced, nodes = snapshot.departments, view.nodes
+    found = {
+        k
+        for k, d in directory.departments.items()
+        if (s := synced.get(k)) is not None and (s.node_id in nodes or s.hash != department_hash(d))
+    }
+    found.update(gone_departments(directory, snapshot))
+    return found
+
+
+def gone_departments(directory: Directory, snapshot: Snapshot) -> list[str]:
+    """Departments syncd synced that this read does not name: where the plan asks who of
+    syncd's people is placed (``Snapshot.placed``), before deleting them. A department
+    only renamed in its spelling (``in_synced_spelling``) is among them: more than asked."""
+    if not directory.complete:  # only a complete read deletes departments
+        return []
+    return sorted(k for k in snapshot.departments if k not in directory.departments)
