@@ -49,7 +49,7 @@ from syncd.policy import limits_of, policy_of
 from syncd.recovery import recover
 from syncd.runs import after_run
 from syncd.snapshot import lineage
-from syncd.sources import describe, read_directory
+from syncd.sources import describe_sources, read_source
 from syncd.sources.photos import photo_reader
 from syncd.survey.settle import settle
 from syncd.survey.view import adopting, newcomers, read_platform, with_adoptions
@@ -146,13 +146,14 @@ class _Run:
         self.started = now_ms()
         self.summary: dict[str, Any] = {}
         self.recovery_note: str | None = None
-        read = "full" if settings.source.kind == "csv" else request.read
+        single = settings.source
+        read = "full" if single is None or single.kind == "csv" else request.read
         self.run_id = store.start_run(
             engine,
             trigger=request.trigger,
             mode="dry_run" if request.dry_run else "apply",
             read=read,
-            source=describe(settings.source),
+            source=describe_sources(settings),
             started_at=self.started,
         )
         self.result = RunResult(self.run_id, "failed", EXIT_FAILED, request.dry_run)
@@ -364,18 +365,19 @@ class _Run:
 
     def _read(self) -> Directory:
         since = None
-        if self.request.read == "incremental" and self.settings.source.kind == "ldap":
+        single = self.settings.source  # None: several sources, joined ([[sources]])
+        if self.request.read == "incremental" and single is not None and single.kind == "ldap":
             since = cursors.source_mark(self.engine)
         self._step("reading the source")
-        directory = read_directory(
-            self.settings.source,
+        directory = read_source(
+            self.settings,
             since=since,
             count=lambda n: self._step("reading the source", n),
         )
         self.result.directory = directory
         self.summary["source"] = {
-            "kind": self.settings.source.kind,
-            "where": describe(self.settings.source),
+            "kind": single.kind if single is not None else "joined",
+            "where": describe_sources(self.settings),
             "read": "full" if directory.complete else "incremental",
             "departments": len(directory.departments),
             "employees": len(directory.employees),
@@ -396,8 +398,10 @@ class _Run:
         """Whether the source read will be complete: CSV always, LDAP unless incremental
         with a mark to read from (if a guess is wrong, the run only reads more or finds
         no one deleted on the platform)."""
+        single = self.settings.source
         return (
-            self.settings.source.kind != "ldap"
+            single is None
+            or single.kind != "ldap"
             or self.request.read == "full"
             or cursors.source_mark(self.engine) is None
         )
@@ -413,7 +417,9 @@ class _Run:
         applied = ApplyResult()
         if the_plan.changes:  # else no executor: its set-up goes over the whole snapshot
             assert directory is not None  # only an unchanged source is not read: no changes
-            photos = photo_reader(self.settings.source)  # None unless source.photos.enabled
+            single = self.settings.source
+            # None unless source.photos.enabled (several sources read no photos)
+            photos = photo_reader(single) if single is not None else None
             store.read_everyone(snapshot.employees)  # as syncd left them, before any write
             platform = platform_of(self.settings)
             executor = Executor(

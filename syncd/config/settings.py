@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from pydantic import model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from syncd.config.notifications import NotificationSettings
@@ -16,6 +17,7 @@ from syncd.config.service import (
     StatusSettings,
 )
 from syncd.config.source import SourceSettings
+from syncd.config.sources import JoinSettings, NamedSource, check_sources
 from syncd.config.sync import SyncSettings
 from syncd.errors import ConfigError
 
@@ -33,7 +35,10 @@ class Settings(BaseSettings):
     state_dir: Path = DEFAULT_STATE_DIR
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["text", "json"] = "text"
-    source: SourceSettings
+    # One source ([source]) or several, joined ([[sources]] and [join]): one of the two.
+    source: SourceSettings | None = None
+    sources: list[NamedSource] = []
+    join: JoinSettings | None = None
     # Required, but None when loaded for a command that never talks to the platform
     # (syncd check): see load_settings; what talks to it takes platform_of(settings).
     platform: PlatformSettings | None
@@ -56,6 +61,26 @@ class Settings(BaseSettings):
         # init carries the TOML file's content: the environment overrides it.
         return env_settings, init_settings
 
+    @model_validator(mode="after")
+    def _one_source_or_several(self) -> Settings:
+        if self.source is not None and self.sources:
+            raise ValueError(
+                "both [source] and [[sources]] are given: one source is [source], several "
+                "are [[sources]] entries (each with a name) and [join]"
+            )
+        if self.source is None and not self.sources:
+            raise ValueError("key source: required key is missing ([source] or [[sources]])")
+        if self.sources:
+            check_sources(self.sources, self.join or JoinSettings())
+        elif self.join is not None:
+            raise ValueError("[join] joins several sources: give them as [[sources]] entries")
+        return self
+
+    @property
+    def joined(self) -> bool:
+        """Whether several sources are read and joined ([[sources]])."""
+        return bool(self.sources)
+
     @property
     def database(self) -> Path:
         return self.state_dir / "syncd.db"
@@ -63,8 +88,9 @@ class Settings(BaseSettings):
     def secret_values(self) -> list[str]:
         """Every secret in these settings, for log and report redaction."""
         secrets = [self.platform.client_secret if self.platform is not None else None]
-        if self.source.ldap is not None:
-            secrets.append(self.source.ldap.bind_password)
+        for source in [self.source, *self.sources]:
+            if source is not None and source.ldap is not None:
+                secrets.append(source.ldap.bind_password)
         secrets += [self.notifications.email.password, self.notifications.webhook.secret]
         return [s.get_secret_value() for s in secrets if s is not None and s.get_secret_value()]
 
