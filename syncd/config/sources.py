@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import field_validator
 
 from syncd.config.section import Section
-from syncd.config.source import SourceSettings
+from syncd.config.source import CsvEmployeeColumns, SourceSettings
 
 # What [join.precedence] may name: the person's fields, with two names an administrator
 # uses (department: the positions; status: active or departed).
@@ -149,7 +149,7 @@ def _provided(field: str, sources: list[NamedSource]) -> None:
     for s in sources:
         if s.kind != "csv" or s.csv is None:
             return  # an LDAP preset reads every field
-        if field not in s.csv.columns.model_fields:
+        if field not in CsvEmployeeColumns.model_fields:
             return  # extra, properties, photo: not a column
         if getattr(s.csv.columns, column) is not None or field in s.mapping.fields:
             return
