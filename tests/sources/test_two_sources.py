@@ -12,7 +12,8 @@ from syncd.config import Settings, load_settings
 from syncd.emulator import RunningEmulator
 from syncd.runner import RunRequest, RunResult, run_sync
 from syncd.sources.preview import preview
-from tests.support.slapd import Slapd
+from tests.support.samba import BASE, SambaDC
+from tests.support.slapd import Slapd, TlsFiles
 
 HR_COLUMNS = "emp_no,name,department,job_title,status"
 DEPARTMENTS = "id,name,parent_id\nD1,Head Office,\nD2,R&D,D1\n"
@@ -227,3 +228,48 @@ def test_an_hr_export_and_two_directory_domains(
     assert set(people) == {"ann", "dev"}
     assert people["dev"]["name"] == "Dev Rao" and people["dev"]["mobile"] == "13900000004"
     assert people["dev"]["id"] == "400" and people["ann"]["id"] == "100"
+
+
+def test_an_hr_export_a_samba_ad_domain_and_a_slapd_domain(
+    tmp_path: Path,
+    emulator: RunningEmulator,
+    samba_dc: SambaDC,
+    tls_files: TlsFiles,
+    own_slapd: Slapd,
+) -> None:
+    """A real Active Directory domain controller (Samba) for the company, a slapd for the
+    acquired one: AD's employeeID and the slapd's employeeNumber both hold the HR number.
+    (One Samba DC: a second Samba domain does not fit the tests' time; the child domain of
+    tests/support/samba.py stands for forests elsewhere.)"""
+    own_slapd.add_ldif(person_ldif(own_slapd.suffix, "dev", "400", mobile="13900000004"))
+    corp = ldap_source("corp", own_slapd, own_slapd.suffix, role="optional")
+    corp[1] = 'name = "ad"'
+    corp[4:] = [
+        "[sources.ldap]",
+        f'urls = ["{samba_dc.url}"]',
+        'flavor = "active_directory"',
+        f'ca_file = "{tls_files.ca_cert}"',
+        f'bind_dn = "{samba_dc.bind_dn}"',
+        f'bind_password = "{samba_dc.password}"',
+        f'users_base = "OU=Acme,{BASE}"',
+    ]
+    acquired = ldap_source("acquired", own_slapd, own_slapd.suffix, role="optional")
+    company = Company(tmp_path, emulator, [corp, acquired])
+    company.hr = {"1001": "Alice Liddell,D2,Engineer,active", "400": "Dev Rao,D1,Engineer,active"}
+
+    result = company.sync()
+
+    assert result.outcome == "ok", result.error
+    people = company.people()
+    assert set(people) == {"alice", "dev"}
+    alice = people["alice"]
+    assert (alice["name"], alice["id"], alice["email"]) == (
+        "Alice Liddell",  # HR's, not AD's displayName
+        "1001",
+        "alice@acme.test",  # AD's
+    )
+    assert alice["place"] == "D2"
+    assert people["dev"]["mobile"] == "13900000004"
+    assert result.directory is not None  # AD's people without an employeeID: kept, said
+    unkeyed = {r.username for r in result.directory.rejected if "no join key" in r.reason}
+    assert {"bob", "carol", "dave"} <= unkeyed
