@@ -151,12 +151,12 @@ def _provided(field: str, sources: list[NamedSource]) -> None:
             return  # an LDAP preset reads every field
         if field not in CsvEmployeeColumns.model_fields:
             return  # extra, properties, photo: not a column
-        if getattr(s.csv.columns, column) is not None or field in s.mapping.fields:
+        if getattr(s.csv.columns, column) or field in s.mapping.fields:
             return
     listed = ", ".join(repr(s.name) for s in sources)
     raise ValueError(
-        f"join.precedence.{field}: nobody provides {field}: the column is switched off in "
-        f"source {listed} and no mapping rule makes it"
+        f"join.precedence.{field}: nobody provides {field}: source {listed} has no column "
+        f"for it (sources.csv.columns.{column} is empty) and no mapping rule makes it"
     )
 
 
