@@ -136,3 +136,13 @@ def test_a_field_nobody_provides_is_an_error(tmp_path: Path) -> None:
     )
     message = error(tmp_path, text + '[join.precedence]\nmobile = ["hr"]\n')
     assert "join.precedence.mobile: nobody provides mobile" in message
+
+
+def test_the_two_source_example_settings_load() -> None:
+    from syncd.config import Settings
+
+    example = Path(__file__).resolve().parents[2] / "config" / "two-sources.example.toml"
+    settings = load_settings(example, require_secrets=False)
+    assert isinstance(settings, Settings)
+    assert [(s.name, s.kind) for s in settings.sources] == [("hr", "csv"), ("ad", "ldap")]
+    assert join_rules(settings).precedence["positions"] == ("hr",)
