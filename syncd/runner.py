@@ -49,7 +49,7 @@ from syncd.policy import limits_of, policy_of
 from syncd.recovery import recover
 from syncd.runs import after_run
 from syncd.snapshot import lineage
-from syncd.sources import describe_sources, read_source
+from syncd.sources import describe_sources, read_source, source_kind
 from syncd.sources.photos import photo_reader
 from syncd.survey.settle import settle
 from syncd.survey.view import adopting, newcomers, read_platform, with_adoptions
@@ -146,8 +146,7 @@ class _Run:
         self.started = now_ms()
         self.summary: dict[str, Any] = {}
         self.recovery_note: str | None = None
-        single = settings.source
-        read = "full" if single is None or single.kind == "csv" else request.read
+        read = "full" if source_kind(settings) != "ldap" else request.read
         self.run_id = store.start_run(
             engine,
             trigger=request.trigger,
@@ -365,8 +364,7 @@ class _Run:
 
     def _read(self) -> Directory:
         since = None
-        single = self.settings.source  # None: several sources, joined ([[sources]])
-        if self.request.read == "incremental" and single is not None and single.kind == "ldap":
+        if self.request.read == "incremental" and source_kind(self.settings) == "ldap":
             since = cursors.source_mark(self.engine)
         self._step("reading the source")
         directory = read_source(
@@ -376,7 +374,7 @@ class _Run:
         )
         self.result.directory = directory
         self.summary["source"] = {
-            "kind": single.kind if single is not None else "joined",
+            "kind": source_kind(self.settings),
             "where": describe_sources(self.settings),
             "read": "full" if directory.complete else "incremental",
             "departments": len(directory.departments),
@@ -398,10 +396,8 @@ class _Run:
         """Whether the source read will be complete: CSV always, LDAP unless incremental
         with a mark to read from (if a guess is wrong, the run only reads more or finds
         no one deleted on the platform)."""
-        single = self.settings.source
         return (
-            single is None
-            or single.kind != "ldap"
+            source_kind(self.settings) != "ldap"
             or self.request.read == "full"
             or cursors.source_mark(self.engine) is None
         )
@@ -417,9 +413,7 @@ class _Run:
         applied = ApplyResult()
         if the_plan.changes:  # else no executor: its set-up goes over the whole snapshot
             assert directory is not None  # only an unchanged source is not read: no changes
-            single = self.settings.source
-            # None unless source.photos.enabled (several sources read no photos)
-            photos = photo_reader(single) if single is not None else None
+            photos = photo_reader(self.settings.source) if self.settings.source else None
             store.read_everyone(snapshot.employees)  # as syncd left them, before any write
             platform = platform_of(self.settings)
             executor = Executor(

@@ -130,6 +130,11 @@ def join_rules(settings: Settings) -> JoinRules:
     return JoinRules(precedence=precedence, missing=join_settings.missing)
 
 
+def source_kind(settings: Settings) -> str:
+    """csv or ldap for one source; joined for several ([[sources]]: every read is full)."""
+    return settings.source.kind if settings.source is not None else "joined"
+
+
 def describe_sources(settings: Settings) -> str:
     """Where the settings' sources read from, for reports: never a secret."""
     if settings.source is not None:
