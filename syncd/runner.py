@@ -279,7 +279,7 @@ class _Run:
             with collection_paused(freeze=True):
                 if complete:  # planning asks about everyone: one query
                     store.read_everyone(snapshot.employees)
-                directory = self._read()
+                directory = self._read(snapshot)
             self._step("reading the platform, planning")
             view = with_adoptions(reads.result(), client, snapshot, directory, match_by)
         return snapshot, view, directory
@@ -362,7 +362,7 @@ class _Run:
             raise _StoppedEarly
         self.progress.step(doing, read)
 
-    def _read(self) -> Directory:
+    def _read(self, snapshot: Snapshot) -> Directory:
         since = None
         if self.request.read == "incremental" and source_kind(self.settings) == "ldap":
             since = cursors.source_mark(self.engine)
@@ -371,6 +371,7 @@ class _Run:
             self.settings,
             since=since,
             count=lambda n: self._step("reading the source", n),
+            synced=snapshot.employees,
         )
         self.result.directory = directory
         self.summary["source"] = {

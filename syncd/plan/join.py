@@ -31,6 +31,7 @@ from syncd.model import (
     build_directory,
     match_value,
 )
+from syncd.plan.values import SyncedEmployee
 from syncd.spelling import look_alike
 
 # The fields taken by precedence: every field but the id (the key is the joined id).
@@ -84,9 +85,20 @@ def key_value(e: Employee, key: str) -> str | None:
     return str(raw).strip() or None
 
 
-def join(reads: Sequence[SourceRead], rules: JoinRules, *, explain: bool = False) -> Joined:
+def join(
+    reads: Sequence[SourceRead],
+    rules: JoinRules,
+    *,
+    explain: bool = False,
+    synced: Mapping[str, SyncedEmployee] | None = None,
+) -> Joined:
     """The sources' people joined by key, each field by precedence; departments from the
-    first source that decides ``positions``."""
+    first source that decides ``positions``.
+
+    ``synced``: what syncd last wrote, by joined id. A person no source in the username's
+    precedence gives a username to keeps the one syncd synced them with (their account):
+    so a leaver HR marks departed whose directory account is already deleted is locked,
+    not set aside for want of a username."""
     names = tuple(r.name for r in reads)
     by_name = {r.name: r for r in reads}
     orders = tuple(tuple(names.index(s) for s in rules.precedence.get(f, names)) for f in FIELDS)
@@ -144,6 +156,9 @@ def join(reads: Sequence[SourceRead], rules: JoinRules, *, explain: bool = False
         if k in held:
             continue
         employee, gave = _merged(k, slots, orders, tree, names, explain)
+        if not employee.username and synced is not None and (known := synced.get(k)):
+            employee = employee._replace(username=known.username)
+            gave["username"] = "the state database (as synced)"
         lacking = [names[i] for i in required if slots[i] is None]
         where = f"{'+'.join(names[i] for i, s in enumerate(slots) if s is not None)}: key {k!r}"
         if lacking and rules.missing == "wait" and employee.state is not State.DEPARTED:

@@ -18,6 +18,7 @@ from syncd.plan.join import Joined, JoinRules, SourceRead, join
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from syncd.plan.values import SyncedEmployee
     from syncd.sources._trace import Count, Tracer
 
 
@@ -75,13 +76,15 @@ def read_source(
     *,
     since: str | None = None,
     count: Count | None = None,
+    synced: Mapping[str, SyncedEmployee] | None = None,
 ) -> Directory:
-    """The settings' source read: [source] as it is, or every [[sources]] entry joined.
+    """The settings' source read: [source] as it is, or every [[sources]] entry joined
+    (``synced``: the snapshot's people, see syncd.plan.join.join).
 
     Several sources are read in full each time (``since`` applies to one LDAP source)."""
     if settings.source is not None:
         return read_directory(settings.source, since=since, count=count)
-    return read_joined(settings, count=count).directory
+    return read_joined(settings, count=count, synced=synced).directory
 
 
 def read_joined(
@@ -90,6 +93,7 @@ def read_joined(
     count: Count | None = None,
     traces: Mapping[str, Tracer] | None = None,
     explain: bool = False,
+    synced: Mapping[str, SyncedEmployee] | None = None,
 ) -> Joined:
     """Each [[sources]] entry read as it would be alone, then joined (syncd.plan.join).
 
@@ -117,7 +121,7 @@ def read_joined(
                 required=source.role == "required",
             )
         )
-    return join(reads, join_rules(settings), explain=explain)
+    return join(reads, join_rules(settings), explain=explain, synced=synced)
 
 
 def join_rules(settings: Settings) -> JoinRules:

@@ -170,12 +170,20 @@ def test_hr_csv_and_slapd_joined_on_the_employee_number_sync_end_to_end(
     assert people["cat"]["name"] == "Cat Wu" and people["cat"]["email"] == "cat@corp.example"
     assert people["ann"]["locked"]
 
+    # HR says Bob left too: his directory account is gone already, yet he is locked (with
+    # the username he was synced with), not kept for want of one.
+    company.hr["200"] = "Bob Stone,D1,Clerk,departed"
+    third = company.sync(allow_removals=1)
+    assert third.outcome == "ok", third.error
+    people = company.people()
+    assert people["bob"]["locked"] and not people["cat"]["locked"]
+
     # The directory cannot be read: the run fails before anything is sent.
     before = company.writes()
     own_slapd.stop()
-    third = company.sync()
-    assert third.outcome == "failed" and third.error is not None
-    assert third.error.startswith("source 'ad': ")
+    fourth = company.sync()
+    assert fourth.outcome == "failed" and fourth.error is not None
+    assert fourth.error.startswith("source 'ad': ")
     assert company.writes() == before
     assert company.people() == people
 

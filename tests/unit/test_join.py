@@ -116,6 +116,21 @@ def test_a_person_the_status_source_says_departed_is_taken_even_while_waiting() 
     assert d.employees["100"].state is State.DEPARTED  # to be locked
 
 
+def test_a_leaver_whose_account_is_gone_keeps_the_username_syncd_gave_them() -> None:
+    from syncd.plan.values import SyncedEmployee
+
+    hr = directory(person("h1", "100", name="Ann", state=State.DEPARTED))
+    synced = {"100": SyncedEmployee("100", "ann", 7, "hash")}
+    d = join(
+        [SourceRead(HR, hr), SourceRead(AD, directory())],
+        JoinRules(precedence={"state": (HR,), "username": (AD,)}),
+        synced=synced,
+    ).directory
+    assert d.employees["100"].username == "ann" and d.employees["100"].state is State.DEPARTED
+    without = hr_ad(hr, directory())  # nothing synced: no username, set aside (kept)
+    assert "100" not in without.employees and "100" in without.rejected_keys(Kind.EMPLOYEE)
+
+
 def test_two_records_of_one_source_with_one_key_are_set_aside_and_kept() -> None:
     hr = directory(person("h1", "100", name="Ann"), person("h2", "100", name="Another"))
     ad = directory(person("g1", "100", username="ann"))
