@@ -83,7 +83,7 @@ def damage(draw: st.DrawFn, count: int) -> Damage:
                 people.append(record(source, n, copy, None if gone else key, left))
         reads.append(source_read(source, people, partial=partial))
     rules = JoinRules(
-        {"positions": ("hr",), "username": tuple(NAMES[1:count]) + ("hr",)},
+        {"positions": ("hr",), "username": (*NAMES[1:count], "hr")},
         draw(st.sampled_from(["wait", "partial"])),
     )
     return Damage(reads, frozenset(named), frozenset(departed), rules)
