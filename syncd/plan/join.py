@@ -16,21 +16,21 @@ nobody becomes a leaver for want of a source.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Literal
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from operator import itemgetter
+from typing import Any, Literal
 
 from syncd.model import (
     Directory,
     Employee,
     Kind,
-    Position,
     RejectedRow,
     State,
     build_directory,
     match_value,
 )
+from syncd.plan.precedence import Precedence
 from syncd.plan.values import SyncedEmployee
 from syncd.spelling import look_alike
 
@@ -104,48 +104,29 @@ def join(
     orders = tuple(tuple(names.index(s) for s in rules.precedence.get(f, names)) for f in FIELDS)
     departments_from = rules.precedence.get("positions", names)[0]
     tree = by_name[departments_from].directory.departments
+    precedence = Precedence(orders, len(reads), names.index(departments_from), tree)
     rejected: list[RejectedRow] = []
     # key -> one record per source (None where the source lacks them)
     people: dict[str, list[Employee | None]] = {}
     held: set[str] = set()  # keys set aside: duplicates
     held_usernames: set[str] = set()  # usernames rejected by a source: kept as they are
     for i, read in enumerate(reads):
-        d = read.directory
         _carried(read, rejected, held_usernames)
-        counts: dict[str, list[Employee]] = defaultdict(list)
-        for e in d.employees.values():
-            k = key_value(e, read.key)
-            if k is None:
-                rejected.append(
-                    RejectedRow(
-                        f"{read.name}: person {e.id!r}",
-                        f"no join key: {read.key} is empty for {e.username!r}, so this record "
-                        f"cannot be joined with the other sources' (source {read.name!r})",
-                        key=None,
-                        username=e.username,
-                    )
+        twice = _indexed(read, i, len(reads), people, rejected)
+        for k, found in twice.items():
+            held.add(k)
+            ids = ", ".join(repr(e.id) for e in found)
+            rejected.append(
+                RejectedRow(
+                    f"{read.name}: people {ids}",
+                    f"join key {k!r} ({read.key}) is held by {len(found)} records of "
+                    f"source {read.name!r}: it cannot say which one is the person",
+                    key=k,
+                    username=found[0].username,
                 )
-                continue
-            counts[k].append(e)
-        for k, found in counts.items():
-            if len(found) > 1:
-                held.add(k)
-                ids = ", ".join(repr(e.id) for e in found)
-                rejected.append(
-                    RejectedRow(
-                        f"{read.name}: people {ids}",
-                        f"join key {k!r} ({read.key}) is held by {len(found)} records of "
-                        f"source {read.name!r}: it cannot say which one is the person",
-                        key=k,
-                        username=found[0].username,
-                    )
-                )
-                continue
-            slots = people.get(k)
-            if slots is None:
-                slots = people[k] = [None] * len(reads)
-            slots[i] = found[0]
+            )
     required = [i for i, r in enumerate(reads) if r.required]
+    wait = rules.missing == "wait"
     merged: list[tuple[str, Employee]] = []
     origins: dict[str, dict[str, str]] = {}
     members: dict[str, dict[str, str]] = {}
@@ -153,22 +134,24 @@ def join(
     for k, slots in people.items():
         if explain:
             members[k] = {names[i]: e.id for i, e in enumerate(slots) if e is not None}
-        if k in held:
+        if held and k in held:
             continue
-        employee, gave = _merged(k, slots, orders, tree, names, explain)
+        employee = precedence.merge(k, slots)
         if not employee.username and synced is not None and (known := synced.get(k)):
             employee = employee._replace(username=known.username)
-            gave["username"] = "the state database (as synced)"
-        lacking = [names[i] for i in required if slots[i] is None]
-        where = f"{'+'.join(names[i] for i, s in enumerate(slots) if s is not None)}: key {k!r}"
-        if lacking and rules.missing == "wait" and employee.state is not State.DEPARTED:
+        lacking = (
+            [names[i] for i in required if slots[i] is None]
+            if wait and None in slots and employee.state is not State.DEPARTED
+            else None
+        )
+        if lacking:
             # Neither created nor changed, nor a leaver: kept as they are until every
             # required source has them. (A person the sources that have them say departed
             # is taken: they are locked, whoever else lacks them.)
             waiting += 1
             rejected.append(
                 RejectedRow(
-                    where,
+                    _where(k, slots, names),
                     f"waiting for source {', '.join(map(repr, lacking))}: "
                     "join.missing = wait syncs a person once every required source has them",
                     key=k,
@@ -176,10 +159,10 @@ def join(
                 )
             )
             continue
-        if employee.username and look_alike(employee.username) in held_usernames:
+        if held_usernames and employee.username and look_alike(employee.username) in held_usernames:
             rejected.append(
                 RejectedRow(
-                    where,
+                    _where(k, slots, names),
                     f"another source rejected a record of {employee.username!r}: kept as they "
                     "are until every source reads them",
                     key=k,
@@ -187,20 +170,102 @@ def join(
                 )
             )
             continue
-        merged.append((where, employee))
+        merged.append((k, employee))  # where: the key (a row rejected below is named again)
         if explain:
-            origins[k] = gave
+            origins[k] = _origins(slots, orders, precedence, names)
+            if not any(s is not None and s.username for s in slots) and employee.username:
+                origins[k]["username"] = "the state database (as synced)"
     complete = all(r.directory.complete for r in reads)
-    directory = build_directory(
-        [(f"{departments_from}: department {d.id!r}", d) for d in tree.values()],
-        merged,
-        rejected=rejected,
-        complete=complete,
-        source=" + ".join(f"{r.name}={r.directory.source}" for r in reads),
-        filtered=sum(r.directory.filtered for r in reads),
-        warnings=[f"{r.name}: {w}" for r in reads for w in r.directory.warnings],
+    source = " + ".join(f"{r.name}={r.directory.source}" for r in reads)
+    filtered = sum(r.directory.filtered for r in reads)
+    warnings = [f"{r.name}: {w}" for r in reads for w in r.directory.warnings]
+    if _plainly_valid(merged):
+        # Each source validated its own records and the tree; what joining can break is
+        # checked above: a username and a name given, no username twice. So the 100,000
+        # people of a join are not validated a second time, one by one.
+        directory = Directory(
+            dict(tree), dict(merged), tuple(rejected), complete, source, None, filtered,
+            tuple(warnings),
+        )  # fmt: skip
+    else:
+        directory = build_directory(
+            [(f"{departments_from}: department {d.id!r}", d) for d in tree.values()],
+            merged,
+            rejected=rejected,
+            complete=complete,
+            source=source,
+            filtered=filtered,
+            warnings=warnings,
+        )
+    named = tuple(
+        replace(r, where=_where(r.key, people[r.key], names))
+        if r.key in people and r.where == r.key
+        else r
+        for r in directory.rejected
     )
+    if named != directory.rejected:
+        directory = replace(directory, rejected=named)
     return Joined(directory, departments_from, origins, waiting, members)
+
+
+def _indexed(
+    read: SourceRead,
+    i: int,
+    count: int,
+    people: dict[str, list[Employee | None]],
+    rejected: list[RejectedRow],
+) -> dict[str, list[Employee]]:
+    """One source's records put in their slot by key; returns the keys held twice or more."""
+    key_of = _key_function(read.key)
+    twice: dict[str, list[Employee]] = {}
+    for e in read.directory.employees.values():
+        k = key_of(e)
+        if k is None:
+            rejected.append(
+                RejectedRow(
+                    f"{read.name}: person {e.id!r}",
+                    f"no join key: {read.key} is empty for {e.username!r}, so this record "
+                    f"cannot be joined with the other sources' (source {read.name!r})",
+                    key=None,
+                    username=e.username,
+                )
+            )
+            continue
+        slots = people.get(k)
+        if slots is None:
+            slots = people[k] = [None] * count
+        elif (first := slots[i]) is not None:
+            twice.setdefault(k, [first]).append(e)
+            continue
+        slots[i] = e
+    for k in twice:
+        people[k][i] = None
+    return twice
+
+
+def _key_function(key: str) -> Callable[[Employee], str | None]:
+    """key_value for one field, made once: the plain fields are read by index."""
+    index = _INDEX.get(key)
+    if index is None or key == "mobile":
+        return lambda e: key_value(e, key)
+    get: Callable[[Employee], Any] = itemgetter(index)  # a text field: id, username, sn
+    if key == "email":
+        return lambda e: (v.strip().casefold() or None) if (v := get(e)) else None
+    return lambda e: (v.strip() or None) if (v := get(e)) else None
+
+
+def _plainly_valid(merged: list[tuple[str, Employee]]) -> bool:
+    """Whether every joined person has a username and a name, and no username (in any
+    spelling, syncd.spelling) is held twice: then build_directory would reject nobody."""
+    if not all(e.username and e.name for _, e in merged):
+        return False
+    seen = {u.casefold() if (u := e.username).isascii() else look_alike(u) for _, e in merged}
+    return len(seen) == len(merged)
+
+
+def _where(key: str | None, slots: Sequence[Employee | None], names: tuple[str, ...]) -> str:
+    found = "+".join(names[i] for i, s in enumerate(slots) if s is not None)
+    return f"{found}: key {key!r}"
 
 
 def _carried(read: SourceRead, rejected: list[RejectedRow], held_usernames: set[str]) -> None:
@@ -228,56 +293,32 @@ def _carried(read: SourceRead, rejected: list[RejectedRow], held_usernames: set[
         )
 
 
-def _merged(
-    key: str,
+def _origins(
     slots: list[Employee | None],
     orders: tuple[tuple[int, ...], ...],
-    tree: Mapping[str, object],
+    precedence: Precedence,
     names: tuple[str, ...],
-    explain: bool,
-) -> tuple[Employee, dict[str, str]]:
-    values: list[object] = [key]
+) -> dict[str, str]:
+    """Which source gave each field (the preview): the rule Precedence compiles, walked."""
     gave: dict[str, str] = {}
     for n, order in enumerate(orders):
         index = n + 1  # the field's place in Employee (the id is 0)
-        chosen: object = None
         for s in order:
             record = slots[s]
             if record is None:
                 continue
             value = record[index]
-            if index in _ALWAYS_GIVEN:
-                chosen = value
-            elif index == _POSITIONS:
-                if not _placed(record.positions, tree):
+            if index == _POSITIONS:
+                if s != precedence.tree_source and not precedence.placed(record.positions):
                     continue
-                chosen = value
-            elif value is None or value == "" or value == ():
+                if not value:
+                    continue
+            elif index not in _ALWAYS_GIVEN and value in (None, "", ()):
                 continue
-            else:
-                chosen = value
-            if explain:
-                gave[FIELDS[n]] = names[s]
+            gave[FIELDS[n]] = names[s]
             break
-        else:
-            chosen = _EMPTY[index]
-        values.append(chosen)
-    return Employee(*values), gave  # type: ignore[arg-type]
+    return gave
 
 
 def _any_username(slots: list[Employee | None]) -> str | None:
     return next((e.username for e in slots if e is not None and e.username), None)
-
-
-def _placed(positions: tuple[Position, ...], tree: Mapping[str, object]) -> bool:
-    """Positions a joined person can take: some, each in the joined tree (or the root)."""
-    return bool(positions) and all(
-        p.department_id is None or p.department_id in tree for p in positions
-    )
-
-
-# What a field is when no source gives it: the model's default ("" for the required texts,
-# which build_directory then rejects with its reason).
-_EMPTY: dict[int, object] = {
-    i: Employee._field_defaults.get(name, "") for i, name in enumerate(Employee._fields)
-}

@@ -270,6 +270,7 @@ def test_nobody_active_is_locked_or_removed_for_want_of_a_source(case: Case) -> 
 @given(cases())
 def test_the_join_pairs_one_key_and_honours_precedence(case: Case) -> None:
     joined = join(case.reads, case.rules, explain=True)
+    assert join(case.reads, case.rules).directory == joined.directory  # the compiled merge
     names = [r.name for r in case.reads]
     by_name = {r.name: r for r in case.reads}
     for key, e in joined.directory.employees.items():
