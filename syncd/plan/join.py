@@ -16,10 +16,10 @@ nobody becomes a leaver for want of a source.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
-from typing import Any, Literal
+from typing import Literal
 
 from syncd.model import (
     Directory,
@@ -127,6 +127,7 @@ def join(
             )
     required = [i for i, r in enumerate(reads) if r.required]
     wait = rules.missing == "wait"
+    everywhere = precedence.compiled((True,) * len(reads))  # the people every source has
     merged: list[tuple[str, Employee]] = []
     origins: dict[str, dict[str, str]] = {}
     members: dict[str, dict[str, str]] = {}
@@ -136,7 +137,7 @@ def join(
             members[k] = {names[i]: e.id for i, e in enumerate(slots) if e is not None}
         if held and k in held:
             continue
-        employee = precedence.merge(k, slots)
+        employee = precedence.merge(k, slots) if None in slots else everywhere(k, *slots)
         if not employee.username and synced is not None and (known := synced.get(k)):
             employee = employee._replace(username=known.username)
         lacking = (
@@ -216,10 +217,9 @@ def _indexed(
     rejected: list[RejectedRow],
 ) -> dict[str, list[Employee]]:
     """One source's records put in their slot by key; returns the keys held twice or more."""
-    key_of = _key_function(read.key)
+    records = list(read.directory.employees.values())
     twice: dict[str, list[Employee]] = {}
-    for e in read.directory.employees.values():
-        k = key_of(e)
+    for e, k in zip(records, _keys(records, read.key), strict=True):
         if k is None:
             rejected.append(
                 RejectedRow(
@@ -243,15 +243,16 @@ def _indexed(
     return twice
 
 
-def _key_function(key: str) -> Callable[[Employee], str | None]:
-    """key_value for one field, made once: the plain fields are read by index."""
+def _keys(records: list[Employee], key: str) -> list[str | None]:
+    """key_value of each record, the plain text fields (id, username, sn, email) read by
+    index in one comprehension."""
     index = _INDEX.get(key)
     if index is None or key == "mobile":
-        return lambda e: key_value(e, key)
-    get: Callable[[Employee], Any] = itemgetter(index)  # a text field: id, username, sn
+        return [key_value(e, key) for e in records]
+    texts: list[str | None] = list(map(itemgetter(index), records))
     if key == "email":
-        return lambda e: (v.strip().casefold() or None) if (v := get(e)) else None
-    return lambda e: (v.strip() or None) if (v := get(e)) else None
+        return [(v.strip().casefold() or None) if v else None for v in texts]
+    return [(v.strip() or None) if v else None for v in texts]
 
 
 def _plainly_valid(merged: list[tuple[str, Employee]]) -> bool:

@@ -52,11 +52,14 @@ class Precedence:
         self._nones = (None,) * sources
 
     def merge(self, key: str, slots: Sequence[Employee | None]) -> Employee:
-        found = tuple(map(is_not, slots, self._nones))
+        return self.compiled(tuple(map(is_not, slots, self._nones)))(key, *slots)
+
+    def compiled(self, found: tuple[bool, ...]) -> Merge:
+        """The merge of people found in these sources (True: the source has them)."""
         merge = self._compiled.get(found)
         if merge is None:
             merge = self._compiled[found] = self._compile(found)
-        return merge(key, *slots)
+        return merge
 
     def placed(self, positions: tuple[Position, ...]) -> bool:
         """Positions a joined person can take: some, each in the joined tree (or the root)."""
