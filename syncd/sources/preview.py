@@ -225,6 +225,8 @@ def print_table(people: list[PersonPreview], console: Console, named: list[str])
     for person in people:
         head = f"{person.username or '?'}  {person.where}  {person.outcome}"
         console.print(printable(head + (f": {person.reason}" if person.reason else "")))
+        if not person.fields:  # set aside by the join before any field was made
+            continue
         rows: list[tuple[str, ...]] = [("platform field", "from", "source values", "value")]
         for row in person.fields:
             inputs = "  ".join(
