@@ -205,6 +205,10 @@ def test_preview_names_the_source_of_each_field(
     assert ann["positions.org"] == ("hr: department", "Head Office/R&D")
     assert ann["extension_id"] == ("the join key", "100")
     assert shown[0].where.startswith("hr: ") and " + ad: uid=ann," in shown[0].where
+    # Cat has no directory account yet: named by her HR row, she is shown waiting.
+    (cat,) = preview(company.write(), ["300"])
+    assert cat.outcome == "rejected" and cat.reason is not None
+    assert cat.reason.startswith("waiting for source 'ad'") and cat.where == "hr: key '300'"
 
 
 def test_an_hr_export_and_two_directory_domains(
