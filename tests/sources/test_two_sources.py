@@ -206,7 +206,7 @@ def test_preview_names_the_source_of_each_field(
     assert ann["extension_id"] == ("the join key", "100")
     assert shown[0].where.startswith("hr: ") and " + ad: uid=ann," in shown[0].where
     # Cat has no directory account yet: named by her HR row, she is shown waiting.
-    (cat,) = preview(company.write(), ["300"])
+    (cat,) = preview(company.write(), ["300", "nobody"])  # one number alone: N people
     assert cat.outcome == "rejected" and cat.reason is not None
     assert cat.reason.startswith("waiting for source 'ad'") and cat.where == "hr: key '300'"
 
