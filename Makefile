@@ -1,4 +1,5 @@
-# One command each: `make demo`, `make test`, `make bench` (`make bench-docs` also writes
+# One command each: `make demo` (`make demo DEMO_ARGS=--two-sources`: HR and a directory
+# joined), `make test`, `make bench` (`make bench-docs` also writes
 # docs/performance.md and README.md's headline). Each sets up what it needs.
 # Any Python 3.11 or newer: `make test PYTHON=python3.12`.
 PYTHON ?= python3
@@ -46,7 +47,7 @@ system-packages:
 	fi
 
 demo: $(VENV)/.installed
-	$(BIN)/syncd demo
+	$(BIN)/syncd demo $(DEMO_ARGS)
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check syncd tests benchmarks

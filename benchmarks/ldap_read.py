@@ -18,7 +18,7 @@ def main() -> None:
 
     imported = time.perf_counter() - began
     settings = load_settings(Path(sys.argv[1]))
-    assert settings.source.ldap is not None
+    assert settings.source is not None and settings.source.ldap is not None
     started, cpu = time.perf_counter(), time.process_time()
     directory = read_ldap(settings.source.ldap)
     seconds, read_cpu = time.perf_counter() - started, time.process_time() - cpu

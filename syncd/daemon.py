@@ -312,7 +312,7 @@ class Daemon:
                 seconds=random.uniform(0, s.jitter_seconds)
             )
             self._add("start", DateTrigger(run_date=at), "full", options)
-        ldap = self.settings.source.kind == "ldap"
+        ldap = self.settings.source is not None and self.settings.source.kind == "ldap"
         regular: BaseTrigger
         if s.cron:
             regular = cron_trigger(s.cron, jitter=s.jitter_seconds)
@@ -495,7 +495,7 @@ class Daemon:
 
 def _timing(settings: Settings) -> tuple[Any, ...]:
     """What the jobs' triggers are made from: a reload that keeps it keeps the next run."""
-    return (settings.schedule, settings.source.kind)
+    return (settings.schedule, settings.source.kind if settings.source is not None else "joined")
 
 
 def _name(signum: int) -> str:

@@ -9,13 +9,59 @@ from pathlib import Path
 from syncd.data import SAMPLE
 from syncd.errors import ConfigError
 
-SAMPLE_FILES = ("employees.csv", "departments.csv")
+SAMPLE_FILES = ("employees.csv", "departments.csv", "directory.csv")
 MARKER = ".syncd-demo"  # written into every demo folder: only such a folder is ever cleared
 # Everything a demo writes into its folder; nothing else there is touched.
 DEMO_FILES = (*SAMPLE_FILES, "syncd.toml", "report.html", "state", MARKER)
 
 
-def prepare(folder: Path, base_url: str, client_secret: str) -> Path:
+ONE_SOURCE = [
+    "[source]",
+    'kind = "csv"',
+    "[source.csv]",
+    'employees = "employees.csv"',
+    'departments = "departments.csv"',
+    "# A mapping rule: English names family name first (Jianguo Wang -> Wang Jianguo).",
+    "[source.mapping.fields]",
+    "en_name = { transforms = [{ replace = ['^(\\S+) (\\S+)$', '\\2 \\1'] }] }",
+]
+# `syncd demo --two-sources`: the HR export and a directory's export (as an AD domain would
+# give it), joined on the work number: HR decides who works where, the directory decides
+# usernames, e-mail and mobiles.
+TWO_SOURCES = [
+    "[[sources]]",
+    'name = "hr"',
+    'kind = "csv"',
+    "[sources.csv]",
+    'employees = "employees.csv"',
+    'departments = "departments.csv"',
+    "[[sources]]",
+    'name = "directory"',
+    'kind = "csv"',
+    "[sources.csv]",
+    'layout = "paths"',
+    'employees = "directory.csv"',
+    "[sources.csv.columns]",
+    'id = "objectGUID"',
+    'username = "sAMAccountName"',
+    'name = "displayName"',
+    'email = "mail"',
+    'sn = "employeeID"',
+    "[join]",
+    'key = "sn"',
+    'missing = "wait"',
+    "[join.precedence]",
+    'name = ["hr"]',
+    'department = ["hr"]',
+    'job_title = ["hr"]',
+    'status = ["hr"]',
+    'username = ["directory"]',
+    'email = ["directory"]',
+    'mobile = ["directory", "hr"]',
+]
+
+
+def prepare(folder: Path, base_url: str, client_secret: str, two_sources: bool = False) -> Path:
     """A fresh demo folder with copies of the sample data and settings; returns their path.
 
     The folder must be new, empty, or a previous demo's: then only the demo's own files are
@@ -32,14 +78,7 @@ def prepare(folder: Path, base_url: str, client_secret: str) -> Path:
             [
                 "# Written by `syncd demo`: the sample company and a local platform emulator.",
                 'state_dir = "state"',
-                "[source]",
-                'kind = "csv"',
-                "[source.csv]",
-                'employees = "employees.csv"',
-                'departments = "departments.csv"',
-                "# A mapping rule: English names family name first (Jianguo Wang -> Wang Jianguo).",
-                "[source.mapping.fields]",
-                "en_name = { transforms = [{ replace = ['^(\\S+) (\\S+)$', '\\2 \\1'] }] }",
+                *(TWO_SOURCES if two_sources else ONE_SOURCE),
                 "[platform]",
                 f'base_url = "{base_url}"',
                 'domain_id = "acme"',
@@ -76,7 +115,7 @@ def _clear(folder: Path) -> None:
             path.unlink()
 
 
-def change_company(folder: Path) -> list[str]:
+def change_company(folder: Path, two_sources: bool = False) -> list[str]:
     """What HR changed since the first sync: a hire, a leaver, a move. Returns what was done."""
     path = folder / "employees.csv"
     with path.open(encoding="utf-8", newline="") as handle:
@@ -97,6 +136,16 @@ def change_company(folder: Path) -> list[str]:
         writer = csv.DictWriter(handle, fieldnames=fields)
         writer.writeheader()
         writer.writerows(rows)
+    if two_sources:  # the directory too: the hire's account made, the leaver's deleted
+        directory = folder / "directory.csv"
+        with directory.open(encoding="utf-8", newline="") as handle:
+            accounts = [r for r in csv.reader(handle) if r[1] != "chenzhiqiang"]
+        accounts.append(
+            ["6f1c0041-0000-4000-8000-000000000041", "linxue", "Xue Lin",
+             "linxue@corp.example", "13800000041", "10041", ""]
+        )  # fmt: skip
+        with directory.open("w", encoding="utf-8", newline="") as handle:
+            csv.writer(handle, lineterminator="\n").writerows(accounts)
     return [
         "hired 林雪 (linxue) into 前端开发部",
         "陈志强 (chenzhiqiang) left the company",

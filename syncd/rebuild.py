@@ -330,7 +330,7 @@ def rebuild_state(settings: Settings, *, dry_run: bool) -> Unknown:
     """``syncd state rebuild``: read the source (completely) and the platform, and take
     into the state database what syncd wrote there that it lost (unless ``dry_run``)."""
     from syncd.lock import run_lock
-    from syncd.sources import read_directory
+    from syncd.sources import read_source
 
     engine = store.open_engine(settings.database, settings.database_url)
     try:
@@ -339,7 +339,7 @@ def rebuild_state(settings: Settings, *, dry_run: bool) -> Unknown:
             run_lock(settings.state_dir, "state rebuild"),
             PlatformClient(platform_of(settings), store.TokenStore(engine)) as client,
         ):
-            directory = read_directory(settings.source)
+            directory = read_source(settings)
             if not directory.complete:
                 raise StateError(
                     "the source read was not complete (rejected rows that name nobody, or an "

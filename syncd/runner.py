@@ -51,7 +51,7 @@ from syncd.policy import limits_of, policy_of
 from syncd.recovery import Recovery, recover
 from syncd.runs import after_run
 from syncd.snapshot import lineage
-from syncd.sources import describe, read_directory
+from syncd.sources import describe_sources, read_source, source_kind
 from syncd.sources.photos import photo_reader
 from syncd.survey.settle import settle
 from syncd.survey.view import adopting, newcomers, read_platform, with_adoptions
@@ -155,13 +155,13 @@ class _Run:
         self.started = now_ms()
         self.summary: dict[str, Any] = {}
         self.recovery_note: str | None = None
-        read = "full" if settings.source.kind == "csv" else request.read
+        read = "full" if source_kind(settings) != "ldap" else request.read
         self.run_id = store.start_run(
             engine,
             trigger=request.trigger,
             mode="dry_run" if request.dry_run else "apply",
             read=read,
-            source=describe(settings.source),
+            source=describe_sources(settings),
             started_at=self.started,
             epoch=self.turn.epoch if self.turn is not None else None,
             instance=self.lease.me.instance,
@@ -289,7 +289,7 @@ class _Run:
                 if unchanged.view_digest(view) == memo.view:
                     return head, view, memo
             with collection_paused(freeze=True):
-                directory = self._read()
+                directory = self._read(head)
             self._step("reading the platform, planning")
             view = reads.result()  # the reader is done: what it read of the store is plain
             with collection_paused(freeze=True):
@@ -377,20 +377,24 @@ class _Run:
             raise _StoppedEarly
         self.progress.step(doing, read)
 
-    def _read(self) -> Directory:
+    def _read(self, snapshot: Snapshot) -> Directory:
         since = None
-        if self.request.read == "incremental" and self.settings.source.kind == "ldap":
+        if self.request.read == "incremental" and source_kind(self.settings) == "ldap":
             since = cursors.source_mark(self.engine)
         self._step("reading the source")
-        directory = read_directory(
-            self.settings.source,
+        directory = read_source(
+            self.settings,
             since=since,
             count=lambda n: self._step("reading the source", n),
+            # Several sources are joined knowing what syncd last wrote of everyone.
+            synced=store.with_people(self.engine, snapshot).employees
+            if self.settings.joined
+            else None,
         )
         self.result.directory = directory
         self.summary["source"] = {
-            "kind": self.settings.source.kind,
-            "where": describe(self.settings.source),
+            "kind": source_kind(self.settings),
+            "where": describe_sources(self.settings),
             "read": "full" if directory.complete else "incremental",
             "departments": len(directory.departments),
             "employees": len(directory.employees),
@@ -412,7 +416,7 @@ class _Run:
         with a mark to read from (if a guess is wrong, the run only reads more or finds
         no one deleted on the platform)."""
         return (
-            self.settings.source.kind != "ldap"
+            source_kind(self.settings) != "ldap"
             or self.request.read == "full"
             or cursors.source_mark(self.engine) is None
         )
@@ -428,7 +432,7 @@ class _Run:
         applied = ApplyResult()
         if the_plan.changes:  # else no executor: its set-up goes over the whole snapshot
             assert directory is not None  # only an unchanged source is not read: no changes
-            photos = photo_reader(self.settings.source)  # None unless source.photos.enabled
+            photos = photo_reader(self.settings.source) if self.settings.source else None
             if snapshot.partial:  # the executor's set-up goes over everyone, as syncd left them
                 snapshot = store.with_people(self.engine, snapshot)
             platform = platform_of(self.settings)

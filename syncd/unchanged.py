@@ -76,16 +76,21 @@ def replayed(engine: Engine, memo: Memo) -> tuple[Plan, list[GuardDecision], dic
 def source_digest(settings: Settings) -> str | None:
     """The source's files and the settings that shape its read and its plan, with this
     syncd's code; None where the source cannot be digested without reading it."""
-    source = settings.source
-    if source.kind != "csv" or source.csv is None or source.photos.enabled:
-        return None
+    # Several sources ([[sources]]): digested when every one is CSV, with the join.
+    sources = [settings.source] if settings.source is not None else list(settings.sources)
+    files = []
+    for source in sources:
+        if source.kind != "csv" or source.csv is None or source.photos.enabled:
+            return None
+        files += [source.csv.employees, source.csv.departments]
     if not settings.sync.skip_unchanged:
         return None
     platform = platform_of(settings)
     h = hashlib.blake2b(digest_size=16)
     for text in (
         _code_stamp(),
-        repr(source),  # the lookup tables of mapping rules are read into it
+        *map(repr, sources),  # the lookup tables of mapping rules are read into it
+        repr(settings.join),
         repr(settings.sync),  # the policy and the guards' limits
         platform.base_url,
         platform.org_code,
@@ -93,7 +98,7 @@ def source_digest(settings: Settings) -> str | None:
         h.update(text.encode())
         h.update(b"\0")
     try:
-        for path in (source.csv.employees, source.csv.departments):
+        for path in files:
             if path is not None:
                 with path.open("rb") as handle:
                     h.update(hashlib.file_digest(handle, "blake2b").digest())

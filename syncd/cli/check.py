@@ -36,7 +36,7 @@ def check(
     """Read the source and show what it holds; the platform and its secret are not needed."""
     from syncd.model import match_index
     from syncd.report import printable
-    from syncd.sources import describe, read_directory
+    from syncd.sources import describe_sources, read_source
 
     settings = settings_from(config, platform=False)
     if preview or people:
@@ -45,9 +45,9 @@ def check(
         show_preview(settings, people or [], "json" if output is Output.JSON else "table", out)
         return
     with spinner("reading the source") if live(settings.log_format) else nullcontext():
-        directory = read_directory(settings.source)
+        directory = read_source(settings)
     # What was read, when the source says (the LDAP server used, after any failover).
-    where = directory.source or describe(settings.source)
+    where = directory.source or describe_sources(settings)
     departed = sum(1 for e in directory.employees.values() if e.state == "departed")
     if output is Output.JSON:
         print_json(

@@ -82,6 +82,13 @@ def demo(
     folder: Annotated[
         Path, typer.Option(metavar="DIR", help="Where the demo keeps its files and state.")
     ] = Path(".syncd/demo"),
+    two_sources: Annotated[
+        bool,
+        typer.Option(
+            "--two-sources",
+            help="The HR export and a directory's export, joined on the work number.",
+        ),
+    ] = False,
 ) -> None:
     """Sync the sample company into a local emulator, change it, sync again, show both runs."""
     _need_the_emulator("syncd demo")
@@ -93,17 +100,18 @@ def demo(
 
     with serve_in_thread(EmulatorOptions()) as platform:
         config = scenario.prepare(
-            folder.resolve(), platform.base_url, platform.options.client_secret
+            folder.resolve(), platform.base_url, platform.options.client_secret, two_sources
         )
         settings = settings_from(config)
         # Titles fit 80 columns: a longer one is cut, and with it the command it names.
-        out.rule("0. the mapping rule, previewed: syncd check --preview wangjianguo")
+        previewed = "each field's source" if two_sources else "the mapping rule"
+        out.rule(f"0. {previewed}, previewed: syncd check --preview wangjianguo")
         show_preview(settings, ["wangjianguo"], "table", out)
         out.rule(f"1. first sync: the sample company into {platform.base_url}")
         first = run_sync(settings, RunRequest(trigger="demo"))
         _print_run(settings, first, show=15)
         out.rule("2. HR changes the export")
-        for line in scenario.change_company(folder):
+        for line in scenario.change_company(folder, two_sources):
             out.print(f"  {line}")
         out.rule("3. second sync: only the changes are sent")
         second = run_sync(settings, RunRequest(trigger="demo"))

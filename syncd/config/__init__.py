@@ -35,7 +35,7 @@ from syncd.config.notifications import (
 from syncd.config.platform import PlatformSettings
 from syncd.config.section import PositiveFloat, PositiveInt, Section
 from syncd.config.service import MetricsSettings, ReportSettings, ScheduleSettings, StatusSettings
-from syncd.config.settings import DEFAULT_STATE_DIR, Settings, platform_of
+from syncd.config.settings import DEFAULT_STATE_DIR, Settings, platform_of, source_of
 from syncd.config.source import (
     LDAP_SCHEMES,
     CsvDepartmentColumns,
@@ -80,4 +80,5 @@ __all__ = [
     "log_format_hint",
     "platform_of",
     "salvaged_settings",
+    "source_of",
 ]

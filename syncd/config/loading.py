@@ -266,10 +266,14 @@ _PATH_KEYS = (
 
 def _with_paths_resolved(data: dict[str, Any], base: Path) -> dict[str, Any]:
     """Relative paths in a settings file are relative to the file's own directory."""
-    for keys in _PATH_KEYS:
+    path_keys = list(_PATH_KEYS)
+    several = data.get("sources")
+    for i in range(len(several) if isinstance(several, list) else 0):
+        path_keys += [(f"sources.{i}", *k[1:]) for k in _PATH_KEYS if k[0] == "source"]
+    for keys in path_keys:
         parent: Any = data
         for key in keys[:-1]:
-            parent = parent.get(key) if isinstance(parent, dict) else None
+            parent = _entry(parent, key)
         value = parent.get(keys[-1]) if isinstance(parent, dict) else None
         if isinstance(value, str) and value and not Path(value).is_absolute():
             parent[keys[-1]] = str(base / value)
@@ -280,22 +284,36 @@ def _with_paths_resolved(data: dict[str, Any], base: Path) -> dict[str, Any]:
     return data
 
 
+def _entry(parent: Any, key: str) -> Any:
+    """``parent[key]``, where ``sources.1`` is the second [[sources]] entry; None if absent."""
+    if key.startswith("sources.") and isinstance(parent, dict):
+        entries, index = parent.get("sources"), int(key.split(".")[1])
+        return entries[index] if isinstance(entries, list) and index < len(entries) else None
+    return parent.get(key) if isinstance(parent, dict) else None
+
+
 def _mapping_transforms(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """The transforms written as tables in source.mapping (lookups name files)."""
-    source = data.get("source")
-    mapping = source.get("mapping") if isinstance(source, dict) else None
+    """The transforms written as tables in source.mapping, and in each [[sources]] entry's
+    mapping (lookups name files)."""
+    several = data.get("sources")
     found = []
-    for section in ("fields", "extra", "properties"):
-        rules = mapping.get(section) if isinstance(mapping, dict) else None
-        for rule in rules.values() if isinstance(rules, dict) else ():
-            transforms = rule.get("transforms") if isinstance(rule, dict) else None
-            found += [t for t in transforms or () if isinstance(t, dict)]
+    for source in [data.get("source"), *(several if isinstance(several, list) else ())]:
+        mapping = source.get("mapping") if isinstance(source, dict) else None
+        for section in ("fields", "extra", "properties"):
+            rules = mapping.get(section) if isinstance(mapping, dict) else None
+            for rule in rules.values() if isinstance(rules, dict) else ():
+                transforms = rule.get("transforms") if isinstance(rule, dict) else None
+                found += [t for t in transforms or () if isinstance(t, dict)]
     return found
 
 
 def _describe(where: str, exc: ValidationError) -> str:
     problems = []
     for err in exc.errors(include_url=False):
+        if err["type"] == "value_error" and not err["loc"]:
+            # The settings as a whole (source or sources, join): the text names its keys.
+            problems.append(str(err.get("ctx", {}).get("error", err["msg"])))
+            continue
         key = ".".join(str(part) for part in err["loc"]) or "(top level)"
         message = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
         if err["type"] == "extra_forbidden":

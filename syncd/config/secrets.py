@@ -48,7 +48,21 @@ def _with_secrets(settings: Settings, required: bool, platform: bool = True) -> 
     """
     if not required:
         return settings
-    for section_name, value_key, file_key, credential, dotted in _SECRETS:
+    secrets = list(_SECRETS)
+    for i, source in enumerate(settings.sources):  # [[sources]]: each LDAP source's password
+        if source.ldap is not None:
+            name = f"sources.{i}.ldap"
+            # One systemd credential per source: bind_password.<name>.
+            secrets.append(
+                (
+                    name,
+                    "bind_password",
+                    "bind_password_file",
+                    f"bind_password.{source.name}",
+                    f"sources.{source.name}.ldap.bind_password",
+                )
+            )
+    for section_name, value_key, file_key, credential, dotted in secrets:
         if section_name == "platform" and not platform:
             continue
         section = _section(settings, section_name)
@@ -77,20 +91,30 @@ def _replaced(settings: Settings, dotted: str, update: dict[str, Any]) -> Settin
     """Settings with the section at ``dotted`` (``source.ldap``) updated: frozen, so copied
     along the path up to the top."""
     parts = dotted.split(".")
-    chain: list[Any] = [settings]
+    if parts[0] == "sources":  # sources.<i>.ldap: one entry of the list, copied
+        index = int(parts[1])
+        entry = _replaced_in(settings.sources[index], parts[2:], update)
+        entries = [*settings.sources[:index], entry, *settings.sources[index + 1 :]]
+        result: Settings = settings.model_copy(update={"sources": entries})
+        return result
+    result = _replaced_in(settings, parts, update)
+    return result
+
+
+def _replaced_in(top: Any, parts: list[str], update: dict[str, Any]) -> Any:
+    chain: list[Any] = [top]
     for part in parts:
         chain.append(getattr(chain[-1], part))
     updated: Any = chain[-1].model_copy(update=update)
     for parent, part in zip(reversed(chain[:-1]), reversed(parts), strict=True):
         updated = parent.model_copy(update={part: updated})
-    result: Settings = updated
-    return result
+    return updated
 
 
 def _section(settings: Settings, name: str) -> Any:
     obj: Any = settings
     for part in name.split("."):
-        obj = getattr(obj, part, None)
+        obj = obj[int(part)] if part.isdigit() else getattr(obj, part, None)
         if obj is None:
             return None
     return obj
@@ -115,6 +139,11 @@ def _holds_secret(data: dict[str, Any]) -> bool:
         (("notifications", "email"), "password"),
         (("notifications", "webhook"), "secret"),
     )
+    several = data.get("sources")
+    for entry in several if isinstance(several, list) else ():
+        ldap = entry.get("ldap") if isinstance(entry, dict) else None
+        if isinstance(ldap, dict) and ldap.get("bind_password"):
+            return True
     for path, key in inline:
         section: Any = data
         for part in path:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
-from pydantic import SecretStr, field_validator
+from pydantic import SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from syncd.config.notifications import NotificationSettings
@@ -19,6 +19,7 @@ from syncd.config.service import (
     StatusSettings,
 )
 from syncd.config.source import SourceSettings
+from syncd.config.sources import JoinSettings, NamedSource, check_sources
 from syncd.config.sync import SyncSettings
 from syncd.errors import ConfigError
 
@@ -40,7 +41,10 @@ class Settings(BaseSettings):
     database_url: SecretStr | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["text", "json"] = "text"
-    source: SourceSettings
+    # One source ([source]) or several, joined ([[sources]] and [join]): one of the two.
+    source: SourceSettings | None = None
+    sources: list[NamedSource] = []
+    join: JoinSettings | None = None
     # Required, but None when loaded for a command that never talks to the platform
     # (syncd check): see load_settings; what talks to it takes platform_of(settings).
     platform: PlatformSettings | None
@@ -77,6 +81,26 @@ class Settings(BaseSettings):
             )
         return SecretStr(value.get_secret_value().strip())
 
+    @model_validator(mode="after")
+    def _one_source_or_several(self) -> Settings:
+        if self.source is not None and self.sources:
+            raise ValueError(
+                "both [source] and [[sources]] are given: one source is [source], several "
+                "are [[sources]] entries (each with a name) and [join]"
+            )
+        if self.source is None and not self.sources:
+            raise ValueError("key source: required key is missing ([source] or [[sources]])")
+        if self.sources:
+            check_sources(self.sources, self.join or JoinSettings())
+        elif self.join is not None:
+            raise ValueError("[join] joins several sources: give them as [[sources]] entries")
+        return self
+
+    @property
+    def joined(self) -> bool:
+        """Whether several sources are read and joined ([[sources]])."""
+        return bool(self.sources)
+
     @property
     def database(self) -> Path:
         return self.state_dir / "syncd.db"
@@ -98,8 +122,9 @@ class Settings(BaseSettings):
     def secret_values(self) -> list[str]:
         """Every secret in these settings, for log and report redaction."""
         secrets = [self.platform.client_secret if self.platform is not None else None]
-        if self.source.ldap is not None:
-            secrets.append(self.source.ldap.bind_password)
+        for source in [self.source, *self.sources]:
+            if source is not None and source.ldap is not None:
+                secrets.append(source.ldap.bind_password)
         secrets += [self.notifications.email.password, self.notifications.webhook.secret]
         found = [s.get_secret_value() for s in secrets if s is not None and s.get_secret_value()]
         if self.database_url is not None:  # the URL's password, and the URL that holds it
@@ -107,6 +132,14 @@ class Settings(BaseSettings):
             password = unquote(urlsplit(url).password or "")
             found += [value for value in (password, url) if value]
         return found
+
+
+def source_of(settings: Settings) -> SourceSettings:
+    """The one source's section ([source]), for what reads a single source; several
+    ([[sources]]) are read through syncd.sources.read_source."""
+    if settings.source is None:
+        raise ConfigError("several sources ([[sources]]): this reads one source ([source])")
+    return settings.source
 
 
 def platform_of(settings: Settings) -> PlatformSettings:

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from syncd.config import SourceSettings
+from syncd.config import Settings, SourceSettings
+from syncd.config.sources import FIELD_NAMES, JoinSettings, deciders, key_of
+from syncd.errors import SourceError
 from syncd.model import Directory
+from syncd.plan.join import Joined, JoinRules, SourceRead, join
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from syncd.plan.values import SyncedEmployee
     from syncd.sources._trace import Count, Tracer
 
 
@@ -60,3 +66,81 @@ def describe(settings: SourceSettings) -> str:
         return "csv:" + ",".join(str(f) for f in files if f is not None)
     assert settings.ldap is not None
     return "ldap:" + ",".join(settings.ldap.urls)
+
+
+# ---------------------------------------------------------------- several sources
+
+
+def read_source(
+    settings: Settings,
+    *,
+    since: str | None = None,
+    count: Count | None = None,
+    synced: Mapping[str, SyncedEmployee] | None = None,
+) -> Directory:
+    """The settings' source read: [source] as it is, or every [[sources]] entry joined
+    (``synced``: the snapshot's people, see syncd.plan.join.join).
+
+    Several sources are read in full each time (``since`` applies to one LDAP source)."""
+    if settings.source is not None:
+        return read_directory(settings.source, since=since, count=count)
+    return read_joined(settings, count=count, synced=synced).directory
+
+
+def read_joined(
+    settings: Settings,
+    *,
+    count: Count | None = None,
+    traces: Mapping[str, Tracer] | None = None,
+    explain: bool = False,
+    synced: Mapping[str, SyncedEmployee] | None = None,
+) -> Joined:
+    """Each [[sources]] entry read as it would be alone, then joined (syncd.plan.join).
+
+    A source that cannot be read stops the read, naming the source: nothing is planned
+    from some sources' word alone, so nobody becomes a leaver for want of one."""
+    reads = []
+    done = 0
+    for source in settings.sources:
+
+        def counted(n: int, before: int = done) -> None:
+            if count is not None:
+                count(before + n)
+
+        try:
+            directory = read_directory(source, trace=(traces or {}).get(source.name), count=counted)
+        except SourceError as exc:
+            raise SourceError(f"source {source.name!r}: {exc}") from exc
+        done += len(directory.employees)
+        join_settings = settings.join or JoinSettings()
+        reads.append(
+            SourceRead(
+                source.name,
+                directory,
+                key=key_of(join_settings, source.name),
+                required=source.role == "required",
+            )
+        )
+    return join(reads, join_rules(settings), explain=explain, synced=synced)
+
+
+def join_rules(settings: Settings) -> JoinRules:
+    """The [join] settings as the join takes them: model fields, every source named."""
+    join_settings = settings.join or JoinSettings()
+    precedence = {
+        FIELD_NAMES.get(name, name): deciders(join_settings, settings.sources, name)
+        for name in join_settings.precedence
+    }
+    return JoinRules(precedence=precedence, missing=join_settings.missing)
+
+
+def source_kind(settings: Settings) -> str:
+    """csv or ldap for one source; joined for several ([[sources]]: every read is full)."""
+    return settings.source.kind if settings.source is not None else "joined"
+
+
+def describe_sources(settings: Settings) -> str:
+    """Where the settings' sources read from, for reports: never a secret."""
+    if settings.source is not None:
+        return describe(settings.source)
+    return " + ".join(f"{s.name}={describe(s)}" for s in settings.sources)

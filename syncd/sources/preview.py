@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
 
-from syncd.config import Settings
+from syncd.config import Settings, SourceSettings
 from syncd.mapping import FieldRule, Get, Template
 from syncd.model import Directory, Employee
 from syncd.report import printable
@@ -68,10 +68,22 @@ class PersonPreview:
 class Preview:
     """A Tracer that keeps what the preview shows, for the people it is asked about."""
 
-    def __init__(self, settings: Settings, wanted: int | Iterable[str]) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        wanted: int | Iterable[str],
+        source: SourceSettings | None = None,
+        ids: frozenset[str] = frozenset(),
+    ) -> None:
+        """``source``: one of several ([[sources]]), else the settings' [source]; ``ids``:
+        the people wanted by their source ids, as well as by username."""
         self.settings = settings
+        found = source or settings.source
+        assert found is not None  # several sources: each is previewed with its own
+        self.source = found
         self.count = wanted if isinstance(wanted, int) else None
         self.usernames = set() if isinstance(wanted, int) else {u.casefold() for u in wanted}
+        self.ids = ids
         self.people: list[PersonPreview] = []
         self._own: Mapping[str, tuple[str, ...]] = {}
 
@@ -84,12 +96,17 @@ class Preview:
         if self.count is not None:
             if len(self.people) >= self.count:
                 return
-        elif not {(username or "").casefold(), (own_username or "").casefold()} & self.usernames:
+        elif not self._wanted(username, own_username, outcome):
             return
         state = "left out" if outcome.left_out else "rejected" if outcome.reason else "synced"
         person = PersonPreview(where, username, state, outcome.reason, _employee=outcome.employee)
         person.fields = self._fields(get, outcome.employee)
         self.people.append(person)
+
+    def _wanted(self, username: str | None, own: str | None, outcome: Outcome) -> bool:
+        if {(username or "").casefold(), (own or "").casefold()} & self.usernames:
+            return True
+        return outcome.employee is not None and outcome.employee.id in self.ids
 
     def finish(self, directory: Directory) -> list[PersonPreview]:
         """Settle what the read's last checks decided (duplicates, unknown departments)."""
@@ -111,7 +128,7 @@ class Preview:
         return self.people
 
     def _fields(self, get: Get, e: Employee | None) -> list[FieldPreview]:
-        mapping = self.settings.source.mapping
+        mapping = self.source.mapping
         rows: list[FieldPreview] = []
         for name, platform in PLATFORM_FIELDS.items():
             rule = mapping.fields.get(name)
@@ -141,7 +158,7 @@ class Preview:
         return rows
 
     def _extra_names(self) -> set[str]:
-        source = self.settings.source
+        source = self.source
         if source.csv is not None:
             return set(source.csv.extra_columns.values())
         return set(source.ldap.extra_attributes.values()) if source.ldap is not None else set()
@@ -172,6 +189,10 @@ def preview(settings: Settings, targets: list[str]) -> list[PersonPreview]:
         wanted = int(targets[0])
     elif targets:
         wanted = targets
+    if settings.source is None:  # several sources: each field with the source that gave it
+        from syncd.sources.joined_preview import joined_preview
+
+        return joined_preview(settings, wanted)
     tracer = Preview(settings, wanted)
     directory = read_directory(settings.source, trace=tracer)
     return tracer.finish(directory)
@@ -204,6 +225,8 @@ def print_table(people: list[PersonPreview], console: Console, named: list[str])
     for person in people:
         head = f"{person.username or '?'}  {person.where}  {person.outcome}"
         console.print(printable(head + (f": {person.reason}" if person.reason else "")))
+        if not person.fields:  # set aside by the join before any field was made
+            continue
         rows: list[tuple[str, ...]] = [("platform field", "from", "source values", "value")]
         for row in person.fields:
             inputs = "  ".join(

@@ -76,3 +76,16 @@ def test_the_demo_previews_its_mapping_rule_and_the_platform_gets_what_it_makes(
     en_names = {e["username"]: e["en_name"] for e in held["employees"]}
     assert en_names["wangjianguo"] == "Wang Jianguo"
     assert en_names["linxue"] == "Lin Xue"  # the hire of the second sync: Xue Lin in the export
+
+
+def test_the_two_source_demo_joins_hr_and_the_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, output = cli.syncd(capsys, "demo", "--two-sources", "--folder", str(tmp_path / "demo"))
+    assert code == 0, output
+    assert "directory: sAMAccountName" in output and "hr: department" in output  # the preview
+    assert "wangjianguo@corp.example" in output  # the directory decides e-mail
+    # xiting has no account yet: she waits; chenzhiqiang left HR and the directory: locked.
+    assert "key '10039'" in output and "waiting for source 'directory'" in output
+    assert "lock employee chenzhiqiang" in output
+    assert "run 2: ok (exit 0)" in output

@@ -24,7 +24,7 @@ from syncd import saved_plan
 from syncd import snapshot as store
 from syncd.cli.screen import print_plan
 from syncd.clock import now_ms
-from syncd.config import platform_of
+from syncd.config import platform_of, source_of
 from syncd.model import Department, Directory, Employee, Kind, Position, State
 from syncd.plan import (
     DAY_MS,
@@ -211,7 +211,7 @@ def documents(p: Plan) -> list[object]:
 def test_the_runners_steps_plan_as_loading_everything(changed: World, complete: bool) -> None:
     settings = changed.settings()
     changed.company.write(changed.folder)
-    directory = read_directory(settings.source)
+    directory = read_directory(source_of(settings))
     if not complete:  # an incremental read: bob and dan changed, nobody else read
         named = {k: e for k, e in directory.employees.items() if e.username in ("bob", "dan")}
         directory = replace(directory, employees=named, complete=False, _paths={})

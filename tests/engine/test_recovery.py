@@ -13,7 +13,7 @@ import pytest
 
 from syncd import snapshot as store
 from syncd.clock import now_ms
-from syncd.config import platform_of
+from syncd.config import platform_of, source_of
 from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_OK
 from syncd.plan import Action, PlatformView, plan
@@ -139,7 +139,7 @@ def test_updates_journaled_as_sent_but_never_sent_are_not_recorded_as_done(
     # An incremental run lists no node: the snapshot alone must still say D3 is to move.
     root = client.root()
     unlisted = PlatformView(root.id, root.name or "", {}, False)
-    directory = read_directory(settings.source)
+    directory = read_directory(source_of(settings))
     again = plan(
         directory, store.load_snapshot(engine, fields=True), unlisted, policy_of(settings), now_ms()
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from syncd.cli import run_cli
-from syncd.config import load_settings, platform_of
+from syncd.config import load_settings, platform_of, source_of
 from syncd.data import SAMPLE
 from syncd.init import UNITS_START
 from tests.support.cli import syncd
@@ -44,8 +44,9 @@ def test_the_csv_settings_read_the_sample_company_as_written(
         (tmp_path / name).write_bytes(SAMPLE.joinpath(name).read_bytes())
 
     settings = load_settings(path)
-    assert settings.source.csv is not None
-    assert settings.source.csv.employees == tmp_path / "employees.csv"
+    source = source_of(settings)
+    assert source.csv is not None
+    assert source.csv.employees == tmp_path / "employees.csv"
     platform = platform_of(settings)
     assert platform.client_secret is not None
     assert platform.client_secret.get_secret_value() == "platform-secret"
@@ -67,11 +68,12 @@ def test_the_ldap_settings_load_as_written_with_the_passwords_as_credentials(
     assert "password =" not in text and "secret =" not in text  # no secret, even as a placeholder
 
     settings = load_settings(path)
-    assert settings.source.kind == "ldap" and settings.source.ldap is not None
-    assert settings.source.ldap.flavor == kind
-    assert settings.source.ldap.urls[0].startswith("ldaps://")
-    assert settings.source.ldap.bind_password is not None
-    assert settings.source.ldap.bind_password.get_secret_value() == "ldap-password"
+    source = source_of(settings)
+    assert source.kind == "ldap" and source.ldap is not None
+    assert source.ldap.flavor == kind
+    assert source.ldap.urls[0].startswith("ldaps://")
+    assert source.ldap.bind_password is not None
+    assert source.ldap.bind_password.get_secret_value() == "ldap-password"
     assert platform_of(settings).client_secret is not None
 
 

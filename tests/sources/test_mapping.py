@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from syncd.config import CsvSource, LdapSource, load_settings
+from syncd.config import CsvSource, LdapSource, load_settings, source_of
 from syncd.errors import ConfigError, SourceError
 from syncd.mapping import Lookup, RuleFailure, Rules, SourceMapping, Template
 from syncd.model import Directory, Employee, State, match_index, match_value
@@ -226,7 +226,7 @@ def test_lookup_files_are_relative_to_the_settings_file(tmp_path: Path) -> None:
 
     settings = load_settings(path)
 
-    (step,) = settings.source.mapping.fields["job_title"].transforms
+    (step,) = source_of(settings).mapping.fields["job_title"].transforms
     assert isinstance(step, Lookup) and step.lookup.table == {"SWE": "Engineer"}
 
 

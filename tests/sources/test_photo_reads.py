@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from syncd.config import CsvSource, LdapSource, PhotoSettings, SourceSettings, load_settings
+from syncd.config import (
+    CsvSource,
+    LdapSource,
+    PhotoSettings,
+    SourceSettings,
+    load_settings,
+    source_of,
+)
 from syncd.errors import ConfigError, SourceError
 from syncd.model import Directory, Employee, Kind, Photo, RejectedRow
 from syncd.photos import PhotoUnavailable
@@ -290,7 +297,7 @@ def test_a_csv_photo_folder_is_required_and_must_be_a_folder(tmp_path: Path) -> 
     with pytest.raises(ConfigError, match=r"source\.photos\.folder is not set"):
         load_settings(config)
     config.write_text(config.read_text().replace("enabled = true", 'enabled = true\nfolder = "p"'))
-    assert load_settings(config).source.photos.folder == tmp_path / "p"  # beside the file
+    assert source_of(load_settings(config)).photos.folder == tmp_path / "p"  # beside the file
 
     source = csv_source(tmp_path, ROWS)
     (tmp_path / "photos").rmdir()

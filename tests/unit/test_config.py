@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from syncd.config import load_settings, platform_of
+from syncd.config import load_settings, platform_of, source_of
 from syncd.errors import ConfigError
 
 BASE = """
@@ -46,8 +46,9 @@ def test_environment_overrides_the_file_and_paths_are_relative_to_it(
     monkeypatch.setenv("SYNCD_PLATFORM__BATCH_SIZE", "300")
     settings = load_settings(path)
     assert platform_of(settings).batch_size == 300
-    assert settings.source.csv is not None
-    assert settings.source.csv.employees == tmp_path / "people.csv"
+    source = source_of(settings)
+    assert source.csv is not None
+    assert source.csv.employees == tmp_path / "people.csv"
     assert settings.secret_values() == ["s3cret-value"]
     assert "s3cret-value" not in repr(settings)
 
@@ -173,9 +174,10 @@ def test_the_example_settings_load_and_state_the_real_defaults(
     assert settings.sync == SyncSettings()
     assert settings.reports == ReportSettings()
     assert settings.metrics == MetricsSettings()
-    assert settings.source.csv is not None
-    assert settings.source.csv.columns == CsvEmployeeColumns()
-    assert settings.source.csv.employees == example.parent / "sample" / "employees.csv"
+    source = source_of(settings)
+    assert source.csv is not None
+    assert source.csv.columns == CsvEmployeeColumns()
+    assert source.csv.employees == example.parent / "sample" / "employees.csv"
     defaults = PlatformSettings(
         base_url="https://p", domain_id="d", org_code="o", client_id="c", org_id="o"
     )

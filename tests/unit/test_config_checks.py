@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from syncd.config import load_settings, platform_of
+from syncd.config import load_settings, platform_of, source_of
 from syncd.errors import ConfigError
 from tests.unit.test_config import BASE, write
 
@@ -74,8 +74,9 @@ def test_a_web_url_in_the_ldap_urls_is_a_settings_error(tmp_path: Path, url: str
 def test_ldap_urls_and_the_expected_server_name_load(tmp_path: Path) -> None:
     text = LDAP + 'urls = ["ldaps://10.0.0.5", "ldap://dc2"]\ntls_server_name = "dc.acme.example"\n'
     settings = load_settings(write(tmp_path, text + PLATFORM), require_secrets=False)
-    assert settings.source.ldap is not None
-    assert settings.source.ldap.tls_server_name == "dc.acme.example"
+    source = source_of(settings)
+    assert source.ldap is not None
+    assert source.ldap.tls_server_name == "dc.acme.example"
 
 
 def test_check_needs_no_platform_secret_but_still_reads_the_bind_password(
