@@ -47,6 +47,7 @@ from syncd.plan import (
 from syncd.platform import PlatformClient
 from syncd.policy import limits_of, policy_of
 from syncd.recovery import recover
+from syncd.report.value import scheduled_summary
 from syncd.runs import after_run
 from syncd.snapshot import lineage
 from syncd.sources import describe, read_directory
@@ -70,6 +71,8 @@ class RunRequest:
     trigger: str = "shell"
     save_plan: Path | None = None  # a dry run: write its plan there for `syncd apply`
     saved: SavedPlan | None = None  # apply this saved plan, if it is the plan made now
+    # The time the plan is made for, in ms (tests set the date; None: the wall clock).
+    now_ms: int | None = None
 
 
 @dataclass
@@ -209,7 +212,7 @@ class _Run:
             held = {e.username: k for k, e in snapshot.employees.items()}
             snapshot.fields.prefetch([held[u] for u in view.changed if u in held])
         with collection_paused(freeze=True):
-            the_plan = plan(directory, snapshot, view, policy, now_ms())
+            the_plan = plan(directory, snapshot, view, policy, self._now())
         saved = self.request.saved
         guards = check_guards(the_plan, directory, snapshot, limits_of(self.settings, self.request))
         if saved is not None or self.request.save_plan is not None:
@@ -270,7 +273,7 @@ class _Run:
                 loaded.set_exception(exc)
                 raise
             loaded.set_result(snapshot)
-            memo = unchanged.recall(self.engine, digest, snapshot, now_ms())
+            memo = unchanged.recall(self.engine, digest, snapshot, self._now())
             if memo is not None:
                 self._step("reading the platform")
                 view = adopting(reads.result(), client, snapshot, memo.newcomers, match_by)
@@ -302,6 +305,8 @@ class _Run:
         self.summary["planned"] = {
             f"{k.value}.{a.value}": n for (k, a), n in the_plan.counts().items()
         }
+        if the_plan.scheduled:  # what the clock will do: not changes
+            self.summary["scheduled"] = scheduled_summary(the_plan.scheduled)
         with store.write(self.engine) as conn:
             store.insert_items(conn, self.run_id, item_rows(the_plan.changes))  # streamed
             # Recorded now, so a run killed during its apply still tells what it planned.
@@ -354,6 +359,10 @@ class _Run:
         self.result.source = self.summary["source"]
         store.copy_rejected(self.engine, memo.run_id, self.run_id)
         return the_plan, guards
+
+    def _now(self) -> int:
+        """The time the plan is made for: the request's (tests), else the wall clock."""
+        return self.request.now_ms if self.request.now_ms is not None else now_ms()
 
     def _step(self, doing: str, read: int | None = None) -> None:
         """Tell the progress what is under way; a signal before anything is sent stops the
@@ -442,6 +451,8 @@ class _Run:
         else:
             applied.new_problems += known_problems.untold(self.engine, self.run_id)
         self.result.applied = applied
+        if the_plan.end_dates:  # for the people syncd holds now
+            store.record_end_dates(self.engine, the_plan.end_dates)
         self.summary["known_problems"] = len(known_problems.rows(self.engine))  # not failing
         self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
         if applied.error is not None:

@@ -301,7 +301,9 @@ class Employees(Pipeline):
     def _settle_lock(self, batch: list[Item], lock: bool) -> None:
         (item,) = batch
         c = item.change
-        reason = ("departed" if c.record is not None else "missing") if lock else None
+        reason = (
+            (c.lock_reason or ("departed" if c.record is not None else "missing")) if lock else None
+        )
         since = self.now_ms()
         self._record(
             [(item, "ok", None, None)],

@@ -30,6 +30,7 @@ from dataclasses import replace
 
 from syncd.model import Directory, Employee, Kind, Position
 from syncd.plan.actions import REMOVING, SHOWN_ORDER, Action, in_order, listed
+from syncd.plan.dates import DatePolicy, Scheduled
 from syncd.plan.departments import DepartmentPlanner
 from syncd.plan.employees import EmployeePlanner
 from syncd.plan.fields import (
@@ -79,6 +80,7 @@ __all__ = [
     "Action",
     "Census",
     "Change",
+    "DatePolicy",
     "GuardDecision",
     "KnownProblem",
     "Limits",
@@ -90,6 +92,7 @@ __all__ = [
     "PlatformView",
     "Policy",
     "Reactivations",
+    "Scheduled",
     "Snapshot",
     "SyncedDepartment",
     "SyncedEmployee",
@@ -150,8 +153,14 @@ def plan(
         ),
         notes=tuple(notes),
         unweighed_since=staff.unweighed_since(),
-        removal_due=staff.removal_due,
+        removal_due=_earliest(staff.removal_due, staff.dates.due()),
+        scheduled=staff.dates.in_order(),
+        end_dates=staff.dates.end_dates,
     )
+
+
+def _earliest(*moments: int | None) -> int | None:
+    return min((m for m in moments if m is not None), default=None)
 
 
 def in_synced_spelling(directory: Directory, snapshot: Snapshot) -> Directory:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from syncd.model import Directory, Kind
 from syncd.plan.actions import Action
+from syncd.plan.dates import NOT_STARTED
 from syncd.plan.values import Plan, Snapshot
 
 
@@ -75,6 +76,8 @@ def reactivations(p: Plan, snapshot: Snapshot) -> Reactivations:
             synced = held.get(c.key)
             if synced is None:
                 adopted += 1
+            elif synced.locked and synced.lock_reason == NOT_STARTED:
+                pass  # a new hire's start day: locked by syncd only until then
             elif synced.locked:
                 returning += 1
             else:

@@ -9,7 +9,7 @@ from sqlalchemy import Connection, text
 
 from syncd.model import serial_no
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 9
 # How long a statement waits for another connection's lock (a batch's transaction, a
 # backup) before the run fails with "database is locked". Token renewals never wait for it
 # (``tokens``): they take turns under a lock file of their own.
@@ -75,6 +75,17 @@ def _v7_token_keys(conn: Connection) -> None:
     conn.exec_driver_sql("DELETE FROM tokens WHERE app NOT LIKE '%#%'")
 
 
+def _v8_reserved(conn: Connection) -> None:
+    """Reserved for another change made alongside (high availability): nothing here."""
+
+
+def _v9_end_dates(conn: Connection) -> None:
+    """The end dates table (syncd.snapshot.end_dates)."""
+    from syncd.snapshot.end_dates import create_table
+
+    create_table(conn)
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _create_v1,
     _v2_safe_serials,
@@ -83,5 +94,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v5_sent_index,
     _v6_known_problems,
     _v7_token_keys,
+    _v8_reserved,
+    _v9_end_dates,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION
