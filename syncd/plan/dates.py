@@ -4,8 +4,8 @@ Pure: a date is a calendar day in ``sync.dates.time_zone`` (IANA, through zonein
 each moment syncd acts at is an instant in milliseconds since the epoch.
 
 - **The end** of a day is the first instant from which that zone's calendar never shows
-  the day again: the next midnight, or, where the clocks go back at midnight, the second
-  one; where they skip midnight, the instant the next day begins. An end date locks the
+  the day again: the next midnight (its first time, where clocks set back from 01:00
+  repeat it); where clocks skip midnight, the instant the next day begins. An end date locks the
   person at the first run at or after the end of that day, never before.
 - **The start** of a day is the end of the day before it: a start date unlocks (or
   creates) the person at the first run from then on.
@@ -67,10 +67,10 @@ def day_end_ms(day: dt.date, time_zone: str) -> int:
     """The first instant after which ``day`` is never again the date in ``time_zone``."""
     tz = zone(time_zone)
     following = day + DAY
-    midnight = dt.datetime(following.year, following.month, following.day, tzinfo=tz)
-    # fold=0 and fold=1 differ only where midnight is repeated (the later one counts) or
-    # skipped (fold=0 takes the offset before the gap: the instant the next day begins).
-    return max(_ms(midnight), _ms(midnight.replace(fold=1)))
+    # fold=0: where midnight comes twice (clocks set back from 01:00), its first time, when
+    # the next day has begun; where it is skipped (set forward), the offset before the gap,
+    # which makes the instant the next day begins.
+    return _ms(dt.datetime(following.year, following.month, following.day, tzinfo=tz))
 
 
 def day_start_ms(day: dt.date, time_zone: str) -> int:

@@ -85,7 +85,13 @@ class EffectiveDates:
             return e
         if synced is not None and synced.locked and synced.lock_reason == NOT_STARTED:
             self.unlock_reasons[e.id] = f"start date {e.start_date} reached"
-        if t.end is not None and e.state is State.ACTIVE and not (synced and synced.locked):
+        ahead = t.end is not None and now < t.end  # a re-hire's earlier end is behind
+        if (
+            ahead
+            and t.end is not None
+            and e.state is State.ACTIVE
+            and not (synced and synced.locked)
+        ):
             self._schedule_end(e.id, e.username, e.end_date or "", t.end)
         return e
 
