@@ -436,7 +436,7 @@ class _Run:
                 department_path=partial(_directory_path, directory, view.root_name),
                 batch_size=platform.batch_size,
                 concurrency=platform.concurrency,
-                now_ms=now_ms,
+                now_ms=self._now,  # the injected time too (locked_since, grace periods)
                 progress=self.progress,
                 stop=self.stop,
                 photos=photos,
