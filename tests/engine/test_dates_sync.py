@@ -11,7 +11,8 @@ from pathlib import Path
 
 from syncd import snapshot as store
 from syncd.errors import EXIT_OK
-from syncd.report import render_json, render_text
+from syncd.report import render_json
+from syncd.report.text import render_text
 from syncd.runner import RunResult
 from syncd.runs import load_report
 from tests.engine.company import (
