@@ -182,6 +182,6 @@ def test_the_time_zone_is_an_iana_name() -> None:
         with pytest.raises(ValueError, match="is not a time zone"):
             DateSettings(time_zone=bad)
     with pytest.raises(ValueError):
-        DateSettings(before_start="maybe")  # type: ignore[arg-type]
+        DateSettings.model_validate({"before_start": "maybe"})
     with pytest.raises(ValueError):
         DateSettings(create_days_before_start=-1)
