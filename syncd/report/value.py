@@ -318,6 +318,7 @@ def scheduled_summary(items: Sequence[Scheduled]) -> dict[str, Any]:
                 "display": s.display,
                 "action": s.action,
                 "at": iso_time(s.at_ms),
+                "at_ms": s.at_ms,
                 "message": s.message,
             }
             for s in items[:SHOWN_SCHEDULED]

@@ -103,6 +103,10 @@ def test_future_hires_and_end_dates_take_effect_at_their_hour_in_the_zone(world:
     before = sync(world, "2026-12-31T22:59")
     assert before.plan is not None and before.plan.changes == ()
     assert before.directory is None  # not read: unchanged since the run before
+    assert [(s.display, s.action) for s in before.plan.scheduled] == [
+        ("ann", "lock"),
+        ("fay", "create"),
+    ]  # still told, as the run that read the file found it
     assert not locked(world, "ann") and "fay" not in world.platform().people
 
     # Midnight in Paris: ann's end date is over, fay's window opens.
