@@ -38,12 +38,12 @@ def load_end_dates(raw: sqlite3.Connection) -> dict[str, str]:
 @translated
 def record_end_dates(engine: Engine, changes: Mapping[str, str | None]) -> None:
     """Source id -> the end date read now (None: none any more), for those syncd holds;
-    rows of people syncd no longer holds go."""
-    if not changes:
-        return
+    rows of people syncd no longer holds go (a source id made again later must not find
+    an earlier end date)."""
     with write(engine) as conn:
         keys = [(k,) for k in changes]
-        conn.exec_driver_sql("DELETE FROM end_dates WHERE source_id = ?", keys)
+        if keys:
+            conn.exec_driver_sql("DELETE FROM end_dates WHERE source_id = ?", keys)
         rows = [(k, d, k) for k, d in changes.items() if d is not None]
         if rows:
             conn.exec_driver_sql(

@@ -145,3 +145,22 @@ def test_a_bad_date_rejects_that_row_and_the_rest_syncs(world: World) -> None:
     assert row.key == "E2" and not row.may_hide_rows
     people = world.platform().people
     assert "bob" not in people and "ann" in people  # the rest is synced
+
+
+def test_a_state_database_from_before_dates_is_migrated_and_records_them(world: World) -> None:
+    world = dated_world(world)
+    sync(world, "2026-12-20T09:00")
+    database = world.folder / "state" / "syncd.db"
+    with sqlite3.connect(database) as db:  # as syncd before effective dates left it
+        db.execute("DROP TABLE end_dates")
+        db.execute("PRAGMA user_version = 7")
+    sync(world, "2026-12-21T09:00")
+    with sqlite3.connect(database) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (store.SCHEMA_VERSION,)
+        assert db.execute("SELECT * FROM end_dates").fetchall() == [("E1", "2026-12-31")]
+    # Gone from the state with the person: ann removed from the platform and the source.
+    world.sync_settings.update(leaver_policy="remove")
+    world.company.employees.remove(world.company.person("ann"))
+    sync(world, "2026-12-22T09:00")
+    with sqlite3.connect(database) as db:
+        assert db.execute("SELECT * FROM end_dates").fetchall() == []
