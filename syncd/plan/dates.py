@@ -80,6 +80,7 @@ def day_start_ms(day: dt.date, time_zone: str) -> int:
     return day_end_ms(day - DAY, time_zone)
 
 
+@lru_cache(maxsize=4096)  # the same few instants for many people: their days' midnights
 def local_time(at_ms: int, time_zone: str) -> str:
     """An instant as the zone's wall clock: ``2027-01-01 00:00 Europe/Paris``."""
     moment = _EPOCH + dt.timedelta(milliseconds=at_ms)
@@ -112,6 +113,7 @@ class Timeline(NamedTuple):
         return self.window is not None and now_ms >= self.window
 
 
+@lru_cache(maxsize=65536)  # people share dates: 100,000 have a few thousand pairs
 def timeline(start_date: str | None, end_date: str | None, policy: DatePolicy) -> Timeline:
     start_day, end_day = parse_day(start_date), parse_day(end_date)
     if end_day is not None and end_day >= _NO_END:
