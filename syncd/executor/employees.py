@@ -276,7 +276,9 @@ class Employees(Pipeline):
                 "lock_reason": "departed" if departed else None,
                 "locked_since": self.now_ms(),
             }
-        return {"locked": False, "lock_reason": None, "locked_since": None}
+        # A hire made before the start day starts "not_started", unlocked until the lock
+        # planned with it settles (syncd.plan.schedule: a failed one is planned again).
+        return {"locked": False, "lock_reason": c.lock_reason, "locked_since": None}
 
     def _set_locks(self, items: list[Item], *, lock: bool) -> None:
         ready = []

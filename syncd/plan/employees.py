@@ -348,8 +348,8 @@ class EmployeePlanner:
             if e.state is State.DEPARTED:
                 self.never_synced_departed += 1
                 return
-            self.upserts.append(self.change(Action.CREATE, e, None, hash=wanted))
-            self.dates.created_early(self, e)
+            early = self.dates.created_early(self, e)  # a lock until the start day, if early
+            self.upserts.append(self.change(Action.CREATE, e, None, hash=wanted, lock_reason=early))
             return
         if not self.may_adopt(e, person):
             return

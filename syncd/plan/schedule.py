@@ -75,6 +75,14 @@ class EffectiveDates:
             if before and synced is not None and synced.locked:
                 self._schedule_start(e, t)
             return e
+        early = synced is not None and synced.lock_reason == NOT_STARTED and not synced.locked
+        if before and early and e.state is State.ACTIVE:
+            # Created before the start, and the lock failed: locked again (nobody else is
+            # locked because their start date is ahead).
+            why = f"created before the start date {e.start_date}: locked until then"
+            self.lock_reasons[e.id] = (why, NOT_STARTED)
+            self._schedule_start(e, t)
+            return e._replace(state=State.DEPARTED)
         if before and synced is not None and synced.locked:
             # Held locked (ended, departed, or created before the start): until the start.
             if e.state is State.ACTIVE:
@@ -140,14 +148,17 @@ class EffectiveDates:
     def lock_reason(self, key: str) -> tuple[str, str | None] | None:
         return self.lock_reasons.get(key)
 
-    def created_early(self, planner: EmployeePlanner, e: Employee) -> None:
-        """A future hire created now, in the window: locked until the start day."""
+    def created_early(self, planner: EmployeePlanner, e: Employee) -> str | None:
+        """A future hire created now, in the window: locked until the start day. Returns
+        the lock reason their snapshot row starts with (unlocked, "not_started"): if the
+        lock fails, the next run before the start locks them again."""
         if e.id not in self.early:
-            return
+            return None
         why = f"created before the start date {e.start_date}: locked until then"
         planner.locks.append(
             planner.change(Action.LOCK, e, None, reason=why, lock_reason=NOT_STARTED)
         )
+        return NOT_STARTED
 
     # ------------------------------------------------------------ people not read
 

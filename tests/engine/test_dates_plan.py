@@ -8,7 +8,7 @@ syncd's own day arithmetic: "locked" must mean the end day is over in that zone.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
@@ -123,7 +123,9 @@ class World:
                 continue
             held = self.people.get(c.key)
             if c.action is Action.CREATE:
-                self.people[c.key] = SyncedEmployee(c.key, c.display, self.next_id, c.hash)
+                self.people[c.key] = SyncedEmployee(
+                    c.key, c.display, self.next_id, c.hash, lock_reason=c.lock_reason
+                )
                 self.next_id += 1
             elif c.action is Action.UPDATE and held is not None:
                 self.people[c.key] = held._replace(hash=c.hash)
@@ -558,3 +560,26 @@ def test_end_date_changes_are_reported_for_recording() -> None:
     world.apply(p, at("2026-12-01T09:00"))
     assert world.plan([person(end_date="2026-12-31")], at("2026-12-02T09:00")).end_dates == {}
     assert world.plan([person()], at("2026-12-02T09:00")).end_dates == {"e1": None}
+
+
+def test_a_future_hire_whose_lock_failed_is_locked_again_before_the_start() -> None:
+    world = World(paris(days_before=7))
+    ann = person(start_date="2026-12-01")
+    p = world.plan([ann], at("2026-11-25T09:00"))
+    assert actions(p) == ["create", "lock"]
+    # The create lands, the lock fails (the platform refused it): ann is active, early.
+    world.apply(replace(p, changes=tuple(c for c in p.changes if c.action is not Action.LOCK)), 0)
+    assert not world.people["e1"].locked and world.people["e1"].lock_reason == NOT_STARTED
+    p = world.sync([ann], at("2026-11-26T09:00"))
+    assert actions(p) == ["lock"]
+    assert p.changes[-1].lock_reason == NOT_STARTED and p.removals == 0
+    assert world.people["e1"].locked
+
+
+def test_after_the_start_a_failed_early_lock_is_not_made_up_for() -> None:
+    world = World(paris(days_before=7))
+    ann = person(start_date="2026-12-01")
+    p = world.plan([ann], at("2026-11-25T09:00"))
+    world.apply(replace(p, changes=tuple(c for c in p.changes if c.action is not Action.LOCK)), 0)
+    assert actions(world.sync([ann], at("2026-12-01T09:00"))) == []
+    assert not world.people["e1"].locked

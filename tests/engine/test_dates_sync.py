@@ -118,6 +118,9 @@ def test_future_hires_and_end_dates_take_effect_at_their_hour_in_the_zone(world:
         ("lock", "fay"),
     }
     assert locked(world, "ann") and locked(world, "fay")
+    with sqlite3.connect(world.folder / "state" / "syncd.db") as db:
+        reasons = dict(db.execute("SELECT username, lock_reason FROM employees WHERE locked"))
+    assert reasons == {"ann": "ended", "fay": "not_started"}
 
     # HR drops ann's row: she stays locked.
     world.company.employees.remove(world.company.person("ann"))
