@@ -48,7 +48,6 @@ class EffectiveDates:
         self.unlock_reasons: dict[str, str] = {}  # source id -> why, at the start day
         self.early: set[str] = set()  # created now, before their start: locked until then
         self.end_dates: dict[str, str | None] = {}  # Plan.end_dates
-        self.waiting = 0  # future hires not created yet
 
     # ------------------------------------------------------------ people read
 
@@ -72,7 +71,7 @@ class EffectiveDates:
                 why = f"end date {e.end_date} passed ({local_time(t.end, self.policy.time_zone)})"
                 self.lock_reasons[e.id] = (why, ENDED)
                 e = e._replace(state=State.DEPARTED)
-            if before and synced is not None and synced.locked:
+            if before and synced is not None:  # a re-hire: back on the new start day
                 self._schedule_start(e, t)
             return e
         early = synced is not None and synced.lock_reason == NOT_STARTED and not synced.locked
@@ -115,7 +114,6 @@ class EffectiveDates:
             self.early.add(e.id)
             self._schedule_start(e, t)
             return e
-        self.waiting += 1
         if locked and not t.in_window(now):
             message = (
                 f"create at {local_time(t.window, zone)}, locked until {local_time(t.start, zone)} "
