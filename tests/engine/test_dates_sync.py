@@ -11,7 +11,7 @@ from pathlib import Path
 
 from syncd import snapshot as store
 from syncd.errors import EXIT_OK
-from syncd.report import render_json
+from syncd.report import render_html, render_json
 from syncd.report.text import render_text
 from syncd.runner import RunResult
 from syncd.runs import load_report
@@ -88,6 +88,9 @@ def test_future_hires_and_end_dates_take_effect_at_their_hour_in_the_zone(world:
         "(the end of 2026-12-31, the end date)" in text
     )
     assert "scheduled: fay: create at 2027-01-01 00:00 Europe/Paris, locked until" in text
+    page = render_html(report)
+    assert "Scheduled, not done (2)" in page
+    assert "create at 2027-01-01 00:00 Europe/Paris, locked until" in page
     document = json.loads(render_json(report))
     assert document["scheduled"]["count"] == 2
     assert document["scheduled"]["items"][0]["at"].startswith("2026-12-31T23:00:00")
