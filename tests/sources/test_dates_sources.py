@@ -3,6 +3,7 @@ mapping rules; strict dates, a bad one rejecting its row only; the settings' tim
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncd.config import CsvEmployeeColumns, CsvSource, LdapSource, SyncSettings
+from syncd.config import CsvEmployeeColumns, CsvSource, LdapSource, SyncSettings, load_settings
 from syncd.config.dates import DateSettings
+from syncd.errors import ConfigError
 from syncd.mapping import SourceMapping
 from syncd.model import Directory, Employee
 from syncd.sources._text import parse_iso_day
@@ -185,3 +187,37 @@ def test_the_time_zone_is_an_iana_name() -> None:
         DateSettings.model_validate({"before_start": "maybe"})
     with pytest.raises(ValueError):
         DateSettings(create_days_before_start=-1)
+
+
+SETTINGS = """
+[source]
+kind = "csv"
+[source.csv]
+layout = "paths"
+employees = "people.csv"
+[platform]
+base_url = "https://platform.example"
+domain_id = "acme"
+org_code = "acme"
+client_id = "syncd"
+client_secret = "s3cret-value"
+org_id = "1"
+[sync.dates]
+time_zone = "{zone}"
+"""
+
+
+def test_a_settings_file_with_a_bad_time_zone_names_the_key_and_the_value(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in [n for n in os.environ if n.startswith("SYNCD_")]:
+        monkeypatch.delenv(name)
+    path = tmp_path / "syncd.toml"
+    path.write_text(SETTINGS.replace("{zone}", "Europe/Pari"), encoding="utf-8")
+    path.chmod(0o600)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path)
+    said = str(caught.value)
+    assert "sync.dates.time_zone" in said and "'Europe/Pari' is not a time zone" in said
+    monkeypatch.setenv("SYNCD_SYNC__DATES__TIME_ZONE", "Asia/Shanghai")
+    assert load_settings(path).sync.dates.time_zone == "Asia/Shanghai"
