@@ -583,3 +583,21 @@ def test_after_the_start_a_failed_early_lock_is_not_made_up_for() -> None:
     world.apply(replace(p, changes=tuple(c for c in p.changes if c.action is not Action.LOCK)), 0)
     assert actions(world.sync([ann], at("2026-12-01T09:00"))) == []
     assert not world.people["e1"].locked
+
+
+def test_rows_dropped_after_their_end_date_do_not_make_the_source_look_shrunken() -> None:
+    """HR exports only current staff: once 3 of 10 are locked past their end date, their
+    rows go, and the read of 7 is whole (the shrink guard does not count them)."""
+    world = World(paris())
+    staff = [
+        person(f"e{n}", f"user{n}", end_date="2026-12-31" if n < 3 else None) for n in range(10)
+    ]
+    world.sync(staff, at("2026-12-01T09:00"))
+    world.sync(staff, at("2027-01-01T09:00"))
+    assert sum(s.locked for s in world.people.values()) == 3
+    current = staff[3:]
+    p = world.plan(current, at("2027-01-02T09:00"))
+    limits = Limits(max_removal_ratio=0.10)
+    decisions = {g.name: g for g in check_guards(p, _directory(current), world.snapshot(), limits)}
+    assert decisions["source_shrink"].passed, decisions["source_shrink"].message
+    assert "past their end date" in decisions["source_shrink"].message
