@@ -451,9 +451,9 @@ class _Run:
         else:
             applied.new_problems += known_problems.untold(self.engine, self.run_id)
         self.result.applied = applied
-        # For the people syncd holds now; the end dates of those it let go of go too.
-        if the_plan.end_dates or the_plan.changes:
-            store.record_end_dates(self.engine, the_plan.end_dates)
+        # For the people syncd holds now; the dates of those it let go of go too.
+        if the_plan.dates or the_plan.changes:
+            store.record_dates(self.engine, the_plan.dates)
         self.summary["known_problems"] = len(known_problems.rows(self.engine))  # not failing
         self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
         if applied.error is not None:

@@ -155,7 +155,7 @@ def plan(
         unweighed_since=staff.unweighed_since(),
         removal_due=_earliest(staff.removal_due, staff.dates.due()),
         scheduled=staff.dates.in_order(),
-        end_dates=staff.dates.end_dates,
+        dates=staff.dates.recorded,
     )
 
 

@@ -101,7 +101,7 @@ class EmployeePlanner:
             if excluded and matches_any(e.username, excluded):
                 continue
             synced = self.snapshot.employees.get(e.id)
-            if e.start_date or e.end_date or e.id in self.snapshot.end_dates:
+            if e.start_date or e.end_date or self.dates.recorded_for(e.id):
                 dated = self.dates.effective(e, synced, self._taken)
                 if dated is None:
                     continue  # a future hire: scheduled

@@ -12,10 +12,12 @@ The rules (times are those of ``syncd.plan.dates``, in ``sync.dates.time_zone``)
   start day, then comes back by the usual rules (an unlock; the re-activation guard counts
   it, unless the lock was the one made before their start).
 - An end date locks the person at the first run after the end of that day. The end date
-  read is recorded (``Snapshot.end_dates``): someone whose row is not read (an incremental
-  read, a rejected row, a read that cannot say who is gone) is locked at its end all the
-  same. A complete read without them makes them a leaver as before (``leaver_policy``).
-  A changed or removed end date, read before it passes, is what counts from then on.
+  read is recorded (``Snapshot.end_dates``; a start date ahead, ``start_dates``): someone
+  whose row is not read (an incremental read, a rejected row, a read that cannot say who
+  is gone) is locked at its end all the same, and a hire locked before the start
+  unlocked on the day. A complete read without them makes them a leaver as before
+  (``leaver_policy``). A changed or removed end date, read before it passes, is what
+  counts from then on.
 - What the clock will do is listed as scheduled (``Plan.scheduled``), not as changes.
 """
 
@@ -47,7 +49,7 @@ class EffectiveDates:
         self.lock_reasons: dict[str, tuple[str, str | None]] = {}
         self.unlock_reasons: dict[str, str] = {}  # source id -> why, at the start day
         self.early: set[str] = set()  # created now, before their start: locked until then
-        self.end_dates: dict[str, str | None] = {}  # Plan.end_dates
+        self.recorded: dict[str, tuple[str | None, str | None]] = {}  # Plan.dates
 
     # ------------------------------------------------------------ people read
 
@@ -56,13 +58,15 @@ class EffectiveDates:
     ) -> Employee | None:
         """The person as their dates make them now (an ended one departed), or None when
         they are not to be planned yet (a future hire)."""
-        if e.end_date != self.snapshot.end_dates.get(e.id):
-            self.end_dates[e.id] = e.end_date
-        if e.start_date is None and e.end_date is None:
+        now, snapshot = self.now, self.snapshot
+        t = timeline(e.start_date, e.end_date, self.policy) if e.start_date or e.end_date else None
+        before = t is not None and t.before_start(now)
+        # Recorded: the end date, and the start date while it is ahead.
+        wanted = (e.start_date if before else None, e.end_date)
+        if wanted != (snapshot.start_dates.get(e.id), snapshot.end_dates.get(e.id)):
+            self.recorded[e.id] = wanted
+        if t is None:
             return e
-        t = timeline(e.start_date, e.end_date, self.policy)
-        now = self.now
-        before = t.before_start(now)
         if synced is None and before:
             return self._future_hire(e, t, taken)
         if t.ended(now):
@@ -143,6 +147,10 @@ class EffectiveDates:
 
     # ------------------------------------------------------------ what the planner asks
 
+    def recorded_for(self, key: str) -> bool:
+        """Whether the snapshot holds dates for this person (they may have been removed)."""
+        return key in self.snapshot.end_dates or key in self.snapshot.start_dates
+
     def lock_reason(self, key: str) -> tuple[str, str | None] | None:
         return self.lock_reasons.get(key)
 
@@ -162,15 +170,15 @@ class EffectiveDates:
 
     def unread(self, planner: EmployeePlanner) -> None:
         """People syncd holds whose row this read did not give (an incremental read, a
-        rejected row, a read that cannot say who is gone): locked at their recorded end
-        date. Those a complete read lacks are leavers, by the leaver policy."""
+        rejected row, a read that cannot say who is gone), by their recorded dates: locked
+        at the end date; a hire created locked before the start, unlocked on the start
+        day. Those a complete read lacks are leavers, by the leaver policy."""
         directory, snapshot = planner.directory, self.snapshot
-        if not snapshot.end_dates:
+        if not (snapshot.end_dates or snapshot.start_dates):
             return
         protected = directory.rejected_keys(Kind.EMPLOYEE)
         excluded = planner.policy.exclude_usernames
-        zone = self.policy.time_zone
-        for key, end_date in snapshot.end_dates.items():
+        for key in sorted({*snapshot.end_dates, *snapshot.start_dates}):
             synced = snapshot.employees.get(key)
             if synced is None or key in directory.employees:
                 continue
@@ -181,26 +189,48 @@ class EffectiveDates:
                 continue
             if synced.username in planner.view.deleted:
                 continue  # deleted on the platform: planned with drift
-            t = timeline(None, end_date, self.policy)
-            if t.end is None:
-                continue
-            if self.now < t.end:
-                if not synced.locked:
-                    self._schedule_end(key, synced.username, end_date, t.end)
-                continue
-            if synced.locked:
-                continue
-            # Locked on the platform meanwhile, while syncd held them unlocked: not unlocked.
-            planner.unlocks[:] = [c for c in planner.unlocks if c.key != key]
-            if any(c.key == key for c in planner.locks):
-                continue
-            why = (
-                f"end date {end_date} passed ({local_time(t.end, zone)}); "
-                "recorded, the row was not read"
-            )
-            planner.locks.append(
-                planner.change(Action.LOCK, None, synced, reason=why, lock_reason=ENDED)
-            )
+            start_date, end_date = snapshot.start_dates.get(key), snapshot.end_dates.get(key)
+            t = timeline(start_date, end_date, self.policy)
+            if t.ended(self.now):
+                assert end_date is not None
+                self._ended_unread(planner, synced, end_date, t)
+            elif t.end is not None and self.now < t.end and not synced.locked:
+                self._schedule_end(key, synced.username, end_date or "", t.end)
+            if synced.locked and synced.lock_reason == NOT_STARTED and t.start is not None:
+                self._started_unread(planner, synced, start_date or "", t)
+
+    def _ended_unread(
+        self, planner: EmployeePlanner, synced: SyncedEmployee, end_date: str, t: Timeline
+    ) -> None:
+        key = synced.source_id
+        if synced.locked or any(c.key == key for c in planner.locks):
+            return
+        assert t.end is not None
+        # Locked on the platform meanwhile, while syncd held them unlocked: not unlocked.
+        planner.unlocks[:] = [c for c in planner.unlocks if c.key != key]
+        zone = self.policy.time_zone
+        when = local_time(t.end, zone)
+        why = f"end date {end_date} passed ({when}); recorded, the row was not read"
+        planner.locks.append(
+            planner.change(Action.LOCK, None, synced, reason=why, lock_reason=ENDED)
+        )
+
+    def _started_unread(
+        self, planner: EmployeePlanner, synced: SyncedEmployee, start_date: str, t: Timeline
+    ) -> None:
+        """A hire created locked before their start, not read now: unlocked on the day."""
+        key = synced.source_id
+        assert t.start is not None
+        if self.now < t.start:
+            when = local_time(t.start, self.policy.time_zone)
+            message = f"unlock at {when} (start date {start_date})"
+            self._add(key, synced.username, Action.UNLOCK, t.start, message)
+            return
+        if t.ended(self.now) or any(c.key == key for c in (*planner.locks, *planner.unlocks)):
+            return
+        record = planner.drift.as_written(synced, planner.policy.extended_fields)
+        why = f"start date {start_date} reached; recorded, the row was not read"
+        planner.unlocks.append(planner.change(Action.UNLOCK, record, synced, reason=why))
 
     def due(self) -> int | None:
         return min((s.at_ms for s in self.scheduled), default=None)

@@ -76,8 +76,10 @@ class Snapshot:
     # Employee source id -> the known problems recorded for them (unique_values).
     problems: Mapping[str, tuple[KnownProblem, ...]] = field(default_factory=dict)
     # Employee source id -> the end date last read for them (ISO): locks at its end even
-    # when the row is not read again (syncd.plan.schedule).
+    # when the row is not read again; and the start date still ahead, for a hire created
+    # locked before it (syncd.plan.schedule).
     end_dates: Mapping[str, str] = field(default_factory=dict)
+    start_dates: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,9 +283,9 @@ class Plan:
     removal_due: int | None = None
     # What the clock will do (start and end dates), soonest first: not changes, not counted.
     scheduled: tuple[Scheduled, ...] = ()
-    # Employee source id -> the end date read now (None: none), where it differs from the
-    # snapshot's: recorded after an apply for the people syncd holds.
-    end_dates: Mapping[str, str | None] = field(default_factory=dict)
+    # Employee source id -> (start date still ahead, end date) read now (None: none), where
+    # they differ from the snapshot's: recorded after an apply for the people syncd holds.
+    dates: Mapping[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
     @property
     def removals(self) -> int:

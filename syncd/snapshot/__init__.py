@@ -13,7 +13,7 @@ cursors), ``tokens``, ``records`` (the snapshot), ``journal`` (runs and their it
 
 from __future__ import annotations
 
-from syncd.snapshot.end_dates import record_end_dates
+from syncd.snapshot.dates import record_dates
 from syncd.snapshot.engine import (
     backup,
     compact,
@@ -115,7 +115,7 @@ __all__ = [
     "open_engine",
     "problem_rows",
     "read_everyone",
-    "record_end_dates",
+    "record_dates",
     "record_problems",
     "resolve_problems",
     "run_summary",

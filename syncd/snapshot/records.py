@@ -20,7 +20,7 @@ from sqlalchemy import Connection, Engine, text
 
 from syncd.model import Kind
 from syncd.plan import Snapshot, SyncedDepartment, SyncedEmployee
-from syncd.snapshot.end_dates import load_end_dates
+from syncd.snapshot.dates import load_dates
 from syncd.snapshot.engine import translated
 from syncd.snapshot.problems import load_problems
 
@@ -49,7 +49,7 @@ def load_snapshot(engine: Engine) -> Snapshot:
         (count,) = raw.execute("SELECT COUNT(*) FROM employees").fetchone()
         photos = {r[0]: r[1] for r in raw.execute("SELECT source_id, digest FROM photos")}
         problems = load_problems(raw)
-        end_dates = load_end_dates(raw)
+        start_dates, end_dates = load_dates(raw)
     return Snapshot(
         departments,
         SyncedEmployees(engine, int(count)),
@@ -57,6 +57,7 @@ def load_snapshot(engine: Engine) -> Snapshot:
         PlacedLookup(engine),
         photos=photos,
         problems=problems,
+        start_dates=start_dates,
         end_dates=end_dates,
     )
 

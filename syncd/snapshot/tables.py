@@ -79,9 +79,9 @@ def _v8_reserved(conn: Connection) -> None:
     """Reserved for another change made alongside (high availability): nothing here."""
 
 
-def _v9_end_dates(conn: Connection) -> None:
-    """The end dates table (syncd.snapshot.end_dates)."""
-    from syncd.snapshot.end_dates import create_table
+def _v9_effective_dates(conn: Connection) -> None:
+    """The effective dates table (syncd.snapshot.dates)."""
+    from syncd.snapshot.dates import create_table
 
     create_table(conn)
 
@@ -95,6 +95,6 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v6_known_problems,
     _v7_token_keys,
     _v8_reserved,
-    _v9_end_dates,
+    _v9_effective_dates,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION

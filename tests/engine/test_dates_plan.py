@@ -95,11 +95,17 @@ class World:
     policy: Policy
     people: dict[str, SyncedEmployee] = field(default_factory=dict)
     end_dates: dict[str, str] = field(default_factory=dict)
+    start_dates: dict[str, str] = field(default_factory=dict)
     next_id: int = 1000
 
     def snapshot(self) -> Snapshot:
         departments = {"rd": SyncedDepartment("rd", 100, "Acme/R&D", "")}
-        return Snapshot(departments, dict(self.people), end_dates=dict(self.end_dates))
+        return Snapshot(
+            departments,
+            dict(self.people),
+            end_dates=dict(self.end_dates),
+            start_dates=dict(self.start_dates),
+        )
 
     def view(self) -> PlatformView:
         nodes = {ROOT: PlatformNode(ROOT, "Acme", None), 100: PlatformNode(100, "R&D", ROOT, "rd")}
@@ -141,12 +147,14 @@ class World:
                 )
             elif c.action is Action.REMOVE:
                 self.people.pop(c.key, None)
-        for key, end in p.end_dates.items():
-            if end is None or key not in self.people:
-                self.end_dates.pop(key, None)
-            else:
-                self.end_dates[key] = end
+        for key, (start, end) in p.dates.items():
+            for kept, value in ((self.start_dates, start), (self.end_dates, end)):
+                if value is None or key not in self.people:
+                    kept.pop(key, None)
+                else:
+                    kept[key] = value
         self.end_dates = {k: v for k, v in self.end_dates.items() if k in self.people}
+        self.start_dates = {k: v for k, v in self.start_dates.items() if k in self.people}
 
     def sync(self, rows: list[Employee], now: int, *, complete: bool = True) -> Plan:
         p = self.plan(rows, now, complete=complete)
@@ -281,6 +289,7 @@ def test_dates_never_lock_early_always_lock_after_and_create_nobody_before_the_w
         )
         before = world.people.get("e1")
         recorded = day(world.end_dates.get("e1"))
+        recorded_start = day(world.start_dates.get("e1"))
         rows = [row] if read == "row" else []
         p = world.sync(rows, now, complete=read != "incremental")
         done = actions(p)
@@ -313,10 +322,20 @@ def test_dates_never_lock_early_always_lock_after_and_create_nobody_before_the_w
                 assert end is not None and today > end and not rehire_back
             elif read == "incremental":
                 assert recorded is not None and today > recorded
-        if "unlock" in done:
+        if "unlock" in done and read == "incremental":
+            # A hire created locked before the start, not read: by the recorded start.
+            assert before is not None and before.lock_reason == NOT_STARTED
+            assert recorded_start is not None and today >= recorded_start
+            assert recorded is None or today <= recorded or recorded < recorded_start
+        elif "unlock" in done:
             assert read == "row" and state is State.ACTIVE
             assert start is None or today >= start
             assert end is None or rehire_back or today <= end
+        early = before is not None and before.locked and before.lock_reason == NOT_STARTED
+        if early and after is not None and read == "incremental" and recorded_start is not None:
+            over = recorded is not None and recorded >= recorded_start and today > recorded
+            if surely_today >= recorded_start and not over:
+                assert not after.locked, "the recorded start day came; the row was not read"
 
         held = after is not None and before is not None
         if held and read == "row" and state is State.ACTIVE and end is not None:
@@ -556,10 +575,10 @@ def _rejected(key: str, username: str) -> RejectedRow:
 def test_end_date_changes_are_reported_for_recording() -> None:
     world = World(paris())
     p = world.plan([person(end_date="2026-12-31")], at("2026-12-01T09:00"))
-    assert p.end_dates == {"e1": "2026-12-31"}
+    assert p.dates == {"e1": (None, "2026-12-31")}
     world.apply(p, at("2026-12-01T09:00"))
-    assert world.plan([person(end_date="2026-12-31")], at("2026-12-02T09:00")).end_dates == {}
-    assert world.plan([person()], at("2026-12-02T09:00")).end_dates == {"e1": None}
+    assert world.plan([person(end_date="2026-12-31")], at("2026-12-02T09:00")).dates == {}
+    assert world.plan([person()], at("2026-12-02T09:00")).dates == {"e1": (None, None)}
 
 
 def test_a_future_hire_whose_lock_failed_is_locked_again_before_the_start() -> None:

@@ -96,8 +96,8 @@ def test_future_hires_and_end_dates_take_effect_at_their_hour_in_the_zone(world:
     assert document["scheduled"]["items"][0]["at"].startswith("2026-12-31T23:00:00")
     assert "lock" not in document["totals"]["by_action"]
     with sqlite3.connect(world.folder / "state" / "syncd.db") as db:
-        assert db.execute("SELECT source_id, end_date FROM end_dates").fetchall() == [
-            ("E1", "2026-12-31")
+        assert db.execute("SELECT * FROM effective_dates").fetchall() == [
+            ("E1", None, "2026-12-31")
         ]
 
     # 23:59 in Paris on the 31st: nothing yet. The second such run does not even read the
@@ -158,15 +158,17 @@ def test_a_state_database_from_before_dates_is_migrated_and_records_them(world: 
     sync(world, "2026-12-20T09:00")
     database = world.folder / "state" / "syncd.db"
     with sqlite3.connect(database) as db:  # as syncd before effective dates left it
-        db.execute("DROP TABLE end_dates")
+        db.execute("DROP TABLE effective_dates")
         db.execute("PRAGMA user_version = 7")
     sync(world, "2026-12-21T09:00")
     with sqlite3.connect(database) as db:
         assert db.execute("PRAGMA user_version").fetchone() == (store.SCHEMA_VERSION,)
-        assert db.execute("SELECT * FROM end_dates").fetchall() == [("E1", "2026-12-31")]
+        assert db.execute("SELECT * FROM effective_dates").fetchall() == [
+            ("E1", None, "2026-12-31")
+        ]
     # Gone from the state with the person: ann removed from the platform and the source.
     world.sync_settings.update(leaver_policy="remove")
     world.company.employees.remove(world.company.person("ann"))
     sync(world, "2026-12-22T09:00")
     with sqlite3.connect(database) as db:
-        assert db.execute("SELECT * FROM end_dates").fetchall() == []
+        assert db.execute("SELECT * FROM effective_dates").fetchall() == []

@@ -31,7 +31,7 @@ def dated_settings(slapd: Slapd, base: str, emulator: Any, tmp_path: Path) -> Se
         'client_id = "syncd"\nclient_secret = "demo-secret"\norg_id = "acme"\n'
         "retry_backoff = 0.01\n"
         "[sync]\nmax_removal_ratio = 1.0\n"
-        '[sync.dates]\ntime_zone = "Asia/Shanghai"\n'
+        '[sync.dates]\ntime_zone = "Asia/Shanghai"\ncreate_days_before_start = 3\n'
     )
     config.chmod(0o600)
     return load_settings(config)
@@ -90,7 +90,14 @@ def test_a_recorded_end_date_locks_on_an_incremental_read_that_does_not_return_t
     assert planned(result) == {("lock", "judy")}
     assert admin.employee("judy").get("locked") is True
 
-    # Zoe's first day, on a full read: created then, and never before.
-    assert ("create", "zoe") not in planned(run(settings, "2027-01-03T15:59"))
-    assert ("create", "zoe") in planned(run(settings, "2027-01-03T16:00"))
+    # Zoe's window (3 days before her start) opened with the incremental read above, which
+    # did not return her: the next full read creates her, locked until her first day.
+    assert planned(run(settings, "2027-01-02T02:00")) == {("create", "zoe"), ("lock", "zoe")}
+    assert admin.employee("zoe").get("locked") is True
+    # Her first day begins at 16:00 UTC: unlocked by an incremental read that does not
+    # return her either (her start date was recorded with her).
+    assert planned(run(settings, "2027-01-03T15:59", "incremental")) == set()
+    result = run(settings, "2027-01-03T16:00", "incremental")
+    assert planned(result) == {("unlock", "zoe")}
+    assert all(g.name != "max_reactivations" for g in result.guards)
     assert admin.employee("zoe").get("locked") is not True
