@@ -178,9 +178,12 @@ class EffectiveDates:
             return
         protected = directory.rejected_keys(Kind.EMPLOYEE)
         excluded = planner.policy.exclude_usernames
-        for key in sorted({*snapshot.end_dates, *snapshot.start_dates}):
+        read = directory.employees
+        for key in dict.fromkeys((*snapshot.end_dates, *snapshot.start_dates)):
+            if key in read:
+                continue
             synced = snapshot.employees.get(key)
-            if synced is None or key in directory.employees:
+            if synced is None:
                 continue
             rejected = key in protected or look_alike(synced.username) in protected
             if directory.leavers_known and not rejected:
