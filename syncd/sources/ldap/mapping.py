@@ -78,6 +78,7 @@ class PeopleReader:
         self._first = {name: found[0] for name, found in self._slots.items()}
         self._rare_mapped = any(name in shape.fields for name in RARE_FIELDS)
         self._dates_mapped = any(name in shape.fields for name in DATE_FIELDS)
+        self._date_sources = {name: self._source(name) for name in DATE_FIELDS}
         self._account_checked = (
             shape.account_control_slot is not None or shape.expires_slot is not None
         )
@@ -226,11 +227,10 @@ class PeopleReader:
 
     def _dates(self, values: Plain) -> tuple[str | None, str | None]:
         """Start and end dates (sync.dates): YYYY-MM-DD, or a generalized time's day."""
+        where = self._date_sources
         return (
-            _effective_day(
-                self._text(values, "start_date"), "start_date", self._source("start_date")
-            ),
-            _effective_day(self._text(values, "end_date"), "end_date", self._source("end_date")),
+            _effective_day(self._text(values, "start_date"), "start_date", where["start_date"]),
+            _effective_day(self._text(values, "end_date"), "end_date", where["end_date"]),
         )
 
     def _source(self, field_name: str) -> str:
