@@ -38,7 +38,7 @@ from syncd.model import Employee
 # Model fields a rule may make (the id never: records are keyed by it).
 RULE_FIELDS = (
     "username", "name", "en_name", "email", "mobile", "tel", "sn", "gender", "birthday",
-    "job_title", "sort_order", "senior",
+    "job_title", "sort_order", "senior", "start_date", "end_date",
 )  # fmt: skip
 SETTING = "source.mapping"
 

@@ -92,6 +92,10 @@ class Employee(NamedTuple):
     # Custom platform fields: (data_schema_id, value), sorted by id; sent as ``properties``.
     properties: tuple[tuple[str, str], ...] = ()
     photo: Photo | None = None  # set as the avatar; never part of the employee's hash
+    # Effective dates (ISO YYYY-MM-DD, days in sync.dates.time_zone): never sent, never
+    # hashed; they decide when the person is created, locked and unlocked (plan.schedule).
+    start_date: str | None = None
+    end_date: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

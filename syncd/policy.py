@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from syncd.config import Settings
-from syncd.plan import Limits, Policy
+from syncd.plan import DatePolicy, Limits, Policy
 
 if TYPE_CHECKING:
     from syncd.runner import RunRequest
@@ -22,6 +22,11 @@ def policy_of(settings: Settings) -> Policy:
         username_change=s.username_change,
         match_by=s.match_by,
         extended_fields=dict(s.extended_fields),
+        dates=DatePolicy(
+            time_zone=s.dates.time_zone,
+            create_days_before_start=s.dates.create_days_before_start,
+            before_start=s.dates.before_start,
+        ),
     )
 
 

@@ -49,6 +49,7 @@ from syncd.plan import (
 from syncd.platform import PlatformClient
 from syncd.policy import limits_of, policy_of
 from syncd.recovery import Recovery, recover
+from syncd.report.value import scheduled_summary
 from syncd.runs import after_run
 from syncd.snapshot import lineage
 from syncd.sources import describe_sources, read_source, source_kind
@@ -72,6 +73,8 @@ class RunRequest:
     trigger: str = "shell"
     save_plan: Path | None = None  # a dry run: write its plan there for `syncd apply`
     saved: SavedPlan | None = None  # apply this saved plan, if it is the plan made now
+    # The time the plan is made for, in ms (tests set the date; None: the wall clock).
+    now_ms: int | None = None
 
 
 @dataclass
@@ -222,7 +225,7 @@ class _Run:
             # The fields planning weighs, then those of the people the draft changes: each
             # read once, in one query, before planning goes on; the plan is plain values.
             snapshot = store.weighed_fields(self.engine, snapshot, directory, view)
-            drafted = draft(directory, snapshot, view, policy, now_ms())
+            drafted = draft(directory, snapshot, view, policy, self._now())
             the_plan = finish(drafted, store.written_fields(self.engine, drafted.unwritten()))
         saved = self.request.saved
         guards = check_guards(the_plan, directory, snapshot, limits_of(self.settings, self.request))
@@ -282,7 +285,7 @@ class _Run:
                 self.settings,
                 census,
             )
-            memo = unchanged.recall(self.engine, digest, head, now_ms())
+            memo = unchanged.recall(self.engine, digest, head, self._now())
             if memo is not None:
                 self._step("reading the platform")
                 view = adopting(reads.result(), client, head, memo.newcomers, match_by)
@@ -317,6 +320,8 @@ class _Run:
         self.summary["planned"] = {
             f"{k.value}.{a.value}": n for (k, a), n in the_plan.counts().items()
         }
+        if the_plan.scheduled:  # what the clock will do: not changes
+            self.summary["scheduled"] = scheduled_summary(the_plan.scheduled)
         with store.write(self.engine) as conn:
             store.insert_items(conn, self.run_id, item_rows(the_plan.changes))  # streamed
             # Recorded now, so a run killed during its apply still tells what it planned.
@@ -369,6 +374,10 @@ class _Run:
         self.result.source = self.summary["source"]
         store.copy_rejected(self.engine, memo.run_id, self.run_id)
         return the_plan, guards
+
+    def _now(self) -> int:
+        """The time the plan is made for: the request's (tests), else the wall clock."""
+        return self.request.now_ms if self.request.now_ms is not None else now_ms()
 
     def _step(self, doing: str, read: int | None = None) -> None:
         """Tell the progress what is under way; a signal before anything is sent stops the
@@ -447,7 +456,7 @@ class _Run:
                 department_path=partial(_directory_path, directory, view.root_name),
                 batch_size=platform.batch_size,
                 concurrency=platform.concurrency,
-                now_ms=now_ms,
+                now_ms=self._now,  # the injected time too (locked_since, grace periods)
                 progress=self.progress,
                 stop=self.stop,
                 photos=photos,
@@ -463,6 +472,9 @@ class _Run:
         else:
             applied.new_problems += known_problems.untold(self.engine, self.run_id)
         self.result.applied = applied
+        # For the people syncd holds now; the dates of those it let go of go too.
+        if the_plan.dates or the_plan.changes:
+            store.record_dates(self.engine, the_plan.dates)
         self.summary["known_problems"] = len(known_problems.rows(self.engine))  # not failing
         self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
         if applied.error is not None:

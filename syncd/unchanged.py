@@ -34,7 +34,7 @@ from sqlalchemy import Engine
 import syncd
 from syncd import snapshot as store
 from syncd.config import Settings, platform_of
-from syncd.plan import GuardDecision, Note, Plan, PlatformView, Snapshot
+from syncd.plan import GuardDecision, Note, Plan, PlatformView, Scheduled, Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,13 @@ def replayed(engine: Engine, memo: Memo) -> tuple[Plan, list[GuardDecision], dic
     )
     guards = [GuardDecision(**g) for g in summary.get("guards", ())]
     source = {**summary.get("source", {}), "unchanged_since": memo.run_id}
-    return Plan((), tuple(notes)), guards, source
+    # What the clock will do, as that run found it (nothing of it is due before the memo).
+    scheduled = tuple(
+        Scheduled(i["key"], i["display"], i["action"], int(i["at_ms"]), i["message"])
+        for i in (summary.get("scheduled") or {}).get("items", ())
+        if "at_ms" in i
+    )
+    return Plan((), tuple(notes), scheduled=scheduled), guards, source
 
 
 def source_digest(settings: Settings) -> str | None:

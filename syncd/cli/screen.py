@@ -204,6 +204,14 @@ def print_plan(result: RunResult, show: int, *, long: bool = False) -> None:
         if len(the_plan.changes) > len(shown_changes):
             hidden = len(the_plan.changes) - len(shown_changes)
             out.print(f"  ... and {hidden:,} more: syncd reports show {result.run_id}")
+        # What the clock will do (start and end dates): not changes, not counted above.
+        scheduled = the_plan.scheduled[: show or None]
+        for item in scheduled:
+            text = f"{item.display}: {item.message}"
+            out.print(Text("  ") + labelled("scheduled:", "cyan", printable(text)))
+        if len(the_plan.scheduled) > len(scheduled):
+            hidden = len(the_plan.scheduled) - len(scheduled)
+            out.print(f"  ... and {hidden:,} more scheduled: syncd reports show {result.run_id}")
         # A drift note whose change is listed above would say it twice: the change's reason
         # names the drift (the report keeps every note).
         told = {c.key for c in shown_changes}
@@ -296,6 +304,7 @@ def run_document(engine: Engine, result: RunResult, show: int, code: int) -> dic
     """``syncd sync --output json``: the shape README.md documents."""
     from syncd import snapshot as store
     from syncd.plan import department_paths, in_order, listed
+    from syncd.report.value import scheduled_summary
 
     d, the_plan = result.source, result.plan
     changes = the_plan.changes if the_plan is not None else ()
@@ -320,6 +329,8 @@ def run_document(engine: Engine, result: RunResult, show: int, code: int) -> dic
         "notes": [{"kind": n.kind, "key": n.key, "message": n.message} for n in the_plan.notes]
         if the_plan is not None
         else [],
+        # What the clock will do (start and end dates): not done, not counted in "planned".
+        "scheduled": scheduled_summary(the_plan.scheduled if the_plan is not None else ()),
         "guards": [
             {"name": g.name, "passed": g.passed, "overridden": g.overridden, "message": g.message}
             for g in result.guards

@@ -38,6 +38,9 @@ class CsvEmployeeColumns(Section):
     sort_order: str | None = "sort_order"
     senior: str | None = "senior"
     status: str | None = "status"
+    # Effective dates (sync.dates), YYYY-MM-DD: read only when named here.
+    start_date: str | None = None
+    end_date: str | None = None
 
 
 def status_key(value: str) -> str:

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from syncd.config.dates import DateSettings
 from syncd.config.section import Section
 from syncd.model import MatchKey
 
@@ -38,3 +39,4 @@ class SyncSettings(Section):
     match_by: MatchKey = "username"  # a first run adopts platform accounts holding the same
     drift_check: bool = True
     skip_unchanged: bool = True  # see syncd.unchanged
+    dates: DateSettings = DateSettings()  # [sync.dates]: start and end dates

@@ -300,7 +300,9 @@ class Employees:
                 "lock_reason": "departed" if departed else None,
                 "locked_since": self.run.now_ms(),
             }
-        return {"locked": False, "lock_reason": None, "locked_since": None}
+        # A hire made before the start day starts "not_started", unlocked until the lock
+        # planned with it settles (syncd.plan.schedule: a failed one is planned again).
+        return {"locked": False, "lock_reason": c.lock_reason, "locked_since": None}
 
     def set_locks(self, items: list[Item], *, lock: bool) -> None:
         ready = []
@@ -325,7 +327,9 @@ class Employees:
     def _settle_lock(self, batch: list[Item], lock: bool) -> None:
         (item,) = batch
         c = item.change
-        reason = ("departed" if c.record is not None else "missing") if lock else None
+        reason = (
+            (c.lock_reason or ("departed" if c.record is not None else "missing")) if lock else None
+        )
         since = self.run.now_ms()
         self.run.record(
             [(item, "ok", None, None)],

@@ -33,6 +33,7 @@ from typing import Any
 
 from syncd.model import Directory, Employee, Kind, Photo, Position
 from syncd.plan.actions import REMOVING, SHOWN_ORDER, Action, in_order, listed
+from syncd.plan.dates import DatePolicy, Scheduled
 from syncd.plan.departments import DepartmentPlanner
 from syncd.plan.employees import EmployeePlanner
 from syncd.plan.fields import (
@@ -84,6 +85,7 @@ __all__ = [
     "Action",
     "Census",
     "Change",
+    "DatePolicy",
     "Draft",
     "FieldsNotLoaded",
     "GuardDecision",
@@ -97,6 +99,7 @@ __all__ = [
     "PlatformView",
     "Policy",
     "Reactivations",
+    "Scheduled",
     "Snapshot",
     "SyncedDepartment",
     "SyncedEmployee",
@@ -149,6 +152,8 @@ class Draft:
     unweighed_since: int | None
     removal_due: int | None
     extended_fields: Mapping[str, str]
+    scheduled: tuple[Scheduled, ...]  # future changes (effective dates): shown, not done
+    dates: Mapping[str, tuple[str | None, str | None]]  # recorded after the run (Plan.dates)
 
     def unwritten(self) -> list[str]:
         """The source ids under which syncd wrote the people these changes show as before."""
@@ -189,8 +194,10 @@ def draft(
         trailing=(*photos, *unlocks, *locks, *removes, *forgets, *deletes),
         notes=tuple(notes),
         unweighed_since=staff.unweighed_since(),
-        removal_due=staff.removal_due,
+        removal_due=_earliest(staff.removal_due, staff.dates.due()),
         extended_fields=policy.extended_fields,
+        scheduled=staff.dates.in_order(),
+        dates=staff.dates.recorded,
     )
 
 
@@ -216,6 +223,8 @@ def finish(drafted: Draft, written: Mapping[str, Mapping[str, Any] | None]) -> P
         notes=drafted.notes,
         unweighed_since=drafted.unweighed_since,
         removal_due=drafted.removal_due,
+        scheduled=drafted.scheduled,
+        dates=drafted.dates,
     )
 
 
@@ -226,6 +235,10 @@ def _shows_written(c: Change) -> bool:
         and c.action not in (Action.CREATE, Action.ADOPT)
         and not isinstance(c.record, Photo)
     )
+
+
+def _earliest(*moments: int | None) -> int | None:
+    return min((m for m in moments if m is not None), default=None)
 
 
 def in_synced_spelling(directory: Directory, snapshot: Snapshot) -> Directory:

@@ -17,6 +17,7 @@ from syncd.plan.adoption import adopted_by_key
 from syncd.plan.drift import PeopleDrift
 from syncd.plan.fields import EmployeeHasher
 from syncd.plan.messages import department_names, unsure_rows
+from syncd.plan.schedule import EffectiveDates
 from syncd.plan.usernames import username_changed
 from syncd.plan.values import (
     DAY_MS,
@@ -66,6 +67,7 @@ class EmployeePlanner:
         self.removal_due: int | None = None  # the next grace period to end (Plan.removal_due)
         # Old records whose username a new source id holds but may not take over: leavers.
         self.released: set[str] = set()
+        self.dates = EffectiveDates(policy, snapshot, now_ms)  # start and end dates
 
     def synced_holder(self, username: str) -> SyncedEmployee | None:
         """The synced record that holds this username in any spelling (syncd.spelling)."""
@@ -98,6 +100,11 @@ class EmployeePlanner:
             if excluded and matches_any(e.username, excluded):
                 continue
             synced = self.snapshot.employees.get(e.id)
+            if e.start_date or e.end_date or self.dates.recorded_for(e.id):
+                dated = self.dates.effective(e, synced, self._taken)
+                if dated is None:
+                    continue  # a future hire: scheduled
+                e = dated
             if synced is None:
                 self._plan_new(e, self.synced_holder(e.username))
                 continue
@@ -107,6 +114,7 @@ class EmployeePlanner:
             self._plan_synced(e, synced)
         self._plan_leavers()
         self._plan_unread_drift()
+        self.dates.unread(self)
         if self.never_synced_departed:
             self.notes.append(
                 Note(
@@ -188,13 +196,14 @@ class EmployeePlanner:
         when the person changed on the platform, what the platform holds now."""
         there = locked if found is None else found.locked
         if e.state is State.DEPARTED and not (locked and there):
-            reason = "departed in the source"
+            reason, why = self.dates.lock_reason(e.id) or ("departed in the source", None)
+            kw.setdefault("lock_reason", why)
             if locked:
                 reason += "; unlocked on the platform"
                 self._drift_note(e.id, f"{e.username} was unlocked on the platform; locking again")
             self.locks.append(self.change(Action.LOCK, e, synced, reason=reason, **kw))
         elif e.state is State.ACTIVE and (locked or there):
-            reason = "active in the source again"
+            reason = self.dates.unlock_reasons.get(e.id, "active in the source again")
             if not locked:
                 reason = "locked on the platform; active in the source"
                 self._drift_note(e.id, f"{e.username} was locked on the platform; unlocking")
@@ -338,7 +347,8 @@ class EmployeePlanner:
             if e.state is State.DEPARTED:
                 self.never_synced_departed += 1
                 return
-            self.upserts.append(self.change(Action.CREATE, e, None, hash=wanted))
+            early = self.dates.created_early(self, e)  # a lock until the start day, if early
+            self.upserts.append(self.change(Action.CREATE, e, None, hash=wanted, lock_reason=early))
             return
         if not self.may_adopt(e, person):
             return
@@ -355,6 +365,13 @@ class EmployeePlanner:
             )
         )
         self.plan_lock_state(e, person.locked, None, target_id=person.id)
+
+    def _taken(self, e: Employee) -> bool:
+        """Whether an account syncd or the platform holds may be this person's (re-key,
+        adoption): then nothing is made for them before their start day."""
+        if self.view.by_key or self.synced_holder(e.username) is not None:
+            return True
+        return look_alike(e.username) in self.view.people
 
     def may_adopt(self, e: Employee, account: PlatformPerson) -> bool:
         """Whether adopting this platform account for ``e`` is safe: a locked account is

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from syncd.model import Directory, Kind
 from syncd.plan.actions import Action
+from syncd.plan.dates import ENDED, NOT_STARTED
 from syncd.plan.values import Plan, Snapshot
 
 
@@ -75,6 +76,8 @@ def reactivations(p: Plan, snapshot: Snapshot) -> Reactivations:
             synced = held.get(c.key)
             if synced is None:
                 adopted += 1
+            elif synced.locked and synced.lock_reason == NOT_STARTED:
+                pass  # a new hire's start day: locked by syncd only until then
             elif synced.locked:
                 returning += 1
             else:
@@ -201,18 +204,28 @@ def _shrink_guard(
     if not directory.complete:
         return None
     # People already locked because they are missing are not expected back: counted, they
-    # would make every later read look shrunken, with nothing left to remove.
+    # would make every later read look shrunken, with nothing left to remove. Nor are
+    # those locked past their end date, whose rows HR drops afterwards.
     assert not snapshot.partial, "a complete read's snapshot holds everyone"
-    missing = sum(1 for s in snapshot.employees.values() if s.locked and s.lock_reason == "missing")
-    known = len(snapshot.employees) - missing
+    missing = ended = 0
+    for s in snapshot.employees.values():
+        if s.locked:
+            missing += s.lock_reason == "missing"
+            ended += s.lock_reason == ENDED
+    known = len(snapshot.employees) - missing - ended
     if known <= 0:
         return None
     read = len(directory.employees)
     empty = read == 0
     shrunk = read < known * (1 - limits.max_removal_ratio)
     message = f"the source returned {read:,} employees, {known:,} were synced before"
-    if missing:
+    if missing and not ended:
         message += f" (not counting {missing:,} locked as missing from earlier reads)"
+    elif ended:
+        message += (
+            f" (not counting {missing + ended:,} locked as missing from earlier reads or "
+            "past their end date)"
+        )
     if empty or shrunk:
         message += ": the source looks empty or broken; " + how
     return GuardDecision(

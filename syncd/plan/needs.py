@@ -30,7 +30,7 @@ def people_asked(directory: Directory, view: PlatformView, snapshot: Snapshot) -
     all (``names_only_synced``): whose username do they take?"""
     if directory.complete or view.changed or view.deleted:
         return None
-    return {*directory.employees, *snapshot.problems}
+    return {*directory.employees, *snapshot.problems, *snapshot.end_dates, *snapshot.start_dates}
 
 
 def names_only_synced(directory: Directory, snapshot: Snapshot) -> bool:
@@ -53,6 +53,8 @@ def weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set
         for p in known
         if p.holder_key is not None and p.holder_key in synced
     )
+    # Hires made before their start: unlocked on the day as written, read or not (schedule).
+    found.update(k for k in snapshot.start_dates if k in synced)
     there = (*view.changed, *view.deleted)
     if there:
         by_username = {e.username: k for k, e in synced.items()}

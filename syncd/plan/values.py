@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 from syncd.model import Department, Employee, Kind, MatchKey, Photo
 from syncd.photos import photo_fields
 from syncd.plan.actions import REMOVING, Action
+from syncd.plan.dates import NOT_STARTED, DatePolicy, Scheduled
 from syncd.plan.fields import department_fields, employee_fields, fields_departments
 from syncd.plan.messages import describe
 
@@ -77,6 +78,11 @@ class Snapshot:
     photos: Mapping[str, str] = field(default_factory=dict)
     # Employee source id -> the known problems recorded for them (unique_values).
     problems: Mapping[str, tuple[KnownProblem, ...]] = field(default_factory=dict)
+    # Employee source id -> the end date last read for them (ISO): locks at its end even
+    # when the row is not read again; and the start date still ahead, for a hire created
+    # locked before it (syncd.plan.schedule).
+    end_dates: Mapping[str, str] = field(default_factory=dict)
+    start_dates: Mapping[str, str] = field(default_factory=dict)
     # How many people syncd holds, when ``employees`` holds only some of them.
     people: int | None = None
     # The people whose fields ``fields`` holds, when not everyone's (None: everyone's).
@@ -207,6 +213,9 @@ class Policy:
     username_change: str = "conflict"  # or remove_and_create
     match_by: MatchKey = "username"  # a first run adopts accounts by it (or email, mobile, sn)
     extended_fields: Mapping[str, str] = field(default_factory=dict)
+    dates: DatePolicy = field(
+        default_factory=DatePolicy
+    )  # sync.dates: start and end dates (syncd.plan.schedule)
 
 
 # ---------------------------------------------------------------- outputs
@@ -235,6 +244,9 @@ class Change:
     # employee: the unique values (mobile, email) this update only frees for another
     # person of the same run; applied in a phase of its own (see plan.unique_values).
     frees: tuple[str, ...] = ()
+    # employee lock: the snapshot's lock_reason when not the usual (departed or missing):
+    # "ended" (an end date) or "not_started" (created before the start day).
+    lock_reason: str | None = None
 
     @property
     def before(self) -> Mapping[str, Any] | None:
@@ -295,12 +307,19 @@ class Plan:
     unweighed_since: int | None = None
     # When the first leaver held locked comes to the end of their grace period: from then
     # on the same inputs plan their removal (the only way the clock changes a plan).
+    # (Also the first moment a scheduled date takes effect: the clock changes the plan.)
     removal_due: int | None = None
+    # What the clock will do (start and end dates), soonest first: not changes, not counted.
+    scheduled: tuple[Scheduled, ...] = ()
+    # Employee source id -> (start date still ahead, end date) read now (None: none), where
+    # they differ from the snapshot's: recorded after an apply for the people syncd holds.
+    dates: Mapping[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
     @property
     def removals(self) -> int:
-        """Locks, removals and department deletions: what the removal guard counts."""
-        return sum(1 for c in self.changes if c.action in REMOVING)
+        """Locks, removals and department deletions: what the removal guard counts (a new
+        hire created locked until their start takes nobody's access away)."""
+        return sum(1 for c in self.changes if c.action in REMOVING and c.lock_reason != NOT_STARTED)
 
     def counts(self) -> Counter[tuple[Kind, Action]]:
         return Counter((c.kind, c.action) for c in self.changes)

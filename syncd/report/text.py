@@ -32,11 +32,12 @@ def render_text(report: RunReport, limit: int | None = None) -> str:
         _text_header(r),
         _text_failures(r),
         _text_changes(r, limit),
+        _text_scheduled(r, limit),
         _text_notes(r),
         _text_guards(r),
         _text_rejected(r, limit),
     )
-    lines = [line for section in sections for line in (*section, "")]
+    lines = [line for section in sections if section for line in (*section, "")]
     return redact("\n".join(lines).rstrip("\n") + "\n")
 
 
@@ -104,6 +105,20 @@ def _text_changes(r: RunReport, limit: int | None) -> list[str]:
         lines += _more(len(items) - len(items[:limit]), "    ")
     if len(lines) == 1:
         lines.append("  none")
+    return lines
+
+
+def _text_scheduled(r: RunReport, limit: int | None) -> list[str]:
+    """What the clock will do (start and end dates): not done, not counted; none: no lines."""
+    count = int(r.scheduled.get("count") or 0)
+    if not count:
+        return []
+    p = printable
+    items = list(r.scheduled.get("items") or ())
+    lines = [f"scheduled, not done ({count:,})"]
+    for item in items[:limit]:
+        lines.append(f"  scheduled: {p(str(item.get('display')))}: {p(str(item.get('message')))}")
+    lines += _more(count - len(items[:limit]), "  ")
     return lines
 
 

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from syncd.logs import redact
-from syncd.plan import SHOWN_ORDER, Note, field_diff, fields_departments
+from syncd.plan import SHOWN_ORDER, Note, Scheduled, field_diff, fields_departments
 
 SCHEMA = 1  # of the JSON record; a key removed or changing meaning makes it 2
 ACTIONS = SHOWN_ORDER
@@ -214,6 +214,8 @@ class RunReport:
     history: tuple[HistoryPoint, ...] = ()  # this run and those before it, oldest first
     failed_only: bool = False
     departments: Mapping[str, str] = field(default_factory=dict)  # source id -> name path
+    # What the clock will do (start and end dates), not done: {"count": n, "items": [...]}.
+    scheduled: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def totals(self) -> Totals:
@@ -270,6 +272,7 @@ class RunReport:
             history=tuple(_build(HistoryPoint, h) for h in data.get("history", ())),
             failed_only=bool(data.get("failed_only", False)),
             departments=dict(data.get("departments") or {}),
+            scheduled=dict(data.get("scheduled") or {}),
         )
 
     def redacted(self) -> RunReport:
@@ -301,6 +304,28 @@ def redact_tree(value: Any) -> Any:
     return value
 
 
+_NOT_STATS = ("source", "guards", "notes", "error", "scheduled")
+SHOWN_SCHEDULED = 1000  # a run's summary keeps the soonest; the count is of them all
+
+
+def scheduled_summary(items: Sequence[Scheduled]) -> dict[str, Any]:
+    """What the clock will do, for a run's summary: the count, and the soonest items."""
+    return {
+        "count": len(items),
+        "items": [
+            {
+                "key": s.key,
+                "display": s.display,
+                "action": s.action,
+                "at": iso_time(s.at_ms),
+                "at_ms": s.at_ms,
+                "message": s.message,
+            }
+            for s in items[:SHOWN_SCHEDULED]
+        ],
+    }
+
+
 def build_report(
     run: Mapping[str, Any],
     items: Iterable[Mapping[str, Any]],
@@ -314,7 +339,7 @@ def build_report(
     """A report from stored rows: the run (summary as JSON text), its items and rejected rows."""
     info = run_info(run)
     summary = _json_object(run.get("summary"))
-    stats = {k: v for k, v in summary.items() if k not in ("source", "guards", "notes", "error")}
+    stats = {k: v for k, v in summary.items() if k not in _NOT_STATS}
     loaded = tuple(_item(i) for i in items)
     return RunReport(
         run=info,
@@ -329,6 +354,7 @@ def build_report(
         history=tuple(history),
         failed_only=failed_only,
         departments=named_departments(loaded, departments or {}),
+        scheduled=dict(summary.get("scheduled") or {}),
     )
 
 

@@ -17,6 +17,7 @@ cursors), ``sql`` (statements for both engines, the drivers' fast paths), ``sqli
 
 from __future__ import annotations
 
+from syncd.snapshot.dates import record_dates
 from syncd.snapshot.engine import (
     backup,
     compact,
@@ -128,6 +129,7 @@ __all__ = [
     "open_engine",
     "people_for",
     "problem_rows",
+    "record_dates",
     "record_problems",
     "resolve_problems",
     "run_summary",

@@ -9,7 +9,7 @@ from sqlalchemy import Connection, text
 
 from syncd.model import serial_no
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 # How long a statement waits for another connection's lock (a batch's transaction, a
 # backup) before the run fails with "database is locked". Token renewals never wait for it
 # (``tokens``): they take turns under a lock file of their own.
@@ -85,6 +85,13 @@ def _v8_leadership(conn: Connection) -> None:
     create_tables(conn)
 
 
+def _v9_effective_dates(conn: Connection) -> None:
+    """The effective dates table (syncd.snapshot.dates)."""
+    from syncd.snapshot.dates import create_table
+
+    create_table(conn)
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _create_v1,
     _v2_safe_serials,
@@ -94,5 +101,6 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v6_known_problems,
     _v7_token_keys,
     _v8_leadership,
+    _v9_effective_dates,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION

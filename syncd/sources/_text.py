@@ -84,6 +84,24 @@ def parse_date(text: str) -> str | None:
         return None
 
 
+_ISO_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+ISO_DAY = "YYYY-MM-DD"
+
+
+def parse_iso_day(text: str) -> str | None:
+    """A start or end date: exactly ``YYYY-MM-DD`` (ASCII digits), a real day; else None.
+
+    Strict, unlike birthdays: a day misread here creates or locks someone on the wrong day.
+    """
+    text = text.strip()
+    if not _ISO_DAY.fullmatch(text):
+        return None
+    try:
+        return datetime.date.fromisoformat(text).isoformat()
+    except ValueError:  # 2026-02-30, month 13, year 0
+        return None
+
+
 def parse_int32(text: str) -> int | None:
     """A whole number that fits the platform's 32-bit integers (ASCII digits only), or None."""
     text = text.strip()

@@ -9,7 +9,7 @@ from tests.daemon.support import Site
 
 RUN_KEYS = {
     "run_id", "dry_run", "outcome", "exit_code", "error", "source", "planned", "changes",
-    "departments", "notes", "guards", "applied", "failures",
+    "departments", "notes", "guards", "applied", "failures", "scheduled",
 }  # fmt: skip
 CHANGE_KEYS = {"kind", "action", "key", "display", "message", "before", "after"}
 

@@ -19,9 +19,11 @@ from syncd.model import (
 )
 from syncd.sources._paths import DepartmentPaths
 from syncd.sources._text import (
+    ISO_DAY,
     parse_date,
     parse_flag,
     parse_int32,
+    parse_iso_day,
     shown,
     split_list,
 )
@@ -121,6 +123,8 @@ class _EmployeeIndexes:
     sort_order: int
     senior: int
     status: int
+    start_date: int
+    end_date: int
 
 
 class _EmployeeReader:
@@ -247,6 +251,9 @@ class _EmployeeReader:
         if isinstance(parsed, str):
             return parsed
         birthday, sort_order, senior = parsed
+        dates = self._dates_of(values, at)
+        if isinstance(dates, str):
+            return dates
         state = self._state(values[at.status], at.status) if self._status_read else State.ACTIVE
         if not isinstance(state, State):  # State is a str too
             return state
@@ -269,7 +276,23 @@ class _EmployeeReader:
             senior=senior,
             state=state,
             extra=self._extra(values),
+            start_date=dates[0],
+            end_date=dates[1],
         )
+
+    def _dates_of(
+        self, values: list[str], at: _EmployeeIndexes
+    ) -> tuple[str | None, str | None] | str:
+        """Start and end dates, or why one of them is not a date (the row is rejected)."""
+        found: list[str | None] = []
+        for index in (at.start_date, at.end_date):
+            text = values[index]
+            day = parse_iso_day(text) if text else None
+            if text and day is None:
+                label = self._columns.label(index)
+                return f"column {label!r}: {shown(text)} is not a date ({ISO_DAY})"
+            found.append(day)
+        return found[0], found[1]
 
     def _parsed(
         self, values: list[str], at: _EmployeeIndexes

@@ -19,7 +19,7 @@ from syncd.model import (
     normalize_gender,
 )
 from syncd.sources import active_directory as ad
-from syncd.sources._text import parse_date, parse_flag, parse_int32
+from syncd.sources._text import parse_date, parse_flag, parse_int32, parse_iso_day
 from syncd.sources._trace import Outcome, Tracer
 from syncd.sources.ldap.shape import (
     EMPLOYEE_FIELDS,
@@ -77,6 +77,8 @@ class PeopleReader:
         }
         self._first = {name: found[0] for name, found in self._slots.items()}
         self._rare_mapped = any(name in shape.fields for name in RARE_FIELDS)
+        self._dates_mapped = any(name in shape.fields for name in DATE_FIELDS)
+        self._date_sources = {name: self._source(name) for name in DATE_FIELDS}
         self._account_checked = (
             shape.account_control_slot is not None or shape.expires_slot is not None
         )
@@ -191,6 +193,7 @@ class PeopleReader:
         gender, birthday, sort_order, senior = (
             self._rare_fields(values) if self._rare_mapped else (None, None, None, False)
         )
+        start_date, end_date = self._dates(values) if self._dates_mapped else (None, None)
         username = self._text(values, "username") or ""
         photo = None
         if self.photos is not None and shape.photo_slot is not None:
@@ -218,7 +221,26 @@ class PeopleReader:
             state=State.DEPARTED if departed else State.ACTIVE,
             extra=self._extras(values) if shape.extras else (),
             photo=photo,
+            start_date=start_date,
+            end_date=end_date,
         )
+
+    def _dates(self, values: Plain) -> tuple[str | None, str | None]:
+        """Start and end dates (sync.dates): YYYY-MM-DD, or a generalized time's day."""
+        where = self._date_sources
+        return (
+            _effective_day(self._text(values, "start_date"), "start_date", where["start_date"]),
+            _effective_day(self._text(values, "end_date"), "end_date", where["end_date"]),
+        )
+
+    def _source(self, field_name: str) -> str:
+        """Where a field is read: its attribute, or the mapping rule that makes it."""
+        if field_name in self.shape.ruled:
+            return f"source.mapping.fields.{field_name}"
+        names = [
+            self.shape.attributes[s] for s in self._slots[field_name] if s < self.shape.empty_slot
+        ]
+        return f"attribute {names[0]}" if names else field_name
 
     def _placed_in(
         self, dn: str, paths: tuple[str, ...], title: str | None
@@ -331,6 +353,24 @@ def _boolean(text: str | None, what: str) -> bool:
     if flag is None:
         raise ValueError(f"{what} {text!r} is neither yes nor no")
     return flag
+
+
+DATE_FIELDS = ("start_date", "end_date")
+
+
+def _effective_day(text: str | None, field_name: str, where: str) -> str | None:
+    """A start or end date: strictly YYYY-MM-DD, or the day of a generalized time
+    (20261231000000Z) as written; anything else rejects the person."""
+    if text is None or not text.strip():
+        return None
+    value = text.strip()
+    match = GENERALIZED_TIME.fullmatch(value)
+    day = parse_iso_day(value if match is None else f"{value[:4]}-{value[4:6]}-{value[6:8]}")
+    if day is None:
+        raise ValueError(
+            f"{field_name} ({where}): {value!r} is not a date (YYYY-MM-DD or a generalized time)"
+        )
+    return day
 
 
 def _date(text: str | None) -> str | None:

@@ -34,7 +34,7 @@ OPENLDAP_PRESET: dict[str, tuple[str, ...]] = {
 }
 EMPLOYEE_FIELDS = (
     "id", "username", "name", "en_name", "email", "mobile", "tel", "sn",
-    "gender", "birthday", "job_title", "sort_order", "senior",
+    "gender", "birthday", "job_title", "sort_order", "senior", "start_date", "end_date",
 )  # fmt: skip
 RARE_FIELDS = ("gender", "birthday", "sort_order", "senior")  # mapped by settings only
 # Department fields, as keys of ``attributes`` (the OU's name has its own setting).
