@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 
 from syncd import snapshot as store
+from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_OK
 from syncd.report import render_html, render_json
 from syncd.report.text import render_text
@@ -22,6 +23,7 @@ from tests.engine.company import (
     World,
     _write,
     employee,
+    small_company,
 )
 
 DATES = [
@@ -68,8 +70,11 @@ def locked(world: World, username: str) -> bool:
     return world.platform().people[username][4]
 
 
-def test_future_hires_and_end_dates_take_effect_at_their_hour_in_the_zone(world: World) -> None:
-    world = dated_world(world)
+def test_future_hires_and_end_dates_take_effect_at_their_hour_in_the_zone(
+    tmp_path: Path, emulator: RunningEmulator, store_url: str | None
+) -> None:
+    """On both engines: the dates are recorded and read back by SQL written for both."""
+    world = dated_world(World(tmp_path, emulator, small_company(), database_url=store_url))
     first = sync(world, "2026-12-20T09:00")
     people = world.platform().people
     assert "fay" not in people  # her window opens on 2027-01-01 in Paris
@@ -80,7 +85,7 @@ def test_future_hires_and_end_dates_take_effect_at_their_hour_in_the_zone(world:
         ("fay", "create"),
     ]
     # The report: scheduled, not done; not counted among the changes.
-    engine = store.open_engine(world.folder / "state" / "syncd.db")
+    engine = world.engine()
     report = load_report(engine, first.run_id)
     text = render_text(report)
     assert (
@@ -95,10 +100,7 @@ def test_future_hires_and_end_dates_take_effect_at_their_hour_in_the_zone(world:
     assert document["scheduled"]["count"] == 2
     assert document["scheduled"]["items"][0]["at"].startswith("2026-12-31T23:00:00")
     assert "lock" not in document["totals"]["by_action"]
-    with sqlite3.connect(world.folder / "state" / "syncd.db") as db:
-        assert db.execute("SELECT * FROM effective_dates").fetchall() == [
-            ("E1", None, "2026-12-31")
-        ]
+    assert world.query("SELECT * FROM effective_dates") == [("E1", None, "2026-12-31")]
 
     # 23:59 in Paris on the 31st: nothing yet. The second such run does not even read the
     # unchanged file: the memo of the first holds until the next scheduled moment.
@@ -121,8 +123,7 @@ def test_future_hires_and_end_dates_take_effect_at_their_hour_in_the_zone(world:
         ("lock", "fay"),
     }
     assert locked(world, "ann") and locked(world, "fay")
-    with sqlite3.connect(world.folder / "state" / "syncd.db") as db:
-        reasons = dict(db.execute("SELECT username, lock_reason FROM employees WHERE locked"))
+    reasons = dict(world.query("SELECT username, lock_reason FROM employees WHERE locked"))
     assert reasons == {"ann": "ended", "fay": "not_started"}
 
     # HR drops ann's row: she stays locked.
