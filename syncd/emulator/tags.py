@@ -12,7 +12,7 @@ the create/detail form gives ``tags`` and, as the body does, ``tag_names`` (grou
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +47,7 @@ class TagCatalog:
         self._by_name[(tag.group, tag.tag)] = tag.id
         self.next_id = max(self.next_id, tag.id + 1)
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Tag]:
         return iter(self._by_id.values())
 
     def get(self, tag_id: int) -> Tag | None:
@@ -61,7 +61,7 @@ class TagCatalog:
             self.add(Tag(found, group, tag, group_property, tag_property))
         return found
 
-    def ids_from_body(self, body: dict[str, Any]) -> list[int] | None:
+    def ids_from_body(self, body: Mapping[str, Any]) -> list[int] | None:
         """The tag ids a body sets (sorted, once each), or None when it names no tags.
         ``tags`` is read first when both forms are given (section G)."""
         if body.get("tags") is not None:
