@@ -92,6 +92,8 @@ class Employee(NamedTuple):
     # Custom platform fields: (data_schema_id, value), sorted by id; sent as ``properties``.
     properties: tuple[tuple[str, str], ...] = ()
     photo: Photo | None = None  # set as the avatar; never part of the employee's hash
+    # The platform's tags syncd sets (tag_names): (group, tag), sorted; from group rules.
+    tags: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

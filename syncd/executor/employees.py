@@ -13,6 +13,7 @@ from syncd.executor.holders import find_holders, refused_field
 from syncd.executor.pipeline import ITEM_FAILURES, Item, Pipeline, _json, log
 from syncd.model import Employee, State
 from syncd.plan import Action, Change, KnownProblem, employee_fields, extended_values
+from syncd.plan.tags import tag_names, tag_pairs, tags_to_send
 from syncd.plan.unique_values import UNIQUE, value_key, with_values
 from syncd.platform import ImportResult
 
@@ -85,6 +86,8 @@ class Employees(Pipeline):
             positions = [{"org_id": self.root_id, "primary": True, "job_title": e.job_title}]
         item.key = e.username
         item.body = self._employee_body(item.change, e, positions)
+        if not self._with_tags(item, e):
+            return False
         for name in self._left_out.get(item.seq, ()):
             if item.change.action is Action.CREATE:
                 item.body.pop(name, None)
@@ -124,6 +127,37 @@ class Employees(Pipeline):
                 for k, v in [*wanted.items(), *((k, "") for k in dropped)]
             ]
         return body
+
+    def _with_tags(self, item: Item, e: Employee) -> bool:
+        """Add ``tag_names`` to the body when the tags syncd sets change (plan/tags.py):
+        the person's tags are read from the platform first, so that those another admin
+        set are sent back as they are. False: the read failed, the item with it."""
+        c = item.change
+        wanted = set(e.tags)
+        had = tag_pairs((c.before or {}).get("tags") or ())
+        if wanted == had:
+            return True  # no tag field sent: the platform keeps the person's tags
+        if c.action is Action.CREATE:
+            item.body["tag_names"] = tag_names(sorted(wanted))  # a new account has none
+            return True
+        try:
+            target = c.target_id
+            if target is None:  # not known yet: found by the username
+                found = self.client.employees_by_username([e.username])
+                target = found[0].id if len(found) == 1 else None
+            if target is None:
+                item.body["tag_names"] = tag_names(sorted(wanted))  # no account: none to keep
+                return True
+            record = self.client.employee(target)
+        except ITEM_FAILURES as exc:
+            self._fail([item], f"the person's tags could not be read: {exc}")
+            return False
+        names = record.get("tag_names")
+        if not isinstance(names, list):
+            self._fail([item], "the platform's record gives no tag_names: tags left as they are")
+            return False
+        item.body["tag_names"] = tag_names(tags_to_send(tag_pairs(names), had, wanted))
+        return True
 
     def _send_import_employees(self, batch: list[Item]) -> ImportResult:
         return self.client.import_employees([i.body for i in batch])
