@@ -191,9 +191,5 @@ def written_tags(written: Mapping[str, Any] | None) -> tuple[tuple[str, str], ..
     """The tags recorded in fields syncd wrote (``employee_fields``), as sorted pairs."""
     found = (written or {}).get("tags") or ()
     return tuple(
-        sorted(
-            (str(t[0]), str(t[1]))
-            for t in found
-            if isinstance(t, list | tuple) and len(t) == 2
-        )
+        sorted((str(t[0]), str(t[1])) for t in found if isinstance(t, list | tuple) and len(t) == 2)
     )

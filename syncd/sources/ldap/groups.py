@@ -98,8 +98,7 @@ class _Directory(_Groups):
             step=f"search members of group {group}",
             base=self.settings.users_base,
             filter=(
-                f"(&{self.shape.users_filter}"
-                f"(memberOf:{IN_CHAIN}:={escape_filter_chars(group)}))"
+                f"(&{self.shape.users_filter}(memberOf:{IN_CHAIN}:={escape_filter_chars(group)}))"
             ),
             attributes=tuple(self.shape.attributes[slot] for slot in id_slots),
             page_size=self.settings.page_size,
@@ -166,7 +165,10 @@ class _OpenLdap(_Groups):
 
     def members(self, rule: GroupTag) -> set[str]:
         if "=" in rule.group:
-            dn = rule.group
+            # A group of the listing: one named by DN is looked for under groups_base too.
+            dn = self.groups.get(dn_key(rule.group), "")
+            if not dn:
+                raise self.missing(rule, f"under {self.base}")
         else:
             named = self.names.get(rule.group.casefold(), [])
             if len(named) > 1:

@@ -147,11 +147,13 @@ def _read(
         departments = placement.departments()
     people_read = [(dn, e) for dn, e in employees if e is not None]
     problems: list[str] = []
-    if settings.group_tags or (isinstance(placement, OuTree) and placement.heads):
+    heads = isinstance(placement, OuTree) and bool(placement.heads or placement.problems)
+    if settings.group_tags or heads:
         by_dn = {dn_key(dn): e.id for dn, e in people_read}
         if settings.group_tags:
             people_read = _with_tags(people_read, group_tags(forest, settings, shape, by_dn))
-        if isinstance(placement, OuTree) and (placement.heads or placement.problems):
+        if heads:
+            assert isinstance(placement, OuTree)
             people_read, problems = _with_heads(
                 people_read, placement, by_dn, departments, not delta.changed_filter
             )
