@@ -42,3 +42,8 @@ def tags_to_send(platform: Iterable[Tag], had: Iterable[Tag], wanted: Iterable[T
 def tag_names(tags: Iterable[Tag]) -> list[dict[str, str]]:
     """Section G's ``tag_names``: each a Tag object of group and tag."""
     return [{"group": group, "tag": tag} for group, tag in tags]
+
+
+def tags_text(value: Iterable[Any]) -> str:
+    """Tags as people read them: ``Teams: Engineering, Duty: On call`` (none: "none")."""
+    return ", ".join(f"{group}: {tag}" for group, tag in sorted(tag_pairs(value))) or "none"
