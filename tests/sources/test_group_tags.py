@@ -12,7 +12,7 @@ import pytest
 from syncd.cli import run_cli
 from syncd.config import LdapSource
 from syncd.emulator import RunningEmulator
-from syncd.errors import SourceError
+from syncd.errors import EXIT_FAILED, SourceError
 from syncd.model import Directory, Employee
 from syncd.sources.ldap import read_ldap
 from tests.support.admin import AnotherAdmin
@@ -225,3 +225,54 @@ def test_end_to_end_tags_and_heads_reach_the_platform_and_admin_tags_stay(
     assert run_cli(["sync", "--config", str(config)]) == 0
     assert emulator.stats()["requests"].get(imports, 0) == before
     assert platform_tags(admin, "alice") == {("VIP", "Gold")}
+
+
+def test_a_failed_group_read_sets_and_removes_no_tag(
+    slapd: Slapd, tagged: str, emulator: RunningEmulator, tmp_path: Path
+) -> None:
+    config = write_config(tmp_path, slapd, tagged, emulator)
+    admin = AnotherAdmin(emulator)
+    assert run_cli(["sync", "--config", str(config)]) == 0
+    assert platform_tags(admin, "dave") == {SALES}
+    # The sales group goes (and grace joins engineers): the read fails, nothing is sent.
+    slapd.modify(
+        f"dn: cn=engineers,cn=groups,{tagged}\nchangetype: modify\nadd: member\n"
+        f"member: uid=grace,ou=Marketing,{tagged}\n"
+    )
+    slapd.modify(f"dn: cn=sales,cn=groups,{tagged}\nchangetype: delete\n")
+    assert run_cli(["sync", "--config", str(config)]) == EXIT_FAILED
+    assert platform_tags(admin, "dave") == {SALES}
+    assert platform_tags(admin, "grace") == set()
+
+
+def test_an_incremental_run_tags_the_people_it_reads_and_keeps_the_others(
+    slapd: Slapd, tagged: str, emulator: RunningEmulator, tmp_path: Path
+) -> None:
+    config = write_config(tmp_path, slapd, tagged, emulator)
+    admin = AnotherAdmin(emulator)
+    dave = f"uid=dave,ou=Sales,ou=Head Office,{tagged}"
+
+    def retitle(title: str) -> None:
+        slapd.modify(f"dn: {dave}\nchangetype: modify\nreplace: title\ntitle: {title}\n")
+
+    assert run_cli(["sync", "--config", str(config)]) == 0
+    retitle("Account Manager")  # the mark moves from the fixture's 2020 to now
+    assert run_cli(["sync", "--incremental", "--config", str(config)]) == 0
+    # dave leaves sales and his entry changes; carol leaves frontenders, her entry does not.
+    slapd.modify(
+        f"dn: cn=sales,cn=groups,{tagged}\nchangetype: modify\nreplace: uniqueMember\n"
+        f"uniqueMember: uid=grace,ou=Marketing,{tagged}\n"
+    )
+    slapd.modify(
+        f"dn: cn=frontenders,cn=groups,{tagged}\nchangetype: modify\ndelete: member\n"
+        f"member: uid=carol,ou=Frontend,ou=R&D,ou=Head Office,{tagged}\n"
+    )
+    retitle("Key Account Manager")
+    assert run_cli(["sync", "--incremental", "--config", str(config)]) == 0
+    assert platform_tags(admin, "dave") == set()  # read: his groups are read with him
+    assert platform_tags(admin, "carol") == {ENGINEERING, FRONTEND}  # not read: kept
+    assert platform_tags(admin, "grace") == set()  # not read either
+    # The next full read finds the rest.
+    assert run_cli(["sync", "--config", str(config)]) == 0
+    assert platform_tags(admin, "carol") == set()
+    assert platform_tags(admin, "grace") == {SALES}
