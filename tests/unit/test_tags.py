@@ -9,6 +9,7 @@ from syncd.model import Employee, Kind, Position, State
 from syncd.plan import Action, Change, employee_fields
 from syncd.plan.fields import employee_from_fields, employee_hash
 from syncd.plan.tags import tag_pairs, tags_text, tags_to_send
+from syncd.report.wording import field_value
 from syncd.sources.heads import with_heads
 
 Tag = tuple[str, str]
@@ -80,3 +81,12 @@ def test_a_head_is_chief_only_where_placed() -> None:
     assert "'E9'" in problems[1]
     # A delta read: a head not read is no problem (the person is kept as last written).
     assert with_heads(people, {"D4": "E9"}, str, complete=False)[1] == []
+
+
+def test_reports_show_tags_as_people_read_them() -> None:
+    assert field_value("tags", [["Teams", "A"], ["Duty", "On call"]], {}) == (
+        "Duty: On call, Teams: A"
+    )
+    assert field_value("tags", [], {}) == "none"
+    positions = [{"department": "D1", "job_title": "Lead", "primary": True, "chief": True}]
+    assert field_value("positions", positions, {"D1": "Acme/Sales"}) == "Acme/Sales (Lead, head)"
