@@ -168,3 +168,33 @@ def test_syncd_never_removes_a_tag_it_did_not_set_and_its_tags_converge(
         for u in USERS:
             assert platform_tags(admin, u) == expected[u], u
             assert syncd_set[u] <= platform_tags(admin, u)
+
+
+def test_tags_that_cannot_be_read_fail_the_person_and_change_no_tag(
+    world: World, emulator: RunningEmulator, groups: dict[str, frozenset[Tag]]
+) -> None:
+    admin = AnotherAdmin(emulator)
+    world.sync_settings.update(skip_unchanged=False)
+    groups["E2"] = frozenset({("Teams", "A")})
+    assert world.sync().exit_code == EXIT_OK
+    by_hand = [{"group": "Teams", "tag": "A"}, {"group": "VIP", "tag": "Gold"}]
+    admin.edit("bob", tag_names=by_hand)
+    bob = admin.employee("bob")["id"]
+    groups["E2"] = frozenset({("Teams", "B")})
+    emulator.set_faults(
+        scripted=[
+            {
+                "match": f"/employees/{bob}",
+                "method": "GET",
+                "fault": "error",
+                "status": 202012,
+                "message": "not now",
+            }
+        ]
+    )
+    result = world.sync()
+    assert result.outcome == "partial"
+    assert platform_tags(admin, "bob") == {("Teams", "A"), ("VIP", "Gold")}  # untouched
+    # Planned again, and done, once the record can be read.
+    assert world.sync().exit_code == EXIT_OK
+    assert platform_tags(admin, "bob") == {("Teams", "B"), ("VIP", "Gold")}
