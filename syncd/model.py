@@ -96,6 +96,8 @@ class Employee(NamedTuple):
     # hashed; they decide when the person is created, locked and unlocked (plan.schedule).
     start_date: str | None = None
     end_date: str | None = None
+    # The platform's tags syncd sets (tag_names): (group, tag), sorted; from group rules.
+    tags: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,9 @@ class CsvDepartmentColumns(Section):
     sort_order: str | None = "sort_order"
     sn: str | None = "sn"
     en_name: str | None = "en_name"
+    # The department's head: a person's id (the employee file's id column); that person's
+    # position in the department is made the platform's ``chief``. None: not read.
+    head: str | None = None
 
 
 class CsvSource(Section):
@@ -101,6 +104,21 @@ class CsvSource(Section):
         return self
 
 
+class GroupTag(Section):
+    """A rule of ``[[source.ldap.group_tags]]``: members of a group get a platform tag."""
+
+    group: str  # the group's DN, or its name (cn; on AD also sAMAccountName) under groups_base
+    tag_group: str  # the platform Tag's group
+    tag: str  # the platform Tag's tag
+
+    @field_validator("group", "tag_group", "tag")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value.strip()
+
+
 class LdapSource(Section):
     urls: list[str] = Field(min_length=1)  # several for failover: ldaps://dc1, ldaps://dc2
     flavor: Literal["openldap", "active_directory"] = "openldap"
@@ -135,6 +153,14 @@ class LdapSource(Section):
     # Active Directory: continuation references to other domains of the forest are read
     # through this Global Catalog (ldaps://gc.corp.example:3269); unset, each is a warning.
     global_catalog: str | None = None
+    # Groups to tags (README "Groups to tags"): rules, and where group names are looked up
+    # (default users_base). Nested groups count: AD resolves them (the in-chain rule);
+    # on OpenLDAP syncd follows member groups found under groups_base.
+    group_tags: list[GroupTag] = []
+    groups_base: str | None = None
+    # Department heads: the OU's attribute naming its head by DN (AD: managedBy); that
+    # person's position in the department becomes ``chief``. None: not read.
+    department_head_attribute: str | None = None
 
     @field_validator("global_catalog")
     @classmethod
@@ -165,6 +191,15 @@ class LdapSource(Section):
             raise ValueError(
                 "department_values_ignored and several_departments apply to "
                 "departments_from = 'attribute'; with 'ou_tree' the entry's place decides"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _heads_on_the_ou_tree(self) -> LdapSource:
+        if self.department_head_attribute and self.departments_from != "ou_tree":
+            raise ValueError(
+                "department_head_attribute is read on the departments' entries: it needs "
+                "departments_from = 'ou_tree'"
             )
         return self
 

@@ -25,6 +25,7 @@ from syncd.emulator.codes import (
 )
 from syncd.emulator.fields import Body, is_blank, require_object, required_text, text, to_bool
 from syncd.emulator.orgs import Rejector
+from syncd.emulator.tags import Tag, TagCatalog
 from syncd.emulator.tree import Node, OrgTree
 
 FIRST_EMPLOYEE_ID = 2_000_001
@@ -39,6 +40,8 @@ NOT_IN_PROFILE = frozenset(
         "source_identifiers",
         "user_id",
         "source_id",
+        "tags",  # kept as the employee's Tag list (emulator/tags.py)
+        "tag_names",
     }
 )
 CREATE_ONLY = frozenset(
@@ -69,6 +72,7 @@ class Employee:
     created: int
     last_modified: int
     locked: bool = False
+    tags: tuple[Tag, ...] = ()  # sorted by id
 
     def field(self, key: str) -> str:
         value = self.profile.get(key)
@@ -81,6 +85,7 @@ class Draft:
 
     profile: dict[str, Any] = field(default_factory=dict)
     positions: list[Position] | None = None
+    tags: tuple[Tag, ...] | None = None  # None: the body named no tags, they are kept
 
 
 def email_key(email: str) -> str:
@@ -100,8 +105,10 @@ class Staff:
         employees: Iterable[Employee] = (),
         next_id: int = FIRST_EMPLOYEE_ID,
         former: Iterable[Employee] = (),
+        tags: TagCatalog | None = None,
     ) -> None:
         self.tree = tree
+        self.tags = tags if tags is not None else TagCatalog()
         self.next_id = next_id
         self._by_id: dict[int, Employee] = {}
         self._by_username: dict[str, int] = {}
@@ -243,6 +250,9 @@ class Staff:
             draft.positions = self._positions(body.get("positions"))
         if "properties" in body:
             draft.profile["properties"] = self._properties(body["properties"], current)
+        ids = self.tags.ids_from_body(body)
+        if ids is not None:
+            draft.tags = tuple(t for i in ids if (t := self.tags.get(i)) is not None)
         for key, value in body.items():
             if key not in NOT_IN_PROFILE and key not in draft.profile:
                 draft.profile[key] = value
@@ -327,6 +337,8 @@ class Staff:
                 employee.profile[key] = value
         if draft.positions is not None:
             employee.positions = draft.positions
+        if draft.tags is not None:
+            employee.tags = draft.tags
         self._index_contacts(employee)
         self.tree.place(employee.id, (p.org_id for p in employee.positions))
         self._touch(employee, stamp)

@@ -95,6 +95,9 @@ def employee_list_record(tree: OrgTree, employee: Employee) -> Record:
         "locked": employee.locked,
         **{key: profile.get(key, default) for key, default in LIST_FORM_DEFAULTS},
         "positions": [position_record(tree, employee, i) for i in range(len(employee.positions))],
+        # Section G's list form: tags (integer ids) and tag_names (each one's tag).
+        "tags": [t.id for t in employee.tags],
+        "tag_names": [t.tag for t in employee.tags],
         "created": employee.created,
         "last_modified": employee.last_modified,
     }
@@ -157,6 +160,8 @@ def employee_detail_record(tree: OrgTree, employee: Employee) -> Record:
             "status": "confirmed",
         },
         "positions": positions,
+        "tags": [t.id for t in employee.tags],
+        "tag_names": [t.as_name() for t in employee.tags],  # the body's Tag: group and tag
         "disabled": employee.locked,
         "locked": employee.locked,
         "deleted": False,

@@ -10,6 +10,7 @@ from syncd.emulator.media import MediaStore
 from syncd.emulator.options import EmulatorOptions
 from syncd.emulator.people import Employee, Position, Staff
 from syncd.emulator.records import ListForms, employee_list_record, node_record
+from syncd.emulator.tags import TagCatalog
 from syncd.emulator.tokens import Application, Token, TokenBook
 from syncd.emulator.tree import Node, OrgTree
 
@@ -110,6 +111,7 @@ class EmulatorState:
             "tokens": [asdict(t) for t in self.tokens.tokens()],
             "tokens_issued": self.tokens.issued,
             "media": self.media.dump(),
+            "tags": self.staff.tags.dump(),
         }
 
     @classmethod
@@ -130,9 +132,12 @@ class EmulatorState:
                 [Node(**node) for node in data["nodes"]],
                 int(data["next_node_id"]),
             )
-            employees = [load_employee(e) for e in data["employees"]]
-            former = [load_employee(e) for e in data.get("former_users") or ()]  # older files
-            state.staff = Staff(state.tree, employees, int(data["next_employee_id"]), former)
+            catalog = TagCatalog.load(data.get("tags") or ())  # absent from older files
+            employees = [load_employee(e, catalog) for e in data["employees"]]
+            former = [load_employee(e, catalog) for e in data.get("former_users") or ()]
+            state.staff = Staff(
+                state.tree, employees, int(data["next_employee_id"]), former, catalog
+            )
             state.messages = list(data["messages"])
             state.tokens = TokenBook(
                 options.token_lifetime_seconds,
@@ -155,11 +160,13 @@ def dump_employee(employee: Employee) -> dict[str, Any]:
         "created": employee.created,
         "last_modified": employee.last_modified,
         "locked": employee.locked,
+        "tags": [t.id for t in employee.tags],
     }
 
 
-def load_employee(data: dict[str, Any]) -> Employee:
+def load_employee(data: dict[str, Any], catalog: TagCatalog) -> Employee:
     positions = [Position(**p) for p in data["positions"]]
+    tags = tuple(t for i in data.get("tags") or () if (t := catalog.get(int(i))) is not None)
     return Employee(
         int(data["id"]),
         data["username"],
@@ -169,4 +176,5 @@ def load_employee(data: dict[str, Any]) -> Employee:
         int(data["created"]),
         int(data["last_modified"]),
         bool(data["locked"]),
+        tags,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -13,6 +14,7 @@ from syncd.executor.holders import find_holders, refused_field
 from syncd.executor.pipeline import ITEM_FAILURES, Item, Pipeline, _json, log
 from syncd.model import Employee, State
 from syncd.plan import Action, Change, KnownProblem, Snapshot, employee_fields, extended_values
+from syncd.plan.tags import Tag, tag_names, tag_pairs, tags_to_send
 from syncd.plan.unique_values import UNIQUE, value_key, with_values
 from syncd.platform import ImportResult
 
@@ -43,6 +45,7 @@ class Employees:
         # stopped early, what was never prepared stays planned, like every unsent item.
         self._left_out = {}
         self._refused = []
+        self._platform_tags = self._read_platform_tags(items)
         self.run.pipeline(
             self.run.ready_batches(iter(items), self._prepare_employee),
             self._send_import_employees,
@@ -95,6 +98,8 @@ class Employees:
             positions = [{"org_id": self.run.root_id, "primary": True, "job_title": e.job_title}]
         item.key = e.username
         item.body = self._employee_body(item.change, e, positions)
+        if not self._with_tags(item, e):
+            return False
         for name in self._left_out.get(item.seq, ()):
             if item.change.action is Action.CREATE:
                 item.body.pop(name, None)
@@ -134,6 +139,75 @@ class Employees:
                 for k, v in [*wanted.items(), *((k, "") for k in dropped)]
             ]
         return body
+
+    def _with_tags(self, item: Item, e: Employee) -> bool:
+        """Add ``tag_names`` to the body when the tags syncd sets change (plan/tags.py):
+        sent with the person's tags as the platform holds them (read beforehand,
+        ``_read_platform_tags``), so that those another admin set stay. False: they could
+        not be read, and the item fails with it."""
+        c = item.change
+        wanted = set(e.tags)
+        had = tag_pairs((c.before or {}).get("tags") or ())
+        if wanted == had:
+            return True  # no tag field sent: the platform keeps the person's tags
+        found = self._platform_tags.get(item.seq, frozenset())  # a new account: none
+        if isinstance(found, str):
+            self.run.fail([item], found)
+            return False
+        item.body["tag_names"] = tag_names(tags_to_send(found, had, wanted))
+        return True
+
+    def _read_platform_tags(self, items: list[Item]) -> dict[int, frozenset[Tag] | str]:
+        """Item seq -> the tags the platform holds for the person (or why they could not
+        be read), for the existing accounts whose syncd-set tags change. The list form
+        says who has any tags (100 people a call); only they are read whole (the detail
+        form names each tag's group), ``concurrency`` at a time."""
+        needing: dict[int, Item] = {}
+        for item in items:
+            c, e = item.change, item.change.record
+            if (
+                c.action is not Action.CREATE
+                and isinstance(e, Employee)
+                and set(e.tags) != tag_pairs((c.before or {}).get("tags") or ())
+            ):
+                needing[item.seq] = item
+        if not needing:
+            return {}
+        found: dict[int, frozenset[Tag] | str] = {}
+        by_id = {i.seq: i.change.target_id for i in needing.values()}
+        try:
+            listed = {
+                r.id: r for r in self.run.client.employees_by_id([t for t in by_id.values() if t])
+            }
+            missing = [i for i in needing.values() if i.change.target_id is None]
+            named = {
+                r.username: r
+                for r in self.run.client.employees_by_username([i.change.display for i in missing])
+            }
+        except (*ITEM_FAILURES, ValueError) as exc:  # ValueError: a username with a comma
+            return dict.fromkeys(needing, f"the person's tags could not be read: {exc}")
+        whole: dict[int, int] = {}  # seq -> employee id, for those holding tags
+        for seq, item in needing.items():
+            record = listed.get(by_id[seq] or -1) or named.get(item.change.display)
+            if record is None or not record.tags:
+                found[seq] = frozenset()  # no account, or no tags: none to keep
+            else:
+                whole[seq] = record.id
+
+        def detail(employee_id: int) -> frozenset[Tag] | str:
+            try:
+                names = self.run.client.employee(employee_id).get("tag_names")
+            except ITEM_FAILURES as exc:
+                return f"the person's tags could not be read: {exc}"
+            if not isinstance(names, list):
+                return "the platform's record gives no tag_names: tags left as they are"
+            return frozenset(tag_pairs(names))
+
+        with ThreadPoolExecutor(
+            max_workers=self.run.concurrency, thread_name_prefix="tags"
+        ) as pool:
+            found.update(zip(whole, pool.map(detail, whole.values()), strict=True))
+        return found
 
     def _send_import_employees(self, batch: list[Item]) -> ImportResult:
         return self.run.client.import_employees([i.body for i in batch])

@@ -63,6 +63,8 @@ def employee_fields(e: Employee, extended_fields: Mapping[str, str]) -> dict[str
         # Only when there are some: the fields, and so the hashes, of everyone else stay
         # as they were before properties were synced.
         **({"properties": dict(e.properties)} if e.properties else {}),
+        # Likewise: the tags syncd sets, as [group, tag] pairs (only those: see executor).
+        **({"tags": [list(t) for t in e.tags]} if e.tags else {}),
     }
 
 
@@ -126,6 +128,8 @@ def employee_hash(
     )
     if e.properties:  # appended only when there are some: other hashes stay as stored
         text += repr(e.properties)
+    if e.tags:  # the same: people without tags keep their stored hashes
+        text += "tags" + repr(e.tags)
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
@@ -179,4 +183,13 @@ def employee_from_fields(
         state=state,
         extra=extra,
         properties=tuple(sorted((written.get("properties") or {}).items())),
+        tags=written_tags(written),
+    )
+
+
+def written_tags(written: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:
+    """The tags recorded in fields syncd wrote (``employee_fields``), as sorted pairs."""
+    found = (written or {}).get("tags") or ()
+    return tuple(
+        sorted((str(t[0]), str(t[1])) for t in found if isinstance(t, list | tuple) and len(t) == 2)
     )

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from syncd.model import Directory, Kind, RejectedRow
 from syncd.plan.actions import Action
+from syncd.plan.tags import tags_text
 from syncd.spelling import looks_the_same, spelled
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ def _short(key: str, value: Any, departments: Mapping[str, str]) -> str:
         return departments.get(value, value)
     if key == "extended" and isinstance(value, dict):
         text = ", ".join(f"{k}={v}" for k, v in value.items()) or "none"
+    elif key == "tags" and isinstance(value, list | None):
+        text = tags_text(value or ())
     elif isinstance(value, str):
         text = repr(value)
     else:
@@ -48,7 +51,10 @@ def _pair(key: str, before: Any, after: Any, departments: Mapping[str, str]) -> 
 def _position(p: Mapping[str, Any], departments: Mapping[str, str]) -> str:
     department = p.get("department")
     where = departments.get(department, department) if department else "root"
-    return f"{where} ({p['job_title']})" if p.get("job_title") else str(where)
+    notes = [str(p["job_title"])] if p.get("job_title") else []
+    if p.get("chief"):
+        notes.append("head")
+    return f"{where} ({', '.join(notes)})" if notes else str(where)
 
 
 def field_diff(

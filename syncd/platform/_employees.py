@@ -36,6 +36,17 @@ class Employees:
             found += self._employee_list({"matching": "true", "type": "username", "query": query})
         return found
 
+    def employees_by_id(self, ids: Sequence[int], *, batch: int = 100) -> list[EmployeeRecord]:
+        """The employees with these ids, in the list form (absent ones are simply missing)."""
+        if batch < 1:
+            raise ValueError("batch must be at least 1")
+        wanted = list(dict.fromkeys(ids))
+        found: list[EmployeeRecord] = []
+        for start in range(0, len(wanted), batch):
+            query = ",".join(str(i) for i in wanted[start : start + batch])
+            found += self._employee_list({"matching": "true", "type": "id", "query": query})
+        return found
+
     def employee_records(
         self, usernames: Sequence[str], *, batch: int = 200
     ) -> Iterator[dict[str, Any]]:

@@ -178,6 +178,10 @@ class PlatformClient:
         """The employees holding these usernames (absent ones are simply missing)."""
         return self._employees.employees_by_username(usernames, batch=batch)
 
+    def employees_by_id(self, ids: Sequence[int], *, batch: int = 100) -> list[EmployeeRecord]:
+        """The employees with these ids, in the list form (absent ones are simply missing)."""
+        return self._employees.employees_by_id(ids, batch=batch)
+
     def employee_records(
         self, usernames: Sequence[str], *, batch: int = 200
     ) -> Iterator[dict[str, Any]]:

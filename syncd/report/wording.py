@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from syncd.logs import redact
+from syncd.plan.tags import tags_text
 from syncd.report.value import ACTIONS, ITEM_OUTCOMES, LIST_COLUMNS, Count, Item, RunInfo, Totals
 from syncd.spelling import looks_the_same, spelled
 
@@ -63,6 +64,8 @@ def field_value(name: str, value: Any, departments: Mapping[str, str]) -> str:
         return positions_text(value, departments) or "none"
     if name == "parent" and isinstance(value, str):
         return departments.get(value, value)
+    if name == "tags" and isinstance(value, list):
+        return tags_text(value)
     if name == "extended" and isinstance(value, Mapping):
         return ", ".join(f"{k}={v}" for k, v in value.items()) or "none"
     if isinstance(value, bool):

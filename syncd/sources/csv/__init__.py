@@ -26,6 +26,7 @@ from syncd.sources.csv.departments import _DepartmentIds, _DepartmentsRead, _rea
 from syncd.sources.csv.employees import _Mapping, _read_employees
 from syncd.sources.csv.files import _read_file
 from syncd.sources.csv.records import FIELD_LIMIT
+from syncd.sources.heads import with_heads
 
 __all__ = ["FIELD_LIMIT", "read_csv"]
 
@@ -81,11 +82,16 @@ def _read(settings: CsvSource, mapping: _Mapping) -> Directory:
         )
         departments = _DepartmentsRead(people.departments, [])
         files = [settings.employees]
+    items, problems = people.items, list[str]()
+    if departments.heads:
+        names = {d.id: d.name for _, d in departments.items}
+        items, problems = with_heads(items, departments.heads, lambda d: names.get(d, d))
     return build_directory(
         departments.items,
-        people.items,
+        items,
         rejected=departments.rejected + people.rejected,
         complete=True,
         source="csv:" + ",".join(str(f) for f in files),
         filtered=people.filtered,
+        warnings=problems,
     )

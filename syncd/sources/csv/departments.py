@@ -28,6 +28,7 @@ from syncd.sources.csv.records import _REPEATED_HEADER, _Broken, _Table
 class _DepartmentsRead:
     items: list[tuple[str, Department]]
     rejected: list[RejectedRow]
+    heads: dict[str, str] | None = None  # department id -> its head's person id (column head)
 
 
 def _read_departments(table: _Table, settings: CsvDepartmentColumns) -> _DepartmentsRead:
@@ -35,6 +36,7 @@ def _read_departments(table: _Table, settings: CsvDepartmentColumns) -> _Departm
     at = _resolved(columns, settings, "source.csv.department_columns", ("id", "name", "parent_id"))
     items: list[tuple[str, Department]] = []
     rejected: list[RejectedRow] = []
+    heads: dict[str, str] = {}
 
     def reject(where: str, reason: str, cells: list[str] | None, hides: bool = False) -> None:
         key = columns.trusted(cells, at["id"])
@@ -70,9 +72,11 @@ def _read_departments(table: _Table, settings: CsvDepartmentColumns) -> _Departm
             department = _department(cells, at, columns)
             if isinstance(department, Department):
                 items.append((where, department))
+                if (head_id := _cell(cells, at["head"])) is not None:
+                    heads[department.id] = head_id
             else:
                 reject(where, department, cells)
-    return _DepartmentsRead(items, rejected)
+    return _DepartmentsRead(items, rejected, heads)
 
 
 def _department(cells: list[str], at: dict[str, int | None], columns: _Columns) -> Department | str:

@@ -27,8 +27,11 @@ from syncd.model import Department, Directory, Employee, RejectedRow, build_dire
 from syncd.sources import active_directory as ad
 from syncd.sources._paths import DepartmentPaths
 from syncd.sources._trace import Count, Tracer, counted
+from syncd.sources.heads import with_heads
 from syncd.sources.ldap.connection import Session, connect
+from syncd.sources.ldap.dn import dn_key
 from syncd.sources.ldap.forest import Forest, root_dse
+from syncd.sources.ldap.groups import group_tags
 from syncd.sources.ldap.mapping import PeopleReader, Placement
 from syncd.sources.ldap.shape import (
     GENERALIZED_TIME,
@@ -38,7 +41,7 @@ from syncd.sources.ldap.shape import (
     parenthesized,
     value_problem,
 )
-from syncd.sources.ldap.tree import ou_tree
+from syncd.sources.ldap.tree import OuTree, ou_tree
 from syncd.sources.ldap.values import one_value
 from syncd.sources.ldap.wire import Search
 from syncd.sources.photos import PhotoCheck, photo_attribute
@@ -142,17 +145,29 @@ def _read(
     elapsed = time.monotonic() - started
     if isinstance(placement, DepartmentPaths):
         departments = placement.departments()
+    people_read = [(dn, e) for dn, e in employees if e is not None]
+    problems: list[str] = []
+    heads = isinstance(placement, OuTree) and bool(placement.heads or placement.problems)
+    if settings.group_tags or heads:
+        by_dn = {dn_key(dn): e.id for dn, e in people_read}
+        if settings.group_tags:
+            people_read = _with_tags(people_read, group_tags(forest, settings, shape, by_dn))
+        if heads:
+            assert isinstance(placement, OuTree)
+            people_read, problems = _with_heads(
+                people_read, placement, by_dn, departments, not delta.changed_filter
+            )
 
     cursor = _new_mark(shape, delta, people.highest_change, elapsed, read.now, forest.catalog_mark)
     directory = build_directory(
         departments,
-        ((where, e) for where, e in employees if e is not None),
+        people_read,
         rejected=rejected,
         complete=not delta.changed_filter,
         source=_describe_source(session.url, settings.users_base),
         cursor=cursor,
         filtered=people.filtered,
-        warnings=forest.warnings,
+        warnings=[*forest.warnings, *problems],
     )
     log.info(
         "read %s from %s: %d departments, %d people, %d rejected, %d left out, mark %s",
@@ -165,6 +180,37 @@ def _read(
         cursor,
     )
     return directory
+
+
+def _with_tags(
+    people: list[tuple[str, Employee]], tags: dict[str, tuple[tuple[str, str], ...]]
+) -> list[tuple[str, Employee]]:
+    """Each person with the tags their groups give (none: no tags syncd sets)."""
+    return [(dn, e._replace(tags=tags.get(e.id, ()))) for dn, e in people]
+
+
+def _with_heads(
+    people: list[tuple[str, Employee]],
+    tree: OuTree,
+    by_dn: dict[str, str],
+    departments: list[tuple[str, Department]],
+    complete: bool,
+) -> tuple[list[tuple[str, Employee]], list[str]]:
+    """``chief`` on the positions of the people the OUs name as their heads."""
+    names = {d.id: d.name for _, d in departments}
+    heads: dict[str, str] = {}
+    problems = list(tree.problems)
+    for department_id, head in tree.heads.items():
+        person = by_dn.get(dn_key(head))
+        if person is not None:
+            heads[department_id] = person
+        elif complete:
+            problems.append(
+                f"department {names.get(department_id, department_id)!r} ({department_id}): "
+                f"its head {head} is not among the people read: no head is set there"
+            )
+    found, more = with_heads(people, heads, lambda d: names.get(d, d), complete=complete)
+    return found, problems + more
 
 
 def _expired_since(

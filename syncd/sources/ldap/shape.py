@@ -147,6 +147,8 @@ class Shape:
         for name in DEPARTMENT_FIELDS[1:]:
             if name in settings.attributes:
                 department_fields[name] = department_slots.add(settings.attributes[name])
+        if settings.department_head_attribute:  # department heads (sources/heads.py)
+            department_fields["head"] = department_slots.add(settings.department_head_attribute)
         return cls(
             flavor=settings.flavor,
             users_filter=parenthesized(

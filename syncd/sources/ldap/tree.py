@@ -29,6 +29,8 @@ class OuTree:
         self.departments: list[tuple[str, Department]] = []
         self._by_key: dict[str, str] = {}  # normalized OU DN -> department id
         self._by_parent: dict[str, str | None] = {}  # a person's parent DN as read -> department
+        self.heads: dict[str, str] = {}  # department id -> its head's DN, as the OU names it
+        self.problems: list[str] = []  # heads that could not be read
 
     def add(self, key: str, department_id: str) -> None:
         """Place what is below the OU with this normalized DN in this department."""
@@ -82,10 +84,22 @@ def ou_tree(
             continue
         read.append((dn, key, department))
         tree.add(key, department.id)
+        if "head" in shape.department_fields:
+            _read_head(tree, dn, department.id, values, shape)
     for dn, key, department in read:
         parent = tree.nearest(parent_dn(key))
         tree.departments.append((dn, replace(department, parent_id=parent)))
     return tree
+
+
+def _read_head(tree: OuTree, dn: str, department_id: str, values: Values, shape: Shape) -> None:
+    """The OU's head (a DN); several, or one that is not text, set none and are told."""
+    try:
+        raw = _one(values, shape, "head")
+        if raw:
+            tree.heads[department_id] = raw.decode("utf-8")
+    except ValueError as exc:  # UnicodeDecodeError included
+        tree.problems.append(f"{dn}: the head cannot be read ({value_problem(exc)}): none is set")
 
 
 def _department_id(values: Values, shape: Shape) -> str:
