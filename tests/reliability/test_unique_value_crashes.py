@@ -26,7 +26,7 @@ from .test_crashes import Point, kill_in_statement, kill_on_request
 FOREIGN = "13912345678"
 POINTS = [
     *(Point("import-employees", n) for n in (1, 2, 3, 4, 5)),
-    Point("INSERT OR REPLACE INTO known_problems", 1, "after"),
+    Point("INSERT INTO known_problems", 1, "after"),
 ]
 
 
