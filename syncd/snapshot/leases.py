@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Row, inspect, text
@@ -156,17 +156,6 @@ class Claimant:
     role: str
     lease_ms: int
 
-    def params(self) -> dict[str, Any]:
-        """Who it is, as the statements' bound parameters (``me`` its instance)."""
-        return {
-            "me": self.instance,
-            "host": self.host,
-            "pid": self.pid,
-            "machine": self.machine,
-            "place": self.place,
-            "role": self.role,
-        }
-
 
 def acquire(conn: Connection, me: Claimant, dead: str | None = None) -> Holder | None:
     """Take the lease if it is free, expired, already mine, or held by ``dead`` (a holder
@@ -177,14 +166,14 @@ def acquire(conn: Connection, me: Claimant, dead: str | None = None) -> Holder |
     row = conn.execute(
         text(
             "UPDATE leadership SET "  # noqa: S608 - now is one of two constants
-            "epoch = CASE WHEN holder = :me THEN epoch ELSE epoch + 1 END, "
-            f"acquired_at = CASE WHEN holder = :me THEN acquired_at ELSE {now} END, "
-            "holder = :me, host = :host, pid = :pid, machine = :machine, place = :place, "
-            f"role = :role, renewed_at = {now}, expires_at = {now} + :lease "
-            f"WHERE name = :n AND (holder = :me OR expires_at <= {now} OR holder = :dead) "
+            "epoch = CASE WHEN holder = :instance THEN epoch ELSE epoch + 1 END, "
+            f"acquired_at = CASE WHEN holder = :instance THEN acquired_at ELSE {now} END, "
+            "holder = :instance, host = :host, pid = :pid, machine = :machine, place = :place, "
+            f"role = :role, renewed_at = {now}, expires_at = {now} + :lease_ms "
+            f"WHERE name = :n AND (holder = :instance OR expires_at <= {now} OR holder = :dead) "
             f"RETURNING epoch, acquired_at, renewed_at, expires_at"
         ),
-        {**me.params(), "lease": me.lease_ms, "n": LEASE, "dead": dead or ""},
+        {**asdict(me), "n": LEASE, "dead": dead or ""},
     ).first()
     if row is None:
         return None
@@ -215,10 +204,10 @@ def join(conn: Connection, me: Claimant) -> None:
     conn.execute(
         text(
             "INSERT INTO members (instance, host, pid, machine, place, role, started_at, "  # noqa: S608
-            f"last_seen) VALUES (:me, :host, :pid, :machine, :place, :role, {now}, {now}) "
+            f"last_seen) VALUES (:instance, :host, :pid, :machine, :place, :role, {now}, {now}) "
             f"ON CONFLICT (instance) DO UPDATE SET last_seen = {now}, role = excluded.role"
         ),
-        me.params(),
+        asdict(me),  # its lease_ms unused
     )
     conn.execute(
         text(f"DELETE FROM members WHERE last_seen < {now} - :keep"),  # noqa: S608
