@@ -1,4 +1,4 @@
-"""One sync: read the source, plan, check the guards, apply, and record the run.
+"""One sync: read the source, plan, check the guards, apply (``delivery``), record the run.
 
 Every run, dry or real, leaves a row in ``runs`` with its plan items and outcome; a run
 that cannot start (settings, lock) raises before anything is recorded.
@@ -468,7 +468,6 @@ class _Run:
 
     def _finish(self) -> None:
         self.result.finished_at = finished = now_ms()
-
         self.summary["error"] = self.result.error
         self.summary["duration_ms"] = finished - self.started
         store.finish_run(
