@@ -34,7 +34,7 @@ from syncd._cluster import print_cluster, read_cluster
 from syncd.clock import now_ms
 from syncd.config import Settings
 from syncd.errors import DaemonNotRunning, SyncdError, Unhealthy
-from syncd.lock import holder, lock_holder
+from syncd.lock import FileLock, holder, lock_holder
 from syncd.runs import read_with, reading
 
 run_log = logging.getLogger("syncd.run")  # what a run did, for the daemon and the shell alike
@@ -51,6 +51,14 @@ def daemon_cursor(state_dir: Path) -> str:
     """The cursor a daemon keeps its record in: one per host and state directory, as
     several daemons may share one state store."""
     return f"{DAEMON_CURSOR}:{socket.gethostname()}:{state_dir.resolve()}"
+
+
+def daemon_lock(state_dir: Path) -> FileLock:
+    """Held for the daemon's lifetime: one daemon per state directory, and proof it lives
+    (``daemon_holder`` reads it)."""
+    return FileLock(
+        state_dir / DAEMON_LOCK, f"another syncd daemon serves {state_dir} ({{holder}})"
+    )
 
 
 def daemon_holder(state_dir: Path) -> dict[str, Any] | None:

@@ -46,7 +46,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from syncd import snapshot as store
 from syncd._notify import Notifier, start_watchdog, watchdog_interval
 from syncd._schedule import cron_trigger
-from syncd._status import DAEMON_LOCK, clock, daemon_cursor, log_failures
+from syncd._status import clock, daemon_cursor, daemon_lock, log_failures
 from syncd.clock import now_ms
 from syncd.config import Settings, load_settings, log_format_hint
 from syncd.errors import ConfigError, LockHeld, SyncdError
@@ -91,16 +91,6 @@ def use(settings: Settings) -> None:
     for secret in settings.secret_values():
         register_secret(secret)
     setup_logging(settings.log_level, settings.log_format)
-
-
-# ---------------------------------------------------------------- the daemon's own lock
-
-
-def daemon_lock(state_dir: Path) -> FileLock:
-    """Held for the daemon's lifetime: one daemon per state directory, and proof it lives."""
-    return FileLock(
-        state_dir / DAEMON_LOCK, f"another syncd daemon serves {state_dir} ({{holder}})"
-    )
 
 
 # ---------------------------------------------------------------- the daemon

@@ -266,17 +266,13 @@ class Lease:
             instance = run.get("instance")
             if instance is None or instance == self.me.instance:
                 return False
-            now = leases.now_sql(conn)
-            member = conn.execute(
-                text(f"SELECT pid, machine, last_seen, {now} FROM members WHERE instance = :i"),  # noqa: S608
-                {"i": instance},
-            ).first()
+            member = leases.last_seen(conn, instance)
             if member is None:
                 return False
-            pid, machine, last_seen, at = member
-            if machine is not None and machine == self.me.machine and not pid_alive(int(pid)):
+            pid, machine, seen, at = member
+            if machine is not None and machine == self.me.machine and not pid_alive(pid):
                 return False
-            return bool(int(last_seen) > int(at) - STALE_AFTER_LEASES * self.me.lease_ms)
+            return seen > at - STALE_AFTER_LEASES * self.me.lease_ms
 
         return alive
 

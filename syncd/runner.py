@@ -1,4 +1,4 @@
-"""One sync: read the source, plan, check the guards, apply, and record the run.
+"""One sync: read the source, plan, check the guards, apply (``delivery``), record the run.
 
 Every run, dry or real, leaves a row in ``runs`` with its plan items and outcome; a run
 that cannot start (settings, lock) raises before anything is recorded.
@@ -13,13 +13,12 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import Engine
 
-from syncd import cursors, known_problems, rebuild, unchanged
+from syncd import cursors, delivery, known_problems, rebuild, unchanged
 from syncd import snapshot as store
 from syncd._gc import collection_paused
 from syncd.clock import now_ms
@@ -31,11 +30,11 @@ from syncd.errors import (
     EXIT_PARTIAL,
     SyncdError,
 )
-from syncd.executor import ApplyResult, Executor, NoProgress, Progress, item_rows
+from syncd.executor import ApplyResult, NoProgress, Progress, item_rows
 from syncd.leadership import Lease, Turn, run_turn
 from syncd.lock import run_lock
 from syncd.logs import redact
-from syncd.model import Directory, Kind
+from syncd.model import Directory
 from syncd.plan import (
     GuardDecision,
     Note,
@@ -53,8 +52,6 @@ from syncd.report.value import scheduled_summary
 from syncd.runs import after_run
 from syncd.snapshot import lineage
 from syncd.sources import describe_sources, read_source, source_kind
-from syncd.sources.photos import photo_reader
-from syncd.survey.settle import settle
 from syncd.survey.view import adopting, newcomers, read_platform, with_adoptions
 
 if TYPE_CHECKING:
@@ -438,39 +435,20 @@ class _Run:
         view: PlatformView,
         directory: Directory | None,
     ) -> None:
-        applied = ApplyResult()
-        if the_plan.changes:  # else no executor: its set-up goes over the whole snapshot
-            assert directory is not None  # only an unchanged source is not read: no changes
-            photos = photo_reader(self.settings.source) if self.settings.source else None
-            if snapshot.partial:  # the executor's set-up goes over everyone, as syncd left them
-                snapshot = store.with_people(self.engine, snapshot)
-            platform = platform_of(self.settings)
-            executor = Executor(
-                client,
-                self.engine,
-                self.run_id,
-                snapshot,
-                root_id=view.root_id,
-                root_name=view.root_name,
-                paths=current_paths(snapshot, view, the_plan),
-                department_path=partial(_directory_path, directory, view.root_name),
-                batch_size=platform.batch_size,
-                concurrency=platform.concurrency,
-                now_ms=self._now,  # the injected time too (locked_since, grace periods)
-                progress=self.progress,
-                stop=self.stop,
-                photos=photos,
-                may_send=self.turn.may_send if self.turn is not None else None,
-            )
-            try:
-                applied = executor.apply(the_plan)
-            finally:
-                if photos is not None:
-                    photos.close()
-        if applied.interrupted:  # told by the next run, with what a killed run found
-            applied.new_problems = []
-        else:
-            applied.new_problems += known_problems.untold(self.engine, self.run_id)
+        applied = delivery.deliver(
+            self.settings,
+            self.engine,
+            client,
+            self.run_id,
+            the_plan,
+            snapshot,
+            view,
+            directory,
+            now_ms=self._now,
+            progress=self.progress,
+            stop=self.stop,
+            may_send=self.turn.may_send if self.turn is not None else None,
+        )
         self.result.applied = applied
         # For the people syncd holds now; the dates of those it let go of go too.
         if the_plan.dates or the_plan.changes:
@@ -479,29 +457,17 @@ class _Run:
         self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
         if applied.error is not None:
             raise applied.error
-        if applied.interrupted:
-            self.result.outcome, self.result.exit_code = "interrupted", EXIT_PARTIAL
-        elif applied.failed or applied.new_problems:
-            # A new known problem is told once, as a partial run (exit 1), though its person
-            # was written (without the value): the next runs, with nothing new, exit 0.
-            self.result.outcome, self.result.exit_code = "partial", EXIT_PARTIAL
-        else:
-            self.result.outcome, self.result.exit_code = "ok", EXIT_OK
+        self.result.outcome, self.result.exit_code = delivery.outcome_of(applied)
         if applied.new_problems:
             told = known_problems.notes(applied.new_problems)
             self.summary["notes"] = [*self.summary.get("notes", ()), *map(asdict, told)]
             self.result.plan = replace(the_plan, notes=(*the_plan.notes, *told))
-        clean = not applied.failed and not applied.interrupted
-        mark = directory.cursor if directory is not None else None
-        settled = None
-        if clean and the_plan.changes and self.settings.sync.drift_check:
-            concurrency = platform_of(self.settings).concurrency
-            settled = settle(client, view, the_plan, snapshot, concurrency)
-        cursors.advance(self.engine, view, the_plan, mark, clean=clean, settled=settled)
+        delivery.advance(
+            self.settings, self.engine, client, applied, the_plan, snapshot, view, directory
+        )
 
     def _finish(self) -> None:
         self.result.finished_at = finished = now_ms()
-
         self.summary["error"] = self.result.error
         self.summary["duration_ms"] = finished - self.started
         store.finish_run(
@@ -512,22 +478,3 @@ class _Run:
             finished_at=finished,
             summary=json.dumps(self.summary, ensure_ascii=False),
         )
-
-
-def _directory_path(directory: Directory, root_name: str, department_id: str) -> str | None:
-    if department_id not in directory.departments:
-        return None
-    return "/".join((root_name, *directory.path(department_id)))
-
-
-def current_paths(snapshot: Snapshot, view: PlatformView, the_plan: Plan) -> dict[str, str]:
-    """Each synced department's name path on the platform (from a full listing when there is
-    one), and each adopted node's: new departments are created under them before the
-    adoptions themselves are applied."""
-    listed = view.name_paths() if view.complete_listing else {}
-    paths = {k: listed.get(d.node_id, d.name_path) for k, d in snapshot.departments.items()}
-    found = view.name_paths()  # only the nodes whose whole chain was listed
-    for c in the_plan.changes:
-        if c.kind is Kind.DEPARTMENT and c.platform_before is not None and c.target_id in found:
-            paths.setdefault(c.key, found[c.target_id])
-    return paths

@@ -21,10 +21,7 @@ from __future__ import annotations
 
 import functools
 import itertools
-import threading
-from collections.abc import Callable, Mapping
-
-from sqlalchemy import Engine
+from collections.abc import Callable
 
 from syncd.errors import PlatformUnavailable, TokenError
 from syncd.executor.departments import Departments
@@ -42,7 +39,6 @@ from syncd.executor.pipeline import (
 )
 from syncd.model import Kind, Photo
 from syncd.plan import Action, Change, Plan, Snapshot
-from syncd.platform import PlatformClient
 
 __all__ = [
     "ITEM_FAILURES",
@@ -51,6 +47,7 @@ __all__ = [
     "Item",
     "NoProgress",
     "NotSent",
+    "Pipeline",
     "Progress",
     "birthday_ms",
     "item_rows",
@@ -89,39 +86,13 @@ class Executor:
 
     def __init__(
         self,
-        client: PlatformClient,
-        engine: Engine,
-        run_id: int,
+        run: Pipeline,
         snapshot: Snapshot,
-        *,
-        root_id: int,
-        root_name: str,
-        paths: Mapping[str, str],
-        department_path: Callable[[str], str | None],
-        batch_size: int,
-        concurrency: int,
-        now_ms: Callable[[], int],
-        progress: Progress | None = None,
-        stop: threading.Event | None = None,
         photos: Callable[[Photo], tuple[Photo, bytes]] | None = None,
-        may_send: Callable[[], bool] | None = None,
     ) -> None:
-        self.run = Pipeline(
-            client,
-            engine,
-            run_id,
-            snapshot,
-            root_id=root_id,
-            root_name=root_name,
-            paths=paths,
-            department_path=department_path,
-            batch_size=batch_size,
-            concurrency=concurrency,
-            now_ms=now_ms,
-            progress=progress,
-            stop=stop,
-            may_send=may_send,
-        )
+        """``run``: the pipeline the phases send through; ``snapshot``: as syncd left
+        everyone (the employees' phases read their lock states and known problems)."""
+        self.run = run
         self.departments = Departments(self.run)
         self.employees = Employees(self.run, snapshot)
         self.photos = Photos(self.run, photos)

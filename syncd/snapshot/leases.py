@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import Connection, inspect, text
+from sqlalchemy import Connection, Row, inspect, text
 
 LEASE = "platform"  # the one lease: the right to write to the platform
 KEEP_MEMBERS_MS = 24 * 3600 * 1000  # a member unseen for a day is forgotten
@@ -125,12 +125,17 @@ def _ensure_row(conn: Connection) -> None:
     )
 
 
+def _with_now(
+    conn: Connection, columns: str, where: str, params: Mapping[str, Any]
+) -> Row[*tuple[Any, ...]] | None:
+    """The first row of ``SELECT columns FROM where``, the store's clock its last column."""
+    sql = f"SELECT {columns}, {now_sql(conn)} FROM {where}"  # noqa: S608 - our constants
+    return conn.execute(text(sql), params).first()
+
+
 def holder(conn: Connection) -> Holder | None:
     """Who holds the lease (or held it last), with the store's clock; None: nobody ever."""
-    row = conn.execute(
-        text(f"SELECT {_COLUMNS}, {now_sql(conn)} FROM leadership WHERE name = :n"),  # noqa: S608
-        {"n": LEASE},
-    ).first()
+    row = _with_now(conn, _COLUMNS, "leadership WHERE name = :n", {"n": LEASE})
     if row is None:
         return None
     who, host, pid, machine, place, role, epoch, acquired, renewed, expires, now = row
@@ -161,24 +166,14 @@ def acquire(conn: Connection, me: Claimant, dead: str | None = None) -> Holder |
     row = conn.execute(
         text(
             "UPDATE leadership SET "  # noqa: S608 - now is one of two constants
-            "epoch = CASE WHEN holder = :me THEN epoch ELSE epoch + 1 END, "
-            f"acquired_at = CASE WHEN holder = :me THEN acquired_at ELSE {now} END, "
-            "holder = :me, host = :host, pid = :pid, machine = :machine, place = :place, "
-            f"role = :role, renewed_at = {now}, expires_at = {now} + :lease "
-            f"WHERE name = :n AND (holder = :me OR expires_at <= {now} OR holder = :dead) "
+            "epoch = CASE WHEN holder = :instance THEN epoch ELSE epoch + 1 END, "
+            f"acquired_at = CASE WHEN holder = :instance THEN acquired_at ELSE {now} END, "
+            "holder = :instance, host = :host, pid = :pid, machine = :machine, place = :place, "
+            f"role = :role, renewed_at = {now}, expires_at = {now} + :lease_ms "
+            f"WHERE name = :n AND (holder = :instance OR expires_at <= {now} OR holder = :dead) "
             f"RETURNING epoch, acquired_at, renewed_at, expires_at"
         ),
-        {
-            "me": me.instance,
-            "host": me.host,
-            "pid": me.pid,
-            "machine": me.machine,
-            "place": me.place,
-            "role": me.role,
-            "lease": me.lease_ms,
-            "n": LEASE,
-            "dead": dead or "",
-        },
+        {**asdict(me), "n": LEASE, "dead": dead or ""},
     ).first()
     if row is None:
         return None
@@ -209,22 +204,25 @@ def join(conn: Connection, me: Claimant) -> None:
     conn.execute(
         text(
             "INSERT INTO members (instance, host, pid, machine, place, role, started_at, "  # noqa: S608
-            f"last_seen) VALUES (:me, :host, :pid, :machine, :place, :role, {now}, {now}) "
+            f"last_seen) VALUES (:instance, :host, :pid, :machine, :place, :role, {now}, {now}) "
             f"ON CONFLICT (instance) DO UPDATE SET last_seen = {now}, role = excluded.role"
         ),
-        {
-            "me": me.instance,
-            "host": me.host,
-            "pid": me.pid,
-            "machine": me.machine,
-            "place": me.place,
-            "role": me.role,
-        },
+        asdict(me),  # its lease_ms unused
     )
     conn.execute(
         text(f"DELETE FROM members WHERE last_seen < {now} - :keep"),  # noqa: S608
         {"keep": KEEP_MEMBERS_MS},
     )
+
+
+def last_seen(conn: Connection, instance: str) -> tuple[int, str | None, int, int] | None:
+    """A member's pid, machine, and when it was last seen, with the store's clock now;
+    None when it is not a member (left, or forgotten)."""
+    row = _with_now(conn, "pid, machine, last_seen", "members WHERE instance = :i", {"i": instance})
+    if row is None:
+        return None
+    pid, machine, seen, now = row
+    return int(pid), machine, int(seen), int(now)
 
 
 def leave(conn: Connection, instance: str) -> None:

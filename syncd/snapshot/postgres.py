@@ -31,7 +31,8 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterator
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, ExceptionContext, create_engine, event, make_url, text
 from sqlalchemy.engine import URL
@@ -39,6 +40,9 @@ from sqlalchemy.exc import DisconnectionError
 
 from syncd.errors import StateError
 from syncd.snapshot.tables import BUSY_TIMEOUT_MS
+
+if TYPE_CHECKING:
+    from syncd.snapshot.sqlite import StoredToken
 
 log = logging.getLogger("syncd.snapshot")
 
@@ -222,34 +226,28 @@ class Tokens:
         self.engine = engine
         self.place = place
 
-    def read(self, app: str) -> tuple[str, int, int | None] | None:
+    def read(self, app: str) -> StoredToken | None:
+        from syncd.snapshot.sql import run
+        from syncd.snapshot.sqlite import read_token
+
         with self.engine.connect() as conn:
-            row = conn.execute(
-                text("SELECT access_token, expire_time, issued_time FROM tokens WHERE app = :a"),
-                {"a": app},
-            ).first()
-        return None if row is None else (str(row[0]), int(row[1]), row[2])
+            return read_token(partial(run, conn), app)
 
     def compare_and_set(
         self,
         app: str,
         expected: tuple[str | None, ...],
-        row: tuple[str, int, int | None],
+        row: StoredToken,
         timeout: float,
     ) -> bool:
         from syncd.snapshot.sql import run
-        from syncd.snapshot.sqlite import upsert_token
+        from syncd.snapshot.sqlite import store_token
 
         del timeout  # nothing here waits for the write lock
         try:
             with self.engine.begin() as conn:
                 conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({TOKEN_LOCK} + 1)")
-                found = conn.execute(
-                    text("SELECT access_token FROM tokens WHERE app = :a"), {"a": app}
-                ).first()
-                if (None if found is None else str(found[0])) in expected:
-                    for sql, params in upsert_token(app, row):
-                        run(conn, sql, params)
+                store_token(partial(run, conn), app, expected, row)
         except StateError as exc:
             log.warning("state database %s: the renewed token was not stored: %s", self.place, exc)
         return True

@@ -14,6 +14,7 @@ import logging
 import os
 import pwd
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -246,6 +247,8 @@ def compact(engine: Engine, path: Path) -> int:
 
 # ---------------------------------------------------------------- the token table
 
+StoredToken = tuple[str, int, int | None]  # the access token, its expiry, when issued (ms)
+
 
 class Tokens:
     """The tokens table through short connections of its own, which never wait for the
@@ -258,24 +261,20 @@ class Tokens:
     def _connect(self, timeout: float) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
 
-    def read(self, app: str) -> tuple[str, int, int | None] | None:
+    def read(self, app: str) -> StoredToken | None:
         try:
             with contextlib.closing(self._connect(BUSY_TIMEOUT_MS / 1000)) as db:
-                row = db.execute(
-                    "SELECT access_token, expire_time, issued_time FROM tokens WHERE app = ?",
-                    (app,),
-                ).fetchone()
+                return read_token(db.execute, app)
         except sqlite3.DatabaseError as exc:
             raise StateError(
                 f"state database {self.path}: reading the shared token: {exc}"
             ) from exc
-        return None if row is None else (str(row[0]), int(row[1]), row[2])
 
     def compare_and_set(
         self,
         app: str,
         expected: tuple[str | None, ...],
-        row: tuple[str, int, int | None],
+        row: StoredToken,
         timeout: float,
     ) -> bool:
         """Store ``row`` (token, expiry, issued) for ``app`` if the stored token is one of
@@ -284,12 +283,7 @@ class Tokens:
             with contextlib.closing(self._connect(timeout)) as db:
                 db.execute("BEGIN IMMEDIATE")
                 try:
-                    found = db.execute(
-                        "SELECT access_token FROM tokens WHERE app = ?", (app,)
-                    ).fetchone()
-                    if (None if found is None else str(found[0])) in expected:
-                        for sql, params in upsert_token(app, row):
-                            db.execute(sql, params)
+                    store_token(db.execute, app, expected, row)
                     db.execute("COMMIT")
                 except BaseException:
                     db.execute("ROLLBACK")
@@ -303,7 +297,27 @@ class Tokens:
         return True
 
 
-def upsert_token(app: str, row: tuple[str, int, int | None]) -> list[tuple[str, tuple[Any, ...]]]:
+def read_token(execute: Callable[..., Any], app: str) -> StoredToken | None:
+    """The token stored for ``app``, on either engine (``execute`` runs one ``?``-style
+    statement: a sqlite3 connection's, or ``sql.run`` bound to a connection)."""
+    row = execute(
+        "SELECT access_token, expire_time, issued_time FROM tokens WHERE app = ?", (app,)
+    ).fetchone()
+    return None if row is None else (str(row[0]), int(row[1]), row[2])
+
+
+def store_token(
+    execute: Callable[..., Any], app: str, expected: tuple[str | None, ...], row: StoredToken
+) -> None:
+    """Store ``row`` for ``app`` if the token stored now is one of ``expected`` (a newer one
+    another process stored stays), in the caller's write transaction; either engine."""
+    found = execute("SELECT access_token FROM tokens WHERE app = ?", (app,)).fetchone()
+    if (None if found is None else str(found[0])) in expected:
+        for sql, params in upsert_token(app, row):
+            execute(sql, params)
+
+
+def upsert_token(app: str, row: StoredToken) -> list[tuple[str, tuple[Any, ...]]]:
     """The statements (``?`` style, for both engines) that store a token for ``app``."""
     statements: list[tuple[str, tuple[Any, ...]]] = [
         (

@@ -16,7 +16,7 @@ from datetime import datetime
 import httpx
 import pytest
 
-from syncd.daemon import daemon_lock
+from syncd._status import daemon_lock
 from syncd.emulator import RunningEmulator
 from tests.support.processes import free_port
 
