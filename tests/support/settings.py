@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from syncd.config import Settings, load_settings
+from syncd.emulator import RunningEmulator
+from tests.support.slapd import Slapd
+
 PLATFORM = """
 [platform]
 base_url = "https://platform.example"
@@ -32,3 +36,26 @@ def write_settings(folder: Path, text: str | bytes, mode: int = 0o600) -> Path:
         path.write_bytes(text)
     path.chmod(mode)
     return path
+
+
+def ldap_run_settings(
+    slapd: Slapd,
+    base: str,
+    emulator: RunningEmulator,
+    folder: Path,
+    *,
+    ldap: str = "",
+    more: str = "",
+) -> Settings:
+    """Settings of whole runs from ``slapd`` (people under ``base``) to the emulator, state in
+    ``folder``: ``ldap`` is added to [source.ldap], ``more`` (whole sections) at the end."""
+    text = (
+        f'state_dir = "{folder / "state"}"\n'
+        f'[source]\nkind = "ldap"\n[source.ldap]\nurls = ["{slapd.url}"]\n'
+        f'bind_dn = "{slapd.bind_dn}"\nbind_password = "{slapd.password}"\n'
+        f'users_base = "{base}"\n' + ldap + f'[platform]\nbase_url = "{emulator.base_url}"\n'
+        'domain_id = "acme"\norg_code = "acme"\n'
+        'client_id = "syncd"\nclient_secret = "demo-secret"\norg_id = "acme"\n'
+        "retry_backoff = 0.01\n" + more
+    )
+    return load_settings(write_settings(folder, text))
