@@ -38,6 +38,20 @@ def write_settings(folder: Path, text: str | bytes, mode: int = 0o600) -> Path:
     return path
 
 
+def emulator_platform(emulator: RunningEmulator) -> list[str]:
+    """The [platform] section's lines for whole runs against the emulator (quick retries)."""
+    return [
+        "[platform]",
+        f'base_url = "{emulator.base_url}"',
+        'domain_id = "acme"',
+        'org_code = "acme"',
+        'client_id = "syncd"',
+        'client_secret = "demo-secret"',
+        'org_id = "acme"',
+        "retry_backoff = 0.01",
+    ]
+
+
 def ldap_run_settings(
     slapd: Slapd,
     base: str,
@@ -53,9 +67,6 @@ def ldap_run_settings(
         f'state_dir = "{folder / "state"}"\n'
         f'[source]\nkind = "ldap"\n[source.ldap]\nurls = ["{slapd.url}"]\n'
         f'bind_dn = "{slapd.bind_dn}"\nbind_password = "{slapd.password}"\n'
-        f'users_base = "{base}"\n' + ldap + f'[platform]\nbase_url = "{emulator.base_url}"\n'
-        'domain_id = "acme"\norg_code = "acme"\n'
-        'client_id = "syncd"\nclient_secret = "demo-secret"\norg_id = "acme"\n'
-        "retry_backoff = 0.01\n" + more
+        f'users_base = "{base}"\n' + ldap + "\n".join(emulator_platform(emulator)) + "\n" + more
     )
     return load_settings(write_settings(folder, text))
