@@ -1,5 +1,6 @@
-"""A minimal settings file for the tests that load one: a CSV source and the platform, with
-no secret (each test adds its own client_secret, client_secret_file or bad value)."""
+"""Settings files for the tests that load one: a minimal one (a CSV source and the platform,
+no secret: each test adds its own client_secret, client_secret_file or bad value), the
+emulator's [platform] section for whole runs, and whole LDAP runs' settings."""
 
 from __future__ import annotations
 
