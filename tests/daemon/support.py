@@ -193,16 +193,7 @@ class Site:
             "log_format": "text",
             "source": {"kind": "csv"},
             "source.csv": {"employees": "employees.csv", "departments": "departments.csv"},
-            "platform": {
-                "base_url": self.emulator.base_url,
-                "domain_id": "acme",
-                "org_code": "acme",
-                "org_id": "acme",
-                "client_id": "syncd",
-                "client_secret": "demo-secret",
-                "batch_size": 2,
-                "concurrency": 1,
-            },
+            "platform": platform_settings(self.emulator),
             "schedule": {"interval_seconds": 3600, "jitter_seconds": 0},
         }
         for name, value in sections.items():
@@ -260,6 +251,20 @@ def write_csv(root: Path, people: list[tuple[str, str, str, str]] = EMPLOYEES) -
     employees = ["id,username,name,department", *(",".join(e) for e in people)]
     (root / "departments.csv").write_text("\n".join(departments) + "\n", encoding="utf-8")
     (root / "employees.csv").write_text("\n".join(employees) + "\n", encoding="utf-8")
+
+
+def platform_settings(emulator: RunningEmulator) -> dict[str, Any]:
+    """The [platform] section of a daemon under test: the emulator, small slow batches."""
+    return {
+        "base_url": emulator.base_url,
+        "domain_id": "acme",
+        "org_code": "acme",
+        "org_id": "acme",
+        "client_id": "syncd",
+        "client_secret": "demo-secret",
+        "batch_size": 2,
+        "concurrency": 1,
+    }
 
 
 def toml_text(settings: dict[str, Any]) -> str:

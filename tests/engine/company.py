@@ -15,6 +15,7 @@ from syncd.config import Settings, load_settings
 from syncd.emulator import RunningEmulator
 from syncd.runner import RunRequest, RunResult, run_sync
 from syncd.snapshot import sql as store_sql
+from tests.support.settings import emulator_platform
 
 EMPLOYEE_COLUMNS = [
     "id",
@@ -172,14 +173,7 @@ class World:
             f'employees = "{self.folder / "employees.csv"}"',
             f'departments = "{self.folder / "departments.csv"}"',
             'departed_values = ["departed"]',
-            "[platform]",
-            f'base_url = "{self.emulator.base_url}"',
-            'domain_id = "acme"',
-            'org_code = "acme"',
-            'client_id = "syncd"',
-            'client_secret = "demo-secret"',
-            'org_id = "acme"',
-            "retry_backoff = 0.01",
+            *emulator_platform(self.emulator),
             "batch_size = 2",
             "[sync]",
             *(f"{key} = {json.dumps(value)}" for key, value in options.items()),

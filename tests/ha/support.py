@@ -18,7 +18,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
@@ -26,7 +26,7 @@ from sqlalchemy.pool import NullPool
 
 from syncd.emulator import RunningEmulator
 from syncd.snapshot import leases
-from tests.daemon.support import NotifySocket, toml_text
+from tests.daemon.support import NotifySocket, platform_settings, toml_text
 from tests.support.cli import SYNCD
 from tests.support.waiting import wait_until
 
@@ -123,14 +123,7 @@ class Cluster:
                 "departments": str(self.root / "departments.csv"),
             },
             "platform": {
-                "base_url": self.emulator.base_url,
-                "domain_id": "acme",
-                "org_code": "acme",
-                "org_id": "acme",
-                "client_id": "syncd",
-                "client_secret": "demo-secret",
-                "batch_size": 2,
-                "concurrency": 1,
+                **platform_settings(self.emulator),
                 "retry_backoff": 0.01,
                 "retry_backoff_max": 0.05,
             },
@@ -176,6 +169,12 @@ class Cluster:
             if member.notify is not None:
                 member.notify.close()
         self._engine.dispose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # ------------------------------------------------------------ what the store says
 

@@ -35,11 +35,8 @@ SLOW_WRITE_MS = 1000  # each import-employees answered this late: the apply take
 @pytest.fixture
 def cluster(tmp_path: Path, emulator: RunningEmulator, store_url: str | None) -> Iterator[Cluster]:
     """Run once with one shared SQLite file, once with one PostgreSQL database."""
-    made = Cluster(tmp_path / "cluster", emulator, people(24), store_url)
-    try:
+    with Cluster(tmp_path / "cluster", emulator, people(24), store_url) as made:
         yield made
-    finally:
-        made.close()
 
 
 def slow_writes(emulator: RunningEmulator) -> None:

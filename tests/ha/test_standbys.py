@@ -28,11 +28,8 @@ from .support import Cluster, Member, people, wait_for
 @pytest.fixture
 def cluster(tmp_path: Path, emulator: RunningEmulator, store_url: str | None) -> Iterator[Cluster]:
     """Run once with one shared SQLite file, once with one PostgreSQL database."""
-    made = Cluster(tmp_path / "cluster", emulator, people(6), store_url)
-    try:
+    with Cluster(tmp_path / "cluster", emulator, people(6), store_url) as made:
         yield made
-    finally:
-        made.close()
 
 
 def status(cluster: Cluster, member: Member) -> dict[str, Any]:

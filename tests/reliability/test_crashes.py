@@ -27,7 +27,8 @@ import pytest
 
 from syncd.cli import run_cli
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
-from tests.engine.company import Company, department, employee
+from syncd.runner import RunResult
+from tests.engine.company import Company, Platform, department, employee
 from tests.support.cli import SYNCD
 from tests.support.runs import plan_of
 from tests.support.traffic import requests_to
@@ -135,21 +136,26 @@ def crash_then_recover(rig: Rig, point: Point, capsys: pytest.CaptureFixture[str
     rig.write_config()
     rig.emulator.reset(data=False)  # statistics of this run only
 
-    if point.when == "http":
-        kill_on_request(rig, point)
-    else:
-        kill_in_statement(rig, point)
-
-    rig.emulator.set_faults()
-    result = rig.sync()
-    assert result.exit_code in (EXIT_OK, EXIT_PARTIAL), result.error
-    assert_converged(rig, expected)
+    result = killed_then_synced(rig, point, expected)
     outcomes = [r["outcome"] for r in rig.runs()]
     assert outcomes == ["ok", "interrupted", "partial" if result.exit_code else "ok"], outcomes
     assert run_cli(["reports", "list", "--config", str(rig.config)]) == 0
     listed = capsys.readouterr().out
     assert "interrupted" in listed, listed
     assert plan_of(rig.sync()).changes == ()
+
+
+def killed_then_synced(rig: Rig, point: Point, expected: Platform | None = None) -> RunResult:
+    """A sync killed at ``point``, then one more with no faults: it ends well and converges."""
+    if point.when == "http":
+        kill_on_request(rig, point)
+    else:
+        kill_in_statement(rig, point)
+    rig.emulator.set_faults()
+    result = rig.sync()
+    assert result.exit_code in (EXIT_OK, EXIT_PARTIAL), result.error
+    assert_converged(rig, expected)
+    return result
 
 
 def kill_on_request(rig: Rig, point: Point) -> None:

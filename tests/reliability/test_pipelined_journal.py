@@ -28,13 +28,13 @@ import pytest
 from sqlalchemy import Engine, event
 
 import syncd.snapshot
-from syncd.errors import EXIT_FAILED, EXIT_OK, EXIT_PARTIAL
+from syncd.errors import EXIT_FAILED, EXIT_OK
 from syncd.executor.employees import Employees
 from syncd.executor.pipeline import Item
 from syncd.platform import ImportResult
 
 from .support import Rig, assert_converged, big_company, query, when_requests
-from .test_crashes import MARK_SENT, SETTLE, Point, kill_in_statement, kill_on_request
+from .test_crashes import MARK_SENT, SETTLE, Point, killed_then_synced
 
 PEOPLE = 60  # 30 batches of people and 25 of departments, 4 in flight
 STATEMENTS = (MARK_SENT, SETTLE, "INSERT INTO employees", "INSERT INTO departments")
@@ -68,16 +68,7 @@ def journal(database: Path) -> dict[str, str]:
 
 def killed_then_recovered(rig: Rig, point: Point) -> None:
     pipelined(rig)
-    if point.when == "http":
-        kill_on_request(rig, point)
-    else:
-        kill_in_statement(rig, point)
-    rig.emulator.set_faults()
-
-    result = rig.sync()
-
-    assert result.exit_code in (EXIT_OK, EXIT_PARTIAL), result.error
-    assert_converged(rig)
+    killed_then_synced(rig, point)
     assert not query(rig.database, "SELECT * FROM run_items WHERE outcome = 'sent'")
     assert [r["outcome"] for r in rig.runs()][-2] == "interrupted"
     assert rig.sync().plan.changes == ()  # type: ignore[union-attr]

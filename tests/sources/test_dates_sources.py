@@ -20,6 +20,7 @@ from syncd.model import Directory, Employee
 from syncd.sources._text import parse_iso_day
 from syncd.sources.csv import read_csv
 from syncd.sources.ldap import read_ldap
+from tests.support.settings import CSV_SETTINGS, write_settings
 from tests.support.slapd import Slapd
 
 DEPARTMENTS = "id,name,parent_id\nD1,Head Office,\n"
@@ -189,22 +190,7 @@ def test_the_time_zone_is_an_iana_name() -> None:
         DateSettings(create_days_before_start=-1)
 
 
-SETTINGS = """
-[source]
-kind = "csv"
-[source.csv]
-layout = "paths"
-employees = "people.csv"
-[platform]
-base_url = "https://platform.example"
-domain_id = "acme"
-org_code = "acme"
-client_id = "syncd"
-client_secret = "s3cret-value"
-org_id = "1"
-[sync.dates]
-time_zone = "{zone}"
-"""
+SETTINGS = CSV_SETTINGS + 'client_secret = "s3cret-value"\n[sync.dates]\ntime_zone = "{zone}"\n'
 
 
 def test_a_settings_file_with_a_bad_time_zone_names_the_key_and_the_value(
@@ -212,9 +198,7 @@ def test_a_settings_file_with_a_bad_time_zone_names_the_key_and_the_value(
 ) -> None:
     for name in [n for n in os.environ if n.startswith("SYNCD_")]:
         monkeypatch.delenv(name)
-    path = tmp_path / "syncd.toml"
-    path.write_text(SETTINGS.replace("{zone}", "Europe/Pari"), encoding="utf-8")
-    path.chmod(0o600)
+    path = write_settings(tmp_path, SETTINGS.replace("{zone}", "Europe/Pari"))
     with pytest.raises(ConfigError) as caught:
         load_settings(path)
     said = str(caught.value)

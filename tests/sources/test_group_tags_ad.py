@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import ldap3
 import pytest
-from pydantic import SecretStr
 
 from syncd.cli import run_cli
 from syncd.config import LdapSource
@@ -18,7 +17,7 @@ from syncd.errors import SourceError
 from syncd.model import Employee
 from syncd.sources.ldap import read_ldap
 from tests.support.admin import AnotherAdmin
-from tests.support.samba import BASE, SambaDC
+from tests.support.samba import BASE, SambaDC, ad_source
 from tests.support.slapd import TlsFiles
 
 TAGGED = f"OU=Tagged,{BASE}"
@@ -70,24 +69,15 @@ def tagged_domain(samba_dc: SambaDC) -> Iterator[SambaDC]:
 
 @pytest.fixture
 def settings(tagged_domain: SambaDC, tls_files: TlsFiles) -> Callable[..., LdapSource]:
-    def make(**overrides: Any) -> LdapSource:
-        values: dict[str, Any] = {
-            "urls": [tagged_domain.url],
-            "flavor": "active_directory",
-            "ca_file": tls_files.ca_cert,
-            "bind_dn": tagged_domain.bind_dn,
-            "bind_password": SecretStr(tagged_domain.password),
-            "users_base": TAGGED,
-            "groups_base": GROUPS,
-            "group_tags": RULES,
-            "department_head_attribute": "managedBy",
-            "connect_timeout": 5.0,
-            "read_timeout": 20.0,
-            **overrides,
-        }
-        return LdapSource(**values)
-
-    return make
+    return partial(
+        ad_source,
+        tagged_domain,
+        tls_files,
+        users_base=TAGGED,
+        groups_base=GROUPS,
+        group_tags=RULES,
+        department_head_attribute="managedBy",
+    )
 
 
 def by_username(settings: LdapSource) -> tuple[dict[str, Employee], tuple[str, ...]]:

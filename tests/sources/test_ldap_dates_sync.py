@@ -8,9 +8,10 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from syncd.config import Settings, load_settings
+from syncd.config import Settings
 from syncd.runner import RunRequest, RunResult, run_sync
 from tests.support.admin import AnotherAdmin
+from tests.support.settings import ldap_run_settings
 from tests.support.slapd import Slapd
 
 
@@ -19,22 +20,15 @@ def at(text: str) -> int:
 
 
 def dated_settings(slapd: Slapd, base: str, emulator: Any, tmp_path: Path) -> Settings:
-    config = tmp_path / "syncd.toml"
-    config.write_text(
-        f'state_dir = "{tmp_path / "state"}"\n'
-        f'[source]\nkind = "ldap"\n[source.ldap]\nurls = ["{slapd.url}"]\n'
-        f'bind_dn = "{slapd.bind_dn}"\nbind_password = "{slapd.password}"\n'
-        f'users_base = "{base}"\n'
-        "[source.ldap.attributes]\n"
-        'start_date = "carLicense"\nend_date = "businessCategory"\n'
-        f'[platform]\nbase_url = "{emulator.base_url}"\ndomain_id = "acme"\norg_code = "acme"\n'
-        'client_id = "syncd"\nclient_secret = "demo-secret"\norg_id = "acme"\n'
-        "retry_backoff = 0.01\n"
-        "[sync]\nmax_removal_ratio = 1.0\n"
-        '[sync.dates]\ntime_zone = "Asia/Shanghai"\ncreate_days_before_start = 3\n'
+    return ldap_run_settings(
+        slapd,
+        base,
+        emulator,
+        tmp_path,
+        ldap='[source.ldap.attributes]\nstart_date = "carLicense"\nend_date = "businessCategory"\n',
+        more="[sync]\nmax_removal_ratio = 1.0\n"
+        '[sync.dates]\ntime_zone = "Asia/Shanghai"\ncreate_days_before_start = 3\n',
     )
-    config.chmod(0o600)
-    return load_settings(config)
 
 
 def run(settings: Settings, when: str, read: str = "full") -> RunResult:

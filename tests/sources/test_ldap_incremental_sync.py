@@ -7,26 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from syncd.config import Settings, load_settings
+from syncd.config import Settings
 from syncd.runner import RunRequest, run_sync
 from tests.support.admin import AnotherAdmin
 from tests.support.runs import plan_of
+from tests.support.settings import ldap_run_settings
 from tests.support.slapd import Slapd
 
 
 def ldap_sync_settings(slapd: Slapd, base: str, emulator: Any, tmp_path: Path) -> Settings:
-    config = tmp_path / "syncd.toml"
-    config.write_text(
-        f'state_dir = "{tmp_path / "state"}"\n'
-        f'[source]\nkind = "ldap"\n[source.ldap]\nurls = ["{slapd.url}"]\n'
-        f'bind_dn = "{slapd.bind_dn}"\nbind_password = "{slapd.password}"\n'
-        f'users_base = "{base}"\ndeparted_filter = "(employeeType=departed)"\n'
-        f'[platform]\nbase_url = "{emulator.base_url}"\ndomain_id = "acme"\norg_code = "acme"\n'
-        'client_id = "syncd"\nclient_secret = "demo-secret"\norg_id = "acme"\n'
-        "retry_backoff = 0.01\n"
-    )
-    config.chmod(0o600)
-    return load_settings(config)
+    departed = 'departed_filter = "(employeeType=departed)"\n'
+    return ldap_run_settings(slapd, base, emulator, tmp_path, ldap=departed)
 
 
 def planned(result: Any) -> set[tuple[str, str]]:

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import SecretStr
 
 import syncd.sources.ldap
 from syncd.cli import run_cli
@@ -34,7 +33,7 @@ from syncd.sources.ldap import wire as ldap_wire
 from syncd.sources.photos import PhotoReader
 from tests.support.admin import AnotherAdmin
 from tests.support.images import jpeg
-from tests.support.samba import BASE, BULK_PEOPLE, CHILD, SambaDC
+from tests.support.samba import BASE, BULK_PEOPLE, CHILD, SambaDC, ad_source
 from tests.support.slapd import TlsFiles
 
 ACME = f"OU=Acme,{BASE}"
@@ -42,22 +41,7 @@ ACME = f"OU=Acme,{BASE}"
 
 @pytest.fixture
 def ad_settings(samba_dc: SambaDC, tls_files: TlsFiles) -> Callable[..., LdapSource]:
-    def make(**overrides: Any) -> LdapSource:
-        values: dict[str, Any] = {
-            "urls": [samba_dc.url],
-            "flavor": "active_directory",
-            "ca_file": tls_files.ca_cert,
-            "bind_dn": samba_dc.bind_dn,
-            "bind_password": SecretStr(samba_dc.password),
-            "users_base": ACME,
-            "page_size": 1000,
-            "connect_timeout": 5.0,
-            "read_timeout": 20.0,
-        }
-        values.update(overrides)
-        return LdapSource(**values)
-
-    return make
+    return functools.partial(ad_source, samba_dc, tls_files, users_base=ACME, page_size=1000)
 
 
 def people(directory: Directory) -> dict[str, Employee]:

@@ -13,6 +13,7 @@ from syncd.emulator import RunningEmulator
 from syncd.runner import RunRequest, RunResult, run_sync
 from syncd.sources.preview import preview
 from tests.support.samba import BASE, SambaDC
+from tests.support.settings import emulator_platform
 from tests.support.slapd import Slapd, TlsFiles
 
 HR_COLUMNS = "emp_no,name,department,job_title,status"
@@ -86,14 +87,7 @@ class Company:
             f"username = {json.dumps(self.domain_names())}",
             f"email = {json.dumps(self.domain_names())}",
             f"mobile = {json.dumps(self.domain_names())}",
-            "[platform]",
-            f'base_url = "{self.emulator.base_url}"',
-            'domain_id = "acme"',
-            'org_code = "acme"',
-            'client_id = "syncd"',
-            'client_secret = "demo-secret"',
-            'org_id = "acme"',
-            "retry_backoff = 0.01",
+            *emulator_platform(self.emulator),
         ]
         path = self.folder / "syncd.toml"
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -16,30 +16,29 @@ never skipped.
 
 from __future__ import annotations
 
-import ctypes
 import glob
 import itertools
 import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import psycopg
 import pytest
 
+from tests.support.processes import die_with_parent_in_own_group, free_port, wait_until_serving
+
 ROLE = "syncd"
 PASSWORD = "pg-secret-Zq7"  # the test role's: tests check it is never shown
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
-_PR_SET_PDEATHSIG = 1
 _numbers = itertools.count(1)
 
 
@@ -56,27 +55,12 @@ def binaries() -> Path:
     return Path(found[-1]).parent
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def _server_user() -> tuple[int, int] | None:
     """(uid, gid) to run the server as: ``postgres`` when we are root, else ourselves."""
     if os.getuid() != 0:
         return None
     entry = pwd.getpwnam("postgres")
     return entry.pw_uid, entry.pw_gid
-
-
-def _die_with_parent() -> None:
-    """In the server's process: SIGINT (fast shutdown) when the test process goes away."""
-    with suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGINT)
-    os.setpgrp()  # Ctrl-C reaches pytest, which then stops the server in order
 
 
 @dataclass
@@ -151,26 +135,35 @@ def _launch(directory: Path, port: int, *, durable: bool = False) -> subprocess.
         user=user[0] if user else None,
         group=user[1] if user else None,
         extra_groups=[] if user else None,
-        preexec_fn=_die_with_parent,
+        # SIGINT (a fast shutdown) if the test process goes away; Ctrl-C reaches pytest,
+        # which then stops the server in order.
+        preexec_fn=partial(die_with_parent_in_own_group, signal.SIGINT),
         cwd=directory,
     )  # fmt: skip
     log.close()
     return process
 
 
+class _ExitedAtStart(RuntimeError):
+    """The server ended before it answered (its port taken, say): worth another try."""
+
+
 def _wait_until_ready(server: PostgresServer) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while True:
-        if not server.running():
-            log = (server.directory / "server.log").read_text("utf-8", "replace")[-3000:]
-            raise RuntimeError(f"PostgreSQL exited at start:\n{log}")
+    def probe() -> str | None:
         try:
             with server.admin():
-                return
-        except psycopg.OperationalError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)  # polling the server's readiness, not standing in for it
+                return None
+        except psycopg.OperationalError as exc:
+            return str(exc)
+
+    def tail() -> str:
+        return (server.directory / "server.log").read_text("utf-8", "replace")[-3000:]
+
+    status = wait_until_serving(
+        "PostgreSQL", server.process, probe, timeout=START_TIMEOUT, tail=tail, pause=0.05
+    )
+    if status is not None:
+        raise _ExitedAtStart(f"PostgreSQL exited at start ({status}):\n{tail()}")
 
 
 def start_server(directory: Path | None = None, *, durable: bool = False) -> PostgresServer:
@@ -210,7 +203,7 @@ def start_server(directory: Path | None = None, *, durable: bool = False) -> Pos
         try:
             _wait_until_ready(server)
             break
-        except RuntimeError:
+        except _ExitedAtStart:
             if attempt == 4:
                 raise
     with server.admin() as conn:

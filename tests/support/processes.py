@@ -41,17 +41,17 @@ def port_free(port: int) -> bool:
         return True
 
 
-def die_with_parent() -> None:
-    """In the child, before exec: have the kernel send SIGTERM when our process goes away."""
+def die_with_parent(sent: signal.Signals = signal.SIGTERM) -> None:
+    """In the child, before exec: have the kernel send ``sent`` when our process goes away."""
     with suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        libc.prctl(_PR_SET_PDEATHSIG, sent)
 
 
-def die_with_parent_in_own_group() -> None:
+def die_with_parent_in_own_group(sent: signal.Signals = signal.SIGTERM) -> None:
     """``die_with_parent``, in a process group of its own: Ctrl-C in the terminal reaches
     pytest, which then stops the server in order."""
-    die_with_parent()
+    die_with_parent(sent)
     os.setpgrp()
 
 

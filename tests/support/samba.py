@@ -20,10 +20,13 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 import ldap3
 from ldap3.core.exceptions import LDAPException
+from pydantic import SecretStr
 
+from syncd.config import LdapSource
 from tests.support.processes import (
     die_with_parent_in_own_group,
     port_free,
@@ -58,6 +61,21 @@ db.transaction_start()
 db.add_ldif(open(sys.argv[3], encoding="utf-8").read())
 db.transaction_commit()
 """
+
+
+def ad_source(dc: SambaDC, tls: TlsFiles, **values: Any) -> LdapSource:
+    """An Active Directory source reading ``dc`` over TLS as its administrator; ``values``
+    (users_base and the rest) are added, or replace these."""
+    settings: dict[str, Any] = {
+        "urls": [dc.url],
+        "flavor": "active_directory",
+        "ca_file": tls.ca_cert,
+        "bind_dn": dc.bind_dn,
+        "bind_password": SecretStr(dc.password),
+        "connect_timeout": 5.0,
+        "read_timeout": 20.0,
+    }
+    return LdapSource(**(settings | values))
 
 
 class SambaDC:

@@ -1,6 +1,11 @@
-"""Rows of the state database's employees table, as syncd.snapshot's writers take them."""
+"""Rows of the state database (its employees table, a run's journal), as syncd.snapshot's writers
+take them."""
 
 from __future__ import annotations
+
+from sqlalchemy import Engine
+
+from syncd import snapshot as store
 
 
 def person(source_id: str, username: str, **kw: object) -> dict[str, object]:
@@ -17,3 +22,27 @@ def person(source_id: str, username: str, **kw: object) -> dict[str, object]:
         "locked_since": None,
         **kw,
     }
+
+
+def planned_run(engine: Engine, count: int) -> int:
+    """A new run whose journal holds ``count`` planned creates (seq 0 on, keys ``E<seq>``)."""
+    run_id = store.start_run(
+        engine, trigger="shell", mode="apply", read="full", source="test", started_at=0
+    )
+    rows = [
+        {
+            "seq": seq,
+            "kind": "employee",
+            "key": f"E{seq}",
+            "display": f"user{seq}",
+            "action": "create",
+            "message": f"create employee user{seq}",
+            "before": None,
+            "after": "{}",
+            "outcome": "planned",
+        }
+        for seq in range(count)
+    ]
+    with store.write(engine) as conn:
+        store.insert_items(conn, run_id, rows)
+    return run_id

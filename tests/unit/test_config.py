@@ -9,27 +9,10 @@ import pytest
 
 from syncd.config import load_settings, platform_of, source_of
 from syncd.errors import ConfigError
+from tests.support.settings import CSV_SETTINGS, write_settings
 
-BASE = """
-[source]
-kind = "csv"
-[source.csv]
-layout = "paths"
-employees = "people.csv"
-[platform]
-base_url = "https://platform.example"
-domain_id = "acme"
-org_code = "acme"
-client_id = "syncd"
-org_id = "1"
-"""
-
-
-def write(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
-    path = tmp_path / "syncd.toml"
-    path.write_text(text, encoding="utf-8")
-    path.chmod(mode)
-    return path
+BASE = CSV_SETTINGS
+write = write_settings
 
 
 @pytest.fixture(autouse=True)

@@ -18,31 +18,16 @@ import pytest
 
 from syncd.config import load_settings
 from syncd.errors import ConfigError
+from tests.support.settings import CSV_SETTINGS, write_settings
 
 SECRET = "Sekr1t-9d4c-never-shown"
 
-PLATFORM = """
-[source]
-kind = "csv"
-[source.csv]
-layout = "paths"
-employees = "people.csv"
-[platform]
-base_url = "https://platform.example"
-domain_id = "acme"
-org_code = "acme"
-client_id = "syncd"
-org_id = "1"
-"""
+PLATFORM = CSV_SETTINGS
 
 Case = Callable[[Path, pytest.MonkeyPatch], Path]
 
 
-def settings_file(tmp_path: Path, content: bytes) -> Path:
-    path = tmp_path / "syncd.toml"
-    path.write_bytes(content)
-    path.chmod(0o600)
-    return path
+settings_file = write_settings
 
 
 def missing_file(tmp_path: Path, _: pytest.MonkeyPatch) -> Path:

@@ -11,16 +11,9 @@ import pytest
 from syncd.config import load_settings
 from syncd.errors import ConfigError
 from syncd.sources import describe_sources, join_rules
+from tests.support.settings import PLATFORM as PLATFORM_SETTINGS
 
-PLATFORM = """
-[platform]
-base_url = "https://platform.example"
-domain_id = "acme"
-org_code = "acme"
-client_id = "syncd"
-client_secret = "s3cret-value"
-org_id = "1"
-"""
+PLATFORM = PLATFORM_SETTINGS + 'client_secret = "s3cret-value"\n'
 
 HR = """
 [[sources]]

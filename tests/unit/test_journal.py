@@ -13,31 +13,13 @@ from sqlalchemy import Engine
 
 from syncd import snapshot as store
 from syncd.snapshot import sql as store_sql
+from tests.support.snapshot_rows import planned_run
 
 
 @pytest.fixture
 def journal(tmp_path: Path, store_url: str | None) -> tuple[Engine, int]:
     engine = store.open_engine(tmp_path / "syncd.db", store_url)  # each engine in turn
-    run_id = store.start_run(
-        engine, trigger="shell", mode="apply", read="full", source="test", started_at=0
-    )
-    rows = [
-        {
-            "seq": seq,
-            "kind": "employee",
-            "key": f"E{seq}",
-            "display": f"user{seq}",
-            "action": "create",
-            "message": f"create employee user{seq}",
-            "before": None,
-            "after": "{}",
-            "outcome": "planned",
-        }
-        for seq in range(10)
-    ]
-    with store.write(engine) as conn:
-        store.insert_items(conn, run_id, rows)
-    return engine, run_id
+    return engine, planned_run(engine, 10)
 
 
 def outcomes(engine: Engine, run_id: int) -> dict[int, tuple[str, int, int | None, str | None]]:

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, Engine
 from syncd import snapshot as store
 from syncd.errors import StateError
 from syncd.executor.writer import JournalWriter, Write
+from tests.support.snapshot_rows import planned_run
 
 SEQS = 20
 
@@ -30,26 +31,7 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Engine,
 
 
 def new_run(engine: Engine) -> int:
-    run_id = store.start_run(
-        engine, trigger="shell", mode="apply", read="full", source="test", started_at=0
-    )
-    rows = [
-        {
-            "seq": seq,
-            "kind": "employee",
-            "key": f"E{seq}",
-            "display": f"user{seq}",
-            "action": "create",
-            "message": "",
-            "before": None,
-            "after": "{}",
-            "outcome": "planned",
-        }
-        for seq in range(SEQS)
-    ]
-    with store.write(engine) as conn:
-        store.insert_items(conn, run_id, rows)
-    return run_id
+    return planned_run(engine, SEQS)
 
 
 def committed(path: Path, run_id: int) -> dict[int, str]:

@@ -1,0 +1,73 @@
+"""Settings files for the tests that load one: a minimal one (a CSV source and the platform,
+no secret: each test adds its own client_secret, client_secret_file or bad value), the
+emulator's [platform] section for whole runs, and whole LDAP runs' settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from syncd.config import Settings, load_settings
+from syncd.emulator import RunningEmulator
+from tests.support.slapd import Slapd
+
+PLATFORM = """
+[platform]
+base_url = "https://platform.example"
+domain_id = "acme"
+org_code = "acme"
+client_id = "syncd"
+org_id = "1"
+"""
+
+CSV_SETTINGS = """
+[source]
+kind = "csv"
+[source.csv]
+layout = "paths"
+employees = "people.csv"
+""" + PLATFORM.lstrip("\n")
+
+
+def write_settings(folder: Path, text: str | bytes, mode: int = 0o600) -> Path:
+    """``text`` as ``folder``/syncd.toml, readable by its owner only unless ``mode`` says."""
+    path = folder / "syncd.toml"
+    if isinstance(text, str):
+        path.write_text(text, encoding="utf-8")
+    else:
+        path.write_bytes(text)
+    path.chmod(mode)
+    return path
+
+
+def emulator_platform(emulator: RunningEmulator) -> list[str]:
+    """The [platform] section's lines for whole runs against the emulator (quick retries)."""
+    return [
+        "[platform]",
+        f'base_url = "{emulator.base_url}"',
+        'domain_id = "acme"',
+        'org_code = "acme"',
+        'client_id = "syncd"',
+        'client_secret = "demo-secret"',
+        'org_id = "acme"',
+        "retry_backoff = 0.01",
+    ]
+
+
+def ldap_run_settings(
+    slapd: Slapd,
+    base: str,
+    emulator: RunningEmulator,
+    folder: Path,
+    *,
+    ldap: str = "",
+    more: str = "",
+) -> Settings:
+    """Settings of whole runs from ``slapd`` (people under ``base``) to the emulator, state in
+    ``folder``: ``ldap`` is added to [source.ldap], ``more`` (whole sections) at the end."""
+    text = (
+        f'state_dir = "{folder / "state"}"\n'
+        f'[source]\nkind = "ldap"\n[source.ldap]\nurls = ["{slapd.url}"]\n'
+        f'bind_dn = "{slapd.bind_dn}"\nbind_password = "{slapd.password}"\n'
+        f'users_base = "{base}"\n' + ldap + "\n".join(emulator_platform(emulator)) + "\n" + more
+    )
+    return load_settings(write_settings(folder, text))
