@@ -1,25 +1,27 @@
 """Every run converges: random histories of source changes, platform changes and kills.
 
 Each scenario is one seeded history of a small company synced into the emulator over
-HTTP. Every round makes random changes in the source (hires, leavers, moves, renames,
-departments moved or dropped with leavers still in them, rejected rows, username
-changes, departures and returns, new mobiles; mobiles or e-mail addresses swapped between
-two people, rotated among three to five, passed from one to another or to a hire; a
-value given to a hire or a person that an account syncd does not own takes first) and,
-behind syncd's back, random changes on the platform by another administrator (people
-deleted, locked, moved, edited; nodes renamed, moved, deleted; nodes and people syncd
-does not own added; one of syncd's people deleted and their value given to such a
-person; such a person giving a value up, cleared, changed or deleted; most or all people
-deleted with every node left empty; the whole organization wiped; the platform's clock
-set back, so that what changes next is stamped before what syncd has read). A round
-from the second on may begin with the state database restored from the copy taken at
-an older round's end (SQLite's backup; -wal and -shm removed, ``last-run`` kept): a
-sync that stops with exit 3 (behind the platform) is followed by ``syncd state
-rebuild``, as an administrator would, and the count of runs starts again. Then a real
-``syncd sync`` process runs, killed with SIGKILL at a random statement of the state
-database more often than not, and syncd must exit 0 within two more runs (``MAX_RUNS``)
-of the round's last change. The first run that says ok must have converged, the process
-that was not killed after all too. After each round:
+HTTP, on each engine of the state store in turn: SQLite (the file in the state directory)
+and PostgreSQL (a fresh database of the session's server). Every round makes random
+changes in the source (hires, leavers, moves, renames, departments moved or dropped with
+leavers still in them, rejected rows, username changes, departures and returns, new
+mobiles; mobiles or e-mail addresses swapped between two people, rotated among three to
+five, passed from one to another or to a hire; a value given to a hire or a person that
+an account syncd does not own takes first) and, behind syncd's back, random changes on
+the platform by another administrator (people deleted, locked, moved, edited; nodes
+renamed, moved, deleted; nodes and people syncd does not own added; one of syncd's people
+deleted and their value given to such a person; such a person giving a value up, cleared,
+changed or deleted; most or all people deleted with every node left empty; the whole
+organization wiped; the platform's clock set back, so that what changes next is stamped
+before what syncd has read). A round from the second on may begin with the state database
+restored from the copy taken at an older round's end (SQLite's online backup, -wal and
+-shm removed; on PostgreSQL ``pg_dump --format=custom``, restored with ``pg_restore
+--clean``, as the README says; ``last-run`` kept): a sync that stops with exit 3 (behind
+the platform) is followed by ``syncd state rebuild``, as an administrator would, and the
+count of runs starts again. Then a real ``syncd sync`` process runs, killed with SIGKILL
+at a random statement of the state database more often than not, and syncd must exit 0
+within two more runs (``MAX_RUNS``) of the round's last change. The first run that says
+ok must have converged, the process that was not killed after all too. After each round:
 
 - ``--check`` plans nothing;
 - no node twice (serial_no or name path), no person twice (username);
@@ -41,7 +43,9 @@ that was not killed after all too. After each round:
   does not exit 0 (the last allowed aside) told a new one and failed nothing;
 - run ids only grow, across restores.
 
-CI runs 12 seeds (about a minute); ``--long`` runs 48 more. The figures (scenarios, rounds,
+CI runs 12 seeds on each engine (about a minute on SQLite, two on PostgreSQL); ``--long``
+runs 48 more on each. The state database is read through the store's engine on
+PostgreSQL (``Rig.rows``), the SQLite file directly. The figures (scenarios, rounds,
 kills, the platform changes another administrator made, the drift syncd's runs reported
 and put back, by kind; values moved, values for foreign accounts and the known problems
 they made; restores and rebuilds) are printed at the end of the session.
@@ -404,8 +408,7 @@ def assert_told_once(h: History, rig: Rig) -> None:
         assert not again, f"known problems told again: {again}"
     FIGURES["known problems: told"] += len(told)
     h.problems = {
-        (r["source_id"], r["field"], r["value"])
-        for r in rig.rows("SELECT * FROM known_problems")
+        (r["source_id"], r["field"], r["value"]) for r in rig.rows("SELECT * FROM known_problems")
     }
 
 
@@ -578,9 +581,11 @@ def test_a_restored_database_follows_an_account_made_again(engine_rig: Rig) -> N
     assert rig.sync().exit_code == EXIT_OK
     h = History(random.Random(0), rig.company, "lock")
     back_up(h, rig)
+    copied = rig.runs()[-1]["id"]
     AnotherAdmin(rig.emulator).delete_person("bob")
     assert rig.sync().exit_code == EXIT_OK  # bob made again: a new account id
     restore(h, rig, h.backups[0])
+    assert rig.runs()[-1]["id"] == copied, "the copy was not restored"
     rig.company.employees.remove(rig.company.person("bob"))
     runs = [rig.sync(allow_removals=1).exit_code for _ in range(MAX_RUNS)]
     assert runs[-1] == EXIT_OK, runs
