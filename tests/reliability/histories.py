@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.engine.company import Company, department, employee
-from tests.reliability.support import Rig, query
+from tests.reliability.support import Rig
 from tests.support.admin import AnotherAdmin
 
 UNIQUE_FIELDS = ("mobile", "email")  # one account at a time may hold each value
@@ -275,7 +275,7 @@ def change_platform(h: History, admin: AnotherAdmin, rig: Rig) -> None:
     for _ in range(h.rng.randint(1, 4)):
         state = rig.emulator.state()
         there = {e["username"] for e in state["employees"]}
-        held = {r["username"] for r in query(rig.database, "SELECT username FROM employees")}
+        held = {r["username"] for r in rig.rows("SELECT username FROM employees")}
         owned = (held & there) - h.foreign_people
         kind = h.rng.choice(PLATFORM_CHANGES)
         if kind(h, admin, state, sorted(owned)):

@@ -4,6 +4,9 @@ Test instrumentation only (production code has no hook for it): the state databa
 engine is wrapped so that a SQLAlchemy cursor listener counts the statements that start
 with ``$KILL_SQL``; at the ``$KILL_NTH`` one it kills the process, ``before`` the
 statement runs or ``after`` it ran but before its transaction commits (``$KILL_WHEN``).
+On either engine: ``$KILL_SQL`` is written with ``?`` placeholders, PostgreSQL's ``%s``
+read as ``?`` (the COPY that loads run items on PostgreSQL goes to the driver's own
+cursor and is not seen; write kill points as the statements SQLite runs).
 
     KILL_SQL="UPDATE run_items SET outcome = ?" KILL_NTH=3 KILL_WHEN=after \\
         python killer.py sync --config syncd.toml
@@ -31,7 +34,7 @@ def arm(prefix: str, nth: int, when: str) -> None:
 
         def count(_conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
             nonlocal seen
-            if statement.lstrip().startswith(prefix):
+            if statement.lstrip().replace("%s", "?").startswith(prefix):
                 seen += 1
                 if seen == nth:
                     os.kill(os.getpid(), signal.SIGKILL)

@@ -22,6 +22,7 @@ from typing import Any
 
 from syncd.config import Settings, load_settings
 from syncd.emulator import RunningEmulator
+from syncd.snapshot import sql as store_sql
 from tests.engine.company import Company, Platform, World, department, employee
 from tests.support.cli import SYNCD
 from tests.support.traffic import requests_to
@@ -67,7 +68,11 @@ class Rig(World):
             "batch_size": 2,
             **self.platform_options,
         }
-        top = {"state_dir": str(self.folder / "state"), **self.top_options}
+        top = {
+            "state_dir": str(self.folder / "state"),
+            "database_url": self.database_url,
+            **self.top_options,
+        }
         source = self.source_lines or [
             "[source]",
             'kind = "csv"',
@@ -114,7 +119,19 @@ class Rig(World):
         return writes(self.emulator)
 
     def runs(self) -> list[dict[str, Any]]:
-        return query(self.database, "SELECT * FROM runs ORDER BY id")
+        return self.rows("SELECT * FROM runs ORDER BY id")
+
+    def rows(self, sql: str, *args: Any) -> list[dict[str, Any]]:
+        """A query's rows as dicts (``?`` placeholders, no ``%`` in ``sql``): the SQLite
+        file read directly, or the PostgreSQL database through the store's engine."""
+        if self.database_url is None:
+            return query(self.database, sql, *args)
+        engine = self.engine()
+        try:
+            with engine.connect() as conn:
+                return [dict(r) for r in store_sql.run(conn, sql, args).mappings()]
+        finally:
+            engine.dispose()
 
     def admin_view(self) -> dict[str, tuple[str, bool]]:
         """Each person on the platform: the name of their primary node, and locked."""

@@ -1,25 +1,27 @@
 """Every run converges: random histories of source changes, platform changes and kills.
 
 Each scenario is one seeded history of a small company synced into the emulator over
-HTTP. Every round makes random changes in the source (hires, leavers, moves, renames,
-departments moved or dropped with leavers still in them, rejected rows, username
-changes, departures and returns, new mobiles; mobiles or e-mail addresses swapped between
-two people, rotated among three to five, passed from one to another or to a hire; a
-value given to a hire or a person that an account syncd does not own takes first) and,
-behind syncd's back, random changes on the platform by another administrator (people
-deleted, locked, moved, edited; nodes renamed, moved, deleted; nodes and people syncd
-does not own added; one of syncd's people deleted and their value given to such a
-person; such a person giving a value up, cleared, changed or deleted; most or all people
-deleted with every node left empty; the whole organization wiped; the platform's clock
-set back, so that what changes next is stamped before what syncd has read). A round
-from the second on may begin with the state database restored from the copy taken at
-an older round's end (SQLite's backup; -wal and -shm removed, ``last-run`` kept): a
-sync that stops with exit 3 (behind the platform) is followed by ``syncd state
-rebuild``, as an administrator would, and the count of runs starts again. Then a real
-``syncd sync`` process runs, killed with SIGKILL at a random statement of the state
-database more often than not, and syncd must exit 0 within two more runs (``MAX_RUNS``)
-of the round's last change. The first run that says ok must have converged, the process
-that was not killed after all too. After each round:
+HTTP, on each engine of the state store in turn: SQLite (the file in the state directory)
+and PostgreSQL (a fresh database of the session's server). Every round makes random
+changes in the source (hires, leavers, moves, renames, departments moved or dropped with
+leavers still in them, rejected rows, username changes, departures and returns, new
+mobiles; mobiles or e-mail addresses swapped between two people, rotated among three to
+five, passed from one to another or to a hire; a value given to a hire or a person that
+an account syncd does not own takes first) and, behind syncd's back, random changes on
+the platform by another administrator (people deleted, locked, moved, edited; nodes
+renamed, moved, deleted; nodes and people syncd does not own added; one of syncd's people
+deleted and their value given to such a person; such a person giving a value up, cleared,
+changed or deleted; most or all people deleted with every node left empty; the whole
+organization wiped; the platform's clock set back, so that what changes next is stamped
+before what syncd has read). A round from the second on may begin with the state database
+restored from the copy taken at an older round's end (SQLite's online backup, -wal and
+-shm removed; on PostgreSQL ``pg_dump --format=custom``, restored with ``pg_restore
+--clean``, as the README says; ``last-run`` kept): a sync that stops with exit 3 (behind
+the platform) is followed by ``syncd state rebuild``, as an administrator would, and the
+count of runs starts again. Then a real ``syncd sync`` process runs, killed with SIGKILL
+at a random statement of the state database more often than not, and syncd must exit 0
+within two more runs (``MAX_RUNS``) of the round's last change. The first run that says
+ok must have converged, the process that was not killed after all too. After each round:
 
 - ``--check`` plans nothing;
 - no node twice (serial_no or name path), no person twice (username);
@@ -41,7 +43,9 @@ that was not killed after all too. After each round:
   does not exit 0 (the last allowed aside) told a new one and failed nothing;
 - run ids only grow, across restores.
 
-CI runs 12 seeds (about a minute); ``--long`` runs 48 more. The figures (scenarios, rounds,
+CI runs 12 seeds on each engine (about a minute on SQLite, two on PostgreSQL); ``--long``
+runs 48 more on each. The state database is read through the store's engine on
+PostgreSQL (``Rig.rows``), the SQLite file directly. The figures (scenarios, rounds,
 kills, the platform changes another administrator made, the drift syncd's runs reported
 and put back, by kind; values moved, values for foreign accounts and the known problems
 they made; restores and rebuilds) are printed at the end of the session.
@@ -55,6 +59,7 @@ import re
 import shutil
 import signal
 import sqlite3
+import subprocess
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -64,6 +69,7 @@ import pytest
 from syncd.errors import EXIT_FAILED, EXIT_OK
 from syncd.runner import RunRequest, run_sync
 from tests.support.admin import AnotherAdmin
+from tests.support.postgres import binaries
 
 from .histories import (
     FIGURES,
@@ -74,7 +80,7 @@ from .histories import (
     first_company,
     movable,
 )
-from .support import Rig, figure_kinds, query, sync_under_killer
+from .support import Rig, figure_kinds, sync_under_killer
 
 SEEDS = range(12)
 LONG_SEEDS = range(12, 60)
@@ -149,8 +155,7 @@ def sync_until_converged(h: History, rig: Rig) -> int:
             n = 0
         elif n < MAX_RUNS:
             assert_told_a_problem(h, rig, result.run_id)
-    failed = query(
-        rig.database,
+    failed = rig.rows(
         "SELECT display, action, error FROM run_items WHERE run_id = ? AND outcome = 'failed'",
         result.run_id,
     )
@@ -160,10 +165,9 @@ def sync_until_converged(h: History, rig: Rig) -> int:
 def assert_told_a_problem(h: History, rig: Rig, run_id: int) -> None:
     """A run that did not exit 0 and is not the last allowed: it found a new known problem
     (the one run that tells it ends partial), nothing else made it fail."""
-    (run,) = query(rig.database, "SELECT summary, outcome FROM runs WHERE id = ?", run_id)
+    (run,) = rig.rows("SELECT summary, outcome FROM runs WHERE id = ?", run_id)
     notes = json.loads(run["summary"] or "{}").get("notes") or ()
-    failed = query(
-        rig.database,
+    failed = rig.rows(
         "SELECT display, action, error FROM run_items WHERE run_id = ? AND outcome = 'failed'",
         run_id,
     )
@@ -197,7 +201,15 @@ def rebuild(h: History, rig: Rig) -> None:
 
 
 def back_up(h: History, rig: Rig) -> None:
-    """A copy of the state database at a round's end (SQLite's online backup)."""
+    """A copy of the state database at a round's end: SQLite's online backup, or on
+    PostgreSQL ``pg_dump --format=custom``, as the README says."""
+    if rig.database_url is not None:
+        target = rig.folder / "backups" / f"syncd-{len(h.backups)}.dump"
+        target.parent.mkdir(exist_ok=True)
+        pg_tool("pg_dump", "--format=custom", f"--file={target}", rig.database_url)
+        target.chmod(0o600)
+        h.backups.append(target)
+        return
     target = rig.folder / "backups" / f"syncd-{len(h.backups)}.db"
     target.parent.mkdir(exist_ok=True)
     with closing(sqlite3.connect(rig.database)) as db, closing(sqlite3.connect(target)) as copy:
@@ -206,9 +218,26 @@ def back_up(h: History, rig: Rig) -> None:
     h.backups.append(target)
 
 
+def pg_tool(name: str, *args: str) -> None:
+    """One of PostgreSQL's own client programs (pg_dump, pg_restore), run to its end."""
+    done = subprocess.run(
+        [str(binaries() / name), *args], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, f"{name} exited {done.returncode}: {done.stderr}"
+
+
 def restore(h: History, rig: Rig, copy: Path) -> None:
-    """The state database replaced by an older copy, as the README says (its -wal and -shm
-    files removed, ``last-run`` left in place)."""
+    """The state database replaced by an older copy, as the README says (on SQLite its
+    -wal and -shm files removed; on PostgreSQL ``pg_restore --clean``; ``last-run`` left
+    in place)."""
+    if rig.database_url is not None:
+        pg_tool(
+            "pg_restore", "--clean", "--if-exists", "--single-transaction",
+            f"--dbname={rig.database_url}", str(copy),
+        )  # fmt: skip
+        h.restored, h.rebuilt = True, False
+        h.events.append(f"state database restored from {copy.name}")
+        return
     for suffix in ("-wal", "-shm"):
         Path(f"{rig.database}{suffix}").unlink(missing_ok=True)
     shutil.copyfile(copy, rig.database)
@@ -242,7 +271,7 @@ def assert_invariants(h: History, rig: Rig) -> None:
         assert node is not None, f"department {unit['id']} missing"
         assert node["name"] == unit["name"], (unit, node["name"])
         assert serial_of(node["parent_org_id"]) == (unit["parent_id"] or None), unit
-    held = {r["source_id"]: r["username"] for r in query(rig.database, "SELECT * FROM employees")}
+    held = {r["source_id"]: r["username"] for r in rig.rows("SELECT * FROM employees")}
     missing: dict[tuple[str, str], str] = {}  # (source id, field) -> username without it
     for row in h.people():
         if row["username"] in h.rejected:
@@ -284,9 +313,9 @@ def assert_invariants(h: History, rig: Rig) -> None:
         if serial not in source_units:  # kept only while something is left in it
             has_children = any(n.get("parent_org_id") == node["id"] for n in state["nodes"])
             assert node["all_employee_count"] or has_children, f"{serial} kept empty"
-    ids = {r["source_id"]: r["node_id"] for r in query(rig.database, "SELECT * FROM departments")}
+    ids = {r["source_id"]: r["node_id"] for r in rig.rows("SELECT * FROM departments")}
     assert ids == {s: n["id"] for s, n in by_serial.items()}
-    for r in query(rig.database, "SELECT username, employee_id FROM employees"):
+    for r in rig.rows("SELECT username, employee_id FROM employees"):
         if r["username"] not in h.rejected:  # a rejected row's record is left as it is
             assert r["username"] in people, f"{r['username']} held, not on the platform"
             there = people[r["username"]]["id"]
@@ -311,8 +340,7 @@ def assert_values_held_elsewhere(
     rows = {row["id"]: row for row in h.people()}
     known = {
         (r["source_id"], r["field"]): r
-        for r in query(  # as syncd reads them: those of people it holds
-            rig.database,
+        for r in rig.rows(  # as syncd reads them: those of people it holds
             "SELECT * FROM known_problems WHERE source_id IN (SELECT source_id FROM employees)",
         )
         if r["source_id"] in rows and rows[r["source_id"]]["username"] not in h.rejected
@@ -362,17 +390,17 @@ def assert_told_once(h: History, rig: Rig) -> None:
     value another account holds failed a person."""
     told = set()
     ours = {row["id"] for row in movable(h)}
-    for run in query(rig.database, "SELECT summary FROM runs WHERE id > ?", h.last_run):
+    for run in rig.rows("SELECT summary FROM runs WHERE id > ?", h.last_run):
         for note in json.loads(run["summary"] or "{}").get("notes") or ():
             if note["kind"] == "known problem" and (found := TOLD.match(note["message"])):
                 told.add((note["key"], found[1], found[2]))
                 holder = HOLDER_KEY.search(note["message"])
                 assert holder is None or holder[1] not in ours, note["message"]
-    refused = query(
-        rig.database,
+    refused = rig.rows(
         "SELECT display, action, error FROM run_items WHERE run_id > ? AND outcome = 'failed' "
-        "AND error LIKE '%already used%'",
+        "AND error LIKE ?",
         h.last_run,
+        "%already used%",
     )
     assert not refused, f"failed for a value another account holds: {refused}"
     if not h.restored:
@@ -380,8 +408,7 @@ def assert_told_once(h: History, rig: Rig) -> None:
         assert not again, f"known problems told again: {again}"
     FIGURES["known problems: told"] += len(told)
     h.problems = {
-        (r["source_id"], r["field"], r["value"])
-        for r in query(rig.database, "SELECT * FROM known_problems")
+        (r["source_id"], r["field"], r["value"]) for r in rig.rows("SELECT * FROM known_problems")
     }
 
 
@@ -440,8 +467,7 @@ def assert_nobody_active_locked_or_removed(h: History, rig: Rig) -> None:
         if key in now and now[key][0] == username and key not in h.deleted_now:
             assert now[key][1] == before, f"{username}, active, lost account {before}: {now[key]}"
     wanted = active(h)
-    acted = query(
-        rig.database,
+    acted = rig.rows(
         "SELECT key, display, action FROM run_items WHERE run_id > ? "
         "AND action IN ('lock', 'remove') AND outcome IN ('ok', 'sent')",
         h.last_run,
@@ -452,9 +478,7 @@ def assert_nobody_active_locked_or_removed(h: History, rig: Rig) -> None:
 
 def count_reported_drift(h: History, rig: Rig) -> None:
     """The drift this round's runs reported (and put back), by kind, each record once."""
-    runs = query(
-        rig.database, "SELECT summary FROM runs WHERE id > ? AND mode = 'apply'", h.last_run
-    )
+    runs = rig.rows("SELECT summary FROM runs WHERE id > ? AND mode = 'apply'", h.last_run)
     seen = set()
     for run in runs:
         for note in json.loads(run["summary"] or "{}").get("notes") or ():
@@ -528,29 +552,40 @@ def run_history(rig: Rig, h: History) -> None:
         FIGURES[f"drift: {kind}"] += n
 
 
+@pytest.fixture
+def engine_rig(rig: Rig, store_url: str | None) -> Rig:
+    """The rig on each engine in turn: SQLite (syncd.db in the state directory), then a
+    fresh PostgreSQL database of the session's server."""
+    rig.database_url = store_url
+    return rig
+
+
 @pytest.mark.parametrize("seed", SEEDS)
-def test_random_histories_converge(rig: Rig, seed: int) -> None:
-    run_scenario(rig, seed)
+def test_random_histories_converge(engine_rig: Rig, seed: int) -> None:
+    run_scenario(engine_rig, seed)
 
 
 @pytest.mark.long
 @pytest.mark.parametrize("seed", LONG_SEEDS)
-def test_more_random_histories_converge(rig: Rig, seed: int) -> None:
-    run_scenario(rig, seed)
+def test_more_random_histories_converge(engine_rig: Rig, seed: int) -> None:
+    run_scenario(engine_rig, seed)
 
 
-def test_a_restored_database_follows_an_account_made_again(rig: Rig) -> None:
+def test_a_restored_database_follows_an_account_made_again(engine_rig: Rig) -> None:
     """The smallest history the suite found this with: the state database restored from
     before bob's account was deleted on the platform and made again by syncd; bob then
     leaves. His account is locked (the lock went to the old account's id, failed with "no
     matching employee" at every run, and bob stayed active: 19 of 60 histories)."""
+    rig = engine_rig
     rig.sync_settings.update(leaver_policy="lock")
     assert rig.sync().exit_code == EXIT_OK
     h = History(random.Random(0), rig.company, "lock")
     back_up(h, rig)
+    copied = rig.runs()[-1]["id"]
     AnotherAdmin(rig.emulator).delete_person("bob")
     assert rig.sync().exit_code == EXIT_OK  # bob made again: a new account id
     restore(h, rig, h.backups[0])
+    assert rig.runs()[-1]["id"] == copied, "the copy was not restored"
     rig.company.employees.remove(rig.company.person("bob"))
     runs = [rig.sync(allow_removals=1).exit_code for _ in range(MAX_RUNS)]
     assert runs[-1] == EXIT_OK, runs
