@@ -160,7 +160,13 @@ class Claimant:
 def acquire(conn: Connection, me: Claimant, dead: str | None = None) -> Holder | None:
     """Take the lease if it is free, expired, already mine, or held by ``dead`` (a holder
     the caller knows has died); renews it when mine. The lease as it is now, or None
-    when another holds it. Run in a write transaction (the caller's)."""
+    when another holds it. Run in a write transaction (the caller's).
+
+    On PostgreSQL this transaction's commit waits for its flush, whatever the session's
+    ``synchronous_commit = off`` (snapshot.postgres): a lease taken, and its epoch, survive
+    a crash of the server, so an epoch is never given twice."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SET LOCAL synchronous_commit = on"))
     _ensure_row(conn)
     now = now_sql(conn)
     row = conn.execute(
