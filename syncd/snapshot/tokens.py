@@ -39,7 +39,10 @@ _LOCK_POLL_S = 0.05
 @dataclass(frozen=True, slots=True)
 class _Pending:
     token: CachedToken
-    replaces: str | None  # the stored token it was fetched to replace (None: none stored)
+    # The tokens it replaces: the one stored when it was fetched (None: none stored) and
+    # those this process fetched before it and has not stored yet. Whichever of them the
+    # database holds when it is written, it is older: the newest is written over it.
+    replaces: tuple[str | None, ...]
 
 
 class TokenStore:
@@ -90,8 +93,12 @@ class TokenStore:
             if newest is not None and newest.access_token != stale and newest.expire_time > now_ms:
                 return newest
             fresh = fetch()
-            replaces = stored.access_token if stored is not None else None
             with self._mutex:
+                replaces: tuple[str | None, ...] = (
+                    stored.access_token if stored is not None else None,
+                )
+                if (earlier := self._pending.get(app)) is not None:
+                    replaces += (earlier.token.access_token, *earlier.replaces)
                 self._pending[app] = _Pending(fresh, replaces)
             if not self._write(app, timeout=0):
                 self._write_later(app)
@@ -105,7 +112,7 @@ class TokenStore:
             if pending is None:
                 return stored
             if stored is None or stored.access_token in (
-                pending.replaces,
+                *pending.replaces,
                 pending.token.access_token,
             ):
                 return pending.token
@@ -133,7 +140,7 @@ class TokenStore:
         token = pending.token
         # Another process stored a token after this one was fetched: it is the newer
         # (renewals take turns under the renewal lock), so it stays.
-        expected = (pending.replaces, token.access_token)
+        expected = (*pending.replaces, token.access_token)
         row = (token.access_token, token.expire_time, token.issued_time)
         if not self._table.compare_and_set(app, expected, row, timeout):
             return False

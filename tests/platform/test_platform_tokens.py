@@ -20,6 +20,7 @@ import pytest
 from pydantic import SecretStr
 from sqlalchemy import Engine, text
 
+from syncd.clock import now_ms
 from syncd.emulator import RunningEmulator
 from syncd.errors import TokenError
 from syncd.platform import MemoryTokenStore, PlatformClient, app_key
@@ -327,3 +328,36 @@ def test_renewals_while_the_state_database_is_locked_neither_wait_nor_go_back(
     with engine.connect() as conn:
         assert conn.execute(text("SELECT access_token FROM tokens")).all() == [(third,)]
     assert client.calls[f"POST {TOKEN_ROUTE}"] == 3
+
+
+def test_a_renewal_stored_late_is_written_over_by_the_newer_one(
+    client: PlatformClient,
+    emulator: RunningEmulator,
+    store: TokenStore,
+    engine: Engine,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two renewals while the database is locked leave two writes waiting; the earlier
+    one may land first, once the lock is free. The later one must still be written over
+    it: it was written only over the token stored before both (1 run in 10 of the test
+    above ended with the second token stored, refused by the platform since the third)."""
+    if engine.dialect.name != "sqlite":
+        pytest.skip("on PostgreSQL a batch's transaction does not hold token writes back")
+    waiting: list[str] = []
+    monkeypatch.setattr(TokenStore, "_write_later", lambda _self, app: waiting.append(app))
+    first = client.token()
+    app = app_key(settings_for(emulator))
+    with write(engine):
+        emulator.issue_token()
+        assert client.root().name == "Acme"
+        second = client.token()
+        emulator.issue_token()
+        assert client.root().name == "Acme"
+        third = client.token()
+    assert waiting == [app, app]
+    # The earlier renewal's write lands first, as its waiting writer would have made it.
+    row = (second, now_ms() + 3_600_000, None)
+    assert store._table.compare_and_set(app, (first, second), row, 30)
+    assert store._write(app, timeout=30)  # then the later one's
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT access_token FROM tokens")).all() == [(third,)]
