@@ -150,7 +150,9 @@ class Lease:
             started = time.monotonic()
             was = self.held
             try:
-                with store.write(self.engine) as conn:
+                # Not behind the write lock: a leader frozen holding it must not keep
+                # a standby from taking the lease once it expires.
+                with store.write_apart(self.engine, int(self.lease_s * 1000 / 3)) as conn:
                     got = self._claim(conn, take or was)
                     leases.join(conn, replace_role(self.me, self._role(got)))
             except (SQLAlchemyError, SyncdError) as exc:
@@ -226,7 +228,7 @@ class Lease:
             self._thread.join()
         with self._mutex:
             try:
-                with store.write(self.engine) as conn:
+                with store.write_apart(self.engine, int(self.lease_s * 1000 / 3)) as conn:
                     if self.held and self.epoch is not None:
                         leases.release(conn, self.me.instance, self.epoch)
                     leases.leave(conn, self.me.instance)

@@ -27,6 +27,7 @@ from syncd.snapshot.engine import (
     open_engine,
     set_cursor,
     write,
+    write_apart,
 )
 from syncd.snapshot.journal import (
     SUCCEEDED,
@@ -150,6 +151,7 @@ __all__ = [
     "with_fields",
     "with_people",
     "write",
+    "write_apart",
     "written",
     "written_fields",
 ]

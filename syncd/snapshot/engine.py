@@ -233,6 +233,25 @@ def write(engine: Engine) -> Iterator[Connection]:
         yield conn
 
 
+@contextmanager
+def write_apart(engine: Engine, wait_ms: int) -> Iterator[Connection]:
+    """A write transaction that goes on while another holds the database's write lock:
+    the lease's (syncd.leadership), which a standby must be able to take from a leader
+    frozen (SIGSTOP, a VM paused) in the middle of a write transaction.
+
+    PostgreSQL: no ``pg_advisory_xact_lock``; the rows it writes are locked as usual,
+    waited for ``wait_ms`` at most (``lock_timeout``), then StateError and the next try.
+    SQLite: as ``write``, since the file has one write lock for everyone (docs/ha.md says
+    what that leaves out)."""
+    if is_postgresql(engine):
+        with engine.connect() as conn, conn.begin():
+            conn.exec_driver_sql(f"SET LOCAL lock_timeout = {int(wait_ms)}")
+            yield conn
+        return
+    with write(engine) as conn:
+        yield conn
+
+
 @translated
 def get_cursor(engine: Engine, name: str) -> str | None:
     with engine.connect() as conn:

@@ -182,3 +182,22 @@ def test_one_holder_and_an_epoch_per_holder_change(steps: list[tuple[str, int]])
                         assert not turn.may_send()
         finally:
             engine.dispose()
+
+
+def test_on_postgresql_the_lease_is_taken_while_a_frozen_leader_holds_the_write_lock(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """A leader frozen (SIGSTOP) in the middle of a write transaction keeps PostgreSQL's
+    write lock (pg_advisory_xact_lock) until it thaws: a standby waiting for that lock
+    to renew or take the lease never took over (seen in the SIGSTOP test, 1 run in 20).
+    The lease is written apart from the write lock."""
+    engine = store.open_engine(tmp_path / "syncd.db", postgres_url)
+    try:
+        a, b = lease(engine, claimant(1)), lease(engine, claimant(2))
+        assert a.claim() and a.epoch == 1
+        expire(engine)
+        with store.write(engine):  # the frozen leader's journal transaction, held open
+            assert b.claim() and b.epoch == 2
+        assert row(engine).holder == b.me.instance
+    finally:
+        engine.dispose()
