@@ -42,7 +42,7 @@ from syncd.errors import StateError
 from syncd.snapshot.tables import BUSY_TIMEOUT_MS
 
 if TYPE_CHECKING:
-    from syncd.snapshot.sqlite import StoredToken
+    from syncd.snapshot.token_rows import StoredToken
 
 log = logging.getLogger("syncd.snapshot")
 
@@ -228,7 +228,7 @@ class Tokens:
 
     def read(self, app: str) -> StoredToken | None:
         from syncd.snapshot.sql import run
-        from syncd.snapshot.sqlite import read_token
+        from syncd.snapshot.token_rows import read_token
 
         with self.engine.connect() as conn:
             return read_token(partial(run, conn), app)
@@ -241,7 +241,7 @@ class Tokens:
         timeout: float,
     ) -> bool:
         from syncd.snapshot.sql import run
-        from syncd.snapshot.sqlite import store_token
+        from syncd.snapshot.token_rows import store_token
 
         del timeout  # nothing here waits for the write lock
         try:

@@ -14,7 +14,6 @@ import logging
 import os
 import pwd
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from sqlalchemy import Connection, Engine, ExceptionContext, create_engine, even
 
 from syncd.errors import StateError
 from syncd.snapshot.tables import BUSY_TIMEOUT_MS, WAL_CHECKPOINT_PAGES
+from syncd.snapshot.token_rows import StoredToken, read_token, store_token
 
 log = logging.getLogger("syncd.snapshot")
 
@@ -247,8 +247,6 @@ def compact(engine: Engine, path: Path) -> int:
 
 # ---------------------------------------------------------------- the token table
 
-StoredToken = tuple[str, int, int | None]  # the access token, its expiry, when issued (ms)
-
 
 class Tokens:
     """The tokens table through short connections of its own, which never wait for the
@@ -295,46 +293,3 @@ class Tokens:
         except sqlite3.DatabaseError as exc:
             log.warning("state database %s: the renewed token was not stored: %s", self.path, exc)
         return True
-
-
-def read_token(execute: Callable[..., Any], app: str) -> StoredToken | None:
-    """The token stored for ``app``, on either engine (``execute`` runs one ``?``-style
-    statement: a sqlite3 connection's, or ``sql.run`` bound to a connection)."""
-    row = execute(
-        "SELECT access_token, expire_time, issued_time FROM tokens WHERE app = ?", (app,)
-    ).fetchone()
-    return None if row is None else (str(row[0]), int(row[1]), row[2])
-
-
-def store_token(
-    execute: Callable[..., Any], app: str, expected: tuple[str | None, ...], row: StoredToken
-) -> None:
-    """Store ``row`` for ``app`` if the token stored now is one of ``expected`` (a newer one
-    another process stored stays), in the caller's write transaction; either engine."""
-    found = execute("SELECT access_token FROM tokens WHERE app = ?", (app,)).fetchone()
-    if (None if found is None else str(found[0])) in expected:
-        for sql, params in upsert_token(app, row):
-            execute(sql, params)
-
-
-def upsert_token(app: str, row: StoredToken) -> list[tuple[str, tuple[Any, ...]]]:
-    """The statements (``?`` style, for both engines) that store a token for ``app``."""
-    statements: list[tuple[str, tuple[Any, ...]]] = [
-        (
-            "INSERT INTO tokens (app, access_token, expire_time, issued_time) "
-            "VALUES (?, ?, ?, ?) ON CONFLICT (app) DO UPDATE SET "
-            "access_token = excluded.access_token, expire_time = excluded.expire_time, "
-            "issued_time = excluded.issued_time",
-            (app, *row),
-        )
-    ]
-    # The same application's token under another secret's digest: the secret changed.
-    base = app.rpartition("#")[0]
-    if base:
-        statements.append(
-            (
-                "DELETE FROM tokens WHERE app != ? AND substr(app, 1, ?) = ?",
-                (app, len(base) + 1, base + "#"),
-            )
-        )
-    return statements
