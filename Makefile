@@ -1,6 +1,7 @@
 # One command each: `make demo` (`make demo DEMO_ARGS=--two-sources`: HR and a directory
 # joined), `make test`, `make bench` (`make bench-docs` also writes
-# docs/performance.md and README.md's headline). Each sets up what it needs.
+# docs/performance.md and README.md's headline), `make docs` (the manual, into site/).
+# Each sets up what it needs.
 # Any Python 3.11 or newer: `make test PYTHON=python3.12`.
 PYTHON ?= python3
 VENV   := .venv
@@ -9,7 +10,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The versions CI tests: every install here is held to them (`make constraints` renews them).
 PIP_INSTALL := pip install --quiet --constraint constraints.txt
 
-.PHONY: demo test bench bench-docs bench-packages lint system-packages constraints clean
+.PHONY: demo test bench bench-docs bench-packages lint docs reference system-packages constraints clean
 
 # Debian's Python makes virtual environments only with python3-venv installed.
 $(VENV)/.installed: pyproject.toml constraints.txt
@@ -53,7 +54,17 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff check syncd tests benchmarks
 	$(BIN)/mypy syncd tests benchmarks
 
-test: system-packages lint
+# The admin's manual into site/: --strict fails on a broken link or a page left out of the
+# navigation; the reference pages are written from the code as they are built.
+docs: $(VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+# The committed copies of the reference pages, written anew from the code
+# (tests/unit/test_reference.py fails while they differ).
+reference: $(VENV)/.installed
+	$(BIN)/python docs/gen_reference.py
+
+test: system-packages lint docs
 	$(BIN)/pytest
 
 # csv-diff, the benchmark's comparison for planning, in a virtual environment of its own: its
@@ -91,4 +102,4 @@ constraints:
 	@echo "constraints.txt renewed: run make test"
 
 clean:
-	rm -rf $(VENV) .syncd .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .syncd .pytest_cache .mypy_cache .ruff_cache site
