@@ -132,3 +132,30 @@ def test_a_changed_model_makes_the_committed_reference_stale(
     rows = list(gen.settings())
     monkeypatch.setattr(gen, "settings", lambda: iter(rows[:-1]))
     assert gen.settings_page() != before
+
+
+def test_the_benchmark_writers_find_their_markers() -> None:
+    # `make bench-docs` writes its table into docs/performance.md and its headline into
+    # README.md, between these markers: a page rewritten without them stops the writer.
+    from benchmarks.table import BEGIN, END, HEADLINE_BEGIN, HEADLINE_END
+
+    performance = (DOCS / "performance.md").read_text(encoding="utf-8")
+    readme = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+    assert performance.index(BEGIN) < performance.index(END)
+    assert readme.index(HEADLINE_BEGIN) < readme.index(HEADLINE_END)
+
+
+def test_the_readme_links_resolve_and_its_quickstart_is_what_ci_runs() -> None:
+    # The site's build checks the links of docs/ (--strict); the README is not in the
+    # site, and is read on a forge: its relative links must name files that exist.
+    import re
+
+    readme = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme)
+    local = [t for t in targets if "://" not in t]
+    assert len(local) > 30
+    for target in local:
+        assert (DOCS.parent / target).exists(), target
+    ci = (DOCS.parent / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
+    assert ci == "make test"
+    assert "\nmake demo    # " in readme and "\nmake test    # " in readme
