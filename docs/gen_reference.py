@@ -307,6 +307,22 @@ def example_problems() -> list[str]:
     return problems
 
 
+def section_notes(model: type[BaseModel] | None = None, prefix: str = "") -> dict[str, str]:
+    """Each settings section's docstring, as its note: ``sync.exclude`` -> "Records ..."."""
+    model = model or _models()
+    found: dict[str, str] = {}
+    for name, field in model.model_fields.items():
+        section = _model_in(field.annotation)
+        if section is None:
+            continue
+        path = f"{prefix}.{name}" if prefix else name
+        doc = " ".join((section.__doc__ or "").split()).replace("``", "`")
+        if doc and not doc.startswith("`["):  # a docstring that only names the section
+            found[path] = doc
+        found.update(section_notes(section, path))
+    return found
+
+
 def descriptions() -> dict[str, str]:
     found: dict[str, str] = {}
     for example in EXAMPLES:
@@ -339,17 +355,14 @@ def settings_page() -> str:
     tables: dict[str, list[Setting]] = {}
     for setting in settings():
         tables.setdefault(setting.path.rpartition(".")[0], []).append(setting)
+    notes = section_notes()
     for section, rows in tables.items():
         title = f"`[{section}]`" if section else "Top level"
         if section.startswith("sources"):  # [[sources]] entries: what [source] takes, and more
             title = f"`[[sources]]` entries: `{section}`"
-        lines += [
-            "",
-            f"## {title}",
-            "",
-            "| key | type | default | description |",
-            "|---|---|---|---|",
-        ]
+        note = notes.get(section) or said.get(section) or ""
+        lines += ["", f"## {title}", ""] + ([note, ""] if note else [])
+        lines += ["| key | type | default | description |", "|---|---|---|---|"]
         for setting in rows:
             twin = re.sub(r"^sources\.", "source.", setting.path)
             text = said.get(setting.path) or said.get(twin) or setting.comment
