@@ -451,18 +451,15 @@ def exit_codes() -> dict[int, list[str]]:
     return codes
 
 
-_MEANING = {
-    0: "everything planned was applied, or there was nothing to do (known problems aside); "
-    "a dry run that ran",
-    1: "some items failed (they are planned again next run), or the run found a new known "
-    "problem; `--check`: changes are pending; an interrupted or declined run; `status`: "
-    "unhealthy",
-    2: "a guard blocked the run before anything was sent",
-    3: "syncd could not run: a usage error, the settings, the state directory or database, "
-    "the run lock, the source read, the platform unreachable or the credentials refused",
-    4: "another syncd sharing the state store holds the lease and writes to the platform: "
-    "nothing was done here; the message names it (host, pid, since)",
-}
+def exit_meanings() -> dict[int, str]:
+    """What each exit code means, as ``syncd/errors.py``'s docstring says it ("Exit codes of
+    a run: 0 ..., 1 ..., ...")."""
+    from syncd import errors
+
+    doc = " ".join((errors.__doc__ or "").split())
+    found = re.search(r"Exit codes of a run: (.*?)\.(?: |$)", doc)
+    parts = re.split(r", (?=\d )", found.group(1)) if found else []
+    return {int(part.split(" ", 1)[0]): part.split(" ", 1)[1] for part in parts}
 
 
 def exit_codes_page() -> str:
@@ -474,14 +471,18 @@ def exit_codes_page() -> str:
         "# Exit codes",
         "",
         "The same for every command: scripts, timers and health checks can rely on them. From",
-        "`syncd/errors.py`, where each error an admin can see has its code.",
+        "`syncd/errors.py`, where each error an admin can see has its code. Besides a run's:",
+        "`syncd sync --check` exits 1 when changes are pending; a run interrupted (a signal, or",
+        "the plan declined at the prompt) exits 1; `syncd status` exits 1 when unhealthy and 3",
+        "when the daemon is expected and not running ([Health](../monitoring/health.md)).",
         "",
         "| code | constant | meaning | errors |",
         "|---|---|---|---|",
     ]
     names = {value: name for name, value in vars(errors).items() if name.startswith("EXIT_")}
+    meanings = exit_meanings()
     for code, kinds in sorted(exit_codes().items()):
-        meaning = _MEANING.get(code, "(not described yet: see syncd/errors.py)")
+        meaning = meanings.get(code, "(not described in syncd/errors.py's docstring)")
         errors_text = ", ".join(f"`{k}`" for k in kinds)
         lines.append(f"| {code} | `{names.get(code, '')}` | {meaning} | {errors_text} |")
     tree = [part for part in (errors.__doc__ or "").split("\n\n") if "SyncdError (exit" in part]

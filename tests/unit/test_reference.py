@@ -77,6 +77,7 @@ def test_every_exit_code_and_metric_is_in_the_reference() -> None:
     for name, code in vars(errors).items():
         if name.startswith("EXIT_"):
             assert f"| {code} | `{name}` |" in page
+    assert "not described" not in page  # each code's meaning, from errors.py's docstring
     metrics = gen.metrics_page()
     for metric in ("syncd_runs_total", "syncd_last_success_timestamp_seconds", "syncd_leader"):
         assert f"`{metric}`" in metrics
