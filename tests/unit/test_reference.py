@@ -160,3 +160,22 @@ def test_the_readme_links_resolve_and_its_quickstart_is_what_ci_runs() -> None:
     ci = (DOCS.parent / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
     assert ci == "make test"
     assert "\nmake demo    # " in readme and "\nmake test    # " in readme
+
+
+def test_the_version_the_manual_quotes_is_the_one_syncd_prints() -> None:
+    # The README once said 0.2.0 was schema 7 while `syncd --version` said schema 9: every
+    # `syncd X (state database schema N)` the manual quotes is what this syncd prints.
+    import re
+    from importlib.metadata import version
+
+    from syncd.snapshot.tables import SCHEMA_VERSION
+
+    printed = f"syncd {version('syncd')} (state database schema {SCHEMA_VERSION})"
+    pages = [DOCS.parent / "README.md", *DOCS.rglob("*.md")]
+    quoted = [
+        (page.name, found)
+        for page in pages
+        for found in re.findall(r"syncd \S+ \(state database schema \d+\)", page.read_text())
+    ]
+    assert quoted, "the manual quotes syncd --version somewhere"
+    assert all(found == printed for _, found in quoted), (printed, quoted)
