@@ -58,6 +58,7 @@ class Setting:
     type: str
     default: str
     comment: str  # the comment beside the field in the model's code, if any
+    env: str  # the environment variable that sets it (for a list of tables: the whole list)
 
 
 def _models() -> type[BaseModel]:
@@ -82,20 +83,23 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def settings(model: type[BaseModel] | None = None, prefix: str = "") -> Iterator[Setting]:
+def settings(
+    model: type[BaseModel] | None = None, prefix: str = "", env: str = ""
+) -> Iterator[Setting]:
     """Every leaf setting of ``model`` (the whole of Settings by default), in the models'
     order; a section (``[sync]``) is walked, a table of free keys (``extended_fields``) is
-    one setting. ``[[sources]]`` entries are ``sources.<key>``."""
+    one setting. ``[[sources]]`` entries are ``sources.<key>``; the keys of an array of
+    tables are set from the environment only as the whole array, in JSON."""
     model = model or _models()
     for name, field in model.model_fields.items():
         path = f"{prefix}.{name}" if prefix else name
         section = _model_in(field.annotation)
         if section is not None:
-            yield from settings(section, path)
+            many = typing.get_origin(field.annotation) is list
+            yield from settings(section, path, env or (f"{env_name(path)} (JSON)" if many else ""))
             continue
-        yield Setting(
-            path, type_text(field), default_text(field), _code_comments(model).get(name, "")
-        )
+        comment = _code_comments(model).get(name, "")
+        yield Setting(path, type_text(field), default_text(field), comment, env or env_name(path))
 
 
 @functools.cache
@@ -336,6 +340,11 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _env_text(env: str) -> str:
+    name, _, note = env.partition(" ")
+    return f"`{name}` {note}".rstrip()
+
+
 def settings_page() -> str:
     said = descriptions()
     lines = [
@@ -356,11 +365,20 @@ def settings_page() -> str:
     for setting in settings():
         tables.setdefault(setting.path.rpartition(".")[0], []).append(setting)
     notes = section_notes()
+    single = {setting.path for setting in settings()}
     for section, rows in tables.items():
+        if section.startswith("sources."):  # what [source] takes: its tables, written above
+            continue
         title = f"`[{section}]`" if section else "Top level"
-        if section.startswith("sources"):  # [[sources]] entries: what [source] takes, and more
-            title = f"`[[sources]]` entries: `{section}`"
+        if section and rows[0].env == f"{env_name(section)} (JSON)":
+            title = f"`[[{section}]]`"  # an array of tables
         note = notes.get(section) or said.get(section) or ""
+        if section == "sources":
+            note += (
+                " Each entry takes every key of `[source]` and of its tables, as above "
+                "(`[sources.csv]`, `[sources.ldap]`, `[sources.mapping]`, ...), and these:"
+            )
+            rows = [r for r in rows if re.sub(r"^sources\.", "source.", r.path) not in single]
         lines += ["", f"## {title}", ""] + ([note, ""] if note else [])
         lines += ["| key | type | default | description |", "|---|---|---|---|"]
         for setting in rows:
@@ -369,7 +387,7 @@ def settings_page() -> str:
             key = setting.path.rpartition(".")[2]
             lines.append(
                 f"| `{key}` | {setting.type} | {setting.default} | {_cell(text)} "
-                f"<br>`{env_name(setting.path)}` |"
+                f"<br>{_env_text(setting.env)} |"
             )
     return "\n".join(lines) + "\n"
 

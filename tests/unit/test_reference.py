@@ -43,7 +43,7 @@ def test_the_committed_reference_is_what_the_code_says(page: str) -> None:
 def test_every_setting_of_the_models_is_in_the_settings_reference() -> None:
     page = gen.settings_page()
     for setting in gen.settings():
-        assert f"`{gen.env_name(setting.path)}`" in page, setting.path
+        assert f"| `{setting.path.rpartition('.')[2]}` | {setting.type} |" in page, setting.path
     # Checked against the models themselves, not the generator's walk alone.
     from syncd.config import SyncSettings
 
