@@ -415,18 +415,24 @@ def commands(group: Any = None, prefix: str = "syncd") -> Iterator[tuple[str, An
         yield from commands(command, f"{prefix} {name}")
 
 
+def _code_choices(text: str) -> str:
+    """``text|json`` as two code spans: a pipe inside a code span in a table is read as a
+    cell's end by one renderer and shown with its escape by another."""
+    return " \\| ".join(f"`{part}`" for part in text.split("|"))
+
+
 def _param_row(param: Any) -> str:
     if param.param_type_name == "argument":
-        name = f"`{(param.metavar or param.name or '').upper()}`"
+        name = _code_choices((param.metavar or param.name or "").upper())
         kind = "argument" + ("" if param.required else ", optional")
-        return f"| {_cell(name)} | {kind} | | {_cell(getattr(param, 'help', None) or '')} |"
+        return f"| {name} | {kind} | | {_cell(getattr(param, 'help', None) or '')} |"
     names = ", ".join(f"`{n}`" for n in [*param.opts, *param.secondary_opts])
     default = ""
     shown = param.show_default is not False and not param.is_flag
     if shown and param.default not in (None, (), PydanticUndefined):
         value = param.default
         default = f"`{value.value if isinstance(value, Enum) else value}`"
-    value = "" if param.is_flag else _cell(f"`{param.metavar or param.type.name.upper()}`")
+    value = "" if param.is_flag else _code_choices(param.metavar or param.type.name.upper())
     return f"| {names} | {value} | {default} | {_cell(param.help or '')} |"
 
 
