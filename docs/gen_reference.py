@@ -248,20 +248,24 @@ def _inline_table(value: str) -> list[str]:
 
 def example_keys(path: Path) -> Iterator[ExampleKey]:
     """Each key written in an example settings file, commented out or not, with the comment
-    that describes it: its own, or the comment lines right above it."""
-    table, block = "", list[str]()
+    that describes it: its own, or the comment lines right above it, or the comment above
+    the keys just before it when that comment names it (``max_removal_ratio`` under the
+    guards' comment above ``max_removals``)."""
+    table, block, above = "", list[str](), ""
     for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         line = raw.strip()
         heading = _TABLE.match(line)
         key = _KEY.match(line)
         if heading:
-            table = heading.group(1)
+            table, above = heading.group(1), ""
             yield ExampleKey(table, path.name, number, " ".join(block))
             block = []
         elif key:
             name = key.group(2).strip('"')
             value = key.group(3)
-            own = _inline_comment(value) or " ".join(block)
+            above = " ".join(block) or above
+            named = re.search(rf"\b{re.escape(name)}\b", above)
+            own = _inline_comment(value) or " ".join(block) or (above if named else "")
             block = []
             full = f"{table}.{name}" if table else name
             yield ExampleKey(full, path.name, number, own)
@@ -270,7 +274,7 @@ def example_keys(path: Path) -> Iterator[ExampleKey]:
         elif line.startswith("#"):
             block.append(line.lstrip("#").strip())
         else:
-            block = []
+            block, above = [], ""
 
 
 def _is_free_table(path: str, known: dict[str, Setting]) -> bool:
@@ -384,6 +388,8 @@ def settings_page() -> str:
         for setting in rows:
             twin = re.sub(r"^sources\.", "source.", setting.path)
             text = said.get(setting.path) or said.get(twin) or setting.comment
+            if not text and setting.type == "secret text":  # said of its *_file key
+                text = said.get(f"{setting.path}_file") or said.get(f"{twin}_file", "")
             key = setting.path.rpartition(".")[2]
             lines.append(
                 f"| `{key}` | {setting.type} | {setting.default} | {_cell(text)} "
