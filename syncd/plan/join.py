@@ -12,8 +12,9 @@ record, never a re-key.
 What the join cannot pair is set aside as a rejected row naming the source, and the person
 is kept as they are on the platform (``Directory.rejected_keys``): two records of one
 source with the same key, a record without a key, a person a required source lacks (under
-``wait``: but someone the sources that have them call departed is taken, to be locked), a
-person another source rejected. A read that could not say who is gone (not complete, a row
+``wait``: but someone the sources that have them call departed is taken, to be locked, or
+is a leaver when their place or name is gone with the source that lacks them), a person
+another source rejected. A read that could not say who is gone (not complete, a row
 that may hide others, a part not read: ``Directory.unread``) makes the joined read say so
 too: nobody becomes a leaver for want of a source. A warning (a department head outside
 their department) is told, never a partial read. A source none of whose records holds the
@@ -138,6 +139,12 @@ def join(
     so a leaver HR marks departed whose directory account is already deleted is locked,
     not set aside for want of a username.
 
+    A departed person the departments' source lacks, or left without a username or a name,
+    is left out of the joined read, not set aside: a leaver, as if no source had them
+    (their HR row removed, their directory account disabled). The leaver policy applies,
+    and nothing the missing sources decide (name, place) is rewritten; set aside, they
+    would have stayed active.
+
     Raises KeyNotHeld when a source has records and none holds its key."""
     joining = _Joining(reads, rules, explain, synced)
     for i, read in enumerate(reads):
@@ -220,6 +227,8 @@ class _Joining:
         employee = self.precedence.merge(k, slots) if None in slots else self.everywhere(k, *slots)
         if not employee.username and self.synced is not None and (known := self.synced.get(k)):
             employee = employee._replace(username=known.username)
+        if employee.state is State.DEPARTED and self._unplaced(employee, slots):
+            return  # a leaver: departed, and what would say who they are is gone
         why = self._set_aside(employee, slots)
         if why is not None:
             self.rejected.append(
@@ -254,6 +263,13 @@ class _Joining:
                 "are until every source reads them"
             )
         return None
+
+    def _unplaced(self, employee: Employee, slots: Slots) -> bool:
+        """Whether a departed person cannot be written as they are: the departments' source
+        lacks them (their place is unknown), or no source gives a username or a name."""
+        return slots[self.precedence.tree_source] is None or not (
+            employee.username and employee.name
+        )
 
     def _lacking(self, employee: Employee, slots: Slots) -> list[str]:
         """The required sources a person waits for (join.missing = wait; not a leaver)."""
