@@ -224,9 +224,7 @@ class _Joining:
             self.members[k] = {self.names[i]: e.id for i, e in enumerate(slots) if e is not None}
         if self.held and k in self.held:
             return
-        employee = self.precedence.merge(k, slots) if None in slots else self.everywhere(k, *slots)
-        if not employee.username and self.synced is not None and (known := self.synced.get(k)):
-            employee = employee._replace(username=known.username)
+        employee = self._merged(k, slots)
         if employee.state is State.DEPARTED and self._unplaced(employee, slots):
             return  # a leaver: departed, and what would say who they are is gone
         why = self._set_aside(employee, slots)
@@ -243,6 +241,14 @@ class _Joining:
         self.merged.append((k, employee))  # where: the key (a row rejected later is named again)
         if self.explain:
             self.origins[k] = self._origins(slots, employee)
+
+    def _merged(self, k: str, slots: Slots) -> Employee:
+        """The person by precedence, with the username syncd synced them with when no
+        source gives one (their account deleted in the directory)."""
+        employee = self.precedence.merge(k, slots) if None in slots else self.everywhere(k, *slots)
+        if not employee.username and self.synced is not None and (known := self.synced.get(k)):
+            employee = employee._replace(username=known.username)
+        return employee
 
     def _set_aside(self, employee: Employee, slots: Slots) -> str | None:
         """Why a merged person is kept as they are rather than joined; None: joined."""
