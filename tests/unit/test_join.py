@@ -4,6 +4,7 @@ people over sources with gaps, duplicate keys, empty keys and partial reads."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import pytest
@@ -44,7 +45,7 @@ AD = "ad"
 def hr_ad(
     hr: Directory,
     ad: Directory,
-    precedence: dict[str, tuple[str, ...]] | None = None,
+    precedence: Mapping[str, tuple[str, ...]] | None = None,
     **rules: object,
 ) -> Directory:
     """HR decides names, places and status; AD usernames, and e-mail before HR."""
@@ -57,7 +58,7 @@ def hr_ad(
     }
     joined = join(
         [SourceRead(HR, hr), SourceRead(AD, ad)],
-        JoinRules(precedence=base | (precedence or {}), **rules),  # type: ignore[arg-type]
+        JoinRules(precedence={**base, **(precedence or {})}, **rules),  # type: ignore[arg-type]
     )
     return joined.directory
 
