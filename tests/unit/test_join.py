@@ -463,6 +463,20 @@ def test_nobody_the_sources_that_have_them_call_departed_is_joined_active(case: 
             ), reasons
 
 
+@settings(max_examples=200, deadline=None)
+@given(cases())
+def test_a_warning_changes_nothing_but_the_warnings(case: Case) -> None:
+    """The same sources without their warnings join to the same people, rows and verdict on
+    who is gone: a warning is never a partial read."""
+    joined = _joined(case)
+    if joined is None:
+        return
+    quiet = [replace(r, directory=replace(r.directory, warnings=())) for r in case.reads]
+    without = join(quiet, case.rules).directory
+    assert replace(joined.directory, warnings=()) == without
+    assert joined.directory.leavers_known == without.leavers_known
+
+
 def _expected(case: Case, f: str, records: dict[str, Employee]) -> object:
     """The field as the documented rule gives it, written out apart from the join's code."""
     names = [r.name for r in case.reads]
