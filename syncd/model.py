@@ -121,7 +121,17 @@ class Directory:
     source: str = ""  # where it was read from, for reports
     cursor: str | None = None  # the new high-water mark of an incremental-capable source
     filtered: int = 0  # people the row filter (source.mapping.filter) left out
-    warnings: tuple[str, ...] = ()  # what the read could not cover, e.g. a domain not read
+    # What the read has to tell without being partial: a head outside their department, a
+    # domain not read (that one is in ``unread`` too). A warning never makes a read partial.
+    warnings: tuple[str, ...] = ()
+    # The parts of the source this read did not cover (an AD domain referred elsewhere and
+    # not followed): who they hold is unknown. A join of several sources makes nobody a
+    # leaver while one is named here (syncd.plan.join).
+    unread: tuple[str, ...] = ()
+    # Whether each person's status was read (a status column in the file, AD's account
+    # flags, an OpenLDAP departed_filter). False: everyone reads as active for want of one,
+    # and a join takes nobody's status from this read.
+    status_read: bool = True
     _paths: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -259,6 +269,8 @@ def build_directory(
     cursor: str | None = None,
     filtered: int = 0,
     warnings: Iterable[str] = (),
+    unread: Iterable[str] = (),
+    status_read: bool = True,
 ) -> Directory:
     """Validate what a source read: each item comes with where it was read (file:line or DN).
 
@@ -283,6 +295,8 @@ def build_directory(
         cursor=cursor,
         filtered=filtered,
         warnings=tuple(warnings),
+        unread=tuple(unread),
+        status_read=status_read,
     )
 
 

@@ -28,6 +28,15 @@ PRECEDENCE_FIELDS = (
 # What people may be joined on: a field every source can make (a mapping rule included),
 # or an extra attribute (extra.<name>: an LDAP attribute or CSV column the source maps).
 KEY_FIELDS = ("id", "username", "email", "mobile", "sn")
+# How a source's keys are made comparable (join.normalize.<source>); applied in this order,
+# whatever order the list names them in. See syncd.plan.join.key_value.
+NormalizeStep = Literal["strip", "nfkc", "casefold", "leading_zeros"]
+NORMALIZE_STEPS: tuple[NormalizeStep, ...] = ("strip", "nfkc", "casefold", "leading_zeros")
+# What [join] clear may name: a field a person may be without. Never username or name (a
+# person needs them), department (the tree's own rule), status or senior (always a value).
+CLEARABLE_FIELDS = tuple(
+    f for f in PRECEDENCE_FIELDS if f not in ("username", "name", "department", "status", "senior")
+)
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 
 
@@ -65,6 +74,16 @@ class JoinSettings(Section):
     # platform, until every required source has them) or "partial" (synced with what the
     # sources that have them give).
     missing: Literal["wait", "partial"] = "wait"
+    # Source -> how its keys are compared, steps from NORMALIZE_STEPS: "strip" (spaces
+    # around), "nfkc" (full-width digits and letters as ASCII), "casefold" (any case),
+    # "leading_zeros" (a key of digits alone without its leading zeros: 00123 is 123). A
+    # source not named: ["strip"]. email keys are always compared in any case and mobile
+    # keys by their digits. The key is the joined person's id: changing how a source's
+    # keys are compared re-keys the people whose keys it changes.
+    normalize: dict[str, list[NormalizeStep]] = {}
+    # Fields whose first source in join.precedence that has the person decides them even
+    # when its value is empty (it clears the field), instead of the next source giving one.
+    clear: list[str] = []
 
     @field_validator("key")
     @classmethod
@@ -93,6 +112,27 @@ class JoinSettings(Section):
                 )
             if len(set(order)) != len(order):
                 raise ValueError(f"join.precedence.{name}: a source is named twice")
+        return value
+
+    @field_validator("normalize")
+    @classmethod
+    def _steps_once(cls, value: dict[str, list[NormalizeStep]]) -> dict[str, list[NormalizeStep]]:
+        for source, steps in value.items():
+            if len(set(steps)) != len(steps):
+                raise ValueError(f"join.normalize.{source}: a step is named twice")
+        return value
+
+    @field_validator("clear")
+    @classmethod
+    def _clearable(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if name not in CLEARABLE_FIELDS:
+                raise ValueError(
+                    f"join.clear: {name!r} cannot be cleared; the fields that can: "
+                    + ", ".join(CLEARABLE_FIELDS)
+                )
+        if len(set(value)) != len(value):
+            raise ValueError("join.clear: a field is named twice")
         return value
 
 
@@ -124,9 +164,10 @@ def check_sources(sources: Sequence[NamedSource], join: JoinSettings) -> None:
                 "with several sources they are not synced yet"
             )
     known = set(names)
-    for source_name in join.keys:
-        if source_name not in known:
-            raise ValueError(_unknown(f"join.keys.{source_name}", source_name, names))
+    for setting in ("keys", "normalize"):
+        for source_name in getattr(join, setting):
+            if source_name not in known:
+                raise ValueError(_unknown(f"join.{setting}.{source_name}", source_name, names))
     for field, order in join.precedence.items():
         for source_name in order:
             if source_name not in known:
@@ -165,6 +206,17 @@ def key_of(join: JoinSettings, source: str) -> str:
     return join.keys.get(source, join.key)
 
 
+def key_setting(join: JoinSettings, source: str) -> str:
+    """The setting that names this source's key field, as an error names it."""
+    return f"join.keys.{source}" if source in join.keys else "join.key"
+
+
+def normalizing(join: JoinSettings, source: str) -> tuple[NormalizeStep, ...]:
+    """How this source's keys are compared: its steps, in NORMALIZE_STEPS' order."""
+    steps = join.normalize.get(source, ["strip"])
+    return tuple(s for s in NORMALIZE_STEPS if s in steps)
+
+
 def deciders(join: JoinSettings, sources: Sequence[NamedSource], field: str) -> tuple[str, ...]:
     """The sources that decide a precedence field, in order."""
     order = join.precedence.get(field)
@@ -172,12 +224,16 @@ def deciders(join: JoinSettings, sources: Sequence[NamedSource], field: str) -> 
 
 
 __all__ = [
+    "CLEARABLE_FIELDS",
     "FIELD_NAMES",
     "KEY_FIELDS",
+    "NORMALIZE_STEPS",
     "PRECEDENCE_FIELDS",
     "JoinSettings",
     "NamedSource",
     "check_sources",
     "deciders",
     "key_of",
+    "key_setting",
+    "normalizing",
 ]

@@ -2,21 +2,30 @@
 
 Each source was read as it is alone (its own Directory, its own rejected rows). People are
 joined on a key (a field each source holds, normalized the way ``match_value`` compares
-it); each field is taken from the first source in its precedence that gives a value. The
-joined person's id is the key itself: it is the same whichever sources know them today,
-so a person found by one more source later is the same record, never a re-key.
+it, then by the source's own steps: ``SourceRead.normalize``); each field is taken from the
+first source in its precedence that gives a value (syncd.plan.precedence: a source without
+a status never decides ``state``; a field in ``JoinRules.clear`` is cleared by an empty
+value of its first source). The joined person's id is the key itself: it is the same
+whichever sources know them today, so a person found by one more source later is the same
+record, never a re-key.
 
 What the join cannot pair is set aside as a rejected row naming the source, and the person
 is kept as they are on the platform (``Directory.rejected_keys``): two records of one
 source with the same key, a record without a key, a person a required source lacks (under
-``wait``), a person another source rejected. A read that could not say who is gone (not
-complete, a row that may hide others, a domain not read) makes the joined read say so too:
-nobody becomes a leaver for want of a source.
+``wait``: but someone the sources that have them call departed is taken, to be locked, or
+is a leaver when their place or name is gone with the source that lacks them), a person
+another source rejected. A read that could not say who is gone (not complete, a row
+that may hide others, a part not read: ``Directory.unread``) makes the joined read say so
+too: nobody becomes a leaver for want of a source. A warning (a department head outside
+their department) is told, never a partial read. A source none of whose records holds the
+key is a settings mistake, not data: ``KeyNotHeld`` (the settings' reader names the
+setting).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import unicodedata
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from typing import Literal
@@ -37,11 +46,10 @@ from syncd.spelling import look_alike
 # The fields taken by precedence: every field but the id (the key is the joined id).
 FIELDS = tuple(f for f in Employee._fields if f != "id")
 _INDEX = {name: i for i, name in enumerate(Employee._fields)}
-_POSITIONS, _STATE, _SENIOR = _INDEX["positions"], _INDEX["state"], _INDEX["senior"]
-# Fields whose every value is a value (never empty): the first source that has the person
-# decides them.
-_ALWAYS_GIVEN = frozenset({_STATE, _SENIOR})
 _MATCHED = frozenset({"username", "email", "mobile", "sn"})
+_STRIP: tuple[str, ...] = ("strip",)
+
+Slots = list[Employee | None]  # one record per source, None where the source lacks them
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,9 @@ class SourceRead:
     directory: Directory
     key: str = "sn"  # the field holding the join key: a model field or extra.<name>
     required: bool = True
+    # How its keys are compared, steps applied in this order: strip, nfkc (full-width
+    # characters as ASCII), casefold, leading_zeros (a key of digits alone: 00123 is 123).
+    normalize: tuple[str, ...] = _STRIP
 
 
 @dataclass(frozen=True)
@@ -60,6 +71,8 @@ class JoinRules:
     # every source in the order read.
     precedence: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     missing: Literal["wait", "partial"] = "wait"
+    # Model fields the first source in their order that has the person decides, even empty.
+    clear: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -74,15 +87,41 @@ class Joined:
     members: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
-def key_value(e: Employee, key: str) -> str | None:
+class KeyNotHeld(ValueError):
+    """No record of a source holds the join key: the settings name a field it does not fill."""
+
+    def __init__(self, source: str, key: str, records: int) -> None:
+        super().__init__(f"source {source!r}: none of its {records} records holds {key}")
+        self.source, self.key, self.records = source, key, records
+
+
+def key_value(e: Employee, key: str, normalize: Sequence[str] = _STRIP) -> str | None:
     """The join key of one record, normalized (None: the record has none)."""
     extra = key.startswith("extra.")
     raw = dict(e.extra).get(key[len("extra.") :]) if extra else getattr(e, key)
     if raw is None:
         return None
-    if key in _MATCHED:
-        return match_value(key, raw)  # type: ignore[arg-type]
-    return str(raw).strip() or None
+    text = match_value(key, raw) if key in _MATCHED else str(raw)  # type: ignore[arg-type]
+    return normalizer(normalize)(text) if text is not None else None
+
+
+def normalizer(steps: Sequence[str]) -> Callable[[str], str | None]:
+    """A key's text as compared after these steps (see SourceRead.normalize); None: empty."""
+    strip, nfkc = "strip" in steps, "nfkc" in steps
+    casefold, zeros = "casefold" in steps, "leading_zeros" in steps
+
+    def normalized(text: str) -> str | None:
+        if strip:
+            text = text.strip()
+        if nfkc:
+            text = unicodedata.normalize("NFKC", text)
+        if casefold:
+            text = text.casefold()
+        if zeros and text.isascii() and text.isdigit():
+            text = text.lstrip("0") or "0"
+        return text or None
+
+    return normalized
 
 
 def join(
@@ -98,25 +137,76 @@ def join(
     ``synced``: what syncd last wrote, by joined id. A person no source in the username's
     precedence gives a username to keeps the one syncd synced them with (their account):
     so a leaver HR marks departed whose directory account is already deleted is locked,
-    not set aside for want of a username."""
-    names = tuple(r.name for r in reads)
-    by_name = {r.name: r for r in reads}
-    orders = tuple(tuple(names.index(s) for s in rules.precedence.get(f, names)) for f in FIELDS)
-    departments_from = rules.precedence.get("positions", names)[0]
-    tree = by_name[departments_from].directory.departments
-    precedence = Precedence(orders, len(reads), names.index(departments_from), tree)
-    rejected: list[RejectedRow] = []
-    # key -> one record per source (None where the source lacks them)
-    people: dict[str, list[Employee | None]] = {}
-    held: set[str] = set()  # keys set aside: duplicates
-    held_usernames: set[str] = set()  # usernames rejected by a source: kept as they are
+    not set aside for want of a username.
+
+    A departed person the departments' source lacks, or left without a username or a name,
+    is left out of the joined read, not set aside: a leaver, as if no source had them
+    (their HR row removed, their directory account disabled). The leaver policy applies,
+    and nothing the missing sources decide (name, place) is rewritten; set aside, they
+    would have stayed active.
+
+    Raises KeyNotHeld when a source has records and none holds its key."""
+    joining = _Joining(reads, rules, explain, synced)
     for i, read in enumerate(reads):
-        _carried(read, rejected, held_usernames)
-        twice = _indexed(read, i, len(reads), people, rejected)
+        joining.pair(i, read)
+    for k, slots in joining.people.items():
+        joining.take(k, slots)
+    return Joined(
+        joining.directory(),
+        joining.departments_from,
+        joining.origins,
+        joining.waiting,
+        joining.members,
+    )
+
+
+class _Joining:
+    """One join under way: the records paired by key, then each person merged or set aside."""
+
+    def __init__(
+        self,
+        reads: Sequence[SourceRead],
+        rules: JoinRules,
+        explain: bool,
+        synced: Mapping[str, SyncedEmployee] | None,
+    ) -> None:
+        self.reads, self.explain, self.synced = reads, explain, synced
+        self.names = names = tuple(r.name for r in reads)
+        self.orders = tuple(
+            tuple(names.index(s) for s in rules.precedence.get(f, names)) for f in FIELDS
+        )
+        self.departments_from = rules.precedence.get("positions", names)[0]
+        self.tree = reads[names.index(self.departments_from)].directory.departments
+        self.precedence = Precedence(
+            self.orders,
+            len(reads),
+            names.index(self.departments_from),
+            self.tree,
+            statuses=[r.directory.status_read for r in reads],
+            clears=frozenset(_INDEX[f] for f in rules.clear),
+        )
+        self.required = [i for i, r in enumerate(reads) if r.required]
+        self.wait = rules.missing == "wait"
+        self.everywhere = self.precedence.compiled((True,) * len(reads))
+        self.rejected: list[RejectedRow] = []
+        self.people: dict[str, Slots] = {}  # key -> one record per source
+        self.held: set[str] = set()  # keys set aside: duplicates
+        self.held_usernames: set[str] = set()  # usernames rejected by a source: kept as they are
+        self.merged: list[tuple[str, Employee]] = []
+        self.origins: dict[str, dict[str, str]] = {}
+        self.members: dict[str, dict[str, str]] = {}
+        self.waiting = 0
+
+    # ------------------------------------------------------------ pairing
+
+    def pair(self, i: int, read: SourceRead) -> None:
+        """One source's rejected rows carried, and its records put in their slot by key."""
+        _carried(read, self.rejected, self.held_usernames)
+        twice = _indexed(read, i, len(self.reads), self.people, self.rejected)
         for k, found in twice.items():
-            held.add(k)
+            self.held.add(k)
             ids = ", ".join(repr(e.id) for e in found)
-            rejected.append(
+            self.rejected.append(
                 RejectedRow(
                     f"{read.name}: people {ids}",
                     f"join key {k!r} ({read.key}) is held by {len(found)} records of "
@@ -125,111 +215,138 @@ def join(
                     username=found[0].username,
                 )
             )
-    required = [i for i, r in enumerate(reads) if r.required]
-    wait = rules.missing == "wait"
-    everywhere = precedence.compiled((True,) * len(reads))  # the people every source has
-    merged: list[tuple[str, Employee]] = []
-    origins: dict[str, dict[str, str]] = {}
-    members: dict[str, dict[str, str]] = {}
-    waiting = 0
-    for k, slots in people.items():
-        if explain:
-            members[k] = {names[i]: e.id for i, e in enumerate(slots) if e is not None}
-        if held and k in held:
-            continue
-        employee = precedence.merge(k, slots) if None in slots else everywhere(k, *slots)
-        if not employee.username and synced is not None and (known := synced.get(k)):
-            employee = employee._replace(username=known.username)
-        lacking = (
-            [names[i] for i in required if slots[i] is None]
-            if wait and None in slots and employee.state is not State.DEPARTED
-            else None
-        )
-        if lacking:
-            # Neither created nor changed, nor a leaver: kept as they are until every
-            # required source has them. (A person the sources that have them say departed
-            # is taken: they are locked, whoever else lacks them.)
-            waiting += 1
-            rejected.append(
+
+    # ------------------------------------------------------------ merging
+
+    def take(self, k: str, slots: Slots) -> None:
+        """One key's records merged: joined, or set aside (kept as they are) with the reason."""
+        if self.explain:
+            self.members[k] = {self.names[i]: e.id for i, e in enumerate(slots) if e is not None}
+        if self.held and k in self.held:
+            return
+        employee = self._merged(k, slots)
+        if employee.state is State.DEPARTED and self._unplaced(employee, slots):
+            return  # a leaver: departed, and what would say who they are is gone
+        why = self._set_aside(employee, slots)
+        if why is not None:
+            self.rejected.append(
                 RejectedRow(
-                    _where(k, slots, names),
-                    f"waiting for source {', '.join(map(repr, lacking))}: "
-                    "join.missing = wait syncs a person once every required source has them",
+                    _where(k, slots, self.names),
+                    why,
                     key=k,
                     username=employee.username or _any_username(slots),
                 )
             )
-            continue
-        if held_usernames and employee.username and look_alike(employee.username) in held_usernames:
-            rejected.append(
-                RejectedRow(
-                    _where(k, slots, names),
-                    f"another source rejected a record of {employee.username!r}: kept as they "
-                    "are until every source reads them",
-                    key=k,
-                    username=employee.username,
-                )
+            return
+        self.merged.append((k, employee))  # where: the key (a row rejected later is named again)
+        if self.explain:
+            self.origins[k] = self._origins(slots, employee)
+
+    def _merged(self, k: str, slots: Slots) -> Employee:
+        """The person by precedence, with the username syncd synced them with when no
+        source gives one (their account deleted in the directory)."""
+        employee = self.precedence.merge(k, slots) if None in slots else self.everywhere(k, *slots)
+        if not employee.username and self.synced is not None and (known := self.synced.get(k)):
+            employee = employee._replace(username=known.username)
+        return employee
+
+    def _set_aside(self, employee: Employee, slots: Slots) -> str | None:
+        """Why a merged person is kept as they are rather than joined; None: joined."""
+        lacking = self._lacking(employee, slots)
+        if lacking:
+            # Neither created nor changed, nor a leaver: kept as they are until every
+            # required source has them. (A person the sources that have them say departed
+            # is taken: they are locked, whoever else lacks them.)
+            self.waiting += 1
+            return (
+                f"waiting for source {', '.join(map(repr, lacking))}: "
+                "join.missing = wait syncs a person once every required source has them"
             )
-            continue
-        merged.append((k, employee))  # where: the key (a row rejected below is named again)
-        if explain:
-            origins[k] = _origins(slots, orders, precedence, names)
-            if not any(s is not None and s.username for s in slots) and employee.username:
-                origins[k]["username"] = "the state database (as synced)"
-    complete = all(r.directory.complete for r in reads)
-    source = " + ".join(f"{r.name}={r.directory.source}" for r in reads)
-    filtered = sum(r.directory.filtered for r in reads)
-    warnings = [f"{r.name}: {w}" for r in reads for w in r.directory.warnings]
-    if _plainly_valid(merged):
-        # Each source validated its own records and the tree; what joining can break is
-        # checked above: a username and a name given, no username twice. So the 100,000
-        # people of a join are not validated a second time, one by one.
-        directory = Directory(
-            dict(tree), dict(merged), tuple(rejected), complete, source, None, filtered,
-            tuple(warnings),
-        )  # fmt: skip
-    else:
-        directory = build_directory(
-            [(f"{departments_from}: department {d.id!r}", d) for d in tree.values()],
-            merged,
-            rejected=rejected,
-            complete=complete,
-            source=source,
-            filtered=filtered,
-            warnings=warnings,
+        held = self.held_usernames
+        if held and employee.username and look_alike(employee.username) in held:
+            return (
+                f"another source rejected a record of {employee.username!r}: kept as they "
+                "are until every source reads them"
+            )
+        return None
+
+    def _unplaced(self, employee: Employee, slots: Slots) -> bool:
+        """Whether a departed person cannot be written as they are: the departments' source
+        lacks them (their place is unknown), or no source gives a username or a name."""
+        return slots[self.precedence.tree_source] is None or not (
+            employee.username and employee.name
         )
-    named = tuple(
-        replace(r, where=_where(r.key, people[r.key], names))
-        if r.key in people and r.where == r.key
-        else r
-        for r in directory.rejected
-    )
-    if named != directory.rejected:
-        directory = replace(directory, rejected=named)
-    return Joined(directory, departments_from, origins, waiting, members)
+
+    def _lacking(self, employee: Employee, slots: Slots) -> list[str]:
+        """The required sources a person waits for (join.missing = wait; not a leaver)."""
+        if not self.wait or None not in slots or employee.state is State.DEPARTED:
+            return []
+        return [self.names[i] for i in self.required if slots[i] is None]
+
+    def _origins(self, slots: Slots, employee: Employee) -> dict[str, str]:
+        """Which source gave each field (the preview): the rule Precedence compiles, walked."""
+        gave = _origins(slots, self.precedence, self.names)
+        if not any(s is not None and s.username for s in slots) and employee.username:
+            gave["username"] = "the state database (as synced)"
+        return gave
+
+    # ------------------------------------------------------------ the result
+
+    def directory(self) -> Directory:
+        """The joined Directory: the tree, the people joined, every row set aside."""
+        reads, merged = self.reads, self.merged
+        complete = all(r.directory.complete for r in reads)
+        source = " + ".join(f"{r.name}={r.directory.source}" for r in reads)
+        filtered = sum(r.directory.filtered for r in reads)
+        warnings = [f"{r.name}: {w}" for r in reads for w in r.directory.warnings]
+        if _plainly_valid(merged):
+            # Each source validated its own records and the tree; what joining can break is
+            # checked above: a username and a name given, no username twice. So the 100,000
+            # people of a join are not validated a second time, one by one.
+            directory = Directory(
+                dict(self.tree), dict(merged), tuple(self.rejected), complete, source, None,
+                filtered, tuple(warnings),
+            )  # fmt: skip
+        else:
+            directory = build_directory(
+                [(f"{self.departments_from}: department {d.id!r}", d) for d in self.tree.values()],
+                merged,
+                rejected=self.rejected,
+                complete=complete,
+                source=source,
+                filtered=filtered,
+                warnings=warnings,
+            )
+        return self._named(directory)
+
+    def _named(self, directory: Directory) -> Directory:
+        """Rows build_directory rejected by key, named by the sources that hold the person."""
+        people, names = self.people, self.names
+        named = tuple(
+            replace(r, where=_where(r.key, people[r.key], names))
+            if r.key in people and r.where == r.key
+            else r
+            for r in directory.rejected
+        )
+        return replace(directory, rejected=named) if named != directory.rejected else directory
 
 
 def _indexed(
     read: SourceRead,
     i: int,
     count: int,
-    people: dict[str, list[Employee | None]],
+    people: dict[str, Slots],
     rejected: list[RejectedRow],
 ) -> dict[str, list[Employee]]:
     """One source's records put in their slot by key; returns the keys held twice or more."""
     records = list(read.directory.employees.values())
+    keys = _keys(records, read.key, read.normalize)
+    if records and not any(keys):
+        raise KeyNotHeld(read.name, read.key, len(records))
     twice: dict[str, list[Employee]] = {}
-    for e, k in zip(records, _keys(records, read.key), strict=True):
+    for e, k in zip(records, keys, strict=True):
         if k is None:
-            rejected.append(
-                RejectedRow(
-                    f"{read.name}: person {e.id!r}",
-                    f"no join key: {read.key} is empty for {e.username!r}, so this record "
-                    f"cannot be joined with the other sources' (source {read.name!r})",
-                    key=None,
-                    username=e.username,
-                )
-            )
+            rejected.append(_keyless(read, e))
             continue
         slots = people.get(k)
         if slots is None:
@@ -243,12 +360,22 @@ def _indexed(
     return twice
 
 
-def _keys(records: list[Employee], key: str) -> list[str | None]:
+def _keyless(read: SourceRead, e: Employee) -> RejectedRow:
+    return RejectedRow(
+        f"{read.name}: person {e.id!r}",
+        f"no join key: {read.key} is empty for {e.username!r}, so this record "
+        f"cannot be joined with the other sources' (source {read.name!r})",
+        key=None,
+        username=e.username,
+    )
+
+
+def _keys(records: list[Employee], key: str, normalize: tuple[str, ...]) -> list[str | None]:
     """key_value of each record, the plain text fields (id, username, sn, email) read by
     index in one comprehension."""
     index = _INDEX.get(key)
-    if index is None or key == "mobile":
-        return [key_value(e, key) for e in records]
+    if index is None or key == "mobile" or normalize != _STRIP:
+        return [key_value(e, key, normalize) for e in records]
     texts: list[str | None] = list(map(itemgetter(index), records))
     if key == "email":
         return [(v.strip().casefold() or None) if v else None for v in texts]
@@ -271,7 +398,8 @@ def _where(key: str | None, slots: Sequence[Employee | None], names: tuple[str, 
 
 def _carried(read: SourceRead, rejected: list[RejectedRow], held_usernames: set[str]) -> None:
     """A source's own rejected rows, named by the source; a read that could not say who is
-    gone makes the joined read say it too."""
+    gone (a row that may hide others, a part not read) makes the joined read say it too.
+    Warnings are told (Directory.warnings), never taken for a partial read."""
     d = read.directory
     for row in d.rejected:
         # A department's id is the tree's; a person's source id is a joined key only when
@@ -283,43 +411,35 @@ def _carried(read: SourceRead, rejected: list[RejectedRow], held_usernames: set[
         rejected.append(
             RejectedRow(f"{read.name}: {row.where}", row.reason, row.kind, key, row.username, hides)
         )
-    for warning in d.warnings:  # a domain not read: who it holds is unknown
+    for part in d.unread:  # a domain not read: who it holds is unknown
         rejected.append(
             RejectedRow(
                 f"{read.name}: {d.source}",
-                f"part of source {read.name!r} was not read ({warning}): nobody is a leaver",
+                f"part of source {read.name!r} was not read ({part}): nobody is a leaver",
                 Kind.EMPLOYEE,
                 may_hide_rows=True,
             )
         )
 
 
-def _origins(
-    slots: list[Employee | None],
-    orders: tuple[tuple[int, ...], ...],
-    precedence: Precedence,
-    names: tuple[str, ...],
-) -> dict[str, str]:
-    """Which source gave each field (the preview): the rule Precedence compiles, walked."""
+def _origins(slots: Slots, precedence: Precedence, names: tuple[str, ...]) -> dict[str, str]:
+    """Which source gave each field: the candidates Precedence compiles from, walked."""
+    found = [s is not None for s in slots]
     gave: dict[str, str] = {}
-    for n, order in enumerate(orders):
+    for n, name in enumerate(FIELDS):
         index = n + 1  # the field's place in Employee (the id is 0)
-        for s in order:
+        candidates = precedence.candidates(index, found)
+        if candidates and precedence.first_decides(index):
+            gave[name] = names[candidates[0]]
+            continue
+        for s in candidates:
             record = slots[s]
-            if record is None:
-                continue
-            value = record[index]
-            if index == _POSITIONS:
-                if s != precedence.tree_source and not precedence.placed(record.positions):
-                    continue
-                if not value:
-                    continue
-            elif index not in _ALWAYS_GIVEN and value in (None, "", ()):
-                continue
-            gave[FIELDS[n]] = names[s]
-            break
+            assert record is not None
+            if precedence.gives(index, s, record[index], record):
+                gave[name] = names[s]
+                break
     return gave
 
 
-def _any_username(slots: list[Employee | None]) -> str | None:
+def _any_username(slots: Slots) -> str | None:
     return next((e.username for e in slots if e is not None and e.username), None)

@@ -20,7 +20,7 @@ from syncd.model import Employee, Position
 
 _INDEX = {name: i for i, name in enumerate(Employee._fields)}
 _ALWAYS_GIVEN = frozenset({_INDEX["state"], _INDEX["senior"]})
-_POSITIONS = _INDEX["positions"]
+_POSITIONS, _STATE = _INDEX["positions"], _INDEX["state"]
 # Fields whose falsy values are values (an int 0, a bool False): compared with None.
 _NUMBERS = frozenset(
     i
@@ -35,7 +35,11 @@ Merge = Callable[..., Employee]  # (key, *records, one per source, None where ab
 
 
 class Precedence:
-    """Merges one person's records (one per source, None where a source lacks them)."""
+    """Merges one person's records (one per source, None where a source lacks them).
+
+    ``statuses``: per source, whether it reads a status (a source without one never decides
+    ``state``). ``clears``: field indexes the first source in their order that has the person
+    decides even with an empty value (``join.clear``)."""
 
     def __init__(
         self,
@@ -43,11 +47,16 @@ class Precedence:
         sources: int,
         tree_source: int,
         tree: Mapping[str, object],
+        *,
+        statuses: Sequence[bool] | None = None,
+        clears: frozenset[int] = frozenset(),
     ) -> None:
         self._orders = orders
         self._sources = sources
         self.tree_source = tree_source
         self._tree = tree
+        self._statuses = tuple(statuses) if statuses is not None else (True,) * sources
+        self._clears = clears
         self._compiled: dict[tuple[bool, ...], Merge] = {}
         self._nones = (None,) * sources
 
@@ -68,6 +77,32 @@ class Precedence:
             p.department_id is None or p.department_id in tree for p in positions
         )
 
+    def candidates(self, index: int, found: Sequence[bool]) -> list[int]:
+        """The sources that may decide one field (its index in Employee) of a person found in
+        these sources, in order. ``state``: the field's sources that read a status; when none
+        of them has the person, the others that do (in the order read): someone the
+        sources that have them call departed is departed, whoever decides status lacks them."""
+        order = self._orders[index - 1]
+        present = [s for s in order if found[s]]
+        if index != _STATE:
+            return present
+        present = [s for s in present if self._statuses[s]]
+        if present:
+            return present
+        return [s for s in range(self._sources) if found[s] and self._statuses[s]]
+
+    def first_decides(self, index: int) -> bool:
+        """Whether the first candidate decides the field, value or not (no fall-through)."""
+        return index in _ALWAYS_GIVEN or index in self._clears
+
+    def gives(self, index: int, source: int, value: object, record: Employee) -> bool:
+        """Whether this source's value is one the field takes (the preview's walk)."""
+        if index == _POSITIONS:
+            return bool(value) and (source == self.tree_source or self.placed(record.positions))
+        if index in _NUMBERS:
+            return value is not None
+        return value not in (None, "", ())
+
     def _compile(self, found: tuple[bool, ...]) -> Merge:
         names: dict[str, Any] = {
             "_new": tuple.__new__,
@@ -76,10 +111,9 @@ class Precedence:
             "_EMPTY": EMPTY,
         }
         parts = ["k"]
-        for n, order in enumerate(self._orders):
+        for n in range(len(self._orders)):
             index = n + 1
-            present = [s for s in order if found[s]]
-            parts.append(self._expression(index, present))
+            parts.append(self._expression(index, self.candidates(index, found)))
         records = ", ".join(f"r{s}" for s in range(self._sources))
         text = f"def merge(k, {records}):\n    return _new(_Employee, ({', '.join(parts)},))\n"
         code = compile(text, f"<syncd.plan.precedence {found}>", "exec")
@@ -90,7 +124,7 @@ class Precedence:
     def _expression(self, index: int, present: list[int]) -> str:
         if not present:
             return f"_EMPTY[{index}]"
-        if index in _ALWAYS_GIVEN:
+        if self.first_decides(index):
             return f"r{present[0]}[{index}]"
         expression = f"_EMPTY[{index}]"
         for s in reversed(present):

@@ -10,10 +10,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from syncd.config import Settings, SourceSettings
-from syncd.config.sources import FIELD_NAMES, JoinSettings, deciders, key_of
-from syncd.errors import SourceError
+from syncd.config.sources import (
+    FIELD_NAMES,
+    JoinSettings,
+    deciders,
+    key_of,
+    key_setting,
+    normalizing,
+)
+from syncd.errors import ConfigError, SourceError
 from syncd.model import Directory
-from syncd.plan.join import Joined, JoinRules, SourceRead, join
+from syncd.plan.join import Joined, JoinRules, KeyNotHeld, SourceRead, join
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -98,7 +105,11 @@ def read_joined(
     """Each [[sources]] entry read as it would be alone, then joined (syncd.plan.join).
 
     A source that cannot be read stops the read, naming the source: nothing is planned
-    from some sources' word alone, so nobody becomes a leaver for want of one."""
+    from some sources' word alone, so nobody becomes a leaver for want of one. A source
+    none of whose records holds its key is a settings error (ConfigError, exit 3) naming
+    the source and the setting: a key field the source does not fill would set everyone
+    aside, not join them."""
+    join_settings = settings.join or JoinSettings()
     reads = []
     done = 0
     for source in settings.sources:
@@ -112,16 +123,24 @@ def read_joined(
         except SourceError as exc:
             raise SourceError(f"source {source.name!r}: {exc}") from exc
         done += len(directory.employees)
-        join_settings = settings.join or JoinSettings()
         reads.append(
             SourceRead(
                 source.name,
                 directory,
                 key=key_of(join_settings, source.name),
                 required=source.role == "required",
+                normalize=normalizing(join_settings, source.name),
             )
         )
-    return join(reads, join_rules(settings), explain=explain, synced=synced)
+    try:
+        return join(reads, join_rules(settings), explain=explain, synced=synced)
+    except KeyNotHeld as exc:
+        setting = key_setting(join_settings, exc.source)
+        raise ConfigError(
+            f"{setting} = {exc.key!r}: no record of source {exc.source!r} holds it (none of "
+            f"its {exc.records} records has a value there): name the field that source "
+            f"fills with the join key (join.keys.{exc.source}), or map it"
+        ) from exc
 
 
 def join_rules(settings: Settings) -> JoinRules:
@@ -131,7 +150,8 @@ def join_rules(settings: Settings) -> JoinRules:
         FIELD_NAMES.get(name, name): deciders(join_settings, settings.sources, name)
         for name in join_settings.precedence
     }
-    return JoinRules(precedence=precedence, missing=join_settings.missing)
+    clear = frozenset(FIELD_NAMES.get(name, name) for name in join_settings.clear)
+    return JoinRules(precedence=precedence, missing=join_settings.missing, clear=clear)
 
 
 def source_kind(settings: Settings) -> str:

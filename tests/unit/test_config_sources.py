@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from syncd.config import load_settings
+from syncd.config.sources import normalizing
 from syncd.errors import ConfigError
 from syncd.sources import describe_sources, join_rules
 from tests.support.settings import PLATFORM as PLATFORM_SETTINGS
@@ -115,6 +116,15 @@ def test_the_single_source_is_unchanged(tmp_path: Path) -> None:
         ('[join]\nkey = "sn"\n', "key source: required key is missing ([source] or [[sources]])"),
         (AD + '[join]\nmissing = "wait"\n', 'join.missing = "wait" needs a source whose role is'),
         (HR.replace('name = "hr"', 'name = "HR dept"'), "a source's name is lower-case"),
+        (HR + AD + '[join.normalize]\nhrr = ["strip"]\n',
+         "join.normalize.hrr: no source is named 'hrr' (the sources: hr, ad)"),
+        (HR + '[join.normalize]\nhr = ["trim"]\n',
+         "'strip', 'nfkc', 'casefold' or 'leading_zeros'"),
+        (HR + '[join.normalize]\nhr = ["strip", "strip"]\n',
+         "join.normalize.hr: a step is named twice"),
+        (HR + '[join]\nclear = ["username"]\n', "join.clear: 'username' cannot be cleared"),
+        (HR + '[join]\nclear = ["status"]\n', "join.clear: 'status' cannot be cleared"),
+        (HR + '[join]\nclear = ["phone"]\n', "join.clear: 'phone' cannot be cleared"),
     ],
 )  # fmt: skip
 def test_settings_that_cannot_join_are_errors_naming_the_setting(
@@ -139,3 +149,17 @@ def test_the_two_source_example_settings_load() -> None:
     assert isinstance(settings, Settings)
     assert [(s.name, s.kind) for s in settings.sources] == [("hr", "csv"), ("ad", "ldap")]
     assert join_rules(settings).precedence["positions"] == ("hr",)
+    assert join_rules(settings).clear == frozenset({"mobile"})
+    assert settings.join is not None
+    assert normalizing(settings.join, "ad") == ("strip", "nfkc", "leading_zeros")
+
+
+def test_key_steps_apply_in_one_order_and_a_source_not_named_is_stripped(tmp_path: Path) -> None:
+    text = '[join]\nclear = ["tel", "email"]\n[join.normalize]\nhr = ["leading_zeros", "strip"]\n'
+    settings = load(tmp_path, HR + AD + text)
+    from syncd.config import Settings
+
+    assert isinstance(settings, Settings) and settings.join is not None
+    assert normalizing(settings.join, "hr") == ("strip", "leading_zeros")
+    assert normalizing(settings.join, "ad") == ("strip",)
+    assert join_rules(settings).clear == frozenset({"tel", "email"})

@@ -39,6 +39,7 @@ class _EmployeesRead:
     rejected: list[RejectedRow]
     departments: list[tuple[str, Department]]  # layout paths: those on the paths read
     filtered: int  # rows the row filter left out
+    status_read: bool = True  # the file has the status column (else everyone reads as active)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +98,9 @@ def _read_employees(
         elif employee is not None:
             reject(where, employee, cells)
         last = (line, cells, isinstance(employee, Employee))
-    return _EmployeesRead(items, rejected, department_of.departments(), reader.filtered)
+    return _EmployeesRead(
+        items, rejected, department_of.departments(), reader.filtered, reader.status_read
+    )
 
 
 _ABSENT = -1  # the index of a column the file lacks: it reads the "" appended to each row
@@ -169,7 +172,7 @@ class _EmployeeReader:
         if mapping.trace is not None:
             mapping.trace.start({f: (columns.label(i),) for f, i in self._own.items()})
         # Status is a closed vocabulary, when the file has the column.
-        self._status_read = at["status"] is not None
+        self._status_read = self.status_read = at["status"] is not None
         self._statuses: dict[str, State] = {
             status_key(v): State.ACTIVE for v in settings.active_values
         }

@@ -41,6 +41,7 @@ class Forest:
         self.session = session
         self.settings = settings
         self.warnings: list[str] = []
+        self.unread: list[str] = []  # the domains not read (each a warning too)
         self._password = password
         self._catalog: Session | None = None
         self._warned: set[str] = set()
@@ -145,6 +146,7 @@ class Forest:
         )
         log.warning("%s", message)
         self.warnings.append(message)
+        self.unread.append(f"the domain {domain}")
 
 
 def root_dse(session: Session) -> tuple[str, int | None]:

@@ -168,6 +168,11 @@ def _read(
         cursor=cursor,
         filtered=people.filtered,
         warnings=[*forest.warnings, *problems],
+        unread=forest.unread,
+        # A status: AD's account flags, or the departed_filter's answer.
+        status_read=bool(settings.departed_filter)
+        or shape.account_control_slot is not None
+        or shape.expires_slot is not None,
     )
     log.info(
         "read %s from %s: %d departments, %d people, %d rejected, %d left out, mark %s",
