@@ -94,4 +94,5 @@ def _read(settings: CsvSource, mapping: _Mapping) -> Directory:
         source="csv:" + ",".join(str(f) for f in files),
         filtered=people.filtered,
         warnings=problems,
+        one_read=True,
     )

@@ -168,6 +168,7 @@ def _read(
         cursor=cursor,
         filtered=people.filtered,
         warnings=[*forest.warnings, *problems],
+        one_read=True,
     )
     log.info(
         "read %s from %s: %d departments, %d people, %d rejected, %d left out, mark %s",
