@@ -42,6 +42,7 @@ from syncd.plan import (
     PlatformView,
     Snapshot,
     check_guards,
+    departures,
     draft,
     finish,
 )
@@ -453,6 +454,10 @@ class _Run:
         # For the people syncd holds now; the dates of those it let go of go too.
         if the_plan.dates or the_plan.changes:
             store.record_dates(self.engine, the_plan.dates)
+        if directory is not None:  # the guard on access granted's memory: ids only
+            gone = departures(the_plan, directory, snapshot)
+            if gone.departed or gone.returned or gone.let_go:
+                store.record_departures(self.engine, gone.departed, gone.returned, gone.let_go)
         self.summary["known_problems"] = len(known_problems.rows(self.engine))  # not failing
         self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
         if applied.error is not None:
