@@ -110,6 +110,9 @@ class RejectedRow:
     # The record may hold or hide other rows (the wrong number of fields, broken quoting,
     # a line break lost or added): whoever it names, the read cannot say who is gone.
     may_hide_rows: bool = False
+    # The status value that is in neither list of the settings, when that is why the row
+    # was rejected ("" for an empty one): loud until the settings name it.
+    status: str | None = None
 
 
 @dataclass(frozen=True)

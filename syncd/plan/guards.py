@@ -214,10 +214,10 @@ def _decision(
 def _reactivation_guard(back: Reactivations, snapshot: Snapshot, limits: Limits) -> GuardDecision:
     n, people = back.total, snapshot.headcount
     ratio = limits.max_reactivation_ratio
+    # Access granted in every form, under the name admins know it by (README, the flag).
     message = (
-        f"{n:,} {'person' if n == 1 else 'people'} given access who had none "
-        f"({back.describe()}); blocked past both {limits.max_reactivations:,} and {ratio:.0%} "
-        f"of {people:,} synced people"
+        f"{n:,} re-activation{'' if n == 1 else 's'} planned ({back.describe()}); blocked past "
+        f"both {limits.max_reactivations:,} and {ratio:.0%} of {people:,} synced people"
     )
     too_many = _over(n, limits.max_reactivations, ratio, people)
     return _decision(

@@ -218,7 +218,7 @@ def test_a_status_column_that_turns_everyone_active_stops_at_the_guard(rig: Rig)
     assert rig.platform().people == before.people
     (guard,) = [g for g in result.guards if g.name == "max_reactivations"]
     assert guard.message == (
-        "106 people given access who had none (3 unlocks of people back in the source, "
+        "106 re-activations planned (3 unlocks of people back in the source, "
         "103 accounts made for people the source called departed before); blocked past both "
         "3 and 1% of 40 synced people: rerun with --allow-reactivations 106 if this is intended"
     )
