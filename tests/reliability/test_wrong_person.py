@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from syncd.errors import EXIT_BLOCKED, EXIT_OK
+from syncd._status import read_status
+from syncd.errors import EXIT_BLOCKED, EXIT_OK, EXIT_PARTIAL
 from syncd.plan import REMOVING
 from syncd.runner import RunRequest, RunResult, run_sync
 from tests.engine.company import employee
 from tests.support.runs import plan_of
 
-from .support import Rig, rejected, writes
+from .support import Rig, rejected, toml_value, writes
 
 
 @pytest.fixture
@@ -129,7 +130,11 @@ def test_a_renamed_departed_value_unlocks_and_creates_nobody(rig: Rig) -> None:
             person["status"] = "已离职"  # HR's new spelling, not in departed_values
     result = rig.sync()
 
-    assert result.exit_code in (EXIT_OK, EXIT_BLOCKED), result.error
+    # Loud until the settings name the value (issue 32): partial, not ok.
+    assert (result.outcome, result.exit_code) == ("partial", EXIT_PARTIAL), result.error
+    assert result.error is not None and "6 rows set aside for a status value nobody named" in (
+        result.error
+    )
     after = rig.platform()
     assert after.people == before.people  # nobody unlocked, nobody created
     assert locked(rig) == {f"user{n}" for n in range(30, 33)}
@@ -265,3 +270,55 @@ def test_an_account_syncd_removed_made_anew_is_access_granted(rig: Rig) -> None:
 
     assert result.exit_code == EXIT_BLOCKED, result.error
     assert "4 accounts made anew for people syncd removed" in str(result.error)
+
+
+# ------------------------------------ a status nobody named is loud until named (issue 32)
+
+
+def test_a_departed_value_nobody_named_is_loud_every_run_until_the_settings_name_it(
+    rig: Rig,
+) -> None:
+    departed_company(rig)
+    rig.company.person("user31")["status"] = "已离职"  # HR's new spelling for one leaver
+    rig.company.person("user20")["status"] = "已离职"  # and for someone who just left
+    for run in range(2):  # the second run's source is unchanged: not read again, still told
+        result = rig.sync()
+        assert (result.outcome, result.exit_code) == ("partial", EXIT_PARTIAL), run
+        assert result.error == (
+            "2 rows set aside for a status value nobody named ('已离职' (2)): kept as they are, "
+            "a departed person keeps their access, until the settings name the value in "
+            "active_values or departed_values"
+        )
+        notes = [n.message for n in plan_of(result).notes if n.kind == "set aside"]
+        assert notes == [result.error]
+        problem = read_status(rig.settings()).problem
+        assert problem is not None and "status value nobody named ('已离职')" in str(problem)
+    assert "user20" not in locked(rig)  # kept as they are: not locked by a guess
+    assert result.source is not None and result.source.get("unchanged_since")
+
+    rig.source_lines = [
+        "[source]",
+        'kind = "csv"',
+        "[source.csv]",
+        f"employees = {toml_value(str(rig.folder / 'employees.csv'))}",
+        f"departments = {toml_value(str(rig.folder / 'departments.csv'))}",
+        'departed_values = ["departed", "已离职"]',
+    ]
+    result = rig.sync()
+    assert (result.outcome, result.exit_code) == ("ok", EXIT_OK), result.error
+    assert "user20" in locked(rig)
+    assert read_status(rig.settings()).problem is None
+
+
+def test_a_first_run_that_rejects_most_of_the_source_is_not_a_success(rig: Rig) -> None:
+    rig.company.employees = [employee(f"E{n}", f"user{n}", "NOWHERE") for n in range(1, 150)] + [
+        employee("E150", "user150", "D3")
+    ]
+    result = rig.sync()
+
+    assert (result.outcome, result.exit_code) == ("partial", EXIT_PARTIAL), result.error
+    assert result.error == (
+        "most of the source was set aside: 149 of 154 rows rejected (see the rejected rows); "
+        "only what was kept was synced"
+    )
+    assert set(rig.platform().people) == {"user150"}
