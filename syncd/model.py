@@ -471,6 +471,11 @@ def _department_in_nfc(d: Department) -> Department:
     )
 
 
+def _in_nfc(text: str | None) -> bool:
+    """Whether an optional text is in NFC already (none, empty and ASCII text are)."""
+    return not text or text.isascii() or _is_nfc("NFC", text)
+
+
 def _employee_in_nfc(e: Employee) -> Employee:
     """The employee with username, names, titles and departments' ids in NFC (as a rule,
     the same employee: this runs for every person of every read, so it checks first)."""
@@ -478,17 +483,11 @@ def _employee_in_nfc(e: Employee) -> Employee:
     if (
         (username.isascii() or _is_nfc("NFC", username))
         and (name.isascii() or _is_nfc("NFC", name))
-        and (not en_name or en_name.isascii() or _is_nfc("NFC", en_name))
-        and (not title or title.isascii() or _is_nfc("NFC", title))
+        and _in_nfc(en_name)
+        and _in_nfc(title)
+        and all(_in_nfc(p.department_id) and _in_nfc(p.job_title) for p in e.positions)
     ):
-        for p in e.positions:
-            place, role = p.department_id, p.job_title
-            if (place and not place.isascii() and not _is_nfc("NFC", place)) or (
-                role and not role.isascii() and not _is_nfc("NFC", role)
-            ):
-                break
-        else:
-            return e
+        return e
     positions = tuple(
         Position(
             None if p.department_id is None else nfc(p.department_id),
