@@ -5,8 +5,8 @@ success all the same. A row set aside for a status value nobody named (HR rename
 departed value, a cell emptied) keeps a departed person's access: the run is partial
 (exit 1), ``syncd status`` unhealthy and the failure notifications go out, every run while
 it lasts (an unchanged source's run replays what its read found), until the settings name
-the value. A read whose set-aside rows are more than the rows it kept (a first run that
-rejects 149 rows of 150) is partial too, with a line that says so.
+the value. A full read whose set-aside rows are more than the rows it kept (a first run
+that rejects 149 rows of 150) is partial too, with a line that says so.
 
 The counts are kept in the run's summary (``source``), so a run that does not read an
 unchanged source judges it as the run that read it did.
@@ -58,7 +58,8 @@ def problems(source: Mapping[str, Any]) -> list[str]:
         )
     set_aside = int(source.get(SET_ASIDE) or 0)
     kept = int(source.get("employees") or 0) + int(source.get("departments") or 0)
-    if set_aside > kept:
+    # An incremental read holds only what changed: its share says nothing of the source.
+    if set_aside > kept and source.get("read") != "incremental":
         told.append(
             f"most of the source was set aside: {set_aside:,} of {set_aside + kept:,} rows "
             "rejected (see the rejected rows); only what was kept was synced"
