@@ -471,9 +471,15 @@ def _department_in_nfc(d: Department) -> Department:
     )
 
 
-def _in_nfc(text: str | None) -> bool:
-    """Whether an optional text is in NFC already (none, empty and ASCII text are)."""
-    return not text or text.isascii() or _is_nfc("NFC", text)
+def _positions_in_nfc(positions: tuple[Position, ...]) -> bool:
+    """Whether the positions' departments and titles are in NFC already (as a rule)."""
+    for p in positions:
+        place, role = p.department_id, p.job_title
+        if (place and not place.isascii() and not _is_nfc("NFC", place)) or (
+            role and not role.isascii() and not _is_nfc("NFC", role)
+        ):
+            return False
+    return True
 
 
 def _employee_in_nfc(e: Employee) -> Employee:
@@ -483,9 +489,9 @@ def _employee_in_nfc(e: Employee) -> Employee:
     if (
         (username.isascii() or _is_nfc("NFC", username))
         and (name.isascii() or _is_nfc("NFC", name))
-        and _in_nfc(en_name)
-        and _in_nfc(title)
-        and all(_in_nfc(p.department_id) and _in_nfc(p.job_title) for p in e.positions)
+        and (not en_name or en_name.isascii() or _is_nfc("NFC", en_name))
+        and (not title or title.isascii() or _is_nfc("NFC", title))
+        and _positions_in_nfc(e.positions)
     ):
         return e
     positions = tuple(
