@@ -3,8 +3,10 @@
 It reads what the daemon leaves behind (its lock file and its record in the state
 database), so it works from any process on the host. Its exit code says whether syncd is
 healthy, for a container's health check or a monitoring check: 0 healthy; 1 unhealthy:
-the last real run failed or was blocked, no run succeeded (``SUCCEEDED``: ok or partial)
-within ``status.max_success_age_minutes``, or the daemon's next run is long overdue; 3
+the last real run failed or was blocked, or set aside rows for a status value nobody named
+(a departed person keeps their access until the settings name it: syncd.sources.set_aside),
+no run succeeded (``SUCCEEDED``: ok or partial) within ``status.max_success_age_minutes``,
+or the daemon's next run is long overdue; 3
 not running (as an LSB init script's status): the daemon is expected and none runs, or
 nothing syncs here at all (no daemon, no real run recorded).
 
@@ -36,6 +38,7 @@ from syncd.config import Settings
 from syncd.errors import DaemonNotRunning, SyncdError, Unhealthy
 from syncd.lock import FileLock, holder, lock_holder
 from syncd.runs import read_with, reading
+from syncd.sources.set_aside import UNNAMED
 
 run_log = logging.getLogger("syncd.run")  # what a run did, for the daemon and the shell alike
 
@@ -106,6 +109,8 @@ class Status:
     # Known problems (values another account holds): told once, listed here, not unhealthy.
     known: list[dict[str, Any]] = field(default_factory=list)
     cluster: dict[str, Any] | None = None  # the lease and the members (syncd._cluster)
+    # Status values nobody named, with their rows, as the last finished real run set aside.
+    unnamed: dict[str, int] = field(default_factory=dict)
 
     @property
     def daemon_expected(self) -> bool:
@@ -203,6 +208,10 @@ def _read_runs(engine: Engine, found: Status) -> None:
         found.known = store.problem_rows(conn)
     found.runs = [Run(*row) for row in rows]
     found.last_dry_run = Run(*last_dry) if last_dry is not None else None
+    finished = [r for r in found.runs if r.outcome != "running"]
+    if finished and finished[0].outcome == "partial":
+        source = store.run_summary(engine, finished[0].id).get("source") or {}
+        found.unnamed = dict(source.get(UNNAMED) or {})
 
 
 def _problem(settings: Settings, found: Status, now: int) -> SyncdError | None:
@@ -220,13 +229,9 @@ def _problem(settings: Settings, found: Status, now: int) -> SyncdError | None:
             f"the daemon's next run was due at {when(due)} and has not started: "
             "it may be stuck (systemctl restart syncd)"
         )
-    finished = [r for r in found.runs if r.outcome != "running"]
-    if finished and finished[0].outcome in FAILED:
-        last = finished[0]
-        return Unhealthy(
-            f"the last run, {last.id}, {last.outcome} at {when(last.finished_at)}: "
-            f"syncd reports show {last.id}"
-        )
+    last_run = _last_run_problem(found)
+    if last_run is not None:
+        return last_run
     max_age = settings.status.max_success_age_minutes
     # Never succeeded yet: judged from the daemon's start, or from the first real run.
     began = daemon.get("since") if daemon is not None else found.first_run
@@ -235,6 +240,29 @@ def _problem(settings: Settings, found: Status, now: int) -> SyncdError | None:
         latest = f"the last at {when(found.last_success)}" if found.last_success else "none yet"
         return Unhealthy(
             f"no run has succeeded for {max_age} minutes ({latest}; status.max_success_age_minutes)"
+        )
+    return None
+
+
+def _last_run_problem(found: Status) -> SyncdError | None:
+    """The last finished real run failed or was blocked, or set aside rows for a status
+    value nobody named (syncd.sources.set_aside); or None."""
+    finished = [r for r in found.runs if r.outcome != "running"]
+    if not finished:
+        return None
+    last = finished[0]
+    if last.outcome in FAILED:
+        return Unhealthy(
+            f"the last run, {last.id}, {last.outcome} at {when(last.finished_at)}: "
+            f"syncd reports show {last.id}"
+        )
+    if found.unnamed:
+        n = sum(found.unnamed.values())
+        values = ", ".join(repr(v) for v in found.unnamed)
+        return Unhealthy(
+            f"the last run, {last.id}, set aside {n:,} row{'' if n == 1 else 's'} for a status "
+            f"value nobody named ({values}): a departed person keeps their access until the "
+            f"settings name it (active_values or departed_values; syncd reports show {last.id})"
         )
     return None
 

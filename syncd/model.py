@@ -110,6 +110,9 @@ class RejectedRow:
     # The record may hold or hide other rows (the wrong number of fields, broken quoting,
     # a line break lost or added): whoever it names, the read cannot say who is gone.
     may_hide_rows: bool = False
+    # The status value that is in neither list of the settings, when that is why the row
+    # was rejected ("" for an empty one): loud until the settings name it.
+    status: str | None = None
 
 
 @dataclass(frozen=True)
@@ -269,6 +272,7 @@ def build_directory(
     cursor: str | None = None,
     filtered: int = 0,
     warnings: Iterable[str] = (),
+    one_read: bool = False,
     unread: Iterable[str] = (),
     status_read: bool = True,
 ) -> Directory:
@@ -282,10 +286,17 @@ def build_directory(
     id, username or name, with an invisible character in the username, whose id or
     username (in any spelling) appears twice (all copies), with more than one primary
     position, or with a position in an unknown or rejected department.
+
+    ``one_read``: the rows and the rejected rows are one source's read (a CSV file, an LDAP
+    search), so a rejected employee row that names an id or a username is one more copy of
+    it: every copy is set aside, whatever else is wrong with any of them (a departed
+    person's row rejected for an unknown status must not leave their other row, which says
+    active, to unlock them). A join's rejected rows come from other sources: not copies.
     """
     out_rejected = list(rejected)
     good_departments = _valid_departments(list(departments), out_rejected)
-    good_employees = _valid_employees(list(employees), good_departments, out_rejected)
+    copies = _rejected_copies(out_rejected) if one_read else ([], [])
+    good_employees = _valid_employees(list(employees), good_departments, out_rejected, copies)
     return Directory(
         departments=good_departments,
         employees=good_employees,
@@ -380,15 +391,35 @@ def _why_unreachable(d: Department, by_id: Mapping[str, Department], ambiguous: 
     return "department is unreachable from the root"  # not reached: kept or rejected above
 
 
+def _rejected_copies(rejected: list[RejectedRow]) -> tuple[list[str], list[str]]:
+    """The ids and usernames (look-alike keys) the rejected employee rows name."""
+    ids: list[str] = []
+    usernames: list[str] = []
+    for row in rejected:
+        if row.kind is Kind.EMPLOYEE:
+            if row.key:
+                ids.append(row.key)
+            if row.username and row.username.strip():
+                usernames.append(_username_key(row.username))
+    return ids, usernames
+
+
+def _username_key(username: str) -> str:
+    """Usernames alike in any spelling: NFC and letter case folded, invisible characters
+    left out (look_alike; ASCII ones only folded, which is the same and cheaper)."""
+    return username.casefold() if username.isascii() else look_alike(username)
+
+
 def _valid_employees(
     items: list[tuple[str, Employee]],
     departments: Mapping[str, Department],
     rejected: list[RejectedRow],
+    copies: tuple[list[str], list[str]],
 ) -> dict[str, Employee]:
-    ids = _repeated([e.id for _, e in items])
-    # look_alike: NFC and letter case folded, invisible characters left out.
+    rejected_ids, rejected_usernames = copies
+    ids = _repeated([e.id for _, e in items] + rejected_ids)
     usernames = _repeated(
-        [u.casefold() if u.isascii() else look_alike(u) for _, e in items if (u := e.username)]
+        [_username_key(u) for _, e in items if (u := e.username)] + rejected_usernames
     )
     kept: dict[str, Employee] = {}
     for where, read in items:
@@ -454,6 +485,17 @@ def _department_in_nfc(d: Department) -> Department:
     )
 
 
+def _positions_in_nfc(positions: tuple[Position, ...]) -> bool:
+    """Whether the positions' departments and titles are in NFC already (as a rule)."""
+    for p in positions:
+        place, role = p.department_id, p.job_title
+        if (place and not place.isascii() and not _is_nfc("NFC", place)) or (
+            role and not role.isascii() and not _is_nfc("NFC", role)
+        ):
+            return False
+    return True
+
+
 def _employee_in_nfc(e: Employee) -> Employee:
     """The employee with username, names, titles and departments' ids in NFC (as a rule,
     the same employee: this runs for every person of every read, so it checks first)."""
@@ -463,15 +505,9 @@ def _employee_in_nfc(e: Employee) -> Employee:
         and (name.isascii() or _is_nfc("NFC", name))
         and (not en_name or en_name.isascii() or _is_nfc("NFC", en_name))
         and (not title or title.isascii() or _is_nfc("NFC", title))
+        and _positions_in_nfc(e.positions)
     ):
-        for p in e.positions:
-            place, role = p.department_id, p.job_title
-            if (place and not place.isascii() and not _is_nfc("NFC", place)) or (
-                role and not role.isascii() and not _is_nfc("NFC", role)
-            ):
-                break
-        else:
-            return e
+        return e
     positions = tuple(
         Position(
             None if p.department_id is None else nfc(p.department_id),

@@ -42,6 +42,7 @@ from syncd.plan import (
     PlatformView,
     Snapshot,
     check_guards,
+    departures,
     draft,
     finish,
 )
@@ -51,7 +52,7 @@ from syncd.recovery import Recovery, recover
 from syncd.report.value import scheduled_summary
 from syncd.runs import after_run
 from syncd.snapshot import lineage
-from syncd.sources import describe_sources, read_source, source_kind
+from syncd.sources import describe_sources, read_source, set_aside, source_kind
 from syncd.survey.view import adopting, newcomers, read_platform, with_adoptions
 
 if TYPE_CHECKING:
@@ -224,6 +225,8 @@ class _Run:
             snapshot = store.weighed_fields(self.engine, snapshot, directory, view)
             drafted = draft(directory, snapshot, view, policy, self._now())
             the_plan = finish(drafted, store.written_fields(self.engine, drafted.unwritten()))
+        if told := set_aside.notes(self.summary["source"]):  # replayed from the summary after
+            the_plan = replace(the_plan, notes=(*the_plan.notes, *told))
         saved = self.request.saved
         guards = check_guards(the_plan, directory, snapshot, limits_of(self.settings, self.request))
         if saved is not None or self.request.save_plan is not None:
@@ -405,6 +408,7 @@ class _Run:
             "departments": len(directory.departments),
             "employees": len(directory.employees),
             "rejected": len(directory.rejected),
+            **set_aside.counts(directory),
         }
         self.result.source = self.summary["source"]
         store.insert_rejected(
@@ -453,6 +457,10 @@ class _Run:
         # For the people syncd holds now; the dates of those it let go of go too.
         if the_plan.dates or the_plan.changes:
             store.record_dates(self.engine, the_plan.dates)
+        if directory is not None:  # the guard on access granted's memory: ids only
+            gone = departures(the_plan, directory, snapshot)
+            if gone.departed or gone.returned or gone.let_go:
+                store.record_departures(self.engine, gone.departed, gone.returned, gone.let_go)
         self.summary["known_problems"] = len(known_problems.rows(self.engine))  # not failing
         self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
         if applied.error is not None:
@@ -466,7 +474,18 @@ class _Run:
             self.settings, self.engine, client, applied, the_plan, snapshot, view, directory
         )
 
+    def _judge_read(self) -> None:
+        """A run that would end ok is partial when its read set aside rows for a status
+        value nobody named, or most of the source (syncd.sources.set_aside)."""
+        told = set_aside.problems(self.summary.get("source") or {})
+        if not told or self.result.outcome != "ok":
+            return
+        self.result.outcome, self.result.exit_code = "partial", EXIT_PARTIAL
+        self.result.error = "; ".join(told)
+        log.warning("run %d partial: %s", self.run_id, self.result.error)
+
     def _finish(self) -> None:
+        self._judge_read()
         self.result.finished_at = finished = now_ms()
         self.summary["error"] = self.result.error
         self.summary["duration_ms"] = finished - self.started

@@ -27,9 +27,10 @@ class SyncSettings(Section):
     remove_after_days: Annotated[int, Field(ge=0)] = 30
     max_removals: Annotated[int, Field(ge=0)] = 50
     max_removal_ratio: Annotated[float, Field(ge=0, le=1)] = 0.10
-    # Re-activations (unlocks, accounts made anew for people held locked) and updates of
-    # synced people: a run is blocked only past both the count and the share.
-    max_reactivations: Annotated[int, Field(ge=0)] = 10
+    # Access granted (unlocks, accounts made anew for people held locked or removed, accounts
+    # for people the source called departed: syncd.plan.guards) and updates of synced
+    # people: a run is blocked only past both the count and the share.
+    max_reactivations: Annotated[int, Field(ge=0)] = 3
     max_reactivation_ratio: Annotated[float, Field(ge=0, le=1)] = 0.01
     max_updates: Annotated[int, Field(ge=0)] = 100
     max_update_ratio: Annotated[float, Field(ge=0, le=1)] = 0.5

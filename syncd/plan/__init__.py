@@ -46,10 +46,12 @@ from syncd.plan.fields import (
     fields_departments,
 )
 from syncd.plan.guards import (
+    Departures,
     GuardDecision,
     Limits,
     Reactivations,
     check_guards,
+    departures,
     reactivations,
     updates,
 )
@@ -86,6 +88,7 @@ __all__ = [
     "Census",
     "Change",
     "DatePolicy",
+    "Departures",
     "Draft",
     "FieldsNotLoaded",
     "GuardDecision",
@@ -107,6 +110,7 @@ __all__ = [
     "department_fields",
     "department_hash",
     "department_paths",
+    "departures",
     "draft",
     "employee_fields",
     "employee_hash",

@@ -1,19 +1,33 @@
 """Safety checks on a plan, made before anything is sent: too many removals, a shrunken
-source, too many re-activations, too many updates of synced people.
+source, too much access granted, too many updates of synced people.
 
 Removals are blocked past either limit (a count, or a share of the synced records).
-Re-activations and updates are blocked past both: the count is a floor below which a
-small company is never stopped, the share what lets a large one make more. Each guard has
-its own one-shot override (``--allow-removals N``, ``--allow-reactivations N``,
-``--allow-updates N``), named with the number to pass in the message of a guard that trips;
-a reviewed saved plan stands for all three (syncd.saved_plan).
+Access granted and updates are blocked past both: the count is a floor below which a run
+is never stopped, the share what lets a large company make more. Each guard has its own
+one-shot override (``--allow-removals N``, ``--allow-reactivations N``, ``--allow-updates
+N``), named with the number to pass in the message of a guard that trips; a reviewed saved
+plan stands for all three (syncd.saved_plan).
+
+Access granted (the ``max_reactivations`` guard) counts every way a run gives sign-in to
+someone who had none: unlocks (a person back in the source, an account locked on the
+platform, a locked account adopted), accounts made anew for people syncd holds locked or
+removed before, and accounts made for people a read called departed (their ids are kept:
+syncd.snapshot.departures). A status column that turns everyone active stops here.
+
+Its floor is 3 (``sync.max_reactivations``) and its share 1% of the synced people
+(``sync.max_reactivation_ratio``): up to 300 people, a fourth person given access in one
+run stops it; 10,000 people may get 100. As with Entra Connect's accidental-delete
+threshold, the limit is a small count an admin can read at a glance and that an ordinary
+day stays under (a returning employee or two, a hire's start day is not counted); a
+handful of re-activations in a small company is a mass re-activation, and the share only
+raises the limit where a handful is an ordinary day.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from syncd.model import Directory, Kind
+from syncd.model import Directory, Kind, State
 from syncd.plan.actions import Action
 from syncd.plan.dates import ENDED, NOT_STARTED
 from syncd.plan.values import Plan, Snapshot
@@ -32,7 +46,7 @@ class Limits:
     max_removals: int = 50
     max_removal_ratio: float = 0.10
     allow_removals: int | None = None  # --allow-removals N: this run may remove up to N
-    max_reactivations: int = 10
+    max_reactivations: int = 3
     max_reactivation_ratio: float = 0.01
     max_updates: int = 100
     max_update_ratio: float = 0.5
@@ -42,16 +56,20 @@ class Limits:
 
 @dataclass(frozen=True, slots=True)
 class Reactivations:
-    """What the re-activation guard counts: accounts a run would give access back to."""
+    """What the guard on access granted counts: sign-in given to someone who had none."""
 
     returning: int = 0  # unlocks of people syncd holds locked: back in the source
     drift: int = 0  # unlocks of accounts locked on the platform while active in the source
     adopted: int = 0  # unlocks of locked platform accounts adopted by this run
     recreated: int = 0  # new accounts for people syncd holds locked (deleted there, renamed)
+    removed: int = 0  # new accounts for people whose account syncd removed before
+    departed: int = 0  # new accounts for people a read called departed (never synced)
 
     @property
     def total(self) -> int:
-        return self.returning + self.drift + self.adopted + self.recreated
+        return (
+            self.returning + self.drift + self.adopted + self.recreated + self.removed
+        ) + self.departed
 
     def describe(self) -> str:
         parts = [
@@ -59,20 +77,27 @@ class Reactivations:
             (self.drift, "unlock", "unlocks", "of accounts locked on the platform by someone else"),
             (self.adopted, "unlock", "unlocks", "of locked accounts being adopted"),
             (self.recreated, "account", "accounts", "made anew for people held locked"),
+            (self.removed, "account", "accounts", "made anew for people syncd removed"),
+            (
+                self.departed,
+                "account",
+                "accounts",
+                "made for people the source called departed before",
+            ),
         ]
         said = [f"{n:,} {one if n == 1 else many} {what}" for n, one, many, what in parts if n]
         return ", ".join(said)
 
 
 def reactivations(p: Plan, snapshot: Snapshot) -> Reactivations:
-    """The plan's re-activations: every unlock, and every account made for someone syncd
-    holds locked (a departed person's account deleted on the platform, or renamed)."""
-    returning = drift = adopted = recreated = 0
+    """The plan's access granted: every unlock, and every account made for someone syncd
+    holds locked (a departed person's account deleted on the platform, or renamed), removed
+    before, or a read called departed (snapshot.departures)."""
+    returning = drift = adopted = 0
     held = snapshot.employees
-    unlock, create, employee = Action.UNLOCK, Action.CREATE, Kind.EMPLOYEE  # looked up once
+    unlock = Action.UNLOCK  # looked up once
     for c in p.changes:
-        action = c.action
-        if action is unlock:  # employees only
+        if c.action is unlock:  # employees only
             synced = held.get(c.key)
             if synced is None:
                 adopted += 1
@@ -82,10 +107,58 @@ def reactivations(p: Plan, snapshot: Snapshot) -> Reactivations:
                 returning += 1
             else:
                 drift += 1
-        elif action is create and c.kind is employee:
-            synced = held.get(c.key)
-            recreated += synced is not None and synced.locked
-    return Reactivations(returning, drift, adopted, recreated)
+    recreated, removed, departed = _made_for_the_departed(p, snapshot)
+    return Reactivations(returning, drift, adopted, recreated, removed, departed)
+
+
+def _made_for_the_departed(p: Plan, snapshot: Snapshot) -> tuple[int, int, int]:
+    """Accounts the plan makes for people without access: held locked, removed before,
+    or called departed by a read (see Reactivations)."""
+    recreated = removed = departed = 0
+    held, gone = snapshot.employees, snapshot.departures
+    create, employee = Action.CREATE, Kind.EMPLOYEE  # looked up once
+    for c in p.changes:
+        if c.action is not create or c.kind is not employee:
+            continue
+        synced = held.get(c.key)
+        if synced is not None:
+            recreated += synced.locked
+        elif (why := gone.get(c.key)) is not None:
+            removed += why == "removed"
+            departed += why != "removed"
+    return recreated, removed, departed
+
+
+@dataclass(frozen=True, slots=True)
+class Departures:
+    """What an applied run leaves the guard on access granted to remember
+    (syncd.snapshot.departures): ids only."""
+
+    departed: tuple[str, ...] = ()  # read departed, not yet kept
+    returned: tuple[str, ...] = ()  # kept, read active: gone once syncd holds them
+    let_go: tuple[str, ...] = ()  # removed or let go of by this run
+
+
+def departures(p: Plan, directory: Directory, snapshot: Snapshot) -> Departures:
+    """The ids this run's read and plan add to, or take from, snapshot.departures."""
+    kept = snapshot.departures
+    departed: list[str] = []
+    returned: list[str] = []
+    gone = State.DEPARTED
+    for key, e in directory.employees.items():
+        if e.state is gone:
+            if key not in kept:
+                departed.append(key)
+        elif key in kept:
+            returned.append(key)
+    let_go = [
+        c.key
+        for c in p.changes
+        if c.action in (Action.REMOVE, Action.FORGET)
+        and c.kind is Kind.EMPLOYEE
+        and kept.get(c.key) != "removed"
+    ]
+    return Departures(tuple(departed), tuple(returned), tuple(let_go))
 
 
 def updates(p: Plan, snapshot: Snapshot) -> tuple[int, int]:
@@ -141,6 +214,7 @@ def _decision(
 def _reactivation_guard(back: Reactivations, snapshot: Snapshot, limits: Limits) -> GuardDecision:
     n, people = back.total, snapshot.headcount
     ratio = limits.max_reactivation_ratio
+    # Access granted in every form, under the name admins know it by (README, the flag).
     message = (
         f"{n:,} re-activation{'' if n == 1 else 's'} planned ({back.describe()}); blocked past "
         f"both {limits.max_reactivations:,} and {ratio:.0%} of {people:,} synced people"

@@ -83,6 +83,10 @@ class Snapshot:
     # locked before it (syncd.plan.schedule).
     end_dates: Mapping[str, str] = field(default_factory=dict)
     start_dates: Mapping[str, str] = field(default_factory=dict)
+    # Employee source id -> why that person had no access when syncd last knew of them:
+    # "departed" (a read called them departed) or "removed" (syncd removed their account):
+    # an account made for them is access granted (syncd.snapshot.departures, plan.guards).
+    departures: Mapping[str, str] = field(default_factory=dict)
     # How many people syncd holds, when ``employees`` holds only some of them.
     people: int | None = None
     # The people whose fields ``fields`` holds, when not everyone's (None: everyone's).

@@ -18,6 +18,7 @@ cursors), ``sql`` (statements for both engines, the drivers' fast paths), ``sqli
 from __future__ import annotations
 
 from syncd.snapshot.dates import record_dates
+from syncd.snapshot.departures import record_departures
 from syncd.snapshot.engine import (
     backup,
     compact,
@@ -131,6 +132,7 @@ __all__ = [
     "people_for",
     "problem_rows",
     "record_dates",
+    "record_departures",
     "record_problems",
     "resolve_problems",
     "run_summary",

@@ -30,6 +30,7 @@ from syncd.plan.needs import (
 )
 from syncd.snapshot import sql
 from syncd.snapshot.dates import load_dates
+from syncd.snapshot.departures import load_departures
 from syncd.snapshot.engine import translated
 from syncd.snapshot.problems import load_problems
 from syncd.snapshot.records import PlacedLookup
@@ -63,6 +64,7 @@ def load_snapshot(engine: Engine, *, everyone: bool = True, fields: bool = False
         photos = {r[0]: r[1] for r in sql.rows(conn, "SELECT source_id, digest FROM photos")}
         problems = load_problems(conn)
         start_dates, end_dates = load_dates(conn)
+        departures = load_departures(conn)
         if everyone:
             employees = {e.source_id: e for e in map(_synced, sql.rows(conn, _EMPLOYEES))}
             count = None
@@ -76,6 +78,7 @@ def load_snapshot(engine: Engine, *, everyone: bool = True, fields: bool = False
         problems=problems,
         start_dates=start_dates,
         end_dates=end_dates,
+        departures=departures,
         people=None if count is None else int(count),
         fields_of=frozenset(),  # nobody's yet
         department_fields_of=frozenset(),

@@ -9,7 +9,7 @@ from sqlalchemy import Connection, text
 
 from syncd.model import serial_no
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 # How long a statement waits for another connection's lock (a batch's transaction, a
 # backup) before the run fails with "database is locked". Token renewals never wait for it
 # (``tokens``): they take turns under a lock file of their own.
@@ -92,6 +92,14 @@ def _v9_effective_dates(conn: Connection) -> None:
     create_table(conn)
 
 
+def _v10_departures(conn: Connection) -> None:
+    """The departures table: ids of people without access, for the guard on access granted
+    (syncd.snapshot.departures)."""
+    from syncd.snapshot.departures import create_table
+
+    create_table(conn)
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _create_v1,
     _v2_safe_serials,
@@ -102,5 +110,6 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v7_token_keys,
     _v8_leadership,
     _v9_effective_dates,
+    _v10_departures,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION

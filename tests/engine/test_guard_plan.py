@@ -7,15 +7,23 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from syncd.model import Directory, State
 from syncd.plan import (
+    Action,
+    Departures,
     Limits,
     PlatformEmployee,
     PlatformPerson,
+    PlatformView,
     Policy,
     Snapshot,
     check_guards,
+    departures,
     plan,
+    reactivations,
 )
 from tests.engine.test_plan import COMPANY, NOW, directory, empty_view, person, synced
 
@@ -49,7 +57,7 @@ def test_mass_unlocks_are_blocked_naming_the_count_the_limits_and_the_override()
     assert not guard.passed
     assert guard.message == (
         "12 re-activations planned (12 unlocks of people back in the source); blocked past "
-        "both 10 and 1% of 100 synced people: rerun with --allow-reactivations 12 if this "
+        "both 3 and 1% of 100 synced people: rerun with --allow-reactivations 12 if this "
         "is intended"
     )
     assert guards(p, d, snapshot, allow_reactivations=12)["max_reactivations"].overridden
@@ -59,7 +67,9 @@ def test_mass_unlocks_are_blocked_naming_the_count_the_limits_and_the_override()
 
 def test_a_few_returning_people_pass_and_a_large_company_may_take_more() -> None:
     p, d, snapshot = departed_then_back(20, 3)
-    assert guards(p, d, snapshot)["max_reactivations"].passed  # 3, under the floor of 10
+    assert guards(p, d, snapshot)["max_reactivations"].passed  # 3, at the floor of 3
+    p, d, snapshot = departed_then_back(40, 4)  # a handful in a small company: blocked
+    assert not guards(p, d, snapshot)["max_reactivations"].passed
     p, d, snapshot = departed_then_back(2000, 15)
     assert guards(p, d, snapshot)["max_reactivations"].passed  # 15 is under 1% of 2000
     assert not guards(p, d, snapshot, max_reactivation_ratio=0.005)["max_reactivations"].passed
@@ -166,3 +176,81 @@ def test_adoptions_and_creations_are_not_updates_of_synced_people() -> None:
     accounts = [PlatformPerson(500 + n, e.username) for n, e in enumerate(people)]
     p = plan(d, Snapshot(), empty_view(people=accounts), Policy(), NOW)
     assert "max_updates" not in guards(p, d, Snapshot())
+
+
+# ------------------------------------------------ access granted in every form (issue 32)
+
+
+def test_accounts_for_people_the_source_called_departed_are_access_granted() -> None:
+    """Former employees never synced, and leavers whose accounts syncd removed, turned
+    active by the source: each account made for them counts, as an unlock does."""
+    people = staff(40)
+    snapshot, view = synced(directory(COMPANY, people))
+    former = [person(f"x{n}", f"former{n}", "rd") for n in range(5)]
+    kept = {"x0": "departed", "x1": "departed", "x2": "removed", "x3": "removed"}
+    snapshot = replace(snapshot, departures=kept)
+    d = directory(COMPANY, people + former)
+    p = plan(d, snapshot, view, Policy(), NOW)
+    assert sorted(c.key for c in p.changes) == ["x0", "x1", "x2", "x3", "x4"]
+    back = reactivations(p, snapshot)
+    assert (back.departed, back.removed, back.total) == (2, 2, 4)  # x4 is a hire
+    guard = guards(p, d, snapshot)["max_reactivations"]
+    assert not guard.passed
+    assert guard.message == (
+        "4 re-activations planned (2 accounts made anew for people syncd removed, 2 accounts "
+        "made for people the source called departed before); blocked past both 3 and 1% of "
+        "40 synced people: rerun with --allow-reactivations 4 if this is intended"
+    )
+
+
+def test_what_a_run_leaves_the_guard_to_remember_is_ids_only() -> None:
+    people = staff(6)
+    snapshot, view = synced(directory(COMPANY, people))
+    snapshot = replace(snapshot, departures={"e1": "departed", "x9": "removed"})
+    read = [people[0]._replace(state=State.DEPARTED), *people[1:4]]  # e4, e5 missing
+    d = directory(COMPANY, [*read, person("x8", "former8", state=State.DEPARTED)])
+    p = plan(d, snapshot, view, Policy(leaver_policy="remove"), NOW)
+    gone = departures(p, d, snapshot)
+    assert gone == Departures(("e0", "x8"), ("e1",), ("e4", "e5"))
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> tuple[Directory, Snapshot, PlatformView]:
+    """Synced people (some held locked, by the source or as missing), former employees
+    never synced or removed (their ids kept), and a read that turns any of them active."""
+    n = draw(st.integers(1, 12))
+    people = staff(n)
+    snapshot, view = synced(directory(COMPANY, people))
+    held = dict(snapshot.employees)
+    for e in people:
+        why = draw(st.sampled_from([None, "departed", "missing", "not_started"]))
+        if why is not None:
+            held[e.id] = held[e.id]._replace(locked=True, lock_reason=why)
+    former = [person(f"x{i}", f"former{i}", "rd") for i in range(draw(st.integers(0, 12)))]
+    kept = {e.id: draw(st.sampled_from(["departed", "removed"])) for e in former}
+    snapshot = replace(snapshot, employees=held, departures=kept)
+    everyone = people + former + [person(f"h{i}", f"hire{i}", "rd") for i in range(2)]
+    read = [
+        e._replace(state=draw(st.sampled_from([State.ACTIVE, State.DEPARTED])))
+        for e in everyone
+        if draw(st.booleans()) or e.id in held
+    ]
+    return directory(COMPANY, read), snapshot, view
+
+
+@settings(max_examples=150, deadline=None)
+@given(history=histories())
+def test_every_sign_in_given_to_someone_who_had_none_is_counted(
+    history: tuple[Directory, Snapshot, PlatformView],
+) -> None:
+    """Whoever had no sign-in (held locked but for a hire's start day, removed, or called
+    departed) and gets an account or an unlock in the plan is counted, once; nobody else."""
+    d, snapshot, view = history
+    p = plan(d, snapshot, view, Policy(), NOW)
+    had_none = {
+        k for k, s in snapshot.employees.items() if s.locked and s.lock_reason != "not_started"
+    } | {k for k in snapshot.departures if k not in snapshot.employees}
+    given = {c.key for c in p.changes if c.action in (Action.CREATE, Action.UNLOCK)}
+    assert reactivations(p, snapshot).total == len(given & had_none)
+    if len(given & had_none) > 3:  # more than the floor in a company this small
+        assert not guards(p, d, snapshot)["max_reactivations"].passed

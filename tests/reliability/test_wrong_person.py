@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from syncd.errors import EXIT_BLOCKED, EXIT_OK
+from syncd._status import read_status
+from syncd.errors import EXIT_BLOCKED, EXIT_OK, EXIT_PARTIAL
 from syncd.plan import REMOVING
 from syncd.runner import RunRequest, RunResult, run_sync
 from tests.engine.company import employee
 from tests.support.runs import plan_of
 
-from .support import Rig, rejected, writes
+from .support import Rig, rejected, toml_value, writes
 
 
 @pytest.fixture
@@ -90,12 +91,14 @@ def test_a_row_split_by_a_line_break_whose_half_has_the_headers_width_is_nobody(
     no_lock_or_removal(synced, result)
     after = synced.platform()
     assert after.people == before.people  # user23 keeps their account and its id
-    # user22's row (it may end in "E2"), "E2", and "3,user23,...", which names nobody.
+    # user22's row (it may end in "E2"), "E2", and "3,user23,...", which names nobody; bob's
+    # row, whose id E2 the rejected "E2" names too: every copy of an id is set aside.
     rows = rejected(synced, result.run_id)
     assert [(r["key"], r["reason"][:30]) for r in rows] == [
         ("E22", "the row may be cut short by a "),
         ("E2", "the row has 1 field where the "),
         (None, "the row may be the end of the "),
+        ("E2", "employee id 'E2' appears 2 tim"),
     ]
 
 
@@ -127,7 +130,11 @@ def test_a_renamed_departed_value_unlocks_and_creates_nobody(rig: Rig) -> None:
             person["status"] = "已离职"  # HR's new spelling, not in departed_values
     result = rig.sync()
 
-    assert result.exit_code in (EXIT_OK, EXIT_BLOCKED), result.error
+    # Loud until the settings name the value (issue 32): partial, not ok.
+    assert (result.outcome, result.exit_code) == ("partial", EXIT_PARTIAL), result.error
+    assert result.error is not None and "6 rows set aside for a status value nobody named" in (
+        result.error
+    )
     after = rig.platform()
     assert after.people == before.people  # nobody unlocked, nobody created
     assert locked(rig) == {f"user{n}" for n in range(30, 33)}
@@ -153,3 +160,165 @@ def test_an_emptied_status_column_grants_nobody_access(rig: Rig) -> None:
     assert rig.platform().people == before.people
     reasons = {str(r["reason"]) for r in rejected(rig, result.run_id)}
     assert len(reasons) == 1 and "column 'status' is empty" in reasons.pop()
+
+
+# ------------------------------------------- a duplicate id, one copy rejected (issue 32)
+
+
+@pytest.mark.parametrize(
+    ("defect", "username"),
+    [
+        ({"status": "已离职"}, "user30"),  # an unknown status, then a row saying active
+        ({"status": "已离职"}, "someone.else"),  # the active copy under another username
+        ({"status": "departed", "name": ""}, "user30"),  # a copy without a name
+    ],
+    ids=["unknown-status", "unknown-status-other-username", "no-name"],
+)
+@pytest.mark.parametrize("active_first", [False, True], ids=["rejected-first", "active-first"])
+def test_a_duplicate_id_with_one_copy_rejected_reactivates_nobody(
+    rig: Rig, defect: dict[str, str], username: str, active_first: bool
+) -> None:
+    departed_company(rig)
+    before = rig.platform()
+    person = rig.company.person("user30")
+    at = rig.company.employees.index(person)
+    rejected_copy = {**person, **defect}
+    active_copy = {**person, "status": "active", "username": username}
+    copies = [active_copy, rejected_copy] if active_first else [rejected_copy, active_copy]
+    rig.company.employees[at : at + 1] = copies
+    result = rig.sync()
+
+    assert result.exit_code != EXIT_BLOCKED, result.error
+    after = rig.platform()
+    assert after.people == before.people  # user30 stays locked; nobody created or removed
+    assert "user30" in locked(rig)
+    assert not any(k.endswith(("/unlock", "/enable")) for k in writes(rig.emulator))
+    reasons = [str(r["reason"]) for r in rejected(rig, result.run_id) if r["key"] == "E30"]
+    assert len(reasons) == 2, reasons
+    assert any("employee id 'E30' appears 2 times" in r for r in reasons), reasons
+
+
+# ------------------------------------------------- the guard on access granted (issue 32)
+
+
+def test_a_status_column_that_turns_everyone_active_stops_at_the_guard(rig: Rig) -> None:
+    """Former employees never synced (their ids kept, not their data) and leavers held
+    locked are counted alike: the run is blocked, naming the count, the limits and the flag."""
+    departed_company(rig)
+    rig.company.employees += [
+        employee(f"E{n}", f"user{n}", "D3", status="departed") for n in range(60, 160)
+    ]
+    assert rig.sync().exit_code == EXIT_OK  # 100 more former employees: nobody created
+    before = rig.platform()
+    assert {row["source_id"] for row in rig.rows("SELECT source_id FROM departures")} == {
+        f"E{n}" for n in (*range(30, 33), *range(50, 53), *range(60, 160))
+    }
+    for person in rig.company.employees:
+        person["status"] = "active"
+    rig.emulator.reset(data=False)
+    result = rig.sync()
+
+    assert result.exit_code == EXIT_BLOCKED, result.error
+    assert writes(rig.emulator) == {}
+    assert rig.platform().people == before.people
+    (guard,) = [g for g in result.guards if g.name == "max_reactivations"]
+    assert guard.message == (
+        "106 re-activations planned (3 unlocks of people back in the source, "
+        "103 accounts made for people the source called departed before); blocked past both "
+        "3 and 1% of 40 synced people: rerun with --allow-reactivations 106 if this is intended"
+    )
+    # Blocked runs change nothing: the next run is stopped the same way.
+    assert rig.sync().exit_code == EXIT_BLOCKED
+    # One reviewed run lets them in; they are no longer counted after.
+    result = run_sync(rig.settings(), RunRequest(allow_reactivations=106))
+    assert result.exit_code == EXIT_OK, result.error
+    assert locked(rig) == set() and "user160" not in rig.platform().people
+    assert "user159" in rig.platform().people
+    assert rig.rows("SELECT source_id FROM departures") == []
+
+
+def test_five_leavers_unlocked_at_once_in_a_small_company_stop_at_the_guard(rig: Rig) -> None:
+    rig.company.employees += [employee(f"E{n}", f"user{n}", "D3") for n in range(10, 65)]
+    assert rig.sync().exit_code == EXIT_OK
+    for n in range(30, 35):
+        rig.company.person(f"user{n}")["status"] = "departed"
+    assert rig.sync().exit_code == EXIT_OK
+    for n in range(30, 35):
+        rig.company.person(f"user{n}")["status"] = "active"
+    rig.emulator.reset(data=False)
+    result = rig.sync()
+
+    assert result.exit_code == EXIT_BLOCKED, result.error
+    assert locked(rig) == {f"user{n}" for n in range(30, 35)}
+    assert "--allow-reactivations 5" in str(result.error)
+
+
+def test_an_account_syncd_removed_made_anew_is_access_granted(rig: Rig) -> None:
+    """Leavers whose accounts were removed, back in the export: counted as accounts made anew
+    (syncd no longer holds them; their ids are kept)."""
+    rig.sync_settings.update(leaver_policy="remove")
+    rig.company.employees += [employee(f"E{n}", f"user{n}", "D3") for n in range(10, 45)]
+    assert rig.sync().exit_code == EXIT_OK
+    gone = [rig.company.person(f"user{n}") for n in range(30, 34)]
+    for person in gone:
+        rig.company.employees.remove(person)
+    assert rig.sync().exit_code == EXIT_OK
+    assert not {f"user{n}" for n in range(30, 34)} & set(rig.platform().people)
+    assert len(rig.rows("SELECT source_id FROM departures WHERE why = 'removed'")) == 4
+    rig.company.employees += gone
+    result = rig.sync()
+
+    assert result.exit_code == EXIT_BLOCKED, result.error
+    assert "4 accounts made anew for people syncd removed" in str(result.error)
+
+
+# ------------------------------------ a status nobody named is loud until named (issue 32)
+
+
+def test_a_departed_value_nobody_named_is_loud_every_run_until_the_settings_name_it(
+    rig: Rig,
+) -> None:
+    departed_company(rig)
+    rig.company.person("user31")["status"] = "已离职"  # HR's new spelling for one leaver
+    rig.company.person("user20")["status"] = "已离职"  # and for someone who just left
+    for run in range(2):  # the second run's source is unchanged: not read again, still told
+        result = rig.sync()
+        assert (result.outcome, result.exit_code) == ("partial", EXIT_PARTIAL), run
+        assert result.error == (
+            "2 rows set aside for a status value nobody named ('已离职' (2)): kept as they are, "
+            "a departed person keeps their access, until the settings name the value in "
+            "active_values or departed_values"
+        )
+        notes = [n.message for n in plan_of(result).notes if n.kind == "set aside"]
+        assert notes == [result.error]
+        problem = read_status(rig.settings()).problem
+        assert problem is not None and "status value nobody named ('已离职')" in str(problem)
+    assert "user20" not in locked(rig)  # kept as they are: not locked by a guess
+    assert result.source is not None and result.source.get("unchanged_since")
+
+    rig.source_lines = [
+        "[source]",
+        'kind = "csv"',
+        "[source.csv]",
+        f"employees = {toml_value(str(rig.folder / 'employees.csv'))}",
+        f"departments = {toml_value(str(rig.folder / 'departments.csv'))}",
+        'departed_values = ["departed", "已离职"]',
+    ]
+    result = rig.sync()
+    assert (result.outcome, result.exit_code) == ("ok", EXIT_OK), result.error
+    assert "user20" in locked(rig)
+    assert read_status(rig.settings()).problem is None
+
+
+def test_a_first_run_that_rejects_most_of_the_source_is_not_a_success(rig: Rig) -> None:
+    rig.company.employees = [employee(f"E{n}", f"user{n}", "NOWHERE") for n in range(1, 150)] + [
+        employee("E150", "user150", "D3")
+    ]
+    result = rig.sync()
+
+    assert (result.outcome, result.exit_code) == ("partial", EXIT_PARTIAL), result.error
+    assert result.error == (
+        "most of the source was set aside: 149 of 154 rows rejected (see the rejected rows); "
+        "only what was kept was synced"
+    )
+    assert set(rig.platform().people) == {"user150"}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from hypothesis import HealthCheck, event, example, given, settings
@@ -174,3 +175,64 @@ def test_broken_quoting_reads_or_fails_with_source_error(
     assert len(directory.employees) + len(rejected) <= physical_lines - 1
     starts = [int(row.where.partition(":")[2]) for row in directory.rejected]
     assert all(2 <= line <= physical_lines for line in starts)
+
+
+# A copy of a person's row with one thing wrong with it, or none.
+DEFECTS: dict[str, dict[str, str]] = {
+    "none": {},
+    "unknown status": {"status": "已离职"},
+    "empty status": {"status": ""},
+    "bad birthday": {"birthday": "1990-02-30"},
+    "bad sort order": {"sort_order": "x"},
+    "no name": {"name": ""},
+    "departed": {"status": "离职"},
+}
+DUPLICATE_HEADER = ["id", "username", "name", "department", "status", "birthday", "sort_order"]
+
+
+@st.composite
+def rows_with_copies(draw: st.DrawFn) -> list[list[str]]:
+    """Rows of a few people, some of them twice or more (the same id or the same username),
+    each copy with a defect of its own or none."""
+    rows: list[list[str]] = []
+    for _ in range(draw(st.integers(1, 8))):
+        n = draw(st.integers(1, 4))
+        row = {
+            "id": f"E{n}",
+            "username": draw(st.sampled_from([f"user{n}", f"User{n}", "shared"])),
+            "name": f"Person {n}",
+            "department": "总部",
+            "status": "在职",
+            "birthday": "",
+            "sort_order": "",
+        }
+        row.update(DEFECTS[draw(st.sampled_from(sorted(DEFECTS)))])
+        rows.append([row[c] for c in DUPLICATE_HEADER])
+    return rows
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=rows_with_copies())
+@example(  # a departed person's row rejected, its copy saying active (issue 32)
+    rows=[
+        ["E1", "user1", "Person 1", "总部", "已离职", "", ""],
+        ["E1", "user1", "Person 1", "总部", "在职", "", ""],
+    ]
+)
+def test_every_copy_of_a_duplicate_is_set_aside_whatever_else_is_wrong(
+    rows: list[list[str]],
+) -> None:
+    """No id or username that a rejected row names is kept for another row: a copy rejected
+    for its own reason (an unknown status, a bad date) leaves its other copies nothing."""
+    out = io.StringIO(newline="")
+    writer = csv.writer(out)
+    writer.writerow(DUPLICATE_HEADER)
+    writer.writerows(rows)
+    directory = read_text(out.getvalue().encode(), active_values=["在职"], departed_values=["离职"])
+    rejected = [row for row in directory.rejected if row.kind is Kind.EMPLOYEE]
+    assert len(directory.employees) + len(rejected) == len(rows)
+    ids = Counter(row[0] for row in rows)
+    names = Counter(row[1].casefold() for row in rows)
+    for e in directory.employees.values():
+        assert ids[e.id] == 1 and names[e.username.casefold()] == 1, (e, rejected)
+    event(f"{len(directory.employees)} kept, {len(rejected)} set aside")

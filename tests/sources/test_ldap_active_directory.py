@@ -19,6 +19,7 @@ import pytest
 from syncd.config import LdapSource
 from syncd.model import Directory, Employee, State
 from syncd.sources import active_directory as ad
+from syncd.sources import set_aside
 from syncd.sources.ldap import Shape, read_ldap
 from tests.support.slapd import Slapd, running_slapd
 
@@ -276,6 +277,11 @@ def test_an_account_whose_user_account_control_is_absent_is_not_taken_for_enable
     assert row.reason.startswith("userAccountControl is absent")
     assert set(people(directory)) == {"alice", "bob", "carol"}
     assert directory.leavers_known  # eve is named: kept as she is
+    # A status syncd cannot read is loud, as a CSV status nobody named (issue 32).
+    assert row.status == "userAccountControl absent"
+    read = {"employees": len(directory.employees), "departments": len(directory.departments)}
+    (told,) = set_aside.problems({**read, **set_aside.counts(directory)})
+    assert told.startswith("1 row set aside for a status value nobody named")
 
 
 # ---------------------------------------------------------------- other domains of the forest

@@ -94,5 +94,6 @@ def _read(settings: CsvSource, mapping: _Mapping) -> Directory:
         source="csv:" + ",".join(str(f) for f in files),
         filtered=people.filtered,
         warnings=problems,
+        one_read=True,
         status_read=people.status_read,
     )

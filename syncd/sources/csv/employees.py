@@ -57,50 +57,94 @@ def _read_employees(
 ) -> _EmployeesRead:
     columns = _Columns(table)
     reader = _EmployeeReader(columns, settings, department_of, mapping)
-    items: list[tuple[str, Employee]] = []
-    rejected: list[RejectedRow] = []
-
-    def reject(where: str, reason: str, cells: list[str] | None, hides: bool = False) -> None:
-        key, username = columns.trusted(cells, reader.id), columns.trusted(cells, reader.username)
-        rejected.append(RejectedRow(where, reason, Kind.EMPLOYEE, key, username, hides))
-
-    width, name, checked = columns.width, table.name, columns.unnamed_tail
-    table.key_columns = tuple(i for i in (reader.id, reader.username) if i is not None)
-    # The last record with text, for a row a stray line break split in two: its line, its
-    # cells, and whether it was read as a person (None after a record that did not parse).
-    last: tuple[int, list[str], bool] | None = None
+    rows = _Rows(table, columns, reader)
     for line, cells in counted(table.rows, mapping.count):
-        where = f"{name}:{line}"
+        rows.sort(line, cells)
+    return _EmployeesRead(
+        rows.items, rows.rejected, department_of.departments(), reader.filtered, reader.status_read
+    )
+
+
+class _Rows:
+    """The employees file's records, each read as a person or set aside with its reason."""
+
+    def __init__(self, table: _Table, columns: _Columns, reader: _EmployeeReader) -> None:
+        self.items: list[tuple[str, Employee]] = []
+        self.rejected: list[RejectedRow] = []
+        self._columns, self._reader, self._name = columns, reader, table.name
+        table.key_columns = tuple(i for i in (reader.id, reader.username) if i is not None)
+        # The last record with text, for a row a stray line break split in two: its line, its
+        # cells, and whether it was read as a person (None after a record that did not parse).
+        self._last: tuple[int, list[str], bool] | None = None
+
+    def reject(
+        self,
+        where: str,
+        reason: str,
+        cells: list[str] | None,
+        hides: bool = False,
+        status: str | None = None,
+    ) -> None:
+        columns, reader = self._columns, self._reader
+        key, username = columns.trusted(cells, reader.id), columns.trusted(cells, reader.username)
+        self.rejected.append(
+            RejectedRow(where, reason, Kind.EMPLOYEE, key, username, hides, status=status)
+        )
+
+    def sort(self, line: int, cells: list[str] | _Broken) -> None:
+        """One record: a person, a rejected row, or nothing (a blank line)."""
+        where, columns, last = f"{self._name}:{line}", self._columns, self._last
         if isinstance(cells, _Broken):
-            reject(where, columns.reason(cells), cells.cells, columns.hides_rows(cells))
-            last = None
-            continue
+            self.reject(where, columns.reason(cells), cells.cells, columns.hides_rows(cells))
+            self._last = None
+            return
         if not cells or (not cells[0].strip() and _is_blank(cells)):
-            continue
+            return
         if last is not None and len(last[1]) < columns.min_width and columns.split(last[1], cells):
             # The end of a short row: even when it fits, its cells are shifted (a row cut
             # after its first character reads as a whole row with another id).
-            reject(where, split_tail(last[0]), None, hides=True)
-            last = (line, cells, False)
-            continue
-        if (len(cells) != width or checked) and (misfit := columns.misfit(cells)) is not None:
-            if last is not None and last[2] and len(cells) < columns.min_width:
-                head = f"{name}:{last[0]}"
-                if items and items[-1][0] == head and columns.split(last[1], cells):
-                    items.pop()  # read as a person, but its last field may be cut short
-                    reject(head, split_head(line), last[1][:-1], hides=True)
-            reject(where, misfit, cells, hides=True)
-            last = (line, cells, False)
-            continue
-        employee = reader.employee(cells, where)
+            self.reject(where, split_tail(last[0]), None, hides=True)
+            self._last = (line, cells, False)
+            return
+        if (len(cells) != columns.width or columns.unnamed_tail) and (
+            misfit := columns.misfit(cells)
+        ) is not None:
+            self._misfit(line, cells, misfit)
+            return
+        self._person(where, line, cells)
+
+    def _misfit(self, line: int, cells: list[str], misfit: str) -> None:
+        """A record with the wrong number of fields; the one before it too, when this one
+        may be its end (its last field may be cut short)."""
+        last, columns = self._last, self._columns
+        if last is not None and last[2] and len(cells) < columns.min_width:
+            head = f"{self._name}:{last[0]}"
+            if self.items and self.items[-1][0] == head and columns.split(last[1], cells):
+                self.items.pop()  # read as a person, but its last field may be cut short
+                self.reject(head, split_head(line), last[1][:-1], hides=True)
+        self.reject(f"{self._name}:{line}", misfit, cells, hides=True)
+        self._last = (line, cells, False)
+
+    def _person(self, where: str, line: int, cells: list[str]) -> None:
+        employee = self._reader.employee(cells, where)
         if isinstance(employee, Employee):
-            items.append((where, employee))
+            self.items.append((where, employee))
+        elif isinstance(employee, _UnnamedStatus):
+            self.reject(where, employee, cells, status=employee.value)
         elif employee is not None:
-            reject(where, employee, cells)
-        last = (line, cells, isinstance(employee, Employee))
-    return _EmployeesRead(
-        items, rejected, department_of.departments(), reader.filtered, reader.status_read
-    )
+            self.reject(where, employee, cells)
+        self._last = (line, cells, isinstance(employee, Employee))
+
+
+class _UnnamedStatus(str):
+    """Why a row is rejected when its status is in neither list: the reason, with the value."""
+
+    value: str
+
+    def __new__(cls, reason: str, value: str) -> _UnnamedStatus:
+        made = super().__new__(cls, reason)
+        made.value = value
+        return made
 
 
 _ABSENT = -1  # the index of a column the file lacks: it reads the "" appended to each row
@@ -334,15 +378,17 @@ class _EmployeeReader:
             if found is None:
                 label = self._columns.label(index)
                 if status:
-                    found = (
+                    found = _UnnamedStatus(
                         f"column {label!r}: {shown(status)} is neither in "
-                        "source.csv.active_values nor in source.csv.departed_values"
+                        "source.csv.active_values nor in source.csv.departed_values",
+                        status,
                     )
                 else:
-                    found = (
+                    found = _UnnamedStatus(
                         f"column {label!r} is empty: a status must be in source.csv.active_values "
                         'or source.csv.departed_values (add "" to active_values if an empty '
-                        "status means active)"
+                        "status means active)",
+                        status,
                     )
             self._state_of[status] = found
         return found

@@ -38,6 +38,16 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------- people
 
 
+class UnreadStatus(ValueError):
+    """Whether a person is departed cannot be read (an AD account control the bind account
+    may not read): their entry is set aside with the value, which makes the run say so loudly
+    (syncd.sources.set_aside), as a CSV status nobody named does."""
+
+    def __init__(self, message: str, value: str) -> None:
+        super().__init__(message)
+        self.value = value
+
+
 class Placement(Protocol):
     """Finds the department a person belongs to, from a department path or the DN."""
 
@@ -107,7 +117,10 @@ class PeopleReader:
         except ValueError as exc:
             reason = value_problem(exc)
             key, username = self._safe(dn, values, "id"), self._safe(dn, values, "username")
-            self.rejected.append(RejectedRow(dn, reason, Kind.EMPLOYEE, key, username))
+            status = exc.value if isinstance(exc, UnreadStatus) else None
+            self.rejected.append(
+                RejectedRow(dn, reason, Kind.EMPLOYEE, key, username, status=status)
+            )
             if self.trace is not None:
                 self.trace.record(dn, self._getter(values), Outcome(None, reason))
             return dn, None
@@ -291,15 +304,16 @@ class PeopleReader:
         slot = self.shape.account_control_slot
         if slot is None:
             return False
-        raw = values[slot]
+        raw, attribute = values[slot], ad.ACCOUNT_CONTROL_ATTRIBUTE
         if not raw:
             # Every AD account has one: absent, the bind account may not read it, and an
             # unknown state must never pass for an enabled account (the person is kept).
-            raise ValueError(
-                f"{ad.ACCOUNT_CONTROL_ATTRIBUTE} is absent, so whether the account is disabled "
-                "is unknown (may the bind account read it?)"
+            raise UnreadStatus(
+                f"{attribute} is absent, so whether the account is disabled is unknown (may the "
+                "bind account read it?)",
+                f"{attribute} absent",
             )
-        return ad.is_disabled(raw.decode("ascii"))
+        return ad.is_disabled(raw.decode("ascii"))  # an INTEGER in AD's schema
 
     def _expired(self, values: Plain) -> bool:
         slot = self.shape.expires_slot

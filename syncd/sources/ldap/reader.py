@@ -168,6 +168,7 @@ def _read(
         cursor=cursor,
         filtered=people.filtered,
         warnings=[*forest.warnings, *problems],
+        one_read=True,
         unread=forest.unread,
         # A status: AD's account flags, or the departed_filter's answer.
         status_read=bool(settings.departed_filter)

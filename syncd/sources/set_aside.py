@@ -1,0 +1,72 @@
+"""Rows set aside: what a read's rejected rows say about the run.
+
+A row set aside is kept as it is: nobody is changed by it. Two kinds must not pass for
+success all the same. A row set aside for a status value nobody named (HR renamed the
+departed value, a cell emptied) keeps a departed person's access: the run is partial
+(exit 1), ``syncd status`` unhealthy and the failure notifications go out, every run while
+it lasts (an unchanged source's run replays what its read found), until the settings name
+the value. A full read whose set-aside rows are more than the rows it kept (a first run
+that rejects 149 rows of 150) is partial too, with a line that says so.
+
+The counts are kept in the run's summary (``source``), so a run that does not read an
+unchanged source judges it as the run that read it did.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from syncd.model import Directory, Kind
+from syncd.plan import Note
+from syncd.sources._text import shown
+
+UNNAMED = "unnamed_statuses"  # summary["source"]: status value -> rows set aside for it
+SET_ASIDE = "set_aside"  # summary["source"]: department and employee rows set aside
+NOTE_KIND = "set aside"
+
+
+def counts(directory: Directory) -> dict[str, Any]:
+    """What the run's summary keeps of the rows set aside (nothing when none were)."""
+    rows = [r for r in directory.rejected if r.kind is not Kind.PHOTO]
+    if not rows:
+        return {}
+    unnamed = Counter(_short(r.status) for r in rows if r.status is not None)
+    found: dict[str, Any] = {SET_ASIDE: len(rows)}
+    if unnamed:
+        found[UNNAMED] = dict(sorted(unnamed.items()))
+    return found
+
+
+def _short(value: str, limit: int = 60) -> str:
+    """A value kept in the summary: cut short when long (a cell may be megabytes)."""
+    return value if len(value) <= limit else value[:limit] + "…"
+
+
+def problems(source: Mapping[str, Any]) -> list[str]:
+    """Why a run whose read found this (its summary's ``source``) is not a success."""
+    told: list[str] = []
+    unnamed: Mapping[str, int] = source.get(UNNAMED) or {}
+    if unnamed:
+        n = sum(unnamed.values())
+        values = ", ".join(f"{shown(v)} ({k:,})" for v, k in unnamed.items())
+        told.append(
+            f"{n:,} row{'' if n == 1 else 's'} set aside for a status value nobody named "
+            f"({values}): kept as they are, a departed person keeps their access, until the "
+            "settings name the value in active_values or departed_values"
+        )
+    set_aside = int(source.get(SET_ASIDE) or 0)
+    kept = int(source.get("employees") or 0) + int(source.get("departments") or 0)
+    # An incremental read holds only what changed: its share says nothing of the source.
+    if set_aside > kept and source.get("read") != "incremental":
+        told.append(
+            f"most of the source was set aside: {set_aside:,} of {set_aside + kept:,} rows "
+            "rejected (see the rejected rows); only what was kept was synced"
+        )
+    return told
+
+
+def notes(source: Mapping[str, Any]) -> list[Note]:
+    """The problems as the plan's notes, shown with it."""
+    return [Note(NOTE_KIND, "", told) for told in problems(source)]
