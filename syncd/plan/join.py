@@ -409,7 +409,15 @@ def _carried(read: SourceRead, rejected: list[RejectedRow], held_usernames: set[
             held_usernames.add(look_alike(row.username))
         hides = row.may_hide_rows or (row.kind is Kind.EMPLOYEE and not (key or row.username))
         rejected.append(
-            RejectedRow(f"{read.name}: {row.where}", row.reason, row.kind, key, row.username, hides)
+            RejectedRow(
+                f"{read.name}: {row.where}",
+                row.reason,
+                row.kind,
+                key,
+                row.username,
+                hides,
+                status=row.status,  # a status value nobody named stays loud when joined
+            )
         )
     for part in d.unread:  # a domain not read: who it holds is unknown
         rejected.append(

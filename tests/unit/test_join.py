@@ -522,3 +522,15 @@ def test_the_join_pairs_one_key_and_honours_precedence(case: Case) -> None:
         if case.rules.missing == "wait" and e.state is State.ACTIVE:
             required = [r.name for r in case.reads if r.required]
             assert all(s in members for s in required)  # nobody created before every source
+
+
+def test_a_row_set_aside_for_a_status_nobody_named_stays_loud_when_joined() -> None:
+    # Joined, a source's row rejected for an unknown status keeps that status value: the
+    # run is partial and `syncd status` unhealthy until the settings name it (issue 32).
+    hr = replace(
+        directory(person("h1", "100", name="Ann Lee")),
+        rejected=(RejectedRow("hr.csv:3", "status '已离职' is in neither list", status="已离职"),),
+    )
+    ad = directory(person("g1", "100", username="ann"))
+    d = hr_ad(hr, ad)
+    assert [r.status for r in d.rejected] == ["已离职"]
