@@ -50,7 +50,7 @@ from syncd._status import clock, daemon_cursor, daemon_lock, log_failures
 from syncd.clock import now_ms
 from syncd.config import Settings, load_settings, log_format_hint
 from syncd.errors import ConfigError, LockHeld, SyncdError
-from syncd.leadership import Lease, claimant
+from syncd.leadership import Lease, claimant, request_seconds
 from syncd.lock import FileLock
 from syncd.logs import (
     LogProgress,
@@ -68,6 +68,8 @@ log = logging.getLogger(__name__)
 Read = Literal["full", "incremental"]
 
 BEAT_SECONDS = 1.0  # how often the main loop shows it is alive
+# Handed to the main loop as a signal is (no signal has number 0): publish the status.
+PUBLISH = 0
 
 
 def serve(config_path: Path | None) -> int:
@@ -141,7 +143,13 @@ class Daemon:
         engine = store.open_engine(settings.database, settings.database_url)
         lock = daemon_lock(settings.state_dir)
         lock.acquire()
-        lease = Lease(engine, claimant(settings, "leader"), role_waiting="standby", contend=True)
+        lease = Lease(
+            engine,
+            claimant(settings, "leader"),
+            role_waiting="standby",
+            contend=True,
+            request_s=request_seconds(settings),
+        )
         try:
             lease.claim()
             metrics = None
@@ -193,7 +201,9 @@ class Daemon:
             if not ready:
                 continue
             for signum in self._wake_read.recv(64):
-                if signum == signal.SIGHUP:
+                if signum == PUBLISH:
+                    self._publish()
+                elif signum == signal.SIGHUP:
                     self._reload()
                 else:
                     return self._shutdown(signum)
@@ -275,6 +285,7 @@ class Daemon:
             log.error("%s", self.reload_error)
         else:
             use(settings)
+            self.lease.margin = self.lease.drift + request_seconds(settings)
             before, self.settings, self.reload_error = self.settings, settings, None
             if _timing(before) != _timing(settings):
                 self._schedule(first=False)
@@ -470,7 +481,10 @@ class Daemon:
             log.warning("could not record the daemon's state: %s", exc)
 
     def _on_lease(self, held: bool, start: bool = False) -> None:
-        """The lease taken or lost (from its thread): metrics, and a run at once when taken."""
+        """The lease taken or lost (from its thread): metrics, and a run at once when taken.
+        The status is written by the main loop, never here: a write to the state database
+        waits for its write lock, and the lease thread must never wait behind a write
+        (it would miss its renewal, and leadership would flap)."""
         if self.metrics is not None:
             self.metrics.leader.set(1 if held else 0)
             self.metrics.epoch.set(self.lease.epoch or self.lease.observed_epoch)
@@ -480,7 +494,8 @@ class Daemon:
             at = datetime.now().astimezone()
             self._add("takeover", DateTrigger(run_date=at), "full", {"replace_existing": True})
         if not start:
-            self._publish()
+            with contextlib.suppress(BlockingIOError):  # full: a publish is on its way
+                self._wake_write.send(bytes([PUBLISH]))
 
 
 def _timing(settings: Settings) -> tuple[Any, ...]:

@@ -148,7 +148,9 @@ def test_the_cluster_resumes_after_postgresql_restarts_under_it(
         postgres_server.restart()
 
         def seen_again() -> bool:
-            rows = cluster.query("SELECT pid FROM members WHERE last_seen > :t", t=restarted_ms)
+            rows = cluster.lease_query(
+                "SELECT pid FROM members WHERE last_seen > :t", t=restarted_ms
+            )
             return {int(r["pid"]) for r in rows} >= {leader.pid, standby.pid}
 
         try:
