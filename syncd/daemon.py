@@ -121,6 +121,8 @@ class Daemon:
         self.scheduler = BackgroundScheduler(daemon=True)
         self.started_at = now_ms()
         self.stop_run = threading.Event()  # the current run stops between batches when set
+        # A standby's dry run ends at once when set: the lease was taken, a real run is due.
+        self.abandon_dry_run = threading.Event()
         self.stopping = False
         self.busy = threading.Lock()  # held while a scheduled run is under way
         self.flags = threading.Lock()  # guards full_pending
@@ -235,6 +237,7 @@ class Daemon:
         self.notify.send("STOPPING=1", "STATUS=stopping")
         self.scheduler.shutdown(wait=False)
         self.stop_run.set()
+        self.abandon_dry_run.set()
         if not self._wait_idle(timeout):
             log.warning(
                 "the run did not stop within %d s (schedule.stop_timeout_seconds): exiting "
@@ -360,6 +363,7 @@ class Daemon:
 
     def _run_once(self, read: Read) -> bool:
         """One scheduled run (a dry one standing by); False when the run lock was held."""
+        self.abandon_dry_run.clear()  # before the lease is read: a takeover after it sets it
         leading = self.lease.held
         doing = "run" if leading else "standby dry run"
         self.activity = f"{doing} in progress since {clock(datetime.now())} ({read} read)"
@@ -376,7 +380,7 @@ class Daemon:
                     ),
                     engine=self.engine,
                     progress=LogProgress(log),
-                    stop=self.stop_run,
+                    stop=self.stop_run if leading else self.abandon_dry_run,
                     on_planned=lambda planned: add_log_fields(run_id=planned.run_id),
                     lease=self.lease,
                 )
@@ -491,6 +495,7 @@ class Daemon:
         if start:
             log.info("%s", "leading: this daemon syncs" if held else "standing by: another leads")
         elif held and not self.stopping:  # taken over: sync now, a full read
+            self.abandon_dry_run.set()  # a standby dry run under way: it ends at once
             at = datetime.now().astimezone()
             self._add("takeover", DateTrigger(run_date=at), "full", {"replace_existing": True})
         if not start:

@@ -441,11 +441,16 @@ class Turn:
 
 @contextmanager
 def run_turn(
-    settings: Settings, engine: Engine, *, dry_run: bool, lease: Lease | None
+    settings: Settings,
+    engine: Engine,
+    *,
+    dry_run: bool,
+    lease: Lease | None,
+    refused: str = "syncd sync --dry-run needs no lease",
 ) -> Iterator[tuple[Turn | None, Lease]]:
     """The turn a run writes under (None for a dry run) and the lease it runs by: the
     daemon's, or one of its own, taken for the run and let go after (LeaseHeld when
-    another instance holds it and it cannot be borrowed)."""
+    another instance holds it and it cannot be borrowed; ``refused`` ends its message)."""
     if lease is not None:
         yield (None if dry_run else lease.turn()), lease
         return
@@ -472,12 +477,30 @@ def run_turn(
             held = who(current) if current is not None else "another instance"
             raise LeaseHeld(
                 f"another syncd sharing the state store holds the lease and writes to the "
-                f"platform: {held}; nothing was done here (syncd sync --dry-run needs no lease)"
+                f"platform: {held}; nothing was done here ({refused})"
             )
         own.start()  # a member while it runs
         yield borrowed, own
     finally:
         own.close()
+
+
+@contextmanager
+def holding_lease(settings: Settings, command: str) -> Iterator[None]:
+    """The lease held for the block, by a command that writes the state database outside a
+    run (``syncd state rebuild``, ``rebind``, ``accept``): taken, or borrowed from this
+    state directory's daemon on this host; LeaseHeld (exit 4) naming the holder when
+    another instance holds it, and nothing is done. A standby's snapshot changed under
+    the leader's feet would make the leader's next plan wrong."""
+    from syncd.snapshot import open_engine
+
+    engine = open_engine(settings.database, settings.database_url)
+    try:
+        hint = f"run {command} where the lease is held, or once that instance is stopped"
+        with run_turn(settings, engine, dry_run=False, lease=None, refused=hint):
+            yield
+    finally:
+        engine.dispose()
 
 
 def request_seconds(settings: Settings) -> float:

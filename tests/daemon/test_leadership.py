@@ -13,9 +13,11 @@ from __future__ import annotations
 import sqlite3
 import threading
 
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 
+from syncd import snapshot as store
 from syncd.daemon import PUBLISH, Daemon
+from syncd.errors import EXIT_NOT_LEADER, EXIT_OK
 from syncd.snapshot import leases
 from syncd.snapshot.lease_store import LeaseStore
 from syncd.snapshot.leases import Claimant
@@ -53,3 +55,31 @@ def test_the_lease_is_lost_and_taken_while_the_state_database_is_write_locked(
         daemon.lease.close()
         daemon.lock.release()
         daemon.engine.dispose()
+
+
+def cursors(engine: Engine) -> dict[str, str]:
+    with engine.connect() as conn:
+        return {str(k): str(v) for k, v in conn.execute(text("SELECT name, value FROM cursors"))}
+
+
+def test_state_commands_that_write_refuse_while_another_instance_holds_the_lease(
+    site: Site,
+) -> None:
+    """``syncd state rebuild``, ``rebind`` and ``accept`` change the snapshot the leader
+    plans from: only the instance holding the lease may (exit 4 elsewhere, naming it)."""
+    rival = Claimant("elsewhere/4242/t", "elsewhere", 4242, "m2", "/elsewhere", "leader", 90_000)
+    engine = store.open_engine(site.state_dir / "syncd.db")
+    kept = LeaseStore.open(engine)
+    try:
+        with kept.write(1000) as conn:
+            assert leases.acquire(conn, rival) is not None
+        before = cursors(engine)
+        for command in ("rebuild", "rebind", "accept"):
+            done = site.cli("state", command)
+            assert done.returncode == EXIT_NOT_LEADER, (command, done.stdout, done.stderr)
+            assert "pid 4242 on elsewhere" in done.stderr, done.stderr
+        assert cursors(engine) == before  # nothing was bound, accepted or taken back
+        assert site.cli("state", "rebuild", "--dry-run").returncode == EXIT_OK  # no lease needed
+    finally:
+        kept.close()
+        engine.dispose()

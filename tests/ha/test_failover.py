@@ -57,7 +57,9 @@ def leader_mid_apply(
     cluster: Cluster, names: list[str], writes: int
 ) -> tuple[Member, list[Member]]:
     """The first member started leads and is applying (``writes`` writes arrived); the
-    others stand by (members say so)."""
+    others stand by (members say so). The platform is down until they do: on a loaded
+    host starting a daemon may take longer than the leader's whole apply."""
+    cluster.emulator.set_faults(down=True)
     first = cluster.start(cluster.member(names[0]))
     cluster.wait_leader([first], "the first daemon leads")
     others = [cluster.start(cluster.member(n)) for n in names[1:]]
@@ -65,6 +67,7 @@ def leader_mid_apply(
         lambda: all(cluster.roles().get(m.pid) == "standby" for m in others),
         "the others stand by",
     )
+    slow_writes(cluster.emulator)
     wait_for(lambda: cluster.writes(first) >= writes, f"the leader's {writes} writes")
     return first, others
 
@@ -72,7 +75,6 @@ def leader_mid_apply(
 def test_a_standby_takes_over_from_a_leader_killed_mid_apply(
     cluster: Cluster, emulator: RunningEmulator
 ) -> None:
-    slow_writes(emulator)
     leader, standbys = leader_mid_apply(cluster, ["a", "b", "c"], writes=4)
     held = cluster.lease()
     assert held is not None
@@ -107,7 +109,6 @@ def test_a_standby_takes_over_from_a_leader_killed_mid_apply(
 def test_a_leader_frozen_past_its_lease_writes_nothing_after_it_thaws(
     cluster: Cluster, emulator: RunningEmulator
 ) -> None:
-    slow_writes(emulator)
     leader, (standby,) = leader_mid_apply(cluster, ["a", "b"], writes=2)
     # Frozen while its request is answered slowly: it waits for the answer, past the
     # check before that batch (the window docs/ha.md tells of is not where it stops).
@@ -142,7 +143,6 @@ def test_the_cluster_resumes_after_postgresql_restarts_under_it(
     url = postgres_server.url(postgres_server.create_database("ha"))
     cluster = Cluster(tmp_path / "cluster", emulator, people(24), url)
     try:
-        slow_writes(emulator)
         leader, (standby,) = leader_mid_apply(cluster, ["a", "b"], writes=2)
         restarted_ms = time.time_ns() // 1_000_000
         postgres_server.restart()
