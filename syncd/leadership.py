@@ -235,20 +235,39 @@ class Lease:
             self.claim(take=self.contend)
 
     def close(self) -> None:
-        """Stop renewing; let the lease go (it expires now) and leave the members."""
+        """Stop renewing; let the lease go (it expires now) and leave the members.
+
+        Waits a renewal period at most for each: a store that stops answering without
+        closing the connection (a server frozen, a network dropping packets) must not
+        hold a stopping process for hours. The lease then expires by itself."""
         self._stopped.set()
         if self._thread is not None:
-            self._thread.join()
-        with self._mutex:
-            try:
-                with self.store.write(int(self.lease_s * 1000 / 3)) as conn:
-                    if self.held and self.epoch is not None:
-                        leases.release(conn, self.me.instance, self.epoch)
-                    leases.leave(conn, self.me.instance)
-            except (SQLAlchemyError, SyncdError) as exc:
-                log.warning("the lease could not be let go (it expires by itself): %s", exc)
+            self._thread.join(self.period)
+        letting_go = threading.Thread(target=self._let_go, name="lease-close", daemon=True)
+        letting_go.start()
+        letting_go.join(self.period)
+        if letting_go.is_alive():
+            log.warning(
+                "the state store did not answer within %.0f s: the lease is not let go "
+                "(it expires by itself)",
+                self.period,
+            )
+        self.held = False
+
+    def _let_go(self) -> None:
+        if not self._mutex.acquire(timeout=self.period):  # a claim stuck on the store
+            return
+        try:
+            with self.store.write(int(self.period * 1000)) as conn:
+                if self.held and self.epoch is not None:
+                    leases.release(conn, self.me.instance, self.epoch)
+                leases.leave(conn, self.me.instance)
+        except (SQLAlchemyError, SyncdError) as exc:
+            log.warning("the lease could not be let go (it expires by itself): %s", exc)
+        finally:
             self.held = False
-            self.store.close()
+            self._mutex.release()
+        self.store.close()
 
     # ------------------------------------------------------------ runs
 

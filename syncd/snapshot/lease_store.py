@@ -89,7 +89,10 @@ class LeaseStore:
                     yield conn
             return
         with self.engine.connect() as conn, conn.begin():
-            conn.exec_driver_sql(f"SET LOCAL lock_timeout = {wait}")
+            # No statement of the lease's runs longer than that either (the server's clock).
+            conn.exec_driver_sql(
+                f"SET LOCAL lock_timeout = {wait}; SET LOCAL statement_timeout = {wait}"
+            )
             yield conn
 
     @contextmanager
