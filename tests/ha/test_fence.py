@@ -21,8 +21,9 @@ from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_FAILED, EXIT_PARTIAL, ConfigError
 from syncd.leadership import Lease, claimant, request_seconds
 from syncd.runner import RunRequest, run_sync
-from tests.reliability.support import Rig, big_company, requests_to, when_requests
+from tests.reliability.support import Rig, big_company, when_requests
 from tests.support.settings import CSV_SETTINGS, write_settings
+from tests.support.traffic import requests_to
 
 IMPORT_EMPLOYEES = "import-employees"
 

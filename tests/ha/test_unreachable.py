@@ -32,7 +32,7 @@ def test_a_lease_lets_go_within_a_renewal_period_of_a_frozen_server(tmp_path: Pa
     try:
         engine = store.open_engine(tmp_path / "syncd.db", server.url(server.create_database()))
         with engine.connect() as conn:  # the session guards, set for every connection
-            guards = dict(
+            guards: dict[str, str] = dict(
                 conn.execute(
                     text(
                         "SELECT name, setting FROM pg_settings WHERE name IN "
