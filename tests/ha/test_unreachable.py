@@ -1,10 +1,11 @@
 """PostgreSQL that stops answering without closing the connection: nothing of syncd's waits
 for it for hours.
 
-The server's processes are frozen (SIGSTOP): the kernel still acknowledges every packet,
-so neither TCP nor the server's own timeouts end a statement; a lease let go at shutdown
-waited until the server came back (issue 33: ``Lease.close()`` could hang for hours).
-A server of this test's own, so no other test sees it frozen.
+The server's processes are frozen (SIGSTOP, the postmaster and each backend): the kernel
+still acknowledges every packet, so neither TCP nor the server's own timeouts end a
+statement; a lease let go at shutdown waited until the server came back (issue 33:
+``Lease.close()`` could hang for hours). A server of this test's own, so no other test
+sees it frozen.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import os
 import signal
 import socket
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from sqlalchemy import text
@@ -25,6 +28,31 @@ from tests.support.postgres import start_server, stop_server
 from .test_lease import claimant
 
 DEADLINE = 60.0  # seconds: twice a renewal period of the 30 s lease, each wait's bound
+
+
+@contextmanager
+def frozen(postmaster: int) -> Iterator[None]:
+    """The server and every process it started, stopped (SIGSTOP) for the block: each
+    backend is a session of its own (setsid), so the postmaster's group is not enough."""
+    pids = [postmaster, *children(postmaster)]
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+
+def children(parent: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with suppress(OSError):
+            fields = stat.read_text(encoding="ascii", errors="replace").rsplit(")", 1)[1].split()
+            if int(fields[1]) == parent:  # the field after the state: the parent's pid
+                found.append(int(stat.parent.name))
+    return found
 
 
 def test_a_lease_lets_go_within_a_renewal_period_of_a_frozen_server(tmp_path: Path) -> None:
@@ -55,15 +83,12 @@ def test_a_lease_lets_go_within_a_renewal_period_of_a_frozen_server(tmp_path: Pa
         lease = Lease(engine, claimant(1), role_waiting="standby", contend=True)
         assert lease.claim()
         lease.start()
-        os.killpg(server.process.pid, signal.SIGSTOP)
-        try:
+        with frozen(server.process.pid):
             closing = threading.Thread(target=lease.close, name="closing", daemon=True)
             closing.start()
             closing.join(DEADLINE)
             assert not closing.is_alive(), "Lease.close() waited for the frozen server"
             assert not lease.held
-        finally:
-            os.killpg(server.process.pid, signal.SIGCONT)
         engine.dispose()
     finally:
         stop_server(server)
