@@ -294,12 +294,15 @@ class Pipeline:
         host's monotonic clock, leadership.Turn): once it says no, nothing more is sent
         and the run ends interrupted; the batch is planned again, never sent.
         """
+        if self._fenced or not self.may_send():  # a pause: said before the commit's wait
+            self._fenced = self.result.interrupted = True
+            return False
         try:
             self.writer.wait(ticket)
         except Fenced:
             self._fenced = self.result.interrupted = True
             return False
-        if not self._fenced and self.may_send():
+        if self.may_send():
             return True
         self._fenced = self.result.interrupted = True
         return False
