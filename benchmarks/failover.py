@@ -1,7 +1,7 @@
 """Failover time: a leader killed with SIGKILL mid-apply, to the new leader's first write.
 
     .venv/bin/python -m benchmarks.failover [--runs 5] [--engine sqlite|postgresql]
-        [--lease 6] [--interval 2]
+        [--lease 9] [--interval 2]
 
 Each run: three ``syncd run`` sharing one store (tests/ha's cluster: one SQLite file, or
 a PostgreSQL database on a server of its own), the leader's writes answered slowly by
@@ -45,7 +45,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--engine", choices=("sqlite", "postgresql"), default="sqlite")
-    parser.add_argument("--lease", type=int, default=6)  # the cluster's timeouts fit
+    parser.add_argument("--lease", type=int, default=9)  # the cluster's timeouts fit
     parser.add_argument("--interval", type=int, default=2)
     args = parser.parse_args()
     server = None

@@ -102,5 +102,6 @@ class LeadershipSettings(Section):
 
     def request_room(self) -> float:
         """How long one request may take at most for the fence to hold between two
-        renewals: the lease less a renewal period (a third) less the drift margin."""
-        return self.lease_seconds * 2 / 3 - self.drift_seconds
+        renewals: the lease less a renewal period (a third) less the drift margin, less
+        the drift margin again (a renewal late by that much still comes in time)."""
+        return self.lease_seconds * 2 / 3 - 2 * self.drift_seconds

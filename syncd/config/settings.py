@@ -111,8 +111,9 @@ class Settings(BaseSettings):
                 f"leadership.lease_seconds ({self.leadership.lease_seconds} s): one request "
                 f"may take {self.platform.request_seconds:g} s, and must be answered before "
                 "the lease could pass to another instance, with room for a renewal (under "
-                f"{room:g} s: two thirds of the lease less {self.leadership.drift_seconds:g} "
-                "s of drift); lower the timeouts or raise leadership.lease_seconds"
+                f"{room:g} s: two thirds of the lease less twice "
+                f"{self.leadership.drift_seconds:g} s of drift); lower the timeouts or raise "
+                "leadership.lease_seconds"
             )
         return self
 

@@ -81,7 +81,7 @@ class Cluster:
     emulator: RunningEmulator
     employees: list[tuple[str, str, str, str]]
     store_url: str | None = None  # a PostgreSQL database; None: one shared SQLite file
-    lease_seconds: int = 6  # the platform's timeouts below fit in it with a renewal
+    lease_seconds: int = 9  # the platform's timeouts below fit in it with a renewal
     interval_seconds: int = 2
     members: list[Member] = field(default_factory=list)
 

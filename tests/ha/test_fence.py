@@ -66,11 +66,12 @@ def test_a_retry_waiting_while_the_lease_runs_out_is_never_sent(
 @pytest.mark.parametrize(
     ("lease", "timeouts", "refused"),
     [
-        (30, "timeout = 30.0", True),  # 10 s to connect + 30 s: more than 20 s - 3 s
+        (30, "timeout = 30.0", True),  # 10 s to connect + 30 s: more than 20 s - 6 s
         (30, "timeout = 5.0\nconnect_timeout = 5.0", False),
         (90, "", False),  # the defaults
         (3, "timeout = 1.0\nconnect_timeout = 0.5", True),
-        (6, "timeout = 2.4\nconnect_timeout = 0.6", False),
+        (6, "timeout = 2.4\nconnect_timeout = 0.6", True),  # 3 s: over 4 s - 1.2 s
+        (9, "timeout = 2.4\nconnect_timeout = 0.6", False),  # the HA tests' cluster
     ],
 )
 def test_timeouts_a_request_could_outlast_the_lease_with_are_refused_at_load(

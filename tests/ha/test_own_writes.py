@@ -26,7 +26,7 @@ from syncd.runner import RunRequest, run_sync
 from syncd.snapshot import postgres
 from tests.reliability.support import Rig, big_company
 
-LEASE_SECONDS = 6
+LEASE_SECONDS = 9
 HOOKED = 4  # journal transactions held open until a renewal
 
 
