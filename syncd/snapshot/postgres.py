@@ -208,6 +208,23 @@ def set_schema_version(conn: Connection, version: int) -> None:
     conn.execute(text(f"INSERT INTO {_SCHEMA_TABLE} (version) VALUES (:v)"), {"v": int(version)})  # noqa: S608
 
 
+def damaged(place: str, exc: BaseException) -> StateError:
+    """A stored value that no longer reads as written (its bytes not UTF-8, its JSON cut:
+    ``engine.translated``), on a server: the advice is the server's dump, not a file's."""
+    reason = (
+        f"a text value is not UTF-8: {exc.reason}"
+        if isinstance(exc, UnicodeDecodeError)
+        else str(exc)
+    )
+    return StateError(
+        f"state database {place}: a stored value cannot be read ({reason}): stop syncd and "
+        "restore the latest dump of the database (pg_restore --clean --dbname=...), then run "
+        "`syncd state rebuild`; or, without a dump, start from an empty database: `syncd "
+        'state rebuild` then takes back what syncd wrote on the platform (README, "State '
+        'database")'
+    )
+
+
 def backup(place: str) -> StateError:
     return StateError(
         f"state database {place}: syncd state backup copies SQLite files only; back a "
