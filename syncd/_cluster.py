@@ -16,14 +16,19 @@ from sqlalchemy import Engine
 
 from syncd.leadership import STALE_AFTER_LEASES
 from syncd.snapshot import leases
+from syncd.snapshot.lease_store import LeaseStore
 
 
 def read_cluster(engine: Engine, lease_seconds: int) -> dict[str, Any] | None:
     """The lease and the members as ``syncd status --output json`` gives them; None when
     no instance ever used the lease (a database of an older syncd)."""
-    with engine.connect() as conn:
-        held = leases.holder(conn)
-        members, now = leases.members(conn)
+    kept = LeaseStore.open(engine)  # SQLite: the lease's own file; PostgreSQL: its tables
+    try:
+        with kept.read() as conn:
+            held = leases.holder(conn)
+            members, now = leases.members(conn)
+    finally:
+        kept.close()
     if held is None and not members:
         return None
     leading = held.holder if held is not None and held.live else None

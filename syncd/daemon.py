@@ -50,7 +50,7 @@ from syncd._status import clock, daemon_cursor, daemon_lock, log_failures
 from syncd.clock import now_ms
 from syncd.config import Settings, load_settings, log_format_hint
 from syncd.errors import ConfigError, LockHeld, SyncdError
-from syncd.leadership import Lease, claimant
+from syncd.leadership import Lease, claimant, request_seconds
 from syncd.lock import FileLock
 from syncd.logs import (
     LogProgress,
@@ -68,6 +68,8 @@ log = logging.getLogger(__name__)
 Read = Literal["full", "incremental"]
 
 BEAT_SECONDS = 1.0  # how often the main loop shows it is alive
+# Handed to the main loop as a signal is (no signal has number 0): publish the status.
+PUBLISH = 0
 
 
 def serve(config_path: Path | None) -> int:
@@ -119,6 +121,8 @@ class Daemon:
         self.scheduler = BackgroundScheduler(daemon=True)
         self.started_at = now_ms()
         self.stop_run = threading.Event()  # the current run stops between batches when set
+        # A standby's dry run ends at once when set: the lease was taken, a real run is due.
+        self.abandon_dry_run = threading.Event()
         self.stopping = False
         self.busy = threading.Lock()  # held while a scheduled run is under way
         self.flags = threading.Lock()  # guards full_pending
@@ -141,7 +145,13 @@ class Daemon:
         engine = store.open_engine(settings.database, settings.database_url)
         lock = daemon_lock(settings.state_dir)
         lock.acquire()
-        lease = Lease(engine, claimant(settings, "leader"), role_waiting="standby", contend=True)
+        lease = Lease(
+            engine,
+            claimant(settings, "leader"),
+            role_waiting="standby",
+            contend=True,
+            request_s=request_seconds(settings),
+        )
         try:
             lease.claim()
             metrics = None
@@ -193,7 +203,9 @@ class Daemon:
             if not ready:
                 continue
             for signum in self._wake_read.recv(64):
-                if signum == signal.SIGHUP:
+                if signum == PUBLISH:
+                    self._publish()
+                elif signum == signal.SIGHUP:
                     self._reload()
                 else:
                     return self._shutdown(signum)
@@ -225,6 +237,7 @@ class Daemon:
         self.notify.send("STOPPING=1", "STATUS=stopping")
         self.scheduler.shutdown(wait=False)
         self.stop_run.set()
+        self.abandon_dry_run.set()
         if not self._wait_idle(timeout):
             log.warning(
                 "the run did not stop within %d s (schedule.stop_timeout_seconds): exiting "
@@ -275,6 +288,7 @@ class Daemon:
             log.error("%s", self.reload_error)
         else:
             use(settings)
+            self.lease.margin = self.lease.drift + request_seconds(settings)
             before, self.settings, self.reload_error = self.settings, settings, None
             if _timing(before) != _timing(settings):
                 self._schedule(first=False)
@@ -349,6 +363,7 @@ class Daemon:
 
     def _run_once(self, read: Read) -> bool:
         """One scheduled run (a dry one standing by); False when the run lock was held."""
+        self.abandon_dry_run.clear()  # before the lease is read: a takeover after it sets it
         leading = self.lease.held
         doing = "run" if leading else "standby dry run"
         self.activity = f"{doing} in progress since {clock(datetime.now())} ({read} read)"
@@ -365,7 +380,7 @@ class Daemon:
                     ),
                     engine=self.engine,
                     progress=LogProgress(log),
-                    stop=self.stop_run,
+                    stop=self.stop_run if leading else self.abandon_dry_run,
                     on_planned=lambda planned: add_log_fields(run_id=planned.run_id),
                     lease=self.lease,
                 )
@@ -470,17 +485,22 @@ class Daemon:
             log.warning("could not record the daemon's state: %s", exc)
 
     def _on_lease(self, held: bool, start: bool = False) -> None:
-        """The lease taken or lost (from its thread): metrics, and a run at once when taken."""
+        """The lease taken or lost (from its thread): metrics, and a run at once when taken.
+        The status is written by the main loop, never here: a write to the state database
+        waits for its write lock, and the lease thread must never wait behind a write
+        (it would miss its renewal, and leadership would flap)."""
         if self.metrics is not None:
             self.metrics.leader.set(1 if held else 0)
             self.metrics.epoch.set(self.lease.epoch or self.lease.observed_epoch)
         if start:
             log.info("%s", "leading: this daemon syncs" if held else "standing by: another leads")
         elif held and not self.stopping:  # taken over: sync now, a full read
+            self.abandon_dry_run.set()  # a standby dry run under way: it ends at once
             at = datetime.now().astimezone()
             self._add("takeover", DateTrigger(run_date=at), "full", {"replace_existing": True})
         if not start:
-            self._publish()
+            with contextlib.suppress(BlockingIOError):  # full: a publish is on its way
+                self._wake_write.send(bytes([PUBLISH]))
 
 
 def _timing(settings: Settings) -> tuple[Any, ...]:

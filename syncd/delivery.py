@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from functools import partial
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from syncd import cursors, known_problems
 from syncd import snapshot as store
@@ -37,6 +37,7 @@ def deliver(
     progress: Progress,
     stop: threading.Event,
     may_send: Callable[[], bool] | None,
+    fence: Callable[[Connection], None] | None = None,
 ) -> ApplyResult:
     """Send the plan's changes (their journal rows already recorded); the result holds the
     known problems this run found and has not told yet, unless it was interrupted."""
@@ -62,6 +63,7 @@ def deliver(
             progress=progress,
             stop=stop,
             may_send=may_send,
+            fence=fence,
         )
         try:
             applied = Executor(pipeline, snapshot, photos).apply(the_plan)

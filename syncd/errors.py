@@ -52,6 +52,14 @@ class LockHeld(SyncdError):
     pass
 
 
+class Fenced(SyncdError):
+    """This instance no longer surely holds the lease: nothing more is sent to the platform,
+    and the run ends as interrupted (the store refused a write of the run, or the local
+    deadline passed before a request could leave)."""
+
+    exit_code = EXIT_PARTIAL
+
+
 class LeaseHeld(LockHeld):
     """Another instance sharing the state store holds the lease: it alone writes."""
 

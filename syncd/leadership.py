@@ -38,10 +38,11 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from syncd import snapshot as store
-from syncd.errors import LeaseHeld, SyncdError
+from syncd.config.service import drift_seconds
+from syncd.errors import Fenced, LeaseHeld, SyncdError
 from syncd.lock import holder as lock_file_holder
 from syncd.snapshot import leases
+from syncd.snapshot.lease_store import LeaseStore
 from syncd.snapshot.leases import Claimant, Holder
 
 if TYPE_CHECKING:
@@ -109,7 +110,15 @@ class Lease:
 
     ``contend``: also take the lease when it is free (a daemon); without it, only what
     ``claim`` took is renewed (a shell sync). ``on_change(held)`` is called from the
-    renewing thread when the lease is taken or lost.
+    renewing thread when the lease is taken or lost: it must not write to the state
+    database (the daemon hands such work to its main loop).
+
+    The lease is read and written through ``LeaseStore``, never through the state
+    database's write lock: no write of this process's run can hold a renewal back.
+    ``request_s``: how long one request to the platform may take (``platform.timeout``);
+    the local deadline a batch leaves before is the lease less that, less the drift
+    margin, so a request that leaves in time is answered (or abandoned) before any other
+    instance can take the lease.
     """
 
     def __init__(
@@ -120,8 +129,10 @@ class Lease:
         role_waiting: str,
         contend: bool,
         on_change: Callable[[bool], None] | None = None,
+        request_s: float = 0.0,
     ) -> None:
         self.engine = engine
+        self.store = LeaseStore.open(engine)
         self.me = me
         self.role_held = me.role
         self.role_waiting = role_waiting
@@ -129,8 +140,10 @@ class Lease:
         self.on_change = on_change
         self.lease_s = me.lease_ms / 1000
         self.period = self.lease_s / 3
-        # What may pass between a fence check and the request leaving, plus clock drift.
-        self.margin = max(self.lease_s / 10, 0.5)
+        # Clock drift and scheduling between a check and the request leaving, plus one
+        # request's timeout: what a batch that leaves at the deadline may still take.
+        self.drift = drift_seconds(self.lease_s)
+        self.margin = self.drift + request_s
         self.held = False
         self.epoch: int | None = None
         self.observed_epoch = 0  # the store's epoch as last seen (metrics)
@@ -152,7 +165,7 @@ class Lease:
             try:
                 # Not behind the write lock: a leader frozen holding it must not keep
                 # a standby from taking the lease once it expires.
-                with store.write_apart(self.engine, int(self.lease_s * 1000 / 3)) as conn:
+                with self.store.write(int(self.lease_s * 1000 / 3)) as conn:
                     got = self._claim(conn, take or was)
                     leases.join(conn, replace_role(self.me, self._role(got)))
             except (SQLAlchemyError, SyncdError) as exc:
@@ -222,19 +235,39 @@ class Lease:
             self.claim(take=self.contend)
 
     def close(self) -> None:
-        """Stop renewing; let the lease go (it expires now) and leave the members."""
+        """Stop renewing; let the lease go (it expires now) and leave the members.
+
+        Waits a renewal period at most for each: a store that stops answering without
+        closing the connection (a server frozen, a network dropping packets) must not
+        hold a stopping process for hours. The lease then expires by itself."""
         self._stopped.set()
         if self._thread is not None:
-            self._thread.join()
-        with self._mutex:
-            try:
-                with store.write_apart(self.engine, int(self.lease_s * 1000 / 3)) as conn:
-                    if self.held and self.epoch is not None:
-                        leases.release(conn, self.me.instance, self.epoch)
-                    leases.leave(conn, self.me.instance)
-            except (SQLAlchemyError, SyncdError) as exc:
-                log.warning("the lease could not be let go (it expires by itself): %s", exc)
+            self._thread.join(self.period)
+        letting_go = threading.Thread(target=self._let_go, name="lease-close", daemon=True)
+        letting_go.start()
+        letting_go.join(self.period)
+        if letting_go.is_alive():
+            log.warning(
+                "the state store did not answer within %.0f s: the lease is not let go "
+                "(it expires by itself)",
+                self.period,
+            )
+        self.held = False
+
+    def _let_go(self) -> None:
+        if not self._mutex.acquire(timeout=self.period):  # a claim stuck on the store
+            return
+        try:
+            with self.store.write(int(self.period * 1000)) as conn:
+                if self.held and self.epoch is not None:
+                    leases.release(conn, self.me.instance, self.epoch)
+                leases.leave(conn, self.me.instance)
+        except (SQLAlchemyError, SyncdError) as exc:
+            log.warning("the lease could not be let go (it expires by itself): %s", exc)
+        finally:
             self.held = False
+            self._mutex.release()
+        self.store.close()
 
     # ------------------------------------------------------------ runs
 
@@ -243,20 +276,24 @@ class Lease:
         with self._mutex:
             if not self.held or self.epoch is None:
                 raise LeaseHeld("this instance does not hold the lease")
-            return Turn(self.me.instance, self.epoch, check=self._check(self.epoch))
+            return Turn(
+                self.me.instance, self.epoch, check=self._check(self.epoch), store=self.store
+            )
 
     def _check(self, epoch: int) -> Callable[[], str | None]:
+        """The local fence: no I/O (the store's part is in every write's commit)."""
+
         def check() -> str | None:
             late = time.monotonic() - self.deadline
             if late >= 0:
                 return (
-                    f"the lease (epoch {epoch}) ran out {late:.1f} s ago by this host's clock "
-                    "without a renewal (the process was paused, or the state store could not "
-                    "be reached)"
+                    f"the lease (epoch {epoch}) has less than {self.margin:.1f} s left by this "
+                    f"host's clock ({late:.1f} s past its deadline) without a renewal (the "
+                    "process was paused, or the state store could not be reached)"
                 )
             if self.epoch != epoch:
                 return f"the lease was lost (epoch {epoch})"
-            return _store_says(self.engine, self.me.instance, epoch)
+            return None
 
         return check
 
@@ -268,7 +305,8 @@ class Lease:
             instance = run.get("instance")
             if instance is None or instance == self.me.instance:
                 return False
-            member = leases.last_seen(conn, instance)
+            with self.store.read() as own:
+                member = leases.last_seen(own, instance)
             if member is None:
                 return False
             pid, machine, seen, at = member
@@ -287,8 +325,7 @@ class Lease:
         if self.contend:
             return False
         try:
-            with self.engine.connect() as conn:
-                current = leases.holder(conn)
+            current = self.store.holder()
         except (SQLAlchemyError, SyncdError):
             return False
         return current is None or not current.live or self._borrowable(current)
@@ -303,13 +340,14 @@ class Lease:
     def borrow(self) -> Turn | None:
         """A turn under the live lease of this state directory's daemon (a shell sync next
         to it: their run lock keeps them apart), or None."""
-        with self.engine.connect() as conn:
-            current = leases.holder(conn)
+        current = self.store.holder()
         if current is None or not current.live or not self._borrowable(current):
             return None
         assert current.holder is not None
         holder, epoch = current.holder, current.epoch
-        return Turn(holder, epoch, check=lambda: _store_says(self.engine, holder, epoch))
+        return Turn(
+            holder, epoch, check=lambda: _store_says(self.store, holder, epoch), store=self.store
+        )
 
     def record_plan(self, result: Any) -> None:
         """The digest and counts of a run's plan, in this member's row (for ``syncd status``)."""
@@ -318,12 +356,13 @@ class Lease:
             return
         digest, counts = plan_digest(the_plan)
         try:
-            with store.write(self.engine) as conn:
+            with self.engine.connect() as conn:  # a read: never the write lock
                 started, finished = conn.execute(
                     text("SELECT started_at, finished_at FROM runs WHERE id = :r"),
                     {"r": result.run_id},
                 ).one()
                 basis = leases.plan_basis(conn, result.run_id, int(started), int(finished or 0))
+            with self.store.write(int(self.lease_s * 1000 / 3)) as conn:
                 leases.record_plan(
                     conn,
                     self.me.instance,
@@ -340,33 +379,55 @@ def replace_role(me: Claimant, role: str) -> Claimant:
     return dataclasses.replace(me, role=role)
 
 
-def _store_says(engine: Engine, instance: str, epoch: int) -> str | None:
+def _store_says(store: LeaseStore, instance: str, epoch: int) -> str | None:
     """Why the store no longer names ``instance`` and ``epoch`` the live holder, or None."""
     try:
-        with engine.connect() as conn:
-            current = leases.holder(conn)
+        current = store.holder()
     except (SQLAlchemyError, SyncdError) as exc:
         return f"the state store cannot be read to check the lease: {exc}"
-    if current is None:
-        return "the lease is gone from the state store"
-    if current.holder != instance or current.epoch != epoch:
+    if current is not None and current.holder is not None and current.holder != instance:
         return f"the lease (epoch {epoch}) was taken over by {who(current)}"
-    if not current.live:
-        return f"the lease (epoch {epoch}) expired in the state store"
-    return None
+    return leases.not_held(current, instance, epoch)
 
 
 class Turn:
-    """One run's right to write: its epoch, and the fence asked before every batch."""
+    """One run's right to write: its epoch, and the fence.
+
+    The fence has two parts. In the store: every write transaction of the run (the
+    journal writer's, which commits each batch's sent mark) checks, before its commit,
+    that the lease still names this instance and epoch (``fence``): a batch leaves only
+    after that commit. Locally: ``may_send``, asked after the commit and again before
+    every attempt of every request that writes (retries and token renewals included),
+    says no once the local monotonic deadline has passed (no I/O)."""
 
     def __init__(
-        self, instance: str | None, epoch: int | None, check: Callable[[], str | None]
+        self,
+        instance: str | None,
+        epoch: int | None,
+        check: Callable[[], str | None],
+        store: LeaseStore | None = None,
     ) -> None:
         self.instance = instance
         self.epoch = epoch
         self._check = check
+        self._store = store
         self._fenced: str | None = None
         self._lock = threading.Lock()
+
+    def fence(self, conn: Connection) -> None:
+        """In a write transaction of the run, before its commit: errors.Fenced (the
+        transaction rolls back) unless the store names this turn's instance and epoch; and
+        this turn fenced for good. A store that cannot be read fences too."""
+        if self._store is None:
+            return
+        try:
+            self._store.check(conn, self.instance, self.epoch)
+        except SyncdError as exc:
+            reason = str(exc).removeprefix("fenced: ")
+            self.refuse(reason)
+            if isinstance(exc, Fenced):
+                raise
+            raise Fenced(f"fenced: {reason}") from exc
 
     def may_send(self) -> bool:
         """False, for the rest of the run, once the lease is not surely this run's: the
@@ -375,13 +436,22 @@ class Turn:
             if self._fenced is None:
                 reason = self._check()
                 if reason is not None:
-                    self._fenced = reason
-                    log.error(
-                        "fenced: %s; sending nothing more, the run ends as interrupted "
-                        "(the instance holding the lease goes on from here)",
-                        reason,
-                    )
+                    self._refused(reason)
             return self._fenced is None
+
+    def refuse(self, reason: str) -> None:
+        """Fenced for good, for ``reason``."""
+        with self._lock:
+            if self._fenced is None:
+                self._refused(reason)
+
+    def _refused(self, reason: str) -> None:
+        self._fenced = reason
+        log.error(
+            "fenced: %s; sending nothing more, the run ends as interrupted "
+            "(the instance holding the lease goes on from here)",
+            reason,
+        )
 
     @property
     def fenced(self) -> str | None:
@@ -390,15 +460,26 @@ class Turn:
 
 @contextmanager
 def run_turn(
-    settings: Settings, engine: Engine, *, dry_run: bool, lease: Lease | None
+    settings: Settings,
+    engine: Engine,
+    *,
+    dry_run: bool,
+    lease: Lease | None,
+    refused: str = "syncd sync --dry-run needs no lease",
 ) -> Iterator[tuple[Turn | None, Lease]]:
     """The turn a run writes under (None for a dry run) and the lease it runs by: the
     daemon's, or one of its own, taken for the run and let go after (LeaseHeld when
-    another instance holds it and it cannot be borrowed)."""
+    another instance holds it and it cannot be borrowed; ``refused`` ends its message)."""
     if lease is not None:
         yield (None if dry_run else lease.turn()), lease
         return
-    own = Lease(engine, claimant(settings, "shell"), role_waiting="shell", contend=False)
+    own = Lease(
+        engine,
+        claimant(settings, "shell"),
+        role_waiting="shell",
+        contend=False,
+        request_s=request_seconds(settings),
+    )
     try:
         if dry_run:
             own.claim(take=False)  # a member while it runs, no more
@@ -411,17 +492,40 @@ def run_turn(
             return
         borrowed = own.borrow()
         if borrowed is None:
-            with engine.connect() as conn:
-                current = leases.holder(conn)
+            current = own.store.holder()
             held = who(current) if current is not None else "another instance"
             raise LeaseHeld(
                 f"another syncd sharing the state store holds the lease and writes to the "
-                f"platform: {held}; nothing was done here (syncd sync --dry-run needs no lease)"
+                f"platform: {held}; nothing was done here ({refused})"
             )
         own.start()  # a member while it runs
         yield borrowed, own
     finally:
         own.close()
+
+
+@contextmanager
+def holding_lease(settings: Settings, command: str) -> Iterator[None]:
+    """The lease held for the block, by a command that writes the state database outside a
+    run (``syncd state rebuild``, ``rebind``, ``accept``): taken, or borrowed from this
+    state directory's daemon on this host; LeaseHeld (exit 4) naming the holder when
+    another instance holds it, and nothing is done. A standby's snapshot changed under
+    the leader's feet would make the leader's next plan wrong."""
+    from syncd.snapshot import open_engine
+
+    engine = open_engine(settings.database, settings.database_url)
+    try:
+        hint = f"run {command} where the lease is held, or once that instance is stopped"
+        with run_turn(settings, engine, dry_run=False, lease=None, refused=hint):
+            yield
+    finally:
+        engine.dispose()
+
+
+def request_seconds(settings: Settings) -> float:
+    """How long one request to the platform may take (config: ``request_seconds``); 0
+    without a platform section (a dry run's settings)."""
+    return settings.platform.request_seconds if settings.platform is not None else 0.0
 
 
 # ---------------------------------------------------------------- plans

@@ -452,6 +452,7 @@ class _Run:
             progress=self.progress,
             stop=self.stop,
             may_send=self.turn.may_send if self.turn is not None else None,
+            fence=self.turn.fence if self.turn is not None else None,
         )
         self.result.applied = applied
         # For the people syncd holds now; the dates of those it let go of go too.

@@ -48,10 +48,15 @@ def state_rebuild(
 ) -> None:
     """Take back into the state database what syncd wrote on the platform and lost: the
     departments (by serial_no) and people (by extension_id) neither it nor the source knows."""
+    from syncd.leadership import holding_lease
     from syncd.rebuild import rebuild_state
 
     settings = settings_from(config)
-    unknown = rebuild_state(settings, dry_run=dry_run)
+    if dry_run:
+        unknown = rebuild_state(settings, dry_run=True)
+    else:
+        with holding_lease(settings, "syncd state rebuild"):
+            unknown = rebuild_state(settings, dry_run=False)
     verb = "would take back" if dry_run else "took back"
     for line in unknown.lines():
         out.print(f"{'would adopt' if dry_run else 'adopted'} {line}")
@@ -66,12 +71,14 @@ def state_rebind(config: ConfigOption = None) -> None:
     """Bind the state database to the platform the settings name: the same platform under a
     new address or application (another platform needs its own state_dir)."""
     from syncd import snapshot as store
+    from syncd.leadership import holding_lease
     from syncd.rebuild import rebind
 
     settings = settings_from(config, require_secrets=False)
     engine = store.open_engine(settings.database, settings.database_url)
     try:
-        old, new = rebind(engine, settings)
+        with holding_lease(settings, "syncd state rebind"):
+            old, new = rebind(engine, settings)
     finally:
         engine.dispose()
     shown = ", ".join(f"{k} {v!r}" for k, v in new.items())
@@ -84,8 +91,10 @@ def state_rebind(config: ConfigOption = None) -> None:
 def state_accept(config: ConfigOption = None) -> None:
     """Accept the state database as complete: the platform's records it does not know and
     the source does not name are another program's, left alone."""
+    from syncd.leadership import holding_lease
     from syncd.rebuild import accept
 
     settings = settings_from(config, require_secrets=False)
-    accept(settings)
+    with holding_lease(settings, "syncd state accept"):
+        accept(settings)
     out.print(f"state database {settings.database_place} accepted as complete")

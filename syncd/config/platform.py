@@ -63,6 +63,12 @@ class PlatformSettings(Section):
         return self
 
     @property
+    def request_seconds(self) -> float:
+        """How long one request may take before the platform has it all: connecting, then
+        sending it (each attempt; a retry is checked against the lease again)."""
+        return self.connect_timeout + self.timeout
+
+    @property
     def sends_in_clear(self) -> bool:
         """Plain http:// to another host: the secret and tokens cross the network unencrypted."""
         parts = urlsplit(self.base_url)

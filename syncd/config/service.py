@@ -79,10 +79,29 @@ class MetricsSettings(Section):
         return value
 
 
+def drift_seconds(lease_seconds: float) -> float:
+    """Clock drift and scheduling allowed for between a fence check and a request leaving
+    (leadership.Lease's margin, with one request's time)."""
+    return max(lease_seconds / 10, 0.5)
+
+
 class LeadershipSettings(Section):
     """Several instances sharing one state store (docs/ha.md): one holds the lease and
     writes to the platform, the others stand by and plan dry."""
 
     # How long a lease lasts unless renewed (every third of it): a standby takes over at
     # most this long (plus its next try, a third of it) after the leader died or froze.
-    lease_seconds: Annotated[int, Field(ge=3, le=3600)] = 30
+    # 90 s: a write must be answered before the lease can pass on, and the platform's
+    # default timeouts (10 s to connect, 30 s for the answer) must fit in it with room for
+    # a renewal (Settings._lease_outlasts_a_request).
+    lease_seconds: Annotated[int, Field(ge=3, le=3600)] = 90
+
+    @property
+    def drift_seconds(self) -> float:
+        return drift_seconds(self.lease_seconds)
+
+    def request_room(self) -> float:
+        """How long one request may take at most for the fence to hold between two
+        renewals: the lease less a renewal period (a third) less the drift margin, less
+        the drift margin again (a renewal late by that much still comes in time)."""
+        return self.lease_seconds * 2 / 3 - 2 * self.drift_seconds

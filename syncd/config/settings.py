@@ -96,6 +96,27 @@ class Settings(BaseSettings):
             raise ValueError("[join] joins several sources: give them as [[sources]] entries")
         return self
 
+    @model_validator(mode="after")
+    def _lease_outlasts_a_request(self) -> Settings:
+        """A write leaves only while the lease is surely this instance's for one more
+        request (leadership.Lease's deadline): settings where one request may take longer
+        than a renewal leaves would fence every run, and are refused."""
+        if self.platform is None:
+            return self
+        room = self.leadership.request_room()
+        if self.platform.request_seconds >= room:
+            raise ValueError(
+                f"keys platform.connect_timeout ({self.platform.connect_timeout:g} s) and "
+                f"platform.timeout ({self.platform.timeout:g} s) with "
+                f"leadership.lease_seconds ({self.leadership.lease_seconds} s): one request "
+                f"may take {self.platform.request_seconds:g} s, and must be answered before "
+                "the lease could pass to another instance, with room for a renewal (under "
+                f"{room:g} s: two thirds of the lease less twice "
+                f"{self.leadership.drift_seconds:g} s of drift); lower the timeouts or raise "
+                "leadership.lease_seconds"
+            )
+        return self
+
     @property
     def joined(self) -> bool:
         """Whether several sources are read and joined ([[sources]])."""

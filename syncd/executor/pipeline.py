@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar
 from sqlalchemy import Connection, Engine
 
 from syncd import snapshot as store
-from syncd.errors import PlatformError, PlatformUnavailable, SyncdError, TokenError
+from syncd.errors import Fenced, PlatformError, PlatformUnavailable, SyncdError, TokenError
 from syncd.executor.writer import JournalWriter
 from syncd.model import Kind
 from syncd.plan import Change, KnownProblem, Snapshot
@@ -131,6 +131,7 @@ class Pipeline:
         progress: Progress | None = None,
         stop: threading.Event | None = None,
         may_send: Callable[[], bool] | None = None,
+        fence: Callable[[Connection], None] | None = None,
     ) -> None:
         self.client = client
         self.engine = engine
@@ -155,8 +156,10 @@ class Pipeline:
         self.pending_creates: set[str] = set()
         self.result = ApplyResult()
         self._writer: JournalWriter | None = None
-        # Asked before each batch leaves (leadership.Turn): False, and nothing more is sent.
+        # Asked before each batch leaves and before each attempt of a write (leadership.
+        # Turn): False, and nothing more is sent. ``fence``: in every journal transaction.
         self.may_send = may_send or (lambda: True)
+        self.fence = fence
         self._fenced = False
 
     # ------------------------------------------------------------ the journal writer
@@ -170,11 +173,20 @@ class Pipeline:
 
     @contextmanager
     def journaling(self) -> Iterator[None]:
-        """A journal writer for the block; at its end every write queued is committed
-        (the writer's error, if one stopped it, is raised then)."""
-        writer = self._writer = JournalWriter(self.engine)
+        """A journal writer for the block, and the client's writes guarded by ``may_send``;
+        at its end every write queued is committed (the writer's error, if one stopped it,
+        is raised then). Fenced (the store refused a journal transaction, or a request's
+        attempt found the deadline passed) ends the block: the run is interrupted, and what
+        it left ``sent`` is for the instance holding the lease to resolve."""
+        writer = self._writer = JournalWriter(self.engine, self.fence)
         try:
-            yield
+            with self.client.guarded(self.may_send if self.fence is not None else None):
+                yield
+        except Fenced:
+            self._fenced = self.result.interrupted = True
+            with suppress(Exception):
+                writer.close()
+            return
         except BaseException:
             # What was answered is still recorded; the block's own error is the one raised.
             with suppress(Exception):
@@ -182,7 +194,10 @@ class Pipeline:
             raise
         finally:
             self._writer = None
-        writer.close()
+        try:
+            writer.close()
+        except Fenced:
+            self._fenced = self.result.interrupted = True
 
     # ------------------------------------------------------------ the journaled pipeline
 
@@ -273,13 +288,21 @@ class Pipeline:
         """The one point every batch passes just before it is sent, in the applying thread:
         whether it may leave.
 
-        Its sent mark (``ticket``) is committed first: a crash from here on leaves it
-        ``sent``, which recovery resolves. Then the fence (``may_send``: this instance
-        still leads, leadership.Turn): once it says no, nothing more is sent and the run
-        ends interrupted; the batch is planned again, never sent.
+        Its sent mark (``ticket``) is committed first, and that commit checked the lease
+        in the store (the writer's fence): a crash from here on leaves it ``sent``, which
+        recovery resolves. Then the local fence (``may_send``: the lease's deadline by this
+        host's monotonic clock, leadership.Turn): once it says no, nothing more is sent
+        and the run ends interrupted; the batch is planned again, never sent.
         """
-        self.writer.wait(ticket)
-        if not self._fenced and self.may_send():
+        if self._fenced or not self.may_send():  # a pause: said before the commit's wait
+            self._fenced = self.result.interrupted = True
+            return False
+        try:
+            self.writer.wait(ticket)
+        except Fenced:
+            self._fenced = self.result.interrupted = True
+            return False
+        if self.may_send():
             return True
         self._fenced = self.result.interrupted = True
         return False

@@ -11,6 +11,12 @@ waits for the mark's ticket, and nothing else, before sending (``Pipeline._relea
 A write that fails (a full disk, a damaged file: the engine's StateError) stops the
 writer: the writes after it are dropped, never committed out of order, and every
 ``wait`` from then on raises that error, so nothing more is sent.
+
+The fence (``fence(conn)``, a real run's ``leadership.Turn.fence``) runs in every
+transaction, after its writes and before its commit: when the lease no longer names this
+instance and epoch, it raises errors.Fenced, the transaction rolls back, and the writer
+stops as above. So the commit of a batch's sent mark is the store's fence for that batch:
+no extra round trip.
 """
 
 from __future__ import annotations
@@ -36,8 +42,9 @@ GROUP = 256
 class JournalWriter:
     """Commits writes in the order given, from its own thread, a group per transaction."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, fence: Write | None = None) -> None:
         self._engine = engine
+        self._fence = fence
         self._changed = threading.Condition()
         self._waiting: deque[tuple[int, Write]] = deque()
         self._given = 0  # the last ticket given
@@ -117,6 +124,8 @@ class JournalWriter:
                 with store.write(self._engine) as conn:
                     for _, write in group:
                         write(conn)
+                    if self._fence is not None:
+                        self._fence(conn)
             except BaseException as exc:  # handed to the applying thread, which raises it
                 log.debug("the journal writer stopped: %s", exc)
                 with self._changed:

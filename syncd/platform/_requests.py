@@ -25,7 +25,7 @@ from tenacity import RetryCallState
 
 from syncd.access_token import CachedToken
 from syncd.config import PlatformSettings
-from syncd.errors import ConfigError, PlatformError, PlatformUnavailable, TokenError
+from syncd.errors import ConfigError, Fenced, PlatformError, PlatformUnavailable, TokenError
 from syncd.logs import redact, register_secret
 from syncd.platform._answers import _cached_token, _malformed
 from syncd.platform._envelope import TOKEN_NOT_FOUND, NotAnEnvelope, result_of
@@ -79,6 +79,9 @@ class Requests:
         # The Date header of the latest answer each thread was given (see ``platform_time``).
         self._answered = threading.local()
         self._tokens = TokenKeeper(tokens, app_key(settings), self._fetch_token)
+        # Asked before every attempt of every request that is not a GET (a write, a token
+        # fetch), retries included, while set: False raises Fenced (the run's lease).
+        self.guard: Callable[[], bool] | None = None
 
     def close(self) -> None:
         self._http.close()
@@ -294,6 +297,9 @@ class Requests:
         body: Any,
         timeout: httpx.Timeout,
     ) -> Any:
+        guard = self.guard
+        if method != "GET" and guard is not None and not guard():
+            raise Fenced(f"{endpoint}: not sent: this instance no longer surely holds the lease")
         with self._stats_lock:
             self._calls[label] += 1
         try:

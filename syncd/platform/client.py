@@ -41,6 +41,7 @@ import ssl
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, Self
 
@@ -111,6 +112,17 @@ class PlatformClient:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    @contextmanager
+    def guarded(self, may_write: Callable[[], bool] | None) -> Iterator[None]:
+        """Within the block, every attempt of every request that is not a GET (a write, a
+        token fetch; each retry again) first asks ``may_write``: False raises
+        errors.Fenced and the request is not sent (a run's lease, leadership.Turn)."""
+        self._requests.guard = may_write
+        try:
+            yield
+        finally:
+            self._requests.guard = None
 
     def __repr__(self) -> str:
         settings = self._settings

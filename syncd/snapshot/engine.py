@@ -75,28 +75,33 @@ def driver_failure(engine: Engine, exc: BaseException) -> StateError | None:
 
 def translated(function: Callable[P, R]) -> Callable[P, R]:
     """``function``, a read of the state database through the driver's own connection, its
-    failures raised as StateError naming the database."""
+    failures raised as StateError naming the database, with the advice for its engine
+    (SQLite: the file; PostgreSQL: the server's dump)."""
 
     @functools.wraps(function)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return function(*args, **kwargs)
-        except (sqlite.DatabaseError, ValueError) as exc:  # ValueError: garbled bytes
-            if isinstance(exc, sqlite.IntegrityError):
-                raise
-            raise sqlite.state_problem(_database_of(args), exc) from exc
+        except sqlite.IntegrityError:
+            raise
+        except (sqlite.DatabaseError, ValueError) as exc:  # ValueError: a garbled value
+            engine = _engine_of(args)
+            if engine is not None and is_postgresql(engine):
+                raise postgres.damaged(describe(engine), exc) from exc
+            place = describe(engine) if engine is not None else "(state database)"
+            raise sqlite.state_problem(place, exc) from exc
 
     return wrapper
 
 
-def _database_of(args: tuple[Any, ...]) -> object:
+def _engine_of(args: tuple[Any, ...]) -> Engine | None:
     for arg in args:
         engine = arg if isinstance(arg, Engine) else getattr(arg, "_engine", None)
         if isinstance(arg, Connection):
             engine = arg.engine
         if isinstance(engine, Engine):
-            return describe(engine)
-    return "(state database)"
+            return engine
+    return None
 
 
 def open_engine(path: Path, url: Any = None) -> Engine:

@@ -60,10 +60,15 @@ TABLES = (
 )
 
 
-def create_tables(conn: Connection) -> None:
-    """The lease and members tables, and the runs' epoch and instance columns (schema 8)."""
+def create_lease_tables(conn: Connection) -> None:
+    """The lease and members tables (SQLite: in the lease's own file, ``lease_store``)."""
     for statement in TABLES:
         conn.exec_driver_sql(statement)
+
+
+def create_tables(conn: Connection) -> None:
+    """The lease and members tables, and the runs' epoch and instance columns (schema 8)."""
+    create_lease_tables(conn)
     columns = {c["name"] for c in inspect(conn).get_columns("runs")}
     for column, kind in (("epoch", "BIGINT"), ("instance", "VARCHAR")):
         if column not in columns:
@@ -110,6 +115,21 @@ class Holder:
             "expires_at": self.expires_at,
             "live": self.live,
         }
+
+
+def not_held(current: Holder | None, instance: str | None, epoch: int | None) -> str | None:
+    """Why ``current`` (the lease as read) does not name ``instance`` and ``epoch`` as its
+    live holder, or None when it does."""
+    if current is None or current.holder is None:
+        return "the lease is gone from the state store"
+    if current.holder != instance or current.epoch != epoch:
+        return (
+            f"the lease (epoch {epoch}) was taken over by pid {current.pid} on "
+            f"{current.host} (epoch {current.epoch})"
+        )
+    if not current.live:
+        return f"the lease (epoch {epoch}) expired in the state store"
+    return None
 
 
 _COLUMNS = "holder, host, pid, machine, place, role, epoch, acquired_at, renewed_at, expires_at"

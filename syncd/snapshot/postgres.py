@@ -50,6 +50,22 @@ log = logging.getLogger("syncd.snapshot")
 WRITE_LOCK = 0x73796E6364575254
 TOKEN_LOCK = 0x73796E6364544F4B
 CONNECT_TIMEOUT_S = 10
+# Session guards, set here for every connection of syncd's (the state's and the lease's):
+# no statement runs longer than STATEMENT_TIMEOUT_MS (a snapshot of 100,000 people is
+# read in seconds); a session idle inside a transaction longer than IDLE_IN_TRANSACTION_MS
+# (its process frozen, holding the write lock) is ended by the server, so the lock passes
+# on before a waiting writer's lock_timeout (BUSY_TIMEOUT_MS) runs out; TCP keepalives
+# and tcp_user_timeout end a connection whose peer vanished without a reset within about
+# half a minute, rather than the kernel's two hours.
+STATEMENT_TIMEOUT_MS = 300_000
+IDLE_IN_TRANSACTION_MS = BUSY_TIMEOUT_MS * 3 // 4
+KEEPALIVES = {
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 30_000,
+}
 _SCHEMA_TABLE = "syncd_schema"
 WRITING = "syncd_writing"  # an execution option: the transaction takes the write lock
 _BEGIN_WRITE = f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
@@ -125,7 +141,12 @@ def create(url: URL) -> Engine:
             "application_name": "syncd",
             # Waits for a lock (the write lock above all) at most as long as SQLite's; its
             # commits as durable as SQLite's (above).
-            "options": f"-c lock_timeout={BUSY_TIMEOUT_MS} -c synchronous_commit=off",
+            "options": (
+                f"-c lock_timeout={BUSY_TIMEOUT_MS} -c synchronous_commit=off "
+                f"-c statement_timeout={STATEMENT_TIMEOUT_MS} "
+                f"-c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
+            ),
+            **KEEPALIVES,
         },
     )
     place = where(url)
@@ -185,6 +206,23 @@ def set_schema_version(conn: Connection, version: int) -> None:
     conn.exec_driver_sql(f"CREATE TABLE IF NOT EXISTS {_SCHEMA_TABLE} (version INTEGER NOT NULL)")
     conn.exec_driver_sql(f"DELETE FROM {_SCHEMA_TABLE}")  # noqa: S608
     conn.execute(text(f"INSERT INTO {_SCHEMA_TABLE} (version) VALUES (:v)"), {"v": int(version)})  # noqa: S608
+
+
+def damaged(place: str, exc: BaseException) -> StateError:
+    """A stored value that no longer reads as written (its bytes not UTF-8, its JSON cut:
+    ``engine.translated``), on a server: the advice is the server's dump, not a file's."""
+    reason = (
+        f"a text value is not UTF-8: {exc.reason}"
+        if isinstance(exc, UnicodeDecodeError)
+        else str(exc)
+    )
+    return StateError(
+        f"state database {place}: a stored value cannot be read ({reason}): stop syncd and "
+        "restore the latest dump of the database (pg_restore --clean --dbname=...), then run "
+        "`syncd state rebuild`; or, without a dump, start from an empty database: `syncd "
+        'state rebuild` then takes back what syncd wrote on the platform (README, "State '
+        'database")'
+    )
 
 
 def backup(place: str) -> StateError:

@@ -13,10 +13,12 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Collection, Iterable, Sequence
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from sqlalchemy import Connection, CursorResult, Engine
-from sqlalchemy.util.typing import TupleAny
+
+if TYPE_CHECKING:  # SQLAlchemy 2.0.37 and later; an annotation only (from __future__)
+    from sqlalchemy.util.typing import TupleAny
 
 POSTGRESQL = "postgresql"
 SQLITE = "sqlite"

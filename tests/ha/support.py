@@ -25,7 +25,9 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import NullPool
 
 from syncd.emulator import RunningEmulator
+from syncd.errors import StateError
 from syncd.snapshot import leases
+from syncd.snapshot.lease_store import LeaseStore
 from tests.daemon.support import NotifySocket, platform_settings, toml_text
 from tests.support.cli import SYNCD
 from tests.support.waiting import wait_until
@@ -79,7 +81,7 @@ class Cluster:
     emulator: RunningEmulator
     employees: list[tuple[str, str, str, str]]
     store_url: str | None = None  # a PostgreSQL database; None: one shared SQLite file
-    lease_seconds: int = 3
+    lease_seconds: int = 9  # the platform's timeouts below fit in it with a renewal
     interval_seconds: int = 2
     members: list[Member] = field(default_factory=list)
 
@@ -92,6 +94,7 @@ class Cluster:
             else f"sqlite:///{self.database}"
         )
         self._engine = create_engine(url, poolclass=NullPool)
+        self._lease_store: LeaseStore | None = None
         departments = ["id,name,parent_id", *(",".join(d) for d in DEPARTMENTS)]
         employees = ["id,username,name,department", *(",".join(e) for e in self.employees)]
         (self.root / "departments.csv").write_text("\n".join(departments) + "\n", "utf-8")
@@ -126,6 +129,8 @@ class Cluster:
                 **platform_settings(self.emulator),
                 "retry_backoff": 0.01,
                 "retry_backoff_max": 0.05,
+                "timeout": 2.4,
+                "connect_timeout": 0.6,
             },
             "sync": {"max_removal_ratio": 1.0},
             "schedule": {"interval_seconds": self.interval_seconds, "jitter_seconds": 0},
@@ -169,6 +174,8 @@ class Cluster:
             if member.notify is not None:
                 member.notify.close()
         self._engine.dispose()
+        if self._lease_store is not None:
+            self._lease_store.close()
 
     def __enter__(self) -> Self:
         return self
@@ -183,12 +190,23 @@ class Cluster:
         with self._engine.connect() as conn:
             return [dict(r._mapping) for r in conn.execute(text(sql), params)]
 
+    @property
+    def lease_store(self) -> LeaseStore:
+        """Where the members keep the lease and the members (SQLite: the lease's own file)."""
+        if self._lease_store is None:
+            self._lease_store = LeaseStore.open(self._engine)
+        return self._lease_store
+
+    def lease_query(self, sql: str, **params: Any) -> list[dict[str, Any]]:
+        """Rows of the lease's tables (leadership, members)."""
+        with self.lease_store.read() as conn:
+            return [dict(r._mapping) for r in conn.execute(text(sql), params)]
+
     def lease(self) -> leases.Holder | None:
         """The lease as the store holds it, and the store's clock."""
         try:
-            with self._engine.connect() as conn:
-                return leases.holder(conn)
-        except OperationalError:  # a server restarting
+            return self.lease_store.holder()
+        except (OperationalError, StateError):  # a server restarting
             return None
 
     def leader_pid(self) -> int | None:
@@ -209,7 +227,7 @@ class Cluster:
 
     def roles(self) -> dict[int, str]:
         """Each member's role as the members table says (pid -> leader or standby)."""
-        rows = self.query("SELECT pid, role FROM members")
+        rows = self.lease_query("SELECT pid, role FROM members")
         return {int(r["pid"]): str(r["role"]) for r in rows}
 
     def cli(self, member: Member, *args: str) -> subprocess.CompletedProcess[str]:

@@ -14,16 +14,19 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
 from syncd import snapshot as store
+from syncd.errors import Fenced
 from syncd.leadership import Lease, Turn, machine_id
 from syncd.snapshot import leases
+from syncd.snapshot.lease_store import LeaseStore
 from syncd.snapshot.leases import Claimant
 
 
@@ -52,14 +55,28 @@ def lease(engine: Engine, me: Claimant) -> Lease:
     return Lease(engine, me, role_waiting="standby", contend=True)
 
 
+@contextmanager
+def lease_write(engine: Engine) -> Iterator[Connection]:
+    """A transaction on the lease's own tables (SQLite: its own file)."""
+    kept = LeaseStore.open(engine)
+    try:
+        with kept.write(1000) as conn:
+            yield conn
+    finally:
+        kept.close()
+
+
 def expire(engine: Engine) -> None:
-    with store.write(engine) as conn:
+    with lease_write(engine) as conn:
         conn.execute(text("UPDATE leadership SET expires_at = 0"))
 
 
 def row(engine: Engine) -> leases.Holder:
-    with engine.connect() as conn:
-        found = leases.holder(conn)
+    kept = LeaseStore.open(engine)
+    try:
+        found = kept.holder()
+    finally:
+        kept.close()
     assert found is not None
     return found
 
@@ -77,7 +94,9 @@ def test_a_takeover_adds_one_to_the_epoch_and_fences_the_old_holder_for_good(
     expire(engine)
     assert b.claim() and b.epoch == 2
     assert row(engine).holder == b.me.instance
-    assert not turn.may_send()  # the store names b now
+    with pytest.raises(Fenced), store.write(engine) as conn:  # a journal transaction of a's run
+        turn.fence(conn)  # the store names b now: refused, rolled back
+    assert not turn.may_send()
     assert turn.fenced is not None and "taken over" in turn.fenced
     assert not a.claim()  # a learns it lost it
     assert not turn.may_send()  # and stays fenced, whatever comes next
@@ -108,7 +127,7 @@ def test_a_dead_holder_of_the_same_installation_is_taken_over_at_once(engine: En
     here = machine_id()
     assert here is not None
     gone = dataclasses.replace(claimant(1, pid=dead_pid()), machine=here)
-    with store.write(engine) as conn:
+    with lease_write(engine) as conn:
         assert leases.acquire(conn, gone) is not None
     elsewhere = lease(engine, dataclasses.replace(claimant(2), machine=here, place="/other"))
     assert not elsewhere.claim()  # another installation waits for the expiry
@@ -120,7 +139,7 @@ def test_a_live_holder_on_another_machine_is_never_taken_before_its_expiry(
     engine: Engine,
 ) -> None:
     other = claimant(1, pid=dead_pid())  # its pid is no one's here, but it is another machine
-    with store.write(engine) as conn:
+    with lease_write(engine) as conn:
         assert leases.acquire(conn, other) is not None
     mine = lease(engine, dataclasses.replace(claimant(2), machine=machine_id()))
     assert not mine.claim()
@@ -130,7 +149,7 @@ def test_stale_runs_are_those_whose_process_is_gone(engine: Engine) -> None:
     here = machine_id()
     alive_elsewhere = claimant(1)
     dead_here = dataclasses.replace(claimant(2, pid=dead_pid()), machine=here)
-    with store.write(engine) as conn:
+    with lease_write(engine) as conn:
         leases.join(conn, alive_elsewhere)
         leases.join(conn, dead_here)
     ids = [
@@ -157,6 +176,7 @@ def test_one_holder_and_an_epoch_per_holder_change(steps: list[tuple[str, int]])
     names is fenced (whatever that instance still believes until its next renewal)."""
     with tempfile.TemporaryDirectory() as folder:
         engine = store.open_engine(Path(folder) / "syncd.db")
+        kept = LeaseStore.open(engine)
         try:
             contenders = [lease(engine, claimant(n)) for n in range(3)]
             turns: dict[int, Turn] = {}
@@ -170,8 +190,7 @@ def test_one_holder_and_an_epoch_per_holder_change(steps: list[tuple[str, int]])
                 elif action == "close":
                     who.close()
                     who._stopped.clear()  # it may claim again
-                with engine.connect() as conn:
-                    current = leases.holder(conn)
+                current = kept.holder()
                 if current is None or current.holder is None:
                     continue
                 step = 1 if current.holder != last[0] else 0
@@ -179,8 +198,11 @@ def test_one_holder_and_an_epoch_per_holder_change(steps: list[tuple[str, int]])
                 last = (current.holder, current.epoch)
                 for m, turn in turns.items():
                     if contenders[m].me.instance != current.holder:
+                        with pytest.raises(Fenced), store.write(engine) as conn:
+                            turn.fence(conn)
                         assert not turn.may_send()
         finally:
+            kept.close()
             engine.dispose()
 
 

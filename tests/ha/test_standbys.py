@@ -18,6 +18,7 @@ from syncd import snapshot as store
 from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_NOT_LEADER, EXIT_OK
 from syncd.snapshot import leases
+from syncd.snapshot.lease_store import LeaseStore
 from syncd.snapshot.leases import Claimant
 from tests.daemon.support import samples
 from tests.support.processes import free_port
@@ -108,7 +109,7 @@ def test_a_shell_sync_where_another_instance_leads_says_who_and_does_nothing(
     # On the leader's host, next to its daemon, a shell sync borrows the daemon's lease.
     # (--wait: the daemon's own runs, every 2 s, hold the run lock a moment)
     assert cluster.cli(leader, "sync", "--wait", "60").returncode == EXIT_OK
-    leases = {r["epoch"] for r in cluster.query("SELECT epoch FROM leadership")}
+    leases = {r["epoch"] for r in cluster.lease_query("SELECT epoch FROM leadership")}
     assert leases == {1}  # nobody took it over
 
 
@@ -126,9 +127,11 @@ def test_a_dry_run_where_another_instance_leads_leaves_its_journal_alone(
         "elsewhere/4242/t", "elsewhere", 4242, "m2", "/var/lib/syncd", "leader", 60_000
     )
     try:
-        with store.write(engine) as conn:
+        kept = LeaseStore.open(engine)
+        with kept.write(1000) as conn:
             assert leases.acquire(conn, other) is not None
             leases.join(conn, other)
+        kept.close()
         run_id = store.start_run(
             engine, trigger="schedule", mode="apply", read="full", source="csv",
             started_at=1, epoch=1, instance=other.instance,

@@ -84,7 +84,7 @@ def build_wheel(dist: Path) -> list[Path]:
 
 
 def run(
-    *command: str, cwd: Path | None = None, check: bool = True
+    *command: str, cwd: Path | None = None, check: bool = True, timeout: float = 240
 ) -> subprocess.CompletedProcess[str]:
     """A command in an environment that names neither this checkout nor its settings."""
     env = {
@@ -93,7 +93,7 @@ def run(
         if not k.startswith("SYNCD_") and k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
     }
     done = subprocess.run(
-        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=240, check=False
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
     if check:
         assert done.returncode == 0, (

@@ -1,0 +1,91 @@
+"""The fence holds for every attempt of every write, and settings that cannot keep it are
+refused.
+
+A batch leaves only after its sent mark's commit, which checks the lease in the store,
+and while the lease's local deadline holds; a retry (after a 429's Retry-After, a 5xx's
+backoff) and a token renewal ask the deadline again, so a leader paused while it waited
+to retry sends nothing once its lease may have passed on (issue 33: the fence was asked
+once before the retries, which could wait 300 s against a 30 s lease).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from syncd import snapshot as store
+from syncd.config import load_settings
+from syncd.emulator import RunningEmulator
+from syncd.errors import EXIT_FAILED, EXIT_PARTIAL, ConfigError
+from syncd.leadership import Lease, claimant, request_seconds
+from syncd.runner import RunRequest, run_sync
+from tests.reliability.support import Rig, big_company, when_requests
+from tests.support.settings import CSV_SETTINGS, write_settings
+from tests.support.traffic import requests_to
+
+IMPORT_EMPLOYEES = "import-employees"
+
+
+def test_a_retry_waiting_while_the_lease_runs_out_is_never_sent(
+    tmp_path: Path, emulator: RunningEmulator
+) -> None:
+    rig = Rig(tmp_path, emulator, big_company(12, departments=3))
+    rig.platform_options.update(batch_size=20, concurrency=1)
+    rig.company.write(rig.folder)
+    settings = rig.settings()
+    engine = store.open_engine(settings.database, settings.database_url)
+    lease = Lease(
+        engine,
+        claimant(settings, "shell"),
+        role_waiting="shell",
+        contend=False,
+        request_s=request_seconds(settings),
+    )
+
+    def paused() -> None:  # as after SIGSTOP while waiting to retry: no renewal came
+        lease.deadline = time.monotonic() - 0.001
+
+    # The first import is refused with 429: its retry waits 3 s, the lease's deadline
+    # passes meanwhile (the lease is not renewed here: no renewing thread).
+    emulator.set_faults(
+        retry_after=3, scripted=[{"match": IMPORT_EMPLOYEES, "fault": "http_429", "count": 1}]
+    )
+    try:
+        assert lease.claim()
+        with when_requests(emulator, IMPORT_EMPLOYEES, 1, paused):
+            result = run_sync(settings, RunRequest(), engine=engine, lease=lease)
+    finally:
+        lease.close()
+        engine.dispose()
+    assert requests_to(emulator, IMPORT_EMPLOYEES) == 1  # the refused one; its retry never left
+    assert (result.outcome, result.exit_code) == ("interrupted", EXIT_PARTIAL), result.error
+
+
+@pytest.mark.parametrize(
+    ("lease", "timeouts", "refused"),
+    [
+        (30, "timeout = 30.0", True),  # 10 s to connect + 30 s: more than 20 s - 6 s
+        (30, "timeout = 5.0\nconnect_timeout = 5.0", False),
+        (90, "", False),  # the defaults
+        (3, "timeout = 1.0\nconnect_timeout = 0.5", True),
+        (6, "timeout = 2.4\nconnect_timeout = 0.6", True),  # 3 s: over 4 s - 1.2 s
+        (9, "timeout = 2.4\nconnect_timeout = 0.6", False),  # the HA tests' cluster
+    ],
+)
+def test_timeouts_a_request_could_outlast_the_lease_with_are_refused_at_load(
+    tmp_path: Path, lease: int, timeouts: str, refused: bool
+) -> None:
+    text = CSV_SETTINGS + 'client_secret = "s"\n' + timeouts + "\n"
+    text += f"[leadership]\nlease_seconds = {lease}\n"
+    (tmp_path / "people.csv").write_text("id\n", encoding="utf-8")
+    path = write_settings(tmp_path, text)
+    if not refused:
+        assert load_settings(path).leadership.lease_seconds == lease
+        return
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path)
+    assert caught.value.exit_code == EXIT_FAILED
+    for key in ("platform.timeout", "platform.connect_timeout", "leadership.lease_seconds"):
+        assert key in str(caught.value)
