@@ -94,7 +94,7 @@ from .identity_world import (
     hire,
     leave,
 )
-from .support import Rig, figure_kinds, sync_under_killer, toml_value
+from .support import Rig, figure_kinds, query, sync_under_killer, toml_value
 
 SEEDS = range(12)
 LONG_SEEDS = range(12, 216)
@@ -341,12 +341,27 @@ def one_run(c: Campaign, inst: Installation) -> tuple[int, str]:
     said = [line.strip() for line in done.stdout.splitlines() if line.startswith("read ")]
     said += [line.strip() for line in output.splitlines() if "BLOCKED" in line]
     said += [line.strip()[:400] for line in done.stderr.splitlines() if "error" in line]
+    said += [line.strip() for line in done.stdout.splitlines() if line.startswith("plan:")]
     c.history.append(f"  {inst.name}: syncd sync: exit {done.returncode}; " + "; ".join(said))
+    c.history += [f"      set aside: {reason}" for reason in set_aside(inst)]
     FIGURES[f"runs: exit {done.returncode}"] += 1
     if done.returncode not in RUN_EXITS or "Traceback" in done.stderr:
         c.violation("run crashed", f"{c.round}", f"{done.stderr[-1500:]}")
     check(c, inst, done.returncode)
     return done.returncode, output
+
+
+def set_aside(inst: Installation, most: int = 4) -> list[str]:
+    """The rows the newest run set aside, as its report names them (the first few)."""
+    if not inst.rig.database.exists():
+        return []
+    rows = query(
+        inst.rig.database,
+        'SELECT "where", "key", reason FROM rejected_rows WHERE run_id = '
+        "(SELECT max(id) FROM runs) ORDER BY seq",
+    )
+    shown = [f"{r['where']} {r['key']}: {r['reason']}"[:300] for r in rows[:most]]
+    return shown + ([f"and {len(rows) - most} more"] if len(rows) > most else [])
 
 
 def killed_run(c: Campaign, inst: Installation) -> None:
