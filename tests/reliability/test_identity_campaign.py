@@ -11,7 +11,8 @@ its own:
   with the whole state directory (a VM snapshot), then put back in a later round: the
   backup with ``last-run`` left in place (the README's way), the backup with ``last-run``
   gone, the snapshot rolled back with its own ``last-run``, or a new host whose new state
-  directory holds only the backup; usernames recycled around them. A run that stops
+  directory holds only the backup; usernames recycled around them (most often the username
+  of someone hired after the copy was taken, synced, and gone since). A run that stops
   because the database is behind the platform (exit 3) is followed by ``syncd state
   rebuild``, as the README tells an administrator;
 - **two installations**: two state directories and settings with their own HR exports
@@ -93,6 +94,7 @@ from .identity_world import (
     fold,
     hire,
     leave,
+    variant,
 )
 from .support import Rig, figure_kinds, query, sync_under_killer, toml_value
 
@@ -166,6 +168,7 @@ class Campaign:
     violations: list[str] = field(default_factory=list)
     told: set[tuple[str, str]] = field(default_factory=set)
     events: Counter[str] = field(default_factory=Counter)
+    hired: dict[int, int] = field(default_factory=dict)  # person -> the round they came in
 
     def violation(self, kind: str, subject: str, text: str) -> None:
         """A violated invariant, told once per kind and subject."""
@@ -579,11 +582,12 @@ def save_state(c: Campaign, inst: Installation) -> None:
         c.event("state snapshot", f"the state directory copied after round {c.round}")
 
 
-def restore(c: Campaign, inst: Installation) -> None:
-    """One of the ways a state database goes back in time, from a copy of an older round."""
+def restore(c: Campaign, inst: Installation) -> int | None:
+    """One of the ways a state database goes back in time, from a copy of an older round;
+    the round the copy was taken after (None: no copy old enough)."""
     older = [s for s in inst.saved if s[1] < c.round - 1]
     if not older:
-        return
+        return None
     kind, taken, copy = c.rng.choice(older)
     how = c.rng.choice(RESTORES[3:] + RESTORES[:2]) if kind == "backup" else RESTORES[2]
     database = inst.state / "syncd.db"
@@ -603,6 +607,27 @@ def restore(c: Campaign, inst: Installation) -> None:
     database.chmod(0o600)
     c.event("restore", f"{how}, from the {kind} taken after round {taken}")
     FIGURES[f"restores: {how}"] += 1
+    return taken
+
+
+def recycle_since(c: Campaign, inst: Installation, taken: int) -> None:
+    """Someone hired (and synced) after the restored copy was taken leaves, and a new hire
+    gets their username: the copy knows neither."""
+    staff = inst.staff
+    since = [p for p in staff.with_status("active") if c.hired.get(p.key, 0) > taken]
+    if not since:
+        return
+    old = c.rng.choice(since)
+    old.status = "gone"
+    staff.event("leave", f"{old.hr_id} {old.username} dropped from the source")
+    username, kind = old.username, "same spelling"
+    if c.rng.random() < 0.3:
+        username, kind = variant(c.rng, old.username)
+    p = staff.hire(username)
+    staff.event(
+        "recycled username",
+        f"{p.hr_id} hired as {username!r} ({kind}), {old.hr_id}'s (hired after the copy)",
+    )
 
 
 # ---------------------------------------------------------------- the histories
@@ -637,10 +662,13 @@ def run_restores(c: Campaign) -> None:
     (inst,) = c.installations
     save_state(c, inst)
     events = (*TRUTH_EVENTS, TRUTH_EVENTS[-1])  # usernames recycled twice as often
-    for _ in rounds(c):
-        if c.rng.random() < 0.5:
-            restore(c, inst)
+    c.hired = {p.key: 0 for p in inst.staff.people}
+    for n in rounds(c):
+        taken = restore(c, inst) if c.rng.random() < 0.5 else None
+        if taken is not None and c.rng.random() < 0.6:
+            recycle_since(c, inst, taken)
         hr_round(c, inst, events)
+        c.hired |= {p.key: n for p in inst.staff.people if p.key not in c.hired}
         write_sources(c, inst)
         c.take_events()
         sync(c, inst)
