@@ -436,29 +436,37 @@ def check(c: Campaign, ran: Installation, exit_code: int | None) -> None:
     for old in before.values():
         if old.id not in now and old.holder is not None and c.owner(old.holder) is not ran:
             check_untouched(c, ran, old, None)
-        if old.holder is None or old.locked or standings[old.holder][0] != "active":
-            continue
-        found = now.get(old.id)
-        if found is None or found.locked:
-            how = "removed" if found is None else "locked"
-            c.violation(
-                f"active person {how}",
-                str(old.holder),
-                f"{c.who(old.holder)}'s account {old.id} {old.username!r} {how} by a run of "
-                f"{ran.name}",
-            )
+        if old.holder is not None and not old.locked and standings[old.holder][0] == "active":
+            check_kept(c, ran, old, now.get(old.id))
     check_twins(c, now)
     if exit_code in (0, 1) and ran.complete():
         check_leavers_locked(c, ran, now, exit_code)
+    if exit_code == 0:
+        check_statuses_named(c, ran)
+    c.accounts = now
+
+
+def check_kept(c: Campaign, ran: Installation, old: Account, found: Account | None) -> None:
+    """An active person's unlocked account stays, unlocked."""
+    if found is None or found.locked:
+        how = "removed" if found is None else "locked"
+        c.violation(
+            f"active person {how}",
+            str(old.holder),
+            f"{c.who(old.holder)}'s account {old.id} {old.username!r} {how} by a run of {ran.name}",
+        )
+
+
+def check_statuses_named(c: Campaign, ran: Installation) -> None:
+    """A run that exited 0 read no status value the settings do not name."""
     unknown = statuses_written(ran.staff, ran.vocabulary) - KNOWN_STATUS
-    if exit_code == 0 and unknown:
+    if unknown:
         c.violation(
             "run exits 0 with rows set aside for an unknown status",
             f"{c.round}",
             f"round {c.round}: {ran.name}'s source holds status values {sorted(unknown)} the "
             "settings do not name, and the run exited 0",
         )
-    c.accounts = now
 
 
 def check_account(
