@@ -7,6 +7,7 @@ directory's own (module-scoped where a test stops it, session-scoped otherwise).
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -78,3 +79,11 @@ def synced(rig: Rig) -> Rig:
 def admin(rig: Rig) -> AnotherAdmin:
     """Another administrator, changing the platform behind syncd's back."""
     return AnotherAdmin(rig.emulator)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The identity campaign's figures (histories, runs, events, violations), when it ran."""
+    for name, module in list(sys.modules.items()):
+        if name.endswith("test_identity_campaign"):
+            for line in module.summary():
+                terminalreporter.write_line(line)
