@@ -191,10 +191,12 @@ class _Run:
     def _sync(self, client: PlatformClient) -> None:
         rebuild.check_binding(self.engine, self.settings)  # before anything is read there
         mine = self.turn is not None or self.lease.may_recover()  # only a writer resolves
-        recovery = recover(client, self.engine, now_ms()) if mine else Recovery()
+        policy = policy_of(self.settings)
+        recovery = (
+            recover(client, self.engine, now_ms(), policy.extended_fields) if mine else Recovery()
+        )
         self.summary["recovered"] = recovery.resolved
         self.recovery_note = recovery.note
-        policy = policy_of(self.settings)
         # A plan made from a saved one's inputs, or after recovery changed the snapshot,
         # is made in full.
         digest = None
