@@ -209,7 +209,8 @@ class _Run:
         whole = bool(self.request.saved or self.request.save_plan or unchecked)
         snapshot, view, read = self._inputs(client, digest, whole)
         # Known problems whose holder gave the value up are tried again: a plan is made.
-        released = known_problems.released(client, snapshot.problems.values())
+        # Holders followed: the problems of values passed on name their holder now.
+        snapshot, released = known_problems.follow(client, self.engine, snapshot)
         if released and isinstance(read, unchanged.Memo):
             snapshot, view, read = self._inputs(client, None, whole)
         view = replace(view, released=released)

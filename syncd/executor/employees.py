@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from syncd import snapshot as store
-from syncd.executor.holders import find_holders, refused_field
+from syncd.executor.holders import find_holders, malformed_field, refused_field
 from syncd.executor.pipeline import ITEM_FAILURES, Item, Pipeline, _json, log
 from syncd.model import Employee, State
 from syncd.plan import Action, Change, KnownProblem, Snapshot, employee_fields, extended_values
@@ -39,20 +39,24 @@ class Employees:
         self.holders: dict[tuple[str, str], str | None] = {}  # (field, value key) -> username
         self._left_out: dict[int, tuple[str, ...]] = {}  # seq -> fields sent without
         self._refused: list[Item] = []  # refused for a value another account holds
+        # (seq, field) -> the platform's words, of the values refused for their form
+        self._malformed: dict[tuple[int, str], str] = {}
 
     def upsert(self, items: list[Item]) -> None:
         # Bodies are built batch by batch as they are sent, so they never all exist at once;
         # stopped early, what was never prepared stays planned, like every unsent item.
         self._left_out = {}
         self._refused = []
+        self._malformed = {}
         self._platform_tags = self._read_platform_tags(items)
         self.run.pipeline(
             self.run.ready_batches(iter(items), self._prepare_employee),
             self._send_import_employees,
             self._settle_upserts,
         )
-        # A value another account holds does not fail the person: sent again without it
-        # (once more per unique field at most: each refusal names one), then recorded.
+        # A value another account holds, or refused for its form, does not fail the person:
+        # sent again without it (once more per field at most: each refusal names one), then
+        # recorded as a known problem.
         for _ in UNIQUE:
             refused, self._refused = self._refused, []
             if not refused or self.run.stop.is_set():
@@ -285,13 +289,19 @@ class Employees:
         self.run.record(outcomes, writes)
 
     def _refusable(self, item: Item, error: str) -> bool:
-        """Whether the platform refused a unique value another account holds, one this item
-        still sends: then it is sent again without it."""
+        """Whether the platform refused a unique value another account holds, or a value for
+        its form (a malformed mobile), one this item still sends: then it is sent again
+        without it, and the person's other fields are written."""
         name = refused_field(error)
+        malformed = name is None and (name := malformed_field(error)) is not None
         e = item.change.record
         if name is None or name in self._left_out.get(item.seq, ()) or not isinstance(e, Employee):
             return False
-        if value_key(name, getattr(e, name)) is None:
+        if not (getattr(e, name) or "").strip():
+            return False
+        if malformed:
+            self._malformed[(item.seq, name)] = error
+        elif value_key(name, getattr(e, name)) is None:
             return False
         self._left_out[item.seq] = (*self._left_out.get(item.seq, ()), name)
         self._refused.append(item)
@@ -310,6 +320,8 @@ class Employees:
         unknown = set()
         for item in refused:
             for name in self._left_out.get(item.seq, ()):
+                if (item.seq, name) in self._malformed:
+                    continue  # refused for its form: nobody holds it
                 pair = (name, value_key(name, getattr(item.change.record, name)) or "")
                 if pair not in self.holders and self._known(item.change, name) is None:
                     unknown.add(pair)
@@ -328,7 +340,10 @@ class Employees:
         for item, name in found:
             c = item.change
             known = self._known(c, name)
-            if known is None:
+            refusal = self._malformed.get((item.seq, name))
+            if known is None and refusal is not None:
+                known = KnownProblem(c.key, name, getattr(c.record, name), refusal=refusal)
+            elif known is None:
                 value = getattr(c.record, name)
                 holder = self.holders.get((name, value_key(name, value) or ""))
                 known = KnownProblem(c.key, name, value, holder, None)

@@ -59,6 +59,7 @@ from syncd.snapshot.planning import (
 )
 from syncd.snapshot.problems import (
     forget_gone,
+    move_problems,
     problem_rows,
     record_problems,
     resolve_problems,
@@ -128,6 +129,7 @@ __all__ = [
     "load_items",
     "load_snapshot",
     "mark_sent",
+    "move_problems",
     "open_engine",
     "people_for",
     "problem_rows",
