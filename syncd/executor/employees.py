@@ -17,6 +17,7 @@ from syncd.plan import Action, Change, KnownProblem, Snapshot, employee_fields, 
 from syncd.plan.tags import Tag, tag_names, tag_pairs, tags_to_send
 from syncd.plan.unique_values import UNIQUE, value_key, with_values
 from syncd.platform import ImportResult
+from syncd.platform.schemas import EmployeeRecord
 
 OPTIONAL_TEXT = ("en_name", "email", "mobile", "tel", "sn", "gender")
 NOT_SYNCED = "this person's account is not synced: not created or adopted"
@@ -166,52 +167,48 @@ class Employees:
         be read), for the existing accounts whose syncd-set tags change. The list form
         says who has any tags (100 people a call); only they are read whole (the detail
         form names each tag's group), ``concurrency`` at a time."""
-        needing: dict[int, Item] = {}
-        for item in items:
-            c, e = item.change, item.change.record
-            if (
-                c.action is not Action.CREATE
-                and isinstance(e, Employee)
-                and set(e.tags) != tag_pairs((c.before or {}).get("tags") or ())
-            ):
-                needing[item.seq] = item
+        needing = _tags_changing(items)
         if not needing:
             return {}
-        found: dict[int, frozenset[Tag] | str] = {}
-        by_id = {i.seq: i.change.target_id for i in needing.values()}
         try:
-            listed = {
-                r.id: r for r in self.run.client.employees_by_id([t for t in by_id.values() if t])
-            }
-            missing = [i for i in needing.values() if i.change.target_id is None]
-            named = {
-                r.username: r
-                for r in self.run.client.employees_by_username([i.change.display for i in missing])
-            }
+            records = self._listed(needing)
         except (*ITEM_FAILURES, ValueError) as exc:  # ValueError: a username with a comma
             return dict.fromkeys(needing, f"the person's tags could not be read: {exc}")
+        found: dict[int, frozenset[Tag] | str] = {}
         whole: dict[int, int] = {}  # seq -> employee id, for those holding tags
-        for seq, item in needing.items():
-            record = listed.get(by_id[seq] or -1) or named.get(item.change.display)
+        for seq, record in records.items():
             if record is None or not record.tags:
                 found[seq] = frozenset()  # no account, or no tags: none to keep
             else:
                 whole[seq] = record.id
-
-        def detail(employee_id: int) -> frozenset[Tag] | str:
-            try:
-                names = self.run.client.employee(employee_id).get("tag_names")
-            except ITEM_FAILURES as exc:
-                return f"the person's tags could not be read: {exc}"
-            if not isinstance(names, list):
-                return "the platform's record gives no tag_names: tags left as they are"
-            return frozenset(tag_pairs(names))
-
         with ThreadPoolExecutor(
             max_workers=self.run.concurrency, thread_name_prefix="tags"
         ) as pool:
-            found.update(zip(whole, pool.map(detail, whole.values()), strict=True))
+            found.update(zip(whole, pool.map(self._tag_detail, whole.values()), strict=True))
         return found
+
+    def _listed(self, needing: Mapping[int, Item]) -> dict[int, EmployeeRecord | None]:
+        """Item seq -> the person's list-form record (None: no account), by employee id where
+        syncd knows it, else by username."""
+        by_id = {seq: i.change.target_id for seq, i in needing.items()}
+        client = self.run.client
+        listed = {r.id: r for r in client.employees_by_id([t for t in by_id.values() if t])}
+        missing = [i.change.display for i in needing.values() if i.change.target_id is None]
+        named = {r.username: r for r in client.employees_by_username(missing)}
+        return {
+            seq: listed.get(by_id[seq] or -1) or named.get(item.change.display)
+            for seq, item in needing.items()
+        }
+
+    def _tag_detail(self, employee_id: int) -> frozenset[Tag] | str:
+        """The tags of one person, from the detail form (or why they could not be read)."""
+        try:
+            names = self.run.client.employee(employee_id).get("tag_names")
+        except ITEM_FAILURES as exc:
+            return f"the person's tags could not be read: {exc}"
+        if not isinstance(names, list):
+            return "the platform's record gives no tag_names: tags left as they are"
+        return frozenset(tag_pairs(names))
 
     def _send_import_employees(self, batch: list[Item]) -> ImportResult:
         return self.run.client.import_employees([i.body for i in batch])
@@ -465,6 +462,17 @@ class Employees:
                 gone.append((item.change.key, item.key))
                 self.run.employee_ids.pop(item.change.key, None)
         self.run.record(outcomes, lambda conn: store.delete_employees(conn, gone))
+
+
+def _tags_changing(items: list[Item]) -> dict[int, Item]:
+    """The items (by seq) of existing accounts whose syncd-set tags change."""
+    return {
+        item.seq: item
+        for item in items
+        if item.change.action is not Action.CREATE
+        and isinstance(e := item.change.record, Employee)
+        and set(e.tags) != tag_pairs((item.change.before or {}).get("tags") or ())
+    }
 
 
 def _lookup(answer: Mapping[str, Any], username: str) -> Any:
