@@ -304,12 +304,15 @@ def _print_known(console: Console, known: list[dict[str, Any]], shown: int = 10)
     """Known problems: told once by the run that found them, listed here while they last."""
     if not known:
         return
-    console.print(f"known problems  {len(known)} (values another account holds; not failing)")
+    console.print(
+        f"known problems  {len(known)} (values another account holds or the platform "
+        "refuses; not failing)"
+    )
     for k in known[:shown]:
         holder = k["holder"] or "an account the platform did not name"
+        why = f"refused ({k['refusal']})" if k.get("refusal") else f"held by {holder}"
         console.print(
-            f"  {k['username']}: {k['field']} {k['value']} held by {holder}, "
-            f"since run {k['first_run']}"
+            f"  {k['username']}: {k['field']} {k['value']} {why}, since run {k['first_run']}"
         )
     if len(known) > shown:
         console.print(f"  … and {len(known) - shown} more (syncd status --output json)")

@@ -192,10 +192,12 @@ class _Run:
     def _sync(self, client: PlatformClient) -> None:
         rebuild.check_binding(self.engine, self.settings)  # before anything is read there
         mine = self.turn is not None or self.lease.may_recover()  # only a writer resolves
-        recovery = recover(client, self.engine, now_ms()) if mine else Recovery()
+        policy = policy_of(self.settings)
+        recovery = (
+            recover(client, self.engine, now_ms(), policy.extended_fields) if mine else Recovery()
+        )
         self.summary["recovered"] = recovery.resolved
         self.recovery_note = recovery.note
-        policy = policy_of(self.settings)
         # A plan made from a saved one's inputs, or after recovery changed the snapshot,
         # is made in full.
         digest = None
@@ -208,7 +210,8 @@ class _Run:
         whole = bool(self.request.saved or self.request.save_plan or unchecked)
         snapshot, view, read = self._inputs(client, digest, whole)
         # Known problems whose holder gave the value up are tried again: a plan is made.
-        released = known_problems.released(client, snapshot.problems.values())
+        # Holders followed: the problems of values passed on name their holder now.
+        snapshot, released = known_problems.follow(client, self.engine, snapshot)
         if released and isinstance(read, unchanged.Memo):
             snapshot, view, read = self._inputs(client, None, whole)
         view = replace(view, released=released)

@@ -10,13 +10,14 @@ from typing import Any
 from sqlalchemy import Connection
 
 from syncd import snapshot as store
-from syncd.executor.holders import find_holders, refused_field
+from syncd.executor.holders import find_holders, malformed_field, refused_field
 from syncd.executor.pipeline import ITEM_FAILURES, Item, Pipeline, _json, log
 from syncd.model import Employee, State
 from syncd.plan import Action, Change, KnownProblem, Snapshot, employee_fields, extended_values
 from syncd.plan.tags import Tag, tag_names, tag_pairs, tags_to_send
 from syncd.plan.unique_values import UNIQUE, value_key, with_values
 from syncd.platform import ImportResult
+from syncd.platform.schemas import EmployeeRecord
 
 OPTIONAL_TEXT = ("en_name", "email", "mobile", "tel", "sn", "gender")
 NOT_SYNCED = "this person's account is not synced: not created or adopted"
@@ -39,20 +40,24 @@ class Employees:
         self.holders: dict[tuple[str, str], str | None] = {}  # (field, value key) -> username
         self._left_out: dict[int, tuple[str, ...]] = {}  # seq -> fields sent without
         self._refused: list[Item] = []  # refused for a value another account holds
+        # (seq, field) -> the platform's words, of the values refused for their form
+        self._malformed: dict[tuple[int, str], str] = {}
 
     def upsert(self, items: list[Item]) -> None:
         # Bodies are built batch by batch as they are sent, so they never all exist at once;
         # stopped early, what was never prepared stays planned, like every unsent item.
         self._left_out = {}
         self._refused = []
+        self._malformed = {}
         self._platform_tags = self._read_platform_tags(items)
         self.run.pipeline(
             self.run.ready_batches(iter(items), self._prepare_employee),
             self._send_import_employees,
             self._settle_upserts,
         )
-        # A value another account holds does not fail the person: sent again without it
-        # (once more per unique field at most: each refusal names one), then recorded.
+        # A value another account holds, or refused for its form, does not fail the person:
+        # sent again without it (once more per field at most: each refusal names one), then
+        # recorded as a known problem.
         for _ in UNIQUE:
             refused, self._refused = self._refused, []
             if not refused or self.run.stop.is_set():
@@ -162,52 +167,48 @@ class Employees:
         be read), for the existing accounts whose syncd-set tags change. The list form
         says who has any tags (100 people a call); only they are read whole (the detail
         form names each tag's group), ``concurrency`` at a time."""
-        needing: dict[int, Item] = {}
-        for item in items:
-            c, e = item.change, item.change.record
-            if (
-                c.action is not Action.CREATE
-                and isinstance(e, Employee)
-                and set(e.tags) != tag_pairs((c.before or {}).get("tags") or ())
-            ):
-                needing[item.seq] = item
+        needing = _tags_changing(items)
         if not needing:
             return {}
-        found: dict[int, frozenset[Tag] | str] = {}
-        by_id = {i.seq: i.change.target_id for i in needing.values()}
         try:
-            listed = {
-                r.id: r for r in self.run.client.employees_by_id([t for t in by_id.values() if t])
-            }
-            missing = [i for i in needing.values() if i.change.target_id is None]
-            named = {
-                r.username: r
-                for r in self.run.client.employees_by_username([i.change.display for i in missing])
-            }
+            records = self._listed(needing)
         except (*ITEM_FAILURES, ValueError) as exc:  # ValueError: a username with a comma
             return dict.fromkeys(needing, f"the person's tags could not be read: {exc}")
+        found: dict[int, frozenset[Tag] | str] = {}
         whole: dict[int, int] = {}  # seq -> employee id, for those holding tags
-        for seq, item in needing.items():
-            record = listed.get(by_id[seq] or -1) or named.get(item.change.display)
+        for seq, record in records.items():
             if record is None or not record.tags:
                 found[seq] = frozenset()  # no account, or no tags: none to keep
             else:
                 whole[seq] = record.id
-
-        def detail(employee_id: int) -> frozenset[Tag] | str:
-            try:
-                names = self.run.client.employee(employee_id).get("tag_names")
-            except ITEM_FAILURES as exc:
-                return f"the person's tags could not be read: {exc}"
-            if not isinstance(names, list):
-                return "the platform's record gives no tag_names: tags left as they are"
-            return frozenset(tag_pairs(names))
-
         with ThreadPoolExecutor(
             max_workers=self.run.concurrency, thread_name_prefix="tags"
         ) as pool:
-            found.update(zip(whole, pool.map(detail, whole.values()), strict=True))
+            found.update(zip(whole, pool.map(self._tag_detail, whole.values()), strict=True))
         return found
+
+    def _listed(self, needing: Mapping[int, Item]) -> dict[int, EmployeeRecord | None]:
+        """Item seq -> the person's list-form record (None: no account), by employee id where
+        syncd knows it, else by username."""
+        by_id = {seq: i.change.target_id for seq, i in needing.items()}
+        client = self.run.client
+        listed = {r.id: r for r in client.employees_by_id([t for t in by_id.values() if t])}
+        missing = [i.change.display for i in needing.values() if i.change.target_id is None]
+        named = {r.username: r for r in client.employees_by_username(missing)}
+        return {
+            seq: listed.get(by_id[seq] or -1) or named.get(item.change.display)
+            for seq, item in needing.items()
+        }
+
+    def _tag_detail(self, employee_id: int) -> frozenset[Tag] | str:
+        """The tags of one person, from the detail form (or why they could not be read)."""
+        try:
+            names = self.run.client.employee(employee_id).get("tag_names")
+        except ITEM_FAILURES as exc:
+            return f"the person's tags could not be read: {exc}"
+        if not isinstance(names, list):
+            return "the platform's record gives no tag_names: tags left as they are"
+        return frozenset(tag_pairs(names))
 
     def _send_import_employees(self, batch: list[Item]) -> ImportResult:
         return self.run.client.import_employees([i.body for i in batch])
@@ -285,13 +286,19 @@ class Employees:
         self.run.record(outcomes, writes)
 
     def _refusable(self, item: Item, error: str) -> bool:
-        """Whether the platform refused a unique value another account holds, one this item
-        still sends: then it is sent again without it."""
+        """Whether the platform refused a unique value another account holds, or a value for
+        its form (a malformed mobile), one this item still sends: then it is sent again
+        without it, and the person's other fields are written."""
         name = refused_field(error)
+        malformed = name is None and (name := malformed_field(error)) is not None
         e = item.change.record
         if name is None or name in self._left_out.get(item.seq, ()) or not isinstance(e, Employee):
             return False
-        if value_key(name, getattr(e, name)) is None:
+        if not (getattr(e, name) or "").strip():
+            return False
+        if malformed:
+            self._malformed[(item.seq, name)] = error
+        elif value_key(name, getattr(e, name)) is None:
             return False
         self._left_out[item.seq] = (*self._left_out.get(item.seq, ()), name)
         self._refused.append(item)
@@ -310,6 +317,8 @@ class Employees:
         unknown = set()
         for item in refused:
             for name in self._left_out.get(item.seq, ()):
+                if (item.seq, name) in self._malformed:
+                    continue  # refused for its form: nobody holds it
                 pair = (name, value_key(name, getattr(item.change.record, name)) or "")
                 if pair not in self.holders and self._known(item.change, name) is None:
                     unknown.add(pair)
@@ -328,7 +337,10 @@ class Employees:
         for item, name in found:
             c = item.change
             known = self._known(c, name)
-            if known is None:
+            refusal = self._malformed.get((item.seq, name))
+            if known is None and refusal is not None:
+                known = KnownProblem(c.key, name, getattr(c.record, name), refusal=refusal)
+            elif known is None:
                 value = getattr(c.record, name)
                 holder = self.holders.get((name, value_key(name, value) or ""))
                 known = KnownProblem(c.key, name, value, holder, None)
@@ -450,6 +462,17 @@ class Employees:
                 gone.append((item.change.key, item.key))
                 self.run.employee_ids.pop(item.change.key, None)
         self.run.record(outcomes, lambda conn: store.delete_employees(conn, gone))
+
+
+def _tags_changing(items: list[Item]) -> dict[int, Item]:
+    """The items (by seq) of existing accounts whose syncd-set tags change."""
+    return {
+        item.seq: item
+        for item in items
+        if item.change.action is not Action.CREATE
+        and isinstance(e := item.change.record, Employee)
+        and set(e.tags) != tag_pairs((item.change.before or {}).get("tags") or ())
+    }
 
 
 def _lookup(answer: Mapping[str, Any], username: str) -> Any:

@@ -24,9 +24,22 @@ USER_FIELDS = {"mobile": "phone", "email": "email"}  # the users list's name for
 PAGE = 2000
 
 
+# The platform's per-item refusal of a value's form, e.g. "invalid mobile: 12ab" (the
+# emulator's text; see docs/platform.md).
+_MALFORMED = re.compile(r"\b(?:invalid|malformed)\b\W*(mobile|email|e-mail|phone)\b", re.IGNORECASE)
+
+
 def refused_field(error: str | None) -> str | None:
     """The unique field an import failure says another account holds, if it says so."""
-    found = _REFUSED.search(error or "")
+    return _field(_REFUSED.search(error or ""))
+
+
+def malformed_field(error: str | None) -> str | None:
+    """The field (mobile, email) an import failure refuses for its form, if it says so."""
+    return _field(_MALFORMED.search(error or ""))
+
+
+def _field(found: re.Match[str] | None) -> str | None:
     if found is None:
         return None
     word = found.group(1).lower()

@@ -30,6 +30,15 @@ def department_hash(d: Department) -> str:
     return _digest(tuple(department_fields(d).values()))
 
 
+_DEPARTMENT_FIELDS = ("name", "parent", "sort_order", "sn", "en_name")  # department_fields'
+
+
+def written_department_hash(written: Mapping[str, Any]) -> str:
+    """``department_hash`` of the department whose fields these are (``department_fields``):
+    what recovery records for a node found on the platform as it was sent."""
+    return _digest(tuple(written.get(name) for name in _DEPARTMENT_FIELDS))
+
+
 def _extended(e: Employee, mapping: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
     if not mapping or not e.extra:
         return ()
@@ -185,6 +194,16 @@ def employee_from_fields(
         properties=tuple(sorted((written.get("properties") or {}).items())),
         tags=written_tags(written),
     )
+
+
+def written_hash(
+    source_id: str, written: Mapping[str, Any], extended_fields: Mapping[str, str]
+) -> str:
+    """``employee_hash`` of the person whose fields these are (``employee_fields``): what
+    recovery records for an account found on the platform as it was sent, so that the next
+    plan, from an unchanged source, finds nothing to change."""
+    person = employee_from_fields(source_id, written, extended_fields, State.ACTIVE)
+    return employee_hash(person, extended_fields)
 
 
 def written_tags(written: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:

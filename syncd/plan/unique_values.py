@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from syncd.model import Employee, match_value
 from syncd.plan.actions import Action
@@ -60,30 +60,58 @@ def held(c: Change) -> dict[str, str]:
     return found
 
 
+class _Giving(NamedTuple):
+    """An update of someone syncd holds that gives up unique values the platform holds."""
+
+    change: Change
+    record: Employee
+    holding: dict[str, str]  # field -> the value the platform holds (held)
+    changed: dict[str, str]  # field -> the value key given up
+
+
 def frees(upserts: Sequence[Change], hasher: Callable[[Employee], str]) -> list[Change]:
     """The updates that free values other people in this run want, to be sent before
     ``upserts``: each person's record without the values they give up."""
     # First who gives a value up (a first sync has nobody: nothing more is done), then
     # who in this run wants one of those.
-    giving: list[tuple[Change, Employee, dict[str, str], dict[str, str]]] = []
-    for c in upserts:
-        e = c.record
-        if c.action is not Action.UPDATE or not isinstance(e, Employee):
-            continue
-        if c.platform_before is not None and "employee_id" in c.platform_before:
-            continue  # an adoption: syncd never wrote this account's values
-        holding = held(c)
-        changed = {
-            name: key
-            for name, value in holding.items()
-            if (key := value_key(name, value)) is not None
-            and key != value_key(name, getattr(e, name))
-        }
-        if changed:
-            giving.append((c, e, holding, changed))
+    giving = [g for c in upserts if (g := _giving(c)) is not None]
     if not giving:
         return []
-    given = {(name, key) for _, _, _, changed in giving for name, key in changed.items()}
+    wanted = _wanted(upserts, {(name, key) for g in giving for name, key in g.changed.items()})
+    freeing: list[Change] = []
+    for g in giving:
+        given_up = {
+            name: g.holding[name]
+            for name, key in g.changed.items()
+            if wanted.get((name, key), set()) - {g.change.key}
+        }
+        if given_up:
+            freeing.append(_freeing(g, given_up, hasher))
+    return freeing
+
+
+def _giving(c: Change) -> _Giving | None:
+    """The values this update gives up, if it is an update of someone syncd wrote and it
+    gives any up."""
+    e = c.record
+    if c.action is not Action.UPDATE or not isinstance(e, Employee):
+        return None
+    if c.platform_before is not None and "employee_id" in c.platform_before:
+        return None  # an adoption: syncd never wrote this account's values
+    holding = held(c)
+    changed = {
+        name: key
+        for name, value in holding.items()
+        if (key := value_key(name, value)) is not None and key != value_key(name, getattr(e, name))
+    }
+    return _Giving(c, e, holding, changed) if changed else None
+
+
+def _wanted(
+    upserts: Sequence[Change], given: set[tuple[str, str]]
+) -> dict[tuple[str, str], set[str]]:
+    """(field, value key) -> the source ids of the people in this run who want it, of the
+    values ``given`` up."""
     wanted: dict[tuple[str, str], set[str]] = {}
     for c in upserts:
         if isinstance(c.record, Employee):
@@ -91,32 +119,26 @@ def frees(upserts: Sequence[Change], hasher: Callable[[Employee], str]) -> list[
                 pair = (name, value_key(name, getattr(c.record, name)) or "")
                 if pair in given:
                     wanted.setdefault(pair, set()).add(c.key)
-    freeing: list[Change] = []
-    for c, e, holding, changed in giving:
-        given_up = {
-            name: holding[name]
-            for name, key in changed.items()
-            if wanted.get((name, key), set()) - {c.key}
-        }
-        if not given_up:
-            continue
-        # Nothing new is set yet: another value this person takes may still be held too.
-        freed = with_values(e, {n: None if n in given_up else holding.get(n) for n in UNIQUE})
-        before = c.platform_before
-        if before is not None:  # drift: the body clears what the platform holds
-            before = {**(_written(c) or {}), **before}
-        what = ", ".join(f"{name} {value}" for name, value in given_up.items())
-        freeing.append(
-            replace(
-                c,
-                record=freed,
-                hash=hasher(freed),
-                frees=tuple(given_up),
-                platform_before=before,
-                reason=f"freeing {what} for another person in this run; set next",
-            )
-        )
-    return freeing
+    return wanted
+
+
+def _freeing(g: _Giving, given_up: Mapping[str, str], hasher: Callable[[Employee], str]) -> Change:
+    """The update that sends the person without the values they give up."""
+    c, holding = g.change, g.holding
+    # Nothing new is set yet: another value this person takes may still be held too.
+    freed = with_values(g.record, {n: None if n in given_up else holding.get(n) for n in UNIQUE})
+    before = c.platform_before
+    if before is not None:  # drift: the body clears what the platform holds
+        before = {**(_written(c) or {}), **before}
+    what = ", ".join(f"{name} {value}" for name, value in given_up.items())
+    return replace(
+        c,
+        record=freed,
+        hash=hasher(freed),
+        frees=tuple(given_up),
+        platform_before=before,
+        reason=f"freeing {what} for another person in this run; set next",
+    )
 
 
 def retries(

@@ -44,14 +44,18 @@ class SyncedEmployee(NamedTuple):
 
 
 class KnownProblem(NamedTuple):
-    """A value the platform refused for a person because another account holds it: the
-    person was written without it (see syncd.plan.unique_values)."""
+    """A value the platform refused for a person, because another account holds it or for
+    its form: the person was written without it (see syncd.plan.unique_values)."""
 
     source_id: str
     field: str  # mobile or email
     value: str  # as the source gives it
     holder: str | None = None  # the username holding it, when found
     holder_key: str | None = None  # its source id, when syncd holds that account
+    # The platform's words when it refused the value's form (a malformed mobile); None: the
+    # value is another account's. Such a problem has no holder: it lasts until the source
+    # changes the value.
+    refusal: str | None = None
 
 
 class FieldsNotLoaded(LookupError):

@@ -60,6 +60,7 @@ from syncd.snapshot.planning import (
 )
 from syncd.snapshot.problems import (
     forget_gone,
+    move_problems,
     problem_rows,
     record_problems,
     resolve_problems,
@@ -79,6 +80,7 @@ from syncd.snapshot.records import (
     set_department_paths,
     set_locked,
     set_photos,
+    set_written,
     upsert_departments,
     upsert_employees,
     usernames,
@@ -128,6 +130,7 @@ __all__ = [
     "load_items",
     "load_snapshot",
     "mark_sent",
+    "move_problems",
     "open_engine",
     "people_for",
     "problem_rows",
@@ -141,6 +144,7 @@ __all__ = [
     "set_locked",
     "set_photos",
     "set_summary",
+    "set_written",
     "settle_items",
     "source_ids",
     "start_run",

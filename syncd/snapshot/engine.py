@@ -171,6 +171,11 @@ def _migrate(engine: Engine, place: str) -> None:
         )
     with write(engine) as conn:
         version = schema_version(conn)
+        if version < 0:  # no syncd writes one: a damaged header (SQLite's user_version)
+            raise StateError(
+                f"state database {place} has schema version {version}, which no syncd "
+                "writes: it is damaged; restore it from a backup"
+            )
         if version > SCHEMA_VERSION:
             raise StateError(
                 f"state database {place} has schema version {version}, newer than this syncd "

@@ -191,7 +191,7 @@ def unsettled_items(engine: Engine) -> list[dict[str, Any]]:
     with engine.connect() as conn:
         rows = sql.run(
             conn,
-            "SELECT run_id, seq, kind, key, display, action, after FROM run_items "
+            'SELECT run_id, seq, kind, key, display, action, "before", "after" FROM run_items '
             "WHERE outcome = 'sent'",
         )
         return [dict(r._mapping) for r in rows]

@@ -1,6 +1,7 @@
 """Known problems: values the platform refused for a person because another account holds
-them (see syncd.plan.unique_values). One row per person and field: the value the source
-gives, who holds it, and the run that first found it (a problem is told in that run only).
+them, or for their form (see syncd.plan.unique_values). One row per person and field: the
+value the source gives, who holds it (or the platform's words refusing its form), and the
+run that first found it (a problem is told in that run only).
 """
 
 from __future__ import annotations
@@ -24,17 +25,23 @@ CREATE TABLE IF NOT EXISTS known_problems (
     first_run INTEGER NOT NULL,
     first_seen BIGINT NOT NULL,
     last_run INTEGER NOT NULL,
+    refusal VARCHAR,
     PRIMARY KEY (source_id, field)
 )
 """
 
-_COLUMNS = "source_id, field, value, username, holder, holder_key, first_run, first_seen, last_run"
+_COLUMNS = (
+    "source_id, field, value, username, holder, holder_key, first_run, first_seen, last_run, "
+    "refusal"
+)
 _INSERT = (
-    f"INSERT INTO known_problems ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?) "  # noqa: S608 (constants)
+    f"INSERT INTO known_problems ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?) "  # noqa: S608 (constants)
     "ON CONFLICT (source_id, field) DO UPDATE SET value = excluded.value, "
     "username = excluded.username, holder = excluded.holder, holder_key = excluded.holder_key, "
-    "first_run = excluded.first_run, first_seen = excluded.first_seen, last_run = excluded.last_run"
+    "first_run = excluded.first_run, first_seen = excluded.first_seen, "
+    "last_run = excluded.last_run, refusal = excluded.refusal"
 )
+_PROBLEM = "source_id, field, value, holder, holder_key, refusal"  # a KnownProblem's columns
 _ROWS = (
     f"SELECT {_COLUMNS} FROM known_problems "  # noqa: S608 (constants)
     "WHERE source_id IN (SELECT source_id FROM employees) ORDER BY first_seen, source_id"
@@ -51,13 +58,11 @@ def load_problems(conn: Connection) -> dict[str, tuple[KnownProblem, ...]]:
     found: dict[str, list[KnownProblem]] = {}
     rows = sql.rows(
         conn,
-        "SELECT source_id, field, value, holder, holder_key FROM known_problems "
+        f"SELECT {_PROBLEM} FROM known_problems "  # noqa: S608 (constants)
         "WHERE source_id IN (SELECT source_id FROM employees) ORDER BY source_id, field",
     )
-    for source_id, field, value, holder, holder_key in rows:
-        found.setdefault(source_id, []).append(
-            KnownProblem(source_id, field, value, holder, holder_key)
-        )
+    for row in rows:
+        found.setdefault(row[0], []).append(KnownProblem(*row))
     return {k: tuple(v) for k, v in found.items()}
 
 
@@ -65,8 +70,9 @@ def record_problems(
     conn: Connection, run_id: int, now: int, problems: Sequence[tuple[KnownProblem, str]]
 ) -> list[KnownProblem]:
     """Record (problem, username) pairs found by run ``run_id``; the new ones are returned:
-    a problem is new unless the same value was refused for the same person, held by the
-    same account, before (then it keeps when it was first found)."""
+    a problem is new unless the same value was refused for the same person before (then it
+    keeps when it was first found, and the holder recorded: a value passed on is followed
+    before planning, ``syncd.known_problems.follow``, not by the run that meets it again)."""
     new: list[KnownProblem] = []
     for problem, username in problems:
         before = sql.run(
@@ -74,13 +80,19 @@ def record_problems(
             "SELECT value, holder FROM known_problems WHERE source_id = ? AND field = ?",
             (problem.source_id, problem.field),
         ).first()
-        if before is not None and (before[0], before[1]) == (problem.value, problem.holder):
+        if before is not None and before[0] == problem.value:
             sql.run(
                 conn,
-                "UPDATE known_problems SET last_run = ?, username = ?, holder_key = ? "
+                "UPDATE known_problems SET last_run = ?, username = ? "
                 "WHERE source_id = ? AND field = ?",
-                (run_id, username, problem.holder_key, problem.source_id, problem.field),
+                (run_id, username, problem.source_id, problem.field),
             )
+            if before[1] == problem.holder:  # the holder's source id, as of this run
+                sql.run(
+                    conn,
+                    "UPDATE known_problems SET holder_key = ? WHERE source_id = ? AND field = ?",
+                    (problem.holder_key, problem.source_id, problem.field),
+                )
             continue
         new.append(problem)
         sql.run(
@@ -96,9 +108,24 @@ def record_problems(
                 run_id,
                 now,
                 run_id,
+                problem.refusal,
             ),
         )
     return new
+
+
+def move_problems(conn: Connection, moved: Sequence[KnownProblem]) -> list[KnownProblem]:
+    """Record the accounts that hold these problems' values now (each problem's holder),
+    with their source id when syncd holds the account; the problems as recorded. The
+    problem is the same one (told once): when it was first found stays."""
+    owned = source_ids(conn, [p.holder for p in moved if p.holder])
+    recorded = [p._replace(holder_key=owned.get(p.holder or "")) for p in moved]
+    sql.run(
+        conn,
+        "UPDATE known_problems SET holder = ?, holder_key = ? WHERE source_id = ? AND field = ?",
+        [(p.holder, p.holder_key, p.source_id, p.field) for p in recorded],
+    )
+    return recorded
 
 
 def resolve_problems(conn: Connection, solved: Iterable[tuple[str, str]]) -> None:
@@ -138,12 +165,12 @@ def untold(conn: Connection, run_id: int) -> list[tuple[KnownProblem, str]]:
     told by run ``run_id``, which takes them as its own."""
     rows = sql.run(
         conn,
-        "SELECT source_id, field, value, holder, holder_key, username FROM known_problems "
+        f"SELECT {_PROBLEM}, username FROM known_problems "  # noqa: S608 (constants)
         "WHERE first_run != ? AND first_run IN (SELECT id FROM runs WHERE outcome = "
         "'interrupted') AND source_id IN (SELECT source_id FROM employees)",
         (run_id,),
     ).all()
-    found = [(KnownProblem(*row[:5]), str(row[5])) for row in rows]
+    found = [(KnownProblem(*row[:6]), str(row[6])) for row in rows]
     if found:
         sql.run(
             conn,

@@ -305,6 +305,17 @@ def _employee_values(r: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
+def set_written(conn: Connection, rows: Sequence[tuple[str, str, str, str]]) -> None:
+    """(fields, hash, source_id, username): the fields an interrupted run's update was found
+    to have written (recovery), for people syncd holds under that username; the lock state
+    and the rest of the row stay."""
+    _executemany(
+        conn,
+        "UPDATE employees SET fields = ?, hash = ? WHERE source_id = ? AND username = ?",
+        list(rows),
+    )
+
+
 def set_locked(
     conn: Connection, source_ids: Sequence[str], locked: bool, reason: str | None, since: int | None
 ) -> None:

@@ -9,7 +9,7 @@ from sqlalchemy import Connection, text
 
 from syncd.model import serial_no
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 # How long a statement waits for another connection's lock (a batch's transaction, a
 # backup) before the run fails with "database is locked". Token renewals never wait for it
 # (``tokens``): they take turns under a lock file of their own.
@@ -100,6 +100,16 @@ def _v10_departures(conn: Connection) -> None:
     create_table(conn)
 
 
+def _v11_refused_forms(conn: Connection) -> None:
+    """known_problems.refusal: the platform's words when it refused a value for its form (a
+    malformed mobile), a known problem too (a new database has the column already)."""
+    from sqlalchemy import inspect
+
+    columns = {c["name"] for c in inspect(conn).get_columns("known_problems")}
+    if "refusal" not in columns:
+        conn.exec_driver_sql("ALTER TABLE known_problems ADD COLUMN refusal VARCHAR")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _create_v1,
     _v2_safe_serials,
@@ -111,5 +121,6 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v8_leadership,
     _v9_effective_dates,
     _v10_departures,
+    _v11_refused_forms,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION

@@ -22,6 +22,7 @@ from syncd.policy import policy_of
 from syncd.recovery import recover
 from syncd.sources import read_directory
 from tests.engine.company import World, employee, small_company
+from tests.support.admin import AnotherAdmin
 from tests.support.cli import SYNCD
 from tests.support.runs import plan_of
 
@@ -149,4 +150,40 @@ def test_updates_journaled_as_sent_but_never_sent_are_not_recorded_as_done(
     ]
     client.close()
     assert world.sync().exit_code == EXIT_OK
+    assert world.platform().same_as(world.company.expected())
+
+
+@pytest.mark.parametrize(
+    ("fields", "landed"),
+    [
+        ({"mobile": "13999999999"}, True),  # the platform shows it: recorded as written
+        ({"mobile": "13999999999", "name": "Bob B"}, True),
+        ({"mobile": "13999999999"}, False),  # it never arrived: sent again
+    ],
+)
+def test_an_update_in_flight_is_recorded_as_written_when_the_platform_shows_it(
+    world: World, fields: dict[str, str], landed: bool
+) -> None:
+    """Recovery is not change: an update the platform holds is not planned again."""
+    world.sync()
+    world.company.person("bob").update(fields)
+    dry = world.sync(dry_run=True)
+    assert dry.plan is not None and [c.key for c in dry.plan.changes] == ["E2"]
+    settings = world.settings()
+    engine = store.open_engine(settings.database, settings.database_url)
+    with store.write(engine) as conn:  # as a run killed with the update on the wire
+        store.mark_sent(conn, dry.run_id, [0])
+    if landed:  # it reached the platform: what the update sent is there
+        AnotherAdmin(world.emulator).edit("bob", **fields)
+    client = PlatformClient(platform_of(settings), store.TokenStore(engine))
+    try:
+        assert recover(client, engine, now_ms()).resolved == 1
+    finally:
+        client.close()
+    ((item,),) = [store.load_items(engine, dry.run_id)]
+    assert item["outcome"] == ("recovered" if landed else "failed"), item
+    again = world.sync()
+    engine.dispose()
+    assert again.exit_code == EXIT_OK, again.error
+    assert [c.key for c in plan_of(again).changes] == ([] if landed else ["E2"])
     assert world.platform().same_as(world.company.expected())
