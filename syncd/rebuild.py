@@ -21,6 +21,7 @@ complete as it is, and they stay the platform's, left alone.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Iterable, Mapping
@@ -45,6 +46,7 @@ from syncd.survey.view import listing_parts
 log = logging.getLogger(__name__)
 
 SHOWN = 10  # records named in an error message
+IDENTIFYING = ("name", "mobile", "sn")  # kept for a taken-back account (``_identifying``)
 
 
 # ---------------------------------------------------------------- binding
@@ -147,8 +149,30 @@ def unknown_records(
     settings: Settings,
 ) -> Unknown:
     """The platform's syncd-written records the snapshot and the source do not know
-    (``view`` must list every node: a complete read's; ``snapshot`` must hold everyone)."""
+    (``view`` must list every node: a complete read's; ``snapshot`` must hold everyone).
+
+    A person is known by the source id their account carries, never by its username: an
+    account whose ``extension_id`` names a record neither holds is unknown even where the
+    source gives its username to someone else (a recycled username: that account is the
+    former holder's, who left while the state database was behind)."""
     assert not snapshot.partial, "a continuity check goes over everyone syncd holds"
+    people: list[dict[str, Any]] = []
+    moved: list[tuple[str, int]] = []
+    if view.employee_count > 0:
+        records = _everyone(client, view, platform_of(settings).concurrency)
+        people, moved = _unknown_people(records, snapshot, directory, settings)
+    return Unknown(
+        _unknown_departments(view, snapshot, directory),
+        people,
+        moved,
+        _moved_departments(view, snapshot),
+    )
+
+
+def _unknown_departments(
+    view: PlatformView, snapshot: Snapshot, directory: Directory
+) -> list[tuple[str, PlatformNode, str]]:
+    """Nodes with a ``serial_no`` neither the snapshot nor the source knows, by name path."""
     known_serials = {serial_no(k) for k in (*snapshot.departments, *directory.departments)}
     paths = view.name_paths()
     departments = [
@@ -156,50 +180,74 @@ def unknown_records(
         for n in view.nodes.values()
         if n.serial_no and n.id != view.root_id and n.serial_no not in known_serials
     ]
+    return sorted(departments, key=lambda d: d[2])
+
+
+def _moved_departments(view: PlatformView, snapshot: Snapshot) -> list[tuple[str, int]]:
+    """syncd's departments whose node is gone and made again under another id."""
     by_serial = {serial_no(k): d for k, d in snapshot.departments.items()}
-    moved_departments = [
+    return [
         (by_serial[n.serial_no].source_id, n.id)
         for n in view.nodes.values()
         if n.serial_no in by_serial
         and n.id != by_serial[n.serial_no].node_id
         and by_serial[n.serial_no].node_id not in view.nodes  # gone, not a duplicate
     ]
+
+
+def _marked(record: Mapping[str, Any]) -> tuple[str, str] | None:
+    """A record's (extension_id, username), when it carries a source id: syncd's mark."""
+    extension_id, username = record.get("extension_id"), record.get("username")
+    if not isinstance(extension_id, str) or not extension_id or not isinstance(username, str):
+        return None
+    return extension_id, username
+
+
+def _unknown_people(
+    records: Iterable[dict[str, Any]],
+    snapshot: Snapshot,
+    directory: Directory,
+    settings: Settings,
+) -> tuple[list[dict[str, Any]], list[tuple[str, int]]]:
+    """The records whose source id neither the snapshot nor the source knows (excluded
+    usernames aside), and the snapshot's people whose account was made again."""
+    known_ids = set(snapshot.employees) | set(directory.employees)
+    excluded = tuple(settings.sync.exclude.usernames)
     people: list[dict[str, Any]] = []
     moved: list[tuple[str, int]] = []
     listed: set[object] = set()  # every account's id
-    if view.employee_count > 0:
-        known_ids = set(snapshot.employees) | set(directory.employees)
-        known_names = {e.username.casefold() for e in snapshot.employees.values()}
-        known_names |= {e.username.casefold() for e in directory.employees.values()}
-        excluded = tuple(settings.sync.exclude.usernames)
-        for record in _everyone(client, view, platform_of(settings).concurrency):
-            extension_id, username = record.get("extension_id"), record.get("username")
-            listed.add(record.get("id"))
-            if (
-                not isinstance(extension_id, str)
-                or not extension_id
-                or not isinstance(username, str)
-            ):
-                continue
-            synced = snapshot.employees.get(extension_id)
-            account = record.get("id")
-            if (
-                synced is not None
-                and isinstance(account, int)
-                and account != synced.employee_id
-                and synced.username.casefold() == username.casefold()
-            ):
-                moved.append((extension_id, account))
-            if extension_id in known_ids or username.casefold() in known_names:
-                continue
-            if excluded and matches_any(username, excluded):
-                continue
-            people.append(record)
-    departments.sort(key=lambda d: d[2])
+    for record in records:
+        listed.add(record.get("id"))
+        marked = _marked(record)
+        if marked is None:
+            continue
+        extension_id, username = marked
+        account = _account_made_again(snapshot, record, extension_id, username)
+        if account is not None:
+            moved.append((extension_id, account))
+        if extension_id in known_ids or (excluded and matches_any(username, excluded)):
+            continue
+        people.append(record)
     people.sort(key=lambda r: str(r.get("username")))
     # Only an old account that is gone (not one the platform holds twice).
-    moved = [(k, a) for k, a in moved if snapshot.employees[k].employee_id not in listed]
-    return Unknown(departments, people, moved, moved_departments)
+    gone = [(k, a) for k, a in moved if snapshot.employees[k].employee_id not in listed]
+    return people, gone
+
+
+def _account_made_again(
+    snapshot: Snapshot, record: Mapping[str, Any], extension_id: str, username: str
+) -> int | None:
+    """The account's id, when it is a synced person's under another id than syncd holds."""
+    synced = snapshot.employees.get(extension_id)
+    account = record.get("id")
+    if (
+        synced is not None
+        and isinstance(account, int)
+        and account != synced.employee_id
+        and synced.username.casefold() == username.casefold()
+    ):
+        return account
+    return None
 
 
 def follow_moved(engine: Engine, snapshot: Snapshot, unknown: Unknown) -> None:
@@ -309,7 +357,7 @@ def adopt(engine: Engine, unknown: Unknown, at_ms: int) -> None:
             "source_id": r["extension_id"],
             "username": r["username"],
             "employee_id": r.get("id"),
-            "fields": "{}",
+            "fields": _identifying(r),
             "hash": "",
             "adopted": True,
             "locked": _locked(r),
@@ -324,6 +372,14 @@ def adopt(engine: Engine, unknown: Unknown, at_ms: int) -> None:
         store.upsert_departments(conn, departments)
         store.upsert_employees(conn, people)
     lineage.set_checked(engine, "rebuilt", at_ms)
+
+
+def _identifying(record: Mapping[str, Any]) -> str:
+    """The fields of a taken-back account that tell who holds it (name, mobile, work
+    number), kept as if syncd had written them: a new record given its username is then
+    weighed against the account's own holder (``syncd.plan.rekeys``), not against nothing."""
+    kept = {k: record[k] for k in IDENTIFYING if isinstance(record.get(k), str) and record[k]}
+    return json.dumps(kept, ensure_ascii=False, sort_keys=True)
 
 
 def rebuild_state(settings: Settings, *, dry_run: bool) -> Unknown:

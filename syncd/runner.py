@@ -297,6 +297,7 @@ class _Run:
                     self.engine, head, directory, view, everyone=whole, loaded=held.everyone()
                 )
             view = with_adoptions(view, client, snapshot, directory, match_by)
+            snapshot = store.with_history(self.engine, snapshot, view)  # evidence: adoption
         return snapshot, view, directory
 
     def _decided(

@@ -89,6 +89,9 @@ class Snapshot:
     fields_of: frozenset[str] | None = None
     # The departments whose fields ``fields`` holds, when not every one's (None: all).
     department_fields_of: frozenset[str] | None = None
+    # Look-alike username -> the source ids syncd's history (the runs' items) wrote under
+    # it: loaded for the platform's accounts a plan may adopt (syncd.plan.adoption).
+    seen: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def headcount(self) -> int:
@@ -127,6 +130,9 @@ class PlatformPerson:
     email: str | None = None
     mobile: str | None = None
     sn: str | None = None
+    # The source id the account carries (syncd's mark, or another installation's or
+    # program's): evidence of whose it is.
+    extension_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

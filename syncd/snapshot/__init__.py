@@ -54,6 +54,7 @@ from syncd.snapshot.planning import (
     people_for,
     weighed_fields,
     with_fields,
+    with_history,
     with_people,
     written_fields,
 )
@@ -149,6 +150,7 @@ __all__ = [
     "usernames",
     "weighed_fields",
     "with_fields",
+    "with_history",
     "with_people",
     "write",
     "write_apart",

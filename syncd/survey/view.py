@@ -174,8 +174,9 @@ def with_adoptions(
 
 def newcomers(snapshot: Snapshot, directory: Directory) -> list[str]:
     """Usernames the source names that no record syncd synced holds in any spelling
-    (syncd.spelling.look_alike); a username with accents also in NFD, in case the
-    platform holds it so (it matches usernames exactly)."""
+    (syncd.spelling.look_alike), each with the spellings the platform may hold it in
+    (``spellings``): it matches usernames exactly, and an account found in another
+    spelling is a conflict, never a second account beside it."""
     synced = snapshot.employees
     new = [e for e in directory.employees.values() if e.id not in synced]
     # Usernames syncd holds, gathered only when someone is new (most runs: nobody).
@@ -183,9 +184,22 @@ def newcomers(snapshot: Snapshot, directory: Directory) -> list[str]:
     found: list[str] = []
     for e in new:
         if look_alike(e.username) not in known:
-            found.append(e.username)
-            if not e.username.isascii() and (nfd := normalize("NFD", e.username)) != e.username:
-                found.append(nfd)
+            found += spellings(e.username)
+    return found
+
+
+def spellings(username: str) -> list[str]:
+    """``username`` and the look-alikes of it a platform commonly holds: in NFD (macOS and
+    some HR tools), in lower case (most directories), and with its case folded and its
+    invisible characters left out (``syncd.spelling.look_alike``). An account in another
+    letter case than these (``Alice`` for the source's ``alice``) is found only by a
+    whole listing: the platform is asked by exact username."""
+    found = [username]
+    if username.isascii() and username.islower():
+        return found  # nearly every username: asked once
+    for variant in (normalize("NFD", username), username.lower(), look_alike(username)):
+        if variant not in found:
+            found.append(variant)
     return found
 
 
@@ -226,6 +240,7 @@ def _platform_person(record: EmployeeRecord) -> PlatformPerson:
         record.email,
         record.mobile,
         record.sn,
+        record.extension_id or None,
     )
 
 
