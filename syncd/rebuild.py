@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +37,7 @@ from syncd.clock import now_ms
 from syncd.config import PlatformSettings, Settings, platform_of
 from syncd.errors import StateError
 from syncd.model import Directory, serial_no
-from syncd.plan import PlatformNode, PlatformView, Snapshot
+from syncd.plan import PlatformMark, PlatformNode, PlatformView, Snapshot
 from syncd.plan.values import matches_any
 from syncd.platform import PlatformClient
 from syncd.snapshot import lineage, sql
@@ -147,9 +147,11 @@ def unknown_records(
     snapshot: Snapshot,
     directory: Directory,
     settings: Settings,
+    others: Collection[str] = (),
 ) -> Unknown:
     """The platform's syncd-written records the snapshot and the source do not know
-    (``view`` must list every node: a complete read's; ``snapshot`` must hold everyone).
+    (``view`` must list every node: a complete read's; ``snapshot`` must hold everyone),
+    less the people ``syncd state accept`` said are another program's (``others``).
 
     A person is known by the source id their account carries, never by its username: an
     account whose ``extension_id`` names a record neither holds is unknown even where the
@@ -161,6 +163,7 @@ def unknown_records(
     if view.employee_count > 0:
         records = _everyone(client, view, platform_of(settings).concurrency)
         people, moved = _unknown_people(records, snapshot, directory, settings)
+        people = [r for r in people if r["extension_id"] not in others]
     return Unknown(
         _unknown_departments(view, snapshot, directory),
         people,
@@ -316,8 +319,10 @@ def check_continuity(
     records syncd wrote that would be orphaned, else record the check as passed."""
     if not directory.complete or not view.complete_listing:
         return  # an incremental read makes nobody a leaver: checked at the next full read
-    unknown = unknown_records(client, view, snapshot, directory, settings)
+    others = lineage.others(engine)
+    unknown = unknown_records(client, view, snapshot, directory, settings, others)
     if unknown:
+        lineage.set_found(engine, [r["extension_id"] for r in unknown.people])
         lines = unknown.lines()
         more = f" and {len(lines) - SHOWN} more" if len(lines) > SHOWN else ""
         raise StateError(
@@ -431,11 +436,55 @@ def platform_view(client: PlatformClient) -> PlatformView:
     )
 
 
-def accept(settings: Settings) -> None:
-    """``syncd state accept``: the state database is complete as it is (the records the
-    check found are another program's, and stay the platform's)."""
+def accept(settings: Settings) -> int:
+    """``syncd state accept``: the state database is complete as it is (the people the
+    last check found are another program's or installation's, stay the platform's, and
+    are never counted as syncd's again). How many people were accepted so."""
     engine = store.open_engine(settings.database, settings.database_url)
     try:
-        lineage.set_checked(engine, "accepted", now_ms())
+        return lineage.accept_found(engine, now_ms())
     finally:
         engine.dispose()
+
+
+# ---------------------------------------------------------------- evidence, every read
+
+
+def behind(
+    engine: Engine,
+    view: PlatformView,
+    snapshot: Snapshot,
+    directory: Directory,
+    settings: Settings,
+) -> list[PlatformMark]:
+    """Evidence that the state database is behind the platform, whatever ``last-run`` says
+    (a database copied to a new host without it, or rolled back with it): accounts the
+    read came upon (changed since the database's people cursor, or in a whole listing:
+    ``view.marked``) that carry a source id neither the database nor the source knows,
+    placed in a department the database holds, and not accepted as another's. Found, the
+    database is marked unchecked, so a complete read compares it with the platform before
+    anything is planned (``check_continuity``); none found, nothing is written."""
+    ours = {d.node_id for d in snapshot.departments.values() if d.node_id is not None}
+    ours.discard(view.root_id)  # another program's people are placed at the root too
+    excluded = tuple(settings.sync.exclude.usernames)
+    candidates = [
+        m
+        for m in view.marked
+        if m.extension_id not in directory.employees
+        and ours.intersection(m.org_ids)
+        and not (excluded and matches_any(m.username, excluded))
+    ]
+    if not candidates:
+        return []
+    unknown = lineage.unknown_ids(engine, {m.extension_id for m in candidates})
+    unknown -= lineage.others(engine)
+    found = [m for m in candidates if m.extension_id in unknown]
+    if found:
+        log.warning(
+            "state database %s is behind the platform: it holds no record of %s, placed in "
+            "its departments; it is compared with the platform before anything is planned",
+            store.describe(engine),
+            ", ".join(f"{m.username} (extension_id {m.extension_id})" for m in found[:SHOWN]),
+        )
+        lineage.set_unchecked(engine)
+    return found

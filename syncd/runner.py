@@ -216,8 +216,7 @@ class _Run:
             self._decided(client, the_plan, guards, snapshot, view, None)
             return
         directory = read
-        if unchecked:
-            rebuild.check_continuity(self.engine, client, view, snapshot, directory, self.settings)
+        snapshot = self._continuity(client, view, snapshot, directory, unchecked)
         with collection_paused(freeze=True):
             # The fields planning weighs, then those of the people the draft changes: each
             # read once, in one query, before planning goes on; the plan is plain values.
@@ -249,6 +248,25 @@ class _Run:
         self._decided(client, the_plan, guards, snapshot, view, directory)
         if digest is not None:
             self._remember(digest, the_plan, guards, snapshot, view, directory)
+
+    def _continuity(
+        self,
+        client: PlatformClient,
+        view: PlatformView,
+        snapshot: Snapshot,
+        directory: Directory,
+        unchecked: bool,
+    ) -> Snapshot:
+        """Compare the database with the platform when it is unchecked, or when the read
+        came upon evidence that it is behind (``last-run`` missing, or rolled back with
+        it: ``rebuild.behind``); the snapshot, holding everyone if it was compared."""
+        if not unchecked and view.marked:
+            unchecked = bool(rebuild.behind(self.engine, view, snapshot, directory, self.settings))
+            if unchecked and snapshot.partial:
+                snapshot = store.with_people(self.engine, snapshot)
+        if unchecked:
+            rebuild.check_continuity(self.engine, client, view, snapshot, directory, self.settings)
+        return snapshot
 
     def _inputs(
         self, client: PlatformClient, digest: str | None, whole: bool

@@ -150,6 +150,18 @@ class PlatformEmployee:
 
 
 @dataclass(frozen=True, slots=True)
+class PlatformMark:
+    """An account carrying a source id (``extension_id``) under a username syncd does not
+    hold, as a read came upon it: evidence of a record syncd may have written and lost
+    (``syncd.rebuild.behind``)."""
+
+    extension_id: str
+    username: str
+    org_ids: tuple[int, ...]  # the nodes it is placed in
+    last_modified: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Census:
     """The nodes' employee counts a complete read found, and when it last listed every
     employee: the next complete read lists only the nodes whose count moved since."""
@@ -181,6 +193,9 @@ class PlatformView:
     released: frozenset[tuple[str, str]] = frozenset()
     # Where the next reads of nodes and people changed since start: the platform's own
     # last_modified stamps, as its answers gave them (see syncd.cursors).
+    # Accounts with a source id under a username syncd does not hold, which this read
+    # came upon (changed since the people's cursor, or in a whole listing).
+    marked: tuple[PlatformMark, ...] = field(default=(), compare=False)
     nodes_cursor: int | None = field(default=None, compare=False)
     people_cursor: int | None = field(default=None, compare=False)
     _paths: dict[int, str] = field(default_factory=dict, repr=False, compare=False)

@@ -5,6 +5,7 @@ evidence names the person (README, "Who can sign in")."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import httpx
@@ -166,3 +167,54 @@ def test_a_look_alike_of_a_platform_account_is_a_conflict_never_a_second_account
     assert ("create", "E6") not in [(c.action.value, c.key) for c in plan_of(result).changes]
     (note,) = [n for n in plan_of(result).notes if n.kind == "conflict"]
     assert note.key == "E6" and "differs from" in note.message
+
+
+# ---------------------------------------------------------------- a restore last-run misses
+
+
+def fay_joins_after_a_copy(world: World, copy: Path) -> None:
+    """The state directory is copied after a sync; fay joins and is synced."""
+    assert world.sync().exit_code == EXIT_OK
+    shutil.copytree(world.folder / "state", copy)
+    world.company.employees.append(employee("E6", "fay", "D2"))
+    assert world.sync().exit_code == EXIT_OK
+
+
+def put_back(world: World, copy: Path) -> None:
+    shutil.rmtree(world.folder / "state")
+    shutil.copytree(copy, world.folder / "state")
+
+
+def test_a_new_host_given_the_nightly_backup_finds_it_behind(world: World) -> None:
+    assert world.sync().exit_code == EXIT_OK
+    backup = back_up(world)  # `syncd state backup`: the database alone, checked
+    world.company.employees.append(employee("E6", "fay", "D2"))
+    assert world.sync().exit_code == EXIT_OK
+    shutil.rmtree(world.folder / "state")  # the old host is gone: a new one, no last-run
+    (world.folder / "state").mkdir(mode=0o700)
+    backup.rename(database(world))
+    world.company.employees.pop()  # fay leaves
+    before = world.writes()
+
+    stopped = world.sync()  # before: exit 0, fay active for ever
+    assert stopped.exit_code == EXIT_FAILED
+    assert "is behind the platform" in (stopped.error or "")
+    assert "person fay (extension_id E6)" in (stopped.error or "")
+    assert world.writes() == before
+    assert cli(world, "state", "rebuild") == EXIT_OK
+    result = world.sync()
+    assert result.exit_code == EXIT_OK, result.error
+    assert [(c.action.value, c.key) for c in plan_of(result).changes] == [("lock", "E6")]
+
+
+def test_a_state_directory_rolled_back_with_its_last_run_is_found_behind(
+    world: World, tmp_path: Path
+) -> None:
+    fay_joins_after_a_copy(world, tmp_path / "snapshot")
+    put_back(world, tmp_path / "snapshot")  # a VM snapshot rolled back: last-run inside
+    world.company.employees.pop()  # fay leaves
+
+    stopped = world.sync()  # before: exit 0, fay active for ever
+    assert stopped.exit_code == EXIT_FAILED
+    assert "person fay (extension_id E6)" in (stopped.error or "")
+    assert world.platform().people["fay"][4] is False  # nothing done until rebuilt
