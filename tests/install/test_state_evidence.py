@@ -218,3 +218,31 @@ def test_a_state_directory_rolled_back_with_its_last_run_is_found_behind(
     assert stopped.exit_code == EXIT_FAILED
     assert "person fay (extension_id E6)" in (stopped.error or "")
     assert world.platform().people["fay"][4] is False  # nothing done until rebuilt
+
+
+# ---------------------------------------------------------------- a rebuilt database's guards
+
+
+def test_a_rebuilt_database_counts_its_guards_against_the_platforms_records(
+    tmp_path: Path, emulator: RunningEmulator
+) -> None:
+    """Twenty people synced with the default guards; the state database lost and fay
+    gone meanwhile: the rebuilt database holds fay alone, and her lock is one removal
+    among the 26 records syncd holds once the rest are adopted, not one of one."""
+    company = small_company()
+    company.employees += [employee(f"E{n}", f"user{n}", "D3") for n in range(10, 25)]
+    world = World(tmp_path, emulator, company)
+    assert world.sync().exit_code == EXIT_OK
+    world.company.employees.append(employee("E6", "fay", "D2"))
+    assert world.sync().exit_code == EXIT_OK
+    for leftover in database(world).parent.glob("syncd.db*"):
+        leftover.unlink()
+    world.company.employees.pop()  # fay leaves while the state database is lost
+    assert world.sync().exit_code == EXIT_FAILED
+    assert cli(world, "state", "rebuild") == EXIT_OK
+
+    result = world.sync()  # before: blocked by max_removals (1 of 1 synced), every run
+    assert result.exit_code == EXIT_OK, result.error
+    assert ("lock", "E6") in [(c.action.value, c.key) for c in plan_of(result).changes]
+    assert world.platform().people["fay"][4] is True
+    assert world.sync().exit_code == EXIT_OK
