@@ -127,20 +127,16 @@ def test_adoption_never_takes_another_installations_account_after_accept(
 # ---------------------------------------------------------------- look-alikes of an account
 
 
-def import_account(emulator: RunningEmulator, username: str, **more: str) -> None:
-    """An account another program made, through the platform's own API."""
+def import_account(
+    emulator: RunningEmulator, username: str, *, path: str = "Acme", **more: str
+) -> None:
+    """An account another program made, or changed, through the platform's own API."""
+    body = {"username": username, "name": "Someone", "positions": [{"org_path": path}], **more}
     with httpx.Client(base_url=emulator.base_url) as http:
         answer = http.post(
             "/v1/admin/organizations/acme/import-employees",
             params={"access_token": emulator.issue_token()},
-            json=[
-                {
-                    "username": username,
-                    "name": "Someone",
-                    "positions": [{"org_path": "Acme"}],
-                    **more,
-                }
-            ],
+            json=[body],
         ).json()
     assert answer["status"] == 0 and username in answer["result"]["successes"], answer
 
@@ -246,3 +242,26 @@ def test_a_rebuilt_database_counts_its_guards_against_the_platforms_records(
     assert ("lock", "E6") in [(c.action.value, c.key) for c in plan_of(result).changes]
     assert world.platform().people["fay"][4] is True
     assert world.sync().exit_code == EXIT_OK
+
+
+def test_another_programs_person_in_a_synced_department_is_asked_about_once(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert world.sync().exit_code == EXIT_OK
+    r_and_d = "Acme/Head Office/R&D"
+    import_account(world.emulator, "zed", path=r_and_d, extension_id="HR-99")
+    stopped = world.sync()  # a source id syncd never wrote, in its department: evidence
+    assert stopped.exit_code == EXIT_FAILED
+    assert "person zed (extension_id HR-99)" in (stopped.error or "")
+    capsys.readouterr()
+    assert cli(world, "state", "accept") == EXIT_OK
+    assert "1 people the check found are another's" in capsys.readouterr().out
+    assert world.sync().exit_code == EXIT_OK
+
+    import_account(world.emulator, "zed", path=r_and_d, extension_id="HR-99", name="Zed Again")
+    for leftover in database(world).parent.glob("last-run"):
+        leftover.unlink()
+    result = world.sync()  # changed again by its program: accepted, never asked about again
+    assert result.exit_code == EXIT_OK, result.error
+    name, extension_id, *_, locked = world.platform().people["zed"]
+    assert (name, extension_id, locked) == ("Zed Again", "HR-99", False)

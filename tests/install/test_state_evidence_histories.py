@@ -22,8 +22,25 @@ from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_FAILED, EXIT_OK
 from tests.engine.company import World, employee, small_company
 
-EVENTS = ("hire", "hire", "leave", "recycle", "sync", "sync", "backup", "restore", "new_host")
-EVENTS += ("rollback",)
+STEPS = st.lists(st.sampled_from(("hire", "leave", "recycle", "sync")), max_size=4)
+RESTORES = st.sampled_from(("restore", "new_host", "rollback"))
+# Before the backup, between it and the restore (someone hired and synced there), after.
+HISTORIES = st.builds(
+    lambda before, between, how, after: [
+        *before,
+        "sync",
+        "backup",
+        "hire",
+        *between,
+        "sync",
+        how,
+        *after,
+    ],
+    STEPS,
+    STEPS,
+    RESTORES,
+    STEPS,
+)
 
 
 @dataclass
@@ -109,11 +126,11 @@ class History:
 
 
 @settings(
-    max_examples=12,
+    max_examples=15,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(st.lists(st.sampled_from(EVENTS), min_size=4, max_size=10))
+@given(HISTORIES)
 def test_restores_and_recycled_usernames_never_give_an_account_to_another(
     emulator_server: RunningEmulator, events: list[str]
 ) -> None:
