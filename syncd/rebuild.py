@@ -37,8 +37,8 @@ from syncd.clock import now_ms
 from syncd.config import PlatformSettings, Settings, platform_of
 from syncd.errors import StateError
 from syncd.model import Directory, serial_no
-from syncd.plan import PlatformMark, PlatformNode, PlatformView, Snapshot
-from syncd.plan.values import matches_any
+from syncd.plan import PlatformNode, PlatformView, Snapshot
+from syncd.plan.values import PlatformMark, matches_any
 from syncd.platform import PlatformClient
 from syncd.snapshot import lineage, sql
 from syncd.survey.view import listing_parts

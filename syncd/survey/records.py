@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from syncd import snapshot as store
-from syncd.plan import PlatformEmployee, PlatformMark, SyncedEmployee
+from syncd.plan import PlatformEmployee, SyncedEmployee
 from syncd.plan.drift import differs
+from syncd.plan.values import PlatformMark
 
 # The list form's profile fields that people drift compares (see syncd.plan.drift).
 COMPARED = ("name", "email", "mobile", "sn", "gender", "sort_order", "senior", "properties")

@@ -37,12 +37,12 @@ from syncd.model import Directory, MatchKey, match_value
 from syncd.plan import (
     Census,
     PlatformEmployee,
-    PlatformMark,
     PlatformNode,
     PlatformPerson,
     PlatformView,
     Snapshot,
 )
+from syncd.plan.values import PlatformMark
 from syncd.platform import EmployeeRecord, Node, PlatformClient
 from syncd.spelling import look_alike, nfc
 from syncd.survey.records import Judge, newest, present, usernames
