@@ -11,12 +11,24 @@
   was lost): the run stops and says to run ``syncd state rebuild``. Records the source
   still names are adopted by the run as on any first run, so a state lost with nobody
   gone meanwhile needs nothing.
-- ``rebuild``: takes those records into the snapshot (with their lock state) so the next
-  sync plans them as leavers, the guards weighing them as usual.
+  A person is known by the source id their account carries, never by its username: the
+  former holder of a recycled username is found too.
+- ``behind``: ``last-run`` is a hint, not the evidence. On every read, an account the
+  read came upon (changed since the database's people cursor, or in a whole listing)
+  that carries a source id neither the database nor the source knows, placed in one of
+  the database's departments, marks the database unchecked: a new host given the nightly
+  backup, a state directory rolled back with its ``last-run``, a copy, are all compared
+  with the platform before anything is planned.
+- ``rebuild``: takes those records into the snapshot (with their lock state and the
+  fields that tell who holds them) so the next sync plans them as leavers, the guards
+  weighing them as usual (an adoption counts as held: ``syncd.plan.guards``).
 
 What this cannot see: a platform record another program gave an ``extension_id`` or a
 ``serial_no`` looks like syncd's; ``syncd state accept`` records that the state is
-complete as it is, and they stay the platform's, left alone.
+complete as it is, and the people the check found stay the platform's, left alone and
+never counted again (``lineage.others``). Run ids: a database rolled back together with
+``last-run`` continues from its own newest run, so the ids given since may be given again
+(nothing syncd holds outside the state directory records them).
 """
 
 from __future__ import annotations
