@@ -11,19 +11,32 @@
   was lost): the run stops and says to run ``syncd state rebuild``. Records the source
   still names are adopted by the run as on any first run, so a state lost with nobody
   gone meanwhile needs nothing.
-- ``rebuild``: takes those records into the snapshot (with their lock state) so the next
-  sync plans them as leavers, the guards weighing them as usual.
+  A person is known by the source id their account carries, never by its username: the
+  former holder of a recycled username is found too.
+- ``behind``: ``last-run`` is a hint, not the evidence. On every read, an account the
+  read came upon (changed since the database's people cursor, or in a whole listing)
+  that carries a source id neither the database nor the source knows, placed in one of
+  the database's departments, marks the database unchecked: a new host given the nightly
+  backup, a state directory rolled back with its ``last-run``, a copy, are all compared
+  with the platform before anything is planned.
+- ``rebuild``: takes those records into the snapshot (with their lock state and the
+  fields that tell who holds them) so the next sync plans them as leavers, the guards
+  weighing them as usual (an adoption counts as held: ``syncd.plan.guards``).
 
 What this cannot see: a platform record another program gave an ``extension_id`` or a
 ``serial_no`` looks like syncd's; ``syncd state accept`` records that the state is
-complete as it is, and they stay the platform's, left alone.
+complete as it is, and the people the check found stay the platform's, left alone and
+never counted again (``lineage.others``). Run ids: a database rolled back together with
+``last-run`` continues from its own newest run, so the ids given since may be given again
+(nothing syncd holds outside the state directory records them).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +50,7 @@ from syncd.config import PlatformSettings, Settings, platform_of
 from syncd.errors import StateError
 from syncd.model import Directory, serial_no
 from syncd.plan import PlatformNode, PlatformView, Snapshot
-from syncd.plan.values import matches_any
+from syncd.plan.values import PlatformMark, matches_any
 from syncd.platform import PlatformClient
 from syncd.snapshot import lineage, sql
 from syncd.survey.view import listing_parts
@@ -45,6 +58,7 @@ from syncd.survey.view import listing_parts
 log = logging.getLogger(__name__)
 
 SHOWN = 10  # records named in an error message
+IDENTIFYING = ("name", "mobile", "sn")  # kept for a taken-back account (``_identifying``)
 
 
 # ---------------------------------------------------------------- binding
@@ -145,10 +159,35 @@ def unknown_records(
     snapshot: Snapshot,
     directory: Directory,
     settings: Settings,
+    others: Collection[str] = (),
 ) -> Unknown:
     """The platform's syncd-written records the snapshot and the source do not know
-    (``view`` must list every node: a complete read's; ``snapshot`` must hold everyone)."""
+    (``view`` must list every node: a complete read's; ``snapshot`` must hold everyone),
+    less the people ``syncd state accept`` said are another program's (``others``).
+
+    A person is known by the source id their account carries, never by its username: an
+    account whose ``extension_id`` names a record neither holds is unknown even where the
+    source gives its username to someone else (a recycled username: that account is the
+    former holder's, who left while the state database was behind)."""
     assert not snapshot.partial, "a continuity check goes over everyone syncd holds"
+    people: list[dict[str, Any]] = []
+    moved: list[tuple[str, int]] = []
+    if view.employee_count > 0:
+        records = _everyone(client, view, platform_of(settings).concurrency)
+        people, moved = _unknown_people(records, snapshot, directory, settings)
+        people = [r for r in people if r["extension_id"] not in others]
+    return Unknown(
+        _unknown_departments(view, snapshot, directory),
+        people,
+        moved,
+        _moved_departments(view, snapshot),
+    )
+
+
+def _unknown_departments(
+    view: PlatformView, snapshot: Snapshot, directory: Directory
+) -> list[tuple[str, PlatformNode, str]]:
+    """Nodes with a ``serial_no`` neither the snapshot nor the source knows, by name path."""
     known_serials = {serial_no(k) for k in (*snapshot.departments, *directory.departments)}
     paths = view.name_paths()
     departments = [
@@ -156,50 +195,74 @@ def unknown_records(
         for n in view.nodes.values()
         if n.serial_no and n.id != view.root_id and n.serial_no not in known_serials
     ]
+    return sorted(departments, key=lambda d: d[2])
+
+
+def _moved_departments(view: PlatformView, snapshot: Snapshot) -> list[tuple[str, int]]:
+    """syncd's departments whose node is gone and made again under another id."""
     by_serial = {serial_no(k): d for k, d in snapshot.departments.items()}
-    moved_departments = [
+    return [
         (by_serial[n.serial_no].source_id, n.id)
         for n in view.nodes.values()
         if n.serial_no in by_serial
         and n.id != by_serial[n.serial_no].node_id
         and by_serial[n.serial_no].node_id not in view.nodes  # gone, not a duplicate
     ]
+
+
+def _marked(record: Mapping[str, Any]) -> tuple[str, str] | None:
+    """A record's (extension_id, username), when it carries a source id: syncd's mark."""
+    extension_id, username = record.get("extension_id"), record.get("username")
+    if not isinstance(extension_id, str) or not extension_id or not isinstance(username, str):
+        return None
+    return extension_id, username
+
+
+def _unknown_people(
+    records: Iterable[dict[str, Any]],
+    snapshot: Snapshot,
+    directory: Directory,
+    settings: Settings,
+) -> tuple[list[dict[str, Any]], list[tuple[str, int]]]:
+    """The records whose source id neither the snapshot nor the source knows (excluded
+    usernames aside), and the snapshot's people whose account was made again."""
+    known_ids = set(snapshot.employees) | set(directory.employees)
+    excluded = tuple(settings.sync.exclude.usernames)
     people: list[dict[str, Any]] = []
     moved: list[tuple[str, int]] = []
     listed: set[object] = set()  # every account's id
-    if view.employee_count > 0:
-        known_ids = set(snapshot.employees) | set(directory.employees)
-        known_names = {e.username.casefold() for e in snapshot.employees.values()}
-        known_names |= {e.username.casefold() for e in directory.employees.values()}
-        excluded = tuple(settings.sync.exclude.usernames)
-        for record in _everyone(client, view, platform_of(settings).concurrency):
-            extension_id, username = record.get("extension_id"), record.get("username")
-            listed.add(record.get("id"))
-            if (
-                not isinstance(extension_id, str)
-                or not extension_id
-                or not isinstance(username, str)
-            ):
-                continue
-            synced = snapshot.employees.get(extension_id)
-            account = record.get("id")
-            if (
-                synced is not None
-                and isinstance(account, int)
-                and account != synced.employee_id
-                and synced.username.casefold() == username.casefold()
-            ):
-                moved.append((extension_id, account))
-            if extension_id in known_ids or username.casefold() in known_names:
-                continue
-            if excluded and matches_any(username, excluded):
-                continue
-            people.append(record)
-    departments.sort(key=lambda d: d[2])
+    for record in records:
+        listed.add(record.get("id"))
+        marked = _marked(record)
+        if marked is None:
+            continue
+        extension_id, username = marked
+        account = _account_made_again(snapshot, record, extension_id, username)
+        if account is not None:
+            moved.append((extension_id, account))
+        if extension_id in known_ids or (excluded and matches_any(username, excluded)):
+            continue
+        people.append(record)
     people.sort(key=lambda r: str(r.get("username")))
     # Only an old account that is gone (not one the platform holds twice).
-    moved = [(k, a) for k, a in moved if snapshot.employees[k].employee_id not in listed]
-    return Unknown(departments, people, moved, moved_departments)
+    gone = [(k, a) for k, a in moved if snapshot.employees[k].employee_id not in listed]
+    return people, gone
+
+
+def _account_made_again(
+    snapshot: Snapshot, record: Mapping[str, Any], extension_id: str, username: str
+) -> int | None:
+    """The account's id, when it is a synced person's under another id than syncd holds."""
+    synced = snapshot.employees.get(extension_id)
+    account = record.get("id")
+    if (
+        synced is not None
+        and isinstance(account, int)
+        and account != synced.employee_id
+        and synced.username.casefold() == username.casefold()
+    ):
+        return account
+    return None
 
 
 def follow_moved(engine: Engine, snapshot: Snapshot, unknown: Unknown) -> None:
@@ -268,8 +331,10 @@ def check_continuity(
     records syncd wrote that would be orphaned, else record the check as passed."""
     if not directory.complete or not view.complete_listing:
         return  # an incremental read makes nobody a leaver: checked at the next full read
-    unknown = unknown_records(client, view, snapshot, directory, settings)
+    others = lineage.others(engine)
+    unknown = unknown_records(client, view, snapshot, directory, settings, others)
     if unknown:
+        lineage.set_found(engine, [r["extension_id"] for r in unknown.people])
         lines = unknown.lines()
         more = f" and {len(lines) - SHOWN} more" if len(lines) > SHOWN else ""
         raise StateError(
@@ -309,7 +374,7 @@ def adopt(engine: Engine, unknown: Unknown, at_ms: int) -> None:
             "source_id": r["extension_id"],
             "username": r["username"],
             "employee_id": r.get("id"),
-            "fields": "{}",
+            "fields": _identifying(r),
             "hash": "",
             "adopted": True,
             "locked": _locked(r),
@@ -324,6 +389,14 @@ def adopt(engine: Engine, unknown: Unknown, at_ms: int) -> None:
         store.upsert_departments(conn, departments)
         store.upsert_employees(conn, people)
     lineage.set_checked(engine, "rebuilt", at_ms)
+
+
+def _identifying(record: Mapping[str, Any]) -> str:
+    """The fields of a taken-back account that tell who holds it (name, mobile, work
+    number), kept as if syncd had written them: a new record given its username is then
+    weighed against the account's own holder (``syncd.plan.rekeys``), not against nothing."""
+    kept = {k: record[k] for k in IDENTIFYING if isinstance(record.get(k), str) and record[k]}
+    return json.dumps(kept, ensure_ascii=False, sort_keys=True)
 
 
 def rebuild_state(settings: Settings, *, dry_run: bool) -> Unknown:
@@ -375,11 +448,55 @@ def platform_view(client: PlatformClient) -> PlatformView:
     )
 
 
-def accept(settings: Settings) -> None:
-    """``syncd state accept``: the state database is complete as it is (the records the
-    check found are another program's, and stay the platform's)."""
+def accept(settings: Settings) -> int:
+    """``syncd state accept``: the state database is complete as it is (the people the
+    last check found are another program's or installation's, stay the platform's, and
+    are never counted as syncd's again). How many people were accepted so."""
     engine = store.open_engine(settings.database, settings.database_url)
     try:
-        lineage.set_checked(engine, "accepted", now_ms())
+        return lineage.accept_found(engine, now_ms())
     finally:
         engine.dispose()
+
+
+# ---------------------------------------------------------------- evidence, every read
+
+
+def behind(
+    engine: Engine,
+    view: PlatformView,
+    snapshot: Snapshot,
+    directory: Directory,
+    settings: Settings,
+) -> list[PlatformMark]:
+    """Evidence that the state database is behind the platform, whatever ``last-run`` says
+    (a database copied to a new host without it, or rolled back with it): accounts the
+    read came upon (changed since the database's people cursor, or in a whole listing:
+    ``view.marked``) that carry a source id neither the database nor the source knows,
+    placed in a department the database holds, and not accepted as another's. Found, the
+    database is marked unchecked, so a complete read compares it with the platform before
+    anything is planned (``check_continuity``); none found, nothing is written."""
+    ours = {d.node_id for d in snapshot.departments.values() if d.node_id is not None}
+    ours.discard(view.root_id)  # another program's people are placed at the root too
+    excluded = tuple(settings.sync.exclude.usernames)
+    candidates = [
+        m
+        for m in view.marked
+        if m.extension_id not in directory.employees
+        and ours.intersection(m.org_ids)
+        and not (excluded and matches_any(m.username, excluded))
+    ]
+    if not candidates:
+        return []
+    unknown = lineage.unknown_ids(engine, {m.extension_id for m in candidates})
+    unknown -= lineage.others(engine)
+    found = [m for m in candidates if m.extension_id in unknown]
+    if found:
+        log.warning(
+            "state database %s is behind the platform: it holds no record of %s, placed in "
+            "its departments; it is compared with the platform before anything is planned",
+            store.describe(engine),
+            ", ".join(f"{m.username} (extension_id {m.extension_id})" for m in found[:SHOWN]),
+        )
+        lineage.set_unchecked(engine)
+    return found

@@ -220,8 +220,7 @@ class _Run:
             self._decided(client, the_plan, guards, snapshot, view, None)
             return
         directory = read
-        if unchecked:
-            rebuild.check_continuity(self.engine, client, view, snapshot, directory, self.settings)
+        snapshot = self._continuity(client, view, snapshot, directory, unchecked)
         with collection_paused(freeze=True):
             # The fields planning weighs, then those of the people the draft changes: each
             # read once, in one query, before planning goes on; the plan is plain values.
@@ -255,6 +254,25 @@ class _Run:
         self._decided(client, the_plan, guards, snapshot, view, directory)
         if digest is not None:
             self._remember(digest, the_plan, guards, snapshot, view, directory)
+
+    def _continuity(
+        self,
+        client: PlatformClient,
+        view: PlatformView,
+        snapshot: Snapshot,
+        directory: Directory,
+        unchecked: bool,
+    ) -> Snapshot:
+        """Compare the database with the platform when it is unchecked, or when the read
+        came upon evidence that it is behind (``last-run`` missing, or rolled back with
+        it: ``rebuild.behind``); the snapshot, holding everyone if it was compared."""
+        if not unchecked and view.marked:
+            unchecked = bool(rebuild.behind(self.engine, view, snapshot, directory, self.settings))
+            if unchecked and snapshot.partial:
+                snapshot = store.with_people(self.engine, snapshot)
+        if unchecked:
+            rebuild.check_continuity(self.engine, client, view, snapshot, directory, self.settings)
+        return snapshot
 
     def _inputs(
         self, client: PlatformClient, digest: str | None, whole: bool
@@ -303,6 +321,7 @@ class _Run:
                     self.engine, head, directory, view, everyone=whole, loaded=held.everyone()
                 )
             view = with_adoptions(view, client, snapshot, directory, match_by)
+            snapshot = store.with_history(self.engine, snapshot, view)  # evidence: adoption
         return snapshot, view, directory
 
     def _decided(

@@ -90,11 +90,13 @@ def state_rebind(config: ConfigOption = None) -> None:
 @state_app.command("accept")
 def state_accept(config: ConfigOption = None) -> None:
     """Accept the state database as complete: the platform's records it does not know and
-    the source does not name are another program's, left alone."""
+    the source does not name are another program's or installation's, left alone and
+    never counted as syncd's again."""
     from syncd.leadership import holding_lease
     from syncd.rebuild import accept
 
     settings = settings_from(config, require_secrets=False)
     with holding_lease(settings, "syncd state accept"):
-        accept(settings)
-    out.print(f"state database {settings.database_place} accepted as complete")
+        accepted = accept(settings)
+    others = f"; {accepted} people the check found are another's, left alone" if accepted else ""
+    out.print(f"state database {settings.database_place} accepted as complete{others}")

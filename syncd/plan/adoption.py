@@ -1,13 +1,24 @@
-"""A first run's adoption by another key (``sync.match_by``: e-mail, mobile, work number):
-the one platform account holding a person's value is theirs; a value two hold is a conflict."""
+"""Adopting a platform account: only on evidence that names the person.
+
+- By another key on a first run (``sync.match_by``: e-mail, mobile, work number): the one
+  platform account holding a person's value is theirs; a value two hold is a conflict.
+- Evidence over memory (``claimed_elsewhere``): an account whose ``extension_id`` names
+  another source record (a former holder of a recycled username, hired and gone while the
+  state database was restored from a backup; another installation's person on a shared
+  platform), or whose username syncd's history holds for another source id, is never
+  adopted, whatever the username says: adopting it would hand that person's account, with
+  its history, to someone else. The conflict is reported and nobody is changed, as Entra
+  Connect's "soft match" refuses an object whose immutable id names another.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from syncd.model import Employee, match_index, match_value
 from syncd.plan.actions import Action
-from syncd.plan.values import Note
+from syncd.plan.values import Note, PlatformPerson
 
 if TYPE_CHECKING:
     from syncd.plan.employees import EmployeePlanner
@@ -66,3 +77,31 @@ def adopted_by_key(planner: EmployeePlanner, e: Employee) -> bool:
     )
     planner.plan_lock_state(pinned, account.locked, None, target_id=account.id)
     return True
+
+
+def claimed_elsewhere(
+    e: Employee, account: PlatformPerson, seen: Collection[str] = ()
+) -> Note | None:
+    """A conflict note when the evidence names someone else as this account's holder: its
+    ``extension_id`` is another source id, or syncd's history (``seen``: the source ids it
+    ever wrote under this username) holds it for another; None when nothing does."""
+    other = account.extension_id
+    if other is not None and other != e.id:
+        return Note(
+            "conflict",
+            e.id,
+            f"{e.username}: the platform's account {account.username} (id {account.id}) "
+            f"carries extension_id {other}, another record's (a former holder of the "
+            "username, or another installation's person): neither adopted nor created; "
+            "nobody is changed until the evidence names the person",
+        )
+    others = sorted(set(seen) - {e.id})
+    if other is None and others:
+        return Note(
+            "conflict",
+            e.id,
+            f"{e.username}: syncd wrote the platform's account {account.username} (id "
+            f"{account.id}) for source id {', '.join(others)} before: a recycled username; "
+            "neither adopted nor created; nobody is changed until the evidence names the person",
+        )
+    return None

@@ -13,7 +13,7 @@ from typing import Any
 from syncd.model import Directory, Employee, Kind, State
 from syncd.plan import rekeys
 from syncd.plan.actions import Action
-from syncd.plan.adoption import adopted_by_key
+from syncd.plan.adoption import adopted_by_key, claimed_elsewhere
 from syncd.plan.drift import PeopleDrift
 from syncd.plan.fields import EmployeeHasher
 from syncd.plan.messages import department_names, unsure_rows
@@ -377,10 +377,11 @@ class EmployeePlanner:
         """Whether adopting this platform account for ``e`` is safe: a locked account is
         adopted only where a mobile or work number shows it is theirs (see
         syncd.plan.rekeys), departed or not (a departed record that adopted it would
-        unlock it on coming back); if not, a conflict note says why."""
-        if not account.locked:
-            return True
-        note = rekeys.locked_account_conflict(e, account)
+        unlock it on coming back); and no account the evidence names another's holder of
+        (``syncd.plan.adoption.claimed_elsewhere``). If not, a conflict note says why."""
+        note = claimed_elsewhere(e, account, self.snapshot.seen.get(look_alike(e.username), ()))
+        if note is None and account.locked:
+            note = rekeys.locked_account_conflict(e, account)
         if note is not None:
             self.notes.append(note)
         return note is None

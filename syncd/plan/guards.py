@@ -176,6 +176,20 @@ def updates(p: Plan, snapshot: Snapshot) -> tuple[int, int]:
     return total, repairs
 
 
+def adoptions(p: Plan, snapshot: Snapshot) -> int:
+    """The platform's accounts and nodes the plan takes over (adopts): held once applied."""
+    held = {Kind.EMPLOYEE: snapshot.employees, Kind.DEPARTMENT: snapshot.departments}
+    return sum(
+        1
+        for c in p.changes
+        if c.action is Action.UPDATE
+        and c.platform_before is not None
+        and c.previous_key is None
+        and c.kind in held
+        and c.key not in held[c.kind]
+    )
+
+
 def check_guards(
     p: Plan, directory: Directory, snapshot: Snapshot, limits: Limits
 ) -> list[GuardDecision]:
@@ -248,7 +262,10 @@ def _removal_guard(
     p: Plan, snapshot: Snapshot, limits: Limits, override: bool, how: str
 ) -> GuardDecision:
     removals = p.removals
-    synced = snapshot.headcount + len(snapshot.departments)
+    # Accounts and nodes this plan adopts count as held: a state database rebuilt from a
+    # loss holds only the records it took back, and counted against those few, every lock
+    # of a leaver would stop at the guard, run after run (issue 32).
+    synced = snapshot.headcount + len(snapshot.departments) + adoptions(p, snapshot)
     ratio = limits.max_removal_ratio
     too_many = removals > limits.max_removals or (synced > 0 and removals / synced > ratio)
     message = (

@@ -97,6 +97,9 @@ class Snapshot:
     fields_of: frozenset[str] | None = None
     # The departments whose fields ``fields`` holds, when not every one's (None: all).
     department_fields_of: frozenset[str] | None = None
+    # Look-alike username -> the source ids syncd's history (the runs' items) wrote under
+    # it: loaded for the platform's accounts a plan may adopt (syncd.plan.adoption).
+    seen: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def headcount(self) -> int:
@@ -135,6 +138,9 @@ class PlatformPerson:
     email: str | None = None
     mobile: str | None = None
     sn: str | None = None
+    # The source id the account carries (syncd's mark, or another installation's or
+    # program's): evidence of whose it is.
+    extension_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +154,18 @@ class PlatformEmployee:
     # senior): only these are compared with what syncd wrote.
     fields: Mapping[str, Any]
     positions: tuple[tuple[int, bool, bool, str], ...]  # (org_id, primary, chief, job_title)
+    last_modified: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformMark:
+    """An account carrying a source id (``extension_id``) under a username syncd does not
+    hold, as a read came upon it: evidence of a record syncd may have written and lost
+    (``syncd.rebuild.behind``)."""
+
+    extension_id: str
+    username: str
+    org_ids: tuple[int, ...]  # the nodes it is placed in
     last_modified: int | None = None
 
 
@@ -183,6 +201,9 @@ class PlatformView:
     released: frozenset[tuple[str, str]] = frozenset()
     # Where the next reads of nodes and people changed since start: the platform's own
     # last_modified stamps, as its answers gave them (see syncd.cursors).
+    # Accounts with a source id under a username syncd does not hold, which this read
+    # came upon (changed since the people's cursor, or in a whole listing).
+    marked: tuple[PlatformMark, ...] = field(default=(), compare=False)
     nodes_cursor: int | None = field(default=None, compare=False)
     people_cursor: int | None = field(default=None, compare=False)
     _paths: dict[int, str] = field(default_factory=dict, repr=False, compare=False)

@@ -55,6 +55,7 @@ from syncd.snapshot.planning import (
     people_for,
     weighed_fields,
     with_fields,
+    with_history,
     with_people,
     written_fields,
 )
@@ -155,6 +156,7 @@ __all__ = [
     "usernames",
     "weighed_fields",
     "with_fields",
+    "with_history",
     "with_people",
     "write",
     "write_apart",

@@ -12,7 +12,13 @@ made, restored or found behind.
 - **Behind.** A database whose newest run is older than ``last-run`` (restored, or lost
   and made anew), or one never checked (new, or made by an older syncd), is *unchecked*
   (no cursor ``state.checked``): the next complete read compares what the platform holds
-  with it before anything is planned (``syncd.rebuild``).
+  with it before anything is planned (``syncd.rebuild``). ``last-run`` is only a hint: a
+  database copied to a new host without it, or rolled back with it, is found behind by
+  the platform's evidence (``syncd.rebuild.behind``), which lets go of the mark too.
+- **Others' records.** The source ids of the records a check found and the admin said
+  are another program's or installation's (``syncd state accept``: cursor
+  ``state.others``), never counted as syncd's again; those a check found and nobody
+  decided on yet are kept as ``state.found``.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +42,8 @@ log = logging.getLogger(__name__)
 LAST_RUN = "last-run"  # in the state directory
 IDENTITY = "platform.identity"
 CHECKED = "state.checked"
+OTHERS = "state.others"  # source ids on the platform accepted as another program's
+FOUND = "state.found"  # source ids the last continuity check found unknown
 
 
 def last_run_path(engine: Engine) -> Path:
@@ -105,3 +114,51 @@ def bound_identity(engine: Engine) -> dict[str, Any] | None:
 def bind(engine: Engine, identity: dict[str, Any]) -> None:
     with write(engine) as conn:
         set_cursor(conn, IDENTITY, json.dumps(identity, sort_keys=True))
+
+
+def set_unchecked(engine: Engine) -> None:
+    """Let go of the mark: the next complete read compares the database with the platform."""
+    with write(engine) as conn:
+        sql.run(conn, "DELETE FROM cursors WHERE name = ?", (CHECKED,))
+
+
+def _ids(engine: Engine, name: str) -> frozenset[str]:
+    stored = get_cursor(engine, name)
+    if stored is None:
+        return frozenset()
+    value = json.loads(stored)
+    return frozenset(str(v) for v in value) if isinstance(value, list) else frozenset()
+
+
+def others(engine: Engine) -> frozenset[str]:
+    """The source ids on the platform accepted as another program's or installation's."""
+    return _ids(engine, OTHERS)
+
+
+def set_found(engine: Engine, ids: Collection[str]) -> None:
+    """Keep the source ids a continuity check found unknown, for ``accept``."""
+    with write(engine) as conn:
+        set_cursor(conn, FOUND, json.dumps(sorted(ids)))
+
+
+def accept_found(engine: Engine, at_ms: int) -> int:
+    """The records the last check found are others': kept as such; the database checked.
+    How many were accepted."""
+    found, accepted = _ids(engine, FOUND), others(engine)
+    with write(engine) as conn:
+        set_cursor(conn, OTHERS, json.dumps(sorted(accepted | found)))
+        sql.run(conn, "DELETE FROM cursors WHERE name = ?", (FOUND,))
+        set_cursor(conn, CHECKED, json.dumps({"how": "accepted", "at": at_ms}))
+    return len(found)
+
+
+def unknown_ids(engine: Engine, ids: Collection[str]) -> set[str]:
+    """Which of these source ids the database holds no person for."""
+    if not ids:
+        return set()
+    with engine.connect() as conn:
+        among, values = sql.among(conn, ids)
+        query = "SELECT source_id FROM employees WHERE source_id " + among  # noqa: S608
+        rows = sql.run(conn, query, (values,))
+        held = {str(r[0]) for r in rows}
+    return set(ids) - held

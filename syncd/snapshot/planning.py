@@ -34,6 +34,7 @@ from syncd.snapshot.departures import load_departures
 from syncd.snapshot.engine import translated
 from syncd.snapshot.problems import load_problems
 from syncd.snapshot.records import PlacedLookup
+from syncd.spelling import look_alike
 
 _EMPLOYEES = (
     "SELECT source_id, username, employee_id, hash, locked, lock_reason, locked_since, "
@@ -214,3 +215,26 @@ def weighed_fields(
         gone_departments(directory, snapshot),
         departments_weighed(directory, snapshot, view),
     )
+
+
+@translated
+def with_history(engine: Engine, snapshot: Snapshot, view: PlatformView) -> Snapshot:
+    """``snapshot``, with the source ids syncd's history wrote under the usernames of the
+    platform's accounts a plan may adopt (``view.people``): a username syncd wrote for
+    another record is not the newcomer's on its word (``syncd.plan.adoption``). Read only
+    when there are such accounts (a first run, a newcomer holding a taken username)."""
+    usernames = sorted({p.username for p in view.people.values()})
+    if not usernames:
+        return snapshot
+    seen: dict[str, set[str]] = {}
+    with engine.connect() as conn:
+        among, values = sql.among(conn, usernames)
+        rows = sql.run(
+            conn,
+            "SELECT DISTINCT display, key FROM run_items WHERE kind = 'employee' "  # noqa: S608
+            "AND outcome IN ('ok', 'recovered') AND display " + among,
+            (values,),
+        )
+        for username, key in rows:
+            seen.setdefault(look_alike(username), set()).add(key)
+    return replace(snapshot, seen={k: frozenset(v) for k, v in seen.items()})

@@ -11,6 +11,7 @@ from typing import Any
 from syncd import snapshot as store
 from syncd.plan import PlatformEmployee, SyncedEmployee
 from syncd.plan.drift import differs
+from syncd.plan.values import PlatformMark
 
 # The list form's profile fields that people drift compares (see syncd.plan.drift).
 COMPARED = ("name", "email", "mobile", "sn", "gender", "sort_order", "senior", "properties")
@@ -27,6 +28,8 @@ class Judge:
     that only those are kept: a whole listing of 100,000 people holds one part at a time.
 
     ``named``: the usernames the users list named, whose stamps move the people's cursor.
+    ``marked``: the records it judged that carry a source id under a username syncd does
+    not hold (``mark``), gathered for the continuity check (``syncd.rebuild.behind``).
     """
 
     _MANY = 256  # more usernames than this in one call: everyone's index, made once
@@ -38,16 +41,22 @@ class Judge:
         self._lock = threading.Lock()
         self._index: dict[str, SyncedEmployee] | None = None
         self._nodes: dict[str, int] | None = None
+        self.marked: list[PlatformMark] = []
 
     def __call__(
         self, records: Iterable[Mapping[str, Any]]
     ) -> tuple[list[PlatformEmployee], int | None]:
         """The records that differ, and the newest stamp of those the users list named."""
+        records = list(records)
         people = list(employees(records))
         if not people:
             return [], None
         loaded = self._snapshot()
         held = self._held(loaded, [p.username for p in people])
+        marked = [m for r in records if (m := mark(r)) is not None and m.username not in held]
+        if marked:
+            with self._lock:
+                self.marked += marked
         written = store.written(loaded.fields, [s.source_id for s in held.values()])
         nodes = self._departments(loaded)
         differing = [
@@ -73,6 +82,22 @@ class Judge:
         if self._nodes is None:
             self._nodes = {k: d.node_id for k, d in loaded.departments.items()}
         return self._nodes
+
+
+def mark(record: Mapping[str, Any]) -> PlatformMark | None:
+    """The record as evidence of a source id on the platform, if it carries one."""
+    extension_id, username = record.get("extension_id"), record.get("username")
+    if not isinstance(extension_id, str) or not extension_id or not isinstance(username, str):
+        return None
+    if record.get("deleted") is True:
+        return None
+    org_ids = tuple(
+        p["org_id"]
+        for p in record.get("positions") or ()
+        if isinstance(p, dict) and isinstance(p.get("org_id"), int)
+    )
+    stamp = record.get("last_modified")
+    return PlatformMark(extension_id, username, org_ids, stamp if isinstance(stamp, int) else None)
 
 
 def present(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

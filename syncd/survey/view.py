@@ -42,6 +42,7 @@ from syncd.plan import (
     PlatformView,
     Snapshot,
 )
+from syncd.plan.values import PlatformMark
 from syncd.platform import EmployeeRecord, Node, PlatformClient
 from syncd.spelling import look_alike, nfc
 from syncd.survey.records import Judge, newest, present, usernames
@@ -120,6 +121,7 @@ def read_platform(
         listing,
         changed=found.changed,
         deleted=found.deleted,
+        marked=found.marked,
         employee_count=root.all_employee_count or 0,
         census=counted,
         nodes_cursor=nodes_cursor,
@@ -174,8 +176,9 @@ def with_adoptions(
 
 def newcomers(snapshot: Snapshot, directory: Directory) -> list[str]:
     """Usernames the source names that no record syncd synced holds in any spelling
-    (syncd.spelling.look_alike); a username with accents also in NFD, in case the
-    platform holds it so (it matches usernames exactly)."""
+    (syncd.spelling.look_alike), each with the spellings the platform may hold it in
+    (``spellings``): it matches usernames exactly, and an account found in another
+    spelling is a conflict, never a second account beside it."""
     synced = snapshot.employees
     new = [e for e in directory.employees.values() if e.id not in synced]
     # Usernames syncd holds, gathered only when someone is new (most runs: nobody).
@@ -183,9 +186,22 @@ def newcomers(snapshot: Snapshot, directory: Directory) -> list[str]:
     found: list[str] = []
     for e in new:
         if look_alike(e.username) not in known:
-            found.append(e.username)
-            if not e.username.isascii() and (nfd := normalize("NFD", e.username)) != e.username:
-                found.append(nfd)
+            found += spellings(e.username)
+    return found
+
+
+def spellings(username: str) -> list[str]:
+    """``username`` and the look-alikes of it a platform commonly holds: in NFD (macOS and
+    some HR tools), in lower case (most directories), and with its case folded and its
+    invisible characters left out (``syncd.spelling.look_alike``). An account in another
+    letter case than these (``Alice`` for the source's ``alice``) is found only by a
+    whole listing: the platform is asked by exact username."""
+    found = [username]
+    if username.isascii() and username.islower():
+        return found  # nearly every username: asked once
+    for variant in (normalize("NFD", username), username.lower(), look_alike(username)):
+        if variant not in found:
+            found.append(variant)
     return found
 
 
@@ -226,6 +242,7 @@ def _platform_person(record: EmployeeRecord) -> PlatformPerson:
         record.email,
         record.mobile,
         record.sn,
+        record.extension_id or None,
     )
 
 
@@ -248,6 +265,7 @@ class Found:
     changed: dict[str, PlatformEmployee]
     deleted: frozenset[str]
     newest: int | None
+    marked: tuple[PlatformMark, ...] = ()
 
 
 def _listing_for(
@@ -313,36 +331,73 @@ def _people_drift(
     if listing is not None and listing.whole and named is not None:
         early = _listing(client, listing.parts, concurrency, judge)
     loaded = snapshot()
-    synced = loaded.employees
-    if not synced:
-        return Found({}, frozenset(), newest([since, *stamps]))
+    if not loaded.employees:
+        return Found({}, frozenset(), newest([since, *stamps]), tuple(judge.marked))
     if listing is not None and listing.whole:
-        listed, found, seen = early or _listing(client, listing.parts, concurrency, judge)
-        owned = set(store.usernames(synced))
-        # Missing from every part: deleted, or moved between two parts while they were
-        # listed. Asked about by name, only those the platform does not know are gone.
-        missing = [u for u in owned if u not in listed]
-        there = present(client.employee_records(missing)) if missing else []
-        more, newer = judge(there)
-        changed = {p.username: p for p in (*found, *more)}
-        deleted = frozenset(missing).difference(usernames(there))
-        return Found(changed, deleted, newest([since, *stamps, seen, newer]))
+        changed, deleted, newer = _whole(client, loaded, listing, concurrency, judge, early)
+    else:
+        changed, deleted, newer = _in_parts(
+            client, loaded, (root_id, listing, listed_nodes), concurrency, judge, named
+        )
+    return Found(changed, deleted, newest([since, *stamps, *newer]), tuple(judge.marked))
+
+
+Read = tuple[dict[str, PlatformEmployee], frozenset[str], list[int | None]]
+
+
+def _whole(
+    client: PlatformClient,
+    loaded: store.Held,
+    listing: Listing,
+    concurrency: int,
+    judge: Judge,
+    early: tuple[set[str], list[PlatformEmployee], int | None] | None,
+) -> Read:
+    """Everyone listed: those missing from every part, deleted or moved between two parts
+    while they were listed, are asked about by name; only those the platform does not
+    know are gone."""
+    listed, found, seen = early or _listing(client, listing.parts, concurrency, judge)
+    owned = set(store.usernames(loaded.employees))
+    missing = [u for u in owned if u not in listed]
+    there = present(client.employee_records(missing)) if missing else []
+    more, newer = judge(there)
+    changed = {p.username: p for p in (*found, *more)}
+    deleted = frozenset(missing).difference(usernames(there))
+    return changed, deleted, [seen, newer]
+
+
+def _in_parts(
+    client: PlatformClient,
+    loaded: store.Held,
+    where: tuple[int, Listing | None, frozenset[int] | None],
+    concurrency: int,
+    judge: Judge,
+    named: set[str] | None,
+) -> Read:
+    """The nodes whose count moved listed, and the people the users list named (or placed
+    in a node listed or gone) asked about by name; those the platform no longer has are
+    gone. Those it named whom syncd does not hold are asked about too, when they were
+    named as changed since the cursor: a source id among them is the continuity check's
+    evidence (``syncd.rebuild.behind``)."""
+    root_id, listing, listed_nodes = where
+    synced = loaded.employees
+    since_cursor = named is not None
     if named is None:  # never read before: every user is new
         named = set(usernames(client.users(page_size=USERS_PAGE, concurrency=concurrency)))
     moved = _moved(loaded, root_id, listing.parts) if listing is not None else {}
     gone = _gone(loaded, listed_nodes) if listing is not None else {}
     listed, found, seen = _listing(client, [(n, False) for n in moved], concurrency, judge)
-    where = [*moved.values(), *gone.values()]
-    placed = loaded.placed(where) if where else {}
+    where_ids = [*moved.values(), *gone.values()]
+    placed = loaded.placed(where_ids) if where_ids else {}
     expected = {synced[k].username for ids in placed.values() for k in ids if k in synced}
-    # Named by the users list, or placed in a node listed or gone, and not listed: asked
-    # about by name; those the platform no longer has are gone.
-    wanted = (store.holding(synced, named) | expected).difference(listed)
-    records = present(client.employee_records(list(wanted))) if wanted else []
+    held = store.holding(synced, named)
+    wanted = (held | expected).difference(listed)
+    strangers = named.difference(held, listed) if since_cursor else set()
+    records = present(client.employee_records([*wanted, *strangers])) if wanted or strangers else []
     more, newer = judge(records)
     changed = {p.username: p for p in (*found, *more)}
     deleted = frozenset(wanted.difference(usernames(records)))
-    return Found(changed, deleted, newest([since, *stamps, seen, newer]))
+    return changed, deleted, [seen, newer]
 
 
 def _named(users: Iterable[Mapping[str, Any]]) -> tuple[set[str], list[int]]:

@@ -101,13 +101,18 @@ def test_after_a_lost_state_a_locked_account_is_not_adopted_for_a_new_hire(world
     world.company.employees.remove(world.company.person("dan"))
     world.company.employees.append(employee("E9", "dan", "D2", name="Daniel New"))
 
+    stopped = world.sync()  # the account's extension_id names E4, a record nobody knows
+    assert "person dan (extension_id E4) (locked)" in (stopped.error or "")
+    assert account(world, "dan")["extension_id"] == "E4"
+    config = str(world.folder / "syncd.toml")
+    assert run_cli(["state", "rebuild", "--config", config]) == EXIT_OK
     result = world.sync()
 
     assert ("update", "E9") not in actions(result) and ("unlock", "E9") not in actions(result)
     dan = account(world, "dan")
     assert dan["locked"] and dan["extension_id"] == "E4"
     (message,) = conflicts(result)
-    assert "account dan is locked, and nothing shows it is E9's" in message
+    assert "which is locked (departed or gone from the source)" in message
 
 
 # ---------------------------------------------------------------- 25.8 re-key and a cleared field

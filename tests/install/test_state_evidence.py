@@ -1,0 +1,276 @@
+"""Evidence over memory (issue 32): the state database is syncd's memory, the platform is
+the evidence. Where they disagree about who holds an account (a restored or copied state
+database, another installation on the same platform), nobody is changed until the
+evidence names the person (README, "Who can sign in")."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+
+from syncd.emulator import RunningEmulator
+from syncd.errors import EXIT_FAILED, EXIT_OK
+from tests.engine.company import Company, World, department, employee, small_company
+from tests.install.test_state_lineage import back_up, cli, database, restore
+from tests.support.runs import plan_of
+
+
+@pytest.fixture
+def world(tmp_path: Path, emulator: RunningEmulator) -> World:
+    return World(tmp_path, emulator, small_company(), {"max_removal_ratio": 1.0})
+
+
+@pytest.fixture
+def either(tmp_path: Path, emulator: RunningEmulator, store_url: str | None) -> World:
+    """A world whose state database is SQLite's, then PostgreSQL's."""
+    limits = {"max_removal_ratio": 1.0}
+    return World(tmp_path, emulator, small_company(), limits, database_url=store_url)
+
+
+def fay_recycled(world: World) -> None:
+    """fay (E6) joins after the backup and is synced; the backup is restored; fay leaves and
+    a new hire, E7, is given her username: another person (name, mobile)."""
+    world.company.employees.remove(world.company.person("fay"))
+    world.company.employees.append(
+        employee("E7", "fay", "D3", name="Fay Newhire", mobile="13912345678")
+    )
+
+
+# ---------------------------------------------------------------- a restore and a recycled name
+
+
+def test_a_restore_and_a_recycled_username_never_hand_the_former_holders_account_over(
+    world: World,
+) -> None:
+    assert world.sync().exit_code == EXIT_OK
+    backup = back_up(world)
+    world.company.employees.append(employee("E6", "fay", "D2"))
+    assert world.sync().exit_code == EXIT_OK
+    restore(world, backup)
+    fay_recycled(world)
+    before = world.writes()
+
+    # Before: exit 0, fay's account renamed to E7, E7's mobile, active; E6 never locked.
+    stopped = world.sync()
+    assert stopped.exit_code == EXIT_FAILED
+    assert "person fay (extension_id E6)" in (stopped.error or "")
+    assert world.writes() == before  # nothing sent
+    assert world.platform().people["fay"] == ("Fay", "E6", "D2", (), False)
+
+    assert cli(world, "state", "rebuild") == EXIT_OK
+    result = world.sync()
+    assert result.exit_code == EXIT_OK, result.error
+    changes = [(c.action.value, c.key) for c in plan_of(result).changes]
+    assert changes == [("lock", "E6")]  # the leaver is locked; the new hire gets nothing
+    assert world.platform().people["fay"] == ("Fay", "E6", "D2", (), True)
+    assert any("E7" in n.key for n in plan_of(result).notes if n.kind == "conflict")
+
+
+def test_an_account_whose_extension_id_names_another_record_is_never_adopted(
+    world: World,
+) -> None:
+    """No state check at all (an accepted database): the account's own mark is the
+    evidence, and adoption by username refuses it."""
+    assert world.sync().exit_code == EXIT_OK
+    world.company.employees.append(employee("E6", "fay", "D2"))
+    assert world.sync().exit_code == EXIT_OK
+    for leftover in database(world).parent.glob("syncd.db*"):
+        leftover.unlink()  # the state database lost; fay (E6) leaves, E7 gets her username
+    fay_recycled(world)
+    assert world.sync().exit_code == EXIT_FAILED  # behind: E6 named
+    assert cli(world, "state", "accept") == EXIT_OK  # the admin says: as it is
+    before = world.writes()
+
+    result = world.sync()  # before: fay's account taken by E7, renamed, its mobile
+    assert result.exit_code == EXIT_OK, result.error
+    assert world.platform().people["fay"] == ("Fay", "E6", "D2", (), False)
+    assert [c.key for c in plan_of(result).changes if c.display == "fay"] == []
+    (note,) = [n for n in plan_of(result).notes if n.kind == "conflict" and n.key == "E7"]
+    assert "carries extension_id E6" in note.message
+    assert not any("fay" in str(r) for r in set(world.writes()) - set(before))
+
+
+# ---------------------------------------------------------------- two installations
+
+
+def other_installation(tmp_path: Path, emulator: RunningEmulator) -> World:
+    """Another installation on the same platform: its own department and people, one of
+    whom has a username the first installation's source gives to someone else."""
+    company = Company(
+        departments=[department("B1", "Branch")],
+        employees=[employee("B-7", "kim", "B1", name="Kim Branch"), employee("B-8", "lou", "B1")],
+    )
+    (tmp_path / "b").mkdir()
+    return World(tmp_path / "b", emulator, company)
+
+
+def test_adoption_never_takes_another_installations_account_after_accept(
+    tmp_path: Path, emulator: RunningEmulator
+) -> None:
+    other = other_installation(tmp_path, emulator)
+    assert other.sync().exit_code == EXIT_OK
+    (tmp_path / "a").mkdir()
+    ours = World(tmp_path / "a", emulator, small_company(), {"max_removal_ratio": 1.0})
+    ours.company.employees.append(employee("E9", "kim", "D3", name="Kim Head"))
+    stopped = ours.sync()  # the other installation's records: unknown to this one
+    assert stopped.exit_code == EXIT_FAILED and "person kim (extension_id B-7)" in (
+        stopped.error or ""
+    )
+    assert cli(ours, "state", "accept") == EXIT_OK  # they are another program's
+
+    result = ours.sync()  # before: kim's account adopted for E9, renamed "Kim Head"
+    assert result.exit_code == EXIT_OK, result.error
+    assert ours.platform().people["kim"] == ("Kim Branch", "B-7", "B1", (), False)
+    assert any(n.key == "E9" for n in plan_of(result).notes if n.kind == "conflict")
+    # The other installation finds its person as it left them: nothing to put back.
+    again = other.sync()
+    assert again.exit_code == EXIT_OK, again.error
+    assert plan_of(again).changes == ()
+
+
+# ---------------------------------------------------------------- look-alikes of an account
+
+
+def import_account(
+    emulator: RunningEmulator, username: str, *, path: str = "Acme", **more: str
+) -> None:
+    """An account another program made, or changed, through the platform's own API."""
+    body = {"username": username, "name": "Someone", "positions": [{"org_path": path}], **more}
+    with httpx.Client(base_url=emulator.base_url) as http:
+        answer = http.post(
+            "/v1/admin/organizations/acme/import-employees",
+            params={"access_token": emulator.issue_token()},
+            json=[body],
+        ).json()
+    assert answer["status"] == 0 and username in answer["result"]["successes"], answer
+
+
+@pytest.mark.parametrize(
+    ("theirs", "ours"),
+    [
+        ("alice", "Alice"),  # the source's letter case
+        ("alice", "ALICE"),
+        ("ren\u00e9e", "RENE\u0301E"),  # NFD and upper case
+        ("ren\u00e9e", "Ren\u00e9e"),
+    ],
+)
+def test_a_look_alike_of_a_platform_account_is_a_conflict_never_a_second_account(
+    either: World, theirs: str, ours: str
+) -> None:
+    world = either
+    import_account(world.emulator, theirs)
+    world.company.employees.append(employee("E6", ours, "D2", email="e6@acme.example"))
+    result = world.sync()  # before: a second account, ours, beside theirs
+
+    assert result.exit_code == EXIT_OK, result.error
+    people = world.platform().usernames
+    assert theirs in people and ours not in people
+    assert ("create", "E6") not in [(c.action.value, c.key) for c in plan_of(result).changes]
+    (note,) = [n for n in plan_of(result).notes if n.kind == "conflict"]
+    assert note.key == "E6" and "differs from" in note.message
+
+
+# ---------------------------------------------------------------- a restore last-run misses
+
+
+def fay_joins_after_a_copy(world: World, copy: Path) -> None:
+    """The state directory is copied after a sync; fay joins and is synced."""
+    assert world.sync().exit_code == EXIT_OK
+    shutil.copytree(world.folder / "state", copy)
+    world.company.employees.append(employee("E6", "fay", "D2"))
+    assert world.sync().exit_code == EXIT_OK
+
+
+def put_back(world: World, copy: Path) -> None:
+    shutil.rmtree(world.folder / "state")
+    shutil.copytree(copy, world.folder / "state")
+
+
+def test_a_new_host_given_the_nightly_backup_finds_it_behind(world: World) -> None:
+    assert world.sync().exit_code == EXIT_OK
+    backup = back_up(world)  # `syncd state backup`: the database alone, checked
+    world.company.employees.append(employee("E6", "fay", "D2"))
+    assert world.sync().exit_code == EXIT_OK
+    shutil.rmtree(world.folder / "state")  # the old host is gone: a new one, no last-run
+    (world.folder / "state").mkdir(mode=0o700)
+    backup.rename(database(world))
+    world.company.employees.pop()  # fay leaves
+    before = world.writes()
+
+    stopped = world.sync()  # before: exit 0, fay active for ever
+    assert stopped.exit_code == EXIT_FAILED
+    assert "is behind the platform" in (stopped.error or "")
+    assert "person fay (extension_id E6)" in (stopped.error or "")
+    assert world.writes() == before
+    assert cli(world, "state", "rebuild") == EXIT_OK
+    result = world.sync()
+    assert result.exit_code == EXIT_OK, result.error
+    assert [(c.action.value, c.key) for c in plan_of(result).changes] == [("lock", "E6")]
+
+
+def test_a_state_directory_rolled_back_with_its_last_run_is_found_behind(
+    world: World, tmp_path: Path
+) -> None:
+    fay_joins_after_a_copy(world, tmp_path / "snapshot")
+    put_back(world, tmp_path / "snapshot")  # a VM snapshot rolled back: last-run inside
+    world.company.employees.pop()  # fay leaves
+
+    stopped = world.sync()  # before: exit 0, fay active for ever
+    assert stopped.exit_code == EXIT_FAILED
+    assert "person fay (extension_id E6)" in (stopped.error or "")
+    assert world.platform().people["fay"][4] is False  # nothing done until rebuilt
+
+
+# ---------------------------------------------------------------- a rebuilt database's guards
+
+
+def test_a_rebuilt_database_counts_its_guards_against_the_platforms_records(
+    tmp_path: Path, emulator: RunningEmulator
+) -> None:
+    """Twenty people synced with the default guards; the state database lost and fay
+    gone meanwhile: the rebuilt database holds fay alone, and her lock is one removal
+    among the 26 records syncd holds once the rest are adopted, not one of one."""
+    company = small_company()
+    company.employees += [employee(f"E{n}", f"user{n}", "D3") for n in range(10, 25)]
+    world = World(tmp_path, emulator, company)
+    assert world.sync().exit_code == EXIT_OK
+    world.company.employees.append(employee("E6", "fay", "D2"))
+    assert world.sync().exit_code == EXIT_OK
+    for leftover in database(world).parent.glob("syncd.db*"):
+        leftover.unlink()
+    world.company.employees.pop()  # fay leaves while the state database is lost
+    assert world.sync().exit_code == EXIT_FAILED
+    assert cli(world, "state", "rebuild") == EXIT_OK
+
+    result = world.sync()  # before: blocked by max_removals (1 of 1 synced), every run
+    assert result.exit_code == EXIT_OK, result.error
+    assert ("lock", "E6") in [(c.action.value, c.key) for c in plan_of(result).changes]
+    assert world.platform().people["fay"][4] is True
+    assert world.sync().exit_code == EXIT_OK
+
+
+def test_another_programs_person_in_a_synced_department_is_asked_about_once(
+    either: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    world = either
+    assert world.sync().exit_code == EXIT_OK
+    r_and_d = "Acme/Head Office/R&D"
+    import_account(world.emulator, "zed", path=r_and_d, extension_id="HR-99")
+    stopped = world.sync()  # a source id syncd never wrote, in its department: evidence
+    assert stopped.exit_code == EXIT_FAILED
+    assert "person zed (extension_id HR-99)" in (stopped.error or "")
+    capsys.readouterr()
+    assert cli(world, "state", "accept") == EXIT_OK
+    assert "1 people the check found are another's" in capsys.readouterr().out
+    assert world.sync().exit_code == EXIT_OK
+
+    import_account(world.emulator, "zed", path=r_and_d, extension_id="HR-99", name="Zed Again")
+    for leftover in database(world).parent.glob("last-run"):
+        leftover.unlink()
+    result = world.sync()  # changed again by its program: accepted, never asked about again
+    assert result.exit_code == EXIT_OK, result.error
+    name, extension_id, *_, locked = world.platform().people["zed"]
+    assert (name, extension_id, locked) == ("Zed Again", "HR-99", False)
