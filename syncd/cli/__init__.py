@@ -31,6 +31,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -285,20 +286,49 @@ def in_place(args: list[str]) -> list[str]:
     return [*kept, *verbosity, *after, *config, *rest]
 
 
+_JSON_OUTPUT = frozenset({"--output=json", "-ojson", "--format=json"})
+
+
+def wants_json(args: list[str]) -> bool:
+    """Whether the command line asks for JSON output (``--output json`` or a spelling of
+    it), read before click parses it: a usage error must be told in that format too."""
+    end = args.index("--") if "--" in args else len(args)
+    given = args[:end]
+    return any(a in _JSON_OUTPUT for a in given) or any(
+        a in ("--output", "-o", "--format") and b == "json" for a, b in pairwise(given)
+    )
+
+
 def run_cli(args: list[str] | None = None) -> int:
-    """Run the command line and return its exit code; errors are printed, never raised."""
+    """Run the command line and return its exit code; errors are printed, never raised.
+
+    With ``--output json``, stdout always holds exactly one JSON document: the command's,
+    or, when the command stops before it has one (a usage error, a ``SyncdError``),
+    ``{"error": TEXT, "exit_code": N}``. A usage error is then told only there; any other
+    error is also told on stderr, as every log line is.
+    """
+    given = sys.argv[1:] if args is None else args
+    as_json = wants_json(given)
     try:
-        code = app(in_place(sys.argv[1:] if args is None else args), standalone_mode=False)
+        code = app(in_place(given), standalone_mode=False)
     except typer.Exit as exc:
         return exc.exit_code
     except typer.TyperException as exc:  # a usage error; help asked for by giving no arguments
-        exc.show()  # type: ignore[attr-defined]
-        return EXIT_OK if type(exc).__name__ == "NoArgsIsHelpError" else EXIT_FAILED
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            exc.show()  # type: ignore[attr-defined]
+            return EXIT_OK
+        if as_json:
+            print_json(_usage_error(exc))
+        else:
+            exc.show()  # type: ignore[attr-defined]
+        return EXIT_FAILED
     except (typer.Abort, KeyboardInterrupt):
         err.print("interrupted")
         return 130
     except SyncdError as exc:
         tell("error:", redact(str(exc)), logging.ERROR, exit_code=exc.exit_code)
+        if as_json:
+            print_json({"error": redact(str(exc)), "exit_code": exc.exit_code})
         return exc.exit_code
     except Exception as exc:  # a bug: say so, without leaking secrets in the traceback
         log.debug("unexpected error", exc_info=True)
@@ -306,6 +336,21 @@ def run_cli(args: list[str] | None = None) -> int:
         tell("internal error:", message, logging.CRITICAL, exit_code=EXIT_FAILED)
         return EXIT_FAILED
     return code if isinstance(code, int) else 0
+
+
+def _usage_error(exc: Exception) -> dict[str, Any]:
+    """A usage error as one JSON object: what is wrong, the command's usage line, and how
+    to see its help (click's four text lines, as fields)."""
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    context = getattr(exc, "ctx", None)
+    usage = context.get_usage() if context is not None else None
+    help_command = f"{context.command_path} --help" if context is not None else "syncd --help"
+    return {
+        "error": f"usage: {message}",
+        "exit_code": EXIT_FAILED,
+        "usage": usage,
+        "help": help_command,
+    }
 
 
 def main() -> None:

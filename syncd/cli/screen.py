@@ -219,9 +219,12 @@ def print_plan(result: RunResult, show: int, *, long: bool = False) -> None:
             if note.kind == "drift" and note.key in told:
                 continue
             out.print(Text("  ") + labelled(f"{note.kind}:", "magenta", printable(note.message)))
+    from syncd.report.wording import guard_message, guard_verdict
+
     for guard in result.guards:
-        mark = Text("ok", "green") if guard.passed else Text("BLOCKED", "red")
-        message = guard.message + (" (overridden)" if guard.overridden else "")
+        verdict = guard_verdict(guard.passed, guard.overridden)
+        mark = Text(verdict, "yellow" if guard.overridden else "green" if guard.passed else "red")
+        message = guard_message(guard.message, guard.overridden)
         out.print(Text.assemble(f"guard {guard.name}: ", mark, " ", printable(message)))
 
 
@@ -305,6 +308,7 @@ def run_document(engine: Engine, result: RunResult, show: int, code: int) -> dic
     from syncd import snapshot as store
     from syncd.plan import department_paths, in_order, listed
     from syncd.report.value import scheduled_summary
+    from syncd.report.wording import guard_message
 
     d, the_plan = result.source, result.plan
     changes = the_plan.changes if the_plan is not None else ()
@@ -332,7 +336,12 @@ def run_document(engine: Engine, result: RunResult, show: int, code: int) -> dic
         # What the clock will do (start and end dates): not done, not counted in "planned".
         "scheduled": scheduled_summary(the_plan.scheduled if the_plan is not None else ()),
         "guards": [
-            {"name": g.name, "passed": g.passed, "overridden": g.overridden, "message": g.message}
+            {
+                "name": g.name,
+                "passed": g.passed,
+                "overridden": g.overridden,
+                "message": guard_message(g.message, g.overridden),
+            }
             for g in result.guards
         ],
         "applied": None

@@ -28,7 +28,7 @@ def items_of(site: Site, run_id: int) -> int:
 def test_dry_runs_are_kept_for_dry_run_keep_days_real_runs_for_keep_days(site: Site) -> None:
     site.configure(reports={"dry_run_keep_days": 2, "keep_days": 30})
     site.cli("sync", "--check")  # 1: dry
-    site.cli("sync")  # 2: real
+    site.cli("sync", "--yes")  # 2: real
     site.cli("sync", "--dry-run")  # 3: dry, nothing to do
     age(site, 3, 1, 2)
     assert items_of(site, 1) == 9
@@ -44,7 +44,7 @@ def test_dry_runs_are_kept_for_dry_run_keep_days_real_runs_for_keep_days(site: S
 
 
 def test_status_lists_real_runs_and_the_last_dry_run_apart(site: Site) -> None:
-    site.cli("sync")
+    site.cli("sync", "--yes")
     for _ in range(6):
         site.cli("sync", "--check")
 
@@ -54,3 +54,4 @@ def test_status_lists_real_runs_and_the_last_dry_run_apart(site: Site) -> None:
     runs = lines[lines.index("last runs") + 1 : lines.index("last dry run")]
     assert len(runs) == 1 and runs[0].split()[0] == "1" and " ok " in runs[0]
     assert lines[lines.index("last dry run") + 1].split()[0] == "7"
+

@@ -45,6 +45,32 @@ def test_bad_values_are_usage_errors_before_anything_runs(
     assert site.runs() == []
 
 
+USAGE_ERRORS_AS_JSON = [
+    ["sync", "--output", "json", "--bogus"],
+    ["sync", "-o", "json", "--wait", "nan"],
+    ["status", "--output=json", "extra-argument"],
+    ["check", "--format", "json", "--allow-removals", "3"],
+    ["reports", "list", "-o", "json", "--since", "yesterday-ish"],
+    ["sync", "--output", "json", "--show", "-1"],
+]
+
+
+@pytest.mark.parametrize("args", USAGE_ERRORS_AS_JSON)
+def test_a_usage_error_with_json_output_is_one_json_object_on_stdout(
+    site: Site, args: list[str]
+) -> None:
+    done = site.cli(*args)  # a script's view: stdout and stderr, both pipes
+
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stderr == ""  # nothing else is told: the object is the whole answer
+    told = json.loads(done.stdout)  # one document, and nothing around it
+    assert isinstance(told, dict) and told["exit_code"] == 3, told
+    assert told["error"].startswith("usage: "), told
+    assert told["usage"].startswith(f"Usage: syncd {args[0]}"), told
+    assert told["help"].endswith(" --help"), told
+    assert site.runs() == []
+
+
 def test_version() -> None:
     result = subprocess.run(
         [str(SYNCD), "--version"], capture_output=True, text=True, timeout=DEADLINE
@@ -72,7 +98,7 @@ def test_shell_completion_completes_commands_and_options() -> None:
 
 
 def test_quiet_logs_warnings_only_and_verbose_every_detail(site: Site) -> None:
-    quiet = site.cli("-q", "sync")
+    quiet = site.cli("-q", "sync", "--yes")
     verbose = site.cli("-v", "sync", "--dry-run")
 
     assert quiet.returncode == 0, quiet.stderr
@@ -83,7 +109,7 @@ def test_quiet_logs_warnings_only_and_verbose_every_detail(site: Site) -> None:
 
 def test_counts_come_in_the_order_changes_are_applied(site: Site) -> None:
     site.configure(sync={"max_removal_ratio": 1.0})  # one lock of 9 records
-    assert site.cli("sync").returncode == 0
+    assert site.cli("sync", "--yes").returncode == 0
     people = [p for p in EMPLOYEES if p[1] != "frank"]  # missing: locked
     people[0] = ("E1", "alice", "Alice Renamed", "D1")  # an update
     people.append(("E7", "grace", "Grace", "D3"))  # a create, listed last
@@ -155,7 +181,7 @@ def test_under_journald_warnings_and_errors_carry_their_priority(site: Site) -> 
         found = os.fstat(stream.fileno())
         env = {k: v for k, v in os.environ.items() if not k.startswith("SYNCD_")}
         env["JOURNAL_STREAM"] = f"{found.st_dev}:{found.st_ino}"
-        for args in (["check"], ["sync", "--show", "1"], ["reports", "show", "99"]):
+        for args in (["check"], ["sync", "--yes", "--show", "1"], ["reports", "show", "99"]):
             subprocess.run(
                 [str(SYNCD), *args, "--config", str(site.config)],
                 stdout=subprocess.DEVNULL,
@@ -184,7 +210,7 @@ def test_under_journald_warnings_and_errors_carry_their_priority(site: Site) -> 
     ],
 )
 def test_verbosity_config_and_format_work_in_every_position(site: Site, args: list[str]) -> None:
-    assert site.cli("sync").returncode == 0
+    assert site.cli("sync", "--yes").returncode == 0
     env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "SYNCD_CONFIG")}
     command = [str(SYNCD), *(a.format(config=site.config) for a in args)]
 
@@ -197,7 +223,7 @@ def test_verbosity_config_and_format_work_in_every_position(site: Site, args: li
 
 
 def test_each_drift_repair_is_said_once_in_the_plan(site: Site, emulator: RunningEmulator) -> None:
-    assert site.cli("sync").returncode == 0
+    assert site.cli("sync", "--yes").returncode == 0
     admin = AnotherAdmin(emulator)
     admin.edit("bob", name="Robert")  # EMPLOYEES: bob
     admin.lock("carol")

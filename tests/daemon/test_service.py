@@ -129,7 +129,7 @@ def test_a_shell_sync_while_the_daemon_runs_is_refused_and_status_names_the_hold
     service.ready()
     wait_until(lambda: requests_to(emulator, "import-employees"), "the first employee batch")
 
-    shell = site.cli("sync")
+    shell = site.cli("sync", "--yes")
     status = site.cli("status")
 
     assert shell.returncode == 3, shell.stderr
@@ -282,7 +282,7 @@ def test_a_shell_sync_writes_a_node_exporter_textfile(site: Site) -> None:
     assert site.cli("sync", "--dry-run").returncode == 0
     assert not textfile.exists()  # a dry run is no run to alert on
     sync = subprocess.run(  # as under the units' UMask=0077
-        [str(SYNCD), "sync", "--config", str(site.config)], umask=0o077, timeout=DEADLINE
+        [str(SYNCD), "sync", "--yes", "--config", str(site.config)], umask=0o077, timeout=DEADLINE
     )
     assert sync.returncode == 0
 

@@ -71,7 +71,7 @@ def test_a_killed_sync_is_resolved_by_the_next_run(world: World, endpoint: str, 
     world.company.write(world.folder)
     world.emulator.set_faults(latency_ms=40)  # keep requests in flight long enough to be killed
     process = subprocess.Popen(
-        [SYNCD, "sync", "--config", str(settings.database.parent.parent / "syncd.toml")],
+        [SYNCD, "sync", "--yes", "--config", str(settings.database.parent.parent / "syncd.toml")],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -99,7 +99,7 @@ def test_a_shell_sync_where_another_instance_leads_says_who_and_does_nothing(
     wait_for(cluster.converged, "the leader's first sync")
     other = cluster.member("b")  # a second host's timer set-up: no daemon there
 
-    refused = cluster.cli(other, "sync")
+    refused = cluster.cli(other, "sync", "--yes")
     assert refused.returncode == EXIT_NOT_LEADER, refused.stderr
     assert f"pid {leader.pid} on " in refused.stderr and "holds the lease" in refused.stderr
     writers = {c for c, seen in cluster.emulator.callers().items() if seen["writes"]}
@@ -107,7 +107,7 @@ def test_a_shell_sync_where_another_instance_leads_says_who_and_does_nothing(
     assert cluster.cli(other, "sync", "--dry-run").returncode == EXIT_OK  # no lease needed
     # On the leader's host, next to its daemon, a shell sync borrows the daemon's lease.
     # (--wait: the daemon's own runs, every 2 s, hold the run lock a moment)
-    assert cluster.cli(leader, "sync", "--wait", "60").returncode == EXIT_OK
+    assert cluster.cli(leader, "sync", "--yes", "--wait", "60").returncode == EXIT_OK
     leases = {r["epoch"] for r in cluster.query("SELECT epoch FROM leadership")}
     assert leases == {1}  # nobody took it over
 

@@ -87,7 +87,7 @@ def test_a_database_of_a_newer_syncd_is_refused_with_what_to_do(
 # Issue 24 case 7: SQLite's own exception, without the file's name, reached the operator.
 
 COMMANDS = [
-    ["sync"],
+    ["sync", "--yes"],
     ["sync", "--dry-run"],
     ["run"],
     ["status"],
@@ -158,7 +158,7 @@ def test_a_state_database_locked_by_another_program_is_one_clear_error(
         other.execute("BEGIN EXCLUSIVE")
         other.execute("DELETE FROM cursors WHERE name = 'nobody'")
         capsys.readouterr()
-        for command in (["sync"], ["status"], ["reports", "list"]):
+        for command in (["sync", "--yes"], ["status"], ["reports", "list"]):
             code = run_cli([*command, "--config", config])
             err = capsys.readouterr().err
             assert code == 3, (command, err)
