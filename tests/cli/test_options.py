@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import subprocess
 from pathlib import Path
 
+import pexpect
 import pytest
 
 from syncd.cli import run_cli
 from syncd.emulator import RunningEmulator
 from syncd.snapshot import SCHEMA_VERSION
+from tests.cli.terminal import finish
 from tests.daemon.support import DEADLINE, EMPLOYEES, Site, write_csv
 from tests.support.admin import AnotherAdmin
 from tests.support.cli import SYNCD
@@ -254,3 +257,26 @@ def test_the_completion_script_for_everyone_is_what_readme_installs(tmp_path: Pa
     )
     found = subprocess.run(["bash", "--norc", "-c", probe], capture_output=True, text=True)
     assert "status" in found.stdout.split(), found.stdout + found.stderr
+
+
+def test_a_bare_status_without_settings_says_what_to_give(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("SYNCD_")}
+    env.update(TERM="xterm-256color", COLUMNS="80", LINES="40")
+    child = pexpect.spawn(
+        str(SYNCD),
+        ["status"],
+        env=env,
+        cwd=str(tmp_path),
+        encoding="utf-8",
+        dimensions=(40, 80),
+        timeout=DEADLINE,
+    )
+    child.logfile_read = io.StringIO()
+
+    _, screen = finish(child)
+
+    said = " ".join(screen.split())  # wrapped at 80 columns
+    assert "BROKEN" not in said, screen  # nothing is broken: nothing was given
+    assert "settings none given: " in said, screen
+    assert "--config" in said and "SYNCD_CONFIG=FILE" in said, screen
+    assert "/etc/syncd/syncd.toml" in said and "default state directory" in said, screen
