@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -24,6 +25,7 @@ from syncd.cli import (
     err,
     labelled,
     settings_from,
+    tell,
 )
 from syncd.cli.screen import Screen
 from syncd.config import Settings
@@ -169,11 +171,11 @@ def _sync_and_show(
     output: Output,
     confirm: bool = False,
 ) -> int:
-    """One run with its screen: the plan before anything is sent, bars, then the outcome."""
-    from syncd import snapshot as store
-    from syncd._status import log_failures
-    from syncd.dry_runs import prune_dry_runs
-    from syncd.runner import run_sync
+    """One run with its screen: the plan before anything is sent, bars, then the outcome.
+
+    Run as root in a state directory that is another user's, it warns before and names,
+    after, every file it left as root's (``syncd.ownership``)."""
+    from syncd.ownership import chown_advice, foreign_owner, root_run_warning
 
     screen = Screen(
         show=show,
@@ -182,6 +184,26 @@ def _sync_and_show(
         log_format=settings.log_format,
         confirm=confirm,
     )
+    owner = foreign_owner(settings.state_dir)
+    if owner is not None:
+        database = None if settings.database_url is not None else settings.database.name
+        tell("warning:", root_run_warning(settings.state_dir, owner, database), logging.WARNING)
+    try:
+        return _run_and_show(settings, request, check_only, screen, wait)
+    finally:
+        advice = None if owner is None else chown_advice(settings.state_dir, owner)
+        if advice is not None:
+            tell("warning:", advice, logging.WARNING)
+
+
+def _run_and_show(
+    settings: Settings, request: RunRequest, check_only: bool, screen: Screen, wait: float
+) -> int:
+    from syncd import snapshot as store
+    from syncd._status import log_failures
+    from syncd.dry_runs import prune_dry_runs
+    from syncd.runner import run_sync
+
     engine = store.open_engine(settings.database, settings.database_url)
     try:
         with _stop_on_signals() as stop, screen, log_context():

@@ -368,3 +368,30 @@ def test_an_overridden_guard_says_it_was_overridden_not_how_to_override_it(site:
     html = site.root / "report.html"
     site.cli("reports", "show", "latest", "-o", "html", "--file", str(html))
     assert "rerun with" not in html.read_text(encoding="utf-8")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: it plays the admin's sudo")
+def test_a_root_dry_run_in_the_service_users_state_warns_and_names_every_file_it_left(
+    site: Site,
+) -> None:
+    assert site.cli("sync", "--yes").returncode == 0
+    nobody = 65534  # the service user's state directory: every file in it is its own
+    for path in [site.state_dir, *site.state_dir.iterdir()]:
+        os.chown(path, nobody, nobody)
+
+    code, screen = finish(at_terminal(site, "sync", "--dry-run", columns=80))
+
+    said = " ".join(screen.split())  # wrapped at 80 columns
+    assert code == 0, screen
+    before = f"running as root in {site.state_dir}, which belongs to nobody: the files"
+    assert before in said, screen
+    for name in ("syncd.db", "run.lock", "token.lock", "last-run"):
+        assert name in said[said.index(before) :], (name, screen)
+    assert "sudo -u nobody syncd" in said
+    left = sorted(p for p in site.state_dir.iterdir() if p.lstat().st_uid != nobody)
+    assert left, "the dry run wrote nothing as root: nothing to check"
+    after = said[said.index("now belong to root, not nobody: ") :]
+    assert ", ".join(p.name for p in left) in after, screen
+    advice = after[after.index("sudo chown nobody: ") :]
+    for path in left:  # every one of them in the chown, not only the database's
+        assert str(path) in advice.replace(" ", ""), (path, screen)
