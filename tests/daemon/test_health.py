@@ -19,6 +19,7 @@ import pytest
 from syncd._status import daemon_lock
 from syncd.emulator import RunningEmulator
 from tests.support.processes import free_port
+from tests.support.waiting import scaled
 
 from .support import Site, samples
 
@@ -128,7 +129,7 @@ def test_a_sticky_item_leaves_the_daemon_healthy_with_status_and_metrics_agreein
     service.notify.status("last run 1 partial")
 
     status = site.cli("status", "--output", "json")
-    scrape = samples(httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text)
+    scrape = samples(httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=scaled(10)).text)
 
     (run,) = site.runs()
     found = json.loads(status.stdout)

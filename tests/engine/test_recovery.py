@@ -24,6 +24,7 @@ from syncd.sources import read_directory
 from tests.engine.company import World, employee, small_company
 from tests.support.cli import SYNCD
 from tests.support.runs import plan_of
+from tests.support.waiting import scaled
 
 IMPORT_ORGS = "POST /v1/admin/organizations/{org_code}/import-orgs"
 IMPORT_EMPLOYEES = "POST /v1/admin/organizations/{code}/import-employees"
@@ -79,7 +80,7 @@ def test_a_killed_sync_is_resolved_by_the_next_run(world: World, endpoint: str, 
         wait_for_requests(world, endpoint, count, process)
         os.kill(process.pid, signal.SIGKILL)
     finally:
-        process.wait(timeout=30)
+        process.wait(timeout=scaled(30))
     world.emulator.set_faults()
 
     result = world.sync()

@@ -21,6 +21,7 @@ from syncd.snapshot import leases
 from syncd.snapshot.leases import Claimant
 from tests.daemon.support import samples
 from tests.support.processes import free_port
+from tests.support.waiting import scaled
 
 from .support import Cluster, Member, people, wait_for
 
@@ -64,7 +65,7 @@ def test_status_names_the_leader_and_a_standby_whose_plan_agrees(cluster: Cluste
     assert f"standby    pid {standby.pid} on " in text and "plan agrees with the leader's" in text
 
     def gauges(port: int) -> dict[str, float]:
-        return samples(httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text)
+        return samples(httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=scaled(10)).text)
 
     epoch = float(found["leadership"]["epoch"])
     assert gauges(ports[0])["syncd_leader"] == 1.0
