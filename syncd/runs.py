@@ -1,8 +1,10 @@
 """Recorded runs, from the state database: reports, the run list, a person's history,
-retention, and what happens after a run.
+and retention.
 
 The I/O side of ``syncd.report``: this module reads rows and hands plain values to the
-pure report code. ``after_run`` is what the runner calls once a run is recorded.
+pure report code. Once a run is recorded the runner applies retention and notifies
+(``syncd.runner.after_run``): notifications read reports from here, so this module does
+not call them (no import circle).
 """
 
 from __future__ import annotations
@@ -316,14 +318,6 @@ def apply_retention(settings: Settings, engine: Engine) -> Pruned | None:
             pruned.rejected,
         )
     return pruned
-
-
-def after_run(settings: Settings, engine: Engine, run_id: int) -> None:
-    """Once a run is recorded: apply retention, and notify whoever the settings name."""
-    from syncd.notifications import notify_all
-
-    apply_retention(settings, engine)
-    notify_all(settings, engine, run_id)
 
 
 # ---------------------------------------------------------------- the commands
