@@ -172,7 +172,7 @@ def read_status(settings: Settings) -> Status:
     # Do not create a state database just to look at it (a PostgreSQL one is there to use).
     if settings.database_url is not None or settings.database.exists():
         found.database = settings.database
-        engine = store.open_engine(settings.database, settings.database_url)
+        engine = store.open_engine(settings.database, settings.database_url, migrate=False)
         try:
             found.record = _daemon_record(engine, settings.state_dir)
             _read_runs(engine, found)

@@ -347,9 +347,10 @@ def print_run_list(
     _print_table(console, lines)
 
 
-def _with_state(settings: Settings, use: Callable[[Engine], T]) -> T:
-    """``use(engine)`` on the state database, closed afterwards."""
-    engine = store.open_engine(settings.database, settings.database_url)
+def _with_state(settings: Settings, use: Callable[[Engine], T], *, writes: bool = False) -> T:
+    """``use(engine)`` on the state database, closed afterwards. Only a command that
+    ``writes`` migrates a database of an older schema (store.open_engine)."""
+    engine = store.open_engine(settings.database, settings.database_url, migrate=writes)
     try:
         return use(engine)
     finally:
@@ -479,4 +480,4 @@ def prune_runs(
             f"{freed / 1e6:,.1f} MB given back"
         )
 
-    _with_state(settings, use)
+    _with_state(settings, use, writes=True)

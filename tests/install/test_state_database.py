@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -247,10 +248,24 @@ def test_a_migration_says_what_it_does_and_keeps_the_database_as_it_was(
         db.execute(f"PRAGMA user_version = {older}")
         db.commit()
 
-    assert run_cli(["reports", "list", "--config", str(world.folder / "syncd.toml")]) == EXIT_OK
+    config = str(world.folder / "syncd.toml")
+    for read_only in (["reports", "list"], ["reports", "show", "latest"], ["status"]):
+        assert run_cli([*read_only, "--config", config]) == 3, read_only
+        told = " ".join(capsys.readouterr().err.split())
+        assert f"state database {database} has schema version {older}, older than" in told
+        assert (
+            "this command only reads it and leaves it as it is: the next sync migrates it" in told
+        )
+        assert "syncd sync --dry-run is enough" in told
+        assert not re.search(r"syncd\.(?!db)[a-z_]", told), told  # no module of syncd named
+    kept = database.with_name(f"syncd.db.schema-{older}")
+    assert not kept.exists()  # nothing migrated, nothing copied
+    with closing(sqlite3.connect(database)) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (older,)
+
+    assert run_cli(["sync", "--dry-run", "--config", config]) == EXIT_OK  # migrates
 
     said = " ".join(capsys.readouterr().err.split())
-    kept = database.with_name(f"syncd.db.schema-{older}")
     assert (
         f"state database {database}: schema {older} is migrated to {store.SCHEMA_VERSION}, "
         f"for this syncd (syncd {version('syncd')}): " in said
