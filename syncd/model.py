@@ -440,24 +440,19 @@ def _department_in_nfc(d: Department) -> Department:
     )
 
 
+def _all_in_nfc(*texts: str | None) -> bool:
+    """Whether every text given is in NFC already (None and ASCII are, checked at once)."""
+    return all(not t or t.isascii() or _is_nfc("NFC", t) for t in texts)
+
+
 def _employee_in_nfc(e: Employee) -> Employee:
     """The employee with username, names, titles and departments' ids in NFC (as a rule,
     the same employee: this runs for every person of every read, so it checks first)."""
     username, name, en_name, title = e.username, e.name, e.en_name, e.job_title
-    if (
-        (username.isascii() or _is_nfc("NFC", username))
-        and (name.isascii() or _is_nfc("NFC", name))
-        and (not en_name or en_name.isascii() or _is_nfc("NFC", en_name))
-        and (not title or title.isascii() or _is_nfc("NFC", title))
+    if _all_in_nfc(username, name, en_name, title) and all(
+        _all_in_nfc(p.department_id, p.job_title) for p in e.positions
     ):
-        for p in e.positions:
-            place, role = p.department_id, p.job_title
-            if (place and not place.isascii() and not _is_nfc("NFC", place)) or (
-                role and not role.isascii() and not _is_nfc("NFC", role)
-            ):
-                break
-        else:
-            return e
+        return e
     positions = tuple(
         Position(
             None if p.department_id is None else nfc(p.department_id),

@@ -162,37 +162,17 @@ class Employees:
         be read), for the existing accounts whose syncd-set tags change. The list form
         says who has any tags (100 people a call); only they are read whole (the detail
         form names each tag's group), ``concurrency`` at a time."""
-        needing: dict[int, Item] = {}
-        for item in items:
-            c, e = item.change, item.change.record
-            if (
-                c.action is not Action.CREATE
-                and isinstance(e, Employee)
-                and set(e.tags) != tag_pairs((c.before or {}).get("tags") or ())
-            ):
-                needing[item.seq] = item
+        needing = {item.seq: item for item in items if _tags_change(item)}
         if not needing:
             return {}
-        found: dict[int, frozenset[Tag] | str] = {}
-        by_id = {i.seq: i.change.target_id for i in needing.values()}
-        try:
-            listed = {
-                r.id: r for r in self.run.client.employees_by_id([t for t in by_id.values() if t])
-            }
-            missing = [i for i in needing.values() if i.change.target_id is None]
-            named = {
-                r.username: r
-                for r in self.run.client.employees_by_username([i.change.display for i in missing])
-            }
-        except (*ITEM_FAILURES, ValueError) as exc:  # ValueError: a username with a comma
-            return dict.fromkeys(needing, f"the person's tags could not be read: {exc}")
-        whole: dict[int, int] = {}  # seq -> employee id, for those holding tags
-        for seq, item in needing.items():
-            record = listed.get(by_id[seq] or -1) or named.get(item.change.display)
-            if record is None or not record.tags:
-                found[seq] = frozenset()  # no account, or no tags: none to keep
-            else:
-                whole[seq] = record.id
+        holders = self._tag_holders(needing)
+        if isinstance(holders, str):
+            return dict.fromkeys(needing, holders)
+        # No account, or no tags: none to keep; the others' tags are read whole.
+        found: dict[int, frozenset[Tag] | str] = {
+            seq: frozenset() for seq in needing if seq not in holders
+        }
+        whole = holders
 
         def detail(employee_id: int) -> frozenset[Tag] | str:
             try:
@@ -208,6 +188,28 @@ class Employees:
         ) as pool:
             found.update(zip(whole, pool.map(detail, whole.values()), strict=True))
         return found
+
+    def _tag_holders(self, needing: dict[int, Item]) -> dict[int, int] | str:
+        """Item seq -> employee id, for those the platform's list says hold tags (by id,
+        or by username for those syncd has no id of); or why the list could not be read."""
+        by_id = {i.seq: i.change.target_id for i in needing.values()}
+        try:
+            listed = {
+                r.id: r for r in self.run.client.employees_by_id([t for t in by_id.values() if t])
+            }
+            missing = [i for i in needing.values() if i.change.target_id is None]
+            named = {
+                r.username: r
+                for r in self.run.client.employees_by_username([i.change.display for i in missing])
+            }
+        except (*ITEM_FAILURES, ValueError) as exc:  # ValueError: a username with a comma
+            return f"the person's tags could not be read: {exc}"
+        whole: dict[int, int] = {}
+        for seq, item in needing.items():
+            record = listed.get(by_id[seq] or -1) or named.get(item.change.display)
+            if record is not None and record.tags:
+                whole[seq] = record.id
+        return whole
 
     def _send_import_employees(self, batch: list[Item]) -> ImportResult:
         return self.run.client.import_employees([i.body for i in batch])
@@ -461,3 +463,13 @@ def _lookup(answer: Mapping[str, Any], username: str) -> Any:
         if key.casefold() == folded:
             return value
     return None
+
+
+def _tags_change(item: Item) -> bool:
+    """Whether the item updates an existing account whose syncd-set tags change."""
+    c, e = item.change, item.change.record
+    return (
+        c.action is not Action.CREATE
+        and isinstance(e, Employee)
+        and set(e.tags) != tag_pairs((c.before or {}).get("tags") or ())
+    )
