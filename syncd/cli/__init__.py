@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from itertools import pairwise
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -41,9 +41,13 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
 from typer.core import TyperArgument
 
-from syncd.config import Settings, load_settings, log_format_hint
 from syncd.errors import EXIT_FAILED, EXIT_OK, SyncdError
 from syncd.logs import journal_prefix, log_format, redact, register_secret, setup_logging
+
+if TYPE_CHECKING:
+    # Imported where settings are loaded: pydantic's models cost most of a command's start,
+    # and --version, --help and each Tab of completion load none.
+    from syncd.config import Settings
 
 
 def _argument_type(self: TyperArgument, ctx: Any) -> str | None:  # typer's own click Context
@@ -197,6 +201,8 @@ def settings_from(
     config: Path | None, *, require_secrets: bool = True, platform: bool = True
 ) -> Settings:
     """Load settings, set up logging and register the secrets for redaction."""
+    from syncd.config import load_settings, log_format_hint
+
     # Problems with the file itself are told in the format it asks for, if it can be read.
     _setup_logging(options.level or "INFO", log_format_hint(config))
     settings = load_settings(

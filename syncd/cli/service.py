@@ -5,7 +5,6 @@ from __future__ import annotations
 import typer
 
 from syncd.cli import ConfigOption, Output, OutputOption, out, print_json, settings_from
-from syncd.config import NoSettingsGiven, salvaged_settings
 from syncd.errors import ConfigError
 from syncd.logs import redact
 
@@ -21,6 +20,7 @@ def status(config: ConfigOption = None, output: OutputOption = Output.TEXT) -> N
     """The daemon, its next run, the run lock and the last runs; exit 1 when not healthy,
     3 when the daemon is expected and not running."""
     from syncd._status import print_status, read_status
+    from syncd.config import NoSettingsGiven, salvaged_settings
 
     broken_by: ConfigError | None = None
     try:

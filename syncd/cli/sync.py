@@ -28,11 +28,11 @@ from syncd.cli import (
     tell,
 )
 from syncd.cli.screen import Screen
-from syncd.config import Settings
 from syncd.errors import SyncdError
 from syncd.logs import log_context
 
 if TYPE_CHECKING:
+    from syncd.config import Settings
     from syncd.runner import RunRequest
 
 

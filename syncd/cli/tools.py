@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from importlib.metadata import distributions
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Annotated
@@ -152,6 +151,8 @@ def _need_the_emulator(command: str) -> None:
 def installed_from() -> str | None:
     """The wheel file or checkout this syncd was installed from, as pip recorded it."""
     # A checkout's own syncd.egg-info may come first on the path: it records no origin.
+    from importlib.metadata import distributions
+
     for found in distributions(name="syncd"):
         try:
             url = json.loads(found.read_text("direct_url.json") or "{}").get("url", "")

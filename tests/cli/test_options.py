@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pexpect
@@ -19,6 +20,9 @@ from tests.cli.terminal import finish
 from tests.daemon.support import DEADLINE, EMPLOYEES, Site, write_csv
 from tests.support.admin import AnotherAdmin
 from tests.support.cli import SYNCD
+
+# The syncd command as its console script starts it, in a Python given -X importtime.
+STARTS_SYNCD = "import sys; sys.argv[0] = 'syncd'; from syncd.cli import main; main()"
 
 
 @pytest.mark.parametrize(
@@ -280,3 +284,33 @@ def test_a_bare_status_without_settings_says_what_to_give(tmp_path: Path) -> Non
     assert "settings none given: " in said, screen
     assert "--config" in said and "SYNCD_CONFIG=FILE" in said, screen
     assert "/etc/syncd/syncd.toml" in said and "default state directory" in said, screen
+
+
+@pytest.mark.parametrize(
+    ("args", "completing"),
+    [(["--version"], False), (["--help"], False), (["sync", "--help"], False), ([], True)],
+)
+def test_what_loads_no_settings_imports_no_settings_models(
+    args: list[str], completing: bool
+) -> None:
+    """--version, --help and each Tab of completion load no settings: the pydantic models
+    of syncd.config (most of a command's start) are not imported for them."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SYNCD_", "_SYNCD_"))}
+    if completing:
+        env.update(_SYNCD_COMPLETE="complete_bash", COMP_WORDS="syncd stat", COMP_CWORD="1")
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", STARTS_SYNCD, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+    )
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = {
+        line.rpartition("|")[2].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "syncd.cli" in imported  # the list is read right
+    assert not {"syncd.config", "pydantic_settings", "sqlmodel"} & imported
