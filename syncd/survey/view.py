@@ -41,6 +41,7 @@ from syncd.plan import (
     PlatformPerson,
     PlatformView,
     Snapshot,
+    SyncedEmployee,
 )
 from syncd.platform import EmployeeRecord, Node, PlatformClient
 from syncd.spelling import look_alike, nfc
@@ -317,16 +318,8 @@ def _people_drift(
     if not synced:
         return Found({}, frozenset(), newest([since, *stamps]))
     if listing is not None and listing.whole:
-        listed, found, seen = early or _listing(client, listing.parts, concurrency, judge)
-        owned = set(store.usernames(synced))
-        # Missing from every part: deleted, or moved between two parts while they were
-        # listed. Asked about by name, only those the platform does not know are gone.
-        missing = [u for u in owned if u not in listed]
-        there = present(client.employee_records(missing)) if missing else []
-        more, newer = judge(there)
-        changed = {p.username: p for p in (*found, *more)}
-        deleted = frozenset(missing).difference(usernames(there))
-        return Found(changed, deleted, newest([since, *stamps, seen, newer]))
+        every_part = early or _listing(client, listing.parts, concurrency, judge)
+        return _listed_drift(client, judge, synced, every_part, [since, *stamps])
     if named is None:  # never read before: every user is new
         named = set(usernames(client.users(page_size=USERS_PAGE, concurrency=concurrency)))
     moved = _moved(loaded, root_id, listing.parts) if listing is not None else {}
@@ -343,6 +336,26 @@ def _people_drift(
     changed = {p.username: p for p in (*found, *more)}
     deleted = frozenset(wanted.difference(usernames(records)))
     return Found(changed, deleted, newest([since, *stamps, seen, newer]))
+
+
+def _listed_drift(
+    client: PlatformClient,
+    judge: Judge,
+    synced: Mapping[str, SyncedEmployee],
+    listed: tuple[set[str], list[PlatformEmployee], int | None],
+    marks: list[int | None],
+) -> Found:
+    """The drift a listing of every part found: the records that differ, and syncd's
+    people missing from every part (deleted, or moved between two parts while they were
+    listed: asked about by name, only those the platform does not know are gone)."""
+    names, found, seen = listed
+    owned = set(store.usernames(synced))
+    missing = [u for u in owned if u not in names]
+    there = present(client.employee_records(missing)) if missing else []
+    more, newer = judge(there)
+    changed = {p.username: p for p in (*found, *more)}
+    deleted = frozenset(missing).difference(usernames(there))
+    return Found(changed, deleted, newest([*marks, seen, newer]))
 
 
 def _named(users: Iterable[Mapping[str, Any]]) -> tuple[set[str], list[int]]:
