@@ -115,7 +115,9 @@ def scenarios(
     def sync(scenario: str) -> Row:
         before = emulator.requests()
         # Both modes read the files every run: with photos off, unchanged files would not be.
-        done = measure([SYNCD, "-q", "sync", "--config", settings], log, env=READ_EVERY_RUN)
+        done = measure(
+            [SYNCD, "-q", "sync", "--yes", "--config", settings], log, env=READ_EVERY_RUN
+        )
         if done.exit_code != 0:
             raise RuntimeError(f"syncd sync exited {done.exit_code}:\n{done.output[-3000:]}")
         return row(mode, scenario, done, before, emulator.requests())

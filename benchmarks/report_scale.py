@@ -117,7 +117,9 @@ def measure_size(people: int, folder: Path, args: argparse.Namespace) -> list[Fi
         )
         emulator.control("POST", "faults", {"reject": REJECTS})
         for extra in (["--dry-run"], [], [], ["--dry-run"]):
-            done = measure([SYNCD, "sync", "--config", settings, *extra], folder / "sync.log")
+            done = measure(
+                [SYNCD, "sync", "--yes", "--config", settings, *extra], folder / "sync.log"
+            )
             if done.exit_code not in (0, 1):
                 raise RuntimeError(f"syncd sync exited {done.exit_code}:\n{done.output[-3000:]}")
     run_id = "2"  # the first real sync: every person created (or failed)

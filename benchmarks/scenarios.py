@@ -129,7 +129,9 @@ def sync(
     emulator.reset(data=reset)  # the request counts always; with reset, the data too
     state = settings.parent / "state"
     log = settings.parent / f"{key}-{len(ctx.results.series.get(key, []))}.log"
-    command = ctx.command(key, settings.parent, SYNCD, "sync", "--config", settings, *extra)
+    command = ctx.command(
+        key, settings.parent, SYNCD, "sync", "--yes", "--config", settings, *extra
+    )
     run = measure(command, log, env=env)
     if run.exit_code != 0:
         raise RuntimeError(f"{key}: syncd exited {run.exit_code}:\n{run.output[-3000:]}")

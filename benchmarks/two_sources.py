@@ -100,7 +100,7 @@ mobile = ["directory"]
 
 def sync(settings: Path, emulator: Emulator, log: Path, env: dict[str, str] | None) -> Measured:
     emulator.reset(data=False)
-    run = measure([SYNCD, "sync", "--config", settings], log, env=env)
+    run = measure([SYNCD, "sync", "--yes", "--config", settings], log, env=env)
     if run.exit_code != 0:
         raise RuntimeError(f"syncd exited {run.exit_code}:\n{run.output[-3000:]}")
     failed = {k: n for k, n in last_run_items(settings.parent / "state").items() if "failed" in k}

@@ -106,6 +106,7 @@ class Status:
     first_run: int | None = None  # when the oldest real run recorded started (ms)
     problem: SyncdError | None = None
     settings_problem: str | None = None  # the settings file does not load: why
+    settings_given: bool = True  # False: no --config, SYNCD_CONFIG or SYNCD_* at all
     # Known problems (values another account holds): told once, listed here, not unhealthy.
     known: list[dict[str, Any]] = field(default_factory=list)
     cluster: dict[str, Any] | None = None  # the lease and the members (syncd._cluster)
@@ -176,7 +177,7 @@ def read_status(settings: Settings) -> Status:
     # Do not create a state database just to look at it (a PostgreSQL one is there to use).
     if settings.database_url is not None or settings.database.exists():
         found.database = settings.database
-        engine = store.open_engine(settings.database, settings.database_url)
+        engine = store.open_engine(settings.database, settings.database_url, migrate=False)
         try:
             found.record = _daemon_record(engine, settings.state_dir)
             _read_runs(engine, found)
@@ -270,12 +271,29 @@ def _last_run_problem(found: Status) -> SyncdError | None:
 # ---------------------------------------------------------------- text
 
 
+# Where the shipped units (systemd/) and the README's install put the settings.
+UNITS_SETTINGS = Path("/etc/syncd/syncd.toml")
+
+
+def _how_to_give() -> str:
+    """What a bare ``syncd status`` should have been given, with the file that is there."""
+    if UNITS_SETTINGS.is_file():
+        return f"{UNITS_SETTINGS} is there: syncd status --config {UNITS_SETTINGS}"
+    return (
+        "syncd status --config FILE, or SYNCD_CONFIG=FILE "
+        f"(the shipped units read {UNITS_SETTINGS}, which does not exist here)"
+    )
+
+
 def print_status(found: Status, console: Console) -> None:
     """``console`` prints text as it is, never as markup (``syncd.cli.out``).
 
     The problem, if any, is told once: on the health line (the exit code says the rest).
     """
-    if found.settings_problem is not None:
+    if not found.settings_given:
+        console.print(Text.assemble("settings   ", ("none given: ", "yellow"), _how_to_give()))
+        console.print(f"           shown: the default state directory, {found.state_dir}")
+    elif found.settings_problem is not None:
         running = "the daemon runs on the settings it loaded before" if found.daemon else ""
         told = "; ".join(filter(None, [found.settings_problem, running]))
         console.print(Text.assemble("settings   ", ("BROKEN: ", "red"), told))

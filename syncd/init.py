@@ -31,6 +31,10 @@ TITLES = {
 SETTINGS_MODE = 0o600
 UNIT_MODE = 0o644
 UNITS_START = Path("/opt/syncd/bin/syncd")  # the shipped units' ExecStart=: README's install
+UNITS_SETTINGS = Path("/etc/syncd/syncd.toml")  # their SYNCD_CONFIG=
+CONFIG_LINE = "Environment=SYNCD_CONFIG="
+# What ProtectHome=yes makes inaccessible to a service (systemd.exec(5)).
+PROTECTED_HOMES = (Path("/home"), Path("/root"), Path("/run/user"))
 
 
 @dataclass(frozen=True)
@@ -66,19 +70,40 @@ def settings_file(path: Path, source: SourceKind) -> NewFile:
     return NewFile(path, settings_text(source), SETTINGS_MODE)
 
 
-def unit_files_in(folder: Path, start: Path = UNITS_START) -> list[NewFile]:
+def unit_files_in(
+    folder: Path, start: Path = UNITS_START, settings: Path = UNITS_SETTINGS
+) -> list[NewFile]:
     """The shipped units for ``folder``, each ``ExecStart=`` naming ``start``: the syncd
-    that writes them, wherever it is installed."""
+    that writes them, wherever it is installed; ``SYNCD_CONFIG=`` names ``settings``, the
+    settings file written with them (absolute: a unit has no working directory)."""
     if not folder.is_dir():
         raise ConfigError(f"--units {folder}: not a folder")
+    config = f"{CONFIG_LINE}{settings.absolute()}\n"
     return [
         NewFile(
             folder / unit.name,
-            unit.read_text(encoding="utf-8").replace(f"={UNITS_START} ", f"={start} "),
+            unit.read_text(encoding="utf-8")
+            .replace(f"={UNITS_START} ", f"={start} ")
+            .replace(f"{CONFIG_LINE}{UNITS_SETTINGS}\n", config),
             UNIT_MODE,
         )
         for unit in unit_files()
     ]
+
+
+def hidden_by_protect_home(*paths: Path) -> list[tuple[Path, Path]]:
+    """The paths the units name that ``ProtectHome=yes`` (in every shipped unit) hides from
+    the service, each with the home folder it is under: a pipx or ``pip install --user``
+    syncd, or settings in a home folder. The service would fail to start (203/EXEC) or
+    to read its settings."""
+    hidden = []
+    for path in paths:
+        for seen in dict.fromkeys((path.absolute(), path.resolve())):
+            home = next((h for h in PROTECTED_HOMES if seen.is_relative_to(h)), None)
+            if home is not None:
+                hidden.append((path, home))
+                break
+    return hidden
 
 
 def create(files: Sequence[NewFile]) -> None:

@@ -50,7 +50,7 @@ from syncd.platform import PlatformClient
 from syncd.policy import limits_of, policy_of
 from syncd.recovery import Recovery, recover
 from syncd.report.value import scheduled_summary
-from syncd.runs import after_run
+from syncd.runs import apply_retention
 from syncd.snapshot import lineage
 from syncd.sources import describe_sources, read_source, set_aside, source_kind
 from syncd.survey.view import adopting, newcomers, read_platform, with_adoptions
@@ -129,6 +129,14 @@ def run_sync(
         if own_engine:
             engine.dispose()  # its connections are closed now, not whenever it is collected
     return result
+
+
+def after_run(settings: Settings, engine: Engine, run_id: int) -> None:
+    """Once a run is recorded: apply retention, and notify whoever the settings name."""
+    from syncd.notifications import notify_all  # smtplib, and httpx when there is a message
+
+    apply_retention(settings, engine)
+    notify_all(settings, engine, run_id)
 
 
 class _StoppedEarly(Exception):  # a signal, not an error: caught in _Run.execute

@@ -1,8 +1,10 @@
 """Recorded runs, from the state database: reports, the run list, a person's history,
-retention, and what happens after a run.
+and retention.
 
 The I/O side of ``syncd.report``: this module reads rows and hands plain values to the
-pure report code. ``after_run`` is what the runner calls once a run is recorded.
+pure report code. Once a run is recorded the runner applies retention and notifies
+(``syncd.runner.after_run``): notifications read reports from here, so this module does
+not call them (no import circle).
 """
 
 from __future__ import annotations
@@ -318,14 +320,6 @@ def apply_retention(settings: Settings, engine: Engine) -> Pruned | None:
     return pruned
 
 
-def after_run(settings: Settings, engine: Engine, run_id: int) -> None:
-    """Once a run is recorded: apply retention, and notify whoever the settings name."""
-    from syncd.notifications import notify_all
-
-    apply_retention(settings, engine)
-    notify_all(settings, engine, run_id)
-
-
 # ---------------------------------------------------------------- the commands
 
 
@@ -353,9 +347,10 @@ def print_run_list(
     _print_table(console, lines)
 
 
-def _with_state(settings: Settings, use: Callable[[Engine], T]) -> T:
-    """``use(engine)`` on the state database, closed afterwards."""
-    engine = store.open_engine(settings.database, settings.database_url)
+def _with_state(settings: Settings, use: Callable[[Engine], T], *, writes: bool = False) -> T:
+    """``use(engine)`` on the state database, closed afterwards. Only a command that
+    ``writes`` migrates a database of an older schema (store.open_engine)."""
+    engine = store.open_engine(settings.database, settings.database_url, migrate=writes)
     try:
         return use(engine)
     finally:
@@ -485,4 +480,4 @@ def prune_runs(
             f"{freed / 1e6:,.1f} MB given back"
         )
 
-    _with_state(settings, use)
+    _with_state(settings, use, writes=True)

@@ -9,6 +9,11 @@ statistics, no tokens. It is a ``syncd.emulator.RunningEmulator``: ``base_url``,
 ``postgres_server``, ``postgres_url``, ``engine_kind``, ``store_url``: a real PostgreSQL
 (tests/support/postgres.py), and the tests that run once per state database engine.
 
+Tiers: ``servers`` (slapd, Samba AD, PostgreSQL) and ``slow`` (syncd as processes) are
+marked here, from the fixtures a test uses and its folder; ``make check`` runs the rest
+(``-m "not slow and not servers"``), ``make test`` everything. ``TEST_TIME_FACTOR=3``
+scales every timeout of the tests (tests/support/waiting.py), pytest-timeout's too.
+
 ``--long`` runs the tests marked ``long`` (slow variants: more crash points, bigger
 companies); without it they are skipped, so the default suite stays within CI's minutes.
 """
@@ -27,6 +32,7 @@ from tests.support.postgres import (  # noqa: F401 - fixtures for every test
     postgres_url,
     store_url,
 )
+from tests.support.waiting import TIME_FACTOR
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -35,7 +41,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-timeout's limit scaled by TEST_TIME_FACTOR, as every other timeout is."""
+    if TIME_FACTOR != 1:
+        limit = config.getoption("timeout", None) or config.getini("timeout") or 0
+        config.option.timeout = float(limit) * TIME_FACTOR
+
+
+# The tiers (docs/development.md): a test's marks follow from where it is and what it uses.
+# servers: it starts slapd, Samba AD or PostgreSQL (session fixtures; Samba on 389/636).
+# slow: it runs syncd as processes, at pseudo-terminals, or whole histories of runs.
+SERVER_FIXTURES = frozenset({"slapd", "samba_dc", "postgres_server"})
+SLOW_FOLDERS = frozenset({"cli", "daemon", "ha", "install", "reliability"})
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.servers)
+        if item.path.parent.name in SLOW_FOLDERS or "long" in item.keywords:
+            item.add_marker(pytest.mark.slow)
     if config.getoption("--long"):
         return
     skip = pytest.mark.skip(reason="a slow variant: run with --long")

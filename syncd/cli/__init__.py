@@ -31,8 +31,9 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from itertools import pairwise
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -40,9 +41,13 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
 from typer.core import TyperArgument
 
-from syncd.config import Settings, load_settings, log_format_hint
 from syncd.errors import EXIT_FAILED, EXIT_OK, SyncdError
 from syncd.logs import journal_prefix, log_format, redact, register_secret, setup_logging
+
+if TYPE_CHECKING:
+    # Imported where settings are loaded: pydantic's models cost most of a command's start,
+    # and --version, --help and each Tab of completion load none.
+    from syncd.config import Settings
 
 
 def _argument_type(self: TyperArgument, ctx: Any) -> str | None:  # typer's own click Context
@@ -196,6 +201,8 @@ def settings_from(
     config: Path | None, *, require_secrets: bool = True, platform: bool = True
 ) -> Settings:
     """Load settings, set up logging and register the secrets for redaction."""
+    from syncd.config import load_settings, log_format_hint
+
     # Problems with the file itself are told in the format it asks for, if it can be read.
     _setup_logging(options.level or "INFO", log_format_hint(config))
     settings = load_settings(
@@ -285,20 +292,49 @@ def in_place(args: list[str]) -> list[str]:
     return [*kept, *verbosity, *after, *config, *rest]
 
 
+_JSON_OUTPUT = frozenset({"--output=json", "-ojson", "--format=json"})
+
+
+def wants_json(args: list[str]) -> bool:
+    """Whether the command line asks for JSON output (``--output json`` or a spelling of
+    it), read before click parses it: a usage error must be told in that format too."""
+    end = args.index("--") if "--" in args else len(args)
+    given = args[:end]
+    return any(a in _JSON_OUTPUT for a in given) or any(
+        a in ("--output", "-o", "--format") and b == "json" for a, b in pairwise(given)
+    )
+
+
 def run_cli(args: list[str] | None = None) -> int:
-    """Run the command line and return its exit code; errors are printed, never raised."""
+    """Run the command line and return its exit code; errors are printed, never raised.
+
+    With ``--output json``, stdout always holds exactly one JSON document: the command's,
+    or, when the command stops before it has one (a usage error, a ``SyncdError``),
+    ``{"error": TEXT, "exit_code": N}``. A usage error is then told only there; any other
+    error is also told on stderr, as every log line is.
+    """
+    given = sys.argv[1:] if args is None else args
+    as_json = wants_json(given)
     try:
-        code = app(in_place(sys.argv[1:] if args is None else args), standalone_mode=False)
+        code = app(in_place(given), standalone_mode=False)
     except typer.Exit as exc:
         return exc.exit_code
     except typer.TyperException as exc:  # a usage error; help asked for by giving no arguments
-        exc.show()  # type: ignore[attr-defined]
-        return EXIT_OK if type(exc).__name__ == "NoArgsIsHelpError" else EXIT_FAILED
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            exc.show()  # type: ignore[attr-defined]
+            return EXIT_OK
+        if as_json:
+            print_json(_usage_error(exc))
+        else:
+            exc.show()  # type: ignore[attr-defined]
+        return EXIT_FAILED
     except (typer.Abort, KeyboardInterrupt):
         err.print("interrupted")
         return 130
     except SyncdError as exc:
         tell("error:", redact(str(exc)), logging.ERROR, exit_code=exc.exit_code)
+        if as_json:
+            print_json({"error": redact(str(exc)), "exit_code": exc.exit_code})
         return exc.exit_code
     except Exception as exc:  # a bug: say so, without leaking secrets in the traceback
         log.debug("unexpected error", exc_info=True)
@@ -306,6 +342,21 @@ def run_cli(args: list[str] | None = None) -> int:
         tell("internal error:", message, logging.CRITICAL, exit_code=EXIT_FAILED)
         return EXIT_FAILED
     return code if isinstance(code, int) else 0
+
+
+def _usage_error(exc: Exception) -> dict[str, Any]:
+    """A usage error as one JSON object: what is wrong, the command's usage line, and how
+    to see its help (click's four text lines, as fields)."""
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    context = getattr(exc, "ctx", None)
+    usage = context.get_usage() if context is not None else None
+    help_command = f"{context.command_path} --help" if context is not None else "syncd --help"
+    return {
+        "error": f"usage: {message}",
+        "exit_code": EXIT_FAILED,
+        "usage": usage,
+        "help": help_command,
+    }
 
 
 def main() -> None:

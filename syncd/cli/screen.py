@@ -19,13 +19,13 @@ from rich.progress import (
 from rich.text import Text
 
 from syncd.cli import ask, err, labelled, live, log, out, print_json, spinner, tell
-from syncd.config import Settings
 from syncd.logs import add_log_fields
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-    from syncd.plan import Change
+    from syncd.config import Settings
+    from syncd.plan import Change, Plan
     from syncd.runner import RunResult
 
 # The colour of each action's symbol (the symbols are the text report's) on a terminal.
@@ -177,51 +177,75 @@ def ask_to_apply() -> bool:
 
 def print_plan(result: RunResult, show: int, *, long: bool = False) -> None:
     """What was read, the plan (counts, then up to ``show`` changes), notes and guards."""
-    from syncd.plan import in_order, listed  # syncd.plan: imported once a run has a result
-    from syncd.report import SYMBOLS, printable
-
     if (d := result.source) is not None:
         seen = f"read {d['employees']:,} employees and {d['departments']:,} departments"
         if "unchanged_since" in d:
             seen = f"source unchanged since run {d['unchanged_since']}: as then, {seen}"
         out.print(f"{seen} ({d['read']} read), {d['rejected']:,} rows rejected")
-    the_plan = result.plan
-    if the_plan is not None:
-        counts = Counter(c.action.value for c in the_plan.changes)
-        summary = ", ".join(f"{n:,} to {a}" for a, n in in_order(counts)) or "no changes"
-        out.print(labelled("plan:", "bold", summary))
-        shown_changes = listed(the_plan.changes, show)
-        for change in shown_changes:
-            action = change.action.value
-            symbol = SYMBOLS.get(action, "*")
-            out.print(
-                Text.assemble("  ", (symbol, ACTION_STYLES.get(action, "")), " ")
-                + printable(change.message)
-            )
-            if long:
-                for line in field_lines(change):
-                    out.print("      " + line)
-        if len(the_plan.changes) > len(shown_changes):
-            hidden = len(the_plan.changes) - len(shown_changes)
-            out.print(f"  ... and {hidden:,} more: syncd reports show {result.run_id}")
-        # What the clock will do (start and end dates): not changes, not counted above.
-        scheduled = the_plan.scheduled[: show or None]
-        for item in scheduled:
-            text = f"{item.display}: {item.message}"
-            out.print(Text("  ") + labelled("scheduled:", "cyan", printable(text)))
-        if len(the_plan.scheduled) > len(scheduled):
-            hidden = len(the_plan.scheduled) - len(scheduled)
-            out.print(f"  ... and {hidden:,} more scheduled: syncd reports show {result.run_id}")
-        # A drift note whose change is listed above would say it twice: the change's reason
-        # names the drift (the report keeps every note).
-        told = {c.key for c in shown_changes}
-        for note in the_plan.notes:
-            if note.kind == "drift" and note.key in told:
-                continue
-            out.print(Text("  ") + labelled(f"{note.kind}:", "magenta", printable(note.message)))
+    if result.plan is not None:
+        shown = _print_changes(result.plan, result.run_id, show, long)
+        _print_scheduled(result.plan, result.run_id, show)
+        _print_notes(result.plan, told={c.key for c in shown})
+    _print_guards(result)
+
+
+def _print_changes(the_plan: Plan, run_id: int, show: int, long: bool) -> list[Change]:
+    """The plan's counts, then up to ``show`` changes (their fields too when ``long``)."""
+    from syncd.plan import in_order, listed  # syncd.plan: imported once a run has a result
+    from syncd.report import SYMBOLS, printable
+
+    counts = Counter(c.action.value for c in the_plan.changes)
+    summary = ", ".join(f"{n:,} to {a}" for a, n in in_order(counts)) or "no changes"
+    out.print(labelled("plan:", "bold", summary))
+    shown_changes = listed(the_plan.changes, show)
+    for change in shown_changes:
+        action = change.action.value
+        symbol = SYMBOLS.get(action, "*")
+        out.print(
+            Text.assemble("  ", (symbol, ACTION_STYLES.get(action, "")), " ")
+            + printable(change.message)
+        )
+        if long:
+            for line in field_lines(change):
+                out.print("      " + line)
+    if len(the_plan.changes) > len(shown_changes):
+        hidden = len(the_plan.changes) - len(shown_changes)
+        out.print(f"  ... and {hidden:,} more: syncd reports show {run_id}")
+    return shown_changes
+
+
+def _print_scheduled(the_plan: Plan, run_id: int, show: int) -> None:
+    """What the clock will do (start and end dates): not changes, not counted above."""
+    from syncd.report import printable
+
+    scheduled = the_plan.scheduled[: show or None]
+    for item in scheduled:
+        text = f"{item.display}: {item.message}"
+        out.print(Text("  ") + labelled("scheduled:", "cyan", printable(text)))
+    if len(the_plan.scheduled) > len(scheduled):
+        hidden = len(the_plan.scheduled) - len(scheduled)
+        out.print(f"  ... and {hidden:,} more scheduled: syncd reports show {run_id}")
+
+
+def _print_notes(the_plan: Plan, told: set[str]) -> None:
+    """The plan's notes. A drift note whose change is listed above (its key in ``told``)
+    would say it twice: the change's reason names the drift (the report keeps every note)."""
+    from syncd.report import printable
+
+    for note in the_plan.notes:
+        if note.kind == "drift" and note.key in told:
+            continue
+        out.print(Text("  ") + labelled(f"{note.kind}:", "magenta", printable(note.message)))
+
+
+def _print_guards(result: RunResult) -> None:
+    from syncd.report import printable
+    from syncd.report.wording import guard_message, guard_verdict
+
     for guard in result.guards:
-        mark = Text("ok", "green") if guard.passed else Text("BLOCKED", "red")
-        message = guard.message + (" (overridden)" if guard.overridden else "")
+        verdict = guard_verdict(guard.passed, guard.overridden)
+        mark = Text(verdict, "yellow" if guard.overridden else "green" if guard.passed else "red")
+        message = guard_message(guard.message, guard.overridden)
         out.print(Text.assemble(f"guard {guard.name}: ", mark, " ", printable(message)))
 
 
@@ -305,6 +329,7 @@ def run_document(engine: Engine, result: RunResult, show: int, code: int) -> dic
     from syncd import snapshot as store
     from syncd.plan import department_paths, in_order, listed
     from syncd.report.value import scheduled_summary
+    from syncd.report.wording import guard_message
 
     d, the_plan = result.source, result.plan
     changes = the_plan.changes if the_plan is not None else ()
@@ -332,7 +357,12 @@ def run_document(engine: Engine, result: RunResult, show: int, code: int) -> dic
         # What the clock will do (start and end dates): not done, not counted in "planned".
         "scheduled": scheduled_summary(the_plan.scheduled if the_plan is not None else ()),
         "guards": [
-            {"name": g.name, "passed": g.passed, "overridden": g.overridden, "message": g.message}
+            {
+                "name": g.name,
+                "passed": g.passed,
+                "overridden": g.overridden,
+                "message": guard_message(g.message, g.overridden),
+            }
             for g in result.guards
         ],
         "applied": None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import typer
 
 from syncd.cli import ConfigOption, Output, OutputOption, out, print_json, settings_from
-from syncd.config import salvaged_settings
 from syncd.errors import ConfigError
 from syncd.logs import redact
 
@@ -21,10 +20,13 @@ def status(config: ConfigOption = None, output: OutputOption = Output.TEXT) -> N
     """The daemon, its next run, the run lock and the last runs; exit 1 when not healthy,
     3 when the daemon is expected and not running."""
     from syncd._status import print_status, read_status
+    from syncd.config import NoSettingsGiven, salvaged_settings
 
+    broken_by: ConfigError | None = None
     try:
         settings, broken = settings_from(config, require_secrets=False), None
     except ConfigError as exc:
+        broken_by = exc
         # A daemon already running keeps the settings it loaded: its health still counts,
         # and the file's problem is said beside it (a health check must not fail on it alone).
         salvaged = salvaged_settings(config)
@@ -33,6 +35,9 @@ def status(config: ConfigOption = None, output: OutputOption = Output.TEXT) -> N
         settings, broken = salvaged, redact(str(exc))
     found = read_status(settings)
     found.settings_problem = broken
+    # Nothing given at all is not a broken file: what to give is said instead (the default
+    # state directory is still shown: the shipped units keep their state there).
+    found.settings_given = not isinstance(broken_by, NoSettingsGiven)
     if output is Output.JSON:
         print_json(found.document())
     else:

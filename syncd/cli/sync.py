@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,12 +25,14 @@ from syncd.cli import (
     err,
     labelled,
     settings_from,
+    tell,
 )
 from syncd.cli.screen import Screen
-from syncd.config import Settings
+from syncd.errors import SyncdError
 from syncd.logs import log_context
 
 if TYPE_CHECKING:
+    from syncd.config import Settings
     from syncd.runner import RunRequest
 
 
@@ -73,7 +77,12 @@ def sync(
     output: OutputOption = Output.TEXT,
     yes: Annotated[
         bool,
-        typer.Option("--yes", "-y", help="Apply without asking (at a terminal, sync asks first)."),
+        typer.Option(
+            "--yes",
+            "-y",
+            help="Apply without asking. At a terminal sync asks first; where nobody can be "
+            "asked (a pipe, --output json, a timer) it refuses without --yes (exit 3).",
+        ),
     ] = False,
     save_plan: Annotated[
         Path | None,
@@ -88,23 +97,46 @@ def sync(
     """Sync the source to the platform: show the plan, then apply it; --dry-run only shows it."""
     from syncd.runner import RunRequest
 
-    settings = settings_from(config)
+    dry = dry_run or check_only or save_plan is not None
+    # Only a person at a terminal is asked: never the daemon, the timer unit or a pipe.
+    confirm = not yes and output is Output.TEXT and at_terminal()
+    settings = settings_from(config)  # its errors first, in the log format it asks for
+    if not (dry or yes or confirm):
+        raise SyncdError(_nobody_to_ask(output))
     request = RunRequest(
-        dry_run=dry_run or check_only or save_plan is not None,
+        dry_run=dry,
         read="incremental" if incremental else "full",
         allow_removals=allow_removals,
         allow_reactivations=allow_reactivations,
         allow_updates=allow_updates,
         save_plan=save_plan,
     )
-    # Only a person at a terminal is asked: never the daemon, the timer unit or a pipe.
-    confirm = not yes and output is Output.TEXT and at_terminal()
     code = _sync_and_show(settings, request, check_only, show, long, wait, output, confirm)
     if save_plan is not None and code in (0, 1, 2):  # blocked too: the reviewer decides
         err.print(
             labelled("saved:", "bold", f"the plan is in {save_plan}: syncd apply {save_plan}")
         )
     raise typer.Exit(code)
+
+
+def _nobody_to_ask(output: Output) -> str:
+    """Why a real sync without ``--yes`` refuses here, and what to give instead.
+
+    As ``terraform apply`` does: when no question can be asked (standard input or output
+    not a terminal, or JSON output) a run that would change the platform is not started
+    unless ``--yes`` says so. A script piping the output away, a cron line or a unit
+    file that forgot ``--yes`` then changes nothing instead of applying unseen.
+    """
+    if output is Output.JSON:
+        why = "--output json asks no question"
+    elif not sys.stdout.isatty():
+        why = "standard output is not a terminal"
+    else:
+        why = "standard input is not a terminal"
+    return (
+        f"not applied: nobody can be asked to confirm ({why}); give --yes to apply "
+        "without asking, or --dry-run to only see the plan"
+    )
 
 
 def apply(
@@ -139,11 +171,11 @@ def _sync_and_show(
     output: Output,
     confirm: bool = False,
 ) -> int:
-    """One run with its screen: the plan before anything is sent, bars, then the outcome."""
-    from syncd import snapshot as store
-    from syncd._status import log_failures
-    from syncd.dry_runs import prune_dry_runs
-    from syncd.runner import run_sync
+    """One run with its screen: the plan before anything is sent, bars, then the outcome.
+
+    Run as root in a state directory that is another user's, it warns before and names,
+    after, every file it left as root's (``syncd.ownership``)."""
+    from syncd.ownership import chown_advice, foreign_owner, root_run_warning
 
     screen = Screen(
         show=show,
@@ -152,6 +184,26 @@ def _sync_and_show(
         log_format=settings.log_format,
         confirm=confirm,
     )
+    owner = foreign_owner(settings.state_dir)
+    if owner is not None:
+        database = None if settings.database_url is not None else settings.database.name
+        tell("warning:", root_run_warning(settings.state_dir, owner, database), logging.WARNING)
+    try:
+        return _run_and_show(settings, request, check_only, screen, wait)
+    finally:
+        advice = None if owner is None else chown_advice(settings.state_dir, owner)
+        if advice is not None:
+            tell("warning:", advice, logging.WARNING)
+
+
+def _run_and_show(
+    settings: Settings, request: RunRequest, check_only: bool, screen: Screen, wait: float
+) -> int:
+    from syncd import snapshot as store
+    from syncd._status import log_failures
+    from syncd.dry_runs import prune_dry_runs
+    from syncd.runner import run_sync
+
     engine = store.open_engine(settings.database, settings.database_url)
     try:
         with _stop_on_signals() as stop, screen, log_context():

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
-from importlib.metadata import distributions
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Annotated
@@ -12,7 +12,7 @@ from urllib.parse import unquote, urlparse
 
 import typer
 
-from syncd.cli import out, settings_from
+from syncd.cli import out, settings_from, tell
 from syncd.cli.screen import _print_run
 from syncd.errors import SyncdError
 from syncd.init import SourceKind
@@ -151,6 +151,8 @@ def _need_the_emulator(command: str) -> None:
 def installed_from() -> str | None:
     """The wheel file or checkout this syncd was installed from, as pip recorded it."""
     # A checkout's own syncd.egg-info may come first on the path: it records no origin.
+    from importlib.metadata import distributions
+
     for found in distributions(name="syncd"):
         try:
             url = json.loads(found.read_text("direct_url.json") or "{}").get("url", "")
@@ -191,7 +193,8 @@ def init(
         raise typer.BadParameter("name the settings file to write", param_hint="PATH")
     files = [setup.settings_file(path, source)] if path is not None else []
     this = Path(sys.executable).parent / "syncd"  # the syncd of this environment
-    files += setup.unit_files_in(units, this) if units is not None else []
+    settings = path if path is not None else setup.UNITS_SETTINGS
+    files += setup.unit_files_in(units, this, settings) if units is not None else []
     setup.create(files)
     for new in files:
         out.print(f"wrote {new.path} (mode {new.mode:04o})")
@@ -202,5 +205,19 @@ def init(
         )
         out.print(f"Every key, with its default and what it does: {EXAMPLE_SETTINGS}")
     if units is not None:
-        out.print(f"The units start {this}, this syncd")
+        out.print(f"The units start {this}, this syncd, with SYNCD_CONFIG={settings.absolute()}")
+        for hidden, home in setup.hidden_by_protect_home(this, settings):
+            then = (
+                "the service would not start (status 203/EXEC): install syncd system-wide "
+                '(README, "Install as a service": /opt/syncd/bin/syncd) and write the units '
+                "with that syncd"
+                if hidden == this
+                else "the service could not read it: keep the settings in /etc/syncd"
+            )
+            tell(
+                "warning:",
+                f"{hidden} is under {home}, which the units' ProtectHome=yes hides from the "
+                f"service: {then}",
+                logging.WARNING,
+            )
         out.print('Then: systemctl daemon-reload (README, "Install as a service")')

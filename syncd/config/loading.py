@@ -29,6 +29,10 @@ ENV_NESTING = "__"
 NOT_SETTINGS_ENV = frozenset({CONFIG_ENV, "SYNCD_EMULATOR_SECRET"})
 
 
+class NoSettingsGiven(ConfigError):
+    """Neither --config, SYNCD_CONFIG nor any SYNCD_* setting: nothing was read at all."""
+
+
 def config_path(explicit: Path | None) -> Path | None:
     if explicit is not None:
         return explicit
@@ -103,7 +107,7 @@ def load_settings(
     data: dict[str, Any] = {}
     where = "environment"
     if path is None and not any(_names_setting(name) for name in os.environ):
-        raise ConfigError(
+        raise NoSettingsGiven(
             f"no settings given: name the settings file with --config FILE or {CONFIG_ENV}=FILE "
             "(or give every setting as a SYNCD_* environment variable)"
         )

@@ -256,12 +256,20 @@ def in_synced_spelling(directory: Directory, snapshot: Snapshot) -> Directory:
     the key it was synced with, renamed if its name changed, never a second one. When two
     ids could be the one, neither is taken for it.
     """
+    renamed = _respelled_departments(directory, snapshot)
+    if not renamed:
+        return directory
+    return _with_department_keys(directory, renamed)
+
+
+def _respelled_departments(directory: Directory, snapshot: Snapshot) -> dict[str, str]:
+    """New department id -> the synced id it is a respelling of, where only one can be."""
     synced = snapshot.departments
     # A rejected department's row is looked at too: it keeps the synced one as it is.
     kept = directory.rejected_keys(Kind.DEPARTMENT)
     new = [k for k in (*directory.departments, *kept) if k not in synced]
     if not new or not synced:
-        return directory
+        return {}
     gone: dict[str, list[str]] = {}
     for k in synced:
         if k not in directory.departments and k not in kept:
@@ -271,9 +279,12 @@ def in_synced_spelling(directory: Directory, snapshot: Snapshot) -> Directory:
         old = gone.get(look_alike(k), [])
         if len(old) == 1:
             claims.setdefault(old[0], []).append(k)
-    renamed = {ks[0]: old for old, ks in claims.items() if len(ks) == 1}
-    if not renamed:
-        return directory
+    return {ks[0]: old for old, ks in claims.items() if len(ks) == 1}
+
+
+def _with_department_keys(directory: Directory, renamed: dict[str, str]) -> Directory:
+    """The directory with the departments ``renamed`` gives under their synced ids, in
+    the departments, the employees' positions and the rejected rows alike."""
 
     def key(department_id: str) -> str:
         return renamed.get(department_id, department_id)

@@ -339,22 +339,8 @@ class DepartmentPlanner:
             return {}
         placed = self.snapshot.placed
         removed = {c.key for c in people if c.action in (Action.REMOVE, Action.FORGET)}
-        moved: dict[str, set[str | None]] = {}
-        for c in people:
-            if isinstance(c.record, Employee) and c.action in (Action.CREATE, Action.UPDATE):
-                places = {p.department_id for p in c.record.positions}
-                moved[c.key] = places
-                if c.previous_key is not None:
-                    moved[c.previous_key] = places
-        # syncd's people who changed on the platform: their record says where they are now
-        # (moved in or out behind syncd's back), not what syncd last wrote.
-        changes_there = self.view.changed
-        held = {e.username: k for k, e in self.snapshot.employees.items()} if changes_there else {}
-        changed = {
-            held[username]: {org for org, _, _, _ in found.positions}
-            for username, found in self.view.changed.items()
-            if username in held
-        }
+        moved = _moved(people)
+        changed = self._changed_places()
         found: dict[str, str] = {}
         for source_id, d in gone.items():
             node_id = d.node_id
@@ -365,16 +351,35 @@ class DepartmentPlanner:
             )
             node = self.view.nodes.get(node_id)
             others = max(0, node.employees - len(ours)) if node and node.employees else 0
-            parts = []
-            if staying:
-                names = [self.snapshot.employees[k].username for k in staying[:3]]
-                more = ", ..." if len(staying) > 3 else ""
-                parts.append(f"{people_count(len(staying))} syncd keeps ({', '.join(names)}{more})")
-            if others:
-                parts.append(f"{people_count(others)} syncd does not manage")
-            if parts:
-                found[source_id] = " and ".join(parts)
+            said = self._who_stays(staying, others)
+            if said:
+                found[source_id] = said
         return found
+
+    def _changed_places(self) -> dict[str, set[int]]:
+        """syncd's people who changed on the platform, by source id: the nodes their record
+        there says they are in now (moved in or out behind syncd's back), not what syncd
+        last wrote."""
+        changes_there = self.view.changed
+        if not changes_there:
+            return {}
+        held = {e.username: k for k, e in self.snapshot.employees.items()}
+        return {
+            held[username]: {org for org, _, _, _ in found.positions}
+            for username, found in changes_there.items()
+            if username in held
+        }
+
+    def _who_stays(self, staying: Sequence[str], others: int) -> str:
+        """Who stays in a gone department, in words ("" for nobody)."""
+        parts = []
+        if staying:
+            names = [self.snapshot.employees[k].username for k in staying[:3]]
+            more = ", ..." if len(staying) > 3 else ""
+            parts.append(f"{people_count(len(staying))} syncd keeps ({', '.join(names)}{more})")
+        if others:
+            parts.append(f"{people_count(others)} syncd does not manage")
+        return " and ".join(parts)
 
     def _deletes_known(self) -> bool:
         """Whether departments absent from this read may be deleted: as for leavers, only
@@ -473,3 +478,16 @@ def _climb(
         found[current] = label
         current = parents.get(current)
         steps += 1
+
+
+def _moved(people: Sequence[Change]) -> dict[str, set[str | None]]:
+    """The departments each created or updated person is placed in by this run, under
+    their key and the key they had before (a re-keyed person)."""
+    moved: dict[str, set[str | None]] = {}
+    for c in people:
+        if isinstance(c.record, Employee) and c.action in (Action.CREATE, Action.UPDATE):
+            places = {p.department_id for p in c.record.positions}
+            moved[c.key] = places
+            if c.previous_key is not None:
+                moved[c.previous_key] = places
+    return moved

@@ -23,7 +23,7 @@ The rules (times are those of ``syncd.plan.dates``, in ``sync.dates.time_zone``)
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from syncd.model import Employee, Kind, State
@@ -58,53 +58,72 @@ class EffectiveDates:
     ) -> Employee | None:
         """The person as their dates make them now (an ended one departed), or None when
         they are not to be planned yet (a future hire)."""
-        now, snapshot = self.now, self.snapshot
         t = timeline(e.start_date, e.end_date, self.policy) if e.start_date or e.end_date else None
-        before = t is not None and t.before_start(now)
-        # Recorded: the end date, and the start date while it is ahead.
-        wanted = (e.start_date if before else None, e.end_date)
-        if wanted != (snapshot.start_dates.get(e.id), snapshot.end_dates.get(e.id)):
-            self.recorded[e.id] = wanted
+        before = t is not None and t.before_start(self.now)
+        self._record_dates(e, before)
         if t is None:
             return e
         if synced is None and before:
             return self._future_hire(e, t, taken)
-        if t.ended(now):
-            if e.state is State.ACTIVE:
-                assert t.end is not None
-                why = f"end date {e.end_date} passed ({local_time(t.end, self.policy.time_zone)})"
-                self.lock_reasons[e.id] = (why, ENDED)
-                e = e._replace(state=State.DEPARTED)
-            if before and synced is not None:  # a re-hire: back on the new start day
-                self._schedule_start(e, t)
-            return e
-        early = synced is not None and synced.lock_reason == NOT_STARTED and not synced.locked
-        if before and early and e.state is State.ACTIVE:
+        if t.ended(self.now):
+            return self._ended(e, synced, t, before)
+        if before and synced is not None:
+            held = self._held_until_start(e, synced, t)
+            if held is not None:
+                return held
+        self._started(e, synced, t)
+        return e
+
+    def _record_dates(self, e: Employee, before: bool) -> None:
+        """Recorded: the end date, and the start date while it is ahead."""
+        snapshot = self.snapshot
+        wanted = (e.start_date if before else None, e.end_date)
+        if wanted != (snapshot.start_dates.get(e.id), snapshot.end_dates.get(e.id)):
+            self.recorded[e.id] = wanted
+
+    def _ended(
+        self, e: Employee, synced: SyncedEmployee | None, t: Timeline, before: bool
+    ) -> Employee:
+        """Past the end date: departed (locked), and a re-hire back on the new start day."""
+        if e.state is State.ACTIVE:
+            assert t.end is not None
+            why = f"end date {e.end_date} passed ({local_time(t.end, self.policy.time_zone)})"
+            self.lock_reasons[e.id] = (why, ENDED)
+            e = e._replace(state=State.DEPARTED)
+        if before and synced is not None:  # a re-hire: back on the new start day
+            self._schedule_start(e, t)
+        return e
+
+    def _held_until_start(
+        self, e: Employee, synced: SyncedEmployee, t: Timeline
+    ) -> Employee | None:
+        """A synced person before their start date: kept locked until it (None: not so)."""
+        early = synced.lock_reason == NOT_STARTED and not synced.locked
+        if early and e.state is State.ACTIVE:
             # Created before the start, and the lock failed: locked again (nobody else is
             # locked because their start date is ahead).
             why = f"created before the start date {e.start_date}: locked until then"
             self.lock_reasons[e.id] = (why, NOT_STARTED)
             self._schedule_start(e, t)
             return e._replace(state=State.DEPARTED)
-        if before and synced is not None and synced.locked:
-            # Held locked (ended, departed, or created before the start): until the start.
-            if e.state is State.ACTIVE:
-                why = f"before the start date {e.start_date}"
-                self.lock_reasons[e.id] = (why, synced.lock_reason or NOT_STARTED)
-                e = e._replace(state=State.DEPARTED)
-                self._schedule_start(e, t)
-            return e
-        if synced is not None and synced.locked and synced.lock_reason == NOT_STARTED:
-            self.unlock_reasons[e.id] = f"start date {e.start_date} reached"
-        ahead = t.end is not None and now < t.end  # a re-hire's earlier end is behind
-        if (
-            ahead
-            and t.end is not None
-            and e.state is State.ACTIVE
-            and not (synced and synced.locked)
-        ):
-            self._schedule_end(e.id, e.username, e.end_date or "", t.end)
+        if not synced.locked:
+            return None
+        # Held locked (ended, departed, or created before the start): until the start.
+        if e.state is State.ACTIVE:
+            why = f"before the start date {e.start_date}"
+            self.lock_reasons[e.id] = (why, synced.lock_reason or NOT_STARTED)
+            e = e._replace(state=State.DEPARTED)
+            self._schedule_start(e, t)
         return e
+
+    def _started(self, e: Employee, synced: SyncedEmployee | None, t: Timeline) -> None:
+        """Started (or no start date): unlocked at the start, its end date scheduled."""
+        locked = synced is not None and synced.locked
+        if locked and synced is not None and synced.lock_reason == NOT_STARTED:
+            self.unlock_reasons[e.id] = f"start date {e.start_date} reached"
+        ahead = t.end is not None and self.now < t.end  # a re-hire's earlier end is behind
+        if ahead and t.end is not None and e.state is State.ACTIVE and not locked:
+            self._schedule_end(e.id, e.username, e.end_date or "", t.end)
 
     def _future_hire(
         self, e: Employee, t: Timeline, taken: Callable[[Employee], bool]
@@ -173,25 +192,11 @@ class EffectiveDates:
         rejected row, a read that cannot say who is gone), by their recorded dates: locked
         at the end date; a hire created locked before the start, unlocked on the start
         day. Those a complete read lacks are leavers, by the leaver policy."""
-        directory, snapshot = planner.directory, self.snapshot
+        snapshot = self.snapshot
         if not (snapshot.end_dates or snapshot.start_dates):
             return
-        protected = directory.rejected_keys(Kind.EMPLOYEE)
-        excluded = planner.policy.exclude_usernames
-        read = directory.employees
-        for key in dict.fromkeys((*snapshot.end_dates, *snapshot.start_dates)):
-            if key in read:
-                continue
-            synced = snapshot.employees.get(key)
-            if synced is None:
-                continue
-            rejected = key in protected or look_alike(synced.username) in protected
-            if directory.leavers_known and not rejected:
-                continue
-            if excluded and matches_any(synced.username, excluded):
-                continue
-            if synced.username in planner.view.deleted:
-                continue  # deleted on the platform: planned with drift
+        for synced in self._unread_with_dates(planner):
+            key = synced.source_id
             start_date, end_date = snapshot.start_dates.get(key), snapshot.end_dates.get(key)
             t = timeline(start_date, end_date, self.policy)
             if t.ended(self.now):
@@ -201,6 +206,26 @@ class EffectiveDates:
                 self._schedule_end(key, synced.username, end_date or "", t.end)
             if synced.locked and synced.lock_reason == NOT_STARTED and t.start is not None:
                 self._started_unread(planner, synced, start_date or "", t)
+
+    def _unread_with_dates(self, planner: EmployeePlanner) -> Iterator[SyncedEmployee]:
+        """The synced people with recorded dates whose row this read did not give, and
+        whose dates are this planner's to keep: not excluded, not deleted on the platform
+        (planned with drift), and, when the read says who left, only those rejected."""
+        directory, snapshot = planner.directory, self.snapshot
+        protected = directory.rejected_keys(Kind.EMPLOYEE)
+        excluded = planner.policy.exclude_usernames
+        read = directory.employees
+        for key in dict.fromkeys((*snapshot.end_dates, *snapshot.start_dates)):
+            synced = snapshot.employees.get(key)
+            if key in read or synced is None:
+                continue
+            rejected = key in protected or look_alike(synced.username) in protected
+            if directory.leavers_known and not rejected:
+                continue
+            if excluded and matches_any(synced.username, excluded):
+                continue
+            if synced.username not in planner.view.deleted:
+                yield synced
 
     def _ended_unread(
         self, planner: EmployeePlanner, synced: SyncedEmployee, end_date: str, t: Timeline

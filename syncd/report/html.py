@@ -31,6 +31,7 @@ from syncd.report.wording import (
     duration,
     failed_record,
     field_value,
+    guard_message,
     item_state,
     outcome_line,
     platform_line,
@@ -102,6 +103,7 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     # Compact, and non-ASCII kept as it is: the data block is most of a large page.
+    env.filters["guard_message"] = guard_message
     env.policies["json.dumps_kwargs"] = {"ensure_ascii": False, "separators": (",", ":")}
     return env
 

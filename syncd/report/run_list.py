@@ -92,19 +92,20 @@ LIST_HEADERS = (
     "rejected",
 )
 LEFT_ALIGNED = ("started", "trigger", "mode", "read", "outcome")
-# What a narrow terminal keeps first.
+# What a narrow terminal keeps first: what a run is, then what it took away from people
+# (locks, removals, deletions: the counts an admin checks first), its failures, then the rest.
 PRIORITY = (
     "id",
     "started",
     "mode",
     "outcome",
-    "counts",
-    "failed",
-    "created",
-    "updated",
     "locked",
     "removed",
     "deleted",
+    "failed",
+    "counts",
+    "created",
+    "updated",
     "exit",
     "rejected",
     "took",

@@ -12,6 +12,7 @@ from syncd.report.wording import (
     detail_lines,
     duration,
     failed_record,
+    guard_message,
     item_state,
     outcome_line,
     platform_line,
@@ -137,7 +138,9 @@ def _text_guards(r: RunReport) -> list[str]:
     for g in r.guards:
         verdict = "passed" if g.passed else "BLOCKED"
         extra = " (overridden)" if g.overridden else ""
-        lines.append(f"  {p(g.name)}: {verdict}{extra}: {p(g.message)}")
+        lines.append(
+            f"  {p(g.name)}: {verdict}{extra}: {p(guard_message(g.message, g.overridden))}"
+        )
     return lines if r.guards else [*lines, "  none"]
 
 

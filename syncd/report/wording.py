@@ -141,6 +141,24 @@ def item_reason(item: Item) -> str:
 # ---------------------------------------------------------------- runs and items
 
 
+# The way out a blocked guard names (syncd.plan.guards): said only while the guard blocks.
+_RERUN = re.compile(r"[:;] rerun with --allow-[a-z]+ [\d,]+ if this is intended$")
+
+
+def guard_message(message: str, overridden: bool) -> str:
+    """A guard's message as shown: once overridden (``--allow-*``, or a reviewed plan
+    applied), the "rerun with ..." it says while blocking is left out, since this run did
+    go ahead; the verdict then says ``ok (overridden)``."""
+    return _RERUN.sub("", message) if overridden else message
+
+
+def guard_verdict(passed: bool, overridden: bool) -> str:
+    """``ok``, ``ok (overridden)`` or ``BLOCKED``: the one word for a guard's decision."""
+    if not passed:
+        return "BLOCKED"
+    return "ok (overridden)" if overridden else "ok"
+
+
 def when(ms: int | None) -> str:
     if not ms:
         return "—"

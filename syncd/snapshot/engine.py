@@ -104,10 +104,14 @@ def _engine_of(args: tuple[Any, ...]) -> Engine | None:
     return None
 
 
-def open_engine(path: Path, url: Any = None) -> Engine:
+def open_engine(path: Path, url: Any = None, *, migrate: bool = True) -> Engine:
     """Open (creating and migrating as needed) the state database, or raise StateError:
     the SQLite file ``path``, or the PostgreSQL database ``url`` names (a str or a
-    pydantic SecretStr; ``path``'s directory is then the state directory all the same)."""
+    pydantic SecretStr; ``path``'s directory is then the state directory all the same).
+
+    ``migrate=False`` (the commands that only read: status, reports): a database of an
+    older schema is left as it is, and StateError says what migrates it; a new, empty
+    one is still made."""
     if url is not None and hasattr(url, "get_secret_value"):
         url = url.get_secret_value()
     if url:
@@ -121,6 +125,8 @@ def open_engine(path: Path, url: Any = None) -> Engine:
         place = str(path)
     _STATE_DIRS[engine] = path.parent
     try:
+        if not migrate:
+            _refuse_to_migrate(engine, place)
         _migrate(engine, place)
     except (sqlite.DatabaseError, UnicodeDecodeError) as exc:  # in the driver's connect
         engine.dispose()
@@ -149,6 +155,20 @@ def set_schema_version(conn: Connection, version: int) -> None:
         postgres.set_schema_version(conn, version)
     else:
         sqlite.set_schema_version(conn, version)
+
+
+def _refuse_to_migrate(engine: Engine, place: str) -> None:
+    """StateError for a database of an older schema, which a read-only command must not
+    migrate (its first write would be a migration an admin did not ask for)."""
+    with engine.connect() as conn:
+        found = schema_version(conn)
+    if 0 < found < SCHEMA_VERSION:
+        raise StateError(
+            f"state database {place} has schema version {found}, older than this syncd's "
+            f"({SCHEMA_VERSION}, {_version()}); this command only reads it and leaves it as "
+            "it is: the next sync migrates it, keeping a copy of it as it was (syncd sync "
+            "--dry-run is enough), then this command reads it"
+        )
 
 
 def _migrate(engine: Engine, place: str) -> None:

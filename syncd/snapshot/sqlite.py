@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, ExceptionContext, create_engine, event
 
 from syncd.errors import StateError
+from syncd.ownership import not_owned_by
 from syncd.snapshot.tables import BUSY_TIMEOUT_MS, WAL_CHECKPOINT_PAGES
 from syncd.snapshot.token_rows import StoredToken, read_token, store_token
 
@@ -113,7 +114,11 @@ def _whose(path: Path) -> str:
     found = path.stat()
     me = user(os.getuid())
     them = f"{user(found.st_uid)}:{group(found.st_gid)}"
-    chown = f"sudo chown {me}: {path}*" if path.is_file() else f"sudo chown -R {me}: {path}"
+    if path.is_file():  # the database, and every other file a run as root left beside it
+        taken = not_owned_by(path.parent, os.getuid()) or [path]
+        chown = f"sudo chown {me}: {' '.join(str(p) for p in taken)}"
+    else:
+        chown = f"sudo chown -R {me}: {path}"
     return (
         f"by {me}: it belongs to {them} (mode {found.st_mode & 0o777:04o}), made by a command "
         f"run as {user(found.st_uid)}; give it back to the user syncd runs as ({chown}), and "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import re
+from pathlib import Path
 
 import pexpect
 
@@ -32,6 +33,26 @@ def at_terminal(site: Site, *args: str, columns: int = COLUMNS) -> pexpect.spawn
         timeout=DEADLINE,
     )
     child.logfile_read = io.StringIO()  # everything the screen received
+    return child
+
+
+def shell_at_terminal(site: Site, command: str, columns: int = COLUMNS) -> pexpect.spawn:
+    """A shell line typed at a pseudo-terminal, as a person types it (``syncd sync |
+    tee sync.log``): ``syncd`` is this environment's, ``$CONFIG`` the site's settings."""
+    env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "SYNCD_CONFIG")}
+    env.update(TERM="xterm-256color", COLUMNS=str(columns), LINES=str(ROWS))
+    env.update(PATH=f"{Path(SYNCD).parent}:{env.get('PATH', '')}", CONFIG=str(site.config))
+    env.pop("JOURNAL_STREAM", None)
+    child = pexpect.spawn(
+        "/bin/sh",
+        ["-c", command],
+        env=env,
+        cwd=str(site.root),
+        encoding="utf-8",
+        dimensions=(ROWS, columns),
+        timeout=DEADLINE,
+    )
+    child.logfile_read = io.StringIO()
     return child
 
 

@@ -47,7 +47,7 @@ def test_a_sync_with_failures_as_json(site: Site) -> None:
     rule = {"field": "username", "pattern": "^bob$", "message": "rejected by rule"}
     site.emulator.set_faults(reject=[rule])
 
-    code, run = document(site, "sync")
+    code, run = document(site, "sync", "--yes")
 
     assert code == 1
     assert run["outcome"] == "partial" and run["exit_code"] == 1
@@ -81,7 +81,7 @@ def test_check_as_json(site: Site) -> None:
 
 
 def test_status_as_json_without_a_daemon(site: Site) -> None:
-    site.cli("sync")
+    site.cli("sync", "--yes")
     site.cli("sync", "--dry-run")
 
     code, status = document(site, "status")

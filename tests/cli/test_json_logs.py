@@ -50,7 +50,7 @@ def test_the_warning_about_failed_items_names_who_failed(
     emulator.set_faults(reject=[rule])
     site.configure(log_format="json")
 
-    result = site.cli("sync")
+    result = site.cli("sync", "--yes")
 
     assert result.returncode == 1, result.stderr
     (warning,) = [
@@ -64,7 +64,7 @@ def test_the_warning_about_failed_items_names_who_failed(
 
 
 def test_every_time_status_shows_carries_its_zone(site: Site) -> None:
-    assert site.cli("sync").returncode == 0
+    assert site.cli("sync", "--yes").returncode == 0
     service = site.start()
     service.ready()
     service.notify.status("next run")

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
+import pexpect
 import pytest
 
 from syncd.cli import run_cli
 from syncd.emulator import RunningEmulator
 from syncd.snapshot import SCHEMA_VERSION
+from tests.cli.terminal import finish
 from tests.daemon.support import DEADLINE, EMPLOYEES, Site, write_csv
 from tests.support.admin import AnotherAdmin
 from tests.support.cli import SYNCD
+
+# The syncd command as its console script starts it, in a Python given -X importtime.
+STARTS_SYNCD = "import sys; sys.argv[0] = 'syncd'; from syncd.cli import main; main()"
 
 
 @pytest.mark.parametrize(
@@ -42,6 +49,32 @@ def test_bad_values_are_usage_errors_before_anything_runs(
     output = " ".join(capsys.readouterr().err.split())  # the usage box may wrap a message
     assert code == 3, output
     assert "Invalid value" in output and complaint in output, output
+    assert site.runs() == []
+
+
+USAGE_ERRORS_AS_JSON = [
+    ["sync", "--output", "json", "--bogus"],
+    ["sync", "-o", "json", "--wait", "nan"],
+    ["status", "--output=json", "extra-argument"],
+    ["check", "--format", "json", "--allow-removals", "3"],
+    ["reports", "list", "-o", "json", "--since", "yesterday-ish"],
+    ["sync", "--output", "json", "--show", "-1"],
+]
+
+
+@pytest.mark.parametrize("args", USAGE_ERRORS_AS_JSON)
+def test_a_usage_error_with_json_output_is_one_json_object_on_stdout(
+    site: Site, args: list[str]
+) -> None:
+    done = site.cli(*args)  # a script's view: stdout and stderr, both pipes
+
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert done.stderr == ""  # nothing else is told: the object is the whole answer
+    told = json.loads(done.stdout)  # one document, and nothing around it
+    assert isinstance(told, dict) and told["exit_code"] == 3, told
+    assert told["error"].startswith("usage: "), told
+    assert told["usage"].startswith(f"Usage: syncd {args[0]}"), told
+    assert told["help"].endswith(" --help"), told
     assert site.runs() == []
 
 
@@ -72,7 +105,7 @@ def test_shell_completion_completes_commands_and_options() -> None:
 
 
 def test_quiet_logs_warnings_only_and_verbose_every_detail(site: Site) -> None:
-    quiet = site.cli("-q", "sync")
+    quiet = site.cli("-q", "sync", "--yes")
     verbose = site.cli("-v", "sync", "--dry-run")
 
     assert quiet.returncode == 0, quiet.stderr
@@ -83,7 +116,7 @@ def test_quiet_logs_warnings_only_and_verbose_every_detail(site: Site) -> None:
 
 def test_counts_come_in_the_order_changes_are_applied(site: Site) -> None:
     site.configure(sync={"max_removal_ratio": 1.0})  # one lock of 9 records
-    assert site.cli("sync").returncode == 0
+    assert site.cli("sync", "--yes").returncode == 0
     people = [p for p in EMPLOYEES if p[1] != "frank"]  # missing: locked
     people[0] = ("E1", "alice", "Alice Renamed", "D1")  # an update
     people.append(("E7", "grace", "Grace", "D3"))  # a create, listed last
@@ -155,7 +188,7 @@ def test_under_journald_warnings_and_errors_carry_their_priority(site: Site) -> 
         found = os.fstat(stream.fileno())
         env = {k: v for k, v in os.environ.items() if not k.startswith("SYNCD_")}
         env["JOURNAL_STREAM"] = f"{found.st_dev}:{found.st_ino}"
-        for args in (["check"], ["sync", "--show", "1"], ["reports", "show", "99"]):
+        for args in (["check"], ["sync", "--yes", "--show", "1"], ["reports", "show", "99"]):
             subprocess.run(
                 [str(SYNCD), *args, "--config", str(site.config)],
                 stdout=subprocess.DEVNULL,
@@ -184,7 +217,7 @@ def test_under_journald_warnings_and_errors_carry_their_priority(site: Site) -> 
     ],
 )
 def test_verbosity_config_and_format_work_in_every_position(site: Site, args: list[str]) -> None:
-    assert site.cli("sync").returncode == 0
+    assert site.cli("sync", "--yes").returncode == 0
     env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "SYNCD_CONFIG")}
     command = [str(SYNCD), *(a.format(config=site.config) for a in args)]
 
@@ -197,7 +230,7 @@ def test_verbosity_config_and_format_work_in_every_position(site: Site, args: li
 
 
 def test_each_drift_repair_is_said_once_in_the_plan(site: Site, emulator: RunningEmulator) -> None:
-    assert site.cli("sync").returncode == 0
+    assert site.cli("sync", "--yes").returncode == 0
     admin = AnotherAdmin(emulator)
     admin.edit("bob", name="Robert")  # EMPLOYEES: bob
     admin.lock("carol")
@@ -228,3 +261,56 @@ def test_the_completion_script_for_everyone_is_what_readme_installs(tmp_path: Pa
     )
     found = subprocess.run(["bash", "--norc", "-c", probe], capture_output=True, text=True)
     assert "status" in found.stdout.split(), found.stdout + found.stderr
+
+
+def test_a_bare_status_without_settings_says_what_to_give(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("SYNCD_")}
+    env.update(TERM="xterm-256color", COLUMNS="80", LINES="40")
+    child = pexpect.spawn(
+        str(SYNCD),
+        ["status"],
+        env=env,
+        cwd=str(tmp_path),
+        encoding="utf-8",
+        dimensions=(40, 80),
+        timeout=DEADLINE,
+    )
+    child.logfile_read = io.StringIO()
+
+    _, screen = finish(child)
+
+    said = " ".join(screen.split())  # wrapped at 80 columns
+    assert "BROKEN" not in said, screen  # nothing is broken: nothing was given
+    assert "settings none given: " in said, screen
+    assert "--config" in said and "SYNCD_CONFIG=FILE" in said, screen
+    assert "/etc/syncd/syncd.toml" in said and "default state directory" in said, screen
+
+
+@pytest.mark.parametrize(
+    ("args", "completing"),
+    [(["--version"], False), (["--help"], False), (["sync", "--help"], False), ([], True)],
+)
+def test_what_loads_no_settings_imports_no_settings_models(
+    args: list[str], completing: bool
+) -> None:
+    """--version, --help and each Tab of completion load no settings: the pydantic models
+    of syncd.config (most of a command's start) are not imported for them."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SYNCD_", "_SYNCD_"))}
+    if completing:
+        env.update(_SYNCD_COMPLETE="complete_bash", COMP_WORDS="syncd stat", COMP_CWORD="1")
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", STARTS_SYNCD, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+    )
+
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = {
+        line.rpartition("|")[2].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "syncd.cli" in imported  # the list is read right
+    assert not {"syncd.config", "pydantic_settings", "sqlmodel"} & imported

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 from pathlib import Path
@@ -16,7 +17,7 @@ from tests.daemon.support import DEADLINE, EMPLOYEES, Site, write_csv
 from tests.support.cli import SYNCD
 from tests.support.traffic import requests_to
 
-from .terminal import at_terminal, finish, pieces
+from .terminal import at_terminal, finish, pieces, shell_at_terminal
 
 BAR = "━"
 
@@ -59,16 +60,59 @@ def test_anything_but_yes_at_the_prompt_sends_nothing(
     assert requests_to(emulator, "/import-") == 0
 
 
-def test_yes_and_a_pipe_apply_without_asking(site: Site) -> None:
+def test_yes_applies_without_asking_at_a_terminal_and_through_a_pipe(site: Site) -> None:
     code, screen = finish(at_terminal(site, "sync", "--yes"))
     assert code == 0, screen
     assert "Enter a value" not in screen and "applied: 9 create" in screen
 
     write_csv(site.root, EMPLOYEES[:5])  # frank leaves: a lock
     site.configure(sync={"max_removal_ratio": 1.0})
-    piped = site.cli("sync")  # stdout a pipe: scripts and the timer unit are never asked
+    piped = site.cli("sync", "--yes")  # stdout a pipe: --yes, as the timer unit gives it
     assert piped.returncode == 0, piped.stderr
     assert "Enter a value" not in piped.stdout and "applied: 1 lock" in piped.stdout
+
+
+# Where nobody can be asked, a real sync without --yes refuses (terraform's rule): what a
+# person types at a terminal, and what a script or a unit runs without one.
+NOBODY_TO_ASK = [
+    ('syncd sync --config "$CONFIG" | tee sync.log', "standard output is not a terminal"),
+    ('syncd sync --config "$CONFIG" --output json', "--output json asks no question"),
+    ('syncd sync --config "$CONFIG" -o json | tee sync.json', "--output json"),
+    ('syncd sync --config "$CONFIG" < /dev/null', "standard input is not a terminal"),
+    (
+        'syncd sync --config "$CONFIG" > sync.log 2>&1; s=$?; cat sync.log; (exit $s)',
+        "standard output is not a terminal",
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "why"), NOBODY_TO_ASK)
+def test_a_sync_nobody_can_confirm_refuses_without_yes_and_sends_nothing(
+    site: Site, emulator: RunningEmulator, line: str, why: str
+) -> None:
+    code, screen = finish(shell_at_terminal(site, f"{line}; exit $?", columns=80))
+
+    said = " ".join(screen.split())  # the terminal wraps at 80 columns
+    assert "not applied: nobody can be asked to confirm" in said, screen
+    assert why in said and "give --yes" in said and "--dry-run" in said, screen
+    assert "Enter a value" not in screen
+    assert site.runs() == []  # not even started: no run recorded, no lock taken
+    assert requests_to(emulator, "/import-") == 0
+    if "|" not in line:  # a pipeline's status is tee's
+        assert code == 3, screen
+
+
+def test_the_refusal_as_json_is_one_document_and_a_dry_run_needs_no_yes(site: Site) -> None:
+    refused = site.cli("sync", "--output", "json")
+    assert refused.returncode == 3, refused.stderr
+    document = json.loads(refused.stdout)  # stdout holds one document, and only it
+    assert document["exit_code"] == 3 and "--yes" in document["error"]
+    assert site.runs() == []
+
+    for args in (["--dry-run"], ["--check"], ["--output", "json", "--dry-run"]):
+        done = site.cli("sync", *args)
+        assert done.returncode in (0, 1), (args, done.stderr)  # --check: 1, changes pending
+        assert "nobody can be asked" not in done.stdout + done.stderr
 
 
 def test_ctrl_c_while_reading_stops_at_once_when_nothing_was_sent(site: Site) -> None:
@@ -132,9 +176,9 @@ def test_failed_items_are_one_warning_per_reason_with_its_count(
     rule = {"field": "username", "pattern": "^(alice|bob|carol)$", "message": "rejected by rule"}
     emulator.set_faults(reject=[rule])
 
-    quiet = site.cli("sync")
-    again = site.cli("sync")
-    detailed = site.cli("-v", "sync")
+    quiet = site.cli("sync", "--yes")
+    again = site.cli("sync", "--yes")
+    detailed = site.cli("-v", "sync", "--yes")
 
     for result in (quiet, again):
         assert result.returncode == 1, result.stderr
@@ -164,10 +208,10 @@ def test_the_bars_show_their_rate_and_the_time_left(site: Site, emulator: Runnin
 
 
 def test_reports_list_keeps_its_id_column_at_80_columns(site: Site) -> None:
-    assert site.cli("sync").returncode == 0
+    assert site.cli("sync", "--yes").returncode == 0
     write_csv(site.root, EMPLOYEES[:5])  # frank leaves: a lock, with a long outcome
     site.configure(sync={"max_removal_ratio": 1.0})
-    assert site.cli("sync").returncode == 0
+    assert site.cli("sync", "--yes").returncode == 0
 
     code, screen = finish(at_terminal(site, "reports", "list", columns=80))
 
@@ -186,7 +230,7 @@ def test_reports_list_keeps_its_id_column_at_80_columns(site: Site) -> None:
 def test_a_long_plan_lists_every_lock_the_guard_stops_on_before_the_rest(site: Site) -> None:
     people = [(f"E{n}", f"user{n}", f"User {n}", "D1") for n in range(400)]
     write_csv(site.root, people)
-    assert site.cli("sync").returncode == 0
+    assert site.cli("sync", "--yes").returncode == 0
     # 300 renamed (updates) and 100 gone (locks): more locks than the guard allows.
     write_csv(site.root, [(i, u, f"{name} Renamed", d) for i, u, name, d in people[:300]])
 
@@ -204,7 +248,7 @@ def test_a_long_plan_lists_every_lock_the_guard_stops_on_before_the_rest(site: S
 
 
 HELP_COMMANDS = [
-    ["sync"],
+    ["sync", "--yes"],
     ["apply"],
     ["check"],
     ["run"],
@@ -236,9 +280,11 @@ def test_reports_show_lists_up_to_its_limit_and_prune_asks_then_gives_space_back
 ) -> None:
     people = [(f"E{n}", f"user{n}", f"User {n}", "D1") for n in range(3000)]
     write_csv(site.root, people)
-    assert site.cli("sync").returncode == 0  # run 1: 3,003 creates
+    assert site.cli("sync", "--yes").returncode == 0  # run 1: 3,003 creates
     write_csv(site.root, [(i, u, f"{name} Jr", d) for i, u, name, d in people])
-    assert site.cli("sync", "--allow-updates", "3000").returncode == 0  # run 2: 3,000 updates
+    assert (
+        site.cli("sync", "--yes", "--allow-updates", "3000").returncode == 0
+    )  # run 2: 3,000 updates
 
     shown = site.cli("reports", "show", "1").stdout
     assert len(shown.splitlines()) < 120, shown  # 20,000 lines for a big run, before
@@ -301,3 +347,51 @@ def test_the_demo_at_80_columns_wraps_between_words_never_past_the_edge(tmp_path
     start = report.index("! lock employee chenzhiqiang")
     second = report[start:].split("\n")[1]
     assert second.startswith("    ") and second.split() == ["days)", "—", "ok"], report
+
+
+def test_an_overridden_guard_says_it_was_overridden_not_how_to_override_it(site: Site) -> None:
+    assert site.cli("sync", "--yes").returncode == 0
+    write_csv(site.root, EMPLOYEES[:3])  # three leave: three locks
+    site.configure(sync={"max_removals": 1, "max_removal_ratio": 0.1})
+    blocked = site.cli("sync", "--yes")
+    assert blocked.returncode == 2, blocked.stdout + blocked.stderr
+    assert "BLOCKED" in blocked.stdout and "rerun with --allow-removals 3" in blocked.stdout
+
+    code, screen = finish(at_terminal(site, "sync", "--yes", "--allow-removals", "3", columns=80))
+
+    said = " ".join(screen.split())  # lines wrap at 80 columns
+    assert code == 0, screen
+    assert "guard max_removals: ok (overridden) 3 " in said, screen
+    assert "rerun with" not in said, screen
+    report = " ".join(site.cli("reports", "show", "latest").stdout.split())
+    assert "max_removals: passed (overridden)" in report and "rerun with" not in report, report
+    html = site.root / "report.html"
+    site.cli("reports", "show", "latest", "-o", "html", "--file", str(html))
+    assert "rerun with" not in html.read_text(encoding="utf-8")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: it plays the admin's sudo")
+def test_a_root_dry_run_in_the_service_users_state_warns_and_names_every_file_it_left(
+    site: Site,
+) -> None:
+    assert site.cli("sync", "--yes").returncode == 0
+    nobody = 65534  # the service user's state directory: every file in it is its own
+    for path in [site.state_dir, *site.state_dir.iterdir()]:
+        os.chown(path, nobody, nobody)
+
+    code, screen = finish(at_terminal(site, "sync", "--dry-run", columns=80))
+
+    said = " ".join(screen.split())  # wrapped at 80 columns
+    assert code == 0, screen
+    before = f"running as root in {site.state_dir}, which belongs to nobody: the files"
+    assert before in said, screen
+    for name in ("syncd.db", "run.lock", "token.lock", "last-run"):
+        assert name in said[said.index(before) :], (name, screen)
+    assert "sudo -u nobody syncd" in said
+    left = sorted(p for p in site.state_dir.iterdir() if p.lstat().st_uid != nobody)
+    assert left, "the dry run wrote nothing as root: nothing to check"
+    after = said[said.index("now belong to root, not nobody: ") :]
+    assert ", ".join(p.name for p in left) in after, screen
+    advice = after[after.index("sudo chown nobody: ") :]
+    for path in left:  # every one of them in the chown, not only the database's
+        assert str(path) in advice.replace(" ", ""), (path, screen)

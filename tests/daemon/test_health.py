@@ -19,6 +19,7 @@ import pytest
 from syncd._status import daemon_lock
 from syncd.emulator import RunningEmulator
 from tests.support.processes import free_port
+from tests.support.waiting import scaled
 
 from .support import Site, samples
 
@@ -62,7 +63,7 @@ def test_without_a_daemon_health_follows_the_shell_syncs(
     assert nothing.returncode == 3, nothing.stdout + nothing.stderr
     assert "health     nothing syncs here: no syncd daemon (syncd run) serves" in nothing.stdout
 
-    assert site.cli("sync").returncode == 0
+    assert site.cli("sync", "--yes").returncode == 0
     healthy = site.cli("status")
 
     assert healthy.returncode == 0, healthy.stdout + healthy.stderr
@@ -71,19 +72,19 @@ def test_without_a_daemon_health_follows_the_shell_syncs(
     )
     assert "health     ok\n" in healthy.stdout
     emulator.set_faults(down=True)
-    assert site.cli("sync").returncode == 3
+    assert site.cli("sync", "--yes").returncode == 3
     emulator.set_faults()
     assert site.cli("sync", "--dry-run").returncode == 0  # a dry run does not count
     failed = site.cli("status")
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "health     the last run, 2, failed at " in failed.stdout
     assert failed.stderr == ""  # the problem is told once, on the health line
-    assert site.cli("sync").returncode == 0
+    assert site.cli("sync", "--yes").returncode == 0
     assert site.cli("status").returncode == 0
 
 
 def test_without_a_daemon_no_success_within_the_configured_age_is_unhealthy(site: Site) -> None:
-    assert site.cli("sync").returncode == 0
+    assert site.cli("sync", "--yes").returncode == 0
     age_runs(site, 90 * 60_000)  # the last success, 90 minutes ago
     site.configure(status={"max_success_age_minutes": 60})
 
@@ -102,8 +103,8 @@ def test_a_partial_run_is_a_success_for_status_and_the_textfile_alike(site: Site
     textfile = site.root / "syncd.prom"
     site.configure(metrics={"textfile": str(textfile)})
     site.emulator.set_faults(reject=[STICKY])
-    assert site.cli("sync").returncode == 1  # bob fails, the rest is applied
-    assert site.cli("sync").returncode == 1  # and fails again: a sticky item
+    assert site.cli("sync", "--yes").returncode == 1  # bob fails, the rest is applied
+    assert site.cli("sync", "--yes").returncode == 1  # and fails again: a sticky item
 
     found = json.loads(site.cli("status", "--output", "json").stdout)
 
@@ -128,7 +129,7 @@ def test_a_sticky_item_leaves_the_daemon_healthy_with_status_and_metrics_agreein
     service.notify.status("last run 1 partial")
 
     status = site.cli("status", "--output", "json")
-    scrape = samples(httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text)
+    scrape = samples(httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=scaled(10)).text)
 
     (run,) = site.runs()
     found = json.loads(status.stdout)
@@ -157,7 +158,7 @@ def test_a_daemon_that_syncs_here_and_stopped_is_unhealthy_until_a_timer_takes_o
     )
     assert expected in stopped.stdout
     assert stopped.stderr == ""  # told once
-    assert site.cli("sync").returncode == 0  # syncd-sync.timer's runs from now on
+    assert site.cli("sync", "--yes").returncode == 0  # syncd-sync.timer's runs from now on
     timer = site.cli("status")
     assert timer.returncode == 0, timer.stdout + timer.stderr
     assert "none expected: the last real run, 2, was a shell sync" in timer.stdout
@@ -190,7 +191,7 @@ def test_a_daemon_that_never_succeeded_is_judged_from_its_start(site: Site, daem
 
 
 def test_a_broken_settings_file_is_said_beside_the_running_daemon_s_health(site: Site) -> None:
-    assert site.cli("sync").returncode == 0
+    assert site.cli("sync", "--yes").returncode == 0
     service = site.start()
     service.ready()
     good = site.config.read_text(encoding="utf-8")

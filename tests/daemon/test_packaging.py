@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import SYNCD
+from tests.support.waiting import scaled
 
 REPO = Path(__file__).resolve().parents[2]
 UNITS = REPO / "systemd"
@@ -101,4 +102,4 @@ def test_the_image_runs_the_daemon_as_a_user_with_state_in_a_volume() -> None:
 
 
 def run(*command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+    return subprocess.run(command, capture_output=True, text=True, timeout=scaled(120))

@@ -18,7 +18,7 @@ from syncd.lock import run_lock
 from tests.support.cli import SYNCD
 from tests.support.processes import free_port
 from tests.support.traffic import requests_to
-from tests.support.waiting import wait_until
+from tests.support.waiting import scaled, wait_until
 
 from .support import DEADLINE, EMPLOYEES, Site, platform_matches_source, samples, write_csv
 
@@ -129,7 +129,7 @@ def test_a_shell_sync_while_the_daemon_runs_is_refused_and_status_names_the_hold
     service.ready()
     wait_until(lambda: requests_to(emulator, "import-employees"), "the first employee batch")
 
-    shell = site.cli("sync")
+    shell = site.cli("sync", "--yes")
     status = site.cli("status")
 
     assert shell.returncode == 3, shell.stderr
@@ -207,7 +207,7 @@ def test_metrics_answer_on_loopback(site: Site, emulator: RunningEmulator) -> No
     service = site.start()
     service.notify.status("last run 1 partial")
 
-    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+    text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=scaled(10)).text
 
     assert 'syncd_runs_total{outcome="partial"} 1.0' in text
     assert 'syncd_last_run_outcome{outcome="partial"} 1.0' in text
@@ -262,7 +262,7 @@ def test_a_restarted_daemon_shows_the_last_run_and_success_at_once(site: Site) -
     with run_lock(site.state_dir, "shell sync"):  # the new daemon's first run is skipped
         again = site.start()
         again.notify.status("run skipped")
-        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=scaled(10)).text
     assert again.stop() == 0
 
     values = samples(text)
@@ -282,7 +282,7 @@ def test_a_shell_sync_writes_a_node_exporter_textfile(site: Site) -> None:
     assert site.cli("sync", "--dry-run").returncode == 0
     assert not textfile.exists()  # a dry run is no run to alert on
     sync = subprocess.run(  # as under the units' UMask=0077
-        [str(SYNCD), "sync", "--config", str(site.config)], umask=0o077, timeout=DEADLINE
+        [str(SYNCD), "sync", "--yes", "--config", str(site.config)], umask=0o077, timeout=DEADLINE
     )
     assert sync.returncode == 0
 

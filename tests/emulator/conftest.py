@@ -8,13 +8,14 @@ import httpx
 import pytest
 
 from syncd.emulator import RunningEmulator
+from tests.support.waiting import scaled
 
 from .support import Api
 
 
 @pytest.fixture
 def client(emulator: RunningEmulator) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=emulator.base_url, timeout=10.0) as plain:
+    with httpx.Client(base_url=emulator.base_url, timeout=scaled(10.0)) as plain:
         yield plain
 
 

@@ -13,6 +13,7 @@ import httpx
 
 from syncd.emulator import EmulatorOptions
 from tests.support.payloads import dept
+from tests.support.waiting import scaled
 
 from .support import ORG
 
@@ -52,7 +53,7 @@ def test_the_command_serves_and_saves_on_sigterm(tmp_path: Path) -> None:
             assert disable.status_code == 404  # --api-version v3
         process.send_signal(signal.SIGTERM)
         # uvicorn shuts down cleanly, then re-raises the signal it caught.
-        assert process.wait(timeout=30) in (0, -signal.SIGTERM)
+        assert process.wait(timeout=scaled(30)) in (0, -signal.SIGTERM)
         log = "".join(lines) + process.stderr.read() + process.stdout.read()
         # One access line per request, the token masked (never a logging traceback).
         assert "Logging error" not in log

@@ -38,7 +38,7 @@ def test_dry_run_prints_the_plan_and_check_exits_1_when_changes_are_pending(
     assert "+ create department Acme/Head Office/R&D/Backend" in output
     assert "dry run 1: ok (exit 0)" in output
     assert syncd(capsys, "sync", "--check", "--config", config)[0] == 1
-    assert syncd(capsys, "sync", "--config", config)[0] == 0
+    assert syncd(capsys, "sync", "--yes", "--config", config)[0] == 0
     assert syncd(capsys, "sync", "--check", "--config", config)[0] == 0
 
 
@@ -47,7 +47,7 @@ def test_a_broken_settings_file_is_one_clear_error_and_exit_3(
 ) -> None:
     path = tmp_path / "syncd.toml"
     path.write_text("[platform]\nbatch_size = 'lots'\n")
-    code, output = syncd(capsys, "sync", "--config", str(path))
+    code, output = syncd(capsys, "sync", "--yes", "--config", str(path))
     assert code == 3
     assert "key platform.batch_size: Input should be a valid integer" in output
     assert "Traceback" not in output
@@ -58,7 +58,7 @@ def test_a_second_sync_while_one_runs_exits_3_naming_the_holder(
 ) -> None:
     config = config_of(world)
     with run_lock(world.folder / "state", "schedule sync"):
-        code, output = syncd(capsys, "sync", "--config", config)
+        code, output = syncd(capsys, "sync", "--yes", "--config", config)
     assert code == 3
     assert "another syncd process is running (schedule sync, pid" in output
     assert world.emulator.stats()["total_requests"] == 0
@@ -69,7 +69,7 @@ def test_a_wrong_secret_is_exit_3_and_never_printed(
 ) -> None:
     config = config_of(world)
     Path(config).write_text(Path(config).read_text().replace("demo-secret", "wrong-secret-123"))
-    code, output = syncd(capsys, "sync", "--config", config)
+    code, output = syncd(capsys, "sync", "--yes", "--config", config)
     assert code == 3
     assert "202104" in output or "authentication failed" in output
     assert "wrong-secret-123" not in output

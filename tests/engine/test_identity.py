@@ -199,8 +199,8 @@ def test_the_override_flags_are_on_the_command_line(
     twelve_back(world)
     config = str(world.folder / "syncd.toml")
     world.company.write(world.folder)
-    assert run_cli(["sync", "-c", config]) == EXIT_BLOCKED
+    assert run_cli(["sync", "--yes", "-c", config]) == EXIT_BLOCKED
     printed = capsys.readouterr()
     assert "rerun with --allow-reactivations 12" in printed.out + printed.err
-    allowed = ["sync", "--allow-reactivations", "12", "--allow-updates", "0", "-c", config]
+    allowed = ["sync", "--yes", "--allow-reactivations", "12", "--allow-updates", "0", "-c", config]
     assert run_cli(allowed) == EXIT_OK

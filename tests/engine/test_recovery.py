@@ -25,6 +25,7 @@ from tests.engine.company import World, employee, small_company
 from tests.support.admin import AnotherAdmin
 from tests.support.cli import SYNCD
 from tests.support.runs import plan_of
+from tests.support.waiting import scaled
 
 IMPORT_ORGS = "POST /v1/admin/organizations/{org_code}/import-orgs"
 IMPORT_EMPLOYEES = "POST /v1/admin/organizations/{code}/import-employees"
@@ -72,7 +73,7 @@ def test_a_killed_sync_is_resolved_by_the_next_run(world: World, endpoint: str, 
     world.company.write(world.folder)
     world.emulator.set_faults(latency_ms=40)  # keep requests in flight long enough to be killed
     process = subprocess.Popen(
-        [SYNCD, "sync", "--config", str(settings.database.parent.parent / "syncd.toml")],
+        [SYNCD, "sync", "--yes", "--config", str(settings.database.parent.parent / "syncd.toml")],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -80,7 +81,7 @@ def test_a_killed_sync_is_resolved_by_the_next_run(world: World, endpoint: str, 
         wait_for_requests(world, endpoint, count, process)
         os.kill(process.pid, signal.SIGKILL)
     finally:
-        process.wait(timeout=30)
+        process.wait(timeout=scaled(30))
     world.emulator.set_faults()
 
     result = world.sync()

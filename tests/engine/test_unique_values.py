@@ -183,14 +183,14 @@ def test_a_known_problem_turns_red_once_then_check_status_and_sync_stay_green(
     textfile = world.folder / "syncd.prom"
     world.more_settings = ["[metrics]", f'textfile = "{textfile}"']
     config = config_of(world)
-    assert syncd(capsys, "sync", "--config", config)[0] == EXIT_OK
+    assert syncd(capsys, "sync", "--yes", "--config", config)[0] == EXIT_OK
     admin = AnotherAdmin(world.emulator)
     admin.add_person("outsider")
     admin.edit("outsider", email="gus@acme.example")
     world.company.employees.append(employee("E9", "gus", "D2"))
     world.company.write(world.folder)
 
-    code, output = syncd(capsys, "sync", "--config", config)
+    code, output = syncd(capsys, "sync", "--yes", "--config", config)
     assert code == EXIT_PARTIAL, output
     assert "gus: email gus@acme.example is already used by outsider" in output
 

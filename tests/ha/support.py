@@ -30,9 +30,9 @@ from syncd.snapshot import leases
 from syncd.snapshot.lease_store import LeaseStore
 from tests.daemon.support import NotifySocket, platform_settings, toml_text
 from tests.support.cli import SYNCD
-from tests.support.waiting import wait_until
+from tests.support.waiting import scaled, wait_until
 
-DEADLINE = 90.0  # seconds: only a failing test waits this long
+DEADLINE = scaled(90.0)  # seconds: only a failing test waits this long
 HOST = os.uname().nodename
 DEPARTMENTS = [("D1", "Sales", ""), ("D2", "Engineering", ""), ("D3", "Backend", "D2")]
 

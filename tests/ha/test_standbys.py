@@ -22,6 +22,7 @@ from syncd.snapshot.lease_store import LeaseStore
 from syncd.snapshot.leases import Claimant
 from tests.daemon.support import samples
 from tests.support.processes import free_port
+from tests.support.waiting import scaled
 
 from .support import Cluster, Member, people, wait_for
 
@@ -65,7 +66,7 @@ def test_status_names_the_leader_and_a_standby_whose_plan_agrees(cluster: Cluste
     assert f"standby    pid {standby.pid} on " in text and "plan agrees with the leader's" in text
 
     def gauges(port: int) -> dict[str, float]:
-        return samples(httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text)
+        return samples(httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=scaled(10)).text)
 
     epoch = float(found["leadership"]["epoch"])
     assert gauges(ports[0])["syncd_leader"] == 1.0
@@ -100,7 +101,7 @@ def test_a_shell_sync_where_another_instance_leads_says_who_and_does_nothing(
     wait_for(cluster.converged, "the leader's first sync")
     other = cluster.member("b")  # a second host's timer set-up: no daemon there
 
-    refused = cluster.cli(other, "sync")
+    refused = cluster.cli(other, "sync", "--yes")
     assert refused.returncode == EXIT_NOT_LEADER, refused.stderr
     assert f"pid {leader.pid} on " in refused.stderr and "holds the lease" in refused.stderr
     writers = {c for c, seen in cluster.emulator.callers().items() if seen["writes"]}
@@ -108,7 +109,7 @@ def test_a_shell_sync_where_another_instance_leads_says_who_and_does_nothing(
     assert cluster.cli(other, "sync", "--dry-run").returncode == EXIT_OK  # no lease needed
     # On the leader's host, next to its daemon, a shell sync borrows the daemon's lease.
     # (--wait: the daemon's own runs, every 2 s, hold the run lock a moment)
-    assert cluster.cli(leader, "sync", "--wait", "60").returncode == EXIT_OK
+    assert cluster.cli(leader, "sync", "--yes", "--wait", "60").returncode == EXIT_OK
     leases = {r["epoch"] for r in cluster.lease_query("SELECT epoch FROM leadership")}
     assert leases == {1}  # nobody took it over
 

@@ -3,15 +3,23 @@ never a file replaced."""
 
 from __future__ import annotations
 
+import io
+import os
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
+import pexpect
 import pytest
 
 from syncd.cli import run_cli
 from syncd.config import load_settings, platform_of, source_of
 from syncd.data import SAMPLE
 from syncd.init import UNITS_START
+from tests.cli.terminal import finish
+from tests.daemon.support import DEADLINE
 from tests.support.cli import syncd
 
 REPO = Path(__file__).resolve().parents[2]
@@ -153,3 +161,74 @@ def test_the_example_settings_take_the_secret_from_the_systemd_credential(
     for unit in ("syncd.service", "syncd-sync.service"):
         text = (REPO / "systemd" / unit).read_text()
         assert "LoadCredential=client_secret:/etc/syncd/credentials/client_secret" in text
+
+
+@pytest.fixture
+def home_install() -> Iterator[Path]:
+    """syncd as pipx installs it, in a home folder: a virtual environment under /home/...
+    (this one's packages, linked) whose bin/syncd the admin runs."""
+    if not os.access("/home", os.W_OK):
+        pytest.skip("needs a writable /home: it plays a user's pipx install")
+    home = Path(tempfile.mkdtemp(prefix="syncd-admin-", dir="/home"))
+    try:
+        venv = home / ".local" / "share" / "pipx" / "venvs" / "syncd"
+        (venv / "bin").mkdir(parents=True)
+        here = Path(sys.prefix)
+        (venv / "pyvenv.cfg").write_bytes((here / "pyvenv.cfg").read_bytes())
+        (venv / "lib").symlink_to(here / "lib")
+        (venv / "bin" / "python").symlink_to(here / "bin" / "python")
+        script = venv / "bin" / "syncd"
+        script.write_text(
+            f"#!{venv}/bin/python\nimport sys\nfrom syncd.cli import main\nsys.exit(main())\n"
+        )
+        script.chmod(0o755)
+        yield home
+    finally:
+        shutil.rmtree(home)
+
+
+def test_units_written_by_a_home_folder_syncd_say_protect_home_hides_it(
+    home_install: Path, tmp_path: Path
+) -> None:
+    syncd = home_install / ".local" / "share" / "pipx" / "venvs" / "syncd" / "bin" / "syncd"
+    settings = home_install / "syncd.toml"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SYNCD_")}
+    env.update(TERM="xterm-256color", COLUMNS="80", LINES="40")
+    child = pexpect.spawn(
+        str(syncd),
+        ["init", str(settings), "--units", str(tmp_path)],
+        env=env,
+        encoding="utf-8",
+        dimensions=(40, 80),
+        timeout=DEADLINE,
+    )
+    child.logfile_read = io.StringIO()
+
+    code, screen = finish(child)
+
+    said = " ".join(screen.split())  # wrapped at 80 columns
+    assert code == 0, screen
+    hidden = "which the units' ProtectHome=yes hides from the service"
+    assert f"{syncd} is under /home, {hidden}: the service would not start" in said, screen
+    assert "install syncd system-wide" in said and "/opt/syncd/bin/syncd" in said, screen
+    assert f"{settings} is under /home, {hidden}: the service could not read it" in said, screen
+    for unit in ("syncd.service", "syncd-sync.service"):
+        text = (tmp_path / unit).read_text(encoding="utf-8")
+        assert f"ExecStart={syncd} " in text
+        # The settings file written with them, not the example's /etc/syncd/syncd.toml.
+        assert f"\nEnvironment=SYNCD_CONFIG={settings}\n" in text, text
+
+
+def test_units_of_a_system_wide_syncd_say_nothing_of_protect_home(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = tmp_path / "etc" / "syncd.toml"
+    settings.parent.mkdir()
+    units = tmp_path / "units"
+    units.mkdir()
+
+    code, output = init(capsys, str(settings), "--units", str(units))
+
+    assert code == 0, output
+    assert "ProtectHome" not in output  # /work/... and /tmp/...: not under a home folder
+    assert f"Environment=SYNCD_CONFIG={settings}\n" in (units / "syncd.service").read_text()

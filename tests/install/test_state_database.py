@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -87,7 +88,7 @@ def test_a_database_of_a_newer_syncd_is_refused_with_what_to_do(
 # Issue 24 case 7: SQLite's own exception, without the file's name, reached the operator.
 
 COMMANDS = [
-    ["sync"],
+    ["sync", "--yes"],
     ["sync", "--dry-run"],
     ["run"],
     ["status"],
@@ -158,7 +159,7 @@ def test_a_state_database_locked_by_another_program_is_one_clear_error(
         other.execute("BEGIN EXCLUSIVE")
         other.execute("DELETE FROM cursors WHERE name = 'nobody'")
         capsys.readouterr()
-        for command in (["sync"], ["status"], ["reports", "list"]):
+        for command in (["sync", "--yes"], ["status"], ["reports", "list"]):
             code = run_cli([*command, "--config", config])
             err = capsys.readouterr().err
             assert code == 3, (command, err)
@@ -247,10 +248,24 @@ def test_a_migration_says_what_it_does_and_keeps_the_database_as_it_was(
         db.execute(f"PRAGMA user_version = {older}")
         db.commit()
 
-    assert run_cli(["reports", "list", "--config", str(world.folder / "syncd.toml")]) == EXIT_OK
+    config = str(world.folder / "syncd.toml")
+    for read_only in (["reports", "list"], ["reports", "show", "latest"], ["status"]):
+        assert run_cli([*read_only, "--config", config]) == 3, read_only
+        told = " ".join(capsys.readouterr().err.split())
+        assert f"state database {database} has schema version {older}, older than" in told
+        assert (
+            "this command only reads it and leaves it as it is: the next sync migrates it" in told
+        )
+        assert "syncd sync --dry-run is enough" in told
+        assert not re.search(r"syncd\.(?!db)[a-z_]", told), told  # no module of syncd named
+    kept = database.with_name(f"syncd.db.schema-{older}")
+    assert not kept.exists()  # nothing migrated, nothing copied
+    with closing(sqlite3.connect(database)) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (older,)
+
+    assert run_cli(["sync", "--dry-run", "--config", config]) == EXIT_OK  # migrates
 
     said = " ".join(capsys.readouterr().err.split())
-    kept = database.with_name(f"syncd.db.schema-{older}")
     assert (
         f"state database {database}: schema {older} is migrated to {store.SCHEMA_VERSION}, "
         f"for this syncd (syncd {version('syncd')}): " in said
@@ -282,7 +297,8 @@ def test_state_a_root_command_left_names_its_owner_and_the_fix(left: str) -> Non
         if left == "database":
             assert said.startswith(f"state database {state}/syncd.db cannot be opened by nobody")
             assert "it belongs to root:root (mode 0600)" in said
-            assert f"sudo chown nobody: {state}/syncd.db*" in said
+            every = " ".join(str(p) for p in sorted(state.iterdir()))  # not only syncd.db*
+            assert f"sudo chown nobody: {every})" in said, said
         else:
             assert said.startswith(f"state directory {state} is not writable by nobody")
             assert "it belongs to root:root (mode 0755)" in said

@@ -209,7 +209,7 @@ def test_sync_status_and_logs_never_show_the_password(
     config = str(world.folder / "syncd.toml")
     out, err = "", ""
     for command in (
-        ["sync"],
+        ["sync", "--yes"],
         ["status"],
         ["status", "--output", "json"],
         ["reports", "list"],

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from syncd.init import UNITS_START
+from tests.support.waiting import scaled
 
 REPO = Path(__file__).resolve().parents[2]
 CONSTRAINTS = REPO / "constraints.txt"
@@ -93,7 +94,13 @@ def run(
         if not k.startswith("SYNCD_") and k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")
     }
     done = subprocess.run(
-        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        command,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=scaled(timeout),
+        check=False,
     )
     if check:
         assert done.returncode == 0, (

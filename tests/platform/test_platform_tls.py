@@ -15,6 +15,7 @@ import syncd.platform.client as client_module
 from syncd.errors import ConfigError, PlatformUnavailable
 from tests.platform.platform_helpers import Connect
 from tests.support.https_emulator import serving_https
+from tests.support.waiting import scaled
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def make_certificate(folder: Path) -> tuple[Path, Path]:
         ],
         check=True,
         capture_output=True,
-        timeout=60,
+        timeout=scaled(60),
     )
     return cert, key
 

@@ -27,6 +27,7 @@ from syncd.platform import MemoryTokenStore, PlatformClient, app_key
 from syncd.platform._requests import RENEWALS
 from syncd.snapshot import CachedToken, TokenStore, open_engine, write
 from tests.platform.platform_helpers import TOKEN_ROUTE, Connect, requests_seen, settings_for
+from tests.support.waiting import scaled
 
 
 @pytest.fixture
@@ -157,7 +158,11 @@ def test_another_process_uses_the_stored_token(
         """
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=scaled(60),
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["Acme", "0"]
@@ -324,7 +329,7 @@ def test_renewals_while_the_state_database_is_locked_neither_wait_nor_go_back(
         assert third not in (first, second)
         stored = store.get(app)
         assert stored is not None and stored.access_token == third  # this process's newest
-    store.flush(timeout=30)
+    store.flush(timeout=scaled(30))
     with engine.connect() as conn:
         assert conn.execute(text("SELECT access_token FROM tokens")).all() == [(third,)]
     assert client.calls[f"POST {TOKEN_ROUTE}"] == 3
@@ -358,6 +363,6 @@ def test_a_renewal_stored_late_is_written_over_by_the_newer_one(
     # The earlier renewal's write lands first, as its waiting writer would have made it.
     row = (second, now_ms() + 3_600_000, None)
     assert store._table.compare_and_set(app, (first, second), row, 30)
-    assert store._write(app, timeout=30)  # then the later one's
+    assert store._write(app, timeout=scaled(30))  # then the later one's
     with engine.connect() as conn:
         assert conn.execute(text("SELECT access_token FROM tokens")).all() == [(third,)]

@@ -156,7 +156,7 @@ def sync_under_killer(rig: Rig, sql: str, nth: int, when: str) -> subprocess.Com
     """``syncd sync`` run by killer.py, which SIGKILLs it at the ``nth`` SQL statement holding
     ``sql`` (``when``: before or after it runs)."""
     return subprocess.run(
-        [sys.executable, str(KILLER), "sync", "--config", str(rig.config)],
+        [sys.executable, str(KILLER), "sync", "--yes", "--config", str(rig.config)],
         env=clean_env({"KILL_SQL": sql, "KILL_NTH": str(nth), "KILL_WHEN": when}),
         capture_output=True,
         text=True,

@@ -70,6 +70,7 @@ from syncd.errors import EXIT_FAILED, EXIT_OK
 from syncd.runner import RunRequest, run_sync
 from tests.support.admin import AnotherAdmin
 from tests.support.postgres import binaries
+from tests.support.waiting import scaled
 
 from .histories import (
     FIGURES,
@@ -221,7 +222,11 @@ def back_up(h: History, rig: Rig) -> None:
 def pg_tool(name: str, *args: str) -> None:
     """One of PostgreSQL's own client programs (pg_dump, pg_restore), run to its end."""
     done = subprocess.run(
-        [str(binaries() / name), *args], capture_output=True, text=True, timeout=120, check=False
+        [str(binaries() / name), *args],
+        capture_output=True,
+        text=True,
+        timeout=scaled(120),
+        check=False,
     )
     assert done.returncode == 0, f"{name} exited {done.returncode}: {done.stderr}"
 

@@ -161,7 +161,7 @@ def killed_then_synced(rig: Rig, point: Point, expected: Platform | None = None)
 def kill_on_request(rig: Rig, point: Point) -> None:
     rig.emulator.set_faults(latency_ms=40)  # requests stay in flight long enough to be killed
     process = subprocess.Popen(
-        [SYNCD, "sync", "--config", str(rig.config)],
+        [SYNCD, "sync", "--yes", "--config", str(rig.config)],
         env=clean_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -295,7 +295,7 @@ def shortened(items: list[str], most: int = 3) -> str:
 
 def sync(s: Scenario, *, incremental: bool) -> int:
     """One real ``syncd sync`` process; its exit code (any of RUN_EXITS is safe)."""
-    done = s.rig.cli("sync", *(["--incremental"] if incremental else []))
+    done = s.rig.cli("sync", "--yes", *(["--incremental"] if incremental else []))
     mode = "incremental" if incremental else "full"
     said = [line.strip() for line in done.stdout.splitlines() if line.startswith("read ")]
     said += [line.strip() for line in done.stdout.splitlines() if "BLOCKED" in line]

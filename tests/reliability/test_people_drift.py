@@ -306,7 +306,7 @@ def test_a_drift_is_in_the_report_shown_on_the_command_line_with_before_and_afte
 ) -> None:
     admin.move_person("eve", "D4")
     admin.edit("dan", mobile="13999999999")
-    done = synced.cli("sync")
+    done = synced.cli("sync", "--yes")
     assert done.returncode == EXIT_OK, done.stdout + done.stderr
 
     shown = synced.cli("reports", "show", "latest")

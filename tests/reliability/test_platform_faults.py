@@ -80,7 +80,7 @@ def test_a_platform_down_for_the_whole_run_fails_cleanly_and_the_next_run_comple
     platform_before = rig.platform()
     rig.emulator.set_faults(down=True)
 
-    done = rig.cli("sync")
+    done = rig.cli("sync", "--yes")
 
     assert done.returncode == EXIT_FAILED, done.stdout + done.stderr
     assert "unavailable" in done.stderr and "503" in done.stderr
@@ -93,7 +93,7 @@ def test_a_platform_down_for_the_whole_run_fails_cleanly_and_the_next_run_comple
     assert re.search(rf"^\s*{last['id']}\b.*failed", listed.stdout, re.M), listed.stdout
 
     rig.emulator.set_faults()
-    again = rig.cli("sync")
+    again = rig.cli("sync", "--yes")
     assert again.returncode == EXIT_OK, again.stdout + again.stderr
     assert_converged(rig)
 
@@ -209,7 +209,7 @@ def test_two_syncd_processes_share_one_token(rig: Rig) -> None:
     assert rig.sync().exit_code == EXIT_OK
     rig.company.person("ann")["job_title"] = "Chair"
     rig.company.write(rig.folder)
-    done = rig.cli("sync")
+    done = rig.cli("sync", "--yes")
     assert done.returncode == EXIT_OK, done.stderr
     assert run_sync(settings, RunRequest(dry_run=True)).exit_code == EXIT_OK
     assert rig.emulator.state()["tokens_issued"] == 1

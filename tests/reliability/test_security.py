@@ -129,7 +129,7 @@ def test_no_secret_in_any_log_line_report_error_or_table(
 
     # Retries: HTTP 500, 429, answers lost after the platform acted.
     emulator.set_faults(seed=2, http_500_rate=0.15, http_429_rate=0.1, drop_after_rate=0.1)
-    assert seen.cli(capsys, "sync", "--config", config) == EXIT_OK
+    assert seen.cli(capsys, "sync", "--yes", "--config", config) == EXIT_OK
     # A token taken by another program mid-run: renewed.
     csv_rig.company.employees += [employee(f"E{n}", f"user{n}", "D2") for n in range(40, 60)]
     csv_rig.company.write(csv_rig.folder)
@@ -137,24 +137,24 @@ def test_no_secret_in_any_log_line_report_error_or_table(
     with when_requests(
         emulator, "import-employees", 1, lambda: issued.append(emulator.issue_token())
     ):
-        assert seen.cli(capsys, "sync", "--config", config) == EXIT_OK
+        assert seen.cli(capsys, "sync", "--yes", "--config", config) == EXIT_OK
     # Rejected items, with the platform's text.
     csv_rig.company.person("ann")["name"] = "Ann Again"
     csv_rig.company.write(csv_rig.folder)
     emulator.set_faults(reject=[{"field": "username", "pattern": "^ann$", "message": "nope"}])
-    assert seen.cli(capsys, "sync", "--config", config) == 1
+    assert seen.cli(capsys, "sync", "--yes", "--config", config) == 1
     # A wrong application secret, after the stored token was replaced: refused.
     issued.append(emulator.issue_token())
     emulator.set_faults()
     csv_rig.platform_options["client_secret"] = WRONG_SECRET
     csv_rig.write_config()
-    assert seen.cli(capsys, "sync", "--config", config) == EXIT_FAILED
+    assert seen.cli(capsys, "sync", "--yes", "--config", config) == EXIT_FAILED
     # The platform down.
     csv_rig.platform_options["client_secret"] = "demo-secret"
     csv_rig.platform_options["retry_attempts"] = 2
     csv_rig.write_config()
     emulator.set_faults(down=True)
-    assert seen.cli(capsys, "sync", "--config", config) == EXIT_FAILED
+    assert seen.cli(capsys, "sync", "--yes", "--config", config) == EXIT_FAILED
     emulator.set_faults()
 
     # LDAP: a good read, a refused bind, a server gone mid-read.
@@ -170,12 +170,12 @@ def test_no_secret_in_any_log_line_report_error_or_table(
     # The CSV site's people are on the platform, unknown to this new state database and
     # to its source: they are another syncd's, to be left alone (README, "Backup and upgrade").
     assert seen.cli(capsys, "state", "accept", "--config", ldap_config) == EXIT_OK
-    assert seen.cli(capsys, "sync", "--config", ldap_config) == EXIT_OK
+    assert seen.cli(capsys, "sync", "--yes", "--config", ldap_config) == EXIT_OK
     ldap_rig.source_lines = ldap_lines(
         ldap, f"ou=secrets,{ldap.suffix}", bind_password=WRONG_LDAP_PASSWORD
     )
     ldap_rig.write_config()
-    assert seen.cli(capsys, "sync", "--config", ldap_config) == EXIT_FAILED
+    assert seen.cli(capsys, "sync", "--yes", "--config", ldap_config) == EXIT_FAILED
     ldap_rig.source_lines = ldap_lines(ldap, f"ou=secrets,{ldap.suffix}", page_size=5)
     ldap_rig.write_config()
     send = ldap_source.send_page
@@ -188,7 +188,7 @@ def test_no_secret_in_any_log_line_report_error_or_table(
         return send(*args)
 
     monkeypatch.setattr(ldap_source, "send_page", stop_mid_read)
-    assert seen.cli(capsys, "sync", "--config", ldap_config) == EXIT_FAILED
+    assert seen.cli(capsys, "sync", "--yes", "--config", ldap_config) == EXIT_FAILED
     monkeypatch.undo()
     ldap.start()
 
@@ -238,7 +238,7 @@ def test_an_untrusted_platform_certificate_stops_the_sync(rig: Rig, https_emulat
     rig.platform_options["base_url"] = https_emulator
     rig.company.write(rig.folder)
     rig.write_config()
-    done = rig.cli("sync")
+    done = rig.cli("sync", "--yes")
     assert done.returncode == EXIT_FAILED, done.stdout + done.stderr
     assert "TLS certificate verification failed" in done.stderr
     assert "platform.ca_file" in done.stderr
@@ -248,7 +248,7 @@ def test_platform_verification_off_is_a_logged_warning(rig: Rig, https_emulator:
     rig.platform_options.update(base_url=https_emulator, verify_tls=False)
     rig.company.write(rig.folder)
     rig.write_config()
-    done = rig.cli("sync")
+    done = rig.cli("sync", "--yes")
     assert done.returncode == EXIT_OK, done.stdout + done.stderr
     warnings = [line for line in done.stderr.splitlines() if "VERIFICATION IS OFF" in line]
     assert len(warnings) == 1 and " WARNING " in warnings[0]
@@ -260,7 +260,7 @@ def test_the_platform_ca_file_makes_it_trusted(
     rig.platform_options.update(base_url=https_emulator, ca_file=str(reliability_tls.ca_cert))
     rig.company.write(rig.folder)
     rig.write_config()
-    done = rig.cli("sync")
+    done = rig.cli("sync", "--yes")
     assert done.returncode == EXIT_OK, done.stdout + done.stderr
     assert "VERIFICATION IS OFF" not in done.stderr
 
@@ -268,7 +268,7 @@ def test_the_platform_ca_file_makes_it_trusted(
 def test_an_untrusted_ldap_certificate_stops_the_sync(rig: Rig, ldap: Slapd) -> None:
     rig.source_lines = ldap_lines(ldap, ldap.suffix, urls=[ldap.ldaps_url])
     rig.write_config()
-    done = rig.cli("sync")
+    done = rig.cli("sync", "--yes")
     assert done.returncode == EXIT_FAILED, done.stdout + done.stderr
     assert ldap.ldaps_url in done.stderr and "certificate" in done.stderr.lower()
     assert rig.emulator.state()["employees"] == []
@@ -282,7 +282,7 @@ def test_ldap_verification_off_is_a_logged_warning(rig: Rig, ldap: Slapd) -> Non
     )
     rig.source_lines = ldap_lines(ldap, base, urls=[ldap.ldaps_url], verify_tls=False)
     rig.write_config()
-    done = rig.cli("sync")
+    done = rig.cli("sync", "--yes")
     assert done.returncode == EXIT_OK, done.stdout + done.stderr
     warnings = [line for line in done.stderr.splitlines() if "verify_tls is false" in line]
     assert warnings and all(" WARNING " in line for line in warnings)
@@ -390,7 +390,7 @@ def test_a_settings_file_others_can_read_with_a_secret_is_warned_about(
     rig.company.write(rig.folder)
     rig.write_config()
     rig.config.chmod(mode)
-    done = rig.cli("sync")
+    done = rig.cli("sync", "--yes")
     assert done.returncode == EXIT_OK, done.stderr
     said = "holds a secret and is readable by other users" in done.stderr
     assert said is warned, done.stderr
@@ -404,7 +404,7 @@ def test_a_readable_settings_file_without_a_secret_is_not_warned_about(rig: Rig)
     rig.company.write(rig.folder)
     rig.write_config()
     rig.config.chmod(0o644)
-    done = rig.cli("sync")
+    done = rig.cli("sync", "--yes")
     assert done.returncode == EXIT_OK, done.stderr
     assert "readable by other users" not in done.stderr
 
@@ -414,7 +414,7 @@ def test_the_state_database_holding_the_token_is_for_this_user_alone(rig: Rig) -
     rig.write_config()
     before = os.umask(0o022)  # the usual umask, under which files are world-readable
     try:
-        done = rig.cli("sync")
+        done = rig.cli("sync", "--yes")
     finally:
         os.umask(before)
     assert done.returncode == EXIT_OK, done.stderr

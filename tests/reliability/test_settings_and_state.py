@@ -91,7 +91,7 @@ def test_broken_settings_are_one_clear_error_and_change_nothing(
             (target if target is not None else rig.sync_settings)[key] = value
     rig.write_config()
 
-    done = rig.cli("sync")
+    done = rig.cli("sync", "--yes")
 
     assert done.returncode == EXIT_FAILED, done.stdout + done.stderr
     line = one_error(done.stderr)
@@ -127,13 +127,15 @@ def tmpfs(rig: Rig) -> Iterator[Path]:
 def test_a_read_only_state_directory_is_one_clear_error(rig: Rig, tmpfs: Path) -> None:
     rig.company.write(rig.folder)
     rig.write_config()
-    assert rig.cli("sync").returncode == EXIT_OK  # a process: no file left open for writing
+    assert (
+        rig.cli("sync", "--yes").returncode == EXIT_OK
+    )  # a process: no file left open for writing
     before = tables(rig.database)
     rig.company.employees.append(employee("E9", "ivy", "D2"))
     rig.company.write(rig.folder)
     subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], check=True)
 
-    done = rig.cli("sync")
+    done = rig.cli("sync", "--yes")
 
     assert done.returncode == EXIT_FAILED, done.stdout + done.stderr
     line = one_error(done.stderr)
@@ -141,7 +143,7 @@ def test_a_read_only_state_directory_is_one_clear_error(rig: Rig, tmpfs: Path) -
     assert "ivy" not in rig.platform().people  # nothing was sent
     subprocess.run(["mount", "-o", "remount,rw", str(tmpfs)], check=True)
     assert tables(rig.database) == before
-    assert rig.cli("sync").returncode == EXIT_OK
+    assert rig.cli("sync", "--yes").returncode == EXIT_OK
     assert_converged(rig)
 
 
@@ -180,7 +182,7 @@ def test_a_disk_that_fills_during_a_run_fails_it_cleanly_and_the_next_run_conver
     rig.emulator.set_faults(latency_ms=20)
     filled: list[Path] = []
     process = subprocess.Popen(
-        [SYNCD, "sync", "--config", str(rig.config)],
+        [SYNCD, "sync", "--yes", "--config", str(rig.config)],
         env=clean_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -208,7 +210,7 @@ def test_a_disk_that_fills_during_a_run_fails_it_cleanly_and_the_next_run_conver
         assert on_platform.get(row["username"]) == row["employee_id"], row
 
     os.unlink(filled[0])
-    again = rig.cli("sync")
+    again = rig.cli("sync", "--yes")
     assert again.returncode == EXIT_OK, again.stdout + again.stderr
     assert_nothing_twice(rig.emulator)
     assert_converged(rig)
@@ -223,7 +225,7 @@ def test_a_full_disk_at_start_is_one_clear_error(rig: Rig, tmpfs: Path) -> None:
     rig.company.write(rig.folder)
     filler = fill(tmpfs)
     try:
-        done = rig.cli("sync")
+        done = rig.cli("sync", "--yes")
     finally:
         filler.unlink()
     assert done.returncode == EXIT_FAILED, done.stdout + done.stderr

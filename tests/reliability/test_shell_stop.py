@@ -22,7 +22,7 @@ from .support import DEADLINE, Rig, assert_converged, clean_env, query
 
 def start_sync(rig: Rig) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [SYNCD, "sync", "--config", str(rig.config)],
+        [SYNCD, "sync", "--yes", "--config", str(rig.config)],
         env=clean_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -80,7 +80,7 @@ def test_a_second_signal_exits_at_once_and_the_next_run_converges(slow_first_syn
     log = rig.folder / "sync.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [SYNCD, "sync", "--config", str(rig.config)],
+            [SYNCD, "sync", "--yes", "--config", str(rig.config)],
             env=clean_env(),
             stdout=out,
             stderr=subprocess.STDOUT,

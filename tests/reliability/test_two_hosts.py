@@ -112,7 +112,7 @@ def test_two_hosts_on_one_application_do_not_fail_each_other(
     # there already, which A looks up (by serial_no) while it settles the batch.
     emulator.set_faults(scripted=[{"match": "import-orgs", "fault": "drop_after", "count": 1}])
     a = subprocess.Popen(
-        [SYNCD, "sync", "--config", str(first.config)],
+        [SYNCD, "sync", "--yes", "--config", str(first.config)],
         env=clean_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -120,7 +120,7 @@ def test_two_hosts_on_one_application_do_not_fail_each_other(
     )
     try:
         assert relay.reached.wait(DEADLINE), "host A never looked a node up"
-        b = second.cli("sync")  # host B: a new token, A's is invalid from now on
+        b = second.cli("sync", "--yes")  # host B: a new token, A's is invalid from now on
         relay.release.set()
         a_out, a_err = a.communicate(timeout=DEADLINE * 2)
     finally:
@@ -143,7 +143,7 @@ def test_two_hosts_syncing_at_once_both_succeed(tmp_path: Path, emulator: Runnin
     rigs = [host(tmp_path / name, emulator, concurrency=4) for name in ("a", "b")]
     procs = [
         subprocess.Popen(
-            [SYNCD, "sync", "--config", str(rig.config)],
+            [SYNCD, "sync", "--yes", "--config", str(rig.config)],
             env=clean_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -25,6 +25,8 @@ from typing import Any
 
 import websocket
 
+from tests.support.waiting import scaled
+
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = (
     "--headless",
@@ -223,4 +225,4 @@ def _kill(process: subprocess.Popen[str]) -> None:
         return
     with suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    process.wait(30)
+    process.wait(scaled(30))

@@ -15,6 +15,7 @@ from syncd.cli import app
 from tests.reports.browser import FLAGS, browser_page, chromium_path
 from tests.reports.conftest import MOBILE_TAKEN, SCRIPT_NAME, Runs
 from tests.reports.pages import allowed_scripts, external_references, parse
+from tests.support.waiting import scaled
 
 
 def test_the_reference_checker_finds_what_it_must() -> None:
@@ -195,7 +196,7 @@ def test_chromium_prints_the_report(runs: Runs, tmp_path: Path) -> None:
     profile = tmp_path / "chromium-profile"
     command = [str(chromium_path()), *FLAGS, f"--user-data-dir={profile}", "--no-pdf-header-footer"]
     command += [f"--print-to-pdf={pdf}", page.as_uri()]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=scaled(180), check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 10_000
 

@@ -24,6 +24,7 @@ from syncd.logs import redact, register_secret
 from syncd.report import chart
 from syncd.report.text import render_text
 from tests.reports.pages import allowed_scripts, external_references, parse
+from tests.support.waiting import scaled
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -242,7 +243,7 @@ def test_the_renderers_do_not_import_io_libraries() -> None:
         "loaded = [m for m in sys.modules if any(m == n or m.startswith(n + '.') for n in no)]\n"
         "assert not loaded, loaded\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=scaled(120))
 
 
 def test_no_import_of_the_pure_modules_names_the_store_even_inside_a_function() -> None:

@@ -178,7 +178,7 @@ def test_end_to_end_tags_and_heads_reach_the_platform_and_admin_tags_stay(
     config = write_config(tmp_path, slapd, tagged, emulator)
     admin = AnotherAdmin(emulator)
 
-    assert run_cli(["sync", "--config", str(config)]) == 0
+    assert run_cli(["sync", "--yes", "--config", str(config)]) == 0
     assert platform_tags(admin, "alice") == {ENGINEERING, FRONTEND}
     assert platform_tags(admin, "dave") == {SALES}
     assert platform_tags(admin, "frank") == set()
@@ -210,7 +210,7 @@ def test_end_to_end_tags_and_heads_reach_the_platform_and_admin_tags_stay(
     slapd.modify(f"dn: {backend}\nchangetype: modify\ndelete: seeAlso\n")
     slapd.modify(f"dn: {sales}\nchangetype: modify\nadd: seeAlso\nseeAlso: uid=dave,{sales}\n")
 
-    assert run_cli(["sync", "--config", str(config)]) == 0
+    assert run_cli(["sync", "--yes", "--config", str(config)]) == 0
     assert platform_tags(admin, "alice") == {("VIP", "Gold")}  # the admin's tag stays
     assert platform_tags(admin, "dave") == {("VIP", "Gold")}
     assert platform_tags(admin, "carol") == {FRONTEND}  # engineers no longer nests her
@@ -222,7 +222,7 @@ def test_end_to_end_tags_and_heads_reach_the_platform_and_admin_tags_stay(
     imports = "POST /v1/admin/organizations/{code}/import-employees"
     before = emulator.stats()["requests"].get(imports, 0)
     assert before >= 2  # the two runs before wrote people
-    assert run_cli(["sync", "--config", str(config)]) == 0
+    assert run_cli(["sync", "--yes", "--config", str(config)]) == 0
     assert emulator.stats()["requests"].get(imports, 0) == before
     assert platform_tags(admin, "alice") == {("VIP", "Gold")}
 
@@ -232,7 +232,7 @@ def test_a_failed_group_read_sets_and_removes_no_tag(
 ) -> None:
     config = write_config(tmp_path, slapd, tagged, emulator)
     admin = AnotherAdmin(emulator)
-    assert run_cli(["sync", "--config", str(config)]) == 0
+    assert run_cli(["sync", "--yes", "--config", str(config)]) == 0
     assert platform_tags(admin, "dave") == {SALES}
     # The sales group goes (and grace joins engineers): the read fails, nothing is sent.
     slapd.modify(
@@ -240,7 +240,7 @@ def test_a_failed_group_read_sets_and_removes_no_tag(
         f"member: uid=grace,ou=Marketing,{tagged}\n"
     )
     slapd.modify(f"dn: cn=sales,cn=groups,{tagged}\nchangetype: delete\n")
-    assert run_cli(["sync", "--config", str(config)]) == EXIT_FAILED
+    assert run_cli(["sync", "--yes", "--config", str(config)]) == EXIT_FAILED
     assert platform_tags(admin, "dave") == {SALES}
     assert platform_tags(admin, "grace") == set()
 
@@ -255,9 +255,9 @@ def test_an_incremental_run_tags_the_people_it_reads_and_keeps_the_others(
     def retitle(title: str) -> None:
         slapd.modify(f"dn: {dave}\nchangetype: modify\nreplace: title\ntitle: {title}\n")
 
-    assert run_cli(["sync", "--config", str(config)]) == 0
+    assert run_cli(["sync", "--yes", "--config", str(config)]) == 0
     retitle("Account Manager")  # the mark moves from the fixture's 2020 to now
-    assert run_cli(["sync", "--incremental", "--config", str(config)]) == 0
+    assert run_cli(["sync", "--yes", "--incremental", "--config", str(config)]) == 0
     # dave leaves sales and his entry changes; carol leaves frontenders, her entry does not.
     slapd.modify(
         f"dn: cn=sales,cn=groups,{tagged}\nchangetype: modify\nreplace: uniqueMember\n"
@@ -268,11 +268,11 @@ def test_an_incremental_run_tags_the_people_it_reads_and_keeps_the_others(
         f"member: uid=carol,ou=Frontend,ou=R&D,ou=Head Office,{tagged}\n"
     )
     retitle("Key Account Manager")
-    assert run_cli(["sync", "--incremental", "--config", str(config)]) == 0
+    assert run_cli(["sync", "--yes", "--incremental", "--config", str(config)]) == 0
     assert platform_tags(admin, "dave") == set()  # read: his groups are read with him
     assert platform_tags(admin, "carol") == {ENGINEERING, FRONTEND}  # not read: kept
     assert platform_tags(admin, "grace") == set()  # not read either
     # The next full read finds the rest.
-    assert run_cli(["sync", "--config", str(config)]) == 0
+    assert run_cli(["sync", "--yes", "--config", str(config)]) == 0
     assert platform_tags(admin, "carol") == set()
     assert platform_tags(admin, "grace") == {SALES}

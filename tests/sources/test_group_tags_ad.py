@@ -145,7 +145,7 @@ def test_end_to_end_a_nested_member_leaving_loses_the_tag_syncd_set_only(
         )
         return {(t["group"], t["tag"]) for t in record["tag_names"]}
 
-    assert run_cli(["sync", "--config", str(config)]) == 0
+    assert run_cli(["sync", "--yes", "--config", str(config)]) == 0
     assert tags("vic") == {DEVS} and tags("wes") == {ONCALL}
     assert admin.employee("tom")["positions"][0]["chief"] is True
     admin.edit(
@@ -157,6 +157,6 @@ def test_end_to_end_a_nested_member_leaving_loses_the_tag_syncd_set_only(
         assert conn.modify(
             f"CN=Interns,{GROUPS}", {"member": [(ldap3.MODIFY_DELETE, [f"CN=Trainees,{GROUPS}"])]}
         ), conn.result
-    assert run_cli(["sync", "--config", str(config)]) == 0
+    assert run_cli(["sync", "--yes", "--config", str(config)]) == 0
     assert tags("vic") == {("Site", "HQ")}
     assert tags("una") == {DEVS}

@@ -24,6 +24,7 @@ from syncd.sources.ldap import read_ldap
 from syncd.sources.ldap import wire as ldap_source
 from tests.support.processes import free_port
 from tests.support.slapd import Slapd, TlsFiles, synthetic_people_ldif
+from tests.support.waiting import scaled
 
 SettingsFactory = Callable[..., LdapSource]
 
@@ -244,7 +245,7 @@ def bind_then_silence() -> Iterator[str]:
         server = threading.Thread(target=serve, daemon=True)
         server.start()
         yield f"ldap://127.0.0.1:{listener.getsockname()[1]}"
-        server.join(timeout=10)
+        server.join(timeout=scaled(10))
 
 
 def test_a_server_gone_between_pages_fails_the_whole_read(

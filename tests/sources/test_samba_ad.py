@@ -191,12 +191,12 @@ def test_an_expiry_passing_between_two_runs_locks_the_person_by_an_incremental_s
     monkeypatch.setattr(syncd.sources.ldap, "read_ldap", read)
     admin = AnotherAdmin(emulator)
 
-    assert run_cli(["sync", "--config", str(config)]) == 0
+    assert run_cli(["sync", "--yes", "--config", str(config)]) == 0
     assert admin.employee("lena").get("locked") is not True
 
     # Two days on, nothing changed in the domain: only the expiry window finds lena.
     clock[0] = now + timedelta(days=2)
-    assert run_cli(["sync", "--incremental", "--config", str(config)]) == 0
+    assert run_cli(["sync", "--yes", "--incremental", "--config", str(config)]) == 0
 
     assert admin.employee("lena")["locked"] is True
     assert admin.employee("mo").get("locked") is not True

@@ -34,11 +34,12 @@ import psycopg
 import pytest
 
 from tests.support.processes import die_with_parent_in_own_group, free_port, wait_until_serving
+from tests.support.waiting import scaled
 
 ROLE = "syncd"
 PASSWORD = "pg-secret-Zq7"  # the test role's: tests check it is never shown
-START_TIMEOUT = 60.0
-STOP_TIMEOUT = 30.0
+START_TIMEOUT = scaled(60.0)
+STOP_TIMEOUT = scaled(30.0)
 _numbers = itertools.count(1)
 
 

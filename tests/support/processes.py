@@ -17,7 +17,9 @@ from collections.abc import Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
 
-STOP_TIMEOUT = 10.0
+from tests.support.waiting import scaled
+
+STOP_TIMEOUT = scaled(10.0)
 _PR_SET_PDEATHSIG = 1
 
 

@@ -35,6 +35,7 @@ from tests.support.processes import (
     wait_until_serving,
 )
 from tests.support.slapd import TlsFiles
+from tests.support.waiting import scaled
 
 SAMBA = Path("/usr/sbin/samba")
 SAMBA_TOOL = Path("/usr/bin/samba-tool")
@@ -44,7 +45,7 @@ DOMAIN = "ACME"
 BASE = "DC=acme,DC=test"
 ADMIN_PASSWORD = "Samba-Admin-Pw-4b7e"  # meets the domain's default complexity rules
 PORTS = (389, 636, 3268, 3269)
-START_TIMEOUT = 30.0
+START_TIMEOUT = scaled(30.0)
 
 # Adds LDIF to the domain's database before the server starts: one transaction, through
 # Samba's own database modules (about 1 ms an entry; over LDAP it is ten times that).

@@ -31,6 +31,7 @@ from tests.support.processes import (
     stop_process,
     wait_until_serving,
 )
+from tests.support.waiting import scaled
 
 SLAPD = Path("/usr/sbin/slapd")
 SLAPADD = Path("/usr/sbin/slapadd")
@@ -39,7 +40,7 @@ MODULE_DIR = Path("/usr/lib/ldap")
 SCHEMA_DIR = Path("/etc/ldap/schema")  # the package's schema files: read, never changed
 DEFAULT_SCHEMAS = ("core", "cosine", "inetorgperson", "nis")
 ADMIN_PASSWORD = "slapd-admin-Pw-7d41"  # distinctive: tests look for it in error texts
-START_TIMEOUT = 15.0
+START_TIMEOUT = scaled(15.0)
 PORT_ATTEMPTS = 3
 
 

@@ -2,11 +2,35 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
-DEADLINE = 60.0  # seconds: generous, only a failing test ever waits this long
+
+def _time_factor() -> float:
+    given = os.environ.get("TEST_TIME_FACTOR", "1")
+    try:
+        factor = float(given)
+    except ValueError:
+        raise SystemExit(f"TEST_TIME_FACTOR={given}: not a number (e.g. 3)") from None
+    if not factor >= 1:
+        raise SystemExit(f"TEST_TIME_FACTOR={given}: 1 or more")
+    return factor
+
+
+# One factor scales every timeout and deadline of the tests (subprocesses, servers
+# starting and stopping, waits, pytest-timeout's): TEST_TIME_FACTOR=3 make test on a slow
+# or loaded machine. Not a SYNCD_* variable: syncd processes under test would read it.
+TIME_FACTOR = _time_factor()
+
+
+def scaled(seconds: float) -> float:
+    """A timeout or deadline of the tests, times TEST_TIME_FACTOR."""
+    return seconds * TIME_FACTOR
+
+
+DEADLINE = scaled(60.0)  # seconds: generous, only a failing test ever waits this long
 POLL = 0.02
 
 T = TypeVar("T")

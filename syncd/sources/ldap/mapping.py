@@ -13,6 +13,7 @@ from syncd.mapping import Get, Mapped, with_mapped
 from syncd.model import (
     Employee,
     Kind,
+    Photo,
     Position,
     RejectedRow,
     State,
@@ -176,30 +177,8 @@ class PeopleReader:
         if v := values[shape.change_slot]:
             self._note_change(v)
         employee_id = self._id_of(values)
-        raw_title = values[first["job_title"]]
         several = picked.departments if picked is not None else None
-        if several is not None and len(several) != 1:  # none that counts, or positions
-            path = None
-        elif several is not None:
-            path = several[0]
-        else:
-            path = v.decode() if (v := values[shape.department_slot]) else None
-            if path and shape.choices.department_values_ignored and self._picker.ignored(path):
-                path = None
-        department = self.placement.department_of(path, dn)
-        title = None
-        positions = self._positions.get((department, raw_title))
-        if several is not None and len(several) > 1:
-            title = raw_title.decode() if raw_title else None
-            positions = self._placed_in(dn, several, title)
-        elif positions is None:
-            title = raw_title.decode() if raw_title else None
-            placed = (Position(department, title, primary=True),) if department is not None else ()
-            positions = self._positions[(department, raw_title)] = placed
-        elif positions:  # titles repeat across thousands of people: the string is shared
-            title = positions[0].job_title
-        elif raw_title:
-            title = raw_title.decode()
+        positions, title = self._placed(dn, values, several)
         departed = employee_id in self.departed or (
             self._account_checked and (self._disabled(values) or self._expired(values))
         )
@@ -208,24 +187,16 @@ class PeopleReader:
         )
         start_date, end_date = self._dates(values) if self._dates_mapped else (None, None)
         username = self._text(values, "username") or ""
-        photo = None
-        if self.photos is not None and shape.photo_slot is not None:
-            data = values[shape.photo_slot]
-            photo = self.photos.photo(data, dn, employee_id, username) if data else None
-            if picked is not None and picked.photos is not None:
-                attribute = shape.attributes[shape.photo_slot]
-                count = len(distinct(picked.photos))
-                self.photos.reject(dn, employee_id, username, f"{attribute} has {count} photos")
         return Employee(
             id=employee_id,
             username=username,
             name=self._text(values, "name") or "",
             positions=positions,
-            en_name=v.decode() if (v := values[first["en_name"]]) else None,
-            email=v.decode() if (v := values[first["email"]]) else None,
-            mobile=v.decode() if (v := values[first["mobile"]]) else None,
-            tel=v.decode() if (v := values[first["tel"]]) else None,
-            sn=v.decode() if (v := values[first["sn"]]) else None,
+            en_name=_decoded(values[first["en_name"]]),
+            email=_decoded(values[first["email"]]),
+            mobile=_decoded(values[first["mobile"]]),
+            tel=_decoded(values[first["tel"]]),
+            sn=_decoded(values[first["sn"]]),
             gender=gender,
             birthday=birthday,
             job_title=title,
@@ -233,10 +204,56 @@ class PeopleReader:
             senior=senior,
             state=State.DEPARTED if departed else State.ACTIVE,
             extra=self._extras(values) if shape.extras else (),
-            photo=photo,
+            photo=self._photo(dn, values, picked, employee_id, username),
             start_date=start_date,
             end_date=end_date,
         )
+
+    def _placed(
+        self, dn: str, values: Plain, several: tuple[str, ...] | None
+    ) -> tuple[tuple[Position, ...], str | None]:
+        """The person's positions and job title: one department, or (picked) several."""
+        raw_title = values[self._first["job_title"]]
+        if several is not None and len(several) > 1:
+            title = _decoded(raw_title)
+            return self._placed_in(dn, several, title), title
+        if several is not None:  # none that counts (no position), or exactly one
+            path = several[0] if several else None
+        else:
+            path = self._department_path(values)
+        department = self.placement.department_of(path, dn)
+        positions = self._positions.get((department, raw_title))
+        if positions is None:
+            title = _decoded(raw_title)
+            placed = (Position(department, title, primary=True),) if department is not None else ()
+            positions = self._positions[(department, raw_title)] = placed
+            return positions, title
+        if positions:  # titles repeat across thousands of people: the string is shared
+            return positions, positions[0].job_title
+        return positions, _decoded(raw_title)
+
+    def _department_path(self, values: Plain) -> str | None:
+        """The department attribute's value, unless it is one the settings ignore."""
+        shape = self.shape
+        path = _decoded(values[shape.department_slot])
+        if path and shape.choices.department_values_ignored and self._picker.ignored(path):
+            return None
+        return path
+
+    def _photo(
+        self, dn: str, values: Plain, picked: Picked | None, employee_id: str, username: str
+    ) -> Photo | None:
+        """The person's photo when photos are read; several photos are rejected, said."""
+        shape = self.shape
+        if self.photos is None or shape.photo_slot is None:
+            return None
+        data = values[shape.photo_slot]
+        photo = self.photos.photo(data, dn, employee_id, username) if data else None
+        if picked is not None and picked.photos is not None:
+            attribute = shape.attributes[shape.photo_slot]
+            count = len(distinct(picked.photos))
+            self.photos.reject(dn, employee_id, username, f"{attribute} has {count} photos")
+        return photo
 
     def _dates(self, values: Plain) -> tuple[str | None, str | None]:
         """Start and end dates (sync.dates): YYYY-MM-DD, or a generalized time's day."""
@@ -395,3 +412,8 @@ def _date(text: str | None) -> str | None:
     if day is None:
         raise ValueError(f"birthday {text!r} is not a date")
     return day
+
+
+def _decoded(raw: bytes | None) -> str | None:
+    """An attribute's first value as text; None when it has none."""
+    return raw.decode() if raw else None

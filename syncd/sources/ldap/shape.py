@@ -91,17 +91,7 @@ class Shape:
     ) -> Shape:
         is_ad = settings.flavor == "active_directory"
         preset = dict(ad.PRESET if is_ad else OPENLDAP_PRESET)
-        unknown = sorted(set(settings.attributes) - set(EMPLOYEE_FIELDS) - set(DEPARTMENT_FIELDS))
-        if unknown:
-            known = ", ".join(EMPLOYEE_FIELDS + DEPARTMENT_FIELDS)
-            raise ConfigError(
-                f"source.ldap.attributes: unknown field(s) {', '.join(unknown)}; known: {known}"
-            )
-        if settings.departments_from == "attribute" and not settings.department_attribute:
-            raise ConfigError(
-                "source.ldap.departments_from is 'attribute' "
-                "but source.ldap.department_attribute is not set"
-            )
+        _check(settings)
         for name, attribute in settings.attributes.items():
             if name in EMPLOYEE_FIELDS:
                 preset[name] = (attribute,)
@@ -109,16 +99,9 @@ class Shape:
         fields = {
             name: tuple(slots.add(a) for a in attributes) for name, attributes in preset.items()
         }
-        change = slots.add(ad.CHANGE_ATTRIBUTE if is_ad else OPENLDAP_CHANGE_ATTRIBUTE)
-        account_control = slots.add(ad.ACCOUNT_CONTROL_ATTRIBUTE) if is_ad else None
-        department = (
-            slots.add(settings.department_attribute)
-            if settings.departments_from == "attribute" and settings.department_attribute
-            else None
+        change, account_control, department, extras, expires, photo = _marks(
+            slots, settings, photo_attribute
         )
-        extras = tuple((slots.add(a), name) for a, name in settings.extra_attributes.items())
-        expires = slots.add(ad.EXPIRES_ATTRIBUTE) if is_ad else None
-        photo = slots.add(photo_attribute) if photo_attribute else None
         value_rules = _value_rules(
             fields,
             [
@@ -138,17 +121,8 @@ class Shape:
             fields[name] = (empty + 1 + i,)
 
         id_attribute = preset["id"][0]
-        department_slots = _SlotTable()
         department_id = settings.attributes.get("department_id", id_attribute)
-        department_fields = {
-            "department_id": department_slots.add(department_id),
-            "name": department_slots.add(settings.department_name_attribute),
-        }
-        for name in DEPARTMENT_FIELDS[1:]:
-            if name in settings.attributes:
-                department_fields[name] = department_slots.add(settings.attributes[name])
-        if settings.department_head_attribute:  # department heads (sources/heads.py)
-            department_fields["head"] = department_slots.add(settings.department_head_attribute)
+        department_slots, department_fields = _department_fields(settings, department_id)
         return cls(
             flavor=settings.flavor,
             users_filter=parenthesized(
@@ -236,3 +210,56 @@ def value_problem(exc: ValueError) -> str:
     if isinstance(exc, UnicodeDecodeError):
         return f"a value is not UTF-8 text ({exc})"
     return str(exc)
+
+
+def _check(settings: LdapSource) -> None:
+    """ConfigError for attributes of no known field, or departments from an attribute
+    that is not named."""
+    unknown = sorted(set(settings.attributes) - set(EMPLOYEE_FIELDS) - set(DEPARTMENT_FIELDS))
+    if unknown:
+        known = ", ".join(EMPLOYEE_FIELDS + DEPARTMENT_FIELDS)
+        raise ConfigError(
+            f"source.ldap.attributes: unknown field(s) {', '.join(unknown)}; known: {known}"
+        )
+    if settings.departments_from == "attribute" and not settings.department_attribute:
+        raise ConfigError(
+            "source.ldap.departments_from is 'attribute' "
+            "but source.ldap.department_attribute is not set"
+        )
+
+
+def _department_fields(
+    settings: LdapSource, department_id: str
+) -> tuple[_SlotTable, dict[str, int]]:
+    """The department entries' attributes, in slots, and each field's slot."""
+    slots = _SlotTable()
+    fields = {
+        "department_id": slots.add(department_id),
+        "name": slots.add(settings.department_name_attribute),
+    }
+    for name in DEPARTMENT_FIELDS[1:]:
+        if name in settings.attributes:
+            fields[name] = slots.add(settings.attributes[name])
+    if settings.department_head_attribute:  # department heads (sources/heads.py)
+        fields["head"] = slots.add(settings.department_head_attribute)
+    return slots, fields
+
+
+def _marks(
+    slots: _SlotTable, settings: LdapSource, photo_attribute: str | None
+) -> tuple[int, int | None, int | None, tuple[tuple[int, str], ...], int | None, int | None]:
+    """The slots of what is read besides the fields, in this order: the change mark, AD's
+    account control, the department attribute, the extra attributes (with their names),
+    AD's account expiry and the photo (None: not read)."""
+    is_ad = settings.flavor == "active_directory"
+    change = slots.add(ad.CHANGE_ATTRIBUTE if is_ad else OPENLDAP_CHANGE_ATTRIBUTE)
+    account_control = slots.add(ad.ACCOUNT_CONTROL_ATTRIBUTE) if is_ad else None
+    department = (
+        slots.add(settings.department_attribute)
+        if settings.departments_from == "attribute" and settings.department_attribute
+        else None
+    )
+    extras = tuple((slots.add(a), name) for a, name in settings.extra_attributes.items())
+    expires = slots.add(ad.EXPIRES_ATTRIBUTE) if is_ad else None
+    photo = slots.add(photo_attribute) if photo_attribute else None
+    return change, account_control, department, extras, expires, photo
