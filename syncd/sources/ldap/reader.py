@@ -145,19 +145,13 @@ def _read(
     elapsed = time.monotonic() - started
     if isinstance(placement, DepartmentPaths):
         departments = placement.departments()
-    people_read = [(dn, e) for dn, e in employees if e is not None]
-    problems: list[str] = []
-    heads = isinstance(placement, OuTree) and bool(placement.heads or placement.problems)
-    if settings.group_tags or heads:
-        by_dn = {dn_key(dn): e.id for dn, e in people_read}
-        if settings.group_tags:
-            people_read = _with_tags(people_read, group_tags(forest, settings, shape, by_dn))
-        if heads:
-            assert isinstance(placement, OuTree)
-            people_read, problems = _with_heads(
-                people_read, placement, by_dn, departments, not delta.changed_filter
-            )
-
+    people_read, problems = _with_groups_and_heads(
+        forest,
+        settings,
+        shape,
+        [(dn, e) for dn, e in employees if e is not None],
+        (placement, departments, not delta.changed_filter),
+    )
     cursor = _new_mark(shape, delta, people.highest_change, elapsed, read.now, forest.catalog_mark)
     directory = build_directory(
         departments,
@@ -170,10 +164,7 @@ def _read(
         warnings=[*forest.warnings, *problems],
         one_read=True,
         unread=forest.unread,
-        # A status: AD's account flags, or the departed_filter's answer.
-        status_read=bool(settings.departed_filter)
-        or shape.account_control_slot is not None
-        or shape.expires_slot is not None,
+        status_read=_reads_status(settings, shape),
     )
     log.info(
         "read %s from %s: %d departments, %d people, %d rejected, %d left out, mark %s",
@@ -186,6 +177,39 @@ def _read(
         cursor,
     )
     return directory
+
+
+def _reads_status(settings: LdapSource, shape: Shape) -> bool:
+    """Whether the read says who is departed: AD's account flags, or the departed_filter."""
+    return (
+        bool(settings.departed_filter)
+        or shape.account_control_slot is not None
+        or shape.expires_slot is not None
+    )
+
+
+def _with_groups_and_heads(
+    forest: Forest,
+    settings: LdapSource,
+    shape: Shape,
+    people_read: list[tuple[str, Employee]],
+    where: tuple[Placement, list[tuple[str, Department]], bool],
+) -> tuple[list[tuple[str, Employee]], list[str]]:
+    """The people with the tags their groups give and the heads their departments name,
+    and the problems the heads raise (``where``: the placement, the departments, whether
+    the read is whole)."""
+    placement, departments, whole = where
+    problems: list[str] = []
+    heads = isinstance(placement, OuTree) and bool(placement.heads or placement.problems)
+    if not (settings.group_tags or heads):
+        return people_read, problems
+    by_dn = {dn_key(dn): e.id for dn, e in people_read}
+    if settings.group_tags:
+        people_read = _with_tags(people_read, group_tags(forest, settings, shape, by_dn))
+    if heads:
+        assert isinstance(placement, OuTree)
+        people_read, problems = _with_heads(people_read, placement, by_dn, departments, whole)
+    return people_read, problems
 
 
 def _with_tags(
