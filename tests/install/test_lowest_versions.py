@@ -4,9 +4,10 @@ constraints.txt holds the newest releases, which every other test runs on; an ad
 whose host already has older ones gets whatever the lower bounds allow. So: the wheel, with
 its emulator extra, installed by ``uv pip install --resolution lowest-direct`` (each of
 syncd's own dependencies at the lowest release its bound allows, theirs at the newest), and
-a real ``syncd sync --yes`` of the packaged sample company into an emulator served by that
-same environment on loopback. Every lower bound must be the version installed: a bound
-that no resolution can reach (another dependency asks for more) is a bound nobody tested.
+a real ``syncd sync --yes`` of the packaged sample company, logged as JSON lines, into an
+emulator served by that same environment on loopback (and the daemon's modules imported).
+Every lower bound must be the version installed: a bound that no resolution can reach
+(another dependency asks for more) is a bound nobody tested.
 """
 
 from __future__ import annotations
@@ -59,13 +60,20 @@ def install_and_sync(wheel: Path, venv: Path, work: Path) -> None:
         name: f"{installed[name]} installed" for name in bounds if installed[name] != bounds[name]
     }
     assert not unreached, f"lower bounds no resolution reaches (raise them): {unreached}"
+    # What the sync below does not import: the daemon and its scheduler (apscheduler).
+    run(str(python), "-c", "import syncd.daemon, syncd._schedule", cwd=work.parent)
     with emulator(syncd) as base_url:
         # The demo's settings: the packaged sample company, synced into the emulator.
         settings = prepare(work / "sample", base_url, EmulatorOptions().client_secret)
+        # Logged as JSON lines (python-json-logger), as a service's journal takes them.
+        text = settings.read_text(encoding="utf-8")
+        settings.write_text(f'log_format = "json"\n{text}', encoding="utf-8")
         sync = run(str(syncd), "sync", "--yes", "--config", str(settings), cwd=work)
         with httpx.Client(base_url=base_url, timeout=30) as client:
             state = client.get("/_emulator/state").json()["result"]
     assert sync.returncode == 0
+    logged = [json.loads(line) for line in sync.stderr.splitlines()]
+    assert logged and all(line["level"] and line["message"] for line in logged)
     platform = {e["username"] for e in state["employees"] if not e["locked"]}
     assert platform == sample_people(work / "sample" / "employees.csv")
 
