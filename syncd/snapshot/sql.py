@@ -13,12 +13,9 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Collection, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import Any, Unpack
 
 from sqlalchemy import Connection, CursorResult, Engine
-
-if TYPE_CHECKING:  # SQLAlchemy 2.0.37 and later; an annotation only (from __future__)
-    from sqlalchemy.util.typing import TupleAny
 
 POSTGRESQL = "postgresql"
 SQLITE = "sqlite"
@@ -47,7 +44,7 @@ def dialect_sql(bind: Connection | Engine, sql: str) -> str:
 
 def run(
     conn: Connection, sql: str, params: Sequence[Any] | Sequence[Sequence[Any]] = ()
-) -> CursorResult[Unpack[TupleAny]]:  # noqa: UP044 (Python 3.11)
+) -> CursorResult[Unpack[tuple[Any, ...]]]:  # noqa: UP044 (Python 3.11)
     """One statement (``params`` a tuple) or the same statement for each of many rows
     (``params`` a list of tuples: the driver's executemany), through SQLAlchemy (its
     failures become StateError at the engine's edge)."""
