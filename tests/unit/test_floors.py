@@ -321,7 +321,16 @@ KNOWN_CIRCLES = [
     + [f"syncd.cli.{m}" for m in ("state", "sync", "tools")],
     [
         f"syncd.snapshot.{m}"
-        for m in ("dates", "engine", "postgres", "problems", "sql", "sqlite", "tables")
+        for m in (
+            "dates",
+            "departures",
+            "engine",
+            "postgres",
+            "problems",
+            "sql",
+            "sqlite",
+            "tables",
+        )
     ],
     ["syncd.sources.joined_preview", "syncd.sources.preview"],
 ]
