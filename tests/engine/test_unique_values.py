@@ -200,7 +200,7 @@ def test_a_known_problem_turns_red_once_then_check_status_and_sync_stay_green(
         text = render_notification(told)
         assert "new known problem: gus: email gus@acme.example is already used by outsider" in text
         assert store.run_summary(engine, told.run.id)["known_problems"] == 1
-        for command in (("sync", "--check"), ("sync",), ("sync", "--check")):
+        for command in (("sync", "--check"), ("sync", "--yes"), ("sync", "--check")):
             code, output = syncd(capsys, *command, "--config", config)
             assert code == EXIT_OK, output
             assert "known problem" not in output  # told once

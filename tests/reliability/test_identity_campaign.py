@@ -339,7 +339,7 @@ def sync(c: Campaign, inst: Installation) -> int:
 
 def one_run(c: Campaign, inst: Installation) -> tuple[int, str]:
     inst.rig.write_config()
-    done = inst.rig.cli("sync")
+    done = inst.rig.cli("sync", "--yes")
     output = done.stdout + done.stderr
     said = [line.strip() for line in done.stdout.splitlines() if line.startswith("read ")]
     said += [line.strip() for line in output.splitlines() if "BLOCKED" in line]
