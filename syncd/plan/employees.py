@@ -304,6 +304,11 @@ class EmployeePlanner:
                         "not changed until the source spells it as before",
                     )
                 )
+                # Not this record's account; whether its holder, gone from the source, is
+                # a leaver is weighed as for the same spelling (syncd.plan.rekeys): a
+                # look-alike username never keeps a former employee's access.
+                if rekeys.weigh(e, holder, self.snapshot, self.view)[2]:
+                    self.released.add(holder.source_id)
                 return
             if not self._rekey(e, holder):
                 return
