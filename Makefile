@@ -68,10 +68,10 @@ reference: $(VENV)/.installed
 
 # The whole suite, one test at a time (the server fixtures hold fixed ports: Samba's 389
 # and 636), with the 25 slowest tests and the coverage of syncd's code run in the test
-# process (syncd run as a process is not counted); below COVERAGE_FLOOR it fails (30: what
-# tests/unit alone reach; raise it to just under the whole suite's figure).
+# process (syncd run as a process is not counted); below COVERAGE_FLOOR it fails (90: the
+# whole suite reached 93.0% on 2026-11-27; raise it with the figure).
 # TEST_TIME_FACTOR=3 make test scales every timeout of the tests on a slow machine.
-COVERAGE_FLOOR ?= 30
+COVERAGE_FLOOR ?= 90
 test: system-packages lint docs
 	$(BIN)/pytest --durations=25 --cov --cov-report=term:skip-covered \
 	  --cov-fail-under=$(COVERAGE_FLOOR)

@@ -157,16 +157,21 @@ def test_a_department_gone_while_locked_leavers_remain_is_kept_with_a_note_and_e
 
 
 @pytest.mark.parametrize(
-    ("damage", "said"),
+    ("damage", "said", "exit_code"),
     [
-        # A status in neither list: the row still names bob, so leavers are looked for.
-        ("Head Office,on-leave", "Acme/Head Office/Legal is gone from the source but not deleted"),
+        # A status in neither list: the row still names bob, so leavers are looked for; the
+        # run is partial until the settings name the value (issue 32).
+        (
+            "Head Office,on-leave",
+            "Acme/Head Office/Legal is gone from the source but not deleted",
+            EXIT_PARTIAL,
+        ),
         # A field too many: the row may hide another, so nobody and no department is gone.
-        ("Legal,active,x", "departments not deleted"),
+        ("Legal,active,x", "departments not deleted", EXIT_OK),
     ],
 )
 def test_a_department_whose_only_member_was_rejected_is_kept(
-    rig: Rig, damage: str, said: str
+    rig: Rig, damage: str, said: str, exit_code: int
 ) -> None:
     staff = [(f"E{n}", f"user{n}", "Head Office") for n in range(10, 30)]
     paths_layout(rig, [*staff, ("E2", "bob", "Head Office/Legal")])
@@ -176,7 +181,7 @@ def test_a_department_whose_only_member_was_rejected_is_kept(
     text = path.read_text(encoding="utf-8")
     path.write_text(text.replace("Head Office/Legal,active", damage), encoding="utf-8")
     result = rig.sync()
-    assert result.exit_code == EXIT_OK, result.error
+    assert result.exit_code == exit_code, result.error
     notes = [n.message for n in plan_of(result).notes]
     assert any(said in n for n in notes), notes
     assert "DELETE" not in str(rig.writes())
