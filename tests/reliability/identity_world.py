@@ -18,8 +18,9 @@ import csv
 import io
 import random
 import unicodedata
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 Status = Literal["active", "departed", "gone"]
 
@@ -49,6 +50,26 @@ def fold(text: str) -> str:
     """The key two spellings of one name share: NFC, no invisible characters, case folded."""
     visible = "".join(c for c in text if unicodedata.category(c) != "Cf")
     return unicodedata.normalize("NFC", visible).casefold()
+
+
+def twins(
+    accounts: Iterable[tuple[str, str]], nodes: Iterable[Mapping[str, Any]]
+) -> Iterator[tuple[str, str, str]]:
+    """Look-alikes on the platform, as (violation kind, key, what): two accounts whose
+    usernames (``accounts``: username and how to show the account) fold alike, and two
+    departments under one parent whose names do."""
+    usernames: dict[str, list[str]] = {}
+    for username, shown in accounts:
+        usernames.setdefault(fold(username), []).append(shown)
+    for key, alike in usernames.items():
+        if len(alike) > 1:
+            yield "look-alike second account", key, ", ".join(alike)
+    names: dict[tuple[Any, str], list[str]] = {}
+    for node in nodes:
+        names.setdefault((node.get("parent_org_id"), fold(node["name"])), []).append(node["name"])
+    for (parent, key), spelled in names.items():
+        if len(spelled) > 1:
+            yield "look-alike second department", f"{parent}/{key}", repr(spelled)
 
 
 def variant(rng: random.Random, text: str) -> tuple[str, str]:

@@ -91,9 +91,9 @@ from .identity_world import (
     Export,
     come_back,
     depart,
-    fold,
     hire,
     leave,
+    twins,
     variant,
 )
 from .support import Rig, figure_kinds, query, sync_under_killer, toml_value
@@ -553,19 +553,9 @@ def check_leavers_locked(
 
 def check_twins(c: Campaign, accounts: dict[int, Account]) -> None:
     """No two accounts, and no two departments under one parent, spelled alike."""
-    usernames: dict[str, list[Account]] = {}
-    for account in accounts.values():
-        usernames.setdefault(fold(account.username), []).append(account)
-    for key, alike in usernames.items():
-        if len(alike) > 1:
-            shown = ", ".join(f"{a.id} {a.username!r} ({c.who(a.holder)})" for a in alike)
-            c.violation("look-alike second account", key, shown)
-    nodes: dict[tuple[Any, str], list[str]] = {}
-    for node in c.installations[0].rig.emulator.state()["nodes"]:
-        nodes.setdefault((node.get("parent_org_id"), fold(node["name"])), []).append(node["name"])
-    for (parent, key), names in nodes.items():
-        if len(names) > 1:
-            c.violation("look-alike second department", f"{parent}/{key}", repr(names))
+    shown = ((a.username, f"{a.id} {a.username!r} ({c.who(a.holder)})") for a in accounts.values())
+    for kind, key, what in twins(shown, c.installations[0].rig.emulator.state()["nodes"]):
+        c.violation(kind, key, what)
 
 
 # ---------------------------------------------------------------- restores

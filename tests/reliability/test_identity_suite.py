@@ -52,7 +52,7 @@ from .identity_world import (
     Ldif,
     Truth,
     first_truth,
-    fold,
+    twins,
 )
 from .support import Rig, figure_kinds, toml_value
 from .test_ldap_failures import ldap_lines
@@ -242,19 +242,9 @@ def check(s: Scenario) -> None:
 
 def check_twins(s: Scenario, accounts: dict[int, Account]) -> None:
     """No two accounts, and no two departments under one parent, spelled alike."""
-    usernames: dict[str, list[Account]] = {}
-    for account in accounts.values():
-        usernames.setdefault(fold(account.username), []).append(account)
-    for key, alike in usernames.items():
-        if len(alike) > 1:
-            shown = ", ".join(f"{a.id} {a.username!r} ({s.who(a.holder)})" for a in alike)
-            s.violation("look-alike second account", key, shown)
-    nodes: dict[tuple[Any, str], list[str]] = {}
-    for node in s.rig.emulator.state()["nodes"]:
-        nodes.setdefault((node.get("parent_org_id"), fold(node["name"])), []).append(node["name"])
-    for (parent, key), names in nodes.items():
-        if len(names) > 1:
-            s.violation("look-alike second department", f"{parent}/{key}", repr(names))
+    shown = ((a.username, f"{a.id} {a.username!r} ({s.who(a.holder)})") for a in accounts.values())
+    for kind, key, what in twins(shown, s.rig.emulator.state()["nodes"]):
+        s.violation(kind, key, what)
 
 
 def plan_of(s: Scenario) -> tuple[int, list[str]]:
