@@ -100,6 +100,11 @@ class Employee(NamedTuple):
     tags: tuple[tuple[str, str], ...] = ()
 
 
+# The fields that tell two records of one username apart (syncd.plan.rekeys): the name and
+# the personal identifiers a recycled username does not bring along.
+IDENTIFYING = ("name", "mobile", "sn")
+
+
 @dataclass(frozen=True, slots=True)
 class RejectedRow:
     where: str  # "employees.csv:17" or a DN
@@ -113,6 +118,10 @@ class RejectedRow:
     # The status value that is in neither list of the settings, when that is why the row
     # was rejected ("" for an empty one): loud until the settings name it.
     status: str | None = None
+    # The row's name, mobile and work number (sn) as far as they could be read: what tells
+    # a rejected row with another id from the person whose username it names
+    # (syncd.plan.rekeys.weigh_rejected).
+    identifiers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -155,17 +164,20 @@ class Directory:
             if r.kind is Kind.EMPLOYEE and (r.may_hide_rows or not (r.key or r.username))
         )
 
-    def rejected_keys(self, kind: Kind) -> frozenset[str]:
-        """Source ids and usernames (look-alike keys: syncd.spelling) of rejected rows: they are
-        kept as they are, never removed."""
-        keys: set[str] = set()
+    def rejected_by_username(self) -> dict[str, tuple[RejectedRow, ...]]:
+        """The rejected employee rows that name a username, by its look-alike key."""
+        rows: dict[str, tuple[RejectedRow, ...]] = {}
         for row in self.rejected:
-            if row.kind is kind:
-                if row.key:
-                    keys.add(row.key)
-                if row.username:
-                    keys.add(look_alike(row.username))
-        return frozenset(keys)
+            if row.kind is Kind.EMPLOYEE and row.username:
+                folded = look_alike(row.username)
+                rows[folded] = (*rows.get(folded, ()), row)
+        return rows
+
+    def rejected_keys(self, kind: Kind) -> frozenset[str]:
+        """Source ids of rejected rows: their records are kept as they are, never removed (a
+        rejected row that names a synced person's username by another id: see
+        ``rejected_by_username``)."""
+        return frozenset(row.key for row in self.rejected if row.kind is kind and row.key)
 
     def path(self, department_id: str) -> tuple[str, ...]:
         """Names from the top-level department down to this one (the root not included)."""
@@ -426,8 +438,17 @@ def _valid_employees(
         e = _employee_in_nfc(read)
         reason = _employee_problem(e, ids, usernames, departments)
         if reason:
+            found = ((f, getattr(e, f)) for f in IDENTIFYING)
+            identifiers = tuple((f, v) for f, v in found if isinstance(v, str) and v.strip())
             rejected.append(
-                RejectedRow(where, reason, Kind.EMPLOYEE, e.id or None, e.username or None)
+                RejectedRow(
+                    where,
+                    reason,
+                    Kind.EMPLOYEE,
+                    e.id or None,
+                    e.username or None,
+                    identifiers=identifiers,
+                )
             )
         else:
             kept[e.id] = e

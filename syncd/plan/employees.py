@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from syncd.model import Directory, Employee, Kind, State
+from syncd.model import Directory, Employee, Kind, RejectedRow, State
 from syncd.plan import rekeys
 from syncd.plan.actions import Action
 from syncd.plan.adoption import adopted_by_key, claimed_elsewhere
@@ -67,6 +67,10 @@ class EmployeePlanner:
         self.removal_due: int | None = None  # the next grace period to end (Plan.removal_due)
         # Old records whose username a new source id holds but may not take over: leavers.
         self.released: set[str] = set()
+        # Rejected rows by the look-alike key of their username, and whether they keep each
+        # missing record they name as it is (rejected_holds): made when first needed.
+        self._rejected: dict[str, tuple[RejectedRow, ...]] | None = None
+        self._rejected_weighed: dict[str, bool] = {}
         self.dates = EffectiveDates(policy, snapshot, now_ms)  # start and end dates
 
     def synced_holder(self, username: str) -> SyncedEmployee | None:
@@ -425,7 +429,7 @@ class EmployeePlanner:
             if rekeyed is None:
                 rekeyed = self._rekeyed_usernames()
             folded = look_alike(synced.username)
-            if synced.source_id in protected or folded in protected:
+            if synced.source_id in protected or self.rejected_holds(synced):
                 # Deleted on the platform while the row is rejected: the record goes (nothing
                 # is sent), and the person is made again once the row is read.
                 if self.drift.gone(synced):
@@ -436,6 +440,22 @@ class EmployeePlanner:
             if excluded and matches_any(synced.username, excluded):
                 continue
             self._plan_leaver(synced)
+
+    def rejected_holds(self, synced: SyncedEmployee) -> bool:
+        """Whether rejected rows that name this missing person's username (in any spelling)
+        keep their record as it is (syncd.plan.rekeys.weigh_rejected); weighed once."""
+        if self._rejected is None:
+            self._rejected = self.directory.rejected_by_username()
+        rows = self._rejected.get(look_alike(synced.username))
+        if not rows:
+            return False
+        held = self._rejected_weighed.get(synced.source_id)
+        if held is None:
+            held, note = rekeys.weigh_rejected(synced, rows, self.snapshot)
+            self._rejected_weighed[synced.source_id] = held
+            if note is not None:
+                self.notes.append(note)
+        return held
 
     def _rekeyed_usernames(self) -> set[str]:
         """Usernames (as look-alike keys) held by source records syncd never synced: a missing

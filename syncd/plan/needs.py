@@ -5,8 +5,9 @@ Planning weighs the fields syncd last wrote for a few people only: those who cha
 the platform or were deleted there (drift compares them; an incremental read puts back
 those it did not return, as written), those with a known problem and the people holding
 their values (tried again as written; freed by the holder's update), and, when a
-complete read names a new source id, the people it no longer names (one may hold the
-new id's username: a re-key needs the name and a mobile or work number to agree); and
+complete read names a new source id (a rejected row's included), the people it no longer
+names (one may hold the new id's username: a re-key needs the name and a mobile or work
+number to agree); and
 the departments the source changed, the platform's read lists (drift) or the source no
 longer names (deleted). The fields a change shows as its ``before`` are loaded after the
 draft (``Draft.unwritten``). A record asked about and not loaded is a bug, said as one
@@ -15,7 +16,7 @@ draft (``Draft.unwritten``). A record asked about and not loaded is a bug, said 
 
 from __future__ import annotations
 
-from syncd.model import Directory
+from syncd.model import Directory, Kind
 from syncd.plan import in_synced_spelling
 from syncd.plan.fields import department_hash
 from syncd.plan.values import PlatformView, Snapshot
@@ -59,12 +60,24 @@ def weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set
     if there:
         by_username = {e.username: k for k, e in synced.items()}
         found.update(by_username[u] for u in there if u in by_username)
-    if directory.complete and any(k not in synced for k in directory.employees):
+    if directory.complete and _new_ids(directory, snapshot):
         # A new source id may take over the account of someone syncd holds whom this read
-        # no longer names (a re-key, weighed with what syncd wrote): those people, a
+        # no longer names (a re-key, weighed with what syncd wrote), or a rejected row with
+        # a new id may name their username (rekeys.weigh_rejected): those people, a
         # superset of the holders of the new ids' usernames, found without spelling each.
         found.update(k for k in synced if k not in directory.employees)
     return found
+
+
+def _new_ids(directory: Directory, snapshot: Snapshot) -> bool:
+    """Whether the read names a source id syncd does not hold, in a record or a rejected row
+    that names a username."""
+    synced = snapshot.employees
+    return any(k not in synced for k in directory.employees) or any(
+        r.key not in synced
+        for r in directory.rejected
+        if r.kind is Kind.EMPLOYEE and r.key and r.username
+    )
 
 
 def departments_weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set[str]:

@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from syncd.model import Employee, Kind, State, match_value
+from syncd.model import IDENTIFYING, Employee, Kind, RejectedRow, State, match_value
 from syncd.plan.values import Note, PlatformPerson, PlatformView, Snapshot, SyncedEmployee
 
 IDENTIFIERS = ("mobile", "sn")  # personal: a recycled username does not bring them along
-COMPARED = ("name", *IDENTIFIERS)
+COMPARED = IDENTIFYING
 
 
 class Verdict(StrEnum):
@@ -100,10 +100,15 @@ def _words(fields: tuple[str, ...]) -> str:
 
 def evidence(e: Employee, before: Mapping[str, Any] | None) -> Evidence:
     """Compare the new record with the fields syncd last wrote for the old one."""
+    return compared({name: getattr(e, name) for name in COMPARED}, before)
+
+
+def compared(new_fields: Mapping[str, Any], before: Mapping[str, Any] | None) -> Evidence:
+    """Compare a record's identifying fields with the fields syncd last wrote for another."""
     agree: list[str] = []
     differ: list[str] = []
     for name in COMPARED:
-        new = _value(name, getattr(e, name))
+        new = _value(name, new_fields.get(name))
         old = _value(name, (before or {}).get(name))
         if new is None or old is None:
             continue
@@ -173,6 +178,42 @@ def weigh(
         return True, None, False
     message = conflict_message(e, holder.source_id, verdict, seen, locked)
     return False, Note("conflict", e.id, message), verdict is Verdict.LEAVER
+
+
+def weigh_rejected(
+    holder: SyncedEmployee, rows: tuple[RejectedRow, ...], snapshot: Snapshot
+) -> tuple[bool, Note | None]:
+    """Whether rejected rows that name the username of ``holder`` (missing from a complete
+    read) keep its record as it is; and the note that says why, when a row has another id.
+
+    A rejected row may be the holder's own row under a new id, so it keeps the record as it
+    is (nobody is locked for a row that could not be read) unless the row's readable fields
+    show different people by the re-key rule (the name differs and no mobile or work number
+    agrees): then the holder is a leaver like anyone missing, and the row waits to be fixed
+    (a new hire given a leaver's username in a spelling syncd refuses never keeps the
+    leaver's access). A row without an id, or with the holder's own, always keeps it."""
+    if any(row.key is None or row.key == holder.source_id for row in rows):
+        return True, None
+    before = snapshot.written(Kind.EMPLOYEE, holder.source_id)
+    for row in rows:
+        seen = compared(dict(row.identifiers), before)
+        if not seen.different_people:
+            message = (
+                f"source id {holder.source_id} ({holder.username}) is missing from the source, "
+                f"and rejected row {row.where} gives its username to source id {row.key}; "
+                f"whether that is the same person under a new id cannot be told "
+                f"({seen.describe()}), so {holder.source_id} is kept as it is until the row "
+                "is fixed"
+            )
+            return True, Note("conflict", holder.source_id, message)
+    row = rows[0]
+    message = (
+        f"source id {holder.source_id} ({holder.username}) is missing from the source; "
+        f"rejected row {row.where} (source id {row.key}) names its username but is not the "
+        f"same person ({compared(dict(row.identifiers), before).describe()}), so "
+        f"{holder.source_id} is a leaver"
+    )
+    return False, Note("leavers", holder.source_id, message)
 
 
 def locked_account_conflict(e: Employee, account: PlatformPerson) -> Note | None:

@@ -30,7 +30,6 @@ from syncd.model import Employee, Kind, State
 from syncd.plan.actions import Action
 from syncd.plan.dates import ENDED, NOT_STARTED, Scheduled, Timeline, local_time, timeline
 from syncd.plan.values import Snapshot, SyncedEmployee, matches_any
-from syncd.spelling import look_alike
 
 if TYPE_CHECKING:
     from syncd.plan.employees import EmployeePlanner
@@ -219,8 +218,7 @@ class EffectiveDates:
             synced = snapshot.employees.get(key)
             if key in read or synced is None:
                 continue
-            rejected = key in protected or look_alike(synced.username) in protected
-            if directory.leavers_known and not rejected:
+            if directory.leavers_known and not (key in protected or planner.rejected_holds(synced)):
                 continue
             if excluded and matches_any(synced.username, excluded):
                 continue

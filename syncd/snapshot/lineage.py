@@ -5,10 +5,13 @@ made, restored or found behind.
 - **Bound to one platform.** The platform's identity (base URL, domain, organization,
   application) is kept in the database on first use (cursor ``platform.identity``): a
   database pointed at another platform would take every record it holds for deleted there.
-- **Run ids are never given twice.** The newest id is also kept beside the database, in
-  the state directory (``last-run``): a database restored from an older backup, or lost
-  and made anew, continues after it rather than from its own newest run, so a run id
-  already seen in a report, a notification or a log is never reused.
+- **Run ids are not given twice** while ``last-run`` stays. The newest id is also kept
+  beside the database, in the state directory (``last-run``): a database restored from
+  an older backup, or lost and made anew, continues after it rather than from its own
+  newest run, so a run id already seen in a report, a notification or a log is never
+  reused. A state directory rolled back or lost whole takes ``last-run`` with it: ids
+  can then be given again (nothing outside the state directory records them), though
+  the database is still found behind by the platform's evidence.
 - **Behind.** A database whose newest run is older than ``last-run`` (restored, or lost
   and made anew), or one never checked (new, or made by an older syncd), is *unchecked*
   (no cursor ``state.checked``): the next complete read compares what the platform holds

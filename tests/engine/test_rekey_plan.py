@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncd.model import Employee, State
+from syncd.model import Employee, Position, State
 from syncd.plan import (
     DAY_MS,
     Action,
@@ -23,6 +23,7 @@ from syncd.plan import (
     check_guards,
     plan,
 )
+from syncd.plan.needs import weighed
 from tests.engine.test_plan import COMPANY, NOW, STAFF, actions, directory, person, synced
 
 CAROL = person("e3", "carol", "sales", mobile="13800000003", email="carol@acme.example")
@@ -322,3 +323,60 @@ def test_a_look_alike_username_of_a_leaver_who_may_be_the_same_person_waits(spel
     )
     assert actions(p) == []
     assert [k for k, _ in conflicts(p)] == ["e9"]
+
+
+# A new hire's row given a leaver's username and set aside for its own reason: a character
+# that cannot be seen, a department nobody has, two primary positions.
+SET_ASIDE = st.sampled_from(
+    [
+        {"username": "carol\u200e"},
+        {"username": "ca\u200brol"},
+        {"positions": (Position("nowhere", primary=True),)},
+        {"positions": (Position("rd", primary=True), Position("sales", primary=True))},
+    ]
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(broken=SET_ASIDE, spelled=st.sampled_from(["carol", *LOOK_ALIKES.elements]))
+def test_a_rejected_row_of_another_person_with_a_leavers_username_does_not_keep_their_access(
+    broken: dict[str, Any], spelled: str
+) -> None:
+    # Issue 32 (campaign seeds 29 and 37): the leaver kept their access while the new
+    # hire's row was rejected, because any rejected row naming the username held the
+    # leaver's record as it was ("plan: no changes", exit 0). The row's name and mobile
+    # show another person: the leaver is locked, and the row waits to be fixed.
+    snapshot, view = synced(directory(COMPANY, BEFORE))
+    hire = HIRE._replace(username=spelled)._replace(**broken)
+    d = directory(COMPANY, [*STAFF[:2], hire])
+    assert "e9" not in d.employees and [r.key for r in d.rejected] == ["e9"]
+    assert "e3" in weighed(d, snapshot, view)  # its written fields are loaded to compare
+    p = plan(d, snapshot, view, Policy(), NOW)
+    assert actions(p) == [("employee", "lock", "e3")]
+    assert any(n.key == "e3" and "not the same person" in n.message for n in p.notes)
+
+
+@settings(max_examples=30, deadline=None)
+@given(broken=SET_ASIDE, same=st.booleans())
+def test_a_rejected_row_that_may_be_the_missing_person_keeps_them_as_they_are(
+    broken: dict[str, Any], same: bool
+) -> None:
+    # The row may be Carol's own under a new id (name and mobile agree, or nothing tells):
+    # nobody is locked for a row that could not be read; the note says why.
+    snapshot, view = synced(directory(COMPANY, BEFORE))
+    row = CAROL._replace(id="e9") if same else CAROL._replace(id="e9", mobile=None)
+    d = directory(COMPANY, [*STAFF[:2], row._replace(**broken)])
+    p = plan(d, snapshot, view, Policy(), NOW)
+    assert actions(p) == []
+    assert [n.key for n in p.notes if n.kind == "conflict"] == ["e3"]
+
+
+@settings(max_examples=20, deadline=None)
+@given(broken=SET_ASIDE)
+def test_a_rejected_row_with_the_persons_own_id_keeps_them_whatever_it_says(
+    broken: dict[str, Any],
+) -> None:
+    snapshot, view = synced(directory(COMPANY, BEFORE))
+    row = HIRE._replace(id="e3", **broken)  # their own row, another name: still theirs
+    p = plan(directory(COMPANY, [*STAFF[:2], row]), snapshot, view, Policy(), NOW)
+    assert actions(p) == [] and p.notes == ()

@@ -86,7 +86,7 @@ def allowed_to_go(directory: Directory, shown: list[int], key: str, departed_loc
         and not unnamed
         and shown[n] == ABSENT
         and key not in named
-        and f"u{n}" not in named
+        and f"u{n}" not in directory.rejected_by_username()
     )
 
 

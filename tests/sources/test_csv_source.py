@@ -994,3 +994,21 @@ def test_the_sample_chinese_hr_export() -> None:
 
 def test_encoded_sample_has_no_bom() -> None:
     assert not (SAMPLE / "hr-export-gb18030.csv").read_bytes().startswith(codecs.BOM_UTF8)
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        "E9,carol,Carol Chen,D2,13900000009,已离职,\n",  # a status nobody named
+        "E9,carol\u200e,Carol Chen,D2,13900000009,在职,\n",  # a character that cannot be seen
+        "E9,carol,Carol Chen,D404,13900000009,在职,\n",  # a department nobody has
+    ],
+)
+def test_a_rejected_row_keeps_what_tells_its_person_from_another(tmp_path: Path, row: str) -> None:
+    # Issue 32: a rejected row naming a leaver's username by another id protected the
+    # leaver whoever it was. Its name and mobile, where readable, tell (plan.rekeys).
+    text = "id,username,name,department,mobile,status,tel\n" + row
+    d = read(tmp_path, text, departed_values=["离职"], active_values=["在职"])
+    found = rejected_at(d, "employees.csv:2")
+    assert found.key == "E9"
+    assert dict(found.identifiers) == {"name": "Carol Chen", "mobile": "13900000009"}

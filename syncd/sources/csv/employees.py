@@ -9,6 +9,7 @@ from syncd.config import CsvSource
 from syncd.config.source import status_key
 from syncd.mapping import RuleFailure, Rules, with_mapped
 from syncd.model import (
+    IDENTIFYING,
     Department,
     Employee,
     Kind,
@@ -88,7 +89,16 @@ class _Rows:
         columns, reader = self._columns, self._reader
         key, username = columns.trusted(cells, reader.id), columns.trusted(cells, reader.username)
         self.rejected.append(
-            RejectedRow(where, reason, Kind.EMPLOYEE, key, username, hides, status=status)
+            RejectedRow(
+                where,
+                reason,
+                Kind.EMPLOYEE,
+                key,
+                username,
+                hides,
+                status=status,
+                identifiers=reader.identifiers(cells),
+            )
         )
 
     def sort(self, line: int, cells: list[str] | _Broken) -> None:
@@ -228,6 +238,16 @@ class _EmployeeReader:
         self._primary: dict[tuple[str, str | None], tuple[Position]] = {}
         self._secondary: dict[str, Position] = {}
         self._dates: dict[str, str | None] = {}  # birthdays repeat: parse each text once
+
+    def identifiers(self, cells: list[str] | None) -> tuple[tuple[str, str], ...]:
+        """A rejected row's name, mobile and work number, where its cells can be trusted and
+        no mapping rule makes the field (RejectedRow.identifiers)."""
+        found = (
+            (name, self._columns.trusted(cells, self._own.get(name)))
+            for name in IDENTIFYING
+            if name not in self._ruled
+        )
+        return tuple((name, value) for name, value in found if value)
 
     def employee(self, cells: list[str], where: str) -> Employee | str | None:
         """The row's Employee, or why it is rejected; None when the row filter leaves it out."""

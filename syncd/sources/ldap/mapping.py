@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from syncd.mapping import Get, Mapped, with_mapped
 from syncd.model import (
+    IDENTIFYING,
     Employee,
     Kind,
     Photo,
@@ -119,8 +120,17 @@ class PeopleReader:
             reason = value_problem(exc)
             key, username = self._safe(dn, values, "id"), self._safe(dn, values, "username")
             status = exc.value if isinstance(exc, UnreadStatus) else None
+            identifiers = ((f, self._safe(dn, values, f)) for f in IDENTIFYING)
             self.rejected.append(
-                RejectedRow(dn, reason, Kind.EMPLOYEE, key, username, status=status)
+                RejectedRow(
+                    dn,
+                    reason,
+                    Kind.EMPLOYEE,
+                    key,
+                    username,
+                    status=status,
+                    identifiers=tuple((f, v) for f, v in identifiers if v),
+                )
             )
             if self.trace is not None:
                 self.trace.record(dn, self._getter(values), Outcome(None, reason))
