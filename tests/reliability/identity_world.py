@@ -88,6 +88,18 @@ def variant(rng: random.Random, text: str) -> tuple[str, str]:
     return text[:at] + rng.choice(INVISIBLE) + text[at:], "invisible"
 
 
+@dataclass(frozen=True)
+class Account:
+    """A platform account after a run, and the person it is held for (None: nobody known);
+    the campaign keeps its name, mobile, e-mail and extension_id too."""
+
+    id: int
+    username: str
+    holder: int | None
+    locked: bool
+    fields: tuple[str, ...] = ()
+
+
 @dataclass
 class Unit:
     id: str

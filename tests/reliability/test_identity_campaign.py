@@ -88,6 +88,7 @@ from .identity_world import (
     DEPARTED,
     TRUTH_EVENTS,
     VOCABULARIES,
+    Account,
     Export,
     come_back,
     depart,
@@ -121,17 +122,6 @@ RESTORES = (
     "new host given only the backup",
 )
 FIGURES: Counter[str] = Counter()  # printed by this directory's conftest at the session's end
-
-
-@dataclass(frozen=True)
-class Account:
-    """A platform account after a run: the person it is held for (None: nobody known)."""
-
-    id: int
-    username: str
-    holder: int | None
-    locked: bool
-    fields: tuple[str, ...]  # name, mobile, email, extension_id
 
 
 @dataclass

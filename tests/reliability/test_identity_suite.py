@@ -48,6 +48,7 @@ from .identity_world import (
     DEPARTED,
     TRUTH_EVENTS,
     VOCABULARIES,
+    Account,
     Export,
     Ldif,
     Truth,
@@ -68,16 +69,6 @@ RUN_EXITS = (0, 1, 2, 3)  # ok, partial, blocked by a guard, failed (nothing sen
 
 BASES = itertools.count(1)  # each scenario's own base on the session's slapd
 FIGURES: Counter[str] = Counter()  # printed by the conftest's terminal summary
-
-
-@dataclass(frozen=True)
-class Account:
-    """A platform account after a run, and the person it is held for (None: nobody known)."""
-
-    id: int
-    username: str
-    holder: int | None
-    locked: bool
 
 
 @dataclass
