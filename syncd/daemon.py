@@ -50,7 +50,7 @@ from syncd._status import clock, daemon_cursor, daemon_lock, log_failures
 from syncd.clock import now_ms
 from syncd.config import Settings, load_settings, log_format_hint
 from syncd.errors import ConfigError, LockHeld, SyncdError
-from syncd.leadership import Lease, claimant, request_seconds
+from syncd.leadership import LEADER, Lease, request_seconds
 from syncd.lock import FileLock
 from syncd.logs import (
     LogProgress,
@@ -145,13 +145,7 @@ class Daemon:
         engine = store.open_engine(settings.database, settings.database_url)
         lock = daemon_lock(settings.state_dir)
         lock.acquire()
-        lease = Lease(
-            engine,
-            claimant(settings, "leader"),
-            role_waiting="standby",
-            contend=True,
-            request_s=request_seconds(settings),
-        )
+        lease = Lease.for_settings(engine, settings, LEADER)
         try:
             lease.claim()
             metrics = None

@@ -54,6 +54,10 @@ log = logging.getLogger("syncd.leadership")
 STALE_AFTER_LEASES = 3  # a member unseen for this many leases is taken for gone
 
 
+LEADER = "leader"  # a daemon's role while it holds the lease
+SHELL = "shell"  # a command's (syncd sync, state rebuild ...), holding it or not
+
+
 def machine_id() -> str | None:
     """This boot of this machine and this pid namespace: a holder with the same one whose
     pid is gone has died (None where it cannot be known: then only the lease's expiry
@@ -92,7 +96,7 @@ def claimant(settings: Settings, role: str) -> Claimant:
 def who(held: Holder) -> str:
     """'the daemon (leader), pid 42 on host-b, since 2026-11-26 10:02:00 +0000 (epoch 3)'."""
     since = _when(held.acquired_at)
-    role = {"leader": "the daemon", "shell": "a shell sync"}.get(held.role or "", held.role or "?")
+    role = {LEADER: "the daemon", SHELL: "a shell sync"}.get(held.role or "", held.role or "?")
     return f"{role}, pid {held.pid} on {held.host}, since {since} (epoch {held.epoch})"
 
 
@@ -152,6 +156,27 @@ class Lease:
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._trouble: str | None = None  # the store's last failure, said once
+
+    @classmethod
+    def for_settings(
+        cls,
+        engine: Engine,
+        settings: Settings,
+        role: str,
+        on_change: Callable[[bool], None] | None = None,
+    ) -> Lease:
+        """This process's lease, by its settings: a daemon's (``role`` LEADER: it contends
+        for a free lease and stands by while another instance holds it) or a command's
+        (SHELL: it takes a free lease, or borrows its daemon's, and never stands by)."""
+        daemon = role == LEADER
+        return cls(
+            engine,
+            claimant(settings, role),
+            role_waiting="standby" if daemon else SHELL,
+            contend=daemon,
+            on_change=on_change,
+            request_s=request_seconds(settings),
+        )
 
     # ------------------------------------------------------------ claiming
 
@@ -332,7 +357,7 @@ class Lease:
 
     def _borrowable(self, held: Holder) -> bool:
         """The live lease of the daemon serving this state directory on this host."""
-        if held.place != self.me.place or held.host != self.me.host or held.role != "leader":
+        if held.place != self.me.place or held.host != self.me.host or held.role != LEADER:
             return False
         daemon = lock_file_holder(Path(self.me.place or ".") / "daemon.lock")
         return daemon is not None and daemon.get("pid") == held.pid
@@ -473,13 +498,7 @@ def run_turn(
     if lease is not None:
         yield (None if dry_run else lease.turn()), lease
         return
-    own = Lease(
-        engine,
-        claimant(settings, "shell"),
-        role_waiting="shell",
-        contend=False,
-        request_s=request_seconds(settings),
-    )
+    own = Lease.for_settings(engine, settings, SHELL)
     try:
         if dry_run:
             own.claim(take=False)  # a member while it runs, no more

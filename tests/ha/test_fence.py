@@ -19,7 +19,7 @@ from syncd import snapshot as store
 from syncd.config import load_settings
 from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_FAILED, EXIT_PARTIAL, ConfigError
-from syncd.leadership import Lease, claimant, request_seconds
+from syncd.leadership import SHELL, Lease
 from syncd.runner import RunRequest, run_sync
 from tests.reliability.support import Rig, big_company, when_requests
 from tests.support.settings import CSV_SETTINGS, write_settings
@@ -36,13 +36,7 @@ def test_a_retry_waiting_while_the_lease_runs_out_is_never_sent(
     rig.company.write(rig.folder)
     settings = rig.settings()
     engine = store.open_engine(settings.database, settings.database_url)
-    lease = Lease(
-        engine,
-        claimant(settings, "shell"),
-        role_waiting="shell",
-        contend=False,
-        request_s=request_seconds(settings),
-    )
+    lease = Lease.for_settings(engine, settings, SHELL)
 
     def paused() -> None:  # as after SIGSTOP while waiting to retry: no renewal came
         lease.deadline = time.monotonic() - 0.001

@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Engine, event
 from syncd import snapshot as store
 from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_OK
-from syncd.leadership import Lease, claimant, request_seconds
+from syncd.leadership import SHELL, Lease
 from syncd.runner import RunRequest, run_sync
 from syncd.snapshot import postgres
 from tests.reliability.support import Rig, big_company
@@ -71,13 +71,7 @@ def test_a_lone_sync_whose_own_writes_are_slow_never_fences_itself(
     settings = rig.settings()
     engine = store.open_engine(settings.database, settings.database_url)
     slow = SlowWrites(engine)
-    lease = Lease(
-        engine,
-        claimant(settings, "shell"),
-        role_waiting="shell",
-        contend=False,
-        request_s=request_seconds(settings),
-    )
+    lease = Lease.for_settings(engine, settings, SHELL)
     try:
         assert lease.claim()
         lease.start()
