@@ -40,7 +40,6 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
-from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from syncd import snapshot as store
@@ -105,14 +104,14 @@ class Daemon:
         self,
         config_path: Path | None,
         settings: Settings,
-        engine: Engine,
+        state: store.StateStore,
         lock: FileLock,
         metrics: RunMetrics | None,
         lease: Lease,
     ) -> None:
         self.config_path = config_path
         self.settings = settings
-        self.engine = engine
+        self.state = state  # the state database: this process's one StateStore
         self.lock = lock
         self.metrics = metrics
         self.lease = lease  # held: this daemon syncs; else it stands by and plans dry
@@ -142,22 +141,22 @@ class Daemon:
         """Settings valid, state database open, daemon lock held, metrics served: or raise."""
         settings = load(config_path)
         use(settings)
-        engine = store.open_engine(settings.database, settings.database_url)
+        state = store.StateStore.open(settings.database, settings.database_url)
         lock = daemon_lock(settings.state_dir)
         lock.acquire()
-        lease = Lease.for_settings(engine, settings, LEADER)
+        lease = Lease.for_settings(state.engine, settings, LEADER)
         try:
             lease.claim()
             metrics = None
             if settings.metrics.enabled:
                 metrics = RunMetrics()
-                metrics.recall(engine)  # the last run and success survive a restart
+                metrics.recall(state)  # the last run and success survive a restart
                 metrics.serve(settings.metrics.host, settings.metrics.port)
         except SyncdError:
             lease.close()
             lock.release()
             raise
-        return cls(config_path, settings, engine, lock, metrics, lease)
+        return cls(config_path, settings, state, lock, metrics, lease)
 
     # ------------------------------------------------------------ life cycle
 
@@ -264,7 +263,7 @@ class Daemon:
         if self.metrics is not None:
             self.metrics.close()
         self.notify.close()
-        self.engine.dispose()
+        self.state.close()
 
     # ------------------------------------------------------------ settings and schedule
 
@@ -372,7 +371,7 @@ class Daemon:
                         read=read,
                         trigger="schedule" if leading else "standby",
                     ),
-                    engine=self.engine,
+                    engine=self.state.engine,  # the runner takes the store next
                     progress=LogProgress(log),
                     stop=self.stop_run if leading else self.abandon_dry_run,
                     on_planned=lambda planned: add_log_fields(run_id=planned.run_id),
@@ -403,7 +402,7 @@ class Daemon:
             self.last = f"standing by; dry run {result.run_id} planned {planned} changes"
             log.info("%s (%s)", self.last, result.outcome)
             return
-        summary = store.run_summary(self.engine, result.run_id)
+        summary = self.state.run_summary(result.run_id)
         counts = result.applied.counts if result.applied is not None else {}
         applied = sum(n for (_, _, outcome), n in counts.items() if outcome == "ok")
         failed = sum(n for (_, _, outcome), n in counts.items() if outcome == "failed")
@@ -413,7 +412,7 @@ class Daemon:
             f"last run {result.run_id} {result.outcome} at {clock(datetime.now())} "
             f"({read} read, {applied} applied, {failed} failed)"
         )
-        log_failures(self.engine, result.run_id)
+        log_failures(self.state, result.run_id)
         level = logging.INFO if result.outcome == "ok" else logging.WARNING
         log.log(
             level,
@@ -430,7 +429,7 @@ class Daemon:
             self.metrics.observe(result.outcome, result.finished_at or now_ms(), summary, counts)
         if self.settings.metrics.textfile is not None:
             try:
-                write_textfile(self.engine, self.settings.metrics.textfile)
+                write_textfile(self.state, self.settings.metrics.textfile)
             except SyncdError as exc:
                 log.warning("%s", exc)
 
@@ -471,9 +470,9 @@ class Daemon:
             **values,
         }
         try:
-            with store.write(self.engine) as conn:
+            with self.state.write() as conn:
                 cursor = daemon_cursor(self.settings.state_dir)
-                store.set_cursor(conn, cursor, json.dumps(record, ensure_ascii=False))
+                self.state.set_cursor(conn, cursor, json.dumps(record, ensure_ascii=False))
         # A busy database, or a server restarting, must not stop the schedule.
         except (SQLAlchemyError, SyncdError) as exc:
             log.warning("could not record the daemon's state: %s", exc)

@@ -23,6 +23,7 @@ from types import TracebackType
 from typing import Any
 
 from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import DatabaseError
 
 from syncd.model import Directory
 from syncd.plan import PlatformView, Snapshot, SyncedEmployee
@@ -108,9 +109,19 @@ class StateStore:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        """A connection for reading, given back at the end."""
-        with self._engine.connect() as conn:
+        """A connection for reading, given back at the end; a database that cannot be read
+        (damaged, a table missing, a lock held too long, a server gone) raises StateError
+        naming it, rather than reaching the operator as an internal error."""
+        with self._reading(), self._engine.connect() as conn:
             yield conn
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """SQLAlchemy's failures of a read as the StateError an operator reads."""
+        try:
+            yield
+        except (DatabaseError, UnicodeDecodeError) as exc:  # OperationalError included
+            raise engine.state_problem(self.describe(), exc) from exc
 
     def backup(self, target: Path) -> int:
         """A consistent copy of the SQLite database in ``target``: its size in bytes
@@ -123,7 +134,8 @@ class StateStore:
 
     def cursor(self, name: str) -> str | None:
         """The cursor ``name`` as stored (None: never set)."""
-        return engine.get_cursor(self._engine, name)
+        with self._reading():
+            return engine.get_cursor(self._engine, name)
 
     def set_cursor(self, conn: Connection, name: str, value: str) -> None:
         """Set the cursor ``name`` in the write transaction ``conn``."""

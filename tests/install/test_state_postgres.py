@@ -324,11 +324,8 @@ def test_the_metrics_textfile_reads_its_gauges_from_postgresql(world: World) -> 
 
     assert world.sync().exit_code == EXIT_OK
     assert world.sync(dry_run=True).exit_code == EXIT_OK  # dry runs are left out
-    engine = world.engine()
-    try:
-        write_textfile(engine, world.folder / "syncd.prom")
-    finally:
-        engine.dispose()
+    with world.state() as state:
+        write_textfile(state, world.folder / "syncd.prom")
     gauges = (world.folder / "syncd.prom").read_text()
     assert 'syncd_source_records{kind="employee"} 5.0' in gauges, gauges
     assert "syncd_last_success_timestamp_seconds" in gauges
