@@ -371,7 +371,7 @@ class Daemon:
                         read=read,
                         trigger="schedule" if leading else "standby",
                     ),
-                    engine=self.state.engine,  # the runner takes the store next
+                    state=self.state,
                     progress=LogProgress(log),
                     stop=self.stop_run if leading else self.abandon_dry_run,
                     on_planned=lambda planned: add_log_fields(run_id=planned.run_id),

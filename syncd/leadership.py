@@ -530,15 +530,12 @@ def holding_lease(settings: Settings, command: str) -> Iterator[None]:
     state directory's daemon on this host; LeaseHeld (exit 4) naming the holder when
     another instance holds it, and nothing is done. A standby's snapshot changed under
     the leader's feet would make the leader's next plan wrong."""
-    from syncd.snapshot import open_engine
+    from syncd.snapshot import StateStore
 
-    engine = open_engine(settings.database, settings.database_url)
-    try:
+    with StateStore.open(settings.database, settings.database_url) as state:
         hint = f"run {command} where the lease is held, or once that instance is stopped"
-        with run_turn(settings, engine, dry_run=False, lease=None, refused=hint):
+        with run_turn(settings, state.engine, dry_run=False, lease=None, refused=hint):
             yield
-    finally:
-        engine.dispose()
 
 
 def request_seconds(settings: Settings) -> float:

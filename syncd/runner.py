@@ -51,7 +51,6 @@ from syncd.policy import limits_of, policy_of
 from syncd.recovery import Recovery, recover
 from syncd.report.value import scheduled_summary
 from syncd.runs import apply_retention
-from syncd.snapshot import lineage
 from syncd.sources import describe_sources, read_source, set_aside, source_kind
 from syncd.survey.view import adopting, newcomers, read_platform, with_adoptions
 
@@ -97,7 +96,7 @@ def run_sync(
     settings: Settings,
     request: RunRequest,
     *,
-    engine: Engine | None = None,
+    state: store.StateStore | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
     lock_wait_seconds: float = 0.0,
@@ -112,22 +111,25 @@ def run_sync(
     decided, before anything is sent (a terminal shows the plan there, and asks): False
     means not to apply it, and the run ends as interrupted with nothing sent.
     """
-    own_engine = engine is None
-    engine = engine or store.open_engine(settings.database, settings.database_url)
+    own_store = state is None
+    state = state or store.StateStore.open(settings.database, settings.database_url)
     purpose = f"{request.trigger} {'dry run' if request.dry_run else 'sync'}"
     try:
         with run_lock(settings.state_dir, purpose, lock_wait_seconds):
             # What an earlier run in this process froze goes back to the collector (_sync).
             gc.unfreeze()
-            with run_turn(settings, engine, dry_run=request.dry_run, lease=lease) as (turn, by):
-                store.interrupt_stale_runs(engine, now_ms(), by.alive())
-                run = _Run(settings, request, engine, progress, stop, on_planned, (turn, by))
+            with run_turn(settings, state.engine, dry_run=request.dry_run, lease=lease) as (
+                turn,
+                by,
+            ):
+                state.interrupt_stale_runs(now_ms(), by.alive())
+                run = _Run(settings, request, state, progress, stop, on_planned, (turn, by))
                 result = run.execute()
         # Outside the lock: a slow notification must not hold up the next sync.
-        after_run(settings, engine, result.run_id)
+        after_run(settings, state.engine, result.run_id)
     finally:
-        if own_engine:
-            engine.dispose()  # its connections are closed now, not whenever it is collected
+        if own_store:
+            state.close()  # its connections are closed now, not whenever it is collected
     return result
 
 
@@ -148,7 +150,7 @@ class _Run:
         self,
         settings: Settings,
         request: RunRequest,
-        engine: Engine,
+        state: store.StateStore,
         progress: Progress | None,
         stop: threading.Event | None,
         on_planned: Callable[[RunResult], bool | None] | None,
@@ -157,7 +159,8 @@ class _Run:
         self.settings = settings
         self.turn, self.lease = turn  # the turn: None for a dry run
         self.request = request
-        self.engine = engine
+        self.state = state
+        self.engine = state.engine  # for the modules that do not take the store yet
         self.progress = progress or NoProgress()
         self.stop = stop or threading.Event()
         self.on_planned = on_planned
@@ -165,8 +168,7 @@ class _Run:
         self.summary: dict[str, Any] = {}
         self.recovery_note: str | None = None
         read = "full" if source_kind(settings) != "ldap" else request.read
-        self.run_id = store.start_run(
-            engine,
+        self.run_id = state.start_run(
             trigger=request.trigger,
             mode="dry_run" if request.dry_run else "apply",
             read=read,
@@ -180,7 +182,7 @@ class _Run:
     def execute(self) -> RunResult:
         client: PlatformClient | None = None
         try:
-            client = PlatformClient(platform_of(self.settings), store.TokenStore(self.engine))
+            client = PlatformClient(platform_of(self.settings), self.state.tokens)
             self._sync(client)
         except _StoppedEarly:
             self.result.outcome, self.result.exit_code = "interrupted", EXIT_PARTIAL
@@ -211,7 +213,7 @@ class _Run:
         digest = None
         # A state database made, restored or lost since it was last compared with the
         # platform is compared on this read (which is then made in full): rebuild.py.
-        unchecked = not lineage.checked(self.engine)
+        unchecked = not self.state.checked()
         if not (recovery.resolved or self.request.saved or self.request.save_plan or unchecked):
             digest = unchanged.source_digest(self.settings)
         # A saved plan's fingerprint and a continuity check go over everyone syncd holds.
@@ -232,9 +234,9 @@ class _Run:
         with collection_paused(freeze=True):
             # The fields planning weighs, then those of the people the draft changes: each
             # read once, in one query, before planning goes on; the plan is plain values.
-            snapshot = store.weighed_fields(self.engine, snapshot, directory, view)
+            snapshot = self.state.weighed_fields(snapshot, directory, view)
             drafted = draft(directory, snapshot, view, policy, self._now())
-            the_plan = finish(drafted, store.written_fields(self.engine, drafted.unwritten()))
+            the_plan = finish(drafted, self.state.written_fields(drafted.unwritten()))
         if told := set_aside.notes(self.summary["source"]):  # replayed from the summary after
             the_plan = replace(the_plan, notes=(*the_plan.notes, *told))
         saved = self.request.saved
@@ -277,7 +279,7 @@ class _Run:
         if not unchecked and view.marked:
             unchecked = bool(rebuild.behind(self.engine, view, snapshot, directory, self.settings))
             if unchecked and snapshot.partial:
-                snapshot = store.with_people(self.engine, snapshot)
+                snapshot = self.state.with_people(snapshot)
         if unchecked:
             rebuild.check_continuity(self.engine, client, view, snapshot, directory, self.settings)
         return snapshot
@@ -301,7 +303,7 @@ class _Run:
         # first, the people after the read (store.people_for).
         platform_cursors, complete = cursors.platform_cursors(self.engine), self._expects_complete()
         with collection_paused(freeze=True):
-            head = store.load_snapshot(self.engine, everyone=False)
+            head = self.state.load_snapshot(everyone=False)
         held = store.Held(self.engine, dict(head.departments), head.headcount)
         with ThreadPoolExecutor(1, thread_name_prefix="platform") as pool:
             census = cursors.census(self.engine)
@@ -325,11 +327,11 @@ class _Run:
             self._step("reading the platform, planning")
             view = reads.result()  # the reader is done: what it read of the store is plain
             with collection_paused(freeze=True):
-                snapshot = store.people_for(
-                    self.engine, head, directory, view, everyone=whole, loaded=held.everyone()
+                snapshot = self.state.people_for(
+                    head, directory, view, everyone=whole, loaded=held.everyone()
                 )
             view = with_adoptions(view, client, snapshot, directory, match_by)
-            snapshot = store.with_history(self.engine, snapshot, view)  # evidence: adoption
+            snapshot = self.state.with_history(snapshot, view)  # evidence: adoption
         return snapshot, view, directory
 
     def _decided(
@@ -352,7 +354,7 @@ class _Run:
         }
         if the_plan.scheduled:  # what the clock will do: not changes
             self.summary["scheduled"] = scheduled_summary(the_plan.scheduled)
-        with store.write(self.engine) as conn:
+        with self.state.write() as conn:
             store.insert_items(conn, self.run_id, item_rows(the_plan.changes))  # streamed
             # Recorded now, so a run killed during its apply still tells what it planned.
             store.set_summary(conn, self.run_id, self.summary)
@@ -402,7 +404,7 @@ class _Run:
         """What this run reports of a source it did not read: what the memo's run read."""
         the_plan, guards, self.summary["source"] = unchanged.replayed(self.engine, memo)
         self.result.source = self.summary["source"]
-        store.copy_rejected(self.engine, memo.run_id, self.run_id)
+        self.state.copy_rejected(memo.run_id, self.run_id)
         return the_plan, guards
 
     def _now(self) -> int:
@@ -426,9 +428,7 @@ class _Run:
             since=since,
             count=lambda n: self._step("reading the source", n),
             # Several sources are joined knowing what syncd last wrote of everyone.
-            synced=store.with_people(self.engine, snapshot).employees
-            if self.settings.joined
-            else None,
+            synced=self.state.with_people(snapshot).employees if self.settings.joined else None,
         )
         self.result.directory = directory
         self.summary["source"] = {
@@ -487,11 +487,11 @@ class _Run:
         self.result.applied = applied
         # For the people syncd holds now; the dates of those it let go of go too.
         if the_plan.dates or the_plan.changes:
-            store.record_dates(self.engine, the_plan.dates)
+            self.state.record_dates(the_plan.dates)
         if directory is not None:  # the guard on access granted's memory: ids only
             gone = departures(the_plan, directory, snapshot)
             if gone.departed or gone.returned or gone.let_go:
-                store.record_departures(self.engine, gone.departed, gone.returned, gone.let_go)
+                self.state.record_departures(gone.departed, gone.returned, gone.let_go)
         self.summary["known_problems"] = len(known_problems.rows(self.engine))  # not failing
         self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
         if applied.error is not None:

@@ -209,7 +209,7 @@ def _run_and_show(
             result = run_sync(
                 settings,
                 request,
-                engine=state.engine,  # the runner takes the store next
+                state=state,
                 progress=screen,
                 stop=stop,
                 on_planned=screen.planned,

@@ -35,8 +35,8 @@ def test_a_retry_waiting_while_the_lease_runs_out_is_never_sent(
     rig.platform_options.update(batch_size=20, concurrency=1)
     rig.company.write(rig.folder)
     settings = rig.settings()
-    engine = store.open_engine(settings.database, settings.database_url)
-    lease = Lease.for_settings(engine, settings, SHELL)
+    state = store.StateStore.open(settings.database, settings.database_url)
+    lease = Lease.for_settings(state.engine, settings, SHELL)
 
     def paused() -> None:  # as after SIGSTOP while waiting to retry: no renewal came
         lease.deadline = time.monotonic() - 0.001
@@ -49,10 +49,10 @@ def test_a_retry_waiting_while_the_lease_runs_out_is_never_sent(
     try:
         assert lease.claim()
         with when_requests(emulator, IMPORT_EMPLOYEES, 1, paused):
-            result = run_sync(settings, RunRequest(), engine=engine, lease=lease)
+            result = run_sync(settings, RunRequest(), state=state, lease=lease)
     finally:
         lease.close()
-        engine.dispose()
+        state.close()
     assert requests_to(emulator, IMPORT_EMPLOYEES) == 1  # the refused one; its retry never left
     assert (result.outcome, result.exit_code) == ("interrupted", EXIT_PARTIAL), result.error
 

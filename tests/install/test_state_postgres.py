@@ -270,15 +270,12 @@ def test_a_sync_after_the_server_restarted_under_the_daemons_engine(
 
     settings = world.settings()
     world.company.write(world.folder)
-    engine = store.open_engine(settings.database, settings.database_url)
-    try:
-        assert run_sync(settings, RunRequest(), engine=engine).exit_code == EXIT_OK
+    with store.StateStore.open(settings.database, settings.database_url) as state:
+        assert run_sync(settings, RunRequest(), state=state).exit_code == EXIT_OK
         postgres_server.restart()
         world.company.person("bob")["mobile"] = "13900000042"
         world.company.write(world.folder)
-        assert run_sync(settings, RunRequest(), engine=engine).exit_code == EXIT_OK
-    finally:
-        engine.dispose()
+        assert run_sync(settings, RunRequest(), state=state).exit_code == EXIT_OK
     assert world.platform().same_as(world.company.expected())
 
 
