@@ -221,7 +221,7 @@ class _Run:
         snapshot, view, read = self._inputs(client, digest, whole)
         # Known problems whose holder gave the value up are tried again: a plan is made.
         # Holders followed: the problems of values passed on name their holder now.
-        snapshot, released = known_problems.follow(client, self.engine, snapshot)
+        snapshot, released = known_problems.follow(client, self.state, snapshot)
         if released and isinstance(read, unchanged.Memo):
             snapshot, view, read = self._inputs(client, None, whole)
         view = replace(view, released=released)
@@ -301,12 +301,12 @@ class _Run:
         # (or process), and little of the waiting needs this one. It asks what syncd holds
         # by queries of its own (Held); the plan's snapshot is loaded apart, what decides
         # first, the people after the read (store.people_for).
-        platform_cursors, complete = cursors.platform_cursors(self.engine), self._expects_complete()
+        platform_cursors, complete = cursors.platform_cursors(self.state), self._expects_complete()
         with collection_paused(freeze=True):
             head = self.state.load_snapshot(everyone=False)
         held = store.Held(self.engine, dict(head.departments), head.headcount)
         with ThreadPoolExecutor(1, thread_name_prefix="platform") as pool:
-            census = cursors.census(self.engine)
+            census = cursors.census(self.state)
             reads = pool.submit(
                 read_platform,
                 client,
@@ -316,7 +316,7 @@ class _Run:
                 self.settings,
                 census,
             )
-            memo = unchanged.recall(self.engine, digest, head, self._now())
+            memo = unchanged.recall(self.state, digest, head, self._now())
             if memo is not None:
                 self._step("reading the platform")
                 view = adopting(reads.result(), client, head, memo.newcomers, match_by)
@@ -398,11 +398,11 @@ class _Run:
             departments=len(snapshot.departments),
             removal_due=the_plan.removal_due,
         )
-        unchanged.remember(self.engine, memo)
+        unchanged.remember(self.state, memo)
 
     def _recalled(self, memo: unchanged.Memo) -> tuple[Plan, list[GuardDecision]]:
         """What this run reports of a source it did not read: what the memo's run read."""
-        the_plan, guards, self.summary["source"] = unchanged.replayed(self.engine, memo)
+        the_plan, guards, self.summary["source"] = unchanged.replayed(self.state, memo)
         self.result.source = self.summary["source"]
         self.state.copy_rejected(memo.run_id, self.run_id)
         return the_plan, guards
@@ -421,7 +421,7 @@ class _Run:
     def _read(self, snapshot: Snapshot) -> Directory:
         since = None
         if self.request.read == "incremental" and source_kind(self.settings) == "ldap":
-            since = cursors.source_mark(self.engine)
+            since = cursors.source_mark(self.state)
         self._step("reading the source")
         directory = read_source(
             self.settings,
@@ -441,8 +441,7 @@ class _Run:
             **set_aside.counts(directory),
         }
         self.result.source = self.summary["source"]
-        store.insert_rejected(
-            self.engine,
+        self.state.insert_rejected(
             self.run_id,
             [
                 {"kind": r.kind.value, "where": r.where, "key": r.key, "reason": r.reason}
@@ -458,7 +457,7 @@ class _Run:
         return (
             source_kind(self.settings) != "ldap"
             or self.request.read == "full"
-            or cursors.source_mark(self.engine) is None
+            or cursors.source_mark(self.state) is None
         )
 
     def _apply(
@@ -471,7 +470,7 @@ class _Run:
     ) -> None:
         applied = delivery.deliver(
             self.settings,
-            self.engine,
+            self.state,
             client,
             self.run_id,
             the_plan,
@@ -492,7 +491,7 @@ class _Run:
             gone = departures(the_plan, directory, snapshot)
             if gone.departed or gone.returned or gone.let_go:
                 self.state.record_departures(gone.departed, gone.returned, gone.let_go)
-        self.summary["known_problems"] = len(known_problems.rows(self.engine))  # not failing
+        self.summary["known_problems"] = len(known_problems.rows(self.state))  # not failing
         self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
         if applied.error is not None:
             raise applied.error
@@ -502,7 +501,7 @@ class _Run:
             self.summary["notes"] = [*self.summary.get("notes", ()), *map(asdict, told)]
             self.result.plan = replace(the_plan, notes=(*the_plan.notes, *told))
         delivery.advance(
-            self.settings, self.engine, client, applied, the_plan, snapshot, view, directory
+            self.settings, self.state, client, applied, the_plan, snapshot, view, directory
         )
 
     def _judge_read(self) -> None:
@@ -520,8 +519,7 @@ class _Run:
         self.result.finished_at = finished = now_ms()
         self.summary["error"] = self.result.error
         self.summary["duration_ms"] = finished - self.started
-        store.finish_run(
-            self.engine,
+        self.state.finish_run(
             self.run_id,
             outcome=self.result.outcome,
             exit_code=self.result.exit_code,
