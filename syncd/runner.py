@@ -200,7 +200,7 @@ class _Run:
         return self.result
 
     def _sync(self, client: PlatformClient) -> None:
-        rebuild.check_binding(self.engine, self.settings)  # before anything is read there
+        rebuild.check_binding(self.state, self.settings)  # before anything is read there
         mine = self.turn is not None or self.lease.may_recover()  # only a writer resolves
         policy = policy_of(self.settings)
         recovery = (
@@ -277,11 +277,11 @@ class _Run:
         came upon evidence that it is behind (``last-run`` missing, or rolled back with
         it: ``rebuild.behind``); the snapshot, holding everyone if it was compared."""
         if not unchecked and view.marked:
-            unchecked = bool(rebuild.behind(self.engine, view, snapshot, directory, self.settings))
+            unchecked = bool(rebuild.behind(self.state, view, snapshot, directory, self.settings))
             if unchecked and snapshot.partial:
                 snapshot = self.state.with_people(snapshot)
         if unchecked:
-            rebuild.check_continuity(self.engine, client, view, snapshot, directory, self.settings)
+            rebuild.check_continuity(self.state, client, view, snapshot, directory, self.settings)
         return snapshot
 
     def _inputs(
