@@ -204,7 +204,7 @@ class _Run:
         mine = self.turn is not None or self.lease.may_recover()  # only a writer resolves
         policy = policy_of(self.settings)
         recovery = (
-            recover(client, self.engine, now_ms(), policy.extended_fields) if mine else Recovery()
+            recover(client, self.state, now_ms(), policy.extended_fields) if mine else Recovery()
         )
         self.summary["recovered"] = recovery.resolved
         self.recovery_note = recovery.note
@@ -355,9 +355,9 @@ class _Run:
         if the_plan.scheduled:  # what the clock will do: not changes
             self.summary["scheduled"] = scheduled_summary(the_plan.scheduled)
         with self.state.write() as conn:
-            store.insert_items(conn, self.run_id, item_rows(the_plan.changes))  # streamed
+            self.state.insert_items(conn, self.run_id, item_rows(the_plan.changes))  # streamed
             # Recorded now, so a run killed during its apply still tells what it planned.
-            store.set_summary(conn, self.run_id, self.summary)
+            self.state.set_summary(conn, self.run_id, self.summary)
         declined = self.on_planned is not None and self.on_planned(self.result) is False
         blocked = [g for g in guards if not g.passed]
         if blocked:

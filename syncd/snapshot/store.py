@@ -16,7 +16,7 @@ engine and calls the package's modules, which stay its implementation; nothing o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
@@ -286,6 +286,28 @@ class StateStore:
         snapshot: a real run that planned anything, sent or not.
         (``journal.applied_since``)"""
         return journal.applied_since(self._engine, run_id)
+
+    # In the caller's write transaction (``conn``): the journal writer's and recovery's steps.
+
+    def insert_items(
+        self, conn: Connection, run_id: int, items: Iterable[Mapping[str, Any]]
+    ) -> None:
+        """Journal a plan's items, before anything is sent. (``journal.insert_items``)"""
+        journal.insert_items(conn, run_id, items)
+
+    def set_summary(self, conn: Connection, run_id: int, summary: Mapping[str, Any]) -> None:
+        """Record a run's summary as it stands. (``journal.set_summary``)"""
+        journal.set_summary(conn, run_id, summary)
+
+    def mark_sent(self, conn: Connection, run_id: int, seqs: Sequence[int]) -> None:
+        """Mark items as sent, before they leave. (``journal.mark_sent``)"""
+        journal.mark_sent(conn, run_id, seqs)
+
+    def settle_items(
+        self, conn: Connection, run_id: int, results: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Record items' outcomes. (``journal.settle_items``)"""
+        journal.settle_items(conn, run_id, results)
 
     # ---------------------------------------------------------------- what a plan reads
 
