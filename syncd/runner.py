@@ -16,8 +16,6 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from sqlalchemy import Engine
-
 from syncd import cursors, delivery, known_problems, rebuild, unchanged
 from syncd import snapshot as store
 from syncd._gc import collection_paused
@@ -126,19 +124,19 @@ def run_sync(
                 run = _Run(settings, request, state, progress, stop, on_planned, (turn, by))
                 result = run.execute()
         # Outside the lock: a slow notification must not hold up the next sync.
-        after_run(settings, state.engine, result.run_id)
+        after_run(settings, state, result.run_id)
     finally:
         if own_store:
             state.close()  # its connections are closed now, not whenever it is collected
     return result
 
 
-def after_run(settings: Settings, engine: Engine, run_id: int) -> None:
+def after_run(settings: Settings, state: store.StateStore, run_id: int) -> None:
     """Once a run is recorded: apply retention, and notify whoever the settings name."""
     from syncd.notifications import notify_all  # smtplib, and httpx when there is a message
 
-    apply_retention(settings, engine)
-    notify_all(settings, engine, run_id)
+    apply_retention(settings, state)
+    notify_all(settings, state, run_id)
 
 
 class _StoppedEarly(Exception):  # a signal, not an error: caught in _Run.execute

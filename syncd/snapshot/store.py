@@ -112,12 +112,13 @@ class StateStore:
         """A connection for reading, given back at the end; a database that cannot be read
         (damaged, a table missing, a lock held too long, a server gone) raises StateError
         naming it, rather than reaching the operator as an internal error."""
-        with self._reading(), self._engine.connect() as conn:
+        with self.reading(), self._engine.connect() as conn:
             yield conn
 
     @contextmanager
-    def _reading(self) -> Iterator[None]:
-        """SQLAlchemy's failures of a read as the StateError an operator reads."""
+    def reading(self) -> Iterator[None]:
+        """SQLAlchemy's failures of the reads in the block as the StateError an operator
+        reads, naming the database."""
         try:
             yield
         except (DatabaseError, UnicodeDecodeError) as exc:  # OperationalError included
@@ -134,7 +135,7 @@ class StateStore:
 
     def cursor(self, name: str) -> str | None:
         """The cursor ``name`` as stored (None: never set)."""
-        with self._reading():
+        with self.reading():
             return engine.get_cursor(self._engine, name)
 
     def set_cursor(self, conn: Connection, name: str, value: str) -> None:
