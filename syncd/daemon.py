@@ -144,7 +144,7 @@ class Daemon:
         state = store.StateStore.open(settings.database, settings.database_url)
         lock = daemon_lock(settings.state_dir)
         lock.acquire()
-        lease = Lease.for_settings(state.engine, settings, LEADER)
+        lease = Lease.for_settings(state, settings, LEADER)
         try:
             lease.claim()
             metrics = None

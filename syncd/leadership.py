@@ -35,13 +35,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from syncd.config.service import drift_seconds
 from syncd.errors import Fenced, LeaseHeld, SyncdError
 from syncd.lock import holder as lock_file_holder
-from syncd.snapshot import leases
+from syncd.snapshot import StateStore, leases
 from syncd.snapshot.lease_store import LeaseStore
 from syncd.snapshot.leases import Claimant, Holder
 
@@ -127,7 +127,7 @@ class Lease:
 
     def __init__(
         self,
-        engine: Engine,
+        state: StateStore,
         me: Claimant,
         *,
         role_waiting: str,
@@ -135,8 +135,8 @@ class Lease:
         on_change: Callable[[bool], None] | None = None,
         request_s: float = 0.0,
     ) -> None:
-        self.engine = engine
-        self.store = LeaseStore.open(engine)
+        self.state = state
+        self.store = state.leases  # the lease's own connections, the state store's
         self.me = me
         self.role_held = me.role
         self.role_waiting = role_waiting
@@ -160,7 +160,7 @@ class Lease:
     @classmethod
     def for_settings(
         cls,
-        engine: Engine,
+        state: StateStore,
         settings: Settings,
         role: str,
         on_change: Callable[[bool], None] | None = None,
@@ -170,7 +170,7 @@ class Lease:
         (SHELL: it takes a free lease, or borrows its daemon's, and never stands by)."""
         daemon = role == LEADER
         return cls(
-            engine,
+            state,
             claimant(settings, role),
             role_waiting="standby" if daemon else SHELL,
             contend=daemon,
@@ -381,7 +381,7 @@ class Lease:
             return
         digest, counts = plan_digest(the_plan)
         try:
-            with self.engine.connect() as conn:  # a read: never the write lock
+            with self.state.read() as conn:  # a read: never the write lock
                 started, finished = conn.execute(
                     text("SELECT started_at, finished_at FROM runs WHERE id = :r"),
                     {"r": result.run_id},
@@ -486,7 +486,7 @@ class Turn:
 @contextmanager
 def run_turn(
     settings: Settings,
-    engine: Engine,
+    state: StateStore,
     *,
     dry_run: bool,
     lease: Lease | None,
@@ -498,7 +498,7 @@ def run_turn(
     if lease is not None:
         yield (None if dry_run else lease.turn()), lease
         return
-    own = Lease.for_settings(engine, settings, SHELL)
+    own = Lease.for_settings(state, settings, SHELL)
     try:
         if dry_run:
             own.claim(take=False)  # a member while it runs, no more
@@ -530,11 +530,9 @@ def holding_lease(settings: Settings, command: str) -> Iterator[None]:
     state directory's daemon on this host; LeaseHeld (exit 4) naming the holder when
     another instance holds it, and nothing is done. A standby's snapshot changed under
     the leader's feet would make the leader's next plan wrong."""
-    from syncd.snapshot import StateStore
-
     with StateStore.open(settings.database, settings.database_url) as state:
         hint = f"run {command} where the lease is held, or once that instance is stopped"
-        with run_turn(settings, state.engine, dry_run=False, lease=None, refused=hint):
+        with run_turn(settings, state, dry_run=False, lease=None, refused=hint):
             yield
 
 

@@ -116,7 +116,7 @@ def run_sync(
         with run_lock(settings.state_dir, purpose, lock_wait_seconds):
             # What an earlier run in this process froze goes back to the collector (_sync).
             gc.unfreeze()
-            with run_turn(settings, state.engine, dry_run=request.dry_run, lease=lease) as (
+            with run_turn(settings, state, dry_run=request.dry_run, lease=lease) as (
                 turn,
                 by,
             ):

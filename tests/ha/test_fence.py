@@ -36,7 +36,7 @@ def test_a_retry_waiting_while_the_lease_runs_out_is_never_sent(
     rig.company.write(rig.folder)
     settings = rig.settings()
     state = store.StateStore.open(settings.database, settings.database_url)
-    lease = Lease.for_settings(state.engine, settings, SHELL)
+    lease = Lease.for_settings(state, settings, SHELL)
 
     def paused() -> None:  # as after SIGSTOP while waiting to retry: no renewal came
         lease.deadline = time.monotonic() - 0.001

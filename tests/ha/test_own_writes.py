@@ -71,7 +71,7 @@ def test_a_lone_sync_whose_own_writes_are_slow_never_fences_itself(
     settings = rig.settings()
     state = store.StateStore.open(settings.database, settings.database_url)
     slow = SlowWrites(state.engine)
-    lease = Lease.for_settings(state.engine, settings, SHELL)
+    lease = Lease.for_settings(state, settings, SHELL)
     try:
         assert lease.claim()
         lease.start()
