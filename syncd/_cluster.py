@@ -12,23 +12,18 @@ from typing import Any
 
 from rich.console import Console
 from rich.text import Text
-from sqlalchemy import Engine
 
 from syncd.leadership import STALE_AFTER_LEASES
-from syncd.snapshot import leases
-from syncd.snapshot.lease_store import LeaseStore
+from syncd.snapshot import StateStore, leases
 
 
-def read_cluster(engine: Engine, lease_seconds: int) -> dict[str, Any] | None:
+def read_cluster(state: StateStore, lease_seconds: int) -> dict[str, Any] | None:
     """The lease and the members as ``syncd status --output json`` gives them; None when
     no instance ever used the lease (a database of an older syncd)."""
-    kept = LeaseStore.open(engine)  # SQLite: the lease's own file; PostgreSQL: its tables
-    try:
-        with kept.read() as conn:
-            held = leases.holder(conn)
-            members, now = leases.members(conn)
-    finally:
-        kept.close()
+    # SQLite: the lease's own file; PostgreSQL: its tables (the store closes it).
+    with state.leases.read() as conn:
+        held = leases.holder(conn)
+        members, now = leases.members(conn)
     if held is None and not members:
         return None
     leading = held.holder if held is not None and held.live else None

@@ -29,7 +29,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.text import Text
-from sqlalchemy import Engine, text
+from sqlalchemy import text
 
 from syncd import snapshot as store
 from syncd._cluster import print_cluster, read_cluster
@@ -37,7 +37,6 @@ from syncd.clock import now_ms
 from syncd.config import Settings
 from syncd.errors import DaemonNotRunning, SyncdError, Unhealthy
 from syncd.lock import FileLock, holder, lock_holder
-from syncd.runs import read_with, reading
 from syncd.sources.set_aside import UNNAMED
 
 run_log = logging.getLogger("syncd.run")  # what a run did, for the daemon and the shell alike
@@ -177,27 +176,24 @@ def read_status(settings: Settings) -> Status:
     # Do not create a state database just to look at it (a PostgreSQL one is there to use).
     if settings.database_url is not None or settings.database.exists():
         found.database = settings.database
-        engine = store.open_engine(settings.database, settings.database_url, migrate=False)
-        try:
-            found.record = _daemon_record(engine, settings.state_dir)
-            _read_runs(engine, found)
-            found.cluster = read_cluster(engine, settings.leadership.lease_seconds)
-        finally:
-            engine.dispose()
+        opened = store.StateStore.open(settings.database, settings.database_url, migrate=False)
+        with opened as state:
+            found.record = _daemon_record(state, settings.state_dir)
+            _read_runs(state, found)
+            found.cluster = read_cluster(state, settings.leadership.lease_seconds)
     found.problem = _problem(settings, found, now_ms())
     return found
 
 
-def _daemon_record(engine: Engine, state_dir: Path) -> dict[str, Any]:
-    cursor = daemon_cursor(state_dir)
-    return store.json_object(read_with(engine, lambda: store.get_cursor(engine, cursor)))
+def _daemon_record(state: store.StateStore, state_dir: Path) -> dict[str, Any]:
+    return store.json_object(state.cursor(daemon_cursor(state_dir)))
 
 
 _RUNS = "SELECT id, trigger, mode, read, started_at, finished_at, outcome FROM runs"
 
 
-def _read_runs(engine: Engine, found: Status) -> None:
-    with reading(engine) as conn:
+def _read_runs(state: store.StateStore, found: Status) -> None:
+    with state.read() as conn:
         rows = conn.execute(
             text(_RUNS + " WHERE mode = 'apply' ORDER BY id DESC LIMIT :n"), {"n": RECENT_RUNS}
         ).all()
@@ -211,7 +207,7 @@ def _read_runs(engine: Engine, found: Status) -> None:
     found.last_dry_run = Run(*last_dry) if last_dry is not None else None
     finished = [r for r in found.runs if r.outcome != "running"]
     if finished and finished[0].outcome == "partial":
-        source = store.run_summary(engine, finished[0].id).get("source") or {}
+        source = state.run_summary(finished[0].id).get("source") or {}
         found.unnamed = dict(source.get(UNNAMED) or {})
 
 
@@ -386,11 +382,11 @@ def _run_line(run: Run) -> str:
 NAMED = 5  # people named in a failure's WARNING line (its JSON ``failed`` field: 50)
 
 
-def log_failures(engine: Engine, run_id: int) -> None:
+def log_failures(state: store.StateStore, run_id: int) -> None:
     """One WARNING per reason the run's items failed, with how many and who (the first
     few in the line, up to 50 in JSON's ``failed`` field; each item: DEBUG)."""
-    for error, n in store.failure_groups(engine, run_id):
-        who = store.failed_displays(engine, run_id, error, 50)
+    for error, n in state.failure_groups(run_id):
+        who = state.failed_displays(run_id, error, 50)
         named = ", ".join(who[:NAMED]) + (f", and {n - NAMED:,} more" if n > NAMED else "")
         run_log.warning(
             "run %d: %s %s failed: %s (%s)",

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 
-from sqlalchemy import Engine
-
 from syncd import snapshot as store
 from syncd.plan import Census, Plan, PlatformView
 from syncd.survey.records import newest
@@ -25,24 +23,24 @@ CENSUS = "platform.census"
 SOURCE = "source.mark"
 
 
-def platform_cursors(engine: Engine) -> dict[str, int | None]:
+def platform_cursors(state: store.StateStore) -> dict[str, int | None]:
     """The platform's refresh_time cursors: nodes and people changed since."""
     found = {}
     for name, cursor in (("nodes", NODES), ("people", PEOPLE)):
-        value = store.get_cursor(engine, cursor)
+        value = state.cursor(cursor)
         found[name] = int(value) if value else None
     return found
 
 
-def source_mark(engine: Engine) -> str | None:
+def source_mark(state: store.StateStore) -> str | None:
     """Where an incremental read of the source starts; None before a complete read."""
-    return store.get_cursor(engine, SOURCE)
+    return state.cursor(SOURCE)
 
 
-def census(engine: Engine) -> Census | None:
+def census(state: store.StateStore) -> Census | None:
     """The census the last clean complete read left; None if none, or damaged (then the
     whole tree is listed)."""
-    found = store.json_object(store.get_cursor(engine, CENSUS))
+    found = store.json_object(state.cursor(CENSUS))
     listed_at, counts = found.get("listed_at"), found.get("counts")
     if not isinstance(listed_at, int) or not isinstance(counts, dict):
         return None
@@ -53,7 +51,7 @@ def census(engine: Engine) -> Census | None:
 
 
 def advance(
-    engine: Engine,
+    state: store.StateStore,
     view: PlatformView,
     the_plan: Plan,
     mark: str | None,
@@ -70,16 +68,16 @@ def advance(
         census = settled.census or census
     if people is not None and the_plan.unweighed_since is not None:
         people = min(people, the_plan.unweighed_since - 1)
-    with store.write(engine) as conn:
+    with state.write() as conn:
         if view.nodes_cursor is not None:
-            store.set_cursor(conn, NODES, str(view.nodes_cursor))
+            state.set_cursor(conn, NODES, str(view.nodes_cursor))
         # A failed change must be read again by the next delta, a drift whose repair failed
         # found again by the next drift read, and a deletion found again by the counts it
         # moved: these move only when clean.
         if clean and people is not None:
-            store.set_cursor(conn, PEOPLE, str(people))
+            state.set_cursor(conn, PEOPLE, str(people))
         if clean and mark is not None:
-            store.set_cursor(conn, SOURCE, mark)
+            state.set_cursor(conn, SOURCE, mark)
         if clean and census is not None:
             document = {"listed_at": census.listed_at, "counts": census.counts}
-            store.set_cursor(conn, CENSUS, json.dumps(document))
+            state.set_cursor(conn, CENSUS, json.dumps(document))

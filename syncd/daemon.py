@@ -40,7 +40,6 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
-from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from syncd import snapshot as store
@@ -50,7 +49,7 @@ from syncd._status import clock, daemon_cursor, daemon_lock, log_failures
 from syncd.clock import now_ms
 from syncd.config import Settings, load_settings, log_format_hint
 from syncd.errors import ConfigError, LockHeld, SyncdError
-from syncd.leadership import Lease, claimant, request_seconds
+from syncd.leadership import LEADER, Lease, request_seconds
 from syncd.lock import FileLock
 from syncd.logs import (
     LogProgress,
@@ -105,14 +104,14 @@ class Daemon:
         self,
         config_path: Path | None,
         settings: Settings,
-        engine: Engine,
+        state: store.StateStore,
         lock: FileLock,
         metrics: RunMetrics | None,
         lease: Lease,
     ) -> None:
         self.config_path = config_path
         self.settings = settings
-        self.engine = engine
+        self.state = state  # the state database: this process's one StateStore
         self.lock = lock
         self.metrics = metrics
         self.lease = lease  # held: this daemon syncs; else it stands by and plans dry
@@ -142,28 +141,22 @@ class Daemon:
         """Settings valid, state database open, daemon lock held, metrics served: or raise."""
         settings = load(config_path)
         use(settings)
-        engine = store.open_engine(settings.database, settings.database_url)
+        state = store.StateStore.open(settings.database, settings.database_url)
         lock = daemon_lock(settings.state_dir)
         lock.acquire()
-        lease = Lease(
-            engine,
-            claimant(settings, "leader"),
-            role_waiting="standby",
-            contend=True,
-            request_s=request_seconds(settings),
-        )
+        lease = Lease.for_settings(state, settings, LEADER)
         try:
             lease.claim()
             metrics = None
             if settings.metrics.enabled:
                 metrics = RunMetrics()
-                metrics.recall(engine)  # the last run and success survive a restart
+                metrics.recall(state)  # the last run and success survive a restart
                 metrics.serve(settings.metrics.host, settings.metrics.port)
         except SyncdError:
             lease.close()
             lock.release()
             raise
-        return cls(config_path, settings, engine, lock, metrics, lease)
+        return cls(config_path, settings, state, lock, metrics, lease)
 
     # ------------------------------------------------------------ life cycle
 
@@ -270,7 +263,7 @@ class Daemon:
         if self.metrics is not None:
             self.metrics.close()
         self.notify.close()
-        self.engine.dispose()
+        self.state.close()
 
     # ------------------------------------------------------------ settings and schedule
 
@@ -378,7 +371,7 @@ class Daemon:
                         read=read,
                         trigger="schedule" if leading else "standby",
                     ),
-                    engine=self.engine,
+                    state=self.state,
                     progress=LogProgress(log),
                     stop=self.stop_run if leading else self.abandon_dry_run,
                     on_planned=lambda planned: add_log_fields(run_id=planned.run_id),
@@ -409,7 +402,7 @@ class Daemon:
             self.last = f"standing by; dry run {result.run_id} planned {planned} changes"
             log.info("%s (%s)", self.last, result.outcome)
             return
-        summary = store.run_summary(self.engine, result.run_id)
+        summary = self.state.run_summary(result.run_id)
         counts = result.applied.counts if result.applied is not None else {}
         applied = sum(n for (_, _, outcome), n in counts.items() if outcome == "ok")
         failed = sum(n for (_, _, outcome), n in counts.items() if outcome == "failed")
@@ -419,7 +412,7 @@ class Daemon:
             f"last run {result.run_id} {result.outcome} at {clock(datetime.now())} "
             f"({read} read, {applied} applied, {failed} failed)"
         )
-        log_failures(self.engine, result.run_id)
+        log_failures(self.state, result.run_id)
         level = logging.INFO if result.outcome == "ok" else logging.WARNING
         log.log(
             level,
@@ -436,7 +429,7 @@ class Daemon:
             self.metrics.observe(result.outcome, result.finished_at or now_ms(), summary, counts)
         if self.settings.metrics.textfile is not None:
             try:
-                write_textfile(self.engine, self.settings.metrics.textfile)
+                write_textfile(self.state, self.settings.metrics.textfile)
             except SyncdError as exc:
                 log.warning("%s", exc)
 
@@ -477,9 +470,9 @@ class Daemon:
             **values,
         }
         try:
-            with store.write(self.engine) as conn:
+            with self.state.write() as conn:
                 cursor = daemon_cursor(self.settings.state_dir)
-                store.set_cursor(conn, cursor, json.dumps(record, ensure_ascii=False))
+                self.state.set_cursor(conn, cursor, json.dumps(record, ensure_ascii=False))
         # A busy database, or a server restarting, must not stop the schedule.
         except (SQLAlchemyError, SyncdError) as exc:
             log.warning("could not record the daemon's state: %s", exc)

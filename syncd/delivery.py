@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from functools import partial
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from syncd import cursors, known_problems
 from syncd import snapshot as store
@@ -25,7 +25,7 @@ from syncd.survey.settle import settle
 
 def deliver(
     settings: Settings,
-    engine: Engine,
+    state: store.StateStore,
     client: PlatformClient,
     run_id: int,
     the_plan: Plan,
@@ -46,11 +46,11 @@ def deliver(
         assert directory is not None  # only an unchanged source is not read: no changes
         photos = photo_reader(settings.source) if settings.source else None
         if snapshot.partial:  # the executor's set-up goes over everyone, as syncd left them
-            snapshot = store.with_people(engine, snapshot)
+            snapshot = state.with_people(snapshot)
         platform = platform_of(settings)
         pipeline = Pipeline(
             client,
-            engine,
+            state.engine,  # the executor's journal writer (syncd.executor.writer)
             run_id,
             snapshot,
             root_id=view.root_id,
@@ -73,7 +73,7 @@ def deliver(
     if applied.interrupted:  # told by the next run, with what a killed run found
         applied.new_problems = []
     else:
-        applied.new_problems += known_problems.untold(engine, run_id)
+        applied.new_problems += known_problems.untold(state, run_id)
     return applied
 
 
@@ -90,7 +90,7 @@ def outcome_of(applied: ApplyResult) -> tuple[str, int]:
 
 def advance(
     settings: Settings,
-    engine: Engine,
+    state: store.StateStore,
     client: PlatformClient,
     applied: ApplyResult,
     the_plan: Plan,
@@ -106,7 +106,7 @@ def advance(
     if clean and the_plan.changes and settings.sync.drift_check:
         concurrency = platform_of(settings).concurrency
         settled = settle(client, view, the_plan, snapshot, concurrency)
-    cursors.advance(engine, view, the_plan, mark, clean=clean, settled=settled)
+    cursors.advance(state, view, the_plan, mark, clean=clean, settled=settled)
 
 
 def _directory_path(directory: Directory, root_name: str, department_id: str) -> str | None:

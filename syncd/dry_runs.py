@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy import Engine, text
+from sqlalchemy import text
 
 from syncd import clock
-from syncd import snapshot as store
+from syncd.snapshot import StateStore
 
 log = logging.getLogger(__name__)
 
@@ -34,12 +34,12 @@ _DELETES = tuple(
 )
 
 
-def prune_dry_runs(engine: Engine, keep_days: int, now_ms: int | None = None) -> int:
+def prune_dry_runs(state: StateStore, keep_days: int, now_ms: int | None = None) -> int:
     """Delete dry runs started more than ``keep_days`` ago, with their items and rejected
     rows; returns how many runs went."""
     now = clock.now_ms() if now_ms is None else now_ms
     cutoff = {"cutoff": now - keep_days * DAY_MS}
-    with store.write(engine) as conn:
+    with state.write() as conn:
         deleted = [conn.execute(statement, cutoff).rowcount for statement in _DELETES]
     runs = int(deleted[-1])
     if runs:

@@ -19,8 +19,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import Engine
-
 from syncd import snapshot as store
 from syncd.executor.holders import find_holders, still_held
 from syncd.plan import KnownProblem, Note, Snapshot
@@ -30,20 +28,20 @@ from syncd.platform import PlatformClient
 log = logging.getLogger(__name__)
 
 
-def rows(engine: Engine) -> list[dict[str, Any]]:
+def rows(state: store.StateStore) -> list[dict[str, Any]]:
     """Every known problem of a person syncd holds, oldest first."""
-    with engine.connect() as conn:
+    with state.read() as conn:
         return store.problem_rows(conn)
 
 
-def untold(engine: Engine, run_id: int) -> list[tuple[KnownProblem, str]]:
+def untold(state: store.StateStore, run_id: int) -> list[tuple[KnownProblem, str]]:
     """Problems a killed or stopped run found and could not tell: this run tells them."""
-    with store.write(engine) as conn:
+    with state.write() as conn:
         return store.untold(conn, run_id)
 
 
 def follow(
-    client: PlatformClient, engine: Engine, snapshot: Snapshot
+    client: PlatformClient, state: store.StateStore, snapshot: Snapshot
 ) -> tuple[Snapshot, frozenset[tuple[str, str]]]:
     """Each known problem's value followed to the account that holds it now, before planning.
 
@@ -61,7 +59,7 @@ def follow(
         return snapshot, frozenset()
     keys = {p: (p.field, value_key(p.field, p.value) or "") for p in let_go}
     holders = find_holders(client, set(keys.values()))
-    own = {(r["source_id"], r["field"]): r["username"] for r in rows(engine)}
+    own = {(r["source_id"], r["field"]): r["username"] for r in rows(state)}
     free: set[tuple[str, str]] = set()
     moved: list[KnownProblem] = []
     for p, key in keys.items():
@@ -71,7 +69,7 @@ def follow(
         elif holder != p.holder:
             moved.append(p._replace(holder=holder))
     if moved:
-        moved = _record_holders(engine, moved)
+        moved = _record_holders(state, moved)
         snapshot = replace(snapshot, problems=_with(snapshot.problems, moved))
     return snapshot, frozenset(free)
 
@@ -88,10 +86,10 @@ def _let_go(client: PlatformClient, problems: list[KnownProblem]) -> list[KnownP
     return [p for p in named if (p.holder or "", p.field, p.value) not in held] + unnamed
 
 
-def _record_holders(engine: Engine, moved: list[KnownProblem]) -> list[KnownProblem]:
+def _record_holders(state: store.StateStore, moved: list[KnownProblem]) -> list[KnownProblem]:
     """Record the accounts that hold these problems' values now (with their source id when
     syncd holds them); the problems as recorded."""
-    with store.write(engine) as conn:
+    with state.write() as conn:
         recorded = store.move_problems(conn, moved)
     for p in recorded:
         log.info(

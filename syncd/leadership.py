@@ -35,13 +35,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from syncd.config.service import drift_seconds
 from syncd.errors import Fenced, LeaseHeld, SyncdError
 from syncd.lock import holder as lock_file_holder
-from syncd.snapshot import leases
+from syncd.snapshot import StateStore, leases
 from syncd.snapshot.lease_store import LeaseStore
 from syncd.snapshot.leases import Claimant, Holder
 
@@ -52,6 +52,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("syncd.leadership")
 
 STALE_AFTER_LEASES = 3  # a member unseen for this many leases is taken for gone
+
+
+LEADER = "leader"  # a daemon's role while it holds the lease
+SHELL = "shell"  # a command's (syncd sync, state rebuild ...), holding it or not
 
 
 def machine_id() -> str | None:
@@ -92,7 +96,7 @@ def claimant(settings: Settings, role: str) -> Claimant:
 def who(held: Holder) -> str:
     """'the daemon (leader), pid 42 on host-b, since 2026-11-26 10:02:00 +0000 (epoch 3)'."""
     since = _when(held.acquired_at)
-    role = {"leader": "the daemon", "shell": "a shell sync"}.get(held.role or "", held.role or "?")
+    role = {LEADER: "the daemon", SHELL: "a shell sync"}.get(held.role or "", held.role or "?")
     return f"{role}, pid {held.pid} on {held.host}, since {since} (epoch {held.epoch})"
 
 
@@ -123,7 +127,7 @@ class Lease:
 
     def __init__(
         self,
-        engine: Engine,
+        state: StateStore,
         me: Claimant,
         *,
         role_waiting: str,
@@ -131,8 +135,8 @@ class Lease:
         on_change: Callable[[bool], None] | None = None,
         request_s: float = 0.0,
     ) -> None:
-        self.engine = engine
-        self.store = LeaseStore.open(engine)
+        self.state = state
+        self.store = state.leases  # the lease's own connections, the state store's
         self.me = me
         self.role_held = me.role
         self.role_waiting = role_waiting
@@ -152,6 +156,27 @@ class Lease:
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._trouble: str | None = None  # the store's last failure, said once
+
+    @classmethod
+    def for_settings(
+        cls,
+        state: StateStore,
+        settings: Settings,
+        role: str,
+        on_change: Callable[[bool], None] | None = None,
+    ) -> Lease:
+        """This process's lease, by its settings: a daemon's (``role`` LEADER: it contends
+        for a free lease and stands by while another instance holds it) or a command's
+        (SHELL: it takes a free lease, or borrows its daemon's, and never stands by)."""
+        daemon = role == LEADER
+        return cls(
+            state,
+            claimant(settings, role),
+            role_waiting="standby" if daemon else SHELL,
+            contend=daemon,
+            on_change=on_change,
+            request_s=request_seconds(settings),
+        )
 
     # ------------------------------------------------------------ claiming
 
@@ -332,7 +357,7 @@ class Lease:
 
     def _borrowable(self, held: Holder) -> bool:
         """The live lease of the daemon serving this state directory on this host."""
-        if held.place != self.me.place or held.host != self.me.host or held.role != "leader":
+        if held.place != self.me.place or held.host != self.me.host or held.role != LEADER:
             return False
         daemon = lock_file_holder(Path(self.me.place or ".") / "daemon.lock")
         return daemon is not None and daemon.get("pid") == held.pid
@@ -356,7 +381,7 @@ class Lease:
             return
         digest, counts = plan_digest(the_plan)
         try:
-            with self.engine.connect() as conn:  # a read: never the write lock
+            with self.state.read() as conn:  # a read: never the write lock
                 started, finished = conn.execute(
                     text("SELECT started_at, finished_at FROM runs WHERE id = :r"),
                     {"r": result.run_id},
@@ -461,7 +486,7 @@ class Turn:
 @contextmanager
 def run_turn(
     settings: Settings,
-    engine: Engine,
+    state: StateStore,
     *,
     dry_run: bool,
     lease: Lease | None,
@@ -473,13 +498,7 @@ def run_turn(
     if lease is not None:
         yield (None if dry_run else lease.turn()), lease
         return
-    own = Lease(
-        engine,
-        claimant(settings, "shell"),
-        role_waiting="shell",
-        contend=False,
-        request_s=request_seconds(settings),
-    )
+    own = Lease.for_settings(state, settings, SHELL)
     try:
         if dry_run:
             own.claim(take=False)  # a member while it runs, no more
@@ -511,15 +530,10 @@ def holding_lease(settings: Settings, command: str) -> Iterator[None]:
     state directory's daemon on this host; LeaseHeld (exit 4) naming the holder when
     another instance holds it, and nothing is done. A standby's snapshot changed under
     the leader's feet would make the leader's next plan wrong."""
-    from syncd.snapshot import open_engine
-
-    engine = open_engine(settings.database, settings.database_url)
-    try:
+    with StateStore.open(settings.database, settings.database_url) as state:
         hint = f"run {command} where the lease is held, or once that instance is stopped"
-        with run_turn(settings, engine, dry_run=False, lease=None, refused=hint):
+        with run_turn(settings, state, dry_run=False, lease=None, refused=hint):
             yield
-    finally:
-        engine.dispose()
 
 
 def request_seconds(settings: Settings) -> float:

@@ -30,10 +30,10 @@ from prometheus_client import (
     generate_latest,
     start_http_server,
 )
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, text
 
 from syncd.errors import ConfigError, StateError
-from syncd.snapshot import SUCCEEDED, json_object, last_success
+from syncd.snapshot import SUCCEEDED, StateStore, json_object, last_success
 
 OUTCOMES = ("ok", "partial", "failed", "blocked", "interrupted")
 ITEM_LABELS = ("kind", "action", "outcome")
@@ -123,9 +123,9 @@ class LastRunMetrics:
             self.source.labels("employee").set(int(source.get("employees") or 0))
             self.source.labels("department").set(int(source.get("departments") or 0))
 
-    def recall(self, engine: Engine) -> None:
+    def recall(self, state: StateStore) -> None:
         """Set the gauges from the runs recorded in the state database (dry runs left out)."""
-        with engine.connect() as conn:
+        with state.read() as conn:
             last = conn.execute(
                 text(
                     "SELECT id, outcome, finished_at, summary FROM runs WHERE mode = 'apply' "
@@ -167,14 +167,14 @@ def _last_full_read(conn: Connection, page: int = 100) -> str | None:
     return None
 
 
-def write_textfile(engine: Engine, path: Path) -> None:
+def write_textfile(state: StateStore, path: Path) -> None:
     """The last run's gauges as a node-exporter textfile, replaced whole (never half-written).
 
     Readable by all (no secret in it): node-exporter runs as its own user, and syncd's
     units set ``UMask=0077``.
     """
     metrics = LastRunMetrics()
-    metrics.recall(engine)
+    metrics.recall(state)
     temporary: Path | None = None
     try:
         # Not named *.prom: node-exporter never reads it half-written.

@@ -19,8 +19,6 @@ from email.utils import formatdate, make_msgid
 from functools import partial
 from pathlib import Path
 
-from sqlalchemy import Engine
-
 from syncd import report as rpt
 from syncd import snapshot as store
 from syncd.config import EmailNotification, Settings, WebhookNotification, platform_of
@@ -47,9 +45,9 @@ def should_notify(run: rpt.RunInfo) -> bool:
     return wanted(("failure", "block"), run)
 
 
-def notify_all(settings: Settings, engine: Engine, run_id: int) -> None:
+def notify_all(settings: Settings, state: store.StateStore, run_id: int) -> None:
     """After a run: every notification the settings turn on, each on its own."""
-    notify(settings, engine, run_id)
+    notify(settings, state, run_id)
     channels: list[tuple[str, bool, Sequence[str], Callable[[rpt.RunReport], None]]] = [
         (
             "e-mail",
@@ -69,7 +67,7 @@ def notify_all(settings: Settings, engine: Engine, run_id: int) -> None:
     try:
         from syncd.runs import load_report
 
-        report = load_report(engine, run_id, failed_only=True, history=0)
+        report = load_report(state, run_id, failed_only=True, history=0)
     except Exception as exc:
         log.warning("run %d: could not read its report to notify: %s", run_id, _said(exc))
         return
@@ -94,7 +92,7 @@ def _said(exc: BaseException) -> str:
 # ---------------------------------------------------------------- the platform's message
 
 
-def notify(settings: Settings, engine: Engine, run_id: int) -> bool:
+def notify(settings: Settings, state: store.StateStore, run_id: int) -> bool:
     """Tell ``reports.notify_usernames`` about a run that needs them; True when sent."""
     recipients = list(settings.reports.notify_usernames)
     if not recipients:
@@ -102,10 +100,10 @@ def notify(settings: Settings, engine: Engine, run_id: int) -> bool:
     try:
         from syncd.runs import load_report
 
-        report = load_report(engine, run_id, failed_only=True, history=0)
+        report = load_report(state, run_id, failed_only=True, history=0)
         if not should_notify(report.run):
             return False
-        _send_text(settings, engine, recipients, rpt.render_notification(report))
+        _send_text(settings, state, recipients, rpt.render_notification(report))
     except Exception as exc:  # the run is over and recorded: nothing here may undo that
         log.warning("run %d: could not notify %s: %s", run_id, ", ".join(recipients), _said(exc))
         return False
@@ -113,10 +111,12 @@ def notify(settings: Settings, engine: Engine, run_id: int) -> bool:
     return True
 
 
-def _send_text(settings: Settings, engine: Engine, recipients: Sequence[str], message: str) -> None:
+def _send_text(
+    settings: Settings, state: store.StateStore, recipients: Sequence[str], message: str
+) -> None:
     from syncd.platform import PlatformClient  # httpx is needed only when there is a message
 
-    with PlatformClient(platform_of(settings), store.TokenStore(engine)) as client:
+    with PlatformClient(platform_of(settings), state.tokens) as client:
         client.send_text(recipients, message)
 
 

@@ -42,8 +42,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import Engine
-
 from syncd import snapshot as store
 from syncd.clock import now_ms
 from syncd.config import PlatformSettings, Settings, platform_of
@@ -52,7 +50,7 @@ from syncd.model import Directory, serial_no
 from syncd.plan import PlatformNode, PlatformView, Snapshot
 from syncd.plan.values import PlatformMark, matches_any
 from syncd.platform import PlatformClient
-from syncd.snapshot import lineage, sql
+from syncd.snapshot import sql
 from syncd.survey.view import listing_parts
 
 log = logging.getLogger(__name__)
@@ -82,16 +80,16 @@ def _shown(identity: Mapping[str, Any]) -> str:
     )
 
 
-def check_binding(engine: Engine, settings: Settings) -> None:
+def check_binding(state: store.StateStore, settings: Settings) -> None:
     """Bind the state database to the settings' platform on first use; refuse another."""
     current = identity_of(platform_of(settings))
-    bound = lineage.bound_identity(engine)
+    bound = state.bound_identity()
     if bound is None:
-        lineage.bind(engine, current)
+        state.bind(current)
         return
     if bound != current:
         raise StateError(
-            f"state database {store.describe(engine)} belongs to another platform: it was "
+            f"state database {state.describe()} belongs to another platform: it was "
             f"used with {_shown(bound)}; the settings name {_shown(current)}. Synced here, "
             "every record it holds would be taken for deleted on this platform. For another "
             "platform, give it its own platform.state_dir; if it is the same platform under "
@@ -99,11 +97,13 @@ def check_binding(engine: Engine, settings: Settings) -> None:
         )
 
 
-def rebind(engine: Engine, settings: Settings) -> tuple[dict[str, Any] | None, dict[str, str]]:
+def rebind(
+    state: store.StateStore, settings: Settings
+) -> tuple[dict[str, Any] | None, dict[str, str]]:
     """Bind the state database to the settings' platform; (the old identity, the new)."""
-    old = lineage.bound_identity(engine)
+    old = state.bound_identity()
     new = identity_of(platform_of(settings))
-    lineage.bind(engine, new)
+    state.bind(new)
     return old, new
 
 
@@ -265,7 +265,7 @@ def _account_made_again(
     return None
 
 
-def follow_moved(engine: Engine, snapshot: Snapshot, unknown: Unknown) -> None:
+def follow_moved(state: store.StateStore, snapshot: Snapshot, unknown: Unknown) -> None:
     """Point the snapshot at the accounts and nodes its records have now: a database
     restored from before one was deleted and made again kept the old id, which every lock,
     unlock and update would be sent to, and fail, run after run. Their hash is emptied,
@@ -273,7 +273,7 @@ def follow_moved(engine: Engine, snapshot: Snapshot, unknown: Unknown) -> None:
     moved, nodes = unknown.moved, unknown.moved_departments
     if not moved and not nodes:
         return
-    with store.write(engine) as conn:
+    with state.write() as conn:
         if moved:
             sql.run(
                 conn,
@@ -297,7 +297,7 @@ def follow_moved(engine: Engine, snapshot: Snapshot, unknown: Unknown) -> None:
     log.warning(
         "state database %s: %d people's accounts and %d departments' nodes were made again "
         "since it was written; following them: %s",
-        store.describe(engine),
+        state.describe(),
         len(moved),
         len(nodes),
         ", ".join(f"{source_id} (id {new})" for source_id, new in [*moved, *nodes][:SHOWN]),
@@ -320,7 +320,7 @@ def _everyone(
 
 
 def check_continuity(
-    engine: Engine,
+    state: store.StateStore,
     client: PlatformClient,
     view: PlatformView,
     snapshot: Snapshot,
@@ -331,14 +331,14 @@ def check_continuity(
     records syncd wrote that would be orphaned, else record the check as passed."""
     if not directory.complete or not view.complete_listing:
         return  # an incremental read makes nobody a leaver: checked at the next full read
-    others = lineage.others(engine)
+    others = state.others()
     unknown = unknown_records(client, view, snapshot, directory, settings, others)
     if unknown:
-        lineage.set_found(engine, [r["extension_id"] for r in unknown.people])
+        state.set_found([r["extension_id"] for r in unknown.people])
         lines = unknown.lines()
         more = f" and {len(lines) - SHOWN} more" if len(lines) > SHOWN else ""
         raise StateError(
-            f"state database {store.describe(engine)} is behind the platform: it holds "
+            f"state database {state.describe()} is behind the platform: it holds "
             f"{_count(len(unknown.people), 'person', 'people')} and "
             f"{_count(len(unknown.departments), 'department', 'departments')} that "
             "syncd wrote (their extension_id or serial_no is a source id), which neither this "
@@ -348,14 +348,14 @@ def check_continuity(
             "take them back with `syncd state rebuild` (the next sync locks or removes them "
             "as leavers); if another program wrote them, `syncd state accept` leaves them alone"
         )
-    follow_moved(engine, snapshot, unknown)
-    lineage.set_checked(engine, "checked", now_ms())
+    follow_moved(state, snapshot, unknown)
+    state.set_checked("checked", now_ms())
 
 
 # ---------------------------------------------------------------- rebuilding
 
 
-def adopt(engine: Engine, unknown: Unknown, at_ms: int) -> None:
+def adopt(state: store.StateStore, unknown: Unknown, at_ms: int) -> None:
     """Take the unknown records into the snapshot: departments by serial_no, people by
     extension_id, with their lock state; hashes empty, so the next run compares them."""
     departments = [
@@ -385,10 +385,10 @@ def adopt(engine: Engine, unknown: Unknown, at_ms: int) -> None:
         }
         for r in unknown.people
     ]
-    with store.write(engine) as conn:
+    with state.write() as conn:
         store.upsert_departments(conn, departments)
         store.upsert_employees(conn, people)
-    lineage.set_checked(engine, "rebuilt", at_ms)
+    state.set_checked("rebuilt", at_ms)
 
 
 def _identifying(record: Mapping[str, Any]) -> str:
@@ -405,12 +405,11 @@ def rebuild_state(settings: Settings, *, dry_run: bool) -> Unknown:
     from syncd.lock import run_lock
     from syncd.sources import read_source
 
-    engine = store.open_engine(settings.database, settings.database_url)
-    try:
-        check_binding(engine, settings)
+    with store.StateStore.open(settings.database, settings.database_url) as state:
+        check_binding(state, settings)
         with (
             run_lock(settings.state_dir, "state rebuild"),
-            PlatformClient(platform_of(settings), store.TokenStore(engine)) as client,
+            PlatformClient(platform_of(settings), state.tokens) as client,
         ):
             directory = read_source(settings)
             if not directory.complete:
@@ -418,20 +417,18 @@ def rebuild_state(settings: Settings, *, dry_run: bool) -> Unknown:
                     "the source read was not complete (rejected rows that name nobody, or an "
                     "incremental read): a rebuild needs a complete read to tell who left"
                 )
-            snapshot = store.load_snapshot(engine)
+            snapshot = state.load_snapshot()
             view = platform_view(client)
             unknown = unknown_records(client, view, snapshot, directory, settings)
             if not dry_run:
-                adopt(engine, unknown, now_ms())
-                follow_moved(engine, snapshot, unknown)
+                adopt(state, unknown, now_ms())
+                follow_moved(state, snapshot, unknown)
                 log.info(
                     "state rebuilt: %d departments and %d people taken back from the platform",
                     len(unknown.departments),
                     len(unknown.people),
                 )
         return unknown
-    finally:
-        engine.dispose()
 
 
 def platform_view(client: PlatformClient) -> PlatformView:
@@ -452,18 +449,15 @@ def accept(settings: Settings) -> int:
     """``syncd state accept``: the state database is complete as it is (the people the
     last check found are another program's or installation's, stay the platform's, and
     are never counted as syncd's again). How many people were accepted so."""
-    engine = store.open_engine(settings.database, settings.database_url)
-    try:
-        return lineage.accept_found(engine, now_ms())
-    finally:
-        engine.dispose()
+    with store.StateStore.open(settings.database, settings.database_url) as state:
+        return state.accept_found(now_ms())
 
 
 # ---------------------------------------------------------------- evidence, every read
 
 
 def behind(
-    engine: Engine,
+    state: store.StateStore,
     view: PlatformView,
     snapshot: Snapshot,
     directory: Directory,
@@ -488,15 +482,15 @@ def behind(
     ]
     if not candidates:
         return []
-    unknown = lineage.unknown_ids(engine, {m.extension_id for m in candidates})
-    unknown -= lineage.others(engine)
+    unknown = state.unknown_ids({m.extension_id for m in candidates})
+    unknown -= state.others()
     found = [m for m in candidates if m.extension_id in unknown]
     if found:
         log.warning(
             "state database %s is behind the platform: it holds no record of %s, placed in "
             "its departments; it is compared with the platform before anything is planned",
-            store.describe(engine),
+            state.describe(),
             ", ".join(f"{m.username} (extension_id {m.extension_id})" for m in found[:SHOWN]),
         )
-        lineage.set_unchecked(engine)
+        state.set_unchecked()
     return found

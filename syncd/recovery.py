@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from syncd import snapshot as store
 from syncd.errors import PlatformError, PlatformUnavailable
@@ -74,17 +74,17 @@ class Recovery:
 
 def recover(
     client: PlatformClient,
-    engine: Engine,
+    state: store.StateStore,
     now_ms: int,
     extended_fields: Mapping[str, str] | None = None,
 ) -> Recovery:
     """Resolve the items killed runs left sent; look-ups that fail leave their item failed.
     ``extended_fields``: the settings' (the planner's hashes count them)."""
-    items = store.unsettled_items(engine)
+    items = state.unsettled_items()
     recovery = Recovery()
     if not items:
         return recovery
-    evidence = Evidence(client, engine, items, extended_fields or {})
+    evidence = Evidence(client, state, items, extended_fields or {})
     verdicts: list[tuple[dict[str, Any], str, str]] = []
     writes: Writes = []
     # Departments first: the people placed in a node found here are compared against it.
@@ -101,7 +101,7 @@ def recover(
         else:
             recovery.resolved += 1
         verdicts.append((item, *verdict))
-    _record(engine, verdicts, writes)
+    _record(state, verdicts, writes)
     log.info("resolved %d items left unanswered by an interrupted run", recovery.resolved)
     if recovery.note is not None:
         log.warning("%s", recovery.note)
@@ -109,14 +109,14 @@ def recover(
 
 
 def _record(
-    engine: Engine, verdicts: list[tuple[dict[str, Any], str, str]], writes: Writes
+    state: store.StateStore, verdicts: list[tuple[dict[str, Any], str, str]], writes: Writes
 ) -> None:
     """The items' outcomes and the snapshot's rows, in one transaction."""
-    with store.write(engine) as conn:
+    with state.write() as conn:
         for (run_id,), group in itertools.groupby(
             sorted(verdicts, key=lambda v: v[0]["run_id"]), key=lambda v: (v[0]["run_id"],)
         ):
-            store.settle_items(
+            state.settle_items(
                 conn,
                 run_id,
                 [{"seq": i["seq"], "outcome": o, "error": e} for i, o, e in group],
@@ -138,18 +138,18 @@ class Evidence:
     def __init__(
         self,
         client: PlatformClient,
-        engine: Engine,
+        state: store.StateStore,
         items: list[dict[str, Any]],
         extended_fields: Mapping[str, str],
     ) -> None:
         self.client = client
         self.extended_fields = extended_fields
-        head = store.load_snapshot(engine, everyone=False)
+        head = state.load_snapshot(everyone=False)
         self.node_ids = {k: d.node_id for k, d in head.departments.items()}
         people = [i for i in items if i["kind"] == Kind.EMPLOYEE.value]
         keys = {i["key"] for i in people}
         self.synced: Mapping[str, SyncedEmployee] = (
-            store.with_people(engine, head, keys).employees if keys else {}
+            state.with_people(head, keys).employees if keys else {}
         )
         self._usernames = [i["display"] for i in people if i["action"] in LOOKED_UP_ON_RECOVERY]
         self._people: dict[str, dict[str, Any]] | None = None

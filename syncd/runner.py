@@ -16,8 +16,6 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from sqlalchemy import Engine
-
 from syncd import cursors, delivery, known_problems, rebuild, unchanged
 from syncd import snapshot as store
 from syncd._gc import collection_paused
@@ -51,7 +49,6 @@ from syncd.policy import limits_of, policy_of
 from syncd.recovery import Recovery, recover
 from syncd.report.value import scheduled_summary
 from syncd.runs import apply_retention
-from syncd.snapshot import lineage
 from syncd.sources import describe_sources, read_source, set_aside, source_kind
 from syncd.survey.view import adopting, newcomers, read_platform, with_adoptions
 
@@ -97,7 +94,7 @@ def run_sync(
     settings: Settings,
     request: RunRequest,
     *,
-    engine: Engine | None = None,
+    state: store.StateStore | None = None,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
     lock_wait_seconds: float = 0.0,
@@ -112,31 +109,34 @@ def run_sync(
     decided, before anything is sent (a terminal shows the plan there, and asks): False
     means not to apply it, and the run ends as interrupted with nothing sent.
     """
-    own_engine = engine is None
-    engine = engine or store.open_engine(settings.database, settings.database_url)
+    own_store = state is None
+    state = state or store.StateStore.open(settings.database, settings.database_url)
     purpose = f"{request.trigger} {'dry run' if request.dry_run else 'sync'}"
     try:
         with run_lock(settings.state_dir, purpose, lock_wait_seconds):
             # What an earlier run in this process froze goes back to the collector (_sync).
             gc.unfreeze()
-            with run_turn(settings, engine, dry_run=request.dry_run, lease=lease) as (turn, by):
-                store.interrupt_stale_runs(engine, now_ms(), by.alive())
-                run = _Run(settings, request, engine, progress, stop, on_planned, (turn, by))
+            with run_turn(settings, state, dry_run=request.dry_run, lease=lease) as (
+                turn,
+                by,
+            ):
+                state.interrupt_stale_runs(now_ms(), by.alive())
+                run = _Run(settings, request, state, progress, stop, on_planned, (turn, by))
                 result = run.execute()
         # Outside the lock: a slow notification must not hold up the next sync.
-        after_run(settings, engine, result.run_id)
+        after_run(settings, state, result.run_id)
     finally:
-        if own_engine:
-            engine.dispose()  # its connections are closed now, not whenever it is collected
+        if own_store:
+            state.close()  # its connections are closed now, not whenever it is collected
     return result
 
 
-def after_run(settings: Settings, engine: Engine, run_id: int) -> None:
+def after_run(settings: Settings, state: store.StateStore, run_id: int) -> None:
     """Once a run is recorded: apply retention, and notify whoever the settings name."""
     from syncd.notifications import notify_all  # smtplib, and httpx when there is a message
 
-    apply_retention(settings, engine)
-    notify_all(settings, engine, run_id)
+    apply_retention(settings, state)
+    notify_all(settings, state, run_id)
 
 
 class _StoppedEarly(Exception):  # a signal, not an error: caught in _Run.execute
@@ -148,7 +148,7 @@ class _Run:
         self,
         settings: Settings,
         request: RunRequest,
-        engine: Engine,
+        state: store.StateStore,
         progress: Progress | None,
         stop: threading.Event | None,
         on_planned: Callable[[RunResult], bool | None] | None,
@@ -157,7 +157,8 @@ class _Run:
         self.settings = settings
         self.turn, self.lease = turn  # the turn: None for a dry run
         self.request = request
-        self.engine = engine
+        self.state = state
+        self.engine = state.engine  # for the modules that do not take the store yet
         self.progress = progress or NoProgress()
         self.stop = stop or threading.Event()
         self.on_planned = on_planned
@@ -165,8 +166,7 @@ class _Run:
         self.summary: dict[str, Any] = {}
         self.recovery_note: str | None = None
         read = "full" if source_kind(settings) != "ldap" else request.read
-        self.run_id = store.start_run(
-            engine,
+        self.run_id = state.start_run(
             trigger=request.trigger,
             mode="dry_run" if request.dry_run else "apply",
             read=read,
@@ -180,7 +180,7 @@ class _Run:
     def execute(self) -> RunResult:
         client: PlatformClient | None = None
         try:
-            client = PlatformClient(platform_of(self.settings), store.TokenStore(self.engine))
+            client = PlatformClient(platform_of(self.settings), self.state.tokens)
             self._sync(client)
         except _StoppedEarly:
             self.result.outcome, self.result.exit_code = "interrupted", EXIT_PARTIAL
@@ -198,11 +198,11 @@ class _Run:
         return self.result
 
     def _sync(self, client: PlatformClient) -> None:
-        rebuild.check_binding(self.engine, self.settings)  # before anything is read there
+        rebuild.check_binding(self.state, self.settings)  # before anything is read there
         mine = self.turn is not None or self.lease.may_recover()  # only a writer resolves
         policy = policy_of(self.settings)
         recovery = (
-            recover(client, self.engine, now_ms(), policy.extended_fields) if mine else Recovery()
+            recover(client, self.state, now_ms(), policy.extended_fields) if mine else Recovery()
         )
         self.summary["recovered"] = recovery.resolved
         self.recovery_note = recovery.note
@@ -211,7 +211,7 @@ class _Run:
         digest = None
         # A state database made, restored or lost since it was last compared with the
         # platform is compared on this read (which is then made in full): rebuild.py.
-        unchecked = not lineage.checked(self.engine)
+        unchecked = not self.state.checked()
         if not (recovery.resolved or self.request.saved or self.request.save_plan or unchecked):
             digest = unchanged.source_digest(self.settings)
         # A saved plan's fingerprint and a continuity check go over everyone syncd holds.
@@ -219,7 +219,7 @@ class _Run:
         snapshot, view, read = self._inputs(client, digest, whole)
         # Known problems whose holder gave the value up are tried again: a plan is made.
         # Holders followed: the problems of values passed on name their holder now.
-        snapshot, released = known_problems.follow(client, self.engine, snapshot)
+        snapshot, released = known_problems.follow(client, self.state, snapshot)
         if released and isinstance(read, unchanged.Memo):
             snapshot, view, read = self._inputs(client, None, whole)
         view = replace(view, released=released)
@@ -232,9 +232,9 @@ class _Run:
         with collection_paused(freeze=True):
             # The fields planning weighs, then those of the people the draft changes: each
             # read once, in one query, before planning goes on; the plan is plain values.
-            snapshot = store.weighed_fields(self.engine, snapshot, directory, view)
+            snapshot = self.state.weighed_fields(snapshot, directory, view)
             drafted = draft(directory, snapshot, view, policy, self._now())
-            the_plan = finish(drafted, store.written_fields(self.engine, drafted.unwritten()))
+            the_plan = finish(drafted, self.state.written_fields(drafted.unwritten()))
         if told := set_aside.notes(self.summary["source"]):  # replayed from the summary after
             the_plan = replace(the_plan, notes=(*the_plan.notes, *told))
         saved = self.request.saved
@@ -275,11 +275,11 @@ class _Run:
         came upon evidence that it is behind (``last-run`` missing, or rolled back with
         it: ``rebuild.behind``); the snapshot, holding everyone if it was compared."""
         if not unchecked and view.marked:
-            unchecked = bool(rebuild.behind(self.engine, view, snapshot, directory, self.settings))
+            unchecked = bool(rebuild.behind(self.state, view, snapshot, directory, self.settings))
             if unchecked and snapshot.partial:
-                snapshot = store.with_people(self.engine, snapshot)
+                snapshot = self.state.with_people(snapshot)
         if unchecked:
-            rebuild.check_continuity(self.engine, client, view, snapshot, directory, self.settings)
+            rebuild.check_continuity(self.state, client, view, snapshot, directory, self.settings)
         return snapshot
 
     def _inputs(
@@ -299,12 +299,12 @@ class _Run:
         # (or process), and little of the waiting needs this one. It asks what syncd holds
         # by queries of its own (Held); the plan's snapshot is loaded apart, what decides
         # first, the people after the read (store.people_for).
-        platform_cursors, complete = cursors.platform_cursors(self.engine), self._expects_complete()
+        platform_cursors, complete = cursors.platform_cursors(self.state), self._expects_complete()
         with collection_paused(freeze=True):
-            head = store.load_snapshot(self.engine, everyone=False)
+            head = self.state.load_snapshot(everyone=False)
         held = store.Held(self.engine, dict(head.departments), head.headcount)
         with ThreadPoolExecutor(1, thread_name_prefix="platform") as pool:
-            census = cursors.census(self.engine)
+            census = cursors.census(self.state)
             reads = pool.submit(
                 read_platform,
                 client,
@@ -314,7 +314,7 @@ class _Run:
                 self.settings,
                 census,
             )
-            memo = unchanged.recall(self.engine, digest, head, self._now())
+            memo = unchanged.recall(self.state, digest, head, self._now())
             if memo is not None:
                 self._step("reading the platform")
                 view = adopting(reads.result(), client, head, memo.newcomers, match_by)
@@ -325,11 +325,11 @@ class _Run:
             self._step("reading the platform, planning")
             view = reads.result()  # the reader is done: what it read of the store is plain
             with collection_paused(freeze=True):
-                snapshot = store.people_for(
-                    self.engine, head, directory, view, everyone=whole, loaded=held.everyone()
+                snapshot = self.state.people_for(
+                    head, directory, view, everyone=whole, loaded=held.everyone()
                 )
             view = with_adoptions(view, client, snapshot, directory, match_by)
-            snapshot = store.with_history(self.engine, snapshot, view)  # evidence: adoption
+            snapshot = self.state.with_history(snapshot, view)  # evidence: adoption
         return snapshot, view, directory
 
     def _decided(
@@ -352,10 +352,10 @@ class _Run:
         }
         if the_plan.scheduled:  # what the clock will do: not changes
             self.summary["scheduled"] = scheduled_summary(the_plan.scheduled)
-        with store.write(self.engine) as conn:
-            store.insert_items(conn, self.run_id, item_rows(the_plan.changes))  # streamed
+        with self.state.write() as conn:
+            self.state.insert_items(conn, self.run_id, item_rows(the_plan.changes))  # streamed
             # Recorded now, so a run killed during its apply still tells what it planned.
-            store.set_summary(conn, self.run_id, self.summary)
+            self.state.set_summary(conn, self.run_id, self.summary)
         declined = self.on_planned is not None and self.on_planned(self.result) is False
         blocked = [g for g in guards if not g.passed]
         if blocked:
@@ -396,13 +396,13 @@ class _Run:
             departments=len(snapshot.departments),
             removal_due=the_plan.removal_due,
         )
-        unchanged.remember(self.engine, memo)
+        unchanged.remember(self.state, memo)
 
     def _recalled(self, memo: unchanged.Memo) -> tuple[Plan, list[GuardDecision]]:
         """What this run reports of a source it did not read: what the memo's run read."""
-        the_plan, guards, self.summary["source"] = unchanged.replayed(self.engine, memo)
+        the_plan, guards, self.summary["source"] = unchanged.replayed(self.state, memo)
         self.result.source = self.summary["source"]
-        store.copy_rejected(self.engine, memo.run_id, self.run_id)
+        self.state.copy_rejected(memo.run_id, self.run_id)
         return the_plan, guards
 
     def _now(self) -> int:
@@ -419,16 +419,14 @@ class _Run:
     def _read(self, snapshot: Snapshot) -> Directory:
         since = None
         if self.request.read == "incremental" and source_kind(self.settings) == "ldap":
-            since = cursors.source_mark(self.engine)
+            since = cursors.source_mark(self.state)
         self._step("reading the source")
         directory = read_source(
             self.settings,
             since=since,
             count=lambda n: self._step("reading the source", n),
             # Several sources are joined knowing what syncd last wrote of everyone.
-            synced=store.with_people(self.engine, snapshot).employees
-            if self.settings.joined
-            else None,
+            synced=self.state.with_people(snapshot).employees if self.settings.joined else None,
         )
         self.result.directory = directory
         self.summary["source"] = {
@@ -441,8 +439,7 @@ class _Run:
             **set_aside.counts(directory),
         }
         self.result.source = self.summary["source"]
-        store.insert_rejected(
-            self.engine,
+        self.state.insert_rejected(
             self.run_id,
             [
                 {"kind": r.kind.value, "where": r.where, "key": r.key, "reason": r.reason}
@@ -458,7 +455,7 @@ class _Run:
         return (
             source_kind(self.settings) != "ldap"
             or self.request.read == "full"
-            or cursors.source_mark(self.engine) is None
+            or cursors.source_mark(self.state) is None
         )
 
     def _apply(
@@ -471,7 +468,7 @@ class _Run:
     ) -> None:
         applied = delivery.deliver(
             self.settings,
-            self.engine,
+            self.state,
             client,
             self.run_id,
             the_plan,
@@ -487,12 +484,12 @@ class _Run:
         self.result.applied = applied
         # For the people syncd holds now; the dates of those it let go of go too.
         if the_plan.dates or the_plan.changes:
-            store.record_dates(self.engine, the_plan.dates)
+            self.state.record_dates(the_plan.dates)
         if directory is not None:  # the guard on access granted's memory: ids only
             gone = departures(the_plan, directory, snapshot)
             if gone.departed or gone.returned or gone.let_go:
-                store.record_departures(self.engine, gone.departed, gone.returned, gone.let_go)
-        self.summary["known_problems"] = len(known_problems.rows(self.engine))  # not failing
+                self.state.record_departures(gone.departed, gone.returned, gone.let_go)
+        self.summary["known_problems"] = len(known_problems.rows(self.state))  # not failing
         self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
         if applied.error is not None:
             raise applied.error
@@ -502,7 +499,7 @@ class _Run:
             self.summary["notes"] = [*self.summary.get("notes", ()), *map(asdict, told)]
             self.result.plan = replace(the_plan, notes=(*the_plan.notes, *told))
         delivery.advance(
-            self.settings, self.engine, client, applied, the_plan, snapshot, view, directory
+            self.settings, self.state, client, applied, the_plan, snapshot, view, directory
         )
 
     def _judge_read(self) -> None:
@@ -520,8 +517,7 @@ class _Run:
         self.result.finished_at = finished = now_ms()
         self.summary["error"] = self.result.error
         self.summary["duration_ms"] = finished - self.started
-        store.finish_run(
-            self.engine,
+        self.state.finish_run(
             self.run_id,
             outcome=self.result.outcome,
             exit_code=self.result.exit_code,

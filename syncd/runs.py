@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,8 +19,8 @@ from typing import Any, TypeVar
 from rich.console import Console
 from rich.padding import Padding
 from rich.text import Text
-from sqlalchemy import Connection, Engine, bindparam, text
-from sqlalchemy.exc import DatabaseError, SQLAlchemyError
+from sqlalchemy import Connection, bindparam, text
+from sqlalchemy.exc import SQLAlchemyError
 
 from syncd import clock
 from syncd import report as rpt
@@ -29,7 +28,6 @@ from syncd import snapshot as store
 from syncd.config import Settings
 from syncd.errors import SyncdError
 from syncd.logs import redact
-from syncd.snapshot.engine import describe, state_problem
 
 log = logging.getLogger(__name__)
 
@@ -48,31 +46,9 @@ class NoSuchRun(SyncdError):
 # ---------------------------------------------------------------- reading runs
 
 
-@contextmanager
-def reading(engine: Engine) -> Iterator[Connection]:
-    """A connection to read runs with; a database that cannot be read raises StateError.
-
-    SQLite's own failures (a damaged file, a missing table, a lock held too long) would
-    otherwise reach the operator as an internal error without the database's name.
-    """
-    try:
-        with engine.connect() as conn:
-            yield conn
-    except (DatabaseError, UnicodeDecodeError) as exc:  # OperationalError included
-        raise state_problem(describe(engine), exc) from exc
-
-
-def read_with(engine: Engine, read: Callable[[], T]) -> T:
-    """``read()``, another module's read of the state database, its failures as StateError."""
-    try:
-        return read()
-    except (DatabaseError, UnicodeDecodeError) as exc:
-        raise state_problem(describe(engine), exc) from exc
-
-
-def resolve_run(engine: Engine, ref: str) -> int:
+def resolve_run(state: store.StateStore, ref: str) -> int:
     """A run id from ``ref``: a number, or "latest"; SyncdError when there is no such run."""
-    with reading(engine) as conn:
+    with state.read() as conn:
         if ref.strip().lower() == LATEST:
             latest = conn.execute(text("SELECT MAX(id) FROM runs")).scalar()
             if latest is None:
@@ -88,11 +64,11 @@ def resolve_run(engine: Engine, ref: str) -> int:
 
 
 def load_report(
-    engine: Engine, ref: str | int, *, failed_only: bool = False, history: int = HISTORY
+    state: store.StateStore, ref: str | int, *, failed_only: bool = False, history: int = HISTORY
 ) -> rpt.RunReport:
     """One run in full: its row, counts, items (or only the failed ones) and rejected rows."""
-    run_id = ref if isinstance(ref, int) else resolve_run(engine, ref)
-    with reading(engine) as conn:
+    run_id = ref if isinstance(ref, int) else resolve_run(state, ref)
+    with state.read() as conn:
         row = conn.execute(text("SELECT * FROM runs WHERE id = :r"), {"r": run_id}).first()
         if row is None:
             raise NoSuchRun(f"no run {run_id} is recorded: see `syncd reports list`")
@@ -104,7 +80,8 @@ def load_report(
         points = _history(conn, run_id, history)
         departments = _department_paths(conn)
     outcome = "failed" if failed_only else None
-    items = read_with(engine, lambda: store.load_items(engine, run_id, outcome=outcome))
+    with state.reading():
+        items = state.load_items(run_id, outcome=outcome)
     return rpt.build_report(
         dict(row._mapping),
         items,
@@ -188,11 +165,11 @@ def _history(conn: Connection, upto: int, limit: int) -> list[rpt.HistoryPoint]:
 
 
 def list_runs(
-    engine: Engine, *, last: int = 20, failed_only: bool = False, dry_runs: bool = False
+    state: store.StateStore, *, last: int = 20, failed_only: bool = False, dry_runs: bool = False
 ) -> list[rpt.RunLine]:
     """The newest real runs (or dry runs), newest first, with totals and rejected rows."""
     mode = "dry_run" if dry_runs else "apply"
-    with reading(engine) as conn:
+    with state.read() as conn:
         runs = _runs(conn, last=max(last, 0), failed_only=failed_only, mode=mode)
         ids = [r.id for r in runs]
         counts = _counts(conn, ids)
@@ -206,7 +183,9 @@ def list_runs(
 DONE = ("ok", "failed", "recovered", "sent")
 
 
-def load_person(engine: Engine, username: str, *, planned: bool = False) -> rpt.PersonHistory:
+def load_person(
+    state: store.StateStore, username: str, *, planned: bool = False
+) -> rpt.PersonHistory:
     """Every recorded item about one person: by username, and by any source id it had.
 
     Only what runs sent (changed, locked, removed, or failed to), unless ``planned``: then
@@ -216,7 +195,7 @@ def load_person(engine: Engine, username: str, *, planned: bool = False) -> rpt.
         "SELECT DISTINCT key FROM run_items WHERE kind = 'employee' AND display = :u "
         "UNION SELECT source_id FROM employees WHERE username = :u"
     )
-    with reading(engine) as conn:
+    with state.read() as conn:
         keys = [str(k) for (k,) in conn.execute(keys_query, {"u": username})]
         query = text(
             "SELECT * FROM run_items WHERE kind = 'employee' AND (display = :u OR key IN :keys) "
@@ -250,7 +229,7 @@ class Pruned:
 
 
 def prune(
-    engine: Engine, keep_days: int, now_ms: int | None = None, *, dry_run: bool = False
+    state: store.StateStore, keep_days: int, now_ms: int | None = None, *, dry_run: bool = False
 ) -> Pruned:
     """Delete runs started more than ``keep_days`` ago, with their items and rejected rows
     (``dry_run``: only count them).
@@ -262,7 +241,7 @@ def prune(
         raise SyncdError(f"--keep-days must be 0 or more, not {keep_days}")
     now = clock.now_ms() if now_ms is None else now_ms
     cutoff = now - keep_days * DAY_MS
-    with store.write(engine) as conn:
+    with state.write() as conn:
         ids = [
             int(r[0])
             for r in conn.execute(
@@ -302,10 +281,10 @@ def _delete(conn: Connection, statement: str, ids: Sequence[int]) -> int:
     return deleted
 
 
-def apply_retention(settings: Settings, engine: Engine) -> Pruned | None:
+def apply_retention(settings: Settings, state: store.StateStore) -> Pruned | None:
     """Prune by ``reports.keep_days``; a failure is logged, not raised (it can wait a run)."""
     try:
-        pruned = prune(engine, settings.reports.keep_days)
+        pruned = prune(state, settings.reports.keep_days)
     except (SyncdError, SQLAlchemyError) as exc:
         log.warning("pruning old run reports failed: %s", redact(str(exc)))
         return None
@@ -335,7 +314,7 @@ def print_run_list(
     """``fmt``: text or json (the command line's Output)."""
     lines = _with_state(
         settings,
-        lambda engine: list_runs(engine, last=last, failed_only=failed_only, dry_runs=dry_runs),
+        lambda state: list_runs(state, last=last, failed_only=failed_only, dry_runs=dry_runs),
     )
     if fmt == "json":
         _print_as_is(console, rpt.render_run_list_json(lines))
@@ -347,14 +326,16 @@ def print_run_list(
     _print_table(console, lines)
 
 
-def _with_state(settings: Settings, use: Callable[[Engine], T], *, writes: bool = False) -> T:
-    """``use(engine)`` on the state database, closed afterwards. Only a command that
+def _with_state(
+    settings: Settings, use: Callable[[store.StateStore], T], *, writes: bool = False
+) -> T:
+    """``use(state)`` on the state database, closed afterwards. Only a command that
     ``writes`` migrates a database of an older schema (store.open_engine)."""
-    engine = store.open_engine(settings.database, settings.database_url, migrate=writes)
+    state = store.StateStore.open(settings.database, settings.database_url, migrate=writes)
     try:
-        return use(engine)
+        return use(state)
     finally:
-        engine.dispose()
+        state.close()
 
 
 def _check_format(fmt: str, known: Sequence[str]) -> None:
@@ -406,7 +387,7 @@ def show_run(
     ``console`` prints text as it is, never as markup (``syncd.cli.out``).
     """
     _check_format(fmt, tuple(rpt.RENDERERS))
-    report = _with_state(settings, lambda engine: load_report(engine, run, failed_only=failed_only))
+    report = _with_state(settings, lambda state: load_report(state, run, failed_only=failed_only))
     rendered = rpt.render(report, fmt, limit)
     _deliver(console, rendered, output, f"run {report.run.id}: {fmt} report", fmt == "text")
 
@@ -422,7 +403,7 @@ def show_person(
 ) -> None:
     """Print (or write to ``output``) what the recorded runs did to one person."""
     _check_format(fmt, tuple(rpt.PERSON_RENDERERS))
-    history = _with_state(settings, lambda engine: load_person(engine, username, planned=planned))
+    history = _with_state(settings, lambda state: load_person(state, username, planned=planned))
     rendered = rpt.PERSON_RENDERERS[fmt](history)
     _deliver(console, rendered, output, f"{rpt.shown(username)}: {fmt} history", fmt == "text")
 
@@ -460,8 +441,8 @@ def prune_runs(
     """``syncd reports prune``: what it would delete (``dry_run``, or when ``confirm``
     says no), or delete it and give the file's space back."""
 
-    def use(engine: Engine) -> None:
-        found = prune(engine, keep_days, dry_run=True)
+    def use(state: store.StateStore) -> None:
+        found = prune(state, keep_days, dry_run=True)
         what = (
             f"{found.runs:,} runs started more than {keep_days:,} days ago "
             f"({found.items:,} items, {found.rejected:,} rejected rows)"
@@ -472,8 +453,8 @@ def prune_runs(
         if confirm is not None and not confirm(f"Delete {what}?"):
             console.print("not pruned: nothing was deleted")
             return
-        pruned = prune(engine, keep_days)
-        freed = store.compact(engine, settings.database)
+        pruned = prune(state, keep_days)
+        freed = state.compact(settings.database)
         console.print(
             f"pruned {pruned.runs:,} runs started more than {keep_days:,} days ago "
             f"({pruned.items:,} items, {pruned.rejected:,} rejected rows); "

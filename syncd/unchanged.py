@@ -29,8 +29,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine
-
 import syncd
 from syncd import snapshot as store
 from syncd.config import Settings, platform_of
@@ -55,10 +53,12 @@ class Memo:
     removal_due: int | None  # Plan.removal_due
 
 
-def replayed(engine: Engine, memo: Memo) -> tuple[Plan, list[GuardDecision], dict[str, Any]]:
+def replayed(
+    state: store.StateStore, memo: Memo
+) -> tuple[Plan, list[GuardDecision], dict[str, Any]]:
     """The memo's run's plan (its notes, and one saying it was not made again), guards and
     source counts, as its record holds them."""
-    summary = store.run_summary(engine, memo.run_id)
+    summary = state.run_summary(memo.run_id)
     notes = [Note(**n) for n in summary.get("notes", ()) if n.get("kind") != "recovery"]
     notes.append(
         Note(
@@ -150,26 +150,28 @@ def view_digest(view: PlatformView) -> str:
     return h.hexdigest()
 
 
-def recall(engine: Engine, digest: str | None, snapshot: Snapshot, now_ms: int) -> Memo | None:
+def recall(
+    state: store.StateStore, digest: str | None, snapshot: Snapshot, now_ms: int
+) -> Memo | None:
     """The memo that still stands for a source with this digest, if any."""
     if digest is None:
         return None
-    memo = _load(store.get_cursor(engine, CURSOR))
+    memo = _load(state.cursor(CURSOR))
     if memo is None or memo.source != digest:
         return None
     if memo.removal_due is not None and memo.removal_due <= now_ms:
         return None
     if (memo.employees, memo.departments) != (snapshot.headcount, len(snapshot.departments)):
         return None
-    if store.applied_since(engine, memo.run_id):
+    if state.applied_since(memo.run_id):
         return None
     return memo
 
 
-def remember(engine: Engine, memo: Memo) -> None:
+def remember(state: store.StateStore, memo: Memo) -> None:
     document = asdict(memo)
-    with store.write(engine) as conn:
-        store.set_cursor(conn, CURSOR, json.dumps(document, ensure_ascii=False))
+    with state.write() as conn:
+        state.set_cursor(conn, CURSOR, json.dumps(document, ensure_ascii=False))
 
 
 def _load(text: str | None) -> Memo | None:

@@ -22,11 +22,10 @@ from syncd.cli import ask, err, labelled, live, log, out, print_json, spinner, t
 from syncd.logs import add_log_fields
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
-
     from syncd.config import Settings
     from syncd.plan import Change, Plan
     from syncd.runner import RunResult
+    from syncd.snapshot import StateStore
 
 # The colour of each action's symbol (the symbols are the text report's) on a terminal.
 ACTION_STYLES = {
@@ -141,9 +140,9 @@ class Screen:
 
     # ------------------------------------------------------------ the end
 
-    def finished(self, engine: Engine, result: RunResult, code: int) -> None:
+    def finished(self, state: StateStore, result: RunResult, code: int) -> None:
         if self.as_json:
-            print_json(run_document(engine, result, self.show, code))
+            print_json(run_document(state, result, self.show, code))
         else:
             if not self.shown_plan:  # stopped before planning: what was read, if anything
                 print_plan(result, self.show, long=self.long)
@@ -311,22 +310,19 @@ def _print_run(settings: Settings, result: RunResult, show: int) -> None:
     from syncd import snapshot as store
     from syncd._status import log_failures
 
-    engine = store.open_engine(settings.database, settings.database_url)
-    try:
+    # `syncd demo` prints two runs: no store left open behind it
+    with store.StateStore.open(settings.database, settings.database_url) as state:
         print_plan(result, show)
-        log_failures(engine, result.run_id)
+        log_failures(state, result.run_id)
         print_applied(result)
-    finally:
-        engine.dispose()  # `syncd demo` prints two runs: no engine left open behind it
     print_end(result, result.exit_code)
 
 
 # ---------------------------------------------------------------- --output json
 
 
-def run_document(engine: Engine, result: RunResult, show: int, code: int) -> dict[str, Any]:
+def run_document(state: StateStore, result: RunResult, show: int, code: int) -> dict[str, Any]:
     """``syncd sync --output json``: the shape README.md documents."""
-    from syncd import snapshot as store
     from syncd.plan import department_paths, in_order, listed
     from syncd.report.value import scheduled_summary
     from syncd.report.wording import guard_message
@@ -369,6 +365,6 @@ def run_document(engine: Engine, result: RunResult, show: int, code: int) -> dic
         if result.applied is None
         else {outcome: dict(in_order(counts)) for outcome, counts in sorted(done.items())},
         "failures": [
-            {"error": error, "count": n} for error, n in store.failure_groups(engine, result.run_id)
+            {"error": error, "count": n} for error, n in state.failure_groups(result.run_id)
         ],
     }

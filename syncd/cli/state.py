@@ -28,13 +28,10 @@ def state_backup(
     from syncd.snapshot.tables import SCHEMA_VERSION
 
     settings = settings_from(config, require_secrets=False)
-    engine = store.open_engine(settings.database, settings.database_url)
-    try:
-        size = store.backup(engine, target)
-    finally:
-        engine.dispose()
+    with store.StateStore.open(settings.database, settings.database_url) as state:
+        size = state.backup(target)
     out.print(
-        f"backed up {store.describe(engine)} to {target} ({size / 1e6:,.1f} MB, mode 0600, schema "
+        f"backed up {state.describe()} to {target} ({size / 1e6:,.1f} MB, mode 0600, schema "
         f'{SCHEMA_VERSION}); to restore it: README, "Backup and upgrade"'
     )
 
@@ -75,14 +72,13 @@ def state_rebind(config: ConfigOption = None) -> None:
     from syncd.rebuild import rebind
 
     settings = settings_from(config, require_secrets=False)
-    engine = store.open_engine(settings.database, settings.database_url)
-    try:
-        with holding_lease(settings, "syncd state rebind"):
-            old, new = rebind(engine, settings)
-    finally:
-        engine.dispose()
+    with (
+        store.StateStore.open(settings.database, settings.database_url) as state,
+        holding_lease(settings, "syncd state rebind"),
+    ):
+        old, new = rebind(state, settings)
     shown = ", ".join(f"{k} {v!r}" for k, v in new.items())
-    out.print(f"state database {store.describe(engine)} bound to {shown}")
+    out.print(f"state database {state.describe()} bound to {shown}")
     if old is not None and old != new:
         out.print("(was " + ", ".join(f"{k} {v!r}" for k, v in old.items()) + ")")
 

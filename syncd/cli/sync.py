@@ -204,31 +204,28 @@ def _run_and_show(
     from syncd.dry_runs import prune_dry_runs
     from syncd.runner import run_sync
 
-    engine = store.open_engine(settings.database, settings.database_url)
-    try:
+    with store.StateStore.open(settings.database, settings.database_url) as state:
         with _stop_on_signals() as stop, screen, log_context():
             result = run_sync(
                 settings,
                 request,
-                engine=engine,
+                state=state,
                 progress=screen,
                 stop=stop,
                 on_planned=screen.planned,
                 lock_wait_seconds=wait,
             )
-        log_failures(engine, result.run_id)
+        log_failures(state, result.run_id)
         code = result.exit_code
         if check_only and code == 0 and result.plan is not None and result.plan.changes:
             code = 1
-        screen.finished(engine, result, code)
+        screen.finished(state, result, code)
         if request.dry_run:
-            prune_dry_runs(engine, settings.reports.dry_run_keep_days)
+            prune_dry_runs(state, settings.reports.dry_run_keep_days)
         elif settings.metrics.textfile is not None:
             from syncd.metrics import write_textfile  # prometheus_client: only when asked
 
-            write_textfile(engine, settings.metrics.textfile)
-    finally:
-        engine.dispose()
+            write_textfile(state, settings.metrics.textfile)
     return code
 
 

@@ -12,7 +12,9 @@ The package's rooms: ``rows`` (the tables, imported only to create or migrate th
 ``tables`` (the schema version and migrations), ``engine`` (opening, write transactions,
 cursors), ``sql`` (statements for both engines, the drivers' fast paths), ``sqlite`` and
 ``postgres`` (each engine's own), ``tokens``, ``records`` (the snapshot's records),
-``planning`` (what a plan reads, as plain values), ``journal`` (runs and their items).
+``planning`` (what a plan reads, as plain values), ``journal`` (runs and their items);
+``store``: ``StateStore``, the one owner of all of it in a process, which callers outside
+the package hold.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ from syncd.snapshot.records import (
     usernames,
     written,
 )
+from syncd.snapshot.store import StateStore
 from syncd.snapshot.tables import (
     BUSY_TIMEOUT_MS,
     MIGRATIONS,
@@ -105,6 +108,7 @@ __all__ = [
     "FieldLookup",
     "Held",
     "PlacedLookup",
+    "StateStore",
     "SyncedEmployees",
     "TokenStore",
     "applied_since",

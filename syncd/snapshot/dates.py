@@ -16,18 +16,6 @@ from sqlalchemy import Connection, Engine
 from syncd.snapshot import sql
 from syncd.snapshot.engine import translated, write
 
-TABLE = """
-CREATE TABLE IF NOT EXISTS effective_dates (
-    source_id VARCHAR NOT NULL PRIMARY KEY,
-    start_date VARCHAR,
-    end_date VARCHAR
-)
-"""
-
-
-def create_table(conn: Connection) -> None:
-    conn.exec_driver_sql(TABLE)
-
 
 def load_dates(conn: Connection) -> tuple[dict[str, str], dict[str, str]]:
     """Source id -> ISO start date, and -> ISO end date, of the people syncd holds."""

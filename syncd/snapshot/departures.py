@@ -23,17 +23,6 @@ from syncd.snapshot.engine import translated, write
 DEPARTED = "departed"  # a read called them departed
 REMOVED = "removed"  # syncd removed their account, or let go of it
 
-TABLE = """
-CREATE TABLE IF NOT EXISTS departures (
-    source_id VARCHAR NOT NULL PRIMARY KEY,
-    why VARCHAR NOT NULL
-)
-"""
-
-
-def create_table(conn: Connection) -> None:
-    conn.exec_driver_sql(TABLE)
-
 
 def load_departures(conn: Connection) -> dict[str, str]:
     """Source id -> why they had no access (DEPARTED or REMOVED)."""

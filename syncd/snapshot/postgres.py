@@ -28,6 +28,7 @@ What SQLite gives by its nature is made here:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Iterator
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("syncd.snapshot")
 
 # pg_advisory_xact_lock keys: any bigint; these spell "syncdWRT" and "syncdTOK".
+POSTGRESQL = "postgresql"  # the dialect's name
 WRITE_LOCK = 0x73796E6364575254
 TOKEN_LOCK = 0x73796E6364544F4B
 CONNECT_TIMEOUT_S = 10
@@ -72,6 +74,24 @@ _BEGIN_WRITE = f"BEGIN; SELECT pg_advisory_xact_lock({WRITE_LOCK})"
 _USED = "syncd_used"  # when a pooled connection was last given back (time.monotonic)
 IDLE_BEFORE_PING_S = 0.5  # a ping's round trip is then under 1% of the time idle
 _LOCK_POLL_S = 0.05
+
+
+def is_postgresql(bind: Connection | Engine) -> bool:
+    return bind.dialect.name == POSTGRESQL
+
+
+@functools.lru_cache(maxsize=512)
+def placeholders(sql: str) -> str:
+    """``sql`` written with ``?`` placeholders (sqlite3's style, the statements for both
+    engines) in psycopg's ``%s`` style; a statement holds no ``%`` of its own."""
+    if "%" in sql:
+        raise ValueError(f"a statement for both engines holds a %: {sql[:60]}")
+    return sql.replace("?", "%s")
+
+
+def _run(conn: Connection, sql: str, params: Any = ()) -> Any:
+    """One ``?``-style statement on ``conn`` (the token rows' ``execute``)."""
+    return conn.exec_driver_sql(placeholders(sql), params)
 
 
 def parse(url: str) -> URL:
@@ -265,11 +285,10 @@ class Tokens:
         self.place = place
 
     def read(self, app: str) -> StoredToken | None:
-        from syncd.snapshot.sql import run
         from syncd.snapshot.token_rows import read_token
 
         with self.engine.connect() as conn:
-            return read_token(partial(run, conn), app)
+            return read_token(partial(_run, conn), app)
 
     def compare_and_set(
         self,
@@ -278,14 +297,13 @@ class Tokens:
         row: StoredToken,
         timeout: float,
     ) -> bool:
-        from syncd.snapshot.sql import run
         from syncd.snapshot.token_rows import store_token
 
         del timeout  # nothing here waits for the write lock
         try:
             with self.engine.begin() as conn:
                 conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({TOKEN_LOCK} + 1)")
-                store_token(partial(run, conn), app, expected, row)
+                store_token(partial(_run, conn), app, expected, row)
         except StateError as exc:
             log.warning("state database %s: the renewed token was not stored: %s", self.place, exc)
         return True

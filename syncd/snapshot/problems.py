@@ -14,22 +14,6 @@ from sqlalchemy import Connection
 from syncd.plan import KnownProblem
 from syncd.snapshot import sql
 
-TABLE = """
-CREATE TABLE IF NOT EXISTS known_problems (
-    source_id VARCHAR NOT NULL,
-    field VARCHAR NOT NULL,
-    value VARCHAR NOT NULL,
-    username VARCHAR NOT NULL,
-    holder VARCHAR,
-    holder_key VARCHAR,
-    first_run INTEGER NOT NULL,
-    first_seen BIGINT NOT NULL,
-    last_run INTEGER NOT NULL,
-    refusal VARCHAR,
-    PRIMARY KEY (source_id, field)
-)
-"""
-
 _COLUMNS = (
     "source_id, field, value, username, holder, holder_key, first_run, first_seen, last_run, "
     "refusal"
@@ -46,10 +30,6 @@ _ROWS = (
     f"SELECT {_COLUMNS} FROM known_problems "  # noqa: S608 (constants)
     "WHERE source_id IN (SELECT source_id FROM employees) ORDER BY first_seen, source_id"
 )
-
-
-def create_table(conn: Connection) -> None:
-    conn.exec_driver_sql(TABLE)
 
 
 def load_problems(conn: Connection) -> dict[str, tuple[KnownProblem, ...]]:

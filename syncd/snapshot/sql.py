@@ -10,14 +10,17 @@ given to psycopg as ``%s``; a statement holds no ``%`` of its own.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any, Unpack
 
 from sqlalchemy import Connection, CursorResult, Engine
 
-POSTGRESQL = "postgresql"
+from syncd.snapshot.failures import driver_failure
+from syncd.snapshot.postgres import POSTGRESQL as POSTGRESQL
+from syncd.snapshot.postgres import is_postgresql as is_postgresql
+from syncd.snapshot.postgres import placeholders
+
 SQLITE = "sqlite"
 
 
@@ -26,20 +29,9 @@ def kind(bind: Connection | Engine) -> str:
     return bind.dialect.name
 
 
-def is_postgresql(bind: Connection | Engine) -> bool:
-    return bind.dialect.name == POSTGRESQL
-
-
-@functools.lru_cache(maxsize=512)
-def _format(sql: str) -> str:
-    if "%" in sql:
-        raise ValueError(f"a statement for both engines holds a %: {sql[:60]}")
-    return sql.replace("?", "%s")
-
-
 def dialect_sql(bind: Connection | Engine, sql: str) -> str:
     """``sql`` (``?`` placeholders) in the driver's own parameter style."""
-    return _format(sql) if is_postgresql(bind) else sql
+    return placeholders(sql) if is_postgresql(bind) else sql
 
 
 def run(
@@ -65,8 +57,6 @@ def rows(conn: Connection, sql: str, params: Sequence[Any] = ()) -> list[tuple[A
     try:
         return list(raw.execute(dialect_sql(conn, sql), tuple(params)).fetchall())
     except Exception as exc:
-        from syncd.snapshot.engine import driver_failure
-
         problem = driver_failure(conn.engine, exc)
         if problem is None:
             raise
@@ -92,8 +82,6 @@ def copy(
             for row in listed:
                 load.write_row(row)
     except Exception as exc:
-        from syncd.snapshot.engine import driver_failure
-
         problem = driver_failure(conn.engine, exc)
         if problem is None:
             raise

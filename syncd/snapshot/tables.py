@@ -18,6 +18,38 @@ BUSY_TIMEOUT_MS = 60_000
 # writes ~100 MB, and each checkpoint syncs the files to disk (335 fdatasync calls -> 26).
 WAL_CHECKPOINT_PAGES = 10_000
 
+# The tables added by later migrations, written out in SQL (the first ones are ``rows``'s).
+KNOWN_PROBLEMS = """
+CREATE TABLE IF NOT EXISTS known_problems (
+    source_id VARCHAR NOT NULL,
+    field VARCHAR NOT NULL,
+    value VARCHAR NOT NULL,
+    username VARCHAR NOT NULL,
+    holder VARCHAR,
+    holder_key VARCHAR,
+    first_run INTEGER NOT NULL,
+    first_seen BIGINT NOT NULL,
+    last_run INTEGER NOT NULL,
+    refusal VARCHAR,
+    PRIMARY KEY (source_id, field)
+)
+"""
+
+EFFECTIVE_DATES = """
+CREATE TABLE IF NOT EXISTS effective_dates (
+    source_id VARCHAR NOT NULL PRIMARY KEY,
+    start_date VARCHAR,
+    end_date VARCHAR
+)
+"""
+
+DEPARTURES = """
+CREATE TABLE IF NOT EXISTS departures (
+    source_id VARCHAR NOT NULL PRIMARY KEY,
+    why VARCHAR NOT NULL
+)
+"""
+
 
 def _create_v1(conn: Connection) -> None:
     from sqlmodel import SQLModel
@@ -65,9 +97,7 @@ def _v5_sent_index(conn: Connection) -> None:
 
 def _v6_known_problems(conn: Connection) -> None:
     """The known problems table (values another account holds: syncd.snapshot.problems)."""
-    from syncd.snapshot.problems import create_table
-
-    create_table(conn)
+    conn.exec_driver_sql(KNOWN_PROBLEMS)
 
 
 def _v7_token_keys(conn: Connection) -> None:
@@ -87,17 +117,13 @@ def _v8_leadership(conn: Connection) -> None:
 
 def _v9_effective_dates(conn: Connection) -> None:
     """The effective dates table (syncd.snapshot.dates)."""
-    from syncd.snapshot.dates import create_table
-
-    create_table(conn)
+    conn.exec_driver_sql(EFFECTIVE_DATES)
 
 
 def _v10_departures(conn: Connection) -> None:
     """The departures table: ids of people without access, for the guard on access granted
     (syncd.snapshot.departures)."""
-    from syncd.snapshot.departures import create_table
-
-    create_table(conn)
+    conn.exec_driver_sql(DEPARTURES)
 
 
 def _v11_refused_forms(conn: Connection) -> None:

@@ -32,7 +32,7 @@ def test_the_lease_is_lost_and_taken_while_the_state_database_is_write_locked(
 ) -> None:
     daemon = Daemon.start(site.config)
     rival = Claimant("elsewhere/4242/t", "elsewhere", 4242, "m2", "/elsewhere", "leader", 90_000)
-    kept = LeaseStore.open(daemon.engine)
+    kept = daemon.state.leases
     locker = sqlite3.connect(site.state_dir / "syncd.db", isolation_level=None)
     daemon._wake_read.settimeout(DEADLINE)
     try:
@@ -51,10 +51,9 @@ def test_the_lease_is_lost_and_taken_while_the_state_database_is_write_locked(
             assert PUBLISH in daemon._wake_read.recv(64)  # the status: the main loop's to write
     finally:
         locker.close()
-        kept.close()
         daemon.lease.close()
         daemon.lock.release()
-        daemon.engine.dispose()
+        daemon.state.close()
 
 
 def cursors(engine: Engine) -> dict[str, str]:

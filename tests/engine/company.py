@@ -211,6 +211,10 @@ class World:
         """The state database, on whichever engine this world uses."""
         return store.open_engine(self.folder / "state" / "syncd.db", self.database_url)
 
+    def state(self) -> store.StateStore:
+        """The state database's store, on whichever engine this world uses (close it)."""
+        return store.StateStore.open(self.folder / "state" / "syncd.db", self.database_url)
+
     def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         """A query's rows from the state database (``?`` placeholders, both engines)."""
         engine = self.engine()

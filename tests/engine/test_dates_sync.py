@@ -85,8 +85,8 @@ def test_future_hires_and_end_dates_take_effect_at_their_hour_in_the_zone(
         ("fay", "create"),
     ]
     # The report: scheduled, not done; not counted among the changes.
-    engine = world.engine()
-    report = load_report(engine, first.run_id)
+    with world.state() as state:
+        report = load_report(state, first.run_id)
     text = render_text(report)
     assert (
         "scheduled: ann: lock at 2027-01-01 00:00 Europe/Paris "

@@ -124,17 +124,17 @@ def test_updates_journaled_as_sent_but_never_sent_are_not_recorded_as_done(
     dry = world.sync(dry_run=True)
     assert dry.plan is not None and len(dry.plan.changes) == 2
     settings = world.settings()
-    engine = store.open_engine(settings.database, settings.database_url)
+    state = store.StateStore.open(settings.database, settings.database_url)
     # As a run killed after journaling its items as sent, before sending them.
-    with store.write(engine) as conn:
-        store.mark_sent(conn, dry.run_id, [0, 1])
+    with state.write() as conn:
+        state.mark_sent(conn, dry.run_id, [0, 1])
     before = written(world)
-    client = PlatformClient(platform_of(settings), store.TokenStore(engine))
+    client = PlatformClient(platform_of(settings), state.tokens)
 
-    assert recover(client, engine, now_ms()).resolved == 2
+    assert recover(client, state, now_ms()).resolved == 2
 
     assert written(world) == before  # neither after-values nor a new hash
-    items = store.load_items(engine, dry.run_id)
+    items = state.load_items(dry.run_id)
     assert {(i["outcome"], i["error"]) for i in items} == {
         ("failed", "interrupted before the answer came; compared again next run")
     }
@@ -143,7 +143,7 @@ def test_updates_journaled_as_sent_but_never_sent_are_not_recorded_as_done(
     unlisted = PlatformView(root.id, root.name or "", {}, False)
     directory = read_directory(source_of(settings))
     again = plan(
-        directory, store.load_snapshot(engine, fields=True), unlisted, policy_of(settings), now_ms()
+        directory, state.load_snapshot(fields=True), unlisted, policy_of(settings), now_ms()
     )
     assert [(c.action, c.key) for c in again.changes] == [
         (Action.MOVE, "D3"),
@@ -171,20 +171,20 @@ def test_an_update_in_flight_is_recorded_as_written_when_the_platform_shows_it(
     dry = world.sync(dry_run=True)
     assert dry.plan is not None and [c.key for c in dry.plan.changes] == ["E2"]
     settings = world.settings()
-    engine = store.open_engine(settings.database, settings.database_url)
-    with store.write(engine) as conn:  # as a run killed with the update on the wire
-        store.mark_sent(conn, dry.run_id, [0])
+    state = store.StateStore.open(settings.database, settings.database_url)
+    with state.write() as conn:  # as a run killed with the update on the wire
+        state.mark_sent(conn, dry.run_id, [0])
     if landed:  # it reached the platform: what the update sent is there
         AnotherAdmin(world.emulator).edit("bob", **fields)
-    client = PlatformClient(platform_of(settings), store.TokenStore(engine))
+    client = PlatformClient(platform_of(settings), state.tokens)
     try:
-        assert recover(client, engine, now_ms()).resolved == 1
+        assert recover(client, state, now_ms()).resolved == 1
     finally:
         client.close()
-    ((item,),) = [store.load_items(engine, dry.run_id)]
+    ((item,),) = [state.load_items(dry.run_id)]
     assert item["outcome"] == ("recovered" if landed else "failed"), item
     again = world.sync()
-    engine.dispose()
+    state.close()
     assert again.exit_code == EXIT_OK, again.error
     assert [c.key for c in plan_of(again).changes] == ([] if landed else ["E2"])
     assert world.platform().same_as(world.company.expected())

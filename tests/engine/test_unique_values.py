@@ -194,21 +194,21 @@ def test_a_known_problem_turns_red_once_then_check_status_and_sync_stay_green(
     assert code == EXIT_PARTIAL, output
     assert "gus: email gus@acme.example is already used by outsider" in output
 
-    engine = store.open_engine(world.folder / "state" / "syncd.db")
+    state = store.StateStore.open(world.folder / "state" / "syncd.db")
     try:
-        told = load_report(engine, "latest")
+        told = load_report(state, "latest")
         text = render_notification(told)
         assert "new known problem: gus: email gus@acme.example is already used by outsider" in text
-        assert store.run_summary(engine, told.run.id)["known_problems"] == 1
+        assert state.run_summary(told.run.id)["known_problems"] == 1
         for command in (("sync", "--check"), ("sync", "--yes"), ("sync", "--check")):
             code, output = syncd(capsys, *command, "--config", config)
             assert code == EXIT_OK, output
             assert "known problem" not in output  # told once
-        quiet = load_report(engine, "latest")
+        quiet = load_report(state, "latest")
         assert not [n for n in quiet.notes if n.kind == "known problem"]
         assert "known problem" not in render_notification(quiet)
     finally:
-        engine.dispose()
+        state.close()
     metrics = textfile.read_text(encoding="utf-8")
     assert "syncd_known_problems 1.0" in metrics and "syncd_pending_failures 0.0" in metrics
     code, output = syncd(capsys, "status", "--config", config)

@@ -19,7 +19,7 @@ from syncd import snapshot as store
 from syncd.config import load_settings
 from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_FAILED, EXIT_PARTIAL, ConfigError
-from syncd.leadership import Lease, claimant, request_seconds
+from syncd.leadership import SHELL, Lease
 from syncd.runner import RunRequest, run_sync
 from tests.reliability.support import Rig, big_company, when_requests
 from tests.support.settings import CSV_SETTINGS, write_settings
@@ -35,14 +35,8 @@ def test_a_retry_waiting_while_the_lease_runs_out_is_never_sent(
     rig.platform_options.update(batch_size=20, concurrency=1)
     rig.company.write(rig.folder)
     settings = rig.settings()
-    engine = store.open_engine(settings.database, settings.database_url)
-    lease = Lease(
-        engine,
-        claimant(settings, "shell"),
-        role_waiting="shell",
-        contend=False,
-        request_s=request_seconds(settings),
-    )
+    state = store.StateStore.open(settings.database, settings.database_url)
+    lease = Lease.for_settings(state, settings, SHELL)
 
     def paused() -> None:  # as after SIGSTOP while waiting to retry: no renewal came
         lease.deadline = time.monotonic() - 0.001
@@ -55,10 +49,10 @@ def test_a_retry_waiting_while_the_lease_runs_out_is_never_sent(
     try:
         assert lease.claim()
         with when_requests(emulator, IMPORT_EMPLOYEES, 1, paused):
-            result = run_sync(settings, RunRequest(), engine=engine, lease=lease)
+            result = run_sync(settings, RunRequest(), state=state, lease=lease)
     finally:
         lease.close()
-        engine.dispose()
+        state.close()
     assert requests_to(emulator, IMPORT_EMPLOYEES) == 1  # the refused one; its retry never left
     assert (result.outcome, result.exit_code) == ("interrupted", EXIT_PARTIAL), result.error
 

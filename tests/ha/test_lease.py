@@ -25,7 +25,7 @@ from sqlalchemy import Connection, Engine, text
 from syncd import snapshot as store
 from syncd.errors import Fenced
 from syncd.leadership import Lease, Turn, machine_id
-from syncd.snapshot import leases
+from syncd.snapshot import StateStore, leases
 from syncd.snapshot.lease_store import LeaseStore
 from syncd.snapshot.leases import Claimant
 
@@ -52,7 +52,7 @@ def claimant(n: int, *, place: str = "/var/lib/syncd", pid: int | None = None) -
 
 
 def lease(engine: Engine, me: Claimant) -> Lease:
-    return Lease(engine, me, role_waiting="standby", contend=True)
+    return Lease(StateStore(engine), me, role_waiting="standby", contend=True)
 
 
 @contextmanager

@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Engine, event
 from syncd import snapshot as store
 from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_OK
-from syncd.leadership import Lease, claimant, request_seconds
+from syncd.leadership import SHELL, Lease
 from syncd.runner import RunRequest, run_sync
 from syncd.snapshot import postgres
 from tests.reliability.support import Rig, big_company
@@ -69,23 +69,17 @@ def test_a_lone_sync_whose_own_writes_are_slow_never_fences_itself(
     rig.sections["leadership"] = {"lease_seconds": LEASE_SECONDS}
     rig.company.write(rig.folder)
     settings = rig.settings()
-    engine = store.open_engine(settings.database, settings.database_url)
-    slow = SlowWrites(engine)
-    lease = Lease(
-        engine,
-        claimant(settings, "shell"),
-        role_waiting="shell",
-        contend=False,
-        request_s=request_seconds(settings),
-    )
+    state = store.StateStore.open(settings.database, settings.database_url)
+    slow = SlowWrites(state.engine)
+    lease = Lease.for_settings(state, settings, SHELL)
     try:
         assert lease.claim()
         lease.start()
         slow.lease = lease
-        result = run_sync(settings, RunRequest(), engine=engine, lease=lease)
+        result = run_sync(settings, RunRequest(), state=state, lease=lease)
     finally:
         lease.close()
-        engine.dispose()
+        state.close()
     assert (result.outcome, result.exit_code) == ("ok", EXIT_OK), result.error
     assert slow.held == HOOKED  # the run's writes were slow ...
     assert slow.renewed == HOOKED  # ... and the lease was renewed while each was open

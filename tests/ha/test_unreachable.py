@@ -22,6 +22,7 @@ from sqlalchemy import text
 
 from syncd import snapshot as store
 from syncd.leadership import Lease
+from syncd.snapshot import StateStore
 from syncd.snapshot.postgres import IDLE_IN_TRANSACTION_MS, KEEPALIVES, STATEMENT_TIMEOUT_MS
 from tests.support.postgres import start_server, stop_server
 
@@ -80,7 +81,7 @@ def test_a_lease_lets_go_within_a_renewal_period_of_a_frozen_server(tmp_path: Pa
             KEEPALIVES["keepalives_idle"],
             KEEPALIVES["tcp_user_timeout"],
         )
-        lease = Lease(engine, claimant(1), role_waiting="standby", contend=True)
+        lease = Lease(StateStore(engine), claimant(1), role_waiting="standby", contend=True)
         assert lease.claim()
         lease.start()
         with frozen(server.process.pid):

@@ -270,15 +270,12 @@ def test_a_sync_after_the_server_restarted_under_the_daemons_engine(
 
     settings = world.settings()
     world.company.write(world.folder)
-    engine = store.open_engine(settings.database, settings.database_url)
-    try:
-        assert run_sync(settings, RunRequest(), engine=engine).exit_code == EXIT_OK
+    with store.StateStore.open(settings.database, settings.database_url) as state:
+        assert run_sync(settings, RunRequest(), state=state).exit_code == EXIT_OK
         postgres_server.restart()
         world.company.person("bob")["mobile"] = "13900000042"
         world.company.write(world.folder)
-        assert run_sync(settings, RunRequest(), engine=engine).exit_code == EXIT_OK
-    finally:
-        engine.dispose()
+        assert run_sync(settings, RunRequest(), state=state).exit_code == EXIT_OK
     assert world.platform().same_as(world.company.expected())
 
 
@@ -324,11 +321,8 @@ def test_the_metrics_textfile_reads_its_gauges_from_postgresql(world: World) -> 
 
     assert world.sync().exit_code == EXIT_OK
     assert world.sync(dry_run=True).exit_code == EXIT_OK  # dry runs are left out
-    engine = world.engine()
-    try:
-        write_textfile(engine, world.folder / "syncd.prom")
-    finally:
-        engine.dispose()
+    with world.state() as state:
+        write_textfile(state, world.folder / "syncd.prom")
     gauges = (world.folder / "syncd.prom").read_text()
     assert 'syncd_source_records{kind="employee"} 5.0' in gauges, gauges
     assert "syncd_last_success_timestamp_seconds" in gauges

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine
 
 from syncd import snapshot as store
 from syncd.config import Settings
@@ -50,8 +49,8 @@ class Runs:
     def config(self) -> Path:
         return self.world.folder / "syncd.toml"
 
-    def engine(self) -> Engine:
-        return store.open_engine(self.world.folder / "state" / "syncd.db")
+    def state(self) -> store.StateStore:
+        return store.StateStore.open(self.world.folder / "state" / "syncd.db")
 
 
 def make_world(tmp_path: Path, emulator: RunningEmulator) -> World:

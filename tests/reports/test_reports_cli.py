@@ -164,8 +164,8 @@ def test_failed_only(runs: Runs) -> None:
 def test_json_is_the_full_record_and_reads_back(runs: Runs) -> None:
     output = invoke(runs, "reports", "show", "1", "--format", "json").output
     data = json.loads(output)
-    engine = runs.engine()
-    assert rpt.RunReport.from_dict(data) == reports.load_report(engine, 1)
+    with runs.state() as state:
+        assert rpt.RunReport.from_dict(data) == reports.load_report(state, 1)
     with db(runs) as conn:
         stored = conn.execute("SELECT COUNT(*) FROM run_items WHERE run_id = 1").fetchone()[0]
         summary = json.loads(conn.execute("SELECT summary FROM runs WHERE id = 1").fetchone()[0])
@@ -318,13 +318,13 @@ def test_prune_never_deletes_the_latest_a_running_or_an_unrecovered_run(runs: Ru
     with db(runs) as conn:
         conn.execute("UPDATE runs SET outcome = 'running' WHERE id = 2")
         conn.execute("UPDATE run_items SET outcome = 'sent' WHERE run_id = 3 AND seq = 0")
-    pruned = reports.prune(runs.engine(), keep_days=0)
+    pruned = reports.prune(runs.state(), keep_days=0)
     assert (pruned.runs, counts(runs)[0]) == (1, [2, 3, 4])
 
 
 def test_prune_refuses_a_negative_age(runs: Runs) -> None:
     with pytest.raises(SyncdError, match="0 or more"):
-        reports.prune(runs.engine(), keep_days=-1)
+        reports.prune(runs.state(), keep_days=-1)
 
 
 @pytest.mark.parametrize(
@@ -395,7 +395,7 @@ def test_show_as_json_has_a_schema_zoned_times_and_department_paths(runs: Runs) 
 
 
 def test_list_keeps_whole_columns_at_80_columns(runs: Runs) -> None:
-    lines = reports.list_runs(runs.engine())
+    lines = reports.list_runs(runs.state())
     screen = io.StringIO()
     Console(file=screen, width=80, color_system=None).print(rpt.run_table(lines, 80))
     shown = screen.getvalue().splitlines()

@@ -74,7 +74,7 @@ def test_ok_runs_dry_runs_and_an_empty_list_notify_nobody(
     world.emulator.set_faults(reject=REASONS)
     run_id = sync_and_report(world, default)
     assert outcome(world, run_id) == "partial"
-    assert notify(default, store.open_engine(default.database), run_id) is False
+    assert notify(default, store.StateStore.open(default.database), run_id) is False
     world.emulator.set_faults()
     settings = reports_settings(notify_usernames=["ann"])
     run_id = sync_and_report(world, settings)
@@ -99,11 +99,11 @@ def test_a_failure_to_notify_is_logged_never_raised(
         run_id = sync_and_report(world, settings)  # the platform knows no such user
     assert messages(world) == []
     assert f"run {run_id}: could not notify nobody" in caplog.text
-    engine = store.open_engine(settings.database)
+    state = store.StateStore.open(settings.database)
     world.emulator.set_faults(down=True)
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="syncd.notifications"):
-        assert notify(settings, engine, run_id) is False
+        assert notify(settings, state, run_id) is False
     assert "could not notify" in caplog.text and "PlatformUnavailable" in caplog.text
     assert "demo-secret" not in caplog.text
 

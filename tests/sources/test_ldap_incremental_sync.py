@@ -98,17 +98,17 @@ def test_a_known_problem_does_not_hold_back_the_incremental_mark(
         f"dn: uid=judy,ou=Sales,ou=Head Office,{acme}\nobjectClass: inetOrgPerson\n"
         "uid: judy\ncn: Judy New\nsn: New\nmail: judy@acme.example\nmobile: 13987654321\n"
     )
-    engine = store.open_engine(settings.database)
+    state = store.StateStore.open(settings.database)
     try:
-        mark = cursors.source_mark(engine)
-        people = cursors.platform_cursors(engine)["people"]
+        mark = cursors.source_mark(state)
+        people = cursors.platform_cursors(state)["people"]
 
         told = run_sync(settings, RunRequest(read="incremental"))
 
         assert (told.outcome, told.exit_code) == ("partial", 1), told.error
         assert admin.employee("judy").get("mobile") in (None, "")
-        assert cursors.source_mark(engine) != mark
-        with engine.connect() as conn:
+        assert cursors.source_mark(state) != mark
+        with state.read() as conn:
             (problem,) = store.problem_rows(conn)
         assert (problem["username"], problem["value"], problem["holder"]) == (
             "judy",
@@ -120,12 +120,12 @@ def test_a_known_problem_does_not_hold_back_the_incremental_mark(
             again = run_sync(settings, RunRequest(read="incremental"))
             assert (again.outcome, again.exit_code) == ("ok", 0), again.error
             assert planned(again) == set()
-            calls.append(store.run_summary(engine, again.run_id)["calls"])
+            calls.append(state.run_summary(again.run_id)["calls"])
         # The first reads judy back once (written by the run before, as anyone written);
         # the second reads one employee record, the holder's (is the value still held?),
         # and nobody back: the cursor moved past.
-        assert cursors.platform_cursors(engine)["people"] != people
+        assert cursors.platform_cursors(state)["people"] != people
         employees = "GET /v1/admin/organizations/{org_code}/employees"
         assert calls[1].get(employees) == 1 and calls[1].get("GET /v1/users") == 1
     finally:
-        engine.dispose()
+        state.close()
