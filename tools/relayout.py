@@ -82,8 +82,8 @@ def keep_logger_names() -> None:
 
 _NAMES = "|".join(sorted(map(re.escape, MOVES), key=len, reverse=True))
 # syncd.runner (not .syncd.runner, not a logger's name in getLogger("syncd.leadership"),
-# not the daemon's own "syncd.daemon: " line prefix).
-_DOTTED = re.compile(rf'(?<![\w./-])(?<!getLogger\(")syncd\.({_NAMES})\b(?!: )')
+# not caplog's logger="syncd.notifications", not the daemon's own "syncd.daemon: " line prefix).
+_DOTTED = re.compile(rf'(?<![\w./-])(?<!getLogger\(")(?<!logger=")syncd\.({_NAMES})\b(?!: )')
 _PATH = re.compile(rf"(?<![\w.])syncd/({_NAMES})\.py\b")
 _FROM = re.compile(r"^(?P<indent>[ \t]*)from syncd import (?P<names>[^(\n]+?)(?P<tail>[ \t]*(#.*)?)$", re.M)
 
