@@ -45,17 +45,31 @@ MOVES = {
     "demo": "setup.demo",
 }
 PACKAGES = {
-    "run": '"""A run and what is around it: reading, planning, applying, recording (docs/design.md)."""\n',
-    "service": '"""The long-running service: the daemon, its status, health and metrics (docs/design.md)."""\n',
-    "setup": '"""Getting started: new settings and units (``syncd init``), the demo (``syncd demo``)."""\n',
+    "run": "A run and what is around it: reading, planning, applying, recording.",
+    "service": "The long-running service: the daemon, its status, health and metrics.",
+    "setup": "Getting started: new settings and units (``syncd init``), the demo.",
 }
-TEXT_SUFFIXES = {".py", ".md", ".toml", ".cfg", ".ini", ".yml", ".yaml", ".j2", ".service", ".timer", ".txt"}
+TEXT_SUFFIXES = {
+    ".py",
+    ".md",
+    ".toml",
+    ".cfg",
+    ".ini",
+    ".yml",
+    ".yaml",
+    ".j2",
+    ".service",
+    ".timer",
+    ".txt",
+}
 TEXT_NAMES = {"Makefile", "Dockerfile"}
 SKIP = ("tools/relayout.py",)
 
 
 def git(*args: str) -> str:
-    return subprocess.run(["git", *args], cwd=ROOT, check=True, text=True, capture_output=True).stdout
+    return subprocess.run(
+        ["git", *args], cwd=ROOT, check=True, text=True, capture_output=True
+    ).stdout
 
 
 def move_files() -> None:
@@ -63,7 +77,7 @@ def move_files() -> None:
         init = ROOT / "syncd" / package / "__init__.py"
         if not init.exists():
             init.parent.mkdir(exist_ok=True)
-            init.write_text(doc, encoding="utf-8")
+            init.write_text(f'"""{doc} (docs/design.md)"""\n', encoding="utf-8")
             git("add", str(init.relative_to(ROOT)))
     for old, new in MOVES.items():
         source = ROOT / "syncd" / f"{old}.py"
@@ -85,7 +99,9 @@ _NAMES = "|".join(sorted(map(re.escape, MOVES), key=len, reverse=True))
 # not caplog's logger="syncd.notifications", not the daemon's own "syncd.daemon: " line prefix).
 _DOTTED = re.compile(rf'(?<![\w./-])(?<!getLogger\(")(?<!logger=")syncd\.({_NAMES})\b(?!: )')
 _PATH = re.compile(rf"(?<![\w.])syncd/({_NAMES})\.py\b")
-_FROM = re.compile(r"^(?P<indent>[ \t]*)from syncd import (?P<names>[^(\n]+?)(?P<tail>[ \t]*(#.*)?)$", re.M)
+_FROM = re.compile(
+    r"^(?P<indent>[ \t]*)from syncd import (?P<names>[^(\n]+?)(?P<tail>[ \t]*(#.*)?)$", re.M
+)
 
 
 def _split_from(match: re.Match[str]) -> str:
@@ -101,7 +117,9 @@ def _split_from(match: re.Match[str]) -> str:
             groups.setdefault("syncd", []).append(item)
     if list(groups) == ["syncd"]:
         return match.group(0)
-    lines = [f"{indent}from {base} import {', '.join(items)}" for base, items in sorted(groups.items())]
+    lines = [
+        f"{indent}from {base} import {', '.join(items)}" for base, items in sorted(groups.items())
+    ]
     lines[0] += tail
     return "\n".join(lines)
 
