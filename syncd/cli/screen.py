@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from syncd.config import Settings
     from syncd.plan import Change, Plan
-    from syncd.runner import RunResult
+    from syncd.run.runner import RunResult
 
 # The colour of each action's symbol (the symbols are the text report's) on a terminal.
 ACTION_STYLES = {
@@ -292,8 +292,8 @@ def print_applied(result: RunResult) -> None:
         text += Text.assemble("; ", (f"{failed:,} failed", "red"))
         text += f" (syncd reports show {result.run_id} --failed-only)"
     out.print(text)
-    from syncd.known_problems import describe
     from syncd.report import printable
+    from syncd.run.known_problems import describe
 
     for known, username in result.applied.new_problems:  # told once: this run found them
         out.print(labelled("known problem:", "yellow", printable(describe(known, username))))
@@ -309,7 +309,7 @@ def print_end(result: RunResult, code: int) -> None:
 def _print_run(settings: Settings, result: RunResult, show: int) -> None:
     """A run shown after the fact (``syncd demo``): plan, guards, what was done."""
     from syncd import snapshot as store
-    from syncd._status import log_failures
+    from syncd.service.status import log_failures
 
     engine = store.open_engine(settings.database, settings.database_url)
     try:

@@ -11,7 +11,7 @@ from syncd.logs import redact
 
 def run(config: ConfigOption = None) -> None:
     """Run as a service: sync on the configured schedule until stopped."""
-    from syncd.daemon import serve
+    from syncd.service.daemon import serve
 
     raise typer.Exit(serve(config))
 
@@ -19,8 +19,8 @@ def run(config: ConfigOption = None) -> None:
 def status(config: ConfigOption = None, output: OutputOption = Output.TEXT) -> None:
     """The daemon, its next run, the run lock and the last runs; exit 1 when not healthy,
     3 when the daemon is expected and not running."""
-    from syncd._status import print_status, read_status
     from syncd.config import NoSettingsGiven, salvaged_settings
+    from syncd.service.status import print_status, read_status
 
     broken_by: ConfigError | None = None
     try:

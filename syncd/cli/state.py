@@ -48,8 +48,8 @@ def state_rebuild(
 ) -> None:
     """Take back into the state database what syncd wrote on the platform and lost: the
     departments (by serial_no) and people (by extension_id) neither it nor the source knows."""
-    from syncd.leadership import holding_lease
-    from syncd.rebuild import rebuild_state
+    from syncd.run.leadership import holding_lease
+    from syncd.run.rebuild import rebuild_state
 
     settings = settings_from(config)
     if dry_run:
@@ -71,8 +71,8 @@ def state_rebind(config: ConfigOption = None) -> None:
     """Bind the state database to the platform the settings name: the same platform under a
     new address or application (another platform needs its own state_dir)."""
     from syncd import snapshot as store
-    from syncd.leadership import holding_lease
-    from syncd.rebuild import rebind
+    from syncd.run.leadership import holding_lease
+    from syncd.run.rebuild import rebind
 
     settings = settings_from(config, require_secrets=False)
     engine = store.open_engine(settings.database, settings.database_url)
@@ -92,8 +92,8 @@ def state_accept(config: ConfigOption = None) -> None:
     """Accept the state database as complete: the platform's records it does not know and
     the source does not name are another program's or installation's, left alone and
     never counted as syncd's again."""
-    from syncd.leadership import holding_lease
-    from syncd.rebuild import accept
+    from syncd.run.leadership import holding_lease
+    from syncd.run.rebuild import accept
 
     settings = settings_from(config, require_secrets=False)
     with holding_lease(settings, "syncd state accept"):

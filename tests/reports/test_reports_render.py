@@ -224,7 +224,7 @@ def test_notification_is_short_and_points_to_the_report() -> None:
 
 # Pure logic: the plan, the reports and saved plans reach neither I/O libraries nor the
 # store (issue 27: the plan is a value; nothing in it queries the database later).
-PURE = ("syncd.plan", "syncd.report", "syncd.saved_plan")
+PURE = ("syncd.plan", "syncd.report", "syncd.run.saved_plan")
 NOT_PURE = (
     "httpx",
     "sqlalchemy",

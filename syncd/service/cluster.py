@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.text import Text
 from sqlalchemy import Engine
 
-from syncd.leadership import STALE_AFTER_LEASES
+from syncd.run.leadership import STALE_AFTER_LEASES
 from syncd.snapshot import leases
 from syncd.snapshot.lease_store import LeaseStore
 
