@@ -18,7 +18,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from syncd.cli import ask, err, labelled, live, log, out, print_json, spinner, tell
+from syncd.cli.shared import ask, err, labelled, live, log, out, print_json, spinner, tell
 from syncd.logs import add_log_fields
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from syncd.cli import ConfigOption, Output, OutputOption, out, print_json, settings_from
+from syncd.cli.shared import ConfigOption, Output, OutputOption, out, print_json, settings_from
 from syncd.errors import ConfigError
 from syncd.logs import redact
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from syncd.cli import ConfigOption, out, settings_from
+from syncd.cli.shared import ConfigOption, out, settings_from
 
 state_app: typer.Typer = typer.Typer(
     help="Back up, rebuild, rebind or accept the state database.", no_args_is_help=True

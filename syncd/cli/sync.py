@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from syncd.cli import (
+from syncd.cli.screen import Screen
+from syncd.cli.shared import (
     ConfigOption,
     LongOption,
     Output,
@@ -27,7 +28,6 @@ from syncd.cli import (
     settings_from,
     tell,
 )
-from syncd.cli.screen import Screen
 from syncd.errors import SyncdError
 from syncd.logs import log_context
 

@@ -12,8 +12,8 @@ from urllib.parse import unquote, urlparse
 
 import typer
 
-from syncd.cli import out, settings_from, tell
 from syncd.cli.screen import _print_run
+from syncd.cli.shared import out, settings_from, tell
 from syncd.errors import SyncdError
 from syncd.setup.init import SourceKind
 
