@@ -248,7 +248,11 @@ def test_the_renderers_do_not_import_io_libraries() -> None:
 
 def test_no_import_of_the_pure_modules_names_the_store_even_inside_a_function() -> None:
     root = Path(rpt.__file__).resolve().parent.parent
-    files = [*(root / "plan").glob("*.py"), *(root / "report").glob("*.py"), root / "saved_plan.py"]
+    files = [
+        *(root / "plan").glob("*.py"),
+        *(root / "report").glob("*.py"),
+        root / "run" / "saved_plan.py",
+    ]
     assert len(files) > 20
     found = []
     for path in files:
