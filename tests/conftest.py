@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
-from syncd.emulator import EmulatorOptions, RunningEmulator, serve_in_thread
 from tests.support.postgres import (  # noqa: F401 - fixtures for every test
     engine_kind,
     postgres_server,
@@ -33,6 +33,11 @@ from tests.support.postgres import (  # noqa: F401 - fixtures for every test
     store_url,
 )
 from tests.support.waiting import TIME_FACTOR
+
+if TYPE_CHECKING:
+    # Imported by the fixture: fastapi is a second of every pytest process's start, and
+    # pytest-xdist's controller, which runs no test, loads this file too.
+    from syncd.emulator import RunningEmulator
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -72,6 +77,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def emulator_server() -> Iterator[RunningEmulator]:
+    from syncd.emulator import EmulatorOptions, serve_in_thread
+
     with serve_in_thread(EmulatorOptions()) as running:
         yield running
 
