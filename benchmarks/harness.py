@@ -37,7 +37,7 @@ START_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
 WRITE_PREFIXES = ("POST /v1/admin", "DELETE /v1/admin")
 # A sync that reads and plans even when its files are those of a run that planned nothing
-# (syncd.unchanged): what a changed export costs.
+# (syncd.run.unchanged): what a changed export costs.
 READ_EVERY_RUN = {"SYNCD_SYNC__SKIP_UNCHANGED": "false"}
 BATCHED = ("import-orgs", "import-employees")
 

@@ -62,7 +62,7 @@ from benchmarks.results import Results, Sample
 # wheel installs a top-level ``tests`` package that would shadow this repository's tests/.
 CSV_DIFF = BIN.parent / "csv-diff" / "bin" / "csv-diff"
 # What a sync imports before it reads anything: the CLI and the run it drives.
-SYNC_IMPORTS = "import syncd.cli, syncd.runner"
+SYNC_IMPORTS = "import syncd.cli, syncd.run.runner"
 
 
 @dataclass

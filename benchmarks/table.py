@@ -92,7 +92,7 @@ SERIES = {
     "first_resync": "syncd sync: first no-change re-sync after the initial",
     "resync": "syncd sync: no-change re-sync, CSV (files unchanged: not read)",
     "resync_full": "syncd sync: no-change re-sync, CSV read and planned",
-    "imports": "python -c 'import syncd.cli, syncd.runner': a sync's imports alone",
+    "imports": "python -c 'import syncd.cli, syncd.run.runner': a sync's imports alone",
     "churn": "syncd sync: 1% churn, CSV",
     "ldap_read": "read_ldap in a child (timed read; RSS: whole process)",
     "ldapsearch": "ldapsearch -E pr=1000/noprompt, the 3 searches",

@@ -7,7 +7,7 @@
 - ``reference/commands.md``: every command and option of the CLI (the typer app).
 - ``reference/exit-codes.md``: the exit codes and the errors that carry them
   (``syncd.errors``).
-- ``reference/metrics.md``: every metric the daemon and the textfile serve (``syncd.metrics``).
+- ``reference/metrics.md``: every metric the daemon and the textfile serve (``syncd.service.metrics``).
 
 Three ways in:
 
@@ -527,7 +527,7 @@ def exit_codes_page() -> str:
 def metrics() -> Iterator[tuple[str, str, str, tuple[str, ...]]]:
     """Each metric syncd defines (name, type, help, labels), the daemon's set (which
     includes the textfile's)."""
-    from syncd.metrics import RunMetrics
+    from syncd.service.metrics import RunMetrics
 
     collectors = RunMetrics().registry._collector_to_names  # no public listing
     for collector in collectors:
@@ -549,7 +549,7 @@ def metrics_page() -> str:
         "# Metrics",
         "",
         "What `syncd run` serves with `[metrics] enabled = true` (on",
-        "`http://127.0.0.1:9464/metrics`), from `syncd/metrics.py`. The gauges of the last run",
+        "`http://127.0.0.1:9464/metrics`), from `syncd/service/metrics.py`. The gauges of the last run",
         "(`syncd_last_*`, `syncd_source_records`, `syncd_pending_failures`,",
         "`syncd_known_problems`, `syncd_build_info`) are also what `metrics.textfile` holds after",
         "a `syncd sync`; the counters, `syncd_next_run_*` and `syncd_leader*` are the daemon's.",

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
-from syncd.emulator import EmulatorOptions, RunningEmulator, serve_in_thread
 from tests.support.postgres import (  # noqa: F401 - fixtures for every test
     engine_kind,
     postgres_server,
@@ -33,6 +33,11 @@ from tests.support.postgres import (  # noqa: F401 - fixtures for every test
     store_url,
 )
 from tests.support.waiting import TIME_FACTOR
+
+if TYPE_CHECKING:
+    # Imported by the fixture: fastapi is a second of every pytest process's start, and
+    # pytest-xdist's controller, which runs no test, loads this file too.
+    from syncd.emulator import RunningEmulator
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -50,15 +55,24 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # The tiers (docs/development.md): a test's marks follow from where it is and what it uses.
-# servers: it starts slapd, Samba AD or PostgreSQL (session fixtures; Samba on 389/636).
+# servers: it starts slapd, Samba AD or PostgreSQL (session fixtures; Samba on 389/636),
+# the PostgreSQL turn of a test run once per engine included.
 # slow: it runs syncd as processes, at pseudo-terminals, or whole histories of runs.
 SERVER_FIXTURES = frozenset({"slapd", "samba_dc", "postgres_server"})
 SLOW_FOLDERS = frozenset({"cli", "daemon", "ha", "install", "reliability"})
 
 
+def on_postgresql(item: pytest.Item) -> bool:
+    """A test run once per state database engine, in its PostgreSQL turn: it starts the
+    server through ``store_url`` (getfixturevalue), which its fixture names do not show.
+    Its SQLite turn stays in the fast tier."""
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and callspec.params.get("engine_kind") == "postgresql"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())) or on_postgresql(item):
             item.add_marker(pytest.mark.servers)
         if item.path.parent.name in SLOW_FOLDERS or "long" in item.keywords:
             item.add_marker(pytest.mark.slow)
@@ -72,6 +86,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def emulator_server() -> Iterator[RunningEmulator]:
+    from syncd.emulator import EmulatorOptions, serve_in_thread
+
     with serve_in_thread(EmulatorOptions()) as running:
         yield running
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from syncd.cli import (
+from syncd.cli.shared import (
     ConfigOption,
     Output,
     OutputOption,

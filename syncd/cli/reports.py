@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from syncd.cli import (
+from syncd.cli.shared import (
     ConfigOption,
     Output,
     OutputOption,
@@ -42,7 +42,7 @@ def reports_list(
     ] = False,
 ) -> None:
     """One line per run: real runs; dry runs are kept apart (--dry-runs)."""
-    from syncd.runs import print_run_list
+    from syncd.run.runs import print_run_list
 
     settings = settings_from(config, require_secrets=False)
     print_run_list(
@@ -76,7 +76,7 @@ def reports_show(
     ] = 50,
 ) -> None:
     """One run: summary, failures grouped by error, changes, rejected rows."""
-    from syncd.runs import show_run
+    from syncd.run.runs import show_run
 
     show_run(
         settings_from(config, require_secrets=False),
@@ -107,7 +107,7 @@ def reports_person(
     file: FileOption = None,
 ) -> None:
     """Every run that changed, locked, removed or failed one person, and why."""
-    from syncd.runs import show_person
+    from syncd.run.runs import show_person
 
     settings = settings_from(config, require_secrets=False)
     show_person(settings, out, username, fmt=output, planned=planned, output=file)
@@ -127,7 +127,7 @@ def reports_prune(
     ] = False,
 ) -> None:
     """Delete the records of older runs, then give their space back to the disk."""
-    from syncd.runs import prune_runs
+    from syncd.run.runs import prune_runs
 
     confirm = (
         None if yes or not at_terminal() else partial(ask, how_not_to_ask="--yes does not ask")

@@ -18,13 +18,13 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from syncd.cli import ask, err, labelled, live, log, out, print_json, spinner, tell
+from syncd.cli.shared import ask, err, labelled, live, log, out, print_json, spinner, tell
 from syncd.logs import add_log_fields
 
 if TYPE_CHECKING:
     from syncd.config import Settings
     from syncd.plan import Change, Plan
-    from syncd.runner import RunResult
+    from syncd.run.runner import RunResult
     from syncd.snapshot import StateStore
 
 # The colour of each action's symbol (the symbols are the text report's) on a terminal.
@@ -291,8 +291,8 @@ def print_applied(result: RunResult) -> None:
         text += Text.assemble("; ", (f"{failed:,} failed", "red"))
         text += f" (syncd reports show {result.run_id} --failed-only)"
     out.print(text)
-    from syncd.known_problems import describe
     from syncd.report import printable
+    from syncd.run.known_problems import describe
 
     for known, username in result.applied.new_problems:  # told once: this run found them
         out.print(labelled("known problem:", "yellow", printable(describe(known, username))))
@@ -308,7 +308,7 @@ def print_end(result: RunResult, code: int) -> None:
 def _print_run(settings: Settings, result: RunResult, show: int) -> None:
     """A run shown after the fact (``syncd demo``): plan, guards, what was done."""
     from syncd import snapshot as store
-    from syncd._status import log_failures
+    from syncd.service.status import log_failures
 
     # `syncd demo` prints two runs: no store left open behind it
     with store.StateStore.open(settings.database, settings.database_url) as state:

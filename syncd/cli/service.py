@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from syncd.cli import ConfigOption, Output, OutputOption, out, print_json, settings_from
+from syncd.cli.shared import ConfigOption, Output, OutputOption, out, print_json, settings_from
 from syncd.errors import ConfigError
 from syncd.logs import redact
 
 
 def run(config: ConfigOption = None) -> None:
     """Run as a service: sync on the configured schedule until stopped."""
-    from syncd.daemon import serve
+    from syncd.service.daemon import serve
 
     raise typer.Exit(serve(config))
 
@@ -19,8 +19,8 @@ def run(config: ConfigOption = None) -> None:
 def status(config: ConfigOption = None, output: OutputOption = Output.TEXT) -> None:
     """The daemon, its next run, the run lock and the last runs; exit 1 when not healthy,
     3 when the daemon is expected and not running."""
-    from syncd._status import print_status, read_status
     from syncd.config import NoSettingsGiven, salvaged_settings
+    from syncd.service.status import print_status, read_status
 
     broken_by: ConfigError | None = None
     try:

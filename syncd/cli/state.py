@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from syncd.cli import ConfigOption, out, settings_from
+from syncd.cli.shared import ConfigOption, out, settings_from
 
 state_app: typer.Typer = typer.Typer(
     help="Back up, rebuild, rebind or accept the state database.", no_args_is_help=True
@@ -45,8 +45,8 @@ def state_rebuild(
 ) -> None:
     """Take back into the state database what syncd wrote on the platform and lost: the
     departments (by serial_no) and people (by extension_id) neither it nor the source knows."""
-    from syncd.leadership import holding_lease
-    from syncd.rebuild import rebuild_state
+    from syncd.run.leadership import holding_lease
+    from syncd.run.rebuild import rebuild_state
 
     settings = settings_from(config)
     if dry_run:
@@ -68,8 +68,8 @@ def state_rebind(config: ConfigOption = None) -> None:
     """Bind the state database to the platform the settings name: the same platform under a
     new address or application (another platform needs its own state_dir)."""
     from syncd import snapshot as store
-    from syncd.leadership import holding_lease
-    from syncd.rebuild import rebind
+    from syncd.run.leadership import holding_lease
+    from syncd.run.rebuild import rebind
 
     settings = settings_from(config, require_secrets=False)
     with (
@@ -88,8 +88,8 @@ def state_accept(config: ConfigOption = None) -> None:
     """Accept the state database as complete: the platform's records it does not know and
     the source does not name are another program's or installation's, left alone and
     never counted as syncd's again."""
-    from syncd.leadership import holding_lease
-    from syncd.rebuild import accept
+    from syncd.run.leadership import holding_lease
+    from syncd.run.rebuild import accept
 
     settings = settings_from(config, require_secrets=False)
     with holding_lease(settings, "syncd state accept"):

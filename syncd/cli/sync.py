@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from syncd.cli import (
+from syncd.cli.screen import Screen
+from syncd.cli.shared import (
     ConfigOption,
     LongOption,
     Output,
@@ -27,13 +28,12 @@ from syncd.cli import (
     settings_from,
     tell,
 )
-from syncd.cli.screen import Screen
 from syncd.errors import SyncdError
 from syncd.logs import log_context
 
 if TYPE_CHECKING:
     from syncd.config import Settings
-    from syncd.runner import RunRequest
+    from syncd.run.runner import RunRequest
 
 
 def sync(
@@ -95,7 +95,7 @@ def sync(
     ] = None,
 ) -> None:
     """Sync the source to the platform: show the plan, then apply it; --dry-run only shows it."""
-    from syncd.runner import RunRequest
+    from syncd.run.runner import RunRequest
 
     dry = dry_run or check_only or save_plan is not None
     # Only a person at a terminal is asked: never the daemon, the timer unit or a pipe.
@@ -153,8 +153,8 @@ def apply(
     output: OutputOption = Output.TEXT,
 ) -> None:
     """Apply a saved plan: only if planning now gives the very same changes (else exit 2)."""
-    from syncd import saved_plan
-    from syncd.runner import RunRequest
+    from syncd.run import saved_plan
+    from syncd.run.runner import RunRequest
 
     settings = settings_from(config)
     request = RunRequest(saved=saved_plan.read(plan_file))
@@ -200,9 +200,9 @@ def _run_and_show(
     settings: Settings, request: RunRequest, check_only: bool, screen: Screen, wait: float
 ) -> int:
     from syncd import snapshot as store
-    from syncd._status import log_failures
-    from syncd.dry_runs import prune_dry_runs
-    from syncd.runner import run_sync
+    from syncd.run.dry_runs import prune_dry_runs
+    from syncd.run.runner import run_sync
+    from syncd.service.status import log_failures
 
     with store.StateStore.open(settings.database, settings.database_url) as state:
         with _stop_on_signals() as stop, screen, log_context():
@@ -223,7 +223,7 @@ def _run_and_show(
         if request.dry_run:
             prune_dry_runs(state, settings.reports.dry_run_keep_days)
         elif settings.metrics.textfile is not None:
-            from syncd.metrics import write_textfile  # prometheus_client: only when asked
+            from syncd.service.metrics import write_textfile  # prometheus_client: only when asked
 
             write_textfile(state, settings.metrics.textfile)
     return code

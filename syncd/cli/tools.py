@@ -12,10 +12,10 @@ from urllib.parse import unquote, urlparse
 
 import typer
 
-from syncd.cli import out, settings_from, tell
 from syncd.cli.screen import _print_run
+from syncd.cli.shared import out, settings_from, tell
 from syncd.errors import SyncdError
-from syncd.init import SourceKind
+from syncd.setup.init import SourceKind
 
 
 def emulator(
@@ -92,10 +92,10 @@ def demo(
 ) -> None:
     """Sync the sample company into a local emulator, change it, sync again, show both runs."""
     _need_the_emulator("syncd demo")
-    from syncd import demo as scenario
     from syncd.emulator import EmulatorOptions, serve_in_thread
-    from syncd.runner import RunRequest, run_sync
-    from syncd.runs import show_run
+    from syncd.run.runner import RunRequest, run_sync
+    from syncd.run.runs import show_run
+    from syncd.setup import demo as scenario
     from syncd.sources.preview import show_preview
 
     with serve_in_thread(EmulatorOptions()) as platform:
@@ -186,8 +186,8 @@ def init(
     ] = None,
 ) -> None:
     """Write a commented settings file for a kind of source (and, asked, the systemd units)."""
-    from syncd import init as setup
     from syncd.data import EXAMPLE_SETTINGS
+    from syncd.setup import init as setup
 
     if path is None and units is None:
         raise typer.BadParameter("name the settings file to write", param_hint="PATH")

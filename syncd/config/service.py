@@ -34,7 +34,9 @@ class ScheduleSettings(Section):
     @classmethod
     def _cron_parses(cls, value: str | None) -> str | None:
         if value is not None:
-            from syncd._schedule import cron_trigger  # apscheduler loads only when a cron is given
+            from syncd.config.cron import (
+                cron_trigger,  # apscheduler loads only when a cron is given
+            )
 
             try:
                 cron_trigger(value, timezone="UTC")

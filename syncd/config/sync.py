@@ -39,5 +39,5 @@ class SyncSettings(Section):
     extended_fields: dict[str, str] = {}  # extra attribute name -> platform field
     match_by: MatchKey = "username"  # a first run adopts platform accounts holding the same
     drift_check: bool = True
-    skip_unchanged: bool = True  # see syncd.unchanged
+    skip_unchanged: bool = True  # see syncd.run.unchanged
     dates: DateSettings = DateSettings()  # [sync.dates]: start and end dates

@@ -6,7 +6,7 @@ text) and writes the snapshot rows of the successes. The commits are made by a w
 thread (``writer``) while the next batches are on the wire: a batch's mark may be written
 while the batches before it are in flight, and the batch leaves only once its mark is
 committed (``Pipeline._release``). A process killed in between leaves items ``sent``:
-``syncd.recovery`` resolves them against the platform at the next start, by serial_no
+``syncd.run.recovery`` resolves them against the platform at the next start, by serial_no
 for departments and by username for people, so nothing is created twice or forgotten.
 
 One failed item never stops the others. A run-level failure (the platform unreachable

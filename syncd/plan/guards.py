@@ -6,7 +6,7 @@ Access granted and updates are blocked past both: the count is a floor below whi
 is never stopped, the share what lets a large company make more. Each guard has its own
 one-shot override (``--allow-removals N``, ``--allow-reactivations N``, ``--allow-updates
 N``), named with the number to pass in the message of a guard that trips; a reviewed saved
-plan stands for all three (syncd.saved_plan).
+plan stands for all three (syncd.run.saved_plan).
 
 Access granted (the ``max_reactivations`` guard) counts every way a run gives sign-in to
 someone who had none: unlocks (a person back in the source, an account locked on the

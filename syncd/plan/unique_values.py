@@ -11,7 +11,7 @@ employee planner made:
   values among syncd's people converges in one run.
 - **Known problems, tried again when either side changes.** A value the platform refused
   because another account holds it is recorded as a known problem (see
-  ``syncd.known_problems``); the person was written without it and is not sent again for
+  ``syncd.run.known_problems``); the person was written without it and is not sent again for
   it until their source record changes (the planner plans that update anyway), or the
   holder gives the value up: found on the platform before planning (``released``), or
   the holder is one of syncd's people whose update in this run gives it up.

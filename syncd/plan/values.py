@@ -70,7 +70,7 @@ class Snapshot:
 
     departments: Mapping[str, SyncedDepartment] = field(default_factory=dict)
     # Everyone syncd holds; or, when ``people`` is set, only those this plan asks about
-    # (an incremental read's people: see ``syncd.runner``).
+    # (an incremental read's people: see ``syncd.run.runner``).
     employees: Mapping[str, SyncedEmployee] = field(default_factory=dict)
     # The fields syncd last wrote, by (kind, source id): every department's, and the
     # people's that planning weighs (``fields_of``), or everyone's.
@@ -161,7 +161,7 @@ class PlatformEmployee:
 class PlatformMark:
     """An account carrying a source id (``extension_id``) under a username syncd does not
     hold, as a read came upon it: evidence of a record syncd may have written and lost
-    (``syncd.rebuild.behind``)."""
+    (``syncd.run.rebuild.behind``)."""
 
     extension_id: str
     username: str
@@ -200,7 +200,7 @@ class PlatformView:
     # Known problems whose holder no longer holds the value, as (source id, field).
     released: frozenset[tuple[str, str]] = frozenset()
     # Where the next reads of nodes and people changed since start: the platform's own
-    # last_modified stamps, as its answers gave them (see syncd.cursors).
+    # last_modified stamps, as its answers gave them (see syncd.run.cursors).
     # Accounts with a source id under a username syncd does not hold, which this read
     # came upon (changed since the people's cursor, or in a whole listing).
     marked: tuple[PlatformMark, ...] = field(default=(), compare=False)

@@ -1,5 +1,5 @@
 """Run reports: one value built from plain data (``value``), rendered as text, JSON, CSV or
-HTML, one renderer per module. Pure: no database, HTTP or LDAP here (``syncd.runs`` loads
+HTML, one renderer per module. Pure: no database, HTTP or LDAP here (``syncd.run.runs`` loads
 the rows). Every value is redacted before it is shown, and every rendered page once more.
 """
 

@@ -1,6 +1,6 @@
 """What notifications say: the platform's short text message, an e-mail, a webhook's JSON.
 
-Every text is redacted and made printable here; sending is ``syncd.notifications``'s.
+Every text is redacted and made printable here; sending is ``syncd.run.notifications``'s.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The report of one run, as plain values: what every renderer reads.
 
-Pure: no database and no HTTP here (``syncd.runs`` loads the rows). ``RunReport.as_dict()``
+Pure: no database and no HTTP here (``syncd.run.runs`` loads the rows). ``RunReport.as_dict()``
 is the JSON record (documented in the README as a stable shape); ``from_dict`` reads it
 back. ``departments`` maps the department source ids that the items' fields name to their
 name paths, so that renderers can show "Acme/R&D/Backend", not an id.

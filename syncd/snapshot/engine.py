@@ -203,7 +203,7 @@ def write(engine: Engine) -> Iterator[Connection]:
 @contextmanager
 def write_apart(engine: Engine, wait_ms: int) -> Iterator[Connection]:
     """A write transaction that goes on while another holds the database's write lock:
-    the lease's (syncd.leadership), which a standby must be able to take from a leader
+    the lease's (syncd.run.leadership), which a standby must be able to take from a leader
     frozen (SIGSTOP, a VM paused) in the middle of a write transaction.
 
     PostgreSQL: no ``pg_advisory_xact_lock``; the rows it writes are locked as usual,

@@ -19,7 +19,7 @@ the lease never shares a lock with those writes:
   journal transaction holds the write lock, never the lease row.
 
 ``LeaseStore`` is this process's owner of those pieces (its connection or file, the fence
-check): the lease (``syncd.leadership``), ``syncd status`` and the journal writer's fence
+check): the lease (``syncd.run.leadership``), ``syncd status`` and the journal writer's fence
 reach the lease through it, never through free functions over the state engine.
 """
 

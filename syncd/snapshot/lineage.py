@@ -15,9 +15,9 @@ made, restored or found behind.
 - **Behind.** A database whose newest run is older than ``last-run`` (restored, or lost
   and made anew), or one never checked (new, or made by an older syncd), is *unchecked*
   (no cursor ``state.checked``): the next complete read compares what the platform holds
-  with it before anything is planned (``syncd.rebuild``). ``last-run`` is only a hint: a
+  with it before anything is planned (``syncd.run.rebuild``). ``last-run`` is only a hint: a
   database copied to a new host without it, or rolled back with it, is found behind by
-  the platform's evidence (``syncd.rebuild.behind``), which lets go of the mark too.
+  the platform's evidence (``syncd.run.rebuild.behind``), which lets go of the mark too.
 - **Others' records.** The source ids of the records a check found and the admin said
   are another program's or installation's (``syncd state accept``: cursor
   ``state.others``), never counted as syncd's again; those a check found and nobody

@@ -5,7 +5,7 @@ A run loads in steps, each only what the next decision needs. First the departme
 how many people syncd holds, the photos and the known problems (``load_snapshot`` with
 ``everyone=False``): a run whose inputs are unchanged plans nothing and reads no more.
 Then the people's records (``with_people``): everyone for a complete read, only the
-people an incremental read names otherwise (``syncd.runner`` says when). Then the fields
+people an incremental read names otherwise (``syncd.run.runner`` says when). Then the fields
 planning weighs (``with_fields``: ``syncd.plan.needs``), the plan's draft, and the
 fields of the people its changes show (``written_fields``).
 """

@@ -52,7 +52,7 @@ def record_problems(
     """Record (problem, username) pairs found by run ``run_id``; the new ones are returned:
     a problem is new unless the same value was refused for the same person before (then it
     keeps when it was first found, and the holder recorded: a value passed on is followed
-    before planning, ``syncd.known_problems.follow``, not by the run that meets it again)."""
+    before planning, ``syncd.run.known_problems.follow``, not by the run that meets it again)."""
     new: list[KnownProblem] = []
     for problem, username in problems:
         before = sql.run(

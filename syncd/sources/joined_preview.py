@@ -11,7 +11,7 @@ from syncd.config import Settings
 from syncd.model import Directory
 from syncd.plan.join import Joined
 from syncd.sources import read_joined
-from syncd.sources.preview import PLATFORM_FIELDS, FieldPreview, PersonPreview, Preview
+from syncd.sources.person_preview import PLATFORM_FIELDS, FieldPreview, PersonPreview, Preview
 
 # The platform's field -> the joined field whose source is shown (extra and properties
 # rows are named "extra ..." and "properties ...").

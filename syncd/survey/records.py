@@ -29,7 +29,7 @@ class Judge:
 
     ``named``: the usernames the users list named, whose stamps move the people's cursor.
     ``marked``: the records it judged that carry a source id under a username syncd does
-    not hold (``mark``), gathered for the continuity check (``syncd.rebuild.behind``).
+    not hold (``mark``), gathered for the continuity check (``syncd.run.rebuild.behind``).
     """
 
     _MANY = 256  # more usernames than this in one call: everyone's index, made once

@@ -378,7 +378,7 @@ def _in_parts(
     in a node listed or gone) asked about by name; those the platform no longer has are
     gone. Those it named whom syncd does not hold are asked about too, when they were
     named as changed since the cursor: a source id among them is the continuity check's
-    evidence (``syncd.rebuild.behind``)."""
+    evidence (``syncd.run.rebuild.behind``)."""
     root_id, listing, listed_nodes = where
     synced = loaded.employees
     since_cursor = named is not None

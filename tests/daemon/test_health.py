@@ -16,8 +16,8 @@ from datetime import datetime
 import httpx
 import pytest
 
-from syncd._status import daemon_lock
 from syncd.emulator import RunningEmulator
+from syncd.service.status import daemon_lock
 from tests.support.processes import free_port
 from tests.support.waiting import scaled
 

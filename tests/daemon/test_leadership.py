@@ -16,8 +16,8 @@ import threading
 from sqlalchemy import Engine, text
 
 from syncd import snapshot as store
-from syncd.daemon import PUBLISH, Daemon
 from syncd.errors import EXIT_NOT_LEADER, EXIT_OK
+from syncd.service.daemon import PUBLISH, Daemon
 from syncd.snapshot import leases
 from syncd.snapshot.lease_store import LeaseStore
 from syncd.snapshot.leases import Claimant

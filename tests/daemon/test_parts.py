@@ -12,9 +12,9 @@ from zoneinfo import ZoneInfo
 import pytest
 from pydantic import ValidationError
 
-from syncd._notify import Notifier, watchdog_interval
-from syncd._schedule import cron_trigger, weekdays
 from syncd.config import ScheduleSettings
+from syncd.config.cron import cron_trigger, weekdays
+from syncd.service.sd_notify import Notifier, watchdog_interval
 
 UTC = ZoneInfo("UTC")
 

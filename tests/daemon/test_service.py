@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from syncd.emulator import RunningEmulator
-from syncd.lock import run_lock
+from syncd.run.lock import run_lock
 from tests.support.cli import SYNCD
 from tests.support.processes import free_port
 from tests.support.traffic import requests_to

@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 from syncd import snapshot as store
 from syncd.config import Settings, load_settings
 from syncd.emulator import RunningEmulator
-from syncd.runner import RunRequest, RunResult, run_sync
+from syncd.run.runner import RunRequest, RunResult, run_sync
 from syncd.snapshot import sql as store_sql
 from tests.support.settings import emulator_platform
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from syncd.lock import run_lock
+from syncd.run.lock import run_lock
 from tests.engine.company import World, employee
 from tests.support.cli import syncd
 

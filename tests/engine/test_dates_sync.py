@@ -14,8 +14,8 @@ from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_OK
 from syncd.report import render_html, render_json
 from syncd.report.text import render_text
-from syncd.runner import RunResult
-from syncd.runs import load_report
+from syncd.run.runner import RunResult
+from syncd.run.runs import load_report
 from tests.engine.company import (
     DEPARTMENT_COLUMNS,
     EMPLOYEE_COLUMNS,

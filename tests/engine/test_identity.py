@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from syncd import saved_plan
 from syncd.cli import run_cli
 from syncd.errors import EXIT_BLOCKED, EXIT_OK
+from syncd.run import saved_plan
 from tests.engine.company import World, employee
 from tests.support.runs import plan_of
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from syncd.config import load_settings
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
-from syncd.runner import RunRequest, run_sync
+from syncd.run.runner import RunRequest, run_sync
 from tests.engine.company import PATHS_HEADER, World, department
 
 DELETE_NODE = "DELETE /v1/admin/organizations/{org_code}/{node_id}"

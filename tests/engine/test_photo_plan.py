@@ -17,7 +17,7 @@ from syncd.plan import (
     employee_hash,
     plan,
 )
-from syncd.saved_plan import changes_fingerprint
+from syncd.run.saved_plan import changes_fingerprint
 
 NOW = 1_800_000_000_000
 

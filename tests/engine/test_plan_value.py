@@ -20,7 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sqlalchemy import Engine
 
-from syncd import saved_plan
 from syncd import snapshot as store
 from syncd.cli.screen import print_plan
 from syncd.clock import now_ms
@@ -58,7 +57,8 @@ from syncd.plan.needs import (
     weighed,
 )
 from syncd.platform import PlatformClient
-from syncd.policy import policy_of
+from syncd.run import saved_plan
+from syncd.run.policy import policy_of
 from syncd.sources import read_directory
 from tests.engine.company import World, department, employee
 
@@ -191,7 +191,8 @@ def test_a_runs_plan_outlives_its_database(
 def _in_steps(
     engine: Engine, directory: Directory, view: PlatformView, *, everyone: bool
 ) -> tuple[Snapshot, Plan]:
-    """The snapshot and plan as the runner loads and makes them (syncd.runner._inputs, _sync)."""
+    """The snapshot and plan as the runner loads and makes them (syncd.run.runner._inputs,
+    _sync)."""
     head = store.load_snapshot(engine, everyone=False)
     snapshot = store.people_for(engine, head, directory, view, everyone=everyone)
     snapshot = store.weighed_fields(engine, snapshot, directory, view)

@@ -18,8 +18,8 @@ from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_OK
 from syncd.plan import Action, PlatformView, plan
 from syncd.platform import PlatformClient
-from syncd.policy import policy_of
-from syncd.recovery import recover
+from syncd.run.policy import policy_of
+from syncd.run.recovery import recover
 from syncd.sources import read_directory
 from tests.engine.company import World, employee, small_company
 from tests.support.admin import AnotherAdmin

@@ -14,7 +14,7 @@ from syncd.errors import EXIT_OK
 from syncd.platform import PlatformClient
 from syncd.report.value import Item
 from syncd.report.wording import detail_lines, readable
-from syncd.runner import RunRequest, RunResult, run_sync
+from syncd.run.runner import RunRequest, RunResult, run_sync
 from tests.engine.company import PATHS_HEADER, World, employee
 
 NFC_RENEE, NFD_RENEE = "ren\u00e9e", "rene\u0301e"

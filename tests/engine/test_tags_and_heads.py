@@ -18,7 +18,7 @@ import syncd.sources.csv
 from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_OK
 from syncd.model import Directory
-from syncd.runner import RunRequest, run_sync
+from syncd.run.runner import RunRequest, run_sync
 from tests.engine.company import World, small_company
 from tests.support.admin import AnotherAdmin
 

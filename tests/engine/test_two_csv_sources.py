@@ -7,7 +7,7 @@ from pathlib import Path
 
 from syncd.config import Settings, load_settings
 from syncd.emulator import RunningEmulator
-from syncd.runner import RunRequest, run_sync
+from syncd.run.runner import RunRequest, run_sync
 
 HR = "emp_no,name,department,status\n100,Ann Lee,D1,active\n200,Bob Stone,D1,active\n"
 DIRECTORY = (

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from syncd import clock, runner
+from syncd import clock
 from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_OK
 from syncd.plan import Action
-from syncd.runner import RunResult
+from syncd.run import runner
+from syncd.run.runner import RunResult
 from tests.engine.company import World, employee, small_company
 from tests.support.admin import AnotherAdmin
 from tests.support.runs import plan_of

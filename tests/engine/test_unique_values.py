@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from syncd import snapshot as store
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
 from syncd.report import render_notification
-from syncd.runs import load_report
+from syncd.run.runs import load_report
 from tests.engine.company import World, employee
 from tests.engine.test_cli import config_of
 from tests.support.admin import AnotherAdmin

@@ -19,8 +19,8 @@ from syncd import snapshot as store
 from syncd.config import load_settings
 from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_FAILED, EXIT_PARTIAL, ConfigError
-from syncd.leadership import SHELL, Lease
-from syncd.runner import RunRequest, run_sync
+from syncd.run.leadership import SHELL, Lease
+from syncd.run.runner import RunRequest, run_sync
 from tests.reliability.support import Rig, big_company, when_requests
 from tests.support.settings import CSV_SETTINGS, write_settings
 from tests.support.traffic import requests_to

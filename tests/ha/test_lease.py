@@ -24,7 +24,7 @@ from sqlalchemy import Connection, Engine, text
 
 from syncd import snapshot as store
 from syncd.errors import Fenced
-from syncd.leadership import Lease, Turn, machine_id
+from syncd.run.leadership import Lease, Turn, machine_id
 from syncd.snapshot import StateStore, leases
 from syncd.snapshot.lease_store import LeaseStore
 from syncd.snapshot.leases import Claimant

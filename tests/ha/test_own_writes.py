@@ -21,8 +21,8 @@ from sqlalchemy import Connection, Engine, event
 from syncd import snapshot as store
 from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_OK
-from syncd.leadership import SHELL, Lease
-from syncd.runner import RunRequest, run_sync
+from syncd.run.leadership import SHELL, Lease
+from syncd.run.runner import RunRequest, run_sync
 from syncd.snapshot import postgres
 from tests.reliability.support import Rig, big_company
 

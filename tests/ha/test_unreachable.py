@@ -21,7 +21,7 @@ from pathlib import Path
 from sqlalchemy import text
 
 from syncd import snapshot as store
-from syncd.leadership import Lease
+from syncd.run.leadership import Lease
 from syncd.snapshot import StateStore
 from syncd.snapshot.postgres import IDLE_IN_TRANSACTION_MS, KEEPALIVES, STATEMENT_TIMEOUT_MS
 from tests.support.postgres import start_server, stop_server

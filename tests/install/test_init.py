@@ -17,7 +17,7 @@ import pytest
 from syncd.cli import run_cli
 from syncd.config import load_settings, platform_of, source_of
 from syncd.data import SAMPLE
-from syncd.init import UNITS_START
+from syncd.setup.init import UNITS_START
 from tests.cli.terminal import finish
 from tests.daemon.support import DEADLINE
 from tests.support.cli import syncd

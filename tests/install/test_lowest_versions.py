@@ -28,8 +28,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from syncd.demo import prepare
 from syncd.emulator import EmulatorOptions
+from syncd.setup.demo import prepare
 from tests.install.test_wheel import REPO, build_wheel, run
 
 STARTED = "Application startup complete."
@@ -61,7 +61,7 @@ def install_and_sync(wheel: Path, venv: Path, work: Path) -> None:
     }
     assert not unreached, f"lower bounds no resolution reaches (raise them): {unreached}"
     # What the sync below does not import: the daemon and its scheduler (apscheduler).
-    run(str(python), "-c", "import syncd.daemon, syncd._schedule", cwd=work.parent)
+    run(str(python), "-c", "import syncd.service.daemon, syncd.config.cron", cwd=work.parent)
     with emulator(syncd) as base_url:
         # The demo's settings: the packaged sample company, synced into the emulator.
         settings = prepare(work / "sample", base_url, EmulatorOptions().client_secret)

@@ -264,7 +264,7 @@ def test_a_sync_after_the_server_restarted_under_the_daemons_engine(
 ) -> None:
     """The daemon keeps one engine for its life: a server restarted between two runs must
     not wedge it. Its runs are minutes apart: its connections are tested before use."""
-    from syncd.runner import RunRequest, run_sync
+    from syncd.run.runner import RunRequest, run_sync
 
     monkeypatch.setattr(postgres, "IDLE_BEFORE_PING_S", 0.0)  # the runs far apart
 
@@ -317,7 +317,7 @@ def test_the_test_cluster_listens_on_loopback_and_its_own_socket_directory(
 
 
 def test_the_metrics_textfile_reads_its_gauges_from_postgresql(world: World) -> None:
-    from syncd.metrics import write_textfile
+    from syncd.service.metrics import write_textfile
 
     assert world.sync().exit_code == EXIT_OK
     assert world.sync(dry_run=True).exit_code == EXIT_OK  # dry runs are left out

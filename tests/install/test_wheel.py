@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from syncd.init import UNITS_START
+from syncd.setup.init import UNITS_START
 from tests.support.waiting import scaled
 
 REPO = Path(__file__).resolve().parents[2]

@@ -18,7 +18,7 @@ import pytest
 
 from syncd.errors import EXIT_BLOCKED, EXIT_FAILED, EXIT_OK
 from syncd.plan import REMOVING
-from syncd.runner import RunResult
+from syncd.run.runner import RunResult
 from tests.engine.company import Company, Platform, department, employee
 from tests.support.runs import plan_of
 
@@ -62,7 +62,7 @@ def assert_nobody_removed(rig: Rig, before: Platform) -> None:
 
 def run_with_file(rig: Rig, content: bytes, **csv_settings: str) -> RunResult:
     """Sync with this employees file (and csv settings) in place of the company's."""
-    from syncd.runner import RunRequest, run_sync
+    from syncd.run.runner import RunRequest, run_sync
 
     employees_file(rig).write_bytes(content)
     if csv_settings:
@@ -141,7 +141,7 @@ def test_a_departments_file_cut_short_deletes_no_department(synced: Rig) -> None
     path = synced.folder / "departments.csv"
     text = path.read_bytes()
     path.write_bytes(text[: text.index(b"D8,Arch") + 5])  # D8 cut, D9 gone
-    from syncd.runner import RunRequest, run_sync
+    from syncd.run.runner import RunRequest, run_sync
 
     result = run_sync(synced.settings(), RunRequest())
 

@@ -67,7 +67,7 @@ from typing import Any
 import pytest
 
 from syncd.errors import EXIT_FAILED, EXIT_OK
-from syncd.runner import RunRequest, run_sync
+from syncd.run.runner import RunRequest, run_sync
 from tests.support.admin import AnotherAdmin
 from tests.support.postgres import binaries
 from tests.support.waiting import scaled

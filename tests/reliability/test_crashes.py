@@ -27,7 +27,7 @@ import pytest
 
 from syncd.cli import run_cli
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
-from syncd.runner import RunResult
+from syncd.run.runner import RunResult
 from tests.engine.company import Company, Platform, department, employee
 from tests.support.cli import SYNCD
 from tests.support.runs import plan_of

@@ -40,7 +40,7 @@ import pytest
 
 from syncd.config import CsvSource
 from syncd.errors import EXIT_OK
-from syncd.runner import RunRequest, run_sync
+from syncd.run.runner import RunRequest, run_sync
 from tests.support.slapd import Slapd
 
 from .identity_world import (

@@ -19,7 +19,7 @@ import pytest
 
 import syncd.sources.ldap.wire as ldap_source
 from syncd.errors import EXIT_BLOCKED, EXIT_FAILED, EXIT_OK
-from syncd.runner import RunRequest, run_sync
+from syncd.run.runner import RunRequest, run_sync
 from tests.support.slapd import Slapd, synthetic_people_ldif
 
 from .support import Rig, toml_value, writes

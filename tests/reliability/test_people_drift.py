@@ -19,7 +19,7 @@ import pytest
 
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
 from syncd.plan import Action
-from syncd.runner import RunResult
+from syncd.run.runner import RunResult
 from syncd.survey import view
 from tests.support.admin import AnotherAdmin
 from tests.support.runs import plan_of

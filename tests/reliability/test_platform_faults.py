@@ -16,7 +16,7 @@ import pytest
 
 from syncd import snapshot as store
 from syncd.errors import EXIT_FAILED, EXIT_OK, EXIT_PARTIAL
-from syncd.runner import RunRequest, run_sync
+from syncd.run.runner import RunRequest, run_sync
 from tests.engine.company import employee
 from tests.support.runs import plan_of
 from tests.support.waiting import wait_until

@@ -23,7 +23,7 @@ import syncd.sources.ldap.wire as ldap_source
 from syncd.cli import run_cli
 from syncd.emulator import EmulatorOptions, RunningEmulator
 from syncd.errors import EXIT_FAILED, EXIT_OK
-from syncd.metrics import RunMetrics
+from syncd.service.metrics import RunMetrics
 from tests.engine.company import employee, small_company
 from tests.support.cli import SYNCD
 from tests.support.https_emulator import serving_https

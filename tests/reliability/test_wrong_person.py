@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from syncd._status import read_status
 from syncd.errors import EXIT_BLOCKED, EXIT_OK, EXIT_PARTIAL
 from syncd.plan import REMOVING
-from syncd.runner import RunRequest, RunResult, run_sync
+from syncd.run.runner import RunRequest, RunResult, run_sync
+from syncd.service.status import read_status
 from tests.engine.company import employee
 from tests.support.runs import plan_of
 

@@ -21,7 +21,7 @@ import pytest
 from syncd import snapshot as store
 from syncd.config import Settings
 from syncd.emulator import RunningEmulator
-from syncd.runner import RunResult
+from syncd.run.runner import RunResult
 from tests.engine.company import World, employee, small_company
 
 SCRIPT_NAME = "<script>alert('x')</script> Mallory"

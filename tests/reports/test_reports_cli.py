@@ -16,9 +16,9 @@ from rich.console import Console
 from typer.testing import CliRunner, Result
 
 from syncd import report as rpt
-from syncd import runs as reports
 from syncd.cli import app, run_cli
 from syncd.errors import EXIT_FAILED, SyncdError
+from syncd.run import runs as reports
 from tests.engine.company import World
 from tests.reports.conftest import FORMULA_ERROR, MOBILE_TAKEN, SCRIPT_NAME, Runs
 

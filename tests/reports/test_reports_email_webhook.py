@@ -22,8 +22,8 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from syncd.config import Settings, load_settings
-from syncd.notifications import SIGNATURE_HEADER
-from syncd.runner import RunRequest, run_sync
+from syncd.run.notifications import SIGNATURE_HEADER
+from syncd.run.runner import RunRequest, run_sync
 from tests.engine.company import World
 from tests.support.processes import free_port
 from tests.support.slapd import TlsFiles, make_tls_files

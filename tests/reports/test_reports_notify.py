@@ -11,8 +11,8 @@ import pytest
 
 from syncd import snapshot as store
 from syncd.config import Settings
-from syncd.notifications import notify
-from syncd.runs import DAY_MS
+from syncd.run.notifications import notify
+from syncd.run.runs import DAY_MS
 from tests.engine.company import World
 
 Configure = Callable[..., Settings]
@@ -30,7 +30,7 @@ def messages(world: World) -> list[dict[str, Any]]:
 
 
 def sync_and_report(world: World, settings: Settings, **request: Any) -> int:
-    from syncd.runner import RunRequest, run_sync
+    from syncd.run.runner import RunRequest, run_sync
 
     world.company.write(world.folder)
     return run_sync(settings, RunRequest(**request)).run_id  # the runner calls after_run

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from syncd.config import Settings
-from syncd.runner import RunRequest, RunResult, run_sync
+from syncd.run.runner import RunRequest, RunResult, run_sync
 from tests.support.admin import AnotherAdmin
 from tests.support.settings import ldap_run_settings
 from tests.support.slapd import Slapd

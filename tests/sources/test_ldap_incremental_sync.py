@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from syncd.config import Settings
-from syncd.runner import RunRequest, run_sync
+from syncd.run.runner import RunRequest, run_sync
 from tests.support.admin import AnotherAdmin
 from tests.support.runs import plan_of
 from tests.support.settings import ldap_run_settings
@@ -85,8 +85,8 @@ def test_a_known_problem_does_not_hold_back_the_incremental_mark(
     # without it; the run tells it (exit 1) and still moves the source's mark and the
     # people's cursor, so the next incremental run reads only what changed since, sends
     # nothing and exits 0.
-    from syncd import cursors
     from syncd import snapshot as store
+    from syncd.run import cursors
 
     settings = ldap_sync_settings(slapd, acme, emulator, tmp_path)
     for _ in range(2):  # the second run reads everyone back: the people's cursor is set

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from syncd.config import LdapSource, PhotoSettings, load_settings
 from syncd.mapping import SourceMapping
 from syncd.model import Directory, Employee, Kind, RejectedRow
-from syncd.runner import RunRequest, run_sync
+from syncd.run.runner import RunRequest, run_sync
 from syncd.sources.ldap import read_ldap
 from syncd.sources.ldap.values import Choices, Picker, Rule, SlotRule, rdn_values
 from syncd.sources.ldap.wire import Several, WithSeveral

@@ -22,7 +22,7 @@ from syncd.config import (
 from syncd.errors import ConfigError, SourceError
 from syncd.model import Directory, Employee, Kind, Photo, RejectedRow
 from syncd.photos import PhotoUnavailable
-from syncd.runner import RunRequest, run_sync
+from syncd.run.runner import RunRequest, run_sync
 from syncd.sources import read_directory
 from syncd.sources.ldap import read_ldap
 from syncd.sources.photos import PhotoReader

@@ -10,7 +10,7 @@ from typing import Any
 
 from syncd.config import Settings, load_settings
 from syncd.emulator import RunningEmulator
-from syncd.runner import RunRequest, RunResult, run_sync
+from syncd.run.runner import RunRequest, RunResult, run_sync
 from syncd.sources.preview import preview
 from tests.support.samba import BASE, SambaDC
 from tests.support.settings import emulator_platform

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from syncd.plan import Plan
-from syncd.runner import RunResult
+from syncd.run.runner import RunResult
 
 
 def plan_of(result: RunResult) -> Plan:

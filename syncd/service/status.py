@@ -32,11 +32,11 @@ from rich.text import Text
 from sqlalchemy import text
 
 from syncd import snapshot as store
-from syncd._cluster import print_cluster, read_cluster
 from syncd.clock import now_ms
 from syncd.config import Settings
 from syncd.errors import DaemonNotRunning, SyncdError, Unhealthy
-from syncd.lock import FileLock, holder, lock_holder
+from syncd.run.lock import FileLock, holder, lock_holder
+from syncd.service.cluster import print_cluster, read_cluster
 from syncd.sources.set_aside import UNNAMED
 
 run_log = logging.getLogger("syncd.run")  # what a run did, for the daemon and the shell alike
@@ -108,7 +108,7 @@ class Status:
     settings_given: bool = True  # False: no --config, SYNCD_CONFIG or SYNCD_* at all
     # Known problems (values another account holds): told once, listed here, not unhealthy.
     known: list[dict[str, Any]] = field(default_factory=list)
-    cluster: dict[str, Any] | None = None  # the lease and the members (syncd._cluster)
+    cluster: dict[str, Any] | None = None  # the lease and the members (syncd.service.cluster)
     # Status values nobody named, with their rows, as the last finished real run set aside.
     unnamed: dict[str, int] = field(default_factory=dict)
 

@@ -3,7 +3,7 @@ and retention.
 
 The I/O side of ``syncd.report``: this module reads rows and hands plain values to the
 pure report code. Once a run is recorded the runner applies retention and notifies
-(``syncd.runner.after_run``): notifications read reports from here, so this module does
+(``syncd.run.runner.after_run``): notifications read reports from here, so this module does
 not call them (no import circle).
 """
 
@@ -29,7 +29,7 @@ from syncd.config import Settings
 from syncd.errors import SyncdError
 from syncd.logs import redact
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("syncd.runs")
 
 DAY_MS = 86_400_000
 HISTORY = 30  # runs in the HTML report's chart

@@ -53,7 +53,7 @@ from syncd.platform import PlatformClient
 from syncd.snapshot import sql
 from syncd.survey.view import listing_parts
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("syncd.rebuild")
 
 SHOWN = 10  # records named in an error message
 IDENTIFYING = ("name", "mobile", "sn")  # kept for a taken-back account (``_identifying``)
@@ -402,7 +402,7 @@ def _identifying(record: Mapping[str, Any]) -> str:
 def rebuild_state(settings: Settings, *, dry_run: bool) -> Unknown:
     """``syncd state rebuild``: read the source (completely) and the platform, and take
     into the state database what syncd wrote there that it lost (unless ``dry_run``)."""
-    from syncd.lock import run_lock
+    from syncd.run.lock import run_lock
     from syncd.sources import read_source
 
     with store.StateStore.open(settings.database, settings.database_url) as state:

@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from syncd import cursors, delivery, known_problems, rebuild, unchanged
 from syncd import snapshot as store
 from syncd._gc import collection_paused
 from syncd.clock import now_ms
@@ -29,8 +28,6 @@ from syncd.errors import (
     SyncdError,
 )
 from syncd.executor import ApplyResult, NoProgress, Progress, item_rows
-from syncd.leadership import Lease, Turn, run_turn
-from syncd.lock import run_lock
 from syncd.logs import redact
 from syncd.model import Directory
 from syncd.plan import (
@@ -45,17 +42,20 @@ from syncd.plan import (
     finish,
 )
 from syncd.platform import PlatformClient
-from syncd.policy import limits_of, policy_of
-from syncd.recovery import Recovery, recover
 from syncd.report.value import scheduled_summary
-from syncd.runs import apply_retention
+from syncd.run import cursors, delivery, known_problems, rebuild, unchanged
+from syncd.run.leadership import Lease, Turn, run_turn
+from syncd.run.lock import run_lock
+from syncd.run.policy import limits_of, policy_of
+from syncd.run.recovery import Recovery, recover
+from syncd.run.runs import apply_retention
 from syncd.sources import describe_sources, read_source, set_aside, source_kind
 from syncd.survey.view import adopting, newcomers, read_platform, with_adoptions
 
 if TYPE_CHECKING:
-    from syncd.saved_plan import SavedPlan
+    from syncd.run.saved_plan import SavedPlan
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("syncd.runner")
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ def run_sync(
 
 def after_run(settings: Settings, state: store.StateStore, run_id: int) -> None:
     """Once a run is recorded: apply retention, and notify whoever the settings name."""
-    from syncd.notifications import notify_all  # smtplib, and httpx when there is a message
+    from syncd.run.notifications import notify_all  # smtplib, and httpx when there is a message
 
     apply_retention(settings, state)
     notify_all(settings, state, run_id)
@@ -240,7 +240,7 @@ class _Run:
         saved = self.request.saved
         guards = check_guards(the_plan, directory, snapshot, limits_of(self.settings, self.request))
         if saved is not None or self.request.save_plan is not None:
-            from syncd import saved_plan  # approve-then-apply only
+            from syncd.run import saved_plan  # approve-then-apply only
         if saved is not None:
             decision, note = saved_plan.check(
                 saved, self.settings, the_plan, directory, snapshot, policy

@@ -1,5 +1,5 @@
 """A run's apply step: its plan's changes sent through the executor, then what the platform
-holds settled and the cursors advanced (``syncd.runner`` calls these once a plan is decided
+holds settled and the cursors advanced (``syncd.run.runner`` calls these once a plan is decided
 and may be applied; the run's summary and outcome stay the runner's).
 """
 
@@ -11,7 +11,6 @@ from functools import partial
 
 from sqlalchemy import Connection
 
-from syncd import cursors, known_problems
 from syncd import snapshot as store
 from syncd.config import Settings, platform_of
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
@@ -19,6 +18,7 @@ from syncd.executor import ApplyResult, Executor, Pipeline, Progress
 from syncd.model import Directory, Kind
 from syncd.plan import Plan, PlatformView, Snapshot
 from syncd.platform import PlatformClient
+from syncd.run import cursors, known_problems
 from syncd.sources.photos import photo_reader
 from syncd.survey.settle import settle
 

@@ -40,7 +40,7 @@ from syncd.platform import PlatformClient
 from syncd.platform.schemas import Node
 from syncd.survey.records import platform_employee
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("syncd.recovery")
 
 UNCONFIRMED = "interrupted before the answer came; compared again next run"
 # What the platform holds settles these.

@@ -40,7 +40,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from syncd.config.service import drift_seconds
 from syncd.errors import Fenced, LeaseHeld, SyncdError
-from syncd.lock import holder as lock_file_holder
+from syncd.run.lock import holder as lock_file_holder
 from syncd.snapshot import StateStore, leases
 from syncd.snapshot.lease_store import LeaseStore
 from syncd.snapshot.leases import Claimant, Holder

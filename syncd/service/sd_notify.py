@@ -12,7 +12,7 @@ import socket
 import threading
 from collections.abc import Callable, Mapping
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("syncd._notify")
 
 SEND_TIMEOUT_SECONDS = 1.0
 

@@ -25,7 +25,7 @@ from syncd.plan import KnownProblem, Note, Snapshot
 from syncd.plan.unique_values import value_key
 from syncd.platform import PlatformClient
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("syncd.known_problems")
 
 
 def rows(state: store.StateStore) -> list[dict[str, Any]]:

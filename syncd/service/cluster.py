@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from syncd.leadership import STALE_AFTER_LEASES
+from syncd.run.leadership import STALE_AFTER_LEASES
 from syncd.snapshot import StateStore, leases
 
 

@@ -34,7 +34,7 @@ from syncd import snapshot as store
 from syncd.config import Settings, platform_of
 from syncd.plan import GuardDecision, Note, Plan, PlatformView, Scheduled, Snapshot
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("syncd.unchanged")
 
 CURSOR = "plan.unchanged"
 _CODE = Path(syncd.__file__).parent

@@ -9,7 +9,7 @@ from syncd.config import Settings
 from syncd.plan import DatePolicy, Limits, Policy
 
 if TYPE_CHECKING:
-    from syncd.runner import RunRequest
+    from syncd.run.runner import RunRequest
 
 
 def policy_of(settings: Settings) -> Policy:

@@ -15,7 +15,7 @@ from sqlalchemy import text
 from syncd import clock
 from syncd.snapshot import StateStore
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("syncd.dry_runs")
 
 DAY_MS = 86_400_000
 # Finished dry runs started before the cutoff; never the latest run of all.

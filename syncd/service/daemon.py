@@ -43,14 +43,10 @@ from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.exc import SQLAlchemyError
 
 from syncd import snapshot as store
-from syncd._notify import Notifier, start_watchdog, watchdog_interval
-from syncd._schedule import cron_trigger
-from syncd._status import clock, daemon_cursor, daemon_lock, log_failures
 from syncd.clock import now_ms
 from syncd.config import Settings, load_settings, log_format_hint
+from syncd.config.cron import cron_trigger
 from syncd.errors import ConfigError, LockHeld, SyncdError
-from syncd.leadership import LEADER, Lease, request_seconds
-from syncd.lock import FileLock
 from syncd.logs import (
     LogProgress,
     add_log_fields,
@@ -59,10 +55,14 @@ from syncd.logs import (
     register_secret,
     setup_logging,
 )
-from syncd.metrics import RunMetrics, write_textfile
-from syncd.runner import RunRequest, RunResult, run_sync
+from syncd.run.leadership import LEADER, Lease, request_seconds
+from syncd.run.lock import FileLock
+from syncd.run.runner import RunRequest, RunResult, run_sync
+from syncd.service.metrics import RunMetrics, write_textfile
+from syncd.service.sd_notify import Notifier, start_watchdog, watchdog_interval
+from syncd.service.status import clock, daemon_cursor, daemon_lock, log_failures
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("syncd.daemon")
 
 Read = Literal["full", "incremental"]
 

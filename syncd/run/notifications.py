@@ -24,7 +24,7 @@ from syncd import snapshot as store
 from syncd.config import EmailNotification, Settings, WebhookNotification, platform_of
 from syncd.logs import redact
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("syncd.notifications")
 
 SIGNATURE_HEADER = "X-Syncd-Signature-256"
 
@@ -65,7 +65,7 @@ def notify_all(settings: Settings, state: store.StateStore, run_id: int) -> None
     if not any(enabled for _, enabled, _, _ in channels):
         return
     try:
-        from syncd.runs import load_report
+        from syncd.run.runs import load_report
 
         report = load_report(state, run_id, failed_only=True, history=0)
     except Exception as exc:
@@ -98,7 +98,7 @@ def notify(settings: Settings, state: store.StateStore, run_id: int) -> bool:
     if not recipients:
         return False
     try:
-        from syncd.runs import load_report
+        from syncd.run.runs import load_report
 
         report = load_report(state, run_id, failed_only=True, history=0)
         if not should_notify(report.run):

@@ -1,0 +1,1 @@
+"""Getting started: new settings and units (``syncd init``), the demo (``syncd demo``)."""
