@@ -27,6 +27,7 @@ from sqlalchemy import make_url
 
 from syncd.emulator import RunningEmulator
 from tests.support.tap import Tap
+from tests.support.waiting import scaled, wait_until
 
 from .support import Cluster, Member, no_duplicates, people, wait_for
 from .test_failover import slow_writes
@@ -46,6 +47,7 @@ POINTS: dict[str, tuple[Where, bytes]] = {
     # in the middle of an HTTP request to the platform, answered slowly
     "platform request": ("platform", b"import-employees"),
 }
+TAKEOVER_BOUND = 3  # leases, from the freeze to the standby holding the lease
 NEWCOMER = ("E999", "user999", "User 999", "D1")
 
 
@@ -83,7 +85,21 @@ def apply_epochs(cluster: Cluster, member: Member) -> set[int]:
     return {int(r["epoch"]) for r in cluster.runs_of(member) if r["mode"] == "apply"}
 
 
-@pytest.mark.parametrize("point", list(POINTS))
+# Known hole (issue 33): the snapshot's upsert is one pipelined executemany (Parse, Bind,
+# Execute... then one Sync). Frozen before its Sync reaches the server, the session is
+# never "idle in transaction" (the server arms that timeout only when it is ready for a
+# query), and no other server timeout runs between protocol messages: the frozen
+# leader's session keeps the write lock until it thaws or dies. The standby takes the
+# lease but cannot write (its runs wait for the write lock). Strict: passes once fixed.
+HOLDS_THE_WRITE_LOCK = pytest.mark.xfail(
+    strict=True, reason="frozen mid-pipeline, the leader's session keeps the write lock"
+)
+
+
+@pytest.mark.parametrize(
+    "point",
+    [pytest.param(p, marks=HOLDS_THE_WRITE_LOCK) if p == "snapshot write" else p for p in POINTS],
+)
 def test_a_leader_frozen_as_a_statement_passes_writes_nothing_after_the_takeover(
     cluster: Cluster, emulator: RunningEmulator, point: str
 ) -> None:
@@ -102,7 +118,14 @@ def test_a_leader_frozen_as_a_statement_passes_writes_nothing_after_the_takeover
             cluster.employees.append(NEWCOMER)  # the new leader has something to write
             rows = ["id,username,name,department", *(",".join(e) for e in cluster.employees)]
             (cluster.root / "employees.csv").write_text("\n".join(rows) + "\n", "utf-8")
-            cluster.wait_leader([standby], "the standby takes the lease from the frozen one")
+            # Bounded: a standby takes over within a lease and a third (docs/ha.md), on a
+            # loaded host more; a frozen leader holding the lease row in its transaction
+            # must not hold it for the server's idle-in-transaction timeout (45 s).
+            wait_until(
+                lambda: cluster.leader_pid() == standby.pid,
+                "the standby takes the lease from the frozen one",
+                scaled(TAKEOVER_BOUND * cluster.lease_seconds),
+            )
             taken = cluster.lease()
             assert taken is not None and taken.acquired_at is not None
             wait_for(lambda: cluster.writes(standby) > 0, "the new leader writes")

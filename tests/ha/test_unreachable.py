@@ -34,9 +34,10 @@ from .test_freezes import frozen_leader
 from .test_lease import claimant
 
 DEADLINE = 60.0  # seconds: twice a renewal period of the 30 s lease, each wait's bound
-# A daemon asked to stop: Lease.close() waits a renewal period at most (docs/ha.md), the
-# run under way stops at its next step; this bounds it all, far from "hours".
-STOP_BOUND = 60.0
+# A daemon asked to stop: the run under way gets schedule.stop_timeout_seconds (60 s by
+# default) to end, then the daemon exits anyway; Lease.close() waits a renewal period at
+# most (docs/ha.md). This bounds it all with a lease's slack, far from "hours".
+STOP_BOUND = 60.0 + 2 * 9
 
 
 @contextmanager
