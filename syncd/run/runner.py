@@ -223,12 +223,16 @@ class _Run:
         if released and isinstance(read, unchanged.Memo):
             snapshot, view, read = self._inputs(client, None, whole)
         view = replace(view, released=released)
+        # After the platform's reads (the slow part): a standby whose dry run was
+        # abandoned (it took the lease meanwhile) plans no more.
+        self._step("planning")
         if isinstance(read, unchanged.Memo):
             the_plan, guards = self._recalled(read)
             self._decided(client, the_plan, guards, snapshot, view, None)
             return
         directory = read
         snapshot = self._continuity(client, view, snapshot, directory, unchecked)
+        self._step("planning")  # the continuity check may have read the platform again
         with collection_paused(freeze=True):
             # The fields planning weighs, then those of the people the draft changes: each
             # read once, in one query, before planning goes on; the plan is plain values.

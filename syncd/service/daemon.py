@@ -237,7 +237,17 @@ class Daemon:
                 "anyway; the next run resolves what it left in flight",
                 timeout,
             )
-            self._record(state="stopped", status="stopped; a run was abandoned")
+            # Recorded if the store answers within a renewal period: a store that stopped
+            # answering without a reset (the run stuck in it is why it did not stop)
+            # must not keep the daemon from exiting.
+            recording = threading.Thread(
+                target=self._record,
+                kwargs={"state": "stopped", "status": "stopped; a run was abandoned"},
+                name="last-status",
+                daemon=True,
+            )
+            recording.start()
+            recording.join(self.settings.leadership.lease_seconds / 3)
             logging.shutdown()
             os._exit(0)  # the run's thread cannot be joined: leave without waiting for it
         self._close()

@@ -16,7 +16,9 @@ the lease never shares a lock with those writes:
   connection the run holds, and transactions without ``pg_advisory_xact_lock`` (the
   run's write lock): the rows it writes are locked as usual, waited for at most the
   time asked (``lock_timeout``), then the next try. A leader frozen in the middle of a
-  journal transaction holds the write lock, never the lease row.
+  journal transaction holds the write lock, never the lease row; one frozen inside its
+  lease transaction holds the row for as long at most
+  (``idle_in_transaction_session_timeout``, set for the lease's transactions).
 
 ``LeaseStore`` is this process's owner of those pieces (its connection or file, the fence
 check): the lease (``syncd.run.leadership``), ``syncd status`` and the journal writer's fence
@@ -89,9 +91,13 @@ class LeaseStore:
                     yield conn
             return
         with self.engine.connect() as conn, conn.begin():
-            # No statement of the lease's runs longer than that either (the server's clock).
+            # No statement of the lease's runs longer than that either (the server's clock),
+            # and a process frozen inside this transaction (its UPDATE holds the lease
+            # row's lock) has its session ended by the server after as long: the row is
+            # free for a standby's next try, not held for the session-wide idle timeout.
             conn.exec_driver_sql(
-                f"SET LOCAL lock_timeout = {wait}; SET LOCAL statement_timeout = {wait}"
+                f"SET LOCAL lock_timeout = {wait}; SET LOCAL statement_timeout = {wait}; "
+                f"SET LOCAL idle_in_transaction_session_timeout = {wait}"
             )
             yield conn
 

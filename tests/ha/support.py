@@ -106,8 +106,12 @@ class Cluster:
         *,
         employees: list[tuple[str, str, str, str]] | None = None,
         metrics_port: int | None = None,
+        database_url: str | None = None,
+        platform_url: str | None = None,
     ) -> Member:
-        """A member's settings; ``employees``: its own source (a standby that diverges)."""
+        """A member's settings; ``employees``: its own source (a standby that diverges);
+        ``database_url`` and ``platform_url``: the store and the platform reached another
+        way (through a tests.support.tap.Tap), the same server as the others'."""
         folder = self.root / name
         (folder / "state").mkdir(parents=True, mode=0o700)
         if self.store_url is None:
@@ -127,6 +131,7 @@ class Cluster:
             },
             "platform": {
                 **platform_settings(self.emulator),
+                **({"base_url": platform_url} if platform_url else {}),
                 "retry_backoff": 0.01,
                 "retry_backoff_max": 0.05,
                 "timeout": 2.4,
@@ -137,7 +142,7 @@ class Cluster:
             "leadership": {"lease_seconds": self.lease_seconds},
         }
         if self.store_url is not None:
-            settings["database_url"] = self.store_url
+            settings["database_url"] = database_url or self.store_url
         if metrics_port is not None:
             settings["metrics"] = {"enabled": True, "port": metrics_port}
         config = folder / "syncd.toml"

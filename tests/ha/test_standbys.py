@@ -5,6 +5,7 @@ a shell ``syncd sync`` on a standby's host does nothing and says who leads (exit
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -155,3 +156,42 @@ def test_a_dry_run_where_another_instance_leads_leaves_its_journal_alone(
             assert (outcome.scalar_one(), item.scalar_one()) == ("running", "sent")
     finally:
         engine.dispose()
+
+
+def test_a_standby_abandons_its_dry_run_when_it_takes_over(cluster: Cluster) -> None:
+    """The leader stopped while the standby's dry run reads a slow platform: the standby
+    takes the lease, its dry run ends at once as interrupted (docs/ha.md), and its takeover
+    run writes (its own source has one more person: the takeover run creates them)."""
+    leader = cluster.start(cluster.member("a"))
+    cluster.wait_leader([leader], "the first daemon leads")
+    wait_for(cluster.converged, "the leader's first sync")
+    standby = cluster.start(cluster.member("b", employees=people(7)))
+    wait_for(lambda: cluster.roles().get(standby.pid) == "standby", "the other stands by")
+    # Every read answered slowly (within the platform timeout): a dry run takes seconds.
+    slow = {"method": "GET", "fault": "latency", "latency_ms": 1500, "count": 100_000}
+    cluster.emulator.set_faults(scripted=[slow])
+
+    def dry_run_under_way() -> bool:
+        runs = cluster.runs_of(standby)
+        return bool(runs) and runs[-1]["mode"] == "dry_run" and runs[-1]["outcome"] == "running"
+
+    wait_for(dry_run_under_way, "a standby dry run under way")
+    leader.signal(signal.SIGTERM)  # it lets the lease go: taken at the standby's next try
+    assert leader.process is not None
+    leader.process.wait()
+    cluster.wait_leader([standby], "the standby takes the lease")
+    taken = cluster.lease()
+    assert taken is not None and taken.acquired_at is not None
+    cluster.emulator.set_faults()
+    wait_for(lambda: cluster.writes(standby) > 0, "the takeover run writes")
+    cluster.employees = people(7)
+    wait_for(cluster.converged, "the platform holds the standby's source")
+    # The dry runs under way when the lease was taken (the run lock: one at a time) ended
+    # as interrupted; a dry run ends ok (it planned one creation) unless abandoned.
+    runs = cluster.runs_of(standby)
+    under_way = [
+        r for r in runs
+        if r["mode"] == "dry_run" and r["started_at"] <= taken.acquired_at <= r["finished_at"]
+    ]  # fmt: skip
+    assert [r["outcome"] for r in under_way] == ["interrupted"], runs
+    assert {r["epoch"] for r in runs if r["mode"] == "apply"} == {taken.epoch}
