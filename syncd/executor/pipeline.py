@@ -97,7 +97,7 @@ def item_rows(changes: Sequence[Change]) -> Iterator[dict[str, Any]]:
 
 # One encoder for every journal and snapshot value: json.dumps with options builds a new
 # one per call, a sixth of the cost of encoding a person's fields.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, check_circular=False)
 
 
 def _json(value: Mapping[str, Any] | None) -> str | None:
