@@ -5,6 +5,7 @@ is settled in one statement, and each touches exactly the rows named."""
 from __future__ import annotations
 
 import itertools
+import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, event
 
 from syncd import snapshot as store
+from syncd.executor.pipeline import _json
 from syncd.snapshot import sql as store_sql
 from tests.support.snapshot_rows import planned_run
 
@@ -201,3 +203,29 @@ def test_batches_marked_and_settled_are_journaled_item_by_item(
     assert outcomes(engine, run_id) == expected
     unsettled = {i["seq"] for i in store.unsettled_items(engine) if i["run_id"] == run_id}
     assert unsettled == {s for s, (o, *_) in expected.items() if o == "sent"}
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),  # big integers too: the fallback
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(st.text(), json_values, max_size=5)
+    | st.dictionaries(st.integers(), json_values, max_size=3)  # the json module's keys
+)
+def test_the_journal_text_of_a_value_reads_back_as_the_json_module_wrote_it(
+    value: dict[Any, Any],
+) -> None:
+    """orjson's compact text, or the json module's for what orjson refuses (keys that are
+    not text, integers past 64 bits): parsed, the same as the text the json module wrote
+    before, keys in the same order."""
+    text = _json(value)
+    assert text is not None
+    before = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    assert json.loads(text) == json.loads(before)
+    assert list(json.loads(text)) == list(json.loads(before))
+    assert _json(None) is None
