@@ -16,6 +16,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+import orjson
 from sqlalchemy import Connection, Engine
 
 from syncd import snapshot as store
@@ -95,13 +96,25 @@ def item_rows(changes: Sequence[Change]) -> Iterator[dict[str, Any]]:
         }
 
 
-# One encoder for every journal and snapshot value: json.dumps with options builds a new
-# one per call, a sixth of the cost of encoding a person's fields.
+# What orjson refuses (a key that is not text, an integer past 64 bits) goes through the
+# json module, one encoder for all: json.dumps with options builds a new one per call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
 
 
 def _json(value: Mapping[str, Any] | None) -> str | None:
-    return None if value is None else _ENCODER.encode(value)
+    """A journal or snapshot value as JSON text, keys sorted, written once at plan time.
+
+    orjson (a dependency already, for the platform's answers): a person's fields in about a
+    fifth of the json module's time, the text compact (no spaces after ``,`` and ``:``).
+    Every reader parses the text (recovery, reports, the snapshot), so older rows written
+    by the json module, with spaces, read the same.
+    """
+    if value is None:
+        return None
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONEncodeError:
+        return _ENCODER.encode(value)
 
 
 class Pipeline:

@@ -108,22 +108,35 @@ def _in_order(seqs: Sequence[int]) -> bool:
     return bool(seqs) and list(seqs) == list(range(seqs[0], seqs[0] + len(seqs)))
 
 
-def mark_sent(conn: Connection, run_id: int, seqs: Sequence[int]) -> None:
+def _batch(conn: Connection, seqs: Sequence[int]) -> tuple[str, tuple[Any, ...]]:
+    """The condition naming exactly these items of a run, and its parameters: a range of
+    seqs for a batch in plan order, else the list (one parameter on either engine)."""
     if _in_order(seqs):
-        sql.run(conn, _MARK_SENT + "seq BETWEEN ? AND ?", (run_id, seqs[0], seqs[-1]))
-    else:
-        _executemany(conn, _MARK_SENT + "seq = ?", [(run_id, s) for s in seqs])
+        return "seq BETWEEN ? AND ?", (seqs[0], seqs[-1])
+    where, listed = sql.among(conn, sorted(set(seqs)))
+    return f"seq {where}", (listed,)
+
+
+def mark_sent(conn: Connection, run_id: int, seqs: Sequence[int]) -> None:
+    """A batch journaled as sent: one statement for the batch, never one per item."""
+    if seqs:
+        where, params = _batch(conn, seqs)
+        sql.run(conn, _MARK_SENT + where, (run_id, *params))
 
 
 def settle_items(conn: Connection, run_id: int, results: Sequence[Mapping[str, Any]]) -> None:
-    """Rows with seq, outcome, status, error."""
-    rows = [(r["outcome"], r.get("status"), r.get("error"), run_id, r["seq"]) for r in results]
-    seqs = [r[4] for r in rows]
-    # One outcome for the whole batch (most often: all ok): one ranged statement.
-    if _in_order(seqs) and all(r[:3] == rows[0][:3] for r in rows):
-        sql.run(conn, _SETTLE + "seq BETWEEN ? AND ?", (*rows[0][:3], run_id, seqs[0], seqs[-1]))
-    else:
-        _executemany(conn, _SETTLE + "seq = ?", rows)
+    """Rows with seq, outcome, status, error: one statement for each answer that several
+    items share (most often one for the batch: all ok); the answers given to one item
+    alone (an error naming its value) in one executemany."""
+    answers: dict[tuple[Any, ...], list[int]] = {}
+    for r in results:
+        answers.setdefault((r["outcome"], r.get("status"), r.get("error")), []).append(r["seq"])
+    alone = [(*answer, run_id, seqs[0]) for answer, seqs in answers.items() if len(seqs) == 1]
+    _executemany(conn, _SETTLE + "seq = ?", alone)
+    for answer, seqs in answers.items():
+        if len(seqs) > 1:
+            where, params = _batch(conn, seqs)
+            sql.run(conn, _SETTLE + where, (*answer, run_id, *params))
 
 
 @translated

@@ -1,17 +1,23 @@
-"""The journal's batch updates, on a real state database: a batch in plan order with one
-outcome is written as a range, anything else row by row, and both touch exactly the rows
-named."""
+"""The journal's batch updates, on a real state database: a batch is marked sent in one
+statement (a range of seqs in plan order, else their list), an answer several items share
+is settled in one statement, and each touches exactly the rows named."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import sqlite3
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
-from sqlalchemy import Engine
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import Engine, event
 
 from syncd import snapshot as store
+from syncd.executor.pipeline import _json
 from syncd.snapshot import sql as store_sql
 from tests.support.snapshot_rows import planned_run
 
@@ -93,3 +99,133 @@ def test_a_version_4_database_indexes_only_the_items_sent(tmp_path: Path) -> Non
             "EXPLAIN QUERY PLAN SELECT run_id, seq FROM run_items WHERE outcome = 'sent'"
         ).fetchall()
         assert "ix_run_items_sent" in str(plan)  # crash recovery's look-up still uses it
+
+
+def statements(engine: Engine) -> list[tuple[str, int]]:
+    """Each statement the engine sends from now on, and how many parameter sets it carried
+    (an executemany carries one per row)."""
+    sent: list[tuple[str, int]] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, params: Any, context: Any, many: bool) -> None:
+        sent.append((statement, len(params) if many else 1))
+
+    event.listen(engine, "before_cursor_execute", seen)
+    return sent
+
+
+@pytest.mark.parametrize("seqs", [[2, 3, 4, 5], [2, 4, 5], [5, 3, 4], [7]], ids=str)
+def test_a_batch_is_marked_sent_in_one_statement(
+    journal: tuple[Engine, int], seqs: list[int]
+) -> None:
+    engine, run_id = journal
+    sent = statements(engine)
+    with store.write(engine) as conn:
+        store.mark_sent(conn, run_id, seqs)
+    marks = [(s, n) for s, n in sent if "'sent'" in s]
+    assert len(marks) == 1 and marks[0][1] == 1  # one statement, one set of parameters
+
+
+def test_an_answer_several_items_share_is_settled_in_one_statement(
+    journal: tuple[Engine, int],
+) -> None:
+    engine, run_id = journal
+    with store.write(engine) as conn:
+        store.mark_sent(conn, run_id, [1, 3, 4, 6, 8])
+    sent = statements(engine)
+    answers = [(1, "ok"), (3, "ok"), (4, "failed"), (6, "ok"), (8, "ok")]  # gaps: 2, 5, 7
+    with store.write(engine) as conn:
+        store.settle_items(
+            conn, run_id, [{"seq": s, "outcome": o, "error": None} for s, o in answers]
+        )
+    settles = [n for s, n in sent if "UPDATE run_items" in s]
+    assert sum(settles) == 2  # the four ok in one statement, the failed one in another
+    found = outcomes(engine, run_id)
+    assert {s: found[s][0] for s in (1, 3, 4, 6, 8)} == dict(answers)
+    assert all(found[s][0] == "planned" for s in (0, 2, 5, 7, 9))
+
+
+Answer = tuple[str, int | None, str | None]
+ANSWERS: list[Answer] = [
+    ("ok", None, None),
+    ("failed", 400, "bad mobile"),
+    ("failed", 500, "down"),
+    ("skipped", None, "held back"),
+    ("planned", None, None),  # marked ahead, never sent
+]
+
+
+@st.composite
+def batches(draw: st.DrawFn) -> list[list[tuple[int, Answer]]]:
+    """Batches of a 30-item run, each some items in any order, with answers (some shared,
+    some an item's own), none sent twice in one run."""
+    seqs = draw(st.permutations(range(30)))
+    cuts = sorted(draw(st.lists(st.integers(0, 30), max_size=6)))
+    found = []
+    for start, end in itertools.pairwise([0, *cuts, 30]):
+        chunk = list(seqs[start:end])
+        if draw(st.booleans()):
+            chunk.sort()
+        own = st.tuples(st.just("failed"), st.just(422), st.text("abc", min_size=1, max_size=3))
+        answers = draw(
+            st.lists(st.sampled_from(ANSWERS) | own, min_size=len(chunk), max_size=len(chunk))
+        )
+        if chunk:
+            found.append(list(zip(chunk, answers, strict=True)))
+    return found
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(batches())
+def test_batches_marked_and_settled_are_journaled_item_by_item(
+    journal: tuple[Engine, int], batches: list[list[tuple[int, Answer]]]
+) -> None:
+    engine, _ = journal
+    run_id = planned_run(engine, 30)
+    expected: dict[int, tuple[str, int, int | None, str | None]] = {
+        s: ("planned", 0, None, None) for s in range(30)
+    }
+    for n, batch in enumerate(batches):
+        with store.write(engine) as conn:
+            store.mark_sent(conn, run_id, [s for s, _ in batch])
+        settled = batch if n % 3 else batch[: len(batch) // 2]  # some left sent (a crash)
+        with store.write(engine) as conn:
+            store.settle_items(
+                conn,
+                run_id,
+                [{"seq": s, "outcome": o, "status": st_, "error": e} for s, (o, st_, e) in settled],
+            )
+        for s, _ in batch:
+            expected[s] = ("sent", 1, None, None)
+        for s, (o, st_, e) in settled:
+            expected[s] = (o, 1, st_, e)
+    assert outcomes(engine, run_id) == expected
+    unsettled = {i["seq"] for i in store.unsettled_items(engine) if i["run_id"] == run_id}
+    assert unsettled == {s for s, (o, *_) in expected.items() if o == "sent"}
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),  # big integers too: the fallback
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(st.text(), json_values, max_size=5)
+    | st.dictionaries(st.integers(), json_values, max_size=3)  # the json module's keys
+)
+def test_the_journal_text_of_a_value_reads_back_as_the_json_module_wrote_it(
+    value: dict[Any, Any],
+) -> None:
+    """orjson's compact text, or the json module's for what orjson refuses (keys that are
+    not text, integers past 64 bits): parsed, the same as the text the json module wrote
+    before, keys in the same order."""
+    text = _json(value)
+    assert text is not None
+    before = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    assert json.loads(text) == json.loads(before)
+    assert list(json.loads(text)) == list(json.loads(before))
+    assert _json(None) is None
