@@ -457,6 +457,21 @@ class EmployeePlanner:
                 self.notes.append(note)
         return held
 
+    def _not_theirs(self, synced: SyncedEmployee, found: PlatformEmployee) -> None:
+        """A leaver whose username's account on the platform carries another record's source
+        id: evidence over memory, the account is not theirs (a state database restored from
+        before the username went to someone else, another installation's account), so it
+        is neither locked nor removed for them."""
+        message = (
+            f"source id {synced.source_id} is missing from the source, but the platform's "
+            f"account {synced.username} (id {found.id}) carries source id {found.extension_id}: "
+            f"it is not the account syncd holds for {synced.source_id}, so it is neither locked "
+            "nor removed. The state database is behind the platform (restored from an older "
+            "backup?) or another program wrote the account; `syncd state rebuild --dry-run` "
+            "compares them"
+        )
+        self.notes.append(Note("conflict", synced.source_id, message))
+
     def _rekeyed_usernames(self) -> set[str]:
         """Usernames (as look-alike keys) held by source records syncd never synced: a missing
         record whose username is among them is being re-keyed (or is in a conflict), not
@@ -474,6 +489,9 @@ class EmployeePlanner:
             return
         policy = self.policy.leaver_policy
         found = self.drift.found(synced)
+        if found is not None and found.extension_id not in (None, synced.source_id):
+            self._not_theirs(synced, found)
+            return
         if synced.locked and found is not None and not found.locked and policy != "remove":
             # Unlocked on the platform while syncd holds them locked as gone: lock again
             # (the grace period still runs from the first lock).

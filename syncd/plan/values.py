@@ -155,6 +155,10 @@ class PlatformEmployee:
     fields: Mapping[str, Any]
     positions: tuple[tuple[int, bool, bool, str], ...]  # (org_id, primary, chief, job_title)
     last_modified: int | None = None
+    # The source id the account carries (syncd's mark): evidence of whose it is, whatever
+    # the state database remembers (a record is never locked or removed through an account
+    # that names another: syncd.plan.employees).
+    extension_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

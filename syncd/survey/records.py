@@ -131,7 +131,7 @@ def platform_employee(record: Mapping[str, Any]) -> PlatformEmployee | None:
         if isinstance(org_id, int):
             title = p.get("job_title") or ""
             positions.append((org_id, p.get("primary") is True, p.get("chief") is True, title))
-    stamp = record.get("last_modified")
+    stamp, mark = record.get("last_modified"), record.get("extension_id")
     return PlatformEmployee(
         employee_id,
         username,
@@ -139,4 +139,5 @@ def platform_employee(record: Mapping[str, Any]) -> PlatformEmployee | None:
         {name: record[name] for name in COMPARED if name in record},
         tuple(positions),
         stamp if isinstance(stamp, int) else None,
+        mark if isinstance(mark, str) and mark else None,
     )

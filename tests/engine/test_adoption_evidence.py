@@ -7,13 +7,22 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from syncd.model import State
 from syncd.plan import PlatformPerson, Policy, Snapshot, plan
 from syncd.spelling import look_alike
-from tests.engine.test_plan import COMPANY, NOW, STAFF, directory, empty_view
+from tests.engine.test_plan import (
+    COMPANY,
+    NOW,
+    STAFF,
+    changed_there,
+    directory,
+    empty_view,
+    person,
+    synced,
+)
 
 BOB = STAFF[1]  # e2, "bob"
 OTHER_IDS = st.text("e0123456789-", min_size=1, max_size=4).filter(lambda k: k != BOB.id)
@@ -53,3 +62,34 @@ def test_an_account_the_evidence_gives_another_is_never_adopted(
         assert note.kind == "conflict" and "nobody is changed" in note.message
     elif not departed or locked:
         assert taken, p.notes  # the evidence names bob (or says nothing): adopted as before
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    mark=st.one_of(st.none(), st.just("e3"), OTHER_IDS),
+    policy=st.sampled_from(["lock", "remove", "lock_then_remove"]),
+    made_again=st.booleans(),
+    hired=st.booleans(),
+)
+def test_a_leaver_is_never_locked_or_removed_through_an_account_that_names_another(
+    mark: str | None, policy: str, made_again: bool, hired: bool
+) -> None:
+    # Issue 32 (campaign seed 136): a state database restored from before a leaver's
+    # username went to a new hire removed the new hire's account for the old record
+    # (removal goes by username). The account the platform holds under that username names
+    # its record: another's, and it is neither locked nor removed for the leaver.
+    snapshot, view = synced(directory(COMPANY, STAFF))
+    carol = snapshot.employees["e3"]
+    view = changed_there(view, snapshot, "carol", name="Carol Chen")
+    record = view.changed["carol"]
+    account = record.id + 100 if made_again else record.id
+    view = replace(view, changed={"carol": replace(record, id=account, extension_id=mark)})
+    hire = person("e9", "carol", "rd", name="Carol Chen", mobile="13900000009")
+    source = [*STAFF[:2], hire] if hired else STAFF[:2]
+    p = plan(directory(COMPANY, source), snapshot, view, Policy(leaver_policy=policy), NOW)
+    acted = [c.action.value for c in p.changes if c.key == "e3" or c.display == carol.username]
+    if mark is not None and mark != "e3":
+        assert acted == []
+        assert any(n.key == "e3" and f"carries source id {mark}" in n.message for n in p.notes)
+    else:
+        assert acted == [("remove" if policy == "remove" else "lock")]
