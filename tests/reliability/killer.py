@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import Engine, event
 
 import syncd.snapshot
+import syncd.snapshot.engine
 
 
 def arm(prefix: str, nth: int, when: str) -> None:
@@ -42,7 +43,8 @@ def arm(prefix: str, nth: int, when: str) -> None:
         event.listen(engine, f"{when}_cursor_execute", count)
         return engine
 
-    syncd.snapshot.open_engine = open_engine
+    # The StateStore opens its engine through the engine module; the package re-exports it.
+    syncd.snapshot.open_engine = syncd.snapshot.engine.open_engine = open_engine
 
 
 def main() -> None:

@@ -28,6 +28,7 @@ import pytest
 from sqlalchemy import Engine, event
 
 import syncd.snapshot
+import syncd.snapshot.engine
 from syncd.errors import EXIT_FAILED, EXIT_OK
 from syncd.executor.employees import Employees
 from syncd.executor.pipeline import Item
@@ -139,7 +140,8 @@ def full_disk_after(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
         event.listen(engine, "after_cursor_execute", count)
         return engine
 
-    monkeypatch.setattr(syncd.snapshot, "open_engine", open_engine)  # the runner's too
+    monkeypatch.setattr(syncd.snapshot, "open_engine", open_engine)
+    monkeypatch.setattr(syncd.snapshot.engine, "open_engine", open_engine)  # the StateStore's
     yield limit
 
 
