@@ -25,6 +25,7 @@ from syncd.run.leadership import SHELL, Lease
 from syncd.run.runner import RunRequest, run_sync
 from syncd.snapshot import postgres
 from tests.reliability.support import Rig, big_company
+from tests.support.waiting import scaled
 
 LEASE_SECONDS = 9
 HOOKED = 4  # journal transactions held open until a renewal
@@ -55,9 +56,12 @@ class SlowWrites:
         if since is None or self.lease is None:
             return
         self.held += 1
-        give_up = time.monotonic() + 2 * LEASE_SECONDS
+        give_up = time.monotonic() + scaled(2 * LEASE_SECONDS)  # a slow machine: longer
         while self.lease.deadline == since and time.monotonic() < give_up:
-            time.sleep(0.05)  # polls the lease's renewal: what this transaction waits for
+            # The delaying hook itself: this commit waits until the lease thread has renewed
+            # (the lease exposes no event to wait on), so the run's own write is as slow as
+            # the renewal it must never block. A poll on that condition, not a stand-in.
+            time.sleep(0.05)
         self.renewed += self.lease.deadline != since
 
 
