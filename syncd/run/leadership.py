@@ -25,7 +25,6 @@ import hashlib
 import json
 import logging
 import os
-import secrets
 import socket
 import threading
 import time
@@ -83,7 +82,7 @@ def pid_alive(pid: int) -> bool:
 def claimant(settings: Settings, role: str) -> Claimant:
     host, pid = socket.gethostname(), os.getpid()
     return Claimant(
-        instance=f"{host}/{pid}/{secrets.token_hex(4)}",
+        instance=f"{host}/{pid}/{leases.PROCESS}",
         host=host,
         pid=pid,
         machine=machine_id(),
@@ -156,6 +155,7 @@ class Lease:
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._trouble: str | None = None  # the store's last failure, said once
+        self._taken_from: Holder | None = None  # the holder this claim took the lease from
 
     @classmethod
     def for_settings(
@@ -205,12 +205,35 @@ class Lease:
                 self.deadline = started + self.lease_s - self.margin
             self.held = got is not None
             self.epoch = got.epoch if got is not None else None
+            if self._taken_from is not None:
+                self._end_sessions(self._taken_from)
         if was != self.held:
             self._told(got)
         return self.held
 
+    def _end_sessions(self, former: Holder) -> None:
+        """A takeover is real: the former holder's sessions on the state database end (a
+        leader frozen inside a transaction must not keep the write lock from this one)."""
+        assert former.holder is not None
+        try:
+            ended = self.store.end_sessions(former.holder)
+        except (SQLAlchemyError, SyncdError) as exc:
+            log.warning(
+                "the former holder's sessions (pid %s on %s) could not be ended; a frozen one "
+                "keeps the write lock until the server's timeouts end it: %s",
+                former.pid, former.host, exc,
+            )  # fmt: skip
+            return
+        if ended:
+            log.warning(
+                "ended %d session(s) of the former holder, pid %s on %s (epoch %d): what they "
+                "had under way rolled back",
+                ended, former.pid, former.host, former.epoch,
+            )  # fmt: skip
+
     def _claim(self, conn: Connection, take: bool) -> Holder | None:
         current = leases.holder(conn)
+        self._taken_from = None
         if current is not None:
             self.observed_epoch = current.epoch
         if not take:
@@ -221,6 +244,8 @@ class Lease:
         got = leases.acquire(conn, self.me, dead)
         if got is not None:
             self.observed_epoch = got.epoch
+            if current is not None and current.holder not in (None, self.me.instance):
+                self._taken_from = current
             if current is not None and dead is not None:
                 log.warning("the lease's holder, pid %s here, died: taken over", current.pid)
         return got

@@ -125,5 +125,16 @@ class LeaseStore:
         if reason is not None:
             raise Fenced(f"fenced: {reason}")
 
+    def end_sessions(self, instance: str) -> int:
+        """PostgreSQL: end the state database sessions of ``instance``, a former holder
+        whose lease was taken over (frozen, cut off, or stopped in the middle of a
+        statement: whatever transaction it had open rolls back and its write lock passes
+        on); how many. SQLite: 0 (a frozen process's file lock is what a busy timeout
+        ends). The caller logs a failure (a role that may not end them)."""
+        if self.apart:
+            return 0
+        with self.engine.connect() as conn:
+            return postgres.end_sessions(conn, leases.session_name(instance))
+
     def close(self) -> None:
         self.engine.dispose()

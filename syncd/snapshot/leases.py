@@ -15,6 +15,7 @@ Every statement here is plain SQL both engines run; times are milliseconds since
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -23,6 +24,16 @@ from sqlalchemy import Connection, Row, inspect, text
 
 LEASE = "platform"  # the one lease: the right to write to the platform
 KEEP_MEMBERS_MS = 24 * 3600 * 1000  # a member unseen for a day is forgotten
+# This process's part of its instance name (``host/pid/PROCESS``): its PostgreSQL sessions
+# carry it too (``session_name``), so an instance that takes the lease over can end the
+# sessions of the one it took it from (``syncd.snapshot.postgres.end_sessions``).
+PROCESS = secrets.token_hex(4)
+
+
+def session_name(instance: str) -> str:
+    """The application_name of ``instance``'s PostgreSQL sessions (its last part)."""
+    return f"syncd {instance.rsplit('/', 1)[-1]}"
+
 
 TABLES = (
     """

@@ -40,6 +40,7 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import DisconnectionError
 
 from syncd.errors import StateError
+from syncd.snapshot.leases import PROCESS
 from syncd.snapshot.tables import BUSY_TIMEOUT_MS
 
 if TYPE_CHECKING:
@@ -158,7 +159,8 @@ def create(url: URL) -> Engine:
         isolation_level="AUTOCOMMIT",  # transactions are begun below, explicitly
         connect_args={
             "connect_timeout": CONNECT_TIMEOUT_S,
-            "application_name": "syncd",
+            # This process's sessions, by name: a takeover ends them (end_sessions).
+            "application_name": f"syncd {PROCESS}",
             # Waits for a lock (the write lock above all) at most as long as SQLite's; its
             # commits as durable as SQLite's (above).
             "options": (
@@ -207,6 +209,22 @@ def create(url: URL) -> Engine:
             raise DisconnectionError(f"{place}: connection lost") from exc
 
     return engine
+
+
+def end_sessions(conn: Connection, name: str) -> int:
+    """End every session of this database named ``name`` (a former holder's: its open
+    transactions roll back, the write lock they held passes on); how many. A process frozen
+    in the middle of a statement (a pipeline cut before its Sync) is never "idle in
+    transaction", so no server timeout would end its session: the new holder does."""
+    ended = conn.execute(
+        text(
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE application_name = :name AND datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        ),
+        {"name": name},
+    ).scalar()
+    return int(ended or 0)
 
 
 def lock_for_writing(conn: Connection) -> Connection:

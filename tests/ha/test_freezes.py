@@ -85,21 +85,7 @@ def apply_epochs(cluster: Cluster, member: Member) -> set[int]:
     return {int(r["epoch"]) for r in cluster.runs_of(member) if r["mode"] == "apply"}
 
 
-# Known hole (issue 33): the snapshot's upsert is one pipelined executemany (Parse, Bind,
-# Execute... then one Sync). Frozen before its Sync reaches the server, the session is
-# never "idle in transaction" (the server arms that timeout only when it is ready for a
-# query), and no other server timeout runs between protocol messages: the frozen
-# leader's session keeps the write lock until it thaws or dies. The standby takes the
-# lease but cannot write (its runs wait for the write lock). Strict: passes once fixed.
-HOLDS_THE_WRITE_LOCK = pytest.mark.xfail(
-    strict=True, reason="frozen mid-pipeline, the leader's session keeps the write lock"
-)
-
-
-@pytest.mark.parametrize(
-    "point",
-    [pytest.param(p, marks=HOLDS_THE_WRITE_LOCK) if p == "snapshot write" else p for p in POINTS],
-)
+@pytest.mark.parametrize("point", list(POINTS))
 def test_a_leader_frozen_as_a_statement_passes_writes_nothing_after_the_takeover(
     cluster: Cluster, emulator: RunningEmulator, point: str
 ) -> None:
