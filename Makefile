@@ -1,5 +1,5 @@
 # One command each: `make demo` (`make demo DEMO_ARGS=--two-sources`: HR and a directory
-# joined), `make test` (`make check`: ruff and the fast tests only, in a minute or two),
+# joined), `make test` (`make check`: the lint and the fast tests only, under two minutes),
 # `make bench` (`make bench-docs` also writes docs/performance.md and README.md's
 # headline), `make docs` (the manual, into site/). Each sets up what it needs.
 # Any Python 3.11 or newer: `make test PYTHON=python3.12`.
@@ -7,6 +7,10 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Python's compiled bytecode is written (__pycache__, ignored by git) whatever the shell
+# says: with PYTHONDONTWRITEBYTECODE set, every pytest process rewrites and compiles each
+# test module again, and every syncd process the tests start compiles syncd from source.
+unexport PYTHONDONTWRITEBYTECODE
 # The versions CI tests: every install here is held to them (`make constraints` renews them).
 PIP_INSTALL := pip install --quiet --constraint constraints.txt
 
@@ -76,11 +80,12 @@ test: system-packages lint docs
 	$(BIN)/pytest --durations=25 --cov --cov-report=term:skip-covered \
 	  --cov-fail-under=$(COVERAGE_FLOOR)
 
-# Before a commit: ruff and the fast tier (no syncd processes, no servers), on every core.
+# Before a commit: the lint and the fast tier (no syncd processes, no servers), on every
+# core, each property trying a tenth of its examples (tests/support/examples.py).
 FAST_TESTS := tests/unit tests/engine tests/emulator tests/platform tests/reports tests/sources
-check: $(VENV)/.installed
-	$(BIN)/ruff check syncd tests benchmarks
-	$(BIN)/pytest -q -n auto -m "not slow and not servers" --durations=10 $(FAST_TESTS)
+check: lint
+	$(BIN)/pytest -q -n auto -m "not slow and not servers" --durations=10 \
+	  --hypothesis-profile=check $(FAST_TESTS)
 
 # csv-diff, the benchmark's comparison for planning, in a virtual environment of its own: its
 # wheel installs a top-level `tests` package that would shadow this repository's tests/.

@@ -12,7 +12,9 @@ statistics, no tokens. It is a ``syncd.emulator.RunningEmulator``: ``base_url``,
 Tiers: ``servers`` (slapd, Samba AD, PostgreSQL) and ``slow`` (syncd as processes) are
 marked here, from the fixtures a test uses and its folder; ``make check`` runs the rest
 (``-m "not slow and not servers"``), ``make test`` everything. ``TEST_TIME_FACTOR=3``
-scales every timeout of the tests (tests/support/waiting.py), pytest-timeout's too.
+scales every timeout of the tests (tests/support/waiting.py), pytest-timeout's too;
+``--hypothesis-profile=check`` (make check) tries a tenth of every property's examples
+(tests/support/examples.py).
 
 ``--long`` runs the tests marked ``long`` (slow variants: more crash points, bigger
 companies); without it they are skipped, so the default suite stays within CI's minutes.
@@ -25,7 +27,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
 
+from tests.support.examples import CHECK, FULL, SUITE
 from tests.support.postgres import (  # noqa: F401 - fixtures for every test
     engine_kind,
     postgres_server,
@@ -38,6 +42,14 @@ if TYPE_CHECKING:
     # Imported by the fixture: fastapi is a second of every pytest process's start, and
     # pytest-xdist's controller, which runs no test, loads this file too.
     from syncd.emulator import RunningEmulator
+
+
+# No property fails for its time (hypothesis's deadline is a timing assertion: a loaded
+# machine breaks it). make check's profile (--hypothesis-profile=check) tries a tenth of
+# every property's examples (tests/support/examples.py); the whole suite, every example.
+settings.register_profile(SUITE, deadline=None)
+settings.register_profile(CHECK, parent=settings.get_profile(SUITE), max_examples=FULL // 10)
+settings.load_profile(SUITE)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -57,7 +69,8 @@ def pytest_configure(config: pytest.Config) -> None:
 # The tiers (docs/development.md): a test's marks follow from where it is and what it uses.
 # servers: it starts slapd, Samba AD or PostgreSQL (session fixtures; Samba on 389/636),
 # the PostgreSQL turn of a test run once per engine included.
-# slow: it runs syncd as processes, at pseudo-terminals, or whole histories of runs.
+# slow: it runs syncd as processes, at pseudo-terminals, or whole histories of runs (the
+# folders below; a test elsewhere that starts a process of syncd's is marked so itself).
 SERVER_FIXTURES = frozenset({"slapd", "samba_dc", "postgres_server"})
 SLOW_FOLDERS = frozenset({"cli", "daemon", "ha", "install", "reliability"})
 

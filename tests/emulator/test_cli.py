@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from syncd.emulator import EmulatorOptions
 from tests.support.payloads import dept
@@ -20,6 +21,7 @@ from .support import ORG
 STARTED = "Application startup complete."
 
 
+@pytest.mark.slow  # the emulator command as a process
 def test_the_command_serves_and_saves_on_sigterm(tmp_path: Path) -> None:
     state_file = tmp_path / "state.json"
     command = [

@@ -11,6 +11,7 @@ from syncd.emulator import RunningEmulator
 from syncd.emulator.codes import ApiError
 from syncd.emulator.people import Staff
 from syncd.emulator.tree import OrgTree
+from tests.support.examples import examples
 from tests.support.payloads import dept
 
 from .support import ORG, Api
@@ -53,7 +54,7 @@ def check_consistency(tree: OrgTree, staff: Staff) -> None:
 
 
 @given(OPERATIONS)
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_random_operations_keep_the_tree_consistent(
     operations: list[tuple[str, int, int, str]],
 ) -> None:
@@ -98,7 +99,9 @@ def trees(draw: st.DrawFn) -> list[tuple[int, str]]:
 
 @given(trees())
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 def test_imported_trees_have_consistent_records(
     emulator: RunningEmulator, shape: list[tuple[int, str]]

@@ -23,6 +23,7 @@ from tests.engine.test_plan import (
     person,
     synced,
 )
+from tests.support.examples import examples
 
 BOB = STAFF[1]  # e2, "bob"
 OTHER_IDS = st.text("e0123456789-", min_size=1, max_size=4).filter(lambda k: k != BOB.id)
@@ -64,7 +65,7 @@ def test_an_account_the_evidence_gives_another_is_never_adopted(
         assert taken, p.notes  # the evidence names bob (or says nothing): adopted as before
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     mark=st.one_of(st.none(), st.just("e3"), OTHER_IDS),
     policy=st.sampled_from(["lock", "remove", "lock_then_remove"]),

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_OK
 from tests.engine.company import Company, World, department, employee
+from tests.support.examples import examples
 
 IDS = [f"D{n}" for n in range(8)]
 
@@ -34,7 +35,7 @@ def companies(draw: st.DrawFn) -> Company:
 
 
 @settings(
-    max_examples=25,
+    max_examples=examples(25),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -44,6 +44,7 @@ from syncd.plan import (
 )
 from syncd.plan.dates import ENDED, NOT_STARTED, day_end_ms, day_start_ms
 from syncd.spelling import look_alike
+from tests.support.examples import examples
 
 ROOT = 1
 UTC = dt.UTC
@@ -178,7 +179,7 @@ def paris(
 # ---------------------------------------------------------------- the day's end, by the calendar
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     zone=st.sampled_from(ZONES),
     end=st.dates(dt.date(2010, 1, 1), dt.date(2035, 12, 31)),
@@ -265,7 +266,7 @@ def _end_after(end: dt.date | None, how: str) -> dt.date | None:
     return end
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(h=histories())
 def test_dates_never_lock_early_always_lock_after_and_create_nobody_before_the_window(
     h: dict[str, Any],

@@ -26,6 +26,7 @@ from syncd.plan import (
     reactivations,
 )
 from tests.engine.test_plan import COMPANY, NOW, directory, empty_view, person, synced
+from tests.support.examples import examples
 
 
 def guards(p: Any, d: Directory, s: Snapshot, **limits: Any) -> dict[str, Any]:
@@ -238,7 +239,7 @@ def histories(draw: st.DrawFn) -> tuple[Directory, Snapshot, PlatformView]:
     return directory(COMPANY, read), snapshot, view
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(history=histories())
 def test_every_sign_in_given_to_someone_who_had_none_is_counted(
     history: tuple[Directory, Snapshot, PlatformView],

@@ -40,6 +40,7 @@ from syncd.plan import (
     employee_hash,
     plan,
 )
+from tests.support.examples import examples
 
 ROOT = 1
 NOW = 1_800_000_000_000
@@ -159,7 +160,7 @@ def test_nothing_changed_plans_nothing() -> None:
     assert p.notes == ()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.lists(
         st.tuples(st.sampled_from(["a", "b", "c", "d"]), st.text("xyz", min_size=1, max_size=3)),

@@ -21,6 +21,7 @@ from syncd.plan import (
 )
 from syncd.spelling import look_alike
 from tests.engine.test_plan import NOW, ROOT, actions, dept, directory, person, synced
+from tests.support.examples import examples
 
 NFC_RENEE, NFD_RENEE = "ren\u00e9e", "rene\u0301e"
 CAFE, CAFE_NFD = "Caf\u00e9", "Cafe\u0301"
@@ -206,7 +207,7 @@ def _variant(draw: st.DrawFn, base: str) -> str:
     return text
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.data())
 def test_a_variant_of_a_synced_record_is_never_created_again(data: st.DataObject) -> None:
     names = data.draw(st.lists(_NAMES, min_size=1, max_size=4, unique_by=look_alike))

@@ -61,6 +61,7 @@ from syncd.run import saved_plan
 from syncd.run.policy import policy_of
 from syncd.sources import read_directory
 from tests.engine.company import World, department, employee
+from tests.support.examples import examples
 
 _PLAIN = (str, int, float, bool, bytes, type(None), enum.Enum)
 
@@ -384,7 +385,7 @@ def loaded_in_steps(full: Snapshot, directory: Directory, view: PlatformView) ->
     )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(histories())
 def test_what_the_runner_loads_plans_as_everything_loaded(
     history: tuple[Snapshot, Directory, PlatformView, Policy],

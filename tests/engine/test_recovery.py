@@ -53,6 +53,7 @@ def snapshot_rows(world: World) -> tuple[dict[str, int], dict[str, int]]:
     return nodes, people
 
 
+@pytest.mark.slow  # syncd as a process, killed: the crash matrix
 @pytest.mark.parametrize(
     ("endpoint", "count"),
     [

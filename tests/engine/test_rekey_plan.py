@@ -25,6 +25,7 @@ from syncd.plan import (
 )
 from syncd.plan.needs import weighed
 from tests.engine.test_plan import COMPANY, NOW, STAFF, actions, directory, person, synced
+from tests.support.examples import examples
 
 CAROL = person("e3", "carol", "sales", mobile="13800000003", email="carol@acme.example")
 BEFORE = [*STAFF[:2], CAROL]
@@ -199,7 +200,7 @@ def _evidence_holds(old: Employee, new: Employee, *, names: bool = True) -> bool
     return bool(both) and all(a == b for a, b in both)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     holder=st.sampled_from(
         ["active", "missing", "departed", "locked there", "deleted there", "state lost"]
@@ -294,7 +295,7 @@ SPELLINGS = ["Carol", "CAROL", "caroL", "cAROL"]
 LOOK_ALIKES = st.sampled_from(SPELLINGS)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(spelled=LOOK_ALIKES)
 def test_an_active_leavers_username_given_in_a_look_alike_spelling_still_locks_the_leaver(
     spelled: str,
@@ -309,7 +310,7 @@ def test_an_active_leavers_username_given_in_a_look_alike_spelling_still_locks_t
     assert [k for k, _ in conflicts(p)] == ["e9"]
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(spelled=LOOK_ALIKES)
 def test_a_look_alike_username_of_a_leaver_who_may_be_the_same_person_waits(spelled: str) -> None:
     # Name and mobile agree: perhaps Carol under a new id and a new spelling. Not taken
@@ -338,7 +339,7 @@ SET_ASIDE = st.sampled_from(
 )
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(broken=SET_ASIDE, spelled=st.sampled_from(["carol", *SPELLINGS]))
 def test_a_rejected_row_of_another_person_with_a_leavers_username_does_not_keep_their_access(
     broken: dict[str, Any], spelled: str
@@ -357,7 +358,7 @@ def test_a_rejected_row_of_another_person_with_a_leavers_username_does_not_keep_
     assert any(n.key == "e3" and "not the same person" in n.message for n in p.notes)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(broken=SET_ASIDE, same=st.booleans())
 def test_a_rejected_row_that_may_be_the_missing_person_keeps_them_as_they_are(
     broken: dict[str, Any], same: bool
@@ -372,7 +373,7 @@ def test_a_rejected_row_that_may_be_the_missing_person_keeps_them_as_they_are(
     assert [n.key for n in p.notes if n.kind == "conflict"] == ["e3"]
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(broken=SET_ASIDE)
 def test_a_rejected_row_with_the_persons_own_id_keeps_them_whatever_it_says(
     broken: dict[str, Any],

@@ -21,6 +21,7 @@ from syncd.model import Directory
 from syncd.run.runner import RunRequest, run_sync
 from tests.engine.company import World, small_company
 from tests.support.admin import AnotherAdmin
+from tests.support.examples import examples
 
 Tag = tuple[str, str]
 ORG = "/v1/admin/organizations/acme"
@@ -130,7 +131,7 @@ def groups(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, frozenset[Tag]
 
 
 @settings(
-    max_examples=12,
+    max_examples=examples(12),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -23,6 +23,7 @@ from tests.engine.company import World, employee
 from tests.engine.test_cli import config_of
 from tests.support.admin import AnotherAdmin
 from tests.support.cli import syncd
+from tests.support.examples import examples
 from tests.support.runs import plan_of
 
 
@@ -147,7 +148,7 @@ POOL = 9  # values to deal among the people: some go unused, so values also pass
 
 @given(data=st.data())
 @settings(
-    max_examples=12,
+    max_examples=examples(12),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
@@ -229,7 +230,7 @@ FOREIGN = {
 
 @given(data=st.data())
 @settings(
-    max_examples=10,
+    max_examples=examples(10),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )

@@ -28,6 +28,7 @@ from syncd.run.leadership import Lease, Turn, machine_id
 from syncd.snapshot import StateStore, leases
 from syncd.snapshot.lease_store import LeaseStore
 from syncd.snapshot.leases import Claimant
+from tests.support.examples import examples
 
 
 @pytest.fixture
@@ -168,7 +169,7 @@ def test_stale_runs_are_those_whose_process_is_gone(engine: Engine) -> None:
     assert store.interrupt_stale_runs(engine, 2, me.alive()) == ids[1:]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(steps=st.lists(st.tuples(st.sampled_from(["claim", "expire", "close"]), st.integers(0, 2))))
 def test_one_holder_and_an_epoch_per_holder_change(steps: list[tuple[str, int]]) -> None:
     """Any sequence of claims, expiries and releases by three instances: the epoch grows

@@ -21,6 +21,7 @@ from syncd.cli import run_cli
 from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_OK, StateError
 from tests.engine.company import World, department, employee, small_company
+from tests.support.examples import examples
 
 
 @pytest.fixture
@@ -170,7 +171,7 @@ def test_a_state_database_locked_by_another_program_is_one_clear_error(
 
 
 @settings(
-    max_examples=25,
+    max_examples=examples(25),
     deadline=None,
     phases=[Phase.generate],  # each example runs three commands: no long shrinking
     suppress_health_check=[HealthCheck.function_scoped_fixture],

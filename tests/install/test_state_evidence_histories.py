@@ -21,6 +21,7 @@ from syncd.cli import run_cli
 from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_FAILED, EXIT_OK
 from tests.engine.company import World, employee, small_company
+from tests.support.examples import examples
 
 STEPS = st.lists(st.sampled_from(("hire", "leave", "recycle", "sync")), max_size=4)
 RESTORES = st.sampled_from(("restore", "new_host", "rollback"))
@@ -126,7 +127,7 @@ class History:
 
 
 @settings(
-    max_examples=15,
+    max_examples=examples(15),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -138,6 +138,7 @@ def test_two_clients_over_one_state_file_share_one_token(
         other_engine.dispose()
 
 
+@pytest.mark.slow  # syncd's client in a second process
 def test_another_process_uses_the_stored_token(
     client: PlatformClient, emulator: RunningEmulator, state_file: Path, store_url: str | None
 ) -> None:

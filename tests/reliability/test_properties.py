@@ -33,6 +33,7 @@ from syncd.plan import (
     department_hash,
     plan,
 )
+from tests.support.examples import examples
 
 PEOPLE = 8
 UNIT = Department("D1", "Unit")
@@ -90,7 +91,7 @@ def allowed_to_go(directory: Directory, shown: list[int], key: str, departed_loc
     )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     history=st.lists(reads(), min_size=1, max_size=8),
     policy=st.sampled_from(["lock", "remove", "lock_then_remove"]),

@@ -1,6 +1,9 @@
 """Real runs for the report tests: CSV files synced to the emulator by the real runner.
 
-``runs`` makes four runs in a fresh state directory:
+``runs`` is four runs in a state directory of the test's own: made once per test module
+(four real syncs each time cost most of these tests' time), then copied, settings, CSV files
+and state database, into each test's folder, so a test that prunes or damages its copy
+changes no other test's:
 
 1. partial: two people the platform rejects (one named ``<script>…``), one more whose
    error text starts like a spreadsheet formula, and a rejected source row;
@@ -11,6 +14,9 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,8 +75,11 @@ def world(tmp_path: Path, emulator: RunningEmulator) -> World:
     return make_world(tmp_path, emulator)
 
 
-@pytest.fixture
-def runs(world: World) -> Runs:
+@pytest.fixture(scope="module")
+def module_runs(tmp_path_factory: pytest.TempPathFactory, emulator_server: RunningEmulator) -> Runs:
+    """The four runs, made once for the test module (the emulator's data reset first)."""
+    emulator_server.reset(data=True)
+    world = make_world(tmp_path_factory.mktemp("runs"), emulator_server)
     world.emulator.set_faults(reject=REJECTS)
     partial = world.sync()
     world.emulator.set_faults()
@@ -82,6 +91,17 @@ def runs(world: World) -> Runs:
     world.company.employees = world.company.employees[:2]
     blocked = world.sync()
     return Runs(world, partial, dry, ok, blocked)
+
+
+@pytest.fixture
+def runs(module_runs: Runs, tmp_path: Path) -> Runs:
+    """The module's four runs, in a copy of their folder that is this test's alone."""
+    folder = tmp_path / "world"
+    shutil.copytree(module_runs.world.folder, folder)
+    made = module_runs.world
+    world = dataclasses.replace(made, folder=folder, company=copy.deepcopy(made.company))
+    world.settings()  # the copy's settings file names its own folder
+    return dataclasses.replace(module_runs, world=world)
 
 
 @pytest.fixture

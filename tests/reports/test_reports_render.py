@@ -24,6 +24,7 @@ from syncd.logs import redact, register_secret
 from syncd.report import chart
 from syncd.report.text import render_text
 from tests.reports.pages import allowed_scripts, external_references, parse
+from tests.support.examples import examples
 from tests.support.waiting import scaled
 
 HOSTILE = [
@@ -120,7 +121,7 @@ IN_TEXT = [0, 1, 6, 7, 8, 9, 11, 12, 13, 14, 15, 17, 18, 19]
 IN_HTML = [0, 1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 14, 17, 18, 19]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(texts, min_size=FIELDS, max_size=FIELDS))
 def test_any_text_renders_safely_as_html(values: list[str]) -> None:
     page = rpt.render_html(build(values))
@@ -131,7 +132,7 @@ def test_any_text_renders_safely_as_html(values: list[str]) -> None:
         assert shown(values[n]) in text, n
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(texts, min_size=FIELDS, max_size=FIELDS))
 def test_any_text_renders_safely_as_text(values: list[str]) -> None:
     output = render_text(build(values))
@@ -147,7 +148,7 @@ def expected_cell(value: object) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(texts, min_size=FIELDS, max_size=FIELDS))
 def test_any_text_round_trips_through_csv_with_formulas_neutralised(values: list[str]) -> None:
     report = build(values)
@@ -171,7 +172,7 @@ def test_any_text_round_trips_through_csv_with_formulas_neutralised(values: list
         assert not any(cell.startswith(rpt.FORMULA_STARTS) for cell in row)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(texts, min_size=FIELDS, max_size=FIELDS))
 def test_json_reads_back_as_the_same_report(values: list[str]) -> None:
     report = build(values)

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from syncd.config import CsvSource
 from syncd.model import Directory, Kind, State
 from syncd.sources.csv import read_csv
+from tests.support.examples import examples
 
 DEPARTMENTS = "id,name,parent_id\nD1,Head Office,\nD2,R&D,D1\n"
 HEADER = "id,username,name,department\n"
@@ -332,7 +333,7 @@ def damaged(text: str, how: str, at: int) -> str:
 # moved into the next row ("...,,\nactive" + "E2,...") leaves two rows of the header's width,
 # the second with the id "activeE2"; no record is damaged for a reader to see, so the
 # planner's rules (a re-key is taken only when unambiguous, the guards) are what is left.
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(export=exports(), how=st.sampled_from(DAMAGE), at=st.integers(0, 10_000))
 def test_no_person_of_a_damaged_export_is_a_leaver_or_someone_else(
     export: tuple[str, list[Person]], how: str, at: int

@@ -16,6 +16,7 @@ from syncd.config import CsvSource
 from syncd.errors import SourceError
 from syncd.model import Directory, Kind
 from syncd.sources.csv import read_csv
+from tests.support.examples import examples
 
 REQUIRED = ["id", "username", "name", "department"]
 OPTIONAL = ["email", "birthday", "sort_order", "senior", "status", "job_title", "positions"]
@@ -80,7 +81,7 @@ def is_data_row(row: list[str]) -> bool:
     return any(cell.strip() or "\n" in cell or "\r" in cell for cell in row)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     file=csv_files(),
     delimiter=st.sampled_from(DELIMITERS),
@@ -128,7 +129,7 @@ csv_bytes = st.text(alphabet=st.sampled_from('E1ab张,;"\n\r \x00\ufeff'), max_s
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     body=st.one_of(st.binary(max_size=300), csv_bytes),
     header=st.sampled_from([b"", b"id,username,name,department\n"]),
@@ -154,7 +155,7 @@ fields = st.one_of(
 lines = st.lists(fields, min_size=3, max_size=5)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     rows=st.lists(lines, max_size=10), delimiter=st.sampled_from([",", ";"]), sniff=st.booleans()
 )
@@ -211,7 +212,7 @@ def rows_with_copies(draw: st.DrawFn) -> list[list[str]]:
     return rows
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=rows_with_copies())
 @example(  # a departed person's row rejected, its copy saying active (issue 32)
     rows=[

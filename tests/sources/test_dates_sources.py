@@ -20,6 +20,7 @@ from syncd.model import Directory, Employee
 from syncd.sources._text import parse_iso_day
 from syncd.sources.csv import read_csv
 from syncd.sources.ldap import read_ldap
+from tests.support.examples import examples
 from tests.support.settings import CSV_SETTINGS, write_settings
 from tests.support.slapd import Slapd
 
@@ -111,7 +112,7 @@ def test_a_mapping_rule_makes_an_end_date_from_another_column(tmp_path: Path) ->
     )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text(max_size=12))
 def test_only_a_real_day_written_yyyy_mm_dd_is_a_date(text: str) -> None:
     import datetime as dt

@@ -26,6 +26,7 @@ from syncd.sources.ldap import read_ldap
 from syncd.sources.ldap.values import Choices, Picker, Rule, SlotRule, rdn_values
 from syncd.sources.ldap.wire import Several, WithSeveral
 from tests.support.admin import ORG, AnotherAdmin
+from tests.support.examples import examples
 from tests.support.images import jpeg
 from tests.support.slapd import Slapd
 
@@ -510,7 +511,7 @@ def test_any_value_order_gives_the_same_read(
 
 
 settings_for_slapd = settings(
-    max_examples=12,
+    max_examples=examples(12),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     derandomize=True,

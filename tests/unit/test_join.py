@@ -22,6 +22,7 @@ from syncd.model import (
     build_directory,
 )
 from syncd.plan.join import Joined, JoinRules, KeyNotHeld, SourceRead, join, key_value
+from tests.support.examples import examples
 
 TREE = [("deps.csv:2", Department("D1", "Head Office")), ("deps.csv:3", Department("D2", "R&D"))]
 
@@ -413,7 +414,7 @@ def _joined(case: Case) -> Joined | None:
     return join(case.reads, case.rules, explain=True)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(cases())
 def test_nobody_active_is_locked_or_removed_for_want_of_a_source(case: Case) -> None:
     """Someone some source still has, and no source says departed, is synced active, kept as
@@ -433,7 +434,7 @@ def test_nobody_active_is_locked_or_removed_for_want_of_a_source(case: Case) -> 
         assert (e is not None and e.state is State.ACTIVE) or key in held or not d.leavers_known
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(cases())
 def test_nobody_the_sources_that_have_them_call_departed_is_joined_active(case: Case) -> None:
     """Whoever decides status, and whether it has the person: when every source that reads
@@ -463,7 +464,7 @@ def test_nobody_the_sources_that_have_them_call_departed_is_joined_active(case: 
             ), reasons
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(cases())
 def test_a_warning_changes_nothing_but_the_warnings(case: Case) -> None:
     """The same sources without their warnings join to the same people, rows and verdict on
@@ -494,7 +495,7 @@ def _expected(case: Case, f: str, records: dict[str, Employee]) -> object:
     return given_values[0] if given_values else None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(cases())
 def test_the_join_pairs_one_key_and_honours_precedence(case: Case) -> None:
     joined = _joined(case)

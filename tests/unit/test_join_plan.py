@@ -14,6 +14,7 @@ from syncd.model import Department, Directory, Employee, Kind, Position, Rejecte
 from syncd.plan import REMOVING, Policy, plan
 from syncd.plan.join import JoinRules, KeyNotHeld, SourceRead, join
 from tests.engine.test_plan import NOW, synced
+from tests.support.examples import examples
 
 KEYS = [f"k{n}" for n in range(6)]
 NAMES = ["hr", "ad", "acquired"]
@@ -96,7 +97,7 @@ def damage(draw: st.DrawFn, count: int) -> Damage:
     return Damage(reads, frozenset(named), frozenset(departed), rules, broken)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.integers(2, 3).flatmap(lambda count: st.tuples(st.just(count), damage(count))))
 def test_no_active_person_is_locked_or_removed_for_want_of_a_source(
     case: tuple[int, Damage],

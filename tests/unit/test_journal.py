@@ -19,6 +19,7 @@ from sqlalchemy import Engine, event
 from syncd import snapshot as store
 from syncd.executor.pipeline import _json
 from syncd.snapshot import sql as store_sql
+from tests.support.examples import examples
 from tests.support.snapshot_rows import planned_run
 
 
@@ -175,7 +176,9 @@ def batches(draw: st.DrawFn) -> list[list[tuple[int, Answer]]]:
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(batches())
 def test_batches_marked_and_settled_are_journaled_item_by_item(
@@ -212,7 +215,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.dictionaries(st.text(), json_values, max_size=5)
     | st.dictionaries(st.integers(), json_values, max_size=3)  # the json module's keys

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, Engine
 from syncd import snapshot as store
 from syncd.errors import StateError
 from syncd.executor.writer import JournalWriter, Write
+from tests.support.examples import examples
 from tests.support.snapshot_rows import planned_run
 
 SEQS = 20
@@ -45,7 +46,7 @@ def settling(run_id: int, seq: int, outcome: str) -> Write:
     return lambda conn: store.settle_items(conn, run_id, [{"seq": seq, "outcome": outcome}])
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     writes=st.lists(
         st.tuples(st.integers(0, SEQS - 1), st.sampled_from(["sent", "ok", "failed"])),

@@ -23,6 +23,7 @@ from syncd.spelling import (
     shown_pair,
     spelled,
 )
+from tests.support.examples import examples
 
 NFC_RENEE = "ren\u00e9e"
 NFD_RENEE = "rene\u0301e"
@@ -219,7 +220,7 @@ def _spellings(draw: st.DrawFn) -> tuple[list[str], list[str]]:
     return bases, draw(st.permutations(variants))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_spellings())
 def test_no_two_records_kept_share_a_look_alike_key(spelling: tuple[list[str], list[str]]) -> None:
     _, variants = spelling
