@@ -13,7 +13,6 @@ renewal was held back, and the run finds its lease run out).
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 from sqlalchemy import Connection, Engine, event
@@ -32,15 +31,30 @@ HOOKED = 4  # journal transactions held open until a renewal
 
 
 class SlowWrites:
-    """Holds the journal writer's transactions open, before their commit, until ``lease``
+    """Holds the journal writer's transactions open, before their commit, until the lease
     was renewed since they began (at most two leases)."""
 
     def __init__(self, engine: Engine) -> None:
         self.lease: Lease | None = None
         self.held = 0  # transactions held open
         self.renewed = 0  # of which the lease was renewed while held
+        self._claimed = threading.Condition()  # told after each of the lease's claims
         event.listen(engine, "begin", self._began)
         event.listen(engine, "commit", self._committing)
+
+    def watch(self, lease: Lease) -> None:
+        """Hold the writes back until ``lease`` renews: its renewing thread calls
+        ``lease.claim``, wrapped here to say when each claim is done."""
+        claim = lease.claim
+
+        def told(*, take: bool = True) -> bool:
+            held = claim(take=take)
+            with self._claimed:
+                self._claimed.notify_all()
+            return held
+
+        lease.claim = told  # type: ignore[method-assign]
+        self.lease = lease
 
     def _writing(self, conn: Connection) -> bool:
         options = conn.get_execution_options()
@@ -53,16 +67,17 @@ class SlowWrites:
 
     def _committing(self, conn: Connection) -> None:
         since = conn.info.pop("slow_since", None)
-        if since is None or self.lease is None:
+        lease = self.lease
+        if since is None or lease is None:
             return
         self.held += 1
-        give_up = time.monotonic() + scaled(2 * LEASE_SECONDS)  # a slow machine: longer
-        while self.lease.deadline == since and time.monotonic() < give_up:
-            # The delaying hook itself: this commit waits until the lease thread has renewed
-            # (the lease exposes no event to wait on), so the run's own write is as slow as
-            # the renewal it must never block. A poll on that condition, not a stand-in.
-            time.sleep(0.05)
-        self.renewed += self.lease.deadline != since
+        # The delaying hook itself: this commit waits until the lease thread has renewed,
+        # so the run's own write is as slow as the renewal it must never block.
+        with self._claimed:
+            self._claimed.wait_for(
+                lambda: lease.deadline != since, timeout=scaled(2 * LEASE_SECONDS)
+            )
+        self.renewed += lease.deadline != since
 
 
 def test_a_lone_sync_whose_own_writes_are_slow_never_fences_itself(
@@ -79,7 +94,7 @@ def test_a_lone_sync_whose_own_writes_are_slow_never_fences_itself(
     try:
         assert lease.claim()
         lease.start()
-        slow.lease = lease
+        slow.watch(lease)
         result = run_sync(settings, RunRequest(), state=state, lease=lease)
     finally:
         lease.close()
