@@ -155,7 +155,6 @@ class Lease:
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
         self._trouble: str | None = None  # the store's last failure, said once
-        self._taken_from: Holder | None = None  # the holder this claim took the lease from
 
     @classmethod
     def for_settings(
@@ -191,7 +190,7 @@ class Lease:
                 # Not behind the write lock: a leader frozen holding it must not keep
                 # a standby from taking the lease once it expires.
                 with self.store.write(int(self.lease_s * 1000 / 3)) as conn:
-                    got = self._claim(conn, take or was)
+                    got, former = self._claim(conn, take or was)
                     leases.join(conn, replace_role(self.me, self._role(got)))
             except (SQLAlchemyError, SyncdError) as exc:
                 if self._trouble is None:
@@ -205,8 +204,8 @@ class Lease:
                 self.deadline = started + self.lease_s - self.margin
             self.held = got is not None
             self.epoch = got.epoch if got is not None else None
-            if self._taken_from is not None:
-                self._end_sessions(self._taken_from)
+            if former is not None:
+                self._end_sessions(former)
         if was != self.held:
             self._told(got)
         return self.held
@@ -231,24 +230,25 @@ class Lease:
                 ended, former.pid, former.host, former.epoch,
             )  # fmt: skip
 
-    def _claim(self, conn: Connection, take: bool) -> Holder | None:
+    def _claim(self, conn: Connection, take: bool) -> tuple[Holder | None, Holder | None]:
+        """The lease if this instance holds it now, and the holder it was taken from (None:
+        not taken from another)."""
         current = leases.holder(conn)
-        self._taken_from = None
         if current is not None:
             self.observed_epoch = current.epoch
         if not take:
-            return None
+            return None, None
         dead = None
         if current is not None and current.live and current.holder != self.me.instance:
             dead = current.holder if self._died(current) else None
         got = leases.acquire(conn, self.me, dead)
-        if got is not None:
-            self.observed_epoch = got.epoch
-            if current is not None and current.holder not in (None, self.me.instance):
-                self._taken_from = current
-            if current is not None and dead is not None:
-                log.warning("the lease's holder, pid %s here, died: taken over", current.pid)
-        return got
+        if got is None:
+            return None, None
+        self.observed_epoch = got.epoch
+        if current is not None and dead is not None:
+            log.warning("the lease's holder, pid %s here, died: taken over", current.pid)
+        taken = current is not None and current.holder not in (None, self.me.instance)
+        return got, current if taken else None
 
     def _died(self, held: Holder) -> bool:
         """A holder of this installation (state directory) on this machine whose process is gone."""
