@@ -1,4 +1,4 @@
-"""The ``syncd`` command: sync, check, run, status, reports, emulator, demo, init.
+"""The ``syncd`` command: sync, check, run, status, reports, emulator, demo, init, completion.
 
 Exit codes: 0 everything applied (or nothing to do), 1 some items failed (or, with
 ``--check``, changes pending; ``status``: unhealthy), 2 blocked by a guard, 3 could not
@@ -20,7 +20,7 @@ The package's rooms: this module (the entry point: the commands registered, erro
 shown: each command takes them from there, so no command imports this package back),
 ``screen`` (what a shell sync shows, or its JSON document), ``sync`` (``sync``,
 ``apply``), ``check``, ``reports``, ``state``, ``service`` (``run``, ``status``) and
-``tools`` (``emulator``, ``demo``, ``init``).
+``tools`` (``emulator``, ``demo``, ``init``, ``completion``).
 """
 
 from __future__ import annotations
@@ -157,3 +157,4 @@ app.command()(service.status)
 app.command()(tools.emulator)
 app.command()(tools.demo)
 app.command()(tools.init)
+app.command()(tools.completion)

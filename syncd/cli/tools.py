@@ -1,10 +1,11 @@
-"""``syncd emulator``, ``syncd demo`` and ``syncd init``: the emulator, the demo, new settings."""
+"""``syncd emulator``, ``demo``, ``init`` and ``completion``: the emulator, the demo, new files."""
 
 from __future__ import annotations
 
 import json
 import logging
 import sys
+from enum import StrEnum
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Annotated
@@ -221,3 +222,27 @@ def init(
                 logging.WARNING,
             )
         out.print('Then: systemctl daemon-reload (README, "Install as a service")')
+
+
+class Shell(StrEnum):
+    """The shells ``syncd completion`` writes a script for."""
+
+    BASH = "bash"
+    ZSH = "zsh"
+    FISH = "fish"
+
+
+def completion(
+    shell: Annotated[
+        Shell, typer.Argument(metavar="bash|zsh|fish", help="The shell the script is for.")
+    ],
+) -> None:
+    """Print SHELL's completion script, to write where that shell looks for it.
+
+    The shell is named, never guessed: ``--show-completion`` guesses it from the process
+    that started syncd, so from ``sh -c`` or ``sudo`` it refuses ("Shell sh not supported").
+    """
+    from typer.completion import get_completion_script
+
+    script = get_completion_script(prog_name="syncd", complete_var="_SYNCD_COMPLETE", shell=shell)
+    sys.stdout.write(script + "\n")
