@@ -242,7 +242,8 @@ def completion(
     The shell is named, never guessed: ``--show-completion`` guesses it from the process
     that started syncd, so from ``sh -c`` or ``sudo`` it refuses ("Shell sh not supported").
     """
-    from typer.completion import get_completion_script
+    # Typer's own script writer (what --show-completion prints), without its guessing.
+    from typer._completion_shared import get_completion_script
 
     script = get_completion_script(prog_name="syncd", complete_var="_SYNCD_COMPLETE", shell=shell)
     sys.stdout.write(script + "\n")
