@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 import orjson
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from syncd import snapshot as store
 from syncd.errors import Fenced, PlatformError, PlatformUnavailable, SyncdError, TokenError
@@ -25,6 +25,7 @@ from syncd.executor.writer import JournalWriter
 from syncd.model import Kind
 from syncd.plan import Change, KnownProblem, Snapshot
 from syncd.platform import PlatformClient
+from syncd.snapshot import StateStore
 
 log = logging.getLogger("syncd.executor")  # the package's name, as the run log shows it
 
@@ -130,7 +131,7 @@ class Pipeline:
     def __init__(
         self,
         client: PlatformClient,
-        engine: Engine,
+        state: StateStore,
         run_id: int,
         snapshot: Snapshot,
         *,
@@ -147,7 +148,7 @@ class Pipeline:
         fence: Callable[[Connection], None] | None = None,
     ) -> None:
         self.client = client
-        self.engine = engine
+        self.state = state  # the journal writer's transactions
         self.run_id = run_id
         self.root_id = root_id
         self.root_name = root_name
@@ -191,7 +192,7 @@ class Pipeline:
         is raised then). Fenced (the store refused a journal transaction, or a request's
         attempt found the deadline passed) ends the block: the run is interrupted, and what
         it left ``sent`` is for the instance holding the lease to resolve."""
-        writer = self._writer = JournalWriter(self.engine, self.fence)
+        writer = self._writer = JournalWriter(self.state, self.fence)
         try:
             with self.client.guarded(self.may_send if self.fence is not None else None):
                 yield

@@ -25,10 +25,10 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Protocol
 
-from sqlalchemy import Connection, Engine
-
-from syncd import snapshot as store
+from sqlalchemy import Connection
 
 log = logging.getLogger("syncd.executor")
 
@@ -39,11 +39,17 @@ Write = Callable[[Connection], None]
 GROUP = 256
 
 
+class Transactions(Protocol):
+    """Where the writer's transactions come from: the process's StateStore."""
+
+    def write(self) -> AbstractContextManager[Connection]: ...
+
+
 class JournalWriter:
     """Commits writes in the order given, from its own thread, a group per transaction."""
 
-    def __init__(self, engine: Engine, fence: Write | None = None) -> None:
-        self._engine = engine
+    def __init__(self, state: Transactions, fence: Write | None = None) -> None:
+        self._state = state
         self._fence = fence
         self._changed = threading.Condition()
         self._waiting: deque[tuple[int, Write]] = deque()
@@ -121,7 +127,7 @@ class JournalWriter:
                 while self._waiting and self._waiting[0][0] <= handed and len(group) < GROUP:
                     group.append(self._waiting.popleft())
             try:
-                with store.write(self._engine) as conn:
+                with self._state.write() as conn:
                     for _, write in group:
                         write(conn)
                     if self._fence is not None:

@@ -50,7 +50,7 @@ def deliver(
         platform = platform_of(settings)
         pipeline = Pipeline(
             client,
-            state.engine,  # the executor's journal writer (syncd.executor.writer)
+            state,
             run_id,
             snapshot,
             root_id=view.root_id,

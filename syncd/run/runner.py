@@ -158,7 +158,6 @@ class _Run:
         self.turn, self.lease = turn  # the turn: None for a dry run
         self.request = request
         self.state = state
-        self.engine = state.engine  # for the modules that do not take the store yet
         self.progress = progress or NoProgress()
         self.stop = stop or threading.Event()
         self.on_planned = on_planned
@@ -306,7 +305,7 @@ class _Run:
         platform_cursors, complete = cursors.platform_cursors(self.state), self._expects_complete()
         with collection_paused(freeze=True):
             head = self.state.load_snapshot(everyone=False)
-        held = store.Held(self.engine, dict(head.departments), head.headcount)
+        held = self.state.held(dict(head.departments), head.headcount)
         with ThreadPoolExecutor(1, thread_name_prefix="platform") as pool:
             census = cursors.census(self.state)
             reads = pool.submit(

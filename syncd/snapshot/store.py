@@ -26,9 +26,10 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import DatabaseError
 
 from syncd.model import Directory
-from syncd.plan import PlatformView, Snapshot, SyncedEmployee
+from syncd.plan import PlatformView, Snapshot, SyncedDepartment, SyncedEmployee
 from syncd.snapshot import dates, departures, engine, journal, lineage, planning, sql
 from syncd.snapshot.lease_store import LeaseStore
+from syncd.snapshot.records import Held
 from syncd.snapshot.tokens import TokenStore
 
 
@@ -315,6 +316,10 @@ class StateStore:
     def load_snapshot(self, *, everyone: bool = True, fields: bool = False) -> Snapshot:
         """What syncd last wrote, as plain values. (``planning.load_snapshot``)"""
         return planning.load_snapshot(self._engine, everyone=everyone, fields=fields)
+
+    def held(self, departments: Mapping[str, SyncedDepartment], people: int) -> Held:
+        """What syncd holds, asked by the platform reader on connections of its own."""
+        return Held(self._engine, departments, people)
 
     def people_for(
         self,

@@ -60,7 +60,7 @@ def test_writes_are_committed_in_the_order_given(
 ) -> None:
     engine, path = database
     run_id = new_run(engine)
-    writer = JournalWriter(engine)
+    writer = JournalWriter(store.StateStore(engine))
     expected = dict.fromkeys(range(SEQS), "planned")
     try:
         for n, (seq, outcome) in enumerate(writes, 1):
@@ -79,7 +79,7 @@ def test_a_failed_write_stops_the_writer_and_nothing_after_it_is_committed(
 ) -> None:
     engine, path = database
     run_id = new_run(engine)
-    writer = JournalWriter(engine)
+    writer = JournalWriter(store.StateStore(engine))
 
     def broken(conn: Connection) -> None:
         conn.exec_driver_sql("UPDATE no_such_table SET x = 1")  # a damaged database's error
