@@ -1,4 +1,4 @@
-"""One sync: read the source, plan, check the guards, apply (``delivery``), record the run.
+"""One sync: gather, plan, guard, record the plan, deliver it (``delivery``), record the run.
 
 Every run, dry or real, leaves a row in ``runs`` with its plan items and outcome; a run
 that cannot start (settings, lock) raises before anything is recorded.
@@ -161,6 +161,7 @@ class _Run:
         self.progress = progress or NoProgress()
         self.stop = stop or threading.Event()
         self.on_planned = on_planned
+        self.policy = policy_of(settings)
         self.started = now_ms()
         self.summary: dict[str, Any] = {}
         self.recovery_note: str | None = None
@@ -197,22 +198,55 @@ class _Run:
         return self.result
 
     def _sync(self, client: PlatformClient) -> None:
+        """The run, top to bottom: recover what a crash left in flight; gather the
+        snapshot, the platform and the source (or the memo of the same inputs); check
+        continuity; plan; guard (the saved plan's check among the guards); record the plan;
+        deliver it; remember a run that planned nothing."""
         rebuild.check_binding(self.state, self.settings)  # before anything is read there
-        mine = self.turn is not None or self.lease.may_recover()  # only a writer resolves
-        policy = policy_of(self.settings)
-        recovery = (
-            recover(client, self.state, now_ms(), policy.extended_fields) if mine else Recovery()
-        )
-        self.summary["recovered"] = recovery.resolved
-        self.recovery_note = recovery.note
-        # A plan made from a saved one's inputs, or after recovery changed the snapshot,
-        # is made in full.
-        digest = None
+        recovered = self._recover(client)
         # A state database made, restored or lost since it was last compared with the
         # platform is compared on this read (which is then made in full): rebuild.py.
         unchecked = not self.state.checked()
-        if not (recovery.resolved or self.request.saved or self.request.save_plan or unchecked):
-            digest = unchanged.source_digest(self.settings)
+        # A plan made from a saved one's inputs, or after recovery changed the snapshot,
+        # is made in full: no memo.
+        memorable = not (recovered or self.request.saved or self.request.save_plan or unchecked)
+        digest = unchanged.source_digest(self.settings) if memorable else None
+        snapshot, view, read = self._gather(client, digest, unchecked)
+        # After the platform's reads (the slow part): a standby whose dry run was
+        # abandoned (it took the lease meanwhile) plans no more.
+        self._step("planning")
+        if isinstance(read, unchanged.Memo):
+            the_plan, guards = self._recalled(read)
+            directory = None
+        else:
+            directory = read
+            snapshot = self._continuity(client, view, snapshot, directory, unchecked)
+            self._step("planning")  # the continuity check may have read the platform again
+            the_plan = self._plan(snapshot, view, directory)
+            the_plan, guards = self._guard(the_plan, snapshot, directory)
+        self._record(the_plan, guards)
+        if self._may_deliver(guards):
+            self._deliver(client, the_plan, snapshot, view, directory)
+        if digest is not None and directory is not None:
+            self._remember(digest, the_plan, guards, snapshot, view, directory)
+
+    def _recover(self, client: PlatformClient) -> bool:
+        """Resolve what a run that died left sent without an answer (only a writer does);
+        whether that changed the snapshot."""
+        mine = self.turn is not None or self.lease.may_recover()
+        recovery = (
+            recover(client, self.state, now_ms(), self.policy.extended_fields)
+            if mine
+            else Recovery()
+        )
+        self.summary["recovered"] = recovery.resolved
+        self.recovery_note = recovery.note
+        return bool(recovery.resolved)
+
+    def _gather(
+        self, client: PlatformClient, digest: str | None, unchecked: bool
+    ) -> tuple[Snapshot, PlatformView, Directory | unchanged.Memo]:
+        """The snapshot, the platform's view and the source's directory (or the memo)."""
         # A saved plan's fingerprint and a continuity check go over everyone syncd holds.
         whole = bool(self.request.saved or self.request.save_plan or unchecked)
         snapshot, view, read = self._inputs(client, digest, whole)
@@ -221,50 +255,50 @@ class _Run:
         snapshot, released = known_problems.follow(client, self.state, snapshot)
         if released and isinstance(read, unchanged.Memo):
             snapshot, view, read = self._inputs(client, None, whole)
-        view = replace(view, released=released)
-        # After the platform's reads (the slow part): a standby whose dry run was
-        # abandoned (it took the lease meanwhile) plans no more.
-        self._step("planning")
-        if isinstance(read, unchanged.Memo):
-            the_plan, guards = self._recalled(read)
-            self._decided(client, the_plan, guards, snapshot, view, None)
-            return
-        directory = read
-        snapshot = self._continuity(client, view, snapshot, directory, unchecked)
-        self._step("planning")  # the continuity check may have read the platform again
+        return snapshot, replace(view, released=released), read
+
+    def _plan(self, snapshot: Snapshot, view: PlatformView, directory: Directory) -> Plan:
+        """The plan: plain values, made from what was gathered."""
         with collection_paused(freeze=True):
             # The fields planning weighs, then those of the people the draft changes: each
             # read once, in one query, before planning goes on; the plan is plain values.
             snapshot = self.state.weighed_fields(snapshot, directory, view)
-            drafted = draft(directory, snapshot, view, policy, self._now())
+            drafted = draft(directory, snapshot, view, self.policy, self._now())
             the_plan = finish(drafted, self.state.written_fields(drafted.unwritten()))
         if told := set_aside.notes(self.summary["source"]):  # replayed from the summary after
             the_plan = replace(the_plan, notes=(*the_plan.notes, *told))
-        saved = self.request.saved
+        return the_plan
+
+    def _guard(
+        self, the_plan: Plan, snapshot: Snapshot, directory: Directory
+    ) -> tuple[Plan, list[GuardDecision]]:
+        """The guards' decisions; a saved plan being applied is one of them (first), and
+        a plan asked to be saved is written with them."""
         guards = check_guards(the_plan, directory, snapshot, limits_of(self.settings, self.request))
-        if saved is not None or self.request.save_plan is not None:
-            from syncd.run import saved_plan  # approve-then-apply only
+        saved, save_to = self.request.saved, self.request.save_plan
+        if saved is None and save_to is None:
+            return the_plan, guards
+        from syncd.run import saved_plan  # approve-then-apply only
+
         if saved is not None:
             decision, note = saved_plan.check(
-                saved, self.settings, the_plan, directory, snapshot, policy
+                saved, self.settings, the_plan, directory, snapshot, self.policy
             )
             guards.insert(0, decision)
             if note is not None:  # the same changes from moved inputs: said on screen too
                 the_plan = replace(the_plan, notes=(*the_plan.notes, note))
-        if self.request.save_plan is not None:
+        if save_to is not None:
             saved_plan.write(
-                self.request.save_plan,
+                save_to,
                 run_id=self.run_id,
                 settings=self.settings,
                 plan=the_plan,
                 guards=guards,
                 directory=directory,
                 snapshot=snapshot,
-                policy=policy,
+                policy=self.policy,
             )
-        self._decided(client, the_plan, guards, snapshot, view, directory)
-        if digest is not None:
-            self._remember(digest, the_plan, guards, snapshot, view, directory)
+        return the_plan, guards
 
     def _continuity(
         self,
@@ -335,16 +369,9 @@ class _Run:
             snapshot = self.state.with_history(snapshot, view)  # evidence: adoption
         return snapshot, view, directory
 
-    def _decided(
-        self,
-        client: PlatformClient,
-        the_plan: Plan,
-        guards: list[GuardDecision],
-        snapshot: Snapshot,
-        view: PlatformView,
-        directory: Directory | None,
-    ) -> None:
-        """Record the plan and the guards' decision, then apply unless blocked or dry."""
+    def _record(self, the_plan: Plan, guards: list[GuardDecision]) -> None:
+        """Journal the plan (an item for each change) and the run's summary so far, before
+        anything is sent: a run killed while it applies still tells what it planned."""
         self.result.plan, self.result.guards = the_plan, guards
         self.summary["guards"] = [asdict(g) for g in guards]
         self.summary["notes"] = [asdict(n) for n in the_plan.notes]
@@ -357,24 +384,27 @@ class _Run:
             self.summary["scheduled"] = scheduled_summary(the_plan.scheduled)
         with self.state.write() as conn:
             self.state.insert_items(conn, self.run_id, item_rows(the_plan.changes))  # streamed
-            # Recorded now, so a run killed during its apply still tells what it planned.
             self.state.set_summary(conn, self.run_id, self.summary)
+
+    def _may_deliver(self, guards: list[GuardDecision]) -> bool:
+        """Whether the recorded plan is sent: asked first (``on_planned``: a terminal shows
+        it), then not when a guard blocks it, the run is dry, or a signal came."""
         declined = self.on_planned is not None and self.on_planned(self.result) is False
         blocked = [g for g in guards if not g.passed]
         if blocked:
             self.result.outcome, self.result.exit_code = "blocked", EXIT_BLOCKED
             self.result.error = "; ".join(g.message for g in blocked)
             log.error("run %d blocked by a guard: %s", self.run_id, self.result.error)
-            return
+            return False
         if self.request.dry_run:
             self.result.outcome, self.result.exit_code = "ok", EXIT_OK
-            return
+            return False
         if self.stop.is_set() or declined:
             self.result.outcome, self.result.exit_code = "interrupted", EXIT_PARTIAL
             why = "the plan was declined" if declined else "interrupted"
             log.info("run %d %s before anything was sent", self.run_id, why)
-            return
-        self._apply(client, the_plan, snapshot, view, directory)
+            return False
+        return True
 
     def _remember(
         self,
@@ -461,7 +491,7 @@ class _Run:
             or cursors.source_mark(self.state) is None
         )
 
-    def _apply(
+    def _deliver(
         self,
         client: PlatformClient,
         the_plan: Plan,
@@ -485,15 +515,7 @@ class _Run:
             fence=self.turn.fence if self.turn is not None else None,
         )
         self.result.applied = applied
-        # For the people syncd holds now; the dates of those it let go of go too.
-        if the_plan.dates or the_plan.changes:
-            self.state.record_dates(the_plan.dates)
-        if directory is not None:  # the guard on access granted's memory: ids only
-            gone = departures(the_plan, directory, snapshot)
-            if gone.departed or gone.returned or gone.let_go:
-                self.state.record_departures(gone.departed, gone.returned, gone.let_go)
-        self.summary["known_problems"] = len(known_problems.rows(self.state))  # not failing
-        self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
+        self._record_applied(the_plan, snapshot, directory, applied)
         if applied.error is not None:
             raise applied.error
         self.result.outcome, self.result.exit_code = delivery.outcome_of(applied)
@@ -504,6 +526,24 @@ class _Run:
         delivery.advance(
             self.settings, self.state, client, applied, the_plan, snapshot, view, directory
         )
+
+    def _record_applied(
+        self,
+        the_plan: Plan,
+        snapshot: Snapshot,
+        directory: Directory | None,
+        applied: ApplyResult,
+    ) -> None:
+        """What the apply leaves besides the snapshot: the dates, the departures, counts."""
+        # For the people syncd holds now; the dates of those it let go of go too.
+        if the_plan.dates or the_plan.changes:
+            self.state.record_dates(the_plan.dates)
+        if directory is not None:  # the guard on access granted's memory: ids only
+            gone = departures(the_plan, directory, snapshot)
+            if gone.departed or gone.returned or gone.let_go:
+                self.state.record_departures(gone.departed, gone.returned, gone.let_go)
+        self.summary["known_problems"] = len(known_problems.rows(self.state))  # not failing
+        self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
 
     def _judge_read(self) -> None:
         """A run that would end ok is partial when its read set aside rows for a status

@@ -193,7 +193,7 @@ def _in_steps(
     engine: Engine, directory: Directory, view: PlatformView, *, everyone: bool
 ) -> tuple[Snapshot, Plan]:
     """The snapshot and plan as the runner loads and makes them (syncd.run.runner._inputs,
-    _sync)."""
+    _plan)."""
     head = store.load_snapshot(engine, everyone=False)
     snapshot = store.people_for(engine, head, directory, view, everyone=everyone)
     snapshot = store.weighed_fields(engine, snapshot, directory, view)
