@@ -20,7 +20,14 @@ import orjson
 from sqlalchemy import Connection
 
 from syncd import snapshot as store
-from syncd.errors import Fenced, PlatformError, PlatformUnavailable, SyncdError, TokenError
+from syncd.errors import (
+    Fenced,
+    PlatformError,
+    PlatformUnavailable,
+    StateError,
+    SyncdError,
+    TokenError,
+)
 from syncd.executor.writer import JournalWriter
 from syncd.model import Kind
 from syncd.plan import Change, KnownProblem, Snapshot
@@ -191,7 +198,8 @@ class Pipeline:
         at its end every write queued is committed (the writer's error, if one stopped it,
         is raised then). Fenced (the store refused a journal transaction, or a request's
         attempt found the deadline passed) ends the block: the run is interrupted, and what
-        it left ``sent`` is for the instance holding the lease to resolve."""
+        it left ``sent`` is for the instance holding the lease to resolve. So does a state
+        database error once the lease is not surely this run's (``_lost_lease``)."""
         writer = self._writer = JournalWriter(self.state, self.fence)
         try:
             with self.client.guarded(self.may_send if self.fence is not None else None):
@@ -201,17 +209,32 @@ class Pipeline:
             with suppress(Exception):
                 writer.close()
             return
-        except BaseException:
+        except BaseException as exc:
             # What was answered is still recorded; the block's own error is the one raised.
             with suppress(Exception):
                 writer.close()
-            raise
+            if not self._lost_lease(exc):
+                raise
+            self._fenced = self.result.interrupted = True
+            return
         finally:
             self._writer = None
         try:
             writer.close()
-        except Fenced:
+        except (Fenced, StateError) as exc:
+            if not self._lost_lease(exc):
+                raise
             self._fenced = self.result.interrupted = True
+
+    def _lost_lease(self, exc: BaseException) -> bool:
+        """Whether a failure is the lease lost: Fenced, or a state database error once the
+        local fence says no. An instance that takes the lease over on PostgreSQL ends the
+        former holder's sessions, so a leader frozen past its lease finds, when it thaws,
+        its connection closed before the store's own fence could refuse it: that run was
+        fenced (``may_send`` logs why), not failed by a broken database."""
+        if isinstance(exc, Fenced):
+            return True
+        return isinstance(exc, StateError) and self.fence is not None and not self.may_send()
 
     # ------------------------------------------------------------ the journaled pipeline
 
