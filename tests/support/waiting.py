@@ -36,8 +36,11 @@ POLL = 0.02
 T = TypeVar("T")
 
 
-def wait_until(condition: Callable[[], T], what: str, deadline: float = DEADLINE) -> T:
-    """Poll until the condition gives a true value, and return it."""
+def wait_until(
+    condition: Callable[[], T], what: str, deadline: float = DEADLINE, poll: float = POLL
+) -> T:
+    """Poll until the condition gives a true value, and return it; ``poll``: seconds
+    between asks, longer for a condition that is costly to ask."""
     end = time.monotonic() + deadline
     while True:
         value = condition()
@@ -45,4 +48,4 @@ def wait_until(condition: Callable[[], T], what: str, deadline: float = DEADLINE
             return value
         if time.monotonic() > end:
             raise AssertionError(f"gave up waiting: {what}")
-        time.sleep(POLL)  # polling a condition another thread or process changes
+        time.sleep(poll)  # polling a condition another thread or process changes
