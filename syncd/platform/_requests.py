@@ -257,13 +257,14 @@ class Requests:
             query["access_token"] = token
         attempts = 0
         started = time.monotonic()
+        content = request_body(body)  # encoded once, whatever the attempts
 
         def attempt() -> Any:
             nonlocal attempts
             attempts += 1
             left = math.inf if deadline is None else deadline - (time.monotonic() - started)
             return self._attempt(
-                method, url, label, endpoint, query, body, self._timeout_within(left)
+                method, url, label, endpoint, query, content, self._timeout_within(left)
             )
 
         retrying = self._policy.retrying(
@@ -300,7 +301,7 @@ class Requests:
         label: str,
         endpoint: str,
         query: dict[str, Any],
-        body: Any,
+        content: bytes | None,
         timeout: httpx.Timeout,
     ) -> Any:
         guard = self.guard
@@ -313,8 +314,8 @@ class Requests:
                 method,
                 url,
                 params=query,
-                content=request_body(body),
-                headers=JSON_HEADERS if body is not None else None,
+                content=content,
+                headers=JSON_HEADERS if content is not None else None,
                 timeout=timeout,
             )
         except httpx.RequestError as exc:
