@@ -83,3 +83,36 @@ def test_timeouts_a_request_could_outlast_the_lease_with_are_refused_at_load(
     assert caught.value.exit_code == EXIT_FAILED
     for key in ("platform.timeout", "platform.connect_timeout", "leadership.lease_seconds"):
         assert key in str(caught.value)
+
+
+def test_a_run_whose_sessions_a_takeover_ended_is_fenced_not_failed(
+    tmp_path: Path, emulator: RunningEmulator, postgres_url: str
+) -> None:
+    """A leader paused past its lease while a request was out, whose PostgreSQL sessions the
+    new holder ended meanwhile, thaws to a closed connection before the store's own fence
+    could refuse it: the run is fenced (interrupted), not failed by a broken database, and
+    sends nothing more."""
+    rig = Rig(tmp_path, emulator, big_company(12, departments=3), database_url=postgres_url)
+    rig.platform_options.update(batch_size=5, concurrency=1)
+    rig.company.write(rig.folder)
+    settings = rig.settings()
+    state = store.StateStore.open(settings.database, settings.database_url)
+    lease = Lease.for_settings(state, settings, SHELL)
+
+    def taken_over() -> None:  # what a takeover does to a frozen leader's sessions
+        lease.deadline = time.monotonic() - 0.001
+        state.leases.end_sessions(lease.me.instance)
+
+    # The first import is answered late: the takeover happens while it is out.
+    emulator.set_faults(
+        scripted=[{"match": IMPORT_EMPLOYEES, "fault": "latency", "latency_ms": 1000, "count": 1}]
+    )
+    try:
+        assert lease.claim()
+        with when_requests(emulator, IMPORT_EMPLOYEES, 1, taken_over):
+            result = run_sync(settings, RunRequest(), state=state, lease=lease)
+    finally:
+        lease.close()
+        state.close()
+    assert requests_to(emulator, IMPORT_EMPLOYEES) == 1  # the one out; nothing after it
+    assert (result.outcome, result.exit_code) == ("interrupted", EXIT_PARTIAL), result.error
