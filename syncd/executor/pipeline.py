@@ -152,7 +152,6 @@ class Pipeline:
         progress: Progress | None = None,
         stop: threading.Event | None = None,
         may_send: Callable[[], bool] | None = None,
-        fence: Callable[[Connection], None] | None = None,
     ) -> None:
         self.client = client
         self.state = state  # the journal writer's transactions
@@ -178,9 +177,10 @@ class Pipeline:
         self.result = ApplyResult()
         self._writer: JournalWriter | None = None
         # Asked before each batch leaves and before each attempt of a write (leadership.
-        # Turn): False, and nothing more is sent. ``fence``: in every journal transaction.
+        # Turn): False, and nothing more is sent. A real run's journal transactions are
+        # fenced by its store itself (StateStore.fenced).
+        self.leased = may_send is not None
         self.may_send = may_send or (lambda: True)
-        self.fence = fence
         self._fenced = False
 
     # ------------------------------------------------------------ the journal writer
@@ -200,9 +200,9 @@ class Pipeline:
         attempt found the deadline passed) ends the block: the run is interrupted, and what
         it left ``sent`` is for the instance holding the lease to resolve. So does a state
         database error once the lease is not surely this run's (``_lost_lease``)."""
-        writer = self._writer = JournalWriter(self.state, self.fence)
+        writer = self._writer = JournalWriter(self.state)
         try:
-            with self.client.guarded(self.may_send if self.fence is not None else None):
+            with self.client.guarded(self.may_send if self.leased else None):
                 yield
         except Fenced:
             self._fenced = self.result.interrupted = True
@@ -234,7 +234,7 @@ class Pipeline:
         fenced (``may_send`` logs why), not failed by a broken database."""
         if isinstance(exc, Fenced):
             return True
-        return isinstance(exc, StateError) and self.fence is not None and not self.may_send()
+        return isinstance(exc, StateError) and self.leased and not self.may_send()
 
     # ------------------------------------------------------------ the journaled pipeline
 

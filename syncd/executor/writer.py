@@ -12,11 +12,11 @@ A write that fails (a full disk, a damaged file: the engine's StateError) stops 
 writer: the writes after it are dropped, never committed out of order, and every
 ``wait`` from then on raises that error, so nothing more is sent.
 
-The fence (``fence(conn)``, a real run's ``leadership.Turn.fence``) runs in every
-transaction, after its writes and before its commit: when the lease no longer names this
-instance and epoch, it raises errors.Fenced, the transaction rolls back, and the writer
-stops as above. So the commit of a batch's sent mark is the store's fence for that batch:
-no extra round trip.
+A real run's store is fenced (``StateStore.fenced``: a real run's ``leadership.Turn.fence``
+runs in every transaction, after its writes and before its commit): when the lease no
+longer names this instance and epoch, it raises errors.Fenced, the transaction rolls back,
+and the writer stops as above. So the commit of a batch's sent mark is the store's fence
+for that batch: no extra round trip.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ GROUP = 256
 
 
 class Transactions(Protocol):
-    """Where the writer's transactions come from: the process's StateStore."""
+    """Where the writer's transactions come from: the run's StateStore (fenced, for a real
+    run)."""
 
     def write(self) -> AbstractContextManager[Connection]: ...
 
@@ -48,9 +49,8 @@ class Transactions(Protocol):
 class JournalWriter:
     """Commits writes in the order given, from its own thread, a group per transaction."""
 
-    def __init__(self, state: Transactions, fence: Write | None = None) -> None:
+    def __init__(self, state: Transactions) -> None:
         self._state = state
-        self._fence = fence
         self._changed = threading.Condition()
         self._waiting: deque[tuple[int, Write]] = deque()
         self._given = 0  # the last ticket given
@@ -130,8 +130,6 @@ class JournalWriter:
                 with self._state.write() as conn:
                     for _, write in group:
                         write(conn)
-                    if self._fence is not None:
-                        self._fence(conn)
             except BaseException as exc:  # handed to the applying thread, which raises it
                 log.debug("the journal writer stopped: %s", exc)
                 with self._changed:

@@ -9,8 +9,6 @@ import threading
 from collections.abc import Callable
 from functools import partial
 
-from sqlalchemy import Connection
-
 from syncd import snapshot as store
 from syncd.config import Settings, platform_of
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
@@ -37,7 +35,6 @@ def deliver(
     progress: Progress,
     stop: threading.Event,
     may_send: Callable[[], bool] | None,
-    fence: Callable[[Connection], None] | None = None,
 ) -> ApplyResult:
     """Send the plan's changes (their journal rows already recorded); the result holds the
     known problems this run found and has not told yet, unless it was interrupted."""
@@ -63,7 +60,6 @@ def deliver(
             progress=progress,
             stop=stop,
             may_send=may_send,
-            fence=fence,
         )
         try:
             applied = Executor(pipeline, snapshot, photos).apply(the_plan)

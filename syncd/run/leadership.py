@@ -489,6 +489,24 @@ class Turn:
                     self._refused(reason)
             return self._fenced is None
 
+    def lost(self) -> bool:
+        """Whether the lease is surely not this turn's now, asked once a write of the run
+        failed: fenced already, past the local deadline, or the store names another live
+        holder (read on the lease's own connections, which a takeover that ended this
+        run's sessions leaves alone; a store that cannot be read tells nothing here)."""
+        if not self.may_send():
+            return True
+        if self._store is None:
+            return False
+        try:
+            current = self._store.holder()
+        except (SQLAlchemyError, SyncdError):
+            return False
+        reason = leases.not_held(current, self.instance, self.epoch)
+        if reason is not None:
+            self.refuse(reason)
+        return reason is not None
+
     def refuse(self, reason: str) -> None:
         """Fenced for good, for ``reason``."""
         with self._lock:

@@ -25,12 +25,15 @@ from syncd.errors import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_PARTIAL,
+    Fenced,
+    StateError,
     SyncdError,
 )
 from syncd.executor import ApplyResult, NoProgress, Progress, item_rows
 from syncd.logs import redact
 from syncd.model import Directory
 from syncd.plan import (
+    Departures,
     GuardDecision,
     Note,
     Plan,
@@ -157,7 +160,9 @@ class _Run:
         self.settings = settings
         self.turn, self.lease = turn  # the turn: None for a dry run
         self.request = request
-        self.state = state
+        # A real run's writes are fenced in the store: each transaction is refused, before
+        # its commit, once another instance holds the lease (StateStore.fenced).
+        self.state = state.fenced(self.turn.fence) if self.turn is not None else state
         self.progress = progress or NoProgress()
         self.stop = stop or threading.Event()
         self.on_planned = on_planned
@@ -186,9 +191,7 @@ class _Run:
             self.result.outcome, self.result.exit_code = "interrupted", EXIT_PARTIAL
             log.info("run %d interrupted before anything was sent", self.run_id)
         except SyncdError as exc:
-            self.result.outcome, self.result.exit_code = "failed", EXIT_FAILED
-            self.result.error = redact(str(exc))
-            log.error("run %d failed: %s", self.run_id, self.result.error)
+            self._ended_by(exc)
         finally:
             if client is not None:
                 self.summary["retries"] = client.retries
@@ -196,6 +199,23 @@ class _Run:
                 client.close()
             self._finish()
         return self.result
+
+    def _ended_by(self, exc: SyncdError) -> None:
+        """A run-level error: the run failed; or, when it is the lease lost, interrupted
+        (the store refused a write, or a write failed once the lease is surely another's:
+        a takeover ends the former holder's PostgreSQL sessions), as a fenced batch is."""
+        lost = isinstance(exc, Fenced) or (
+            isinstance(exc, StateError) and self.turn is not None and self.turn.lost()
+        )
+        if lost:
+            self.result.outcome, self.result.exit_code = "interrupted", EXIT_PARTIAL
+            fenced = self.turn.fenced if self.turn is not None else None
+            self.result.error = f"fenced: {fenced}" if fenced else redact(str(exc))
+            log.warning("run %d interrupted: %s", self.run_id, self.result.error)
+            return
+        self.result.outcome, self.result.exit_code = "failed", EXIT_FAILED
+        self.result.error = redact(str(exc))
+        log.error("run %d failed: %s", self.run_id, self.result.error)
 
     def _sync(self, client: PlatformClient) -> None:
         """The run, top to bottom: recover what a crash left in flight; gather the
@@ -512,7 +532,6 @@ class _Run:
             progress=self.progress,
             stop=self.stop,
             may_send=self.turn.may_send if self.turn is not None else None,
-            fence=self.turn.fence if self.turn is not None else None,
         )
         self.result.applied = applied
         self._record_applied(the_plan, snapshot, directory, applied)
@@ -536,12 +555,11 @@ class _Run:
     ) -> None:
         """What the apply leaves besides the snapshot: the dates, the departures, counts."""
         # For the people syncd holds now; the dates of those it let go of go too.
-        if the_plan.dates or the_plan.changes:
-            self.state.record_dates(the_plan.dates)
-        if directory is not None:  # the guard on access granted's memory: ids only
-            gone = departures(the_plan, directory, snapshot)
-            if gone.departed or gone.returned or gone.let_go:
-                self.state.record_departures(gone.departed, gone.returned, gone.let_go)
+        dates = the_plan.dates if the_plan.dates or the_plan.changes else None
+        # The guard on access granted's memory: ids only.
+        gone = departures(the_plan, directory, snapshot) if directory is not None else Departures()
+        if dates is not None or gone != Departures():
+            self.state.record_applied(dates, gone.departed, gone.returned, gone.let_go)
         self.summary["known_problems"] = len(known_problems.rows(self.state))  # not failing
         self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
 

@@ -19,8 +19,6 @@ the package hold.
 
 from __future__ import annotations
 
-from syncd.snapshot.dates import record_dates
-from syncd.snapshot.departures import record_departures
 from syncd.snapshot.engine import (
     backup,
     compact,
@@ -139,8 +137,6 @@ __all__ = [
     "open_engine",
     "people_for",
     "problem_rows",
-    "record_dates",
-    "record_departures",
     "record_problems",
     "resolve_problems",
     "run_summary",

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from syncd.snapshot import sql
-from syncd.snapshot.engine import translated, write
 
 
 def load_dates(conn: Connection) -> tuple[dict[str, str], dict[str, str]]:
@@ -34,20 +33,18 @@ def load_dates(conn: Connection) -> tuple[dict[str, str], dict[str, str]]:
     return starts, ends
 
 
-@translated
-def record_dates(engine: Engine, changes: Mapping[str, tuple[str | None, str | None]]) -> None:
+def record_dates(conn: Connection, changes: Mapping[str, tuple[str | None, str | None]]) -> None:
     """Source id -> (start date, end date) read now (None: none to keep), for those syncd
     holds; rows of people syncd no longer holds go (a source id made again later must not
-    find an earlier date)."""
-    with write(engine) as conn:
-        sql.bulk(conn, "DELETE FROM effective_dates WHERE source_id = ?", [(k,) for k in changes])
-        rows = [(k, s, e, k) for k, (s, e) in changes.items() if s is not None or e is not None]
-        sql.bulk(
-            conn,
-            "INSERT INTO effective_dates (source_id, start_date, end_date) SELECT ?, ?, ? "
-            "WHERE EXISTS (SELECT 1 FROM employees WHERE source_id = ?)",
-            rows,
-        )
-        conn.exec_driver_sql(
-            "DELETE FROM effective_dates WHERE source_id NOT IN (SELECT source_id FROM employees)"
-        )
+    find an earlier date). In the caller's write transaction."""
+    sql.bulk(conn, "DELETE FROM effective_dates WHERE source_id = ?", [(k,) for k in changes])
+    rows = [(k, s, e, k) for k, (s, e) in changes.items() if s is not None or e is not None]
+    sql.bulk(
+        conn,
+        "INSERT INTO effective_dates (source_id, start_date, end_date) SELECT ?, ?, ? "
+        "WHERE EXISTS (SELECT 1 FROM employees WHERE source_id = ?)",
+        rows,
+    )
+    conn.exec_driver_sql(
+        "DELETE FROM effective_dates WHERE source_id NOT IN (SELECT source_id FROM employees)"
+    )

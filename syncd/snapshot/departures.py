@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection
 
 from syncd.snapshot import sql
-from syncd.snapshot.engine import translated, write
 
 DEPARTED = "departed"  # a read called them departed
 REMOVED = "removed"  # syncd removed their account, or let go of it
@@ -29,9 +28,8 @@ def load_departures(conn: Connection) -> dict[str, str]:
     return {str(k): str(why) for k, why in sql.rows(conn, "SELECT source_id, why FROM departures")}
 
 
-@translated
 def record_departures(
-    engine: Engine,
+    conn: Connection,
     departed: Collection[str],
     returned: Collection[str],
     let_go: Collection[str],
@@ -39,24 +37,23 @@ def record_departures(
     """After an applied run: ``departed``, ids its read called departed (an id already kept as
     removed stays so); ``let_go``, ids whose account it removed or let go of (kept as removed
     once syncd no longer holds them); ``returned``, ids its read called active (gone from
-    the table once syncd holds them: the run gave them their account, past the guards)."""
-    with write(engine) as conn:
-        sql.bulk(
-            conn,
-            "INSERT INTO departures (source_id, why) VALUES (?, ?) "
-            "ON CONFLICT (source_id) DO NOTHING",
-            [(k, DEPARTED) for k in departed],
-        )
-        sql.bulk(
-            conn,
-            "INSERT INTO departures (source_id, why) SELECT ?, ? "
-            "WHERE NOT EXISTS (SELECT 1 FROM employees WHERE source_id = ?) "
-            "ON CONFLICT (source_id) DO UPDATE SET why = excluded.why",
-            [(k, REMOVED, k) for k in let_go],
-        )
-        sql.bulk(
-            conn,
-            "DELETE FROM departures WHERE source_id = ? "
-            "AND EXISTS (SELECT 1 FROM employees WHERE source_id = ?)",
-            [(k, k) for k in returned],
-        )
+    the table once syncd holds them: the run gave them their account, past the guards).
+    In the caller's write transaction."""
+    sql.bulk(
+        conn,
+        "INSERT INTO departures (source_id, why) VALUES (?, ?) ON CONFLICT (source_id) DO NOTHING",
+        [(k, DEPARTED) for k in departed],
+    )
+    sql.bulk(
+        conn,
+        "INSERT INTO departures (source_id, why) SELECT ?, ? "
+        "WHERE NOT EXISTS (SELECT 1 FROM employees WHERE source_id = ?) "
+        "ON CONFLICT (source_id) DO UPDATE SET why = excluded.why",
+        [(k, REMOVED, k) for k in let_go],
+    )
+    sql.bulk(
+        conn,
+        "DELETE FROM departures WHERE source_id = ? "
+        "AND EXISTS (SELECT 1 FROM employees WHERE source_id = ?)",
+        [(k, k) for k in returned],
+    )

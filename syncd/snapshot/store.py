@@ -9,6 +9,14 @@ write transactions, the token store, lineage, the lease's store and the journal 
 its methods are named for what they do. Closing it (``with StateStore.open(...) as
 store``) lets the lease store and the engine go.
 
+A real run writes through ``store.fenced(turn.fence)``: the same store (engine, token
+store, lease store), whose every write transaction checks the run's fence before its
+commit, so nothing a run writes to the state others go on from (the snapshot, the
+journal's items, cursors, dates, departures, known problems, its memo) is kept once
+another instance has taken the lease over. As SQLAlchemy's ``Engine.execution_options``:
+a view sharing its owner's pool, which only the owner closes. The run's own record (its
+row, its rejected rows) is written whoever holds the lease: it says what the run did.
+
 Composition, as SQLAlchemy's Engine and Connection or httpx's Client: the store holds the
 engine and calls the package's modules, which stay its implementation; nothing outside
 ``syncd.snapshot`` needs an ``Engine`` of its own.
@@ -18,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -32,14 +41,32 @@ from syncd.snapshot.lease_store import LeaseStore
 from syncd.snapshot.records import Held
 from syncd.snapshot.tokens import TokenStore
 
+Fence = Callable[[Connection], None]
+
+
+@dataclass
+class _Owned:
+    """What a store and its fenced views share: made at first use, closed by the owner."""
+
+    tokens: TokenStore | None = None
+    leases: LeaseStore | None = None
+
 
 class StateStore:
     """The state database of this process, and everything that reads or writes it."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        self._tokens: TokenStore | None = None
-        self._leases: LeaseStore | None = None
+        self._owned = _Owned()
+        self._fence: Fence | None = None  # set on a fenced view only
+
+    def fenced(self, fence: Fence) -> StateStore:
+        """This store for a real run: each write transaction it opens runs ``fence(conn)``
+        after its writes and before its commit (errors.Fenced rolls it back). Shares the
+        engine, the token store and the lease store; closing it leaves them to the owner."""
+        view = StateStore(self._engine)
+        view._owned, view._fence = self._owned, fence
+        return view
 
     @classmethod
     def open(cls, path: Path, url: Any = None, *, migrate: bool = True) -> StateStore:
@@ -60,10 +87,13 @@ class StateStore:
         self.close()
 
     def close(self) -> None:
-        """Let the lease store's connections and the engine's pool go."""
-        if self._leases is not None:
-            self._leases.close()
-            self._leases = None
+        """Let the lease store's connections and the engine's pool go (a fenced view's
+        owner's to close: nothing)."""
+        if self._fence is not None:
+            return
+        if self._owned.leases is not None:
+            self._owned.leases.close()
+            self._owned.leases = None
         self._engine.dispose()
 
     def __repr__(self) -> str:
@@ -97,9 +127,12 @@ class StateStore:
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        """One write transaction holding the database's write lock (``engine.write``)."""
+        """One write transaction holding the database's write lock (``engine.write``); on a
+        fenced view, refused before its commit unless the run's lease still holds."""
         with engine.write(self._engine) as conn:
             yield conn
+            if self._fence is not None:
+                self._fence(conn)
 
     @contextmanager
     def write_apart(self, wait_ms: int) -> Iterator[Connection]:
@@ -148,17 +181,17 @@ class StateStore:
     @property
     def tokens(self) -> TokenStore:
         """The application's token, shared by every syncd on this database (one per store)."""
-        if self._tokens is None:
-            self._tokens = TokenStore(self._engine)
-        return self._tokens
+        if self._owned.tokens is None:
+            self._owned.tokens = TokenStore(self._engine)
+        return self._owned.tokens
 
     @property
     def leases(self) -> LeaseStore:
         """The lease's own store (its own file or pool), made at first use, closed with
         the store."""
-        if self._leases is None:
-            self._leases = LeaseStore.open(self._engine)
-        return self._leases
+        if self._owned.leases is None:
+            self._owned.leases = LeaseStore.open(self._engine)
+        return self._owned.leases
 
     # ---------------------------------------------------------------- lineage
 
@@ -375,15 +408,18 @@ class StateStore:
 
     # ---------------------------------------------------------------- dates, departures
 
-    def record_dates(self, changes: Mapping[str, tuple[str | None, str | None]]) -> None:
-        """Keep the effective dates read now, by source id. (``dates.record_dates``)"""
-        return dates.record_dates(self._engine, changes)
-
-    def record_departures(
+    def record_applied(
         self,
-        departed: Collection[str],
-        returned: Collection[str],
-        let_go: Collection[str],
+        changes: Mapping[str, tuple[str | None, str | None]] | None,
+        departed: Collection[str] = (),
+        returned: Collection[str] = (),
+        let_go: Collection[str] = (),
     ) -> None:
-        """After an applied run. (``departures.record_departures``)"""
-        return departures.record_departures(self._engine, departed, returned, let_go)
+        """After an applied run, in one write transaction: the effective dates read now, by
+        source id (``dates.record_dates``; None: none read, none let go), and the departures
+        (``departures.record_departures``)."""
+        with self.write() as conn:
+            if changes is not None:
+                dates.record_dates(conn, changes)
+            if departed or returned or let_go:
+                departures.record_departures(conn, departed, returned, let_go)

@@ -24,7 +24,8 @@ def test_departures_are_kept_let_go_of_and_taken_back_by_their_ids(
                 "VALUES (?, ?, '{}', '', ?, ?)",
                 [("e1", "one", False, False), ("e2", "two", False, True)],
             )
-        store.record_departures(engine, ["x1", "x2", "e2"], [], ["e3", "e2"])
+        state = store.StateStore(engine)
+        state.record_applied(None, departed=["x1", "x2", "e2"], let_go=["e3", "e2"])
         with engine.connect() as conn:
             # e2 is still held: not kept as removed (it is departed, as read).
             assert load_departures(conn) == {
@@ -34,7 +35,7 @@ def test_departures_are_kept_let_go_of_and_taken_back_by_their_ids(
                 "e3": "removed",
             }
         # x1 read active but not held (its create failed): kept; e2 read active and held: gone.
-        store.record_departures(engine, ["e3"], ["x1", "e2"], [])
+        state.record_applied(None, departed=["e3"], returned=["x1", "e2"])
         with engine.connect() as conn:
             assert load_departures(conn) == {"x1": "departed", "x2": "departed", "e3": "removed"}
         snapshot = store.load_snapshot(engine, everyone=False)
@@ -57,7 +58,7 @@ def test_a_state_database_of_schema_9_gets_the_departures_table(
     assert SCHEMA_VERSION >= 10
     engine = store.open_engine(tmp_path / "syncd.db", store_url)
     try:
-        store.record_departures(engine, ["x1"], [], [])
+        store.StateStore(engine).record_applied(None, departed=["x1"])
         with engine.connect() as conn:
             assert load_departures(conn) == {"x1": "departed"}
     finally:

@@ -12,15 +12,20 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy import Connection, event, text
 
 from syncd import snapshot as store
 from syncd.config import load_settings
 from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_FAILED, EXIT_PARTIAL, ConfigError
+from syncd.run.cursors import NODES, PEOPLE, SOURCE
 from syncd.run.leadership import SHELL, Lease
 from syncd.run.runner import RunRequest, run_sync
+from syncd.snapshot.leases import Claimant
+from tests.engine.company import employee
 from tests.reliability.support import Rig, big_company, when_requests
 from tests.support.settings import CSV_SETTINGS, write_settings
 from tests.support.traffic import requests_to
@@ -88,31 +93,86 @@ def test_timeouts_a_request_could_outlast_the_lease_with_are_refused_at_load(
 def test_a_run_whose_sessions_a_takeover_ended_is_fenced_not_failed(
     tmp_path: Path, emulator: RunningEmulator, postgres_url: str
 ) -> None:
-    """A leader paused past its lease while a request was out, whose PostgreSQL sessions the
-    new holder ended meanwhile, thaws to a closed connection before the store's own fence
-    could refuse it: the run is fenced (interrupted), not failed by a broken database, and
-    sends nothing more."""
+    """A leader paused past its lease, whose PostgreSQL sessions the new holder ended
+    meanwhile, thaws to a closed connection in the middle of a journal transaction, before
+    the store's own fence could refuse it: the run is fenced (interrupted), not failed by a
+    broken database, and sends nothing. Forced: the session of the journal writer's first
+    transaction is ended (and waited for) as that transaction marks a batch sent."""
     rig = Rig(tmp_path, emulator, big_company(12, departments=3), database_url=postgres_url)
-    rig.platform_options.update(batch_size=5, concurrency=1)
     rig.company.write(rig.folder)
     settings = rig.settings()
     state = store.StateStore.open(settings.database, settings.database_url)
     lease = Lease.for_settings(state, settings, SHELL)
+    ended: list[int] = []
 
-    def taken_over() -> None:  # what a takeover does to a frozen leader's sessions
+    def taken_over(
+        conn: Connection, cursor: Any, statement: str, *args: object
+    ) -> None:  # what a takeover does to a frozen leader's sessions, as it thaws
+        if ended or "SET outcome = 'sent'" not in statement:
+            return
         lease.deadline = time.monotonic() - 0.001
-        state.leases.end_sessions(lease.me.instance)
+        pid = cursor.connection.info.backend_pid
+        with state.leases.engine.connect() as other:
+            sql = "SELECT pg_terminate_backend(:pid, 10000)"  # waits for the session's end
+            assert other.execute(text(sql), {"pid": pid}).scalar()
+        ended.append(pid)
 
-    # The first import is answered late: the takeover happens while it is out.
-    emulator.set_faults(
-        scripted=[{"match": IMPORT_EMPLOYEES, "fault": "latency", "latency_ms": 1000, "count": 1}]
-    )
+    event.listen(state.engine, "before_cursor_execute", taken_over)
     try:
         assert lease.claim()
-        with when_requests(emulator, IMPORT_EMPLOYEES, 1, taken_over):
-            result = run_sync(settings, RunRequest(), state=state, lease=lease)
+        result = run_sync(settings, RunRequest(), state=state, lease=lease)
     finally:
         lease.close()
         state.close()
-    assert requests_to(emulator, IMPORT_EMPLOYEES) == 1  # the one out; nothing after it
+    assert ended  # the session ended as its batch was marked
+    assert requests_to(emulator, "import-") == 0  # that batch never left, nor any after it
     assert (result.outcome, result.exit_code) == ("interrupted", EXIT_PARTIAL), result.error
+
+
+RIVAL = Claimant(
+    instance="rival/4242/t", host="rival", pid=4242, machine="rival-machine",
+    place="/var/lib/syncd", role="leader", lease_ms=30_000,
+)  # fmt: skip
+
+
+def test_a_run_taken_over_after_it_sent_everything_keeps_nothing_it_would_record(
+    tmp_path: Path, emulator: RunningEmulator, store_url: str | None
+) -> None:
+    """The writes after the delivery (dates, departures, cursors) are a real run's too:
+    once another instance holds the lease, the store refuses them as it refuses the
+    journal's, and the run ends interrupted. Forced: the lease is taken over (its row
+    expired, then claimed by another instance) as the run records its dates."""
+    rig = Rig(tmp_path, emulator, big_company(12, departments=3), database_url=store_url)
+    left = [employee(f"E{n}", f"user{n}", "D1", status="departed") for n in (50, 51)]
+    rig.company.employees += left
+    rig.company.write(rig.folder)
+    settings = rig.settings()
+    state = store.StateStore.open(settings.database, settings.database_url)
+    lease = Lease.for_settings(state, settings, SHELL)
+    rival = Lease(state, RIVAL, role_waiting="standby", contend=True)
+
+    def take_over(conn: Connection, cursor: Any, statement: str, *args: object) -> None:
+        if not statement.startswith("DELETE FROM effective_dates") or rival.epoch:
+            return
+        with state.leases.write(1000) as own:
+            own.execute(text("UPDATE leadership SET expires_at = 0"))
+        assert rival.claim()
+
+    event.listen(state.engine, "before_cursor_execute", take_over)
+    try:
+        assert lease.claim()
+        result = run_sync(settings, RunRequest(), state=state, lease=lease)
+        event.remove(state.engine, "before_cursor_execute", take_over)
+        with state.read() as conn:
+            kept = {str(k) for (k,) in conn.execute(text("SELECT source_id FROM departures"))}
+        cursors = {name: state.cursor(name) for name in (NODES, PEOPLE, SOURCE)}
+    finally:
+        rival.close()
+        lease.close()
+        state.close()
+    assert rival.epoch == 2  # taken over once, as the run recorded what it applied
+    assert requests_to(emulator, IMPORT_EMPLOYEES) > 0  # everything was sent before that
+    assert (result.outcome, result.exit_code) == ("interrupted", EXIT_PARTIAL), result.error
+    assert "fenced" in (result.error or "")
+    assert kept == set()  # E50, E51 (read departed) were never recorded: rolled back
+    assert cursors == dict.fromkeys((NODES, PEOPLE, SOURCE))  # and no cursor moved
