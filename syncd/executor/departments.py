@@ -5,14 +5,12 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from sqlalchemy import Connection
-
-from syncd import snapshot as store
 from syncd.errors import PlatformError, PlatformUnavailable
 from syncd.executor.pipeline import Item, NotSent, Pipeline, _json
 from syncd.model import Department, serial_no
 from syncd.plan import Action, Change
 from syncd.platform import ImportResult, Node
+from syncd.snapshot import Transaction
 
 NODE_GONE = 208502
 
@@ -80,7 +78,7 @@ class Departments:
             if not confirmed:
                 row["hash"] = ""  # not as this run sent it: compared again next run
             rows.append(row)
-        self.run.record(outcomes, lambda conn: store.upsert_departments(conn, rows))
+        self.run.record(outcomes, lambda tx: tx.upsert_departments(rows))
 
     def _existing_node(self, source_id: str) -> Node | None:
         try:
@@ -143,9 +141,9 @@ class Departments:
         self.run.paths[c.key] = new_path
         row = self._department_row(c, c.target_id, new_path)
 
-        def writes(conn: Connection) -> None:
-            store.upsert_departments(conn, [row])
-            store.set_department_paths(conn, moved)
+        def writes(tx: Transaction) -> None:
+            tx.upsert_departments([row])
+            tx.set_department_paths(moved)
 
         self.run.record([(item, "ok", None, None)], writes)
 
@@ -190,7 +188,7 @@ class Departments:
         self.run.paths.pop(item.change.key, None)
         self.run.record(
             [(item, "ok", note or None, None)],
-            lambda conn: store.delete_departments(conn, [item.change.key]),
+            lambda tx: tx.delete_departments([item.change.key]),
         )
 
 

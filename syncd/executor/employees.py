@@ -7,9 +7,6 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, date, datetime
 from typing import Any
 
-from sqlalchemy import Connection
-
-from syncd import snapshot as store
 from syncd.executor.holders import find_holders, malformed_field, refused_field
 from syncd.executor.pipeline import ITEM_FAILURES, Item, Pipeline, _json, log
 from syncd.model import Employee, State
@@ -18,6 +15,7 @@ from syncd.plan.tags import Tag, tag_names, tag_pairs, tags_to_send
 from syncd.plan.unique_values import UNIQUE, value_key, with_values
 from syncd.platform import ImportResult
 from syncd.platform.schemas import EmployeeRecord
+from syncd.snapshot import Transaction
 
 OPTIONAL_TEXT = ("en_name", "email", "mobile", "tel", "sn", "gender")
 NOT_SYNCED = "this person's account is not synced: not created or adopted"
@@ -266,10 +264,10 @@ class Employees:
         problems = self._problems(found)  # before the next batch is settled
         run_id, now = self.run.run_id, self.run.now_ms()
 
-        def writes(conn: Connection) -> None:  # in the journal writer's thread
+        def writes(tx: Transaction) -> None:  # in the journal writer's thread
             # The snapshot keeps the very JSON text the journal holds for each item: read
             # back in one query rather than encoded a second time.
-            journaled = store.journaled_after(conn, run_id, batch[0].seq, batch[-1].seq)
+            journaled = tx.journaled_after(run_id, batch[0].seq, batch[-1].seq)
             for item, row in rows:
                 row["fields"] = (
                     stripped.get(item.seq)
@@ -277,11 +275,11 @@ class Employees:
                     or _json(item.change.after)
                     or "{}"
                 )
-            store.forget_employees(conn, rekeyed)  # by source id: the row is the old key's
-            store.upsert_employees(conn, [row for _, row in rows])
-            store.set_locked(conn, recreated, False, None, None)
+            tx.forget_employees(rekeyed)  # by source id: the row is the old key's
+            tx.upsert_employees([row for _, row in rows])
+            tx.set_locked(recreated, False, None, None)
             if problems or solved:  # with the people written: a crash loses neither
-                self._write_problems(conn, problems, solved, run_id, now)
+                self._write_problems(tx, problems, solved, run_id, now)
 
         self.run.record(outcomes, writes)
 
@@ -350,7 +348,7 @@ class Employees:
 
     def _write_problems(
         self,
-        conn: Connection,
+        tx: Transaction,
         problems: list[tuple[KnownProblem, str]],
         solved: list[tuple[str, str]],
         run_id: int,
@@ -359,12 +357,12 @@ class Employees:
         """Known problems for the values these people were written without; those written
         at last are solved. The new ones are told by the run (ApplyResult.new_problems,
         which the applying thread reads once the writer is closed)."""
-        store.resolve_problems(conn, solved)
-        store.forget_gone(conn)
+        tx.resolve_problems(solved)
+        tx.forget_gone()
         # The holder's source id, when syncd holds that account (as of this run's writes).
-        owned = store.source_ids(conn, [p.holder for p, _ in problems if p.holder])
+        owned = tx.source_ids([p.holder for p, _ in problems if p.holder])
         problems = [(p._replace(holder_key=owned.get(p.holder or "")), u) for p, u in problems]
-        new = store.record_problems(conn, run_id, now, problems)
+        new = tx.record_problems(run_id, now, problems)
         names = {(p.source_id, p.field): u for p, u in problems}
         self.run.result.new_problems += [(p, names[(p.source_id, p.field)]) for p in new]
 
@@ -419,7 +417,7 @@ class Employees:
         since = self.run.now_ms()
         self.run.record(
             [(item, "ok", None, None)],
-            lambda conn: store.set_locked(conn, [c.key], lock, reason, since),
+            lambda tx: tx.set_locked([c.key], lock, reason, since),
         )
 
     def remove(self, items: list[Item]) -> None:
@@ -436,7 +434,7 @@ class Employees:
             self.run.employee_ids.pop(item.change.key, None)
         self.run.record(
             [(i, "ok", None, None) for i in items],
-            lambda conn: store.delete_employees(conn, gone),
+            lambda tx: tx.delete_employees(gone),
         )
         self.run.progress.advance(len(items))
 
@@ -461,7 +459,7 @@ class Employees:
                 outcomes.append((item, "ok", None, None))
                 gone.append((item.change.key, item.key))
                 self.run.employee_ids.pop(item.change.key, None)
-        self.run.record(outcomes, lambda conn: store.delete_employees(conn, gone))
+        self.run.record(outcomes, lambda tx: tx.delete_employees(gone))
 
 
 def _tags_changing(items: list[Item]) -> dict[int, Item]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping
 
-from syncd import snapshot as store
 from syncd.errors import PlatformError
 from syncd.executor.employees import NOT_SYNCED
 from syncd.executor.pipeline import Item, Pipeline
@@ -96,4 +95,4 @@ class Photos:
     def _settle_photo(self, batch: list[Item], answer: tuple[str, str]) -> None:
         (item,) = batch
         row = (item.change.key, *answer)
-        self.run.record([(item, "ok", None, None)], lambda conn: store.set_photos(conn, [row]))
+        self.run.record([(item, "ok", None, None)], lambda tx: tx.set_photos([row]))

@@ -17,9 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 import orjson
-from sqlalchemy import Connection
 
-from syncd import snapshot as store
 from syncd.errors import (
     Fenced,
     PlatformError,
@@ -28,11 +26,11 @@ from syncd.errors import (
     SyncdError,
     TokenError,
 )
-from syncd.executor.writer import JournalWriter
+from syncd.executor.writer import JournalWriter, Write
 from syncd.model import Kind
 from syncd.plan import Change, KnownProblem, Snapshot
 from syncd.platform import PlatformClient
-from syncd.snapshot import StateStore
+from syncd.snapshot import StateStore, Transaction
 
 log = logging.getLogger("syncd.executor")  # the package's name, as the run log shows it
 
@@ -296,7 +294,7 @@ class Pipeline:
         if marked and not self.writer.failed:
             unsent = [{"seq": i.seq, "outcome": "planned"} for _, b in marked for i in b]
             run_id = self.run_id
-            self.writer.submit(lambda conn: store.settle_items(conn, run_id, unsent))
+            self.writer.submit(lambda tx: tx.settle_items(run_id, unsent))
         if not self.writer.failed:
             self.writer.hand_over()
 
@@ -310,10 +308,10 @@ class Pipeline:
                 return
             marked.append((self.writer.submit(self._marking(batch)), batch))
 
-    def _marking(self, batch: list[Item]) -> Callable[[Connection], None]:
+    def _marking(self, batch: list[Item]) -> Write:
         """The write that journals ``batch`` as sent."""
         run_id, seqs = self.run_id, [i.seq for i in batch]
-        return lambda conn: store.mark_sent(conn, run_id, seqs)
+        return lambda tx: tx.mark_sent(run_id, seqs)
 
     def _stopped(self) -> bool:
         if self.stop.is_set() or self._fenced:
@@ -376,17 +374,17 @@ class Pipeline:
     def record(
         self,
         outcomes: Sequence[tuple[Item, str, str | None, int | None]],
-        writes: Callable[[Connection], None] | None = None,
+        writes: Write | None = None,
     ) -> None:
         """Settle (item, outcome, error, status) and write the snapshot, in one transaction
         (committed by the writer, in order)."""
         rows = [{"seq": i.seq, "outcome": o, "error": e, "status": s} for i, o, e, s in outcomes]
         run_id = self.run_id
 
-        def write(conn: Connection) -> None:
-            store.settle_items(conn, run_id, rows)
+        def write(tx: Transaction) -> None:
+            tx.settle_items(run_id, rows)
             if writes is not None:
-                writes(conn)
+                writes(tx)
 
         self.writer.submit(write)
         for item, outcome, error, _ in outcomes:

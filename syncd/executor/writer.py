@@ -28,11 +28,11 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Protocol
 
-from sqlalchemy import Connection
+from syncd.snapshot import Transaction
 
 log = logging.getLogger("syncd.executor")
 
-Write = Callable[[Connection], None]
+Write = Callable[[Transaction], None]
 
 # Writes committed in one transaction at most: more than a round of batches in flight
 # produces, few enough that a transaction stays short.
@@ -43,7 +43,7 @@ class Transactions(Protocol):
     """Where the writer's transactions come from: the run's StateStore (fenced, for a real
     run)."""
 
-    def write(self) -> AbstractContextManager[Connection]: ...
+    def transaction(self) -> AbstractContextManager[Transaction]: ...
 
 
 class JournalWriter:
@@ -127,9 +127,9 @@ class JournalWriter:
                 while self._waiting and self._waiting[0][0] <= handed and len(group) < GROUP:
                     group.append(self._waiting.popleft())
             try:
-                with self._state.write() as conn:
+                with self._state.transaction() as tx:
                     for _, write in group:
-                        write(conn)
+                        write(tx)
             except BaseException as exc:  # handed to the applying thread, which raises it
                 log.debug("the journal writer stopped: %s", exc)
                 with self._changed:

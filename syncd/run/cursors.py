@@ -68,16 +68,16 @@ def advance(
         census = settled.census or census
     if people is not None and the_plan.unweighed_since is not None:
         people = min(people, the_plan.unweighed_since - 1)
-    with state.write() as conn:
+    with state.transaction() as tx:
         if view.nodes_cursor is not None:
-            state.set_cursor(conn, NODES, str(view.nodes_cursor))
+            tx.set_cursor(NODES, str(view.nodes_cursor))
         # A failed change must be read again by the next delta, a drift whose repair failed
         # found again by the next drift read, and a deletion found again by the counts it
         # moved: these move only when clean.
         if clean and people is not None:
-            state.set_cursor(conn, PEOPLE, str(people))
+            tx.set_cursor(PEOPLE, str(people))
         if clean and mark is not None:
-            state.set_cursor(conn, SOURCE, mark)
+            tx.set_cursor(SOURCE, mark)
         if clean and census is not None:
             document = {"listed_at": census.listed_at, "counts": census.counts}
-            state.set_cursor(conn, CENSUS, json.dumps(document))
+            tx.set_cursor(CENSUS, json.dumps(document))

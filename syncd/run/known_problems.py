@@ -36,8 +36,8 @@ def rows(state: store.StateStore) -> list[dict[str, Any]]:
 
 def untold(state: store.StateStore, run_id: int) -> list[tuple[KnownProblem, str]]:
     """Problems a killed or stopped run found and could not tell: this run tells them."""
-    with state.write() as conn:
-        return store.untold(conn, run_id)
+    with state.transaction() as tx:
+        return tx.untold(run_id)
 
 
 def follow(
@@ -89,8 +89,8 @@ def _let_go(client: PlatformClient, problems: list[KnownProblem]) -> list[KnownP
 def _record_holders(state: store.StateStore, moved: list[KnownProblem]) -> list[KnownProblem]:
     """Record the accounts that hold these problems' values now (with their source id when
     syncd holds them); the problems as recorded."""
-    with state.write() as conn:
-        recorded = store.move_problems(conn, moved)
+    with state.transaction() as tx:
+        recorded = tx.move_problems(moved)
     for p in recorded:
         log.info(
             "known problem of %s: %s %s is held by %s now; still written without it",

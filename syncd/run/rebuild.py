@@ -385,9 +385,9 @@ def adopt(state: store.StateStore, unknown: Unknown, at_ms: int) -> None:
         }
         for r in unknown.people
     ]
-    with state.write() as conn:
-        store.upsert_departments(conn, departments)
-        store.upsert_employees(conn, people)
+    with state.transaction() as tx:
+        tx.upsert_departments(departments)
+        tx.upsert_employees(people)
     state.set_checked("rebuilt", at_ms)
 
 

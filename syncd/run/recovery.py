@@ -28,8 +28,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection
-
 from syncd import snapshot as store
 from syncd.errors import PlatformError, PlatformUnavailable
 from syncd.model import Kind, serial_no
@@ -49,7 +47,7 @@ LOOKED_UP_ON_RECOVERY = frozenset(
 )
 T = TypeVar("T")
 Verdict = tuple[str, str]  # outcome, and why
-Writes = list[Callable[[Connection], None]]
+Writes = list[Callable[[store.Transaction], None]]
 
 
 @dataclass
@@ -112,17 +110,16 @@ def _record(
     state: store.StateStore, verdicts: list[tuple[dict[str, Any], str, str]], writes: Writes
 ) -> None:
     """The items' outcomes and the snapshot's rows, in one transaction."""
-    with state.write() as conn:
+    with state.transaction() as tx:
         for (run_id,), group in itertools.groupby(
             sorted(verdicts, key=lambda v: v[0]["run_id"]), key=lambda v: (v[0]["run_id"],)
         ):
-            state.settle_items(
-                conn,
+            tx.settle_items(
                 run_id,
                 [{"seq": i["seq"], "outcome": o, "error": e} for i, o, e in group],
             )
         for apply_write in writes:
-            apply_write(conn)
+            apply_write(tx)
 
 
 def _fields(text: str | None) -> dict[str, Any]:
@@ -205,7 +202,7 @@ class Evidence:
         node = self.client.node_by_serial(serial_no(key))
         if action == Action.DELETE.value:
             if node is None:
-                writes.append(lambda conn: store.delete_departments(conn, [key]))
+                writes.append(lambda tx: tx.delete_departments([key]))
                 return "recovered", "interrupted; the node is gone from the platform"
             return "failed", "interrupted before the node was deleted"
         if node is None:
@@ -221,7 +218,7 @@ class Evidence:
             "adopted": False,
         }
         self.node_ids[key] = node.id
-        writes.append(lambda conn: store.upsert_departments(conn, [row]))
+        writes.append(lambda tx: tx.upsert_departments([row]))
         found = "as sent" if same else "and is compared again"
         return "recovered", f"interrupted; the node was found on the platform {found}"
 
@@ -249,7 +246,7 @@ class Evidence:
         person = self.person(username)
         if action == Action.REMOVE.value:
             if person is None:
-                writes.append(lambda conn: store.delete_employees(conn, [(key, username)]))
+                writes.append(lambda tx: tx.delete_employees([(key, username)]))
                 return "recovered", "interrupted; the account is gone from the platform"
             return "failed", "interrupted before the account was removed"
         if person is None:
@@ -277,10 +274,10 @@ class Evidence:
         }
         recreated = key in self.synced  # made again after a deletion there: active, as new
 
-        def write(conn: Connection) -> None:
-            store.upsert_employees(conn, [row])
+        def write(tx: store.Transaction) -> None:
+            tx.upsert_employees([row])
             if recreated:
-                store.set_locked(conn, [key], False, None, None)
+                tx.set_locked([key], False, None, None)
 
         writes.append(write)
         found = "as sent" if same else "and is compared again"
@@ -297,7 +294,7 @@ class Evidence:
         if not self.holds(person, after) or (before and self.holds(person, before)):
             return "failed", UNCONFIRMED
         row = (item["after"], written_hash(key, after, self.extended_fields), key, username)
-        writes.append(lambda conn: store.set_written(conn, [row]))
+        writes.append(lambda tx: tx.set_written([row]))
         return "recovered", "interrupted; the platform holds what the update sent"
 
 
@@ -310,5 +307,5 @@ def _recover_lock(
         return "failed", f"interrupted before the account was {'locked' if lock else 'unlocked'}"
     # A departed person's lock is journaled with their record; a missing one's without.
     reason = ("departed" if item["after"] else "missing") if lock else None
-    writes.append(lambda conn: store.set_locked(conn, [key], lock, reason, now_ms))
+    writes.append(lambda tx: tx.set_locked([key], lock, reason, now_ms))
     return "recovered", f"interrupted; the account is {'locked' if lock else 'active'}"

@@ -402,9 +402,9 @@ class _Run:
         }
         if the_plan.scheduled:  # what the clock will do: not changes
             self.summary["scheduled"] = scheduled_summary(the_plan.scheduled)
-        with self.state.write() as conn:
-            self.state.insert_items(conn, self.run_id, item_rows(the_plan.changes))  # streamed
-            self.state.set_summary(conn, self.run_id, self.summary)
+        with self.state.transaction() as tx:
+            tx.insert_items(self.run_id, item_rows(the_plan.changes))  # streamed
+            tx.set_summary(self.run_id, self.summary)
 
     def _may_deliver(self, guards: list[GuardDecision]) -> bool:
         """Whether the recorded plan is sent: asked first (``on_planned``: a terminal shows

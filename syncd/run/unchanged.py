@@ -170,8 +170,8 @@ def recall(
 
 def remember(state: store.StateStore, memo: Memo) -> None:
     document = asdict(memo)
-    with state.write() as conn:
-        state.set_cursor(conn, CURSOR, json.dumps(document, ensure_ascii=False))
+    with state.transaction() as tx:
+        tx.set_cursor(CURSOR, json.dumps(document, ensure_ascii=False))
 
 
 def _load(text: str | None) -> Memo | None:

@@ -480,9 +480,9 @@ class Daemon:
             **values,
         }
         try:
-            with self.state.write() as conn:
+            with self.state.transaction() as tx:
                 cursor = daemon_cursor(self.settings.state_dir)
-                self.state.set_cursor(conn, cursor, json.dumps(record, ensure_ascii=False))
+                tx.set_cursor(cursor, json.dumps(record, ensure_ascii=False))
         # A busy database, or a server restarting, must not stop the schedule.
         except (SQLAlchemyError, SyncdError) as exc:
             log.warning("could not record the daemon's state: %s", exc)

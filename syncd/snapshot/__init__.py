@@ -14,7 +14,8 @@ cursors), ``sql`` (statements for both engines, the drivers' fast paths), ``sqli
 ``postgres`` (each engine's own), ``tokens``, ``records`` (the snapshot's records),
 ``planning`` (what a plan reads, as plain values), ``journal`` (runs and their items);
 ``store``: ``StateStore``, the one owner of all of it in a process, which callers outside
-the package hold.
+the package hold; ``transaction``: the write transaction it hands out
+(``StateStore.transaction()``), whose methods are what a run writes.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ from syncd.snapshot.tables import (
     WAL_CHECKPOINT_PAGES,
 )
 from syncd.snapshot.tokens import CachedToken, TokenStore
+from syncd.snapshot.transaction import Transaction
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -109,6 +111,7 @@ __all__ = [
     "StateStore",
     "SyncedEmployees",
     "TokenStore",
+    "Transaction",
     "applied_since",
     "backup",
     "by_username",

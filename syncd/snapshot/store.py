@@ -19,12 +19,15 @@ row, its rejected rows) is written whoever holds the lease: it says what the run
 
 Composition, as SQLAlchemy's Engine and Connection or httpx's Client: the store holds the
 engine and calls the package's modules, which stay its implementation; nothing outside
-``syncd.snapshot`` needs an ``Engine`` of its own.
+``syncd.snapshot`` needs an ``Engine`` of its own. Writes go through the transactions it
+hands out (``transaction()``: a ``Transaction``, whose methods are what a run writes, as
+a Connection is what an Engine hands out); ``write()`` is the bare connection, for the
+statements of the package's own callers (rebuild, retention).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +43,7 @@ from syncd.snapshot import dates, departures, engine, journal, lineage, planning
 from syncd.snapshot.lease_store import LeaseStore
 from syncd.snapshot.records import Held
 from syncd.snapshot.tokens import TokenStore
+from syncd.snapshot.transaction import Transaction
 
 Fence = Callable[[Connection], None]
 
@@ -135,6 +139,13 @@ class StateStore:
                 self._fence(conn)
 
     @contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """One write transaction (``write``), with what a run writes in it named for intent
+        (``transaction.Transaction``)."""
+        with self.write() as conn:
+            yield Transaction(conn)
+
+    @contextmanager
     def write_apart(self, wait_ms: int) -> Iterator[Connection]:
         """A write transaction that goes on while another holds the write lock
         (``engine.write_apart``)."""
@@ -171,10 +182,6 @@ class StateStore:
         """The cursor ``name`` as stored (None: never set)."""
         with self.reading():
             return engine.get_cursor(self._engine, name)
-
-    def set_cursor(self, conn: Connection, name: str, value: str) -> None:
-        """Set the cursor ``name`` in the write transaction ``conn``."""
-        engine.set_cursor(conn, name, value)
 
     # ---------------------------------------------------------------- what it owns
 
@@ -321,28 +328,6 @@ class StateStore:
         snapshot: a real run that planned anything, sent or not.
         (``journal.applied_since``)"""
         return journal.applied_since(self._engine, run_id)
-
-    # In the caller's write transaction (``conn``): the journal writer's and recovery's steps.
-
-    def insert_items(
-        self, conn: Connection, run_id: int, items: Iterable[Mapping[str, Any]]
-    ) -> None:
-        """Journal a plan's items, before anything is sent. (``journal.insert_items``)"""
-        journal.insert_items(conn, run_id, items)
-
-    def set_summary(self, conn: Connection, run_id: int, summary: Mapping[str, Any]) -> None:
-        """Record a run's summary as it stands. (``journal.set_summary``)"""
-        journal.set_summary(conn, run_id, summary)
-
-    def mark_sent(self, conn: Connection, run_id: int, seqs: Sequence[int]) -> None:
-        """Mark items as sent, before they leave. (``journal.mark_sent``)"""
-        journal.mark_sent(conn, run_id, seqs)
-
-    def settle_items(
-        self, conn: Connection, run_id: int, results: Sequence[Mapping[str, Any]]
-    ) -> None:
-        """Record items' outcomes. (``journal.settle_items``)"""
-        journal.settle_items(conn, run_id, results)
 
     # ---------------------------------------------------------------- what a plan reads
 

@@ -127,8 +127,8 @@ def test_updates_journaled_as_sent_but_never_sent_are_not_recorded_as_done(
     settings = world.settings()
     state = store.StateStore.open(settings.database, settings.database_url)
     # As a run killed after journaling its items as sent, before sending them.
-    with state.write() as conn:
-        state.mark_sent(conn, dry.run_id, [0, 1])
+    with state.transaction() as tx:
+        tx.mark_sent(dry.run_id, [0, 1])
     before = written(world)
     client = PlatformClient(platform_of(settings), state.tokens)
 
@@ -173,8 +173,8 @@ def test_an_update_in_flight_is_recorded_as_written_when_the_platform_shows_it(
     assert dry.plan is not None and [c.key for c in dry.plan.changes] == ["E2"]
     settings = world.settings()
     state = store.StateStore.open(settings.database, settings.database_url)
-    with state.write() as conn:  # as a run killed with the update on the wire
-        state.mark_sent(conn, dry.run_id, [0])
+    with state.transaction() as tx:  # as a run killed with the update on the wire
+        tx.mark_sent(dry.run_id, [0])
     if landed:  # it reached the platform: what the update sent is there
         AnotherAdmin(world.emulator).edit("bob", **fields)
     client = PlatformClient(platform_of(settings), state.tokens)

@@ -18,8 +18,8 @@ def test_a_run_recorded_through_the_store_reads_back(tmp_path: Path, store_url: 
             trigger="manual", mode="full", read="full", source="csv", started_at=1_000
         )
         state.finish_run(run_id, outcome="ok", exit_code=0, finished_at=2_000, summary='{"a": 1}')
-        with state.write() as conn:
-            state.set_cursor(conn, "probe", "kept")
+        with state.transaction() as tx:
+            tx.set_cursor("probe", "kept")
         assert state.run_summary(run_id) == {"a": 1}
         assert state.cursor("probe") == "kept"
         assert state.last_run_given() == run_id

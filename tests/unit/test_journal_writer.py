@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Engine
 
 from syncd import snapshot as store
 from syncd.errors import StateError
@@ -43,7 +43,7 @@ def committed(path: Path, run_id: int) -> dict[int, str]:
 
 
 def settling(run_id: int, seq: int, outcome: str) -> Write:
-    return lambda conn: store.settle_items(conn, run_id, [{"seq": seq, "outcome": outcome}])
+    return lambda tx: tx.settle_items(run_id, [{"seq": seq, "outcome": outcome}])
 
 
 @settings(max_examples=examples(25), deadline=None)
@@ -81,8 +81,8 @@ def test_a_failed_write_stops_the_writer_and_nothing_after_it_is_committed(
     run_id = new_run(engine)
     writer = JournalWriter(store.StateStore(engine))
 
-    def broken(conn: Connection) -> None:
-        conn.exec_driver_sql("UPDATE no_such_table SET x = 1")  # a damaged database's error
+    def broken(tx: store.Transaction) -> None:
+        tx.connection.exec_driver_sql("UPDATE no_such_table SET x = 1")  # a damaged database
 
     first = writer.submit(settling(run_id, 0, "ok"))
     writer.wait(first)
