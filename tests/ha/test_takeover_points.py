@@ -2,10 +2,11 @@
 and nothing leaves that was not marked sent before it (issue 33: the store trusted
 whoever wrote, and a run taken over still recorded what it applied).
 
-Each example is an initial sync of a small company (some of it departed) with a random
-batch size and concurrency. At a random one of the run's write statements (the plan's
-journal, a batch's sent mark or answers, the snapshot's rows, the dates, the departures,
-the cursors), another instance takes the lease over in the store, and the run's local
+Each example is an initial sync of a small company (some of it departed), or the sync
+after it once one person left and another moved (a lock, an update), with a random batch
+size and concurrency. At a random one of the run's write statements (the plan's journal,
+a batch's sent mark or answers, the snapshot's rows, the dates, the departures, the
+cursors), another instance takes the lease over in the store, and the run's local
 deadline passes, as after a pause; on PostgreSQL the takeover also ends the run's
 sessions. What the state database held at that moment is read first. Then:
 
@@ -54,17 +55,20 @@ OWN_ROW = re.compile(r"\s*(INSERT INTO|UPDATE) runs\b")
 # What others go on from, as read at the takeover and after the run (``runs`` is the run's
 # own record, the lease's tables the new holder's).
 KEPT = {
-    "run_items": "SELECT seq, outcome, attempts FROM run_items ORDER BY seq",
+    "run_items": "SELECT run_id, seq, outcome, attempts FROM run_items ORDER BY 1, 2",
     "employees": "SELECT source_id, username, employee_id, locked FROM employees ORDER BY 1",
     "departments": "SELECT source_id, node_id FROM departments ORDER BY 1",
     "cursors": "SELECT name, value FROM cursors ORDER BY 1",
     "effective_dates": "SELECT source_id, start_date, end_date FROM effective_dates ORDER BY 1",
     "departures": "SELECT source_id, why FROM departures ORDER BY 1",
 }
-# The fewest write statements a run of these companies makes after its plan is journaled
-# (the journal, one department batch and three of people, each marked, answered and kept,
-# the dates, the cursors): a takeover at any of them happens.
+# The fewest write statements a run of these companies makes from its plan's record on
+# (the summary, one department batch and three of people, each marked, answered and kept,
+# the dates, the cursors): a takeover at any of them happens. A run after a first one,
+# with one person leaving and one moving: the summary, a batch of updates and a lock, each
+# marked, answered and kept, the dates, a cursor.
 FEWEST_WRITES = 17
+FEWEST_AFTER_CHURN = 9
 
 
 def read_kept(state: StateStore) -> dict[str, list[tuple[Any, ...]]]:
@@ -125,6 +129,7 @@ SCENARIOS = st.fixed_dictionaries(
         "concurrency": st.integers(1, 3),
         "departed": st.integers(0, 3),
         "at": st.integers(1, FEWEST_WRITES),
+        "churn": st.booleans(),  # taken over in a second run (a lock, an update), not the first
     }
 )
 
@@ -156,10 +161,15 @@ def test_a_takeover_at_any_write_keeps_nothing_after_it_and_sends_nothing_unmark
         state = StateStore.open(settings_.database, settings_.database_url)
         lease = Lease.for_settings(state, settings_, SHELL)
         rival = Lease(state, RIVAL, role_waiting="standby", contend=True)
-        takeover = Takeover(state, lease, rival, scenario["at"])
-        event.listen(state.engine, "before_cursor_execute", takeover.before)
+        at = scenario["at"]
         try:
             assert lease.claim()
+            if scenario["churn"]:
+                at = 1 + (at - 1) % FEWEST_AFTER_CHURN
+                assert run_sync(settings_, RunRequest(), state=state, lease=lease).exit_code == 0
+                churn(rig)
+            takeover = Takeover(state, lease, rival, at)
+            event.listen(state.engine, "before_cursor_execute", takeover.before)
             result = run_sync(settings_, RunRequest(), state=state, lease=lease)
             event.remove(state.engine, "before_cursor_execute", takeover.before)
             after = read_kept(state)
@@ -168,7 +178,7 @@ def test_a_takeover_at_any_write_keeps_nothing_after_it_and_sends_nothing_unmark
             lease.close()
             state.close()
         assert takeover.kept is not None, f"only {takeover.seen} writes: {scenario}"
-        marked = {seq for seq, _, attempts in takeover.kept["run_items"] if attempts}
+        marked = {(r, seq) for r, seq, _, attempts in takeover.kept["run_items"] if attempts}
         sent, held = sent_keys(rig, marked), on_platform(rig)
 
     where = f"taken over at {takeover.statement[:60]!r} ({scenario})"
@@ -181,10 +191,17 @@ def test_a_takeover_at_any_write_keeps_nothing_after_it_and_sends_nothing_unmark
     assert held <= sent, where
 
 
-def sent_keys(rig: Rig, seqs: set[int]) -> set[tuple[str, str]]:
-    """(kind, source id) of the run's items with these seqs."""
-    rows = rig.query("SELECT seq, kind, key FROM run_items")
-    return {(str(kind), str(key)) for seq, kind, key in rows if seq in seqs}
+def churn(rig: Rig) -> None:
+    """One person leaves (locked), another moves to another department (updated)."""
+    rig.company.person("user1")["status"] = "departed"
+    rig.company.person("user2")["department"] = "D0"
+    rig.company.write(rig.folder)
+
+
+def sent_keys(rig: Rig, items: set[tuple[int, int]]) -> set[tuple[str, str]]:
+    """(kind, source id) of these items, by (run id, seq)."""
+    rows = rig.query("SELECT run_id, seq, kind, key FROM run_items")
+    return {(str(kind), str(key)) for r, seq, kind, key in rows if (r, seq) in items}
 
 
 def on_platform(rig: Rig) -> set[tuple[str, str]]:
