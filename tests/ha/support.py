@@ -26,8 +26,10 @@ from sqlalchemy.pool import NullPool
 
 from syncd.emulator import RunningEmulator
 from syncd.errors import StateError
-from syncd.snapshot import leases
+from syncd.run.leadership import Lease
+from syncd.snapshot import StateStore, leases
 from syncd.snapshot.lease_store import LeaseStore
+from syncd.snapshot.leases import Claimant
 from tests.daemon.support import NotifySocket, platform_settings, toml_text
 from tests.support.cli import SYNCD
 from tests.support.waiting import scaled, wait_until
@@ -280,3 +282,22 @@ def no_duplicates(emulator: RunningEmulator) -> None:
 
 def wait_for(condition: Callable[[], Any], what: str) -> Any:
     return wait_until(condition, what, DEADLINE)
+
+
+RIVAL = Claimant(
+    instance="rival/4242/t", host="rival", pid=4242, machine="rival-machine",
+    place="/var/lib/syncd", role="leader", lease_ms=30_000,
+)  # fmt: skip
+
+
+def rival_lease(state: StateStore) -> Lease:
+    """Another instance's lease on the same state database (``take_over`` claims it)."""
+    return Lease(state, RIVAL, role_waiting="standby", contend=True)
+
+
+def take_over(state: StateStore, rival: Lease) -> None:
+    """A takeover in the store, at once: the lease's row expires and ``rival`` claims it
+    (its epoch one more; on PostgreSQL it ends the former holder's sessions)."""
+    with state.leases.write(1000) as own:
+        own.execute(text("UPDATE leadership SET expires_at = 0"))
+    assert rival.claim()

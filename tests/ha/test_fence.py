@@ -24,8 +24,8 @@ from syncd.errors import EXIT_FAILED, EXIT_PARTIAL, ConfigError
 from syncd.run.cursors import NODES, PEOPLE, SOURCE
 from syncd.run.leadership import SHELL, Lease
 from syncd.run.runner import RunRequest, run_sync
-from syncd.snapshot.leases import Claimant
 from tests.engine.company import employee
+from tests.ha.support import rival_lease, take_over
 from tests.reliability.support import Rig, big_company, when_requests
 from tests.support.settings import CSV_SETTINGS, write_settings
 from tests.support.traffic import requests_to
@@ -129,12 +129,6 @@ def test_a_run_whose_sessions_a_takeover_ended_is_fenced_not_failed(
     assert (result.outcome, result.exit_code) == ("interrupted", EXIT_PARTIAL), result.error
 
 
-RIVAL = Claimant(
-    instance="rival/4242/t", host="rival", pid=4242, machine="rival-machine",
-    place="/var/lib/syncd", role="leader", lease_ms=30_000,
-)  # fmt: skip
-
-
 def test_a_run_taken_over_after_it_sent_everything_keeps_nothing_it_would_record(
     tmp_path: Path, emulator: RunningEmulator, store_url: str | None
 ) -> None:
@@ -149,20 +143,17 @@ def test_a_run_taken_over_after_it_sent_everything_keeps_nothing_it_would_record
     settings = rig.settings()
     state = store.StateStore.open(settings.database, settings.database_url)
     lease = Lease.for_settings(state, settings, SHELL)
-    rival = Lease(state, RIVAL, role_waiting="standby", contend=True)
+    rival = rival_lease(state)
 
-    def take_over(conn: Connection, cursor: Any, statement: str, *args: object) -> None:
-        if not statement.startswith("DELETE FROM effective_dates") or rival.epoch:
-            return
-        with state.leases.write(1000) as own:
-            own.execute(text("UPDATE leadership SET expires_at = 0"))
-        assert rival.claim()
+    def recording(conn: Connection, cursor: Any, statement: str, *args: object) -> None:
+        if statement.startswith("DELETE FROM effective_dates") and not rival.epoch:
+            take_over(state, rival)
 
-    event.listen(state.engine, "before_cursor_execute", take_over)
+    event.listen(state.engine, "before_cursor_execute", recording)
     try:
         assert lease.claim()
         result = run_sync(settings, RunRequest(), state=state, lease=lease)
-        event.remove(state.engine, "before_cursor_execute", take_over)
+        event.remove(state.engine, "before_cursor_execute", recording)
         with state.read() as conn:
             kept = {str(k) for (k,) in conn.execute(text("SELECT source_id FROM departures"))}
         cursors = {name: state.cursor(name) for name in (NODES, PEOPLE, SOURCE)}

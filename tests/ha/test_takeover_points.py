@@ -37,16 +37,12 @@ from syncd.errors import EXIT_PARTIAL
 from syncd.run.leadership import SHELL, Lease
 from syncd.run.runner import RunRequest, run_sync
 from syncd.snapshot import StateStore
-from syncd.snapshot.leases import Claimant
 from tests.engine.company import employee
+from tests.ha.support import rival_lease, take_over
 from tests.reliability.support import Rig, big_company
 from tests.support.examples import examples
 from tests.support.postgres import ENGINES, PostgresServer
 
-RIVAL = Claimant(
-    instance="rival/4343/t", host="rival", pid=4343, machine="rival-machine",
-    place="/var/lib/syncd", role="leader", lease_ms=30_000,
-)  # fmt: skip
 WRITE = re.compile(r"\s*(INSERT|UPDATE|DELETE|COPY)\b", re.IGNORECASE)
 # The plan's record: its items (COPY on PostgreSQL, through the driver: no event), then
 # the run's summary, in one transaction. The run's own row otherwise is not counted.
@@ -104,9 +100,7 @@ class Takeover:
             if self.seen < self.at:
                 return
             self.kept, self.statement = read_kept(self.state), statement
-            with self.state.leases.write(1000) as own:
-                own.execute(text("UPDATE leadership SET expires_at = 0"))
-            assert self.rival.claim()
+            take_over(self.state, self.rival)
             self.lease.deadline = time.monotonic() - 0.001
 
 
@@ -160,7 +154,7 @@ def test_a_takeover_at_any_write_keeps_nothing_after_it_and_sends_nothing_unmark
         settings_ = rig.settings()
         state = StateStore.open(settings_.database, settings_.database_url)
         lease = Lease.for_settings(state, settings_, SHELL)
-        rival = Lease(state, RIVAL, role_waiting="standby", contend=True)
+        rival = rival_lease(state)
         at = scenario["at"]
         try:
             assert lease.claim()
