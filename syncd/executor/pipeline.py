@@ -70,6 +70,7 @@ class Item:
     change: Change
     key: str = ""  # the platform's key for this item in an import answer
     body: dict[str, Any] = field(default_factory=dict)
+    sent: int = 0  # times it was sent in this run (a value refused is sent again without it)
 
 
 @dataclass
@@ -265,6 +266,8 @@ class Pipeline:
                         if not self._release(ticket):
                             break  # fenced: it stays marked, planned again below
                         marked.popleft()
+                        for item in batch:
+                            item.sent += 1
                         in_flight[pool.submit(send, batch)] = batch
                     if not in_flight:
                         break
@@ -290,11 +293,16 @@ class Pipeline:
     def _unsent(self, marked: deque[tuple[int, list[Item]]]) -> None:
         """Batches marked ahead and never sent (a stop, a run-level failure, an error while
         settling): planned again, as every unsent item. Unless the writer failed: then
-        what it committed of them is left ``sent``, for recovery to look up."""
+        what it committed of them is left marked sent, for recovery to look up."""
         if marked and not self.writer.failed:
-            unsent = [{"seq": i.seq, "outcome": "planned"} for _, b in marked for i in b]
+            unsent = [[i.seq for i in b] for _, b in marked]
             run_id = self.run_id
-            self.writer.submit(lambda tx: tx.settle_items(run_id, unsent))
+
+            def unmark(tx: Transaction) -> None:
+                for seqs in unsent:
+                    tx.unmark(run_id, seqs)
+
+            self.writer.submit(unmark)
         if not self.writer.failed:
             self.writer.hand_over()
 
@@ -350,6 +358,7 @@ class Pipeline:
         if not self._release(ticket):
             self._unsent(deque([(ticket, [item])]))
             return False
+        item.sent += 1
         try:
             answer = send(item)
         except ITEM_FAILURES as exc:
@@ -378,7 +387,10 @@ class Pipeline:
     ) -> None:
         """Settle (item, outcome, error, status) and write the snapshot, in one transaction
         (committed by the writer, in order)."""
-        rows = [{"seq": i.seq, "outcome": o, "error": e, "status": s} for i, o, e, s in outcomes]
+        rows = [
+            {"seq": i.seq, "outcome": o, "error": e, "status": s, "attempts": i.sent}
+            for i, o, e, s in outcomes
+        ]
         run_id = self.run_id
 
         def write(tx: Transaction) -> None:

@@ -118,6 +118,7 @@ def _record(
                 run_id,
                 [{"seq": i["seq"], "outcome": o, "error": e} for i, o, e in group],
             )
+            tx.forget_answered(run_id)
         for apply_write in writes:
             apply_write(tx)
 

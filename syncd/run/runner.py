@@ -558,8 +558,9 @@ class _Run:
         dates = the_plan.dates if the_plan.dates or the_plan.changes else None
         # The guard on access granted's memory: ids only.
         gone = departures(the_plan, directory, snapshot) if directory is not None else Departures()
-        if dates is not None or gone != Departures():
-            self.state.record_applied(dates, gone.departed, gone.returned, gone.let_go)
+        self.state.record_applied(
+            dates, gone.departed, gone.returned, gone.let_go, run_id=self.run_id
+        )
         self.summary["known_problems"] = len(known_problems.rows(self.state))  # not failing
         self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
 

@@ -28,6 +28,7 @@ from syncd import snapshot as store
 from syncd.config import Settings
 from syncd.errors import SyncdError
 from syncd.logs import redact
+from syncd.snapshot import IN_FLIGHT, ITEM_COLUMNS, OUTCOME
 
 log = logging.getLogger("syncd.runs")
 
@@ -108,8 +109,8 @@ def _counts(conn: Connection, run_ids: Sequence[int]) -> dict[int, list[rpt.Coun
     if not run_ids:
         return {}
     query = text(
-        "SELECT run_id, kind, action, outcome, COUNT(*) FROM run_items "
-        "WHERE run_id IN :ids GROUP BY run_id, kind, action, outcome"
+        f"SELECT run_id, kind, action, {OUTCOME} AS o, COUNT(*) FROM run_items "  # noqa: S608
+        "WHERE run_id IN :ids GROUP BY run_id, kind, action, o"
     ).bindparams(bindparam("ids", expanding=True))
     found: dict[int, list[rpt.Count]] = {}
     for run_id, kind, action, outcome, n in conn.execute(query, {"ids": list(run_ids)}):
@@ -198,8 +199,9 @@ def load_person(
     with state.read() as conn:
         keys = [str(k) for (k,) in conn.execute(keys_query, {"u": username})]
         query = text(
-            "SELECT * FROM run_items WHERE kind = 'employee' AND (display = :u OR key IN :keys) "
-            "AND (:planned OR outcome IN :done) ORDER BY run_id, seq"
+            f"SELECT {ITEM_COLUMNS}, {OUTCOME} AS outcome FROM run_items "  # noqa: S608
+            "WHERE kind = 'employee' AND (display = :u OR key IN :keys) "
+            f"AND (:planned OR {OUTCOME} IN :done) ORDER BY run_id, seq"
         ).bindparams(bindparam("keys", expanding=True), bindparam("done", expanding=True))
         params = {"u": username, "keys": keys, "planned": planned, "done": list(DONE)}
         items = [dict(r._mapping) for r in conn.execute(query, params)]
@@ -246,9 +248,9 @@ def prune(
             int(r[0])
             for r in conn.execute(
                 text(
-                    "SELECT id FROM runs WHERE started_at < :cutoff AND outcome != 'running' "
+                    "SELECT id FROM runs WHERE started_at < :cutoff AND outcome != 'running' "  # noqa: S608
                     "AND id != (SELECT MAX(id) FROM runs) AND NOT EXISTS (SELECT 1 FROM "
-                    "run_items i WHERE i.run_id = runs.id AND i.outcome = 'sent')"
+                    f"run_items WHERE run_items.run_id = runs.id AND {IN_FLIGHT})"
                 ),
                 {"cutoff": cutoff},
             )
@@ -260,6 +262,7 @@ def prune(
             rejected = _count(conn, "SELECT COUNT(*) FROM rejected_rows WHERE run_id IN :ids", ids)
             return Pruned(len(ids), items, rejected)
         items = _delete(conn, "DELETE FROM run_items WHERE run_id IN :ids", ids)
+        _delete(conn, "DELETE FROM sent_batches WHERE run_id IN :ids", ids)
         rejected = _delete(conn, "DELETE FROM rejected_rows WHERE run_id IN :ids", ids)
         runs = _delete(conn, "DELETE FROM runs WHERE id IN :ids", ids)
     return Pruned(runs, items, rejected)

@@ -32,6 +32,9 @@ from syncd.snapshot.engine import (
     write_apart,
 )
 from syncd.snapshot.journal import (
+    IN_FLIGHT,
+    ITEM_COLUMNS,
+    OUTCOME,
     SUCCEEDED,
     applied_since,
     copy_rejected,
@@ -100,7 +103,10 @@ from syncd.snapshot.transaction import Transaction
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
+    "IN_FLIGHT",
+    "ITEM_COLUMNS",
     "MIGRATIONS",
+    "OUTCOME",
     "SCHEMA_VERSION",
     "SUCCEEDED",
     "WAL_CHECKPOINT_PAGES",

@@ -20,6 +20,14 @@ _ITEM_COLUMNS = (
     "run_id", "seq", "kind", "key", "display", "action", "message", "before", "after",
     "outcome", "attempts",
 )  # fmt: skip
+# Every column of run_items but the outcome, which readers take as ``OUTCOME``.
+ITEM_COLUMNS = ", ".join(
+    f"run_items.{c}"
+    for c in (
+        "run_id", "seq", "kind", '"key"', "display", "action", "message", '"before"',
+        '"after"', "status", "error", "attempts",
+    )
+)  # fmt: skip
 
 
 def start_run(
@@ -99,38 +107,88 @@ def insert_items(conn: Connection, run_id: int, items: Iterable[Mapping[str, Any
         sql.copy(conn, "run_items", _ITEM_COLUMNS, chunk)
 
 
-_MARK_SENT = "UPDATE run_items SET outcome = 'sent', attempts = attempts + 1 WHERE run_id = ? AND "
-_SETTLE = "UPDATE run_items SET outcome = ?, status = ?, error = ? WHERE run_id = ? AND "
+# An item is in flight (sent, its answer not recorded) when it is still ``planned`` inside
+# a range of ``sent_batches``; items an earlier syncd marked ``sent`` in place, too. Ranges
+# may overlap: a person refused for a value another account holds is sent again, marked
+# again, in the same run.
+_MARKED = (
+    "EXISTS (SELECT 1 FROM sent_batches b WHERE b.run_id = run_items.run_id "
+    "AND run_items.seq BETWEEN b.first_seq AND b.last_seq)"
+)
+IN_FLIGHT = f"(run_items.outcome = 'sent' OR (run_items.outcome = 'planned' AND {_MARKED}))"
+# An item's outcome as a person reads it: ``sent`` for one in flight.
+OUTCOME = f"CASE WHEN {IN_FLIGHT} THEN 'sent' ELSE run_items.outcome END"
+# An answer's attempts are the times its item was sent (``None``: sent and never answered,
+# so at least once, as crash recovery settles an item).
+_SETTLE = (
+    "UPDATE run_items SET outcome = ?, status = ?, error = ?, "
+    "attempts = COALESCE(?, CASE WHEN attempts > 0 THEN attempts ELSE 1 END) WHERE run_id = ? AND "
+)
 
 
-def _in_order(seqs: Sequence[int]) -> bool:
-    """Whether these are a batch in plan order with nothing left out: one range of seqs."""
-    return bool(seqs) and list(seqs) == list(range(seqs[0], seqs[0] + len(seqs)))
+def _ranges(seqs: Sequence[int]) -> list[tuple[int, int]]:
+    """Seqs as the fewest (first, last) ranges that hold exactly them, in order."""
+    found: list[tuple[int, int]] = []
+    for seq in sorted(set(seqs)):
+        if found and found[-1][1] == seq - 1:
+            found[-1] = (found[-1][0], seq)
+        else:
+            found.append((seq, seq))
+    return found
 
 
 def _batch(conn: Connection, seqs: Sequence[int]) -> tuple[str, tuple[Any, ...]]:
     """The condition naming exactly these items of a run, and its parameters: a range of
     seqs for a batch in plan order, else the list (one parameter on either engine)."""
-    if _in_order(seqs):
-        return "seq BETWEEN ? AND ?", (seqs[0], seqs[-1])
+    ranges = _ranges(seqs)
+    if len(ranges) == 1:
+        return "seq BETWEEN ? AND ?", ranges[0]
     where, listed = sql.among(conn, sorted(set(seqs)))
     return f"seq {where}", (listed,)
 
 
 def mark_sent(conn: Connection, run_id: int, seqs: Sequence[int]) -> None:
-    """A batch journaled as sent: one statement for the batch, never one per item."""
-    if seqs:
-        where, params = _batch(conn, seqs)
-        sql.run(conn, _MARK_SENT + where, (run_id, *params))
+    """A batch journaled as sent, before it leaves: a row per range of its seqs (one for a
+    batch in plan order), never a write to each of its items."""
+    rows = [(run_id, first, last) for first, last in _ranges(seqs)]
+    sql.bulk(
+        conn,
+        "INSERT INTO sent_batches (run_id, first_seq, last_seq) VALUES (?, ?, ?) "
+        "ON CONFLICT DO NOTHING",
+        rows,
+    )
+
+
+def unmark(conn: Connection, run_id: int, seqs: Sequence[int]) -> None:
+    """A batch marked sent that never left: planned again, as every unsent item."""
+    rows = [(run_id, first, last) for first, last in _ranges(seqs)]
+    sql.bulk(
+        conn,
+        "DELETE FROM sent_batches WHERE run_id = ? AND first_seq = ? AND last_seq = ?",
+        rows,
+    )
+
+
+def forget_answered(conn: Connection, run_id: int) -> None:
+    """A run's marks whose items all have their answer: nothing is left in flight there."""
+    sql.run(
+        conn,
+        "DELETE FROM sent_batches WHERE run_id = ? AND NOT EXISTS (SELECT 1 FROM run_items i "
+        "WHERE i.run_id = sent_batches.run_id AND i.seq BETWEEN sent_batches.first_seq "
+        "AND sent_batches.last_seq AND i.outcome = 'planned')",
+        (run_id,),
+    )
 
 
 def settle_items(conn: Connection, run_id: int, results: Sequence[Mapping[str, Any]]) -> None:
-    """Rows with seq, outcome, status, error: one statement for each answer that several
-    items share (most often one for the batch: all ok); the answers given to one item
-    alone (an error naming its value) in one executemany."""
+    """Rows with seq, outcome (never ``planned``: ``unmark`` is for what never left),
+    status, error, attempts (the times it was sent; absent: at least once): one statement
+    for each answer that several items share (most often one for the batch: all ok); the
+    answers given to one item alone (an error naming its value) in one executemany."""
     answers: dict[tuple[Any, ...], list[int]] = {}
     for r in results:
-        answers.setdefault((r["outcome"], r.get("status"), r.get("error")), []).append(r["seq"])
+        answer = (r["outcome"], r.get("status"), r.get("error"), r.get("attempts"))
+        answers.setdefault(answer, []).append(r["seq"])
     alone = [(*answer, run_id, seqs[0]) for answer, seqs in answers.items() if len(seqs) == 1]
     _executemany(conn, _SETTLE + "seq = ?", alone)
     for answer, seqs in answers.items():
@@ -199,13 +257,19 @@ def copy_rejected(engine: Engine, from_run: int, to_run: int) -> None:
         )
 
 
+_UNSETTLED_COLUMNS = 'i.run_id, i.seq, i.kind, i.key, i.display, i.action, i."before", i."after"'
+
+
 def unsettled_items(engine: Engine) -> list[dict[str, Any]]:
-    """Items a crashed run sent without learning the answer."""
+    """Items a crashed run sent without learning the answer: planned inside a batch marked
+    sent, or marked ``sent`` in place by an earlier syncd."""
     with engine.connect() as conn:
         rows = sql.run(
             conn,
-            'SELECT run_id, seq, kind, key, display, action, "before", "after" FROM run_items '
-            "WHERE outcome = 'sent'",
+            f"SELECT DISTINCT {_UNSETTLED_COLUMNS} FROM sent_batches b JOIN run_items i "  # noqa: S608
+            "ON i.run_id = b.run_id AND i.seq BETWEEN b.first_seq AND b.last_seq "
+            f"WHERE i.outcome = 'planned' UNION ALL SELECT {_UNSETTLED_COLUMNS} "
+            "FROM run_items i WHERE i.outcome = 'sent'",
         )
         return [dict(r._mapping) for r in rows]
 
@@ -254,10 +318,11 @@ def failed_displays(engine: Engine, run_id: int, error: str, limit: int) -> list
 def load_items(
     engine: Engine, run_id: int, *, limit: int | None = None, outcome: str | None = None
 ) -> list[dict[str, Any]]:
-    """A run's items in plan order, as stored (messages were written before anything was sent)."""
-    query = "SELECT * FROM run_items WHERE run_id = :r"
+    """A run's items in plan order, as stored (messages were written before anything was
+    sent), those in flight as ``sent``."""
+    query = f"SELECT {ITEM_COLUMNS}, {OUTCOME} AS outcome FROM run_items WHERE run_id = :r"  # noqa: S608
     if outcome is not None:
-        query += " AND outcome = :o"
+        query += f" AND {OUTCOME} = :o"
     query += " ORDER BY seq"
     if limit is not None:
         query += " LIMIT :l"

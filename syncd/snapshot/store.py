@@ -399,11 +399,16 @@ class StateStore:
         departed: Collection[str] = (),
         returned: Collection[str] = (),
         let_go: Collection[str] = (),
+        *,
+        run_id: int | None = None,
     ) -> None:
         """After an applied run, in one write transaction: the effective dates read now, by
-        source id (``dates.record_dates``; None: none read, none let go), and the departures
-        (``departures.record_departures``)."""
+        source id (``dates.record_dates``; None: none read, none let go), the departures
+        (``departures.record_departures``), and the run's (``run_id``) sent marks whose
+        items all have their answer let go of (``journal.forget_answered``)."""
         with self.write() as conn:
+            if run_id is not None:
+                journal.forget_answered(conn, run_id)
             if changes is not None:
                 dates.record_dates(conn, changes)
             if departed or returned or let_go:

@@ -9,7 +9,7 @@ from sqlalchemy import Connection, text
 
 from syncd.model import serial_no
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 # How long a statement waits for another connection's lock (a batch's transaction, a
 # backup) before the run fails with "database is locked". Token renewals never wait for it
 # (``tokens``): they take turns under a lock file of their own.
@@ -47,6 +47,18 @@ DEPARTURES = """
 CREATE TABLE IF NOT EXISTS departures (
     source_id VARCHAR NOT NULL PRIMARY KEY,
     why VARCHAR NOT NULL
+)
+"""
+
+# The journal's marks: a batch journaled as sent is one row, the range of its items' seqs
+# (a batch whose items are not one range is a row per range). An item still ``planned``
+# inside a range was sent and never answered: crash recovery looks it up (``journal``).
+SENT_BATCHES = """
+CREATE TABLE IF NOT EXISTS sent_batches (
+    run_id INTEGER NOT NULL,
+    first_seq INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    PRIMARY KEY (run_id, first_seq, last_seq)
 )
 """
 
@@ -136,6 +148,12 @@ def _v11_refused_forms(conn: Connection) -> None:
         conn.exec_driver_sql("ALTER TABLE known_problems ADD COLUMN refusal VARCHAR")
 
 
+def _v12_sent_batches(conn: Connection) -> None:
+    """The journal marks a batch sent with one row of its own, not by rewriting each of its
+    items (``sent_batches``); items an earlier syncd left ``sent`` are still recovered."""
+    conn.exec_driver_sql(SENT_BATCHES)
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _create_v1,
     _v2_safe_serials,
@@ -148,5 +166,6 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v9_effective_dates,
     _v10_departures,
     _v11_refused_forms,
+    _v12_sent_batches,
 ]
 assert len(MIGRATIONS) == SCHEMA_VERSION

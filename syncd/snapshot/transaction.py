@@ -40,9 +40,17 @@ class Transaction:
         """Mark a batch's items as sent, before it leaves."""
         journal.mark_sent(self.connection, run_id, seqs)
 
+    def unmark(self, run_id: int, seqs: Sequence[int]) -> None:
+        """Mark a batch that never left as planned again."""
+        journal.unmark(self.connection, run_id, seqs)
+
     def settle_items(self, run_id: int, results: Sequence[Mapping[str, Any]]) -> None:
-        """Record items' outcomes (seq, outcome, status, error)."""
+        """Record items' answers (seq, outcome, status, error)."""
         journal.settle_items(self.connection, run_id, results)
+
+    def forget_answered(self, run_id: int) -> None:
+        """Let go of a run's sent marks whose items all have their answer."""
+        journal.forget_answered(self.connection, run_id)
 
     def journaled_after(self, run_id: int, first: int, last: int) -> dict[int, str]:
         """The ``after`` JSON text journaled for a run's items ``first`` to ``last``."""

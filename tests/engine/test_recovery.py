@@ -25,6 +25,7 @@ from tests.engine.company import World, employee, small_company
 from tests.support.admin import AnotherAdmin
 from tests.support.cli import SYNCD
 from tests.support.runs import plan_of
+from tests.support.snapshot_rows import IN_FLIGHT_ITEMS
 from tests.support.waiting import scaled
 
 IMPORT_ORGS = "POST /v1/admin/organizations/{org_code}/import-orgs"
@@ -101,7 +102,7 @@ def test_a_killed_sync_is_resolved_by_the_next_run(world: World, endpoint: str, 
     assert nodes == {n["serial_no"]: n["id"] for n in state["nodes"] if n.get("serial_no")}
     assert people == {e["username"]: e["id"] for e in state["employees"]}
     outcomes = [row[0] for row in world.query("SELECT outcome FROM runs ORDER BY id")]
-    ((unsettled,),) = world.query("SELECT COUNT(*) FROM run_items WHERE outcome = 'sent'")
+    unsettled = len(world.query(IN_FLIGHT_ITEMS))
     assert outcomes[-2:] == ["interrupted", "ok"]
     assert unsettled == 0
     assert plan_of(world.sync()).changes == ()

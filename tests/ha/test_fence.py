@@ -108,7 +108,7 @@ def test_a_run_whose_sessions_a_takeover_ended_is_fenced_not_failed(
     def taken_over(
         conn: Connection, cursor: Any, statement: str, *args: object
     ) -> None:  # what a takeover does to a frozen leader's sessions, as it thaws
-        if ended or "SET outcome = 'sent'" not in statement:
+        if ended or "INSERT INTO sent_batches" not in statement:
             return
         lease.deadline = time.monotonic() - 0.001
         pid = cursor.connection.info.backend_pid

@@ -37,7 +37,7 @@ POINTS: dict[str, tuple[Where, bytes]] = {
     # inside the lease transaction: its renewal's UPDATE (the row stays locked)
     "lease renewal": ("store", b"UPDATE leadership SET epoch"),
     # inside a journal transaction holding the write lock, before a batch leaves
-    "journal sent mark": ("store", b"SET outcome = 'sent'"),
+    "journal sent mark": ("store", b"INSERT INTO sent_batches"),
     # inside a journal transaction recording what the platform answered
     "journal settle": ("store", b"UPDATE run_items SET outcome = $"),
     # inside the snapshot's write, after a batch was answered

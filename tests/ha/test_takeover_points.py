@@ -52,6 +52,7 @@ OWN_ROW = re.compile(r"\s*(INSERT INTO|UPDATE) runs\b")
 # own record, the lease's tables the new holder's).
 KEPT = {
     "run_items": "SELECT run_id, seq, outcome, attempts FROM run_items ORDER BY 1, 2",
+    "sent_batches": "SELECT run_id, first_seq, last_seq FROM sent_batches ORDER BY 1, 2, 3",
     "employees": "SELECT source_id, username, employee_id, locked FROM employees ORDER BY 1",
     "departments": "SELECT source_id, node_id FROM departments ORDER BY 1",
     "cursors": "SELECT name, value FROM cursors ORDER BY 1",
@@ -172,7 +173,14 @@ def test_a_takeover_at_any_write_keeps_nothing_after_it_and_sends_nothing_unmark
             lease.close()
             state.close()
         assert takeover.kept is not None, f"only {takeover.seen} writes: {scenario}"
-        marked = {(r, seq) for r, seq, _, attempts in takeover.kept["run_items"] if attempts}
+        marked = {  # in a batch marked sent, or answered (a mark let go of once answered)
+            *(
+                (r, seq)
+                for r, first, last in takeover.kept["sent_batches"]
+                for seq in range(first, last + 1)
+            ),
+            *((r, seq) for r, seq, _, attempts in takeover.kept["run_items"] if attempts),
+        }
         sent, held = sent_keys(rig, marked), on_platform(rig)
 
     where = f"taken over at {takeover.statement[:60]!r} ({scenario})"

@@ -25,6 +25,7 @@ from syncd.emulator import RunningEmulator
 from syncd.snapshot import sql as store_sql
 from tests.engine.company import Company, Platform, World, department, employee
 from tests.support.cli import SYNCD
+from tests.support.snapshot_rows import IN_FLIGHT_ITEMS
 from tests.support.traffic import requests_to
 from tests.support.waiting import DEADLINE as DEADLINE
 from tests.support.waiting import POLL
@@ -218,7 +219,7 @@ def assert_snapshot_agrees(database: Path, emulator: RunningEmulator) -> None:
     people = {r["username"]: r["employee_id"] for r in query(database, "SELECT * FROM employees")}
     assert nodes == {n["serial_no"]: n["id"] for n in state["nodes"] if n.get("serial_no")}
     assert people == {e["username"]: e["id"] for e in state["employees"]}
-    assert not query(database, "SELECT * FROM run_items WHERE outcome = 'sent'")
+    assert not query(database, IN_FLIGHT_ITEMS)
 
 
 def assert_converged(rig: Rig, expected: Platform | None = None) -> None:

@@ -93,7 +93,7 @@ POLICIES = ("lock", "remove", "lock_then_remove")
 # weighted the most (the nth of them is drawn from 1 to 4).
 KILL_POINTS = (
     *["UPDATE run_items SET outcome = ?"] * 4,  # a batch's answers with its snapshot rows
-    *["UPDATE run_items SET outcome = 'sent'"] * 3,  # a batch about to go
+    *["INSERT INTO sent_batches"] * 3,  # a batch about to go
     "INSERT INTO employees",
     "INSERT INTO departments",
     "UPDATE employees SET locked",

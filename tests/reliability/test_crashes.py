@@ -37,7 +37,7 @@ from tests.support.waiting import wait_until
 from .support import DEADLINE, Rig, assert_converged, clean_env, sync_under_killer
 
 SETTLE = "UPDATE run_items SET outcome = ?"  # a batch's answers, with its snapshot rows
-MARK_SENT = "UPDATE run_items SET outcome = 'sent'"
+MARK_SENT = "INSERT INTO sent_batches"
 
 
 @dataclass(frozen=True)

@@ -113,7 +113,7 @@ KNOWN_STATUS = {ACTIVE, DEPARTED}
 KILL_POINTS = (
     ("UPDATE run_items SET outcome = ?", "before"),
     ("UPDATE run_items SET outcome = ?", "after"),
-    ("UPDATE run_items SET outcome = 'sent'", "after"),
+    ("INSERT INTO sent_batches", "after"),
 )
 RESTORES = (
     "backup, last-run kept",

@@ -33,6 +33,8 @@ from syncd.errors import EXIT_FAILED, EXIT_OK
 from syncd.executor.employees import Employees
 from syncd.executor.pipeline import Item
 from syncd.platform import ImportResult
+from syncd.snapshot import OUTCOME
+from tests.support.snapshot_rows import IN_FLIGHT_ITEMS
 
 from .support import Rig, assert_converged, big_company, query, when_requests
 from .test_crashes import MARK_SENT, SETTLE, Point, killed_then_synced
@@ -62,7 +64,8 @@ def journal(database: Path) -> dict[str, str]:
     """The last run's items: username or serial (display) -> outcome."""
     rows = query(
         database,
-        "SELECT display, outcome FROM run_items WHERE run_id = (SELECT MAX(id) FROM runs)",
+        f"SELECT display, {OUTCOME} AS outcome FROM run_items "  # noqa: S608
+        "WHERE run_id = (SELECT MAX(id) FROM runs)",
     )
     return {str(r["display"]): str(r["outcome"]) for r in rows}
 
@@ -70,7 +73,7 @@ def journal(database: Path) -> dict[str, str]:
 def killed_then_recovered(rig: Rig, point: Point) -> None:
     pipelined(rig)
     killed_then_synced(rig, point)
-    assert not query(rig.database, "SELECT * FROM run_items WHERE outcome = 'sent'")
+    assert not query(rig.database, IN_FLIGHT_ITEMS)
     assert [r["outcome"] for r in rig.runs()][-2] == "interrupted"
     assert rig.sync().plan.changes == ()  # type: ignore[union-attr]
 
@@ -100,7 +103,7 @@ def test_every_batch_leaves_with_its_sent_mark_committed(
                 str(row[0])
                 for item in batch
                 for row in db.execute(
-                    "SELECT outcome FROM run_items WHERE run_id = ? AND seq = ?",
+                    f"SELECT {OUTCOME} FROM run_items WHERE run_id = ? AND seq = ?",  # noqa: S608
                     (self.run.run_id, item.seq),
                 )
             ]

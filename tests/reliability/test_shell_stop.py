@@ -14,6 +14,7 @@ import pytest
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
 from tests.engine.company import employee
 from tests.support.cli import SYNCD
+from tests.support.snapshot_rows import IN_FLIGHT_ITEMS
 from tests.support.traffic import requests_to
 from tests.support.waiting import wait_until
 
@@ -64,7 +65,7 @@ def test_a_signal_finishes_the_batch_in_flight_and_records_the_run_as_interrupte
     assert (run["outcome"], run["exit_code"]) == ("interrupted", EXIT_PARTIAL)
     assert "interrupted" in text
     # Every batch sent was answered and recorded: nothing is left for crash recovery.
-    assert not query(rig.database, "SELECT * FROM run_items WHERE outcome = 'sent'")
+    assert not query(rig.database, IN_FLIGHT_ITEMS)
     assert query(rig.database, "SELECT * FROM run_items WHERE outcome = 'ok'")
     # What was not sent stays planned: a stop is no item's failure.
     assert not query(rig.database, "SELECT * FROM run_items WHERE outcome = 'failed'")

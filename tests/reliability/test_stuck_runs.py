@@ -15,6 +15,7 @@ import pytest
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
 from tests.support.admin import AnotherAdmin
 from tests.support.runs import plan_of
+from tests.support.snapshot_rows import IN_FLIGHT_ITEMS
 
 from .support import Rig, assert_converged, query
 from .test_crashes import SETTLE, Point, kill_in_statement
@@ -48,7 +49,7 @@ def test_a_serial_with_a_slash_never_wedges_recovery_after_a_kill_in_import_orgs
         [("E1", "ann", "Head Office"), ("E2", "bob", "Head Office/R&D"), ("E3", "cat", "Sales")],
     )
     kill_in_statement(rig, Point(SETTLE, 2, "before"))
-    in_flight = query(rig.database, "SELECT key FROM run_items WHERE outcome = 'sent'")
+    in_flight = query(rig.database, IN_FLIGHT_ITEMS)
     assert [r["key"] for r in in_flight] == ["Head Office/R&D"]
 
     result = rig.sync()
@@ -57,7 +58,7 @@ def test_a_serial_with_a_slash_never_wedges_recovery_after_a_kill_in_import_orgs
     serials = sorted(n["serial_no"] for n in state["nodes"] if n.get("serial_no"))
     assert len(serials) == 3 and not any("/" in s for s in serials), serials
     assert sorted(e["username"] for e in state["employees"]) == ["ann", "bob", "cat"]
-    assert not query(rig.database, "SELECT * FROM run_items WHERE outcome = 'sent'")
+    assert not query(rig.database, IN_FLIGHT_ITEMS)
     again = rig.sync()
     assert again.exit_code == EXIT_OK and again.plan is not None and again.plan.changes == ()
 

@@ -19,6 +19,7 @@ from syncd.errors import EXIT_OK, EXIT_PARTIAL
 from tests.engine.company import employee
 from tests.support.admin import AnotherAdmin
 from tests.support.runs import plan_of
+from tests.support.snapshot_rows import IN_FLIGHT_ITEMS
 
 from .support import Rig, assert_nothing_twice, query
 from .test_crashes import Point, kill_in_statement, kill_on_request
@@ -82,7 +83,7 @@ def test_a_sync_killed_while_values_move_is_resolved_by_the_next_run(
     assert [(p["username"], p["value"], p["holder"]) for p in problems] == [
         ("hal", FOREIGN, "outsider")
     ]
-    assert not query(rig.database, "SELECT * FROM run_items WHERE outcome = 'sent'")
+    assert not query(rig.database, IN_FLIGHT_ITEMS)
     again = rig.sync()
     assert again.exit_code == EXIT_OK
     assert plan_of(again).changes == ()

@@ -7,6 +7,9 @@ from sqlalchemy import Engine
 
 from syncd import snapshot as store
 
+# The journal's items crash recovery would look up: sent, their answer not recorded.
+IN_FLIGHT_ITEMS = f"SELECT * FROM run_items WHERE {store.IN_FLIGHT}"  # noqa: S608
+
 
 def person(source_id: str, username: str, **kw: object) -> dict[str, object]:
     """syncd's record of one person it synced (source ids like ``E12``: employee id 12)."""
