@@ -16,7 +16,7 @@ from syncd.snapshot.engine import json_object, translated, write
 from syncd.snapshot.lineage import next_run_id, remember_run
 from syncd.snapshot.records import _ITEMS_PER_STATEMENT, _executemany
 
-_ITEM_COLUMNS = (
+_INSERTED_COLUMNS = (
     "run_id", "seq", "kind", "key", "display", "action", "message", "before", "after",
     "outcome", "attempts",
 )  # fmt: skip
@@ -104,7 +104,7 @@ def insert_items(conn: Connection, run_id: int, items: Iterable[Mapping[str, Any
         for i in items
     )  # fmt: skip
     while chunk := list(itertools.islice(rows, _ITEMS_PER_STATEMENT)):
-        sql.copy(conn, "run_items", _ITEM_COLUMNS, chunk)
+        sql.copy(conn, "run_items", _INSERTED_COLUMNS, chunk)
 
 
 # An item is in flight (sent, its answer not recorded) when it is still ``planned`` inside
