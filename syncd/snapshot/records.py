@@ -15,6 +15,7 @@ from collections.abc import (
 )
 from typing import Any, ClassVar
 
+import orjson
 from sqlalchemy import Connection, Engine, text
 
 from syncd.plan import SyncedDepartment, SyncedEmployee
@@ -284,10 +285,30 @@ def delete_departments(conn: Connection, source_ids: Sequence[str]) -> None:
         )
 
 
+# On PostgreSQL, a batch of people in one statement: its rows one JSON array, read as
+# rows of the table's own type. An executemany is a statement per row there, each one
+# planned and run on its own (half of the journal writer's time in a 100,000-person first
+# sync); arrays as parameters cost more still, each element dumped in Python.
+_EMPLOYEE_COLUMNS = (
+    "source_id", "username", "employee_id", "fields", "hash", "adopted", "locked",
+    "lock_reason", "locked_since", "matched_by",
+)  # fmt: skip
+_UPSERT_EMPLOYEES_AS_JSON = _UPSERT_EMPLOYEE.replace(
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    f"SELECT {', '.join(_EMPLOYEE_COLUMNS)} FROM json_populate_recordset(NULL::employees, ?)",  # noqa: S608
+)
+
+
 def upsert_employees(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
     """Rows with source_id, username, employee_id, fields (JSON text), hash, adopted, and
     locked, lock_reason, locked_since (used only when the row is new)."""
-    _executemany(conn, _UPSERT_EMPLOYEE, [_employee_values(r) for r in rows])
+    values = [_employee_values(r) for r in rows]
+    once = len({v[0] for v in values}) == len(values)  # one statement changes a row once
+    if values and once and sql.is_postgresql(conn):
+        listed = [dict(zip(_EMPLOYEE_COLUMNS, v, strict=True)) for v in values]
+        sql.run(conn, _UPSERT_EMPLOYEES_AS_JSON, (orjson.dumps(listed).decode(),))
+        return
+    _executemany(conn, _UPSERT_EMPLOYEE, values)
 
 
 def _employee_values(r: Mapping[str, Any]) -> tuple[Any, ...]:
