@@ -160,7 +160,10 @@ def mark_sent(conn: Connection, run_id: int, seqs: Sequence[int]) -> None:
 
 
 def unmark(conn: Connection, run_id: int, seqs: Sequence[int]) -> None:
-    """A batch marked sent that never left: planned again, as every unsent item."""
+    """A batch marked sent that never left: planned again, as every unsent item. (A batch
+    sent again whole in the same run adds no mark of its own: unmarked, it takes the first
+    one with it. Only people refused for a value another account holds are sent again, and
+    their first answer is a refusal: nothing of them was written.)"""
     rows = [(run_id, first, last) for first, last in _ranges(seqs)]
     sql.bulk(
         conn,
