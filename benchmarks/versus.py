@@ -1,26 +1,34 @@
 """The initial sync of this checkout's syncd against another's, alternated pair by pair.
 
     .venv/bin/python -m benchmarks.versus --before DIR [--people 100000] [--pairs 4]
+                                          [--resync]
 
 ``DIR`` holds another syncd package (``git archive c427ab5 | tar -x -C DIR``). Each run
 is an initial sync of the same generated company from CSV into a fresh ``syncd emulator``
 (this checkout's) with an empty state directory; the two codes take turns, the order
 swapped every pair. Printed: each run's CPU (wait4's user + system, the syncd process
 alone) and wall time, then the median of the pairs' CPU and wall ratios (this / before)
-with their range. Not part of ``make bench``.
+with their range. ``--resync``: no-change re-syncs that read the files and plan
+(``sync.skip_unchanged = false``) instead, each code against its own emulator and state
+after its initial sync and first re-sync. Not part of ``make bench``.
 """
 
 from __future__ import annotations
 
 import argparse
 import compileall
+import shutil
 import statistics
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.generate import make_company, write_two_files
 from benchmarks.harness import (
+    READ_EVERY_RUN,
     ROOT,
     Measured,
     compile_bytecode,
@@ -42,27 +50,65 @@ concurrency = 4
 """
 
 
-def initial_sync(code: Path, source: str, folder: Path, run: str) -> Measured:
-    """One initial sync by the syncd package in ``code``, into an emulator of its own."""
-    with running_emulator(folder / f"{run}-emulator.log") as emulator:
-        settings = folder / f"{run}.toml"
-        settings.write_text(
-            f'state_dir = "{folder / f"{run}-state"}"\n{source}\n[platform]\n'
-            f'base_url = "{emulator.base_url}"\n{PLATFORM}',
+@dataclass
+class Code:
+    """One syncd package (``folder``) with an emulator and a state of its own."""
+
+    name: str
+    folder: Path
+    work: Path
+    source: str
+
+    def settings(self, base_url: str) -> Path:
+        path = self.work / f"{self.name}.toml"
+        path.write_text(
+            f'state_dir = "{self.work / f"{self.name}-state"}"\n{self.source}\n[platform]\n'
+            f'base_url = "{base_url}"\n{PLATFORM}',
             encoding="utf-8",
         )
-        settings.chmod(0o600)
+        path.chmod(0o600)
+        return path
+
+    def sync(self, settings: Path, run: str, env: dict[str, str] | None = None) -> Measured:
         # An older syncd may not know --yes (it applied without asking then).
-        knows_yes = "--yes" in (code / "syncd" / "cli" / "sync.py").read_text(encoding="utf-8")
-        command = [sys.executable, "-c", RUN, "sync", "--config", str(settings)]
+        cli = (self.folder / "syncd" / "cli" / "sync.py").read_text(encoding="utf-8")
+        yes = ["--yes"] if "--yes" in cli else []
         measured = measure(
-            [*command, *(["--yes"] if knows_yes else [])],
-            folder / f"{run}.log",
-            env={"PYTHONPATH": f"{code}:{ROOT}"},
+            [sys.executable, "-c", RUN, "sync", "--config", str(settings), *yes],
+            self.work / f"{run}.log",
+            env={"PYTHONPATH": f"{self.folder}:{ROOT}", **(env or {})},
         )
-    if measured.exit_code != 0:
-        raise SystemExit(f"{run}: exit {measured.exit_code}\n{measured.output[-2000:]}")
-    return measured
+        if measured.exit_code != 0:
+            raise SystemExit(f"{run}: exit {measured.exit_code}\n{measured.output[-2000:]}")
+        return measured
+
+
+def initial_syncs(codes: list[Code], pair: int) -> dict[str, Measured]:
+    """Each code's initial sync into an emulator of its own, with an empty state."""
+    found = {}
+    for code in codes:
+        shutil.rmtree(code.work / f"{code.name}-state", ignore_errors=True)
+        with running_emulator(code.work / f"{pair}-{code.name}-emulator.log") as emulator:
+            found[code.name] = code.sync(code.settings(emulator.base_url), f"{pair}-{code.name}")
+    return found
+
+
+def resyncs(codes: list[Code], pairs: int) -> Iterator[dict[str, Measured]]:
+    """After each code's initial sync and first re-sync, no-change re-syncs that read the
+    files and plan (``sync.skip_unchanged = false``), a pair at a time."""
+    with ExitStack() as stack:
+        settings = {}
+        for code in codes:
+            emulator = stack.enter_context(running_emulator(code.work / f"{code.name}-emu.log"))
+            settings[code.name] = code.settings(emulator.base_url)
+            for run in ("initial", "first"):
+                code.sync(settings[code.name], f"{code.name}-{run}")
+        for pair in range(pairs):
+            order = codes if pair % 2 == 0 else codes[::-1]
+            yield {
+                code.name: code.sync(settings[code.name], f"{pair}-{code.name}", READ_EVERY_RUN)
+                for code in order
+            }
 
 
 def main() -> None:
@@ -70,20 +116,27 @@ def main() -> None:
     parser.add_argument("--before", type=Path, required=True, help="the other syncd's folder")
     parser.add_argument("--people", type=int, default=100_000)
     parser.add_argument("--pairs", type=int, default=4)
+    parser.add_argument(
+        "--resync", action="store_true", help="no-change re-syncs that read the files instead"
+    )
     args = parser.parse_args()
     compile_bytecode()  # each code's bytecode compiled first, as pip would
     compileall.compile_dir(args.before / "syncd", quiet=1)
     with tempfile.TemporaryDirectory(prefix="syncd-versus-") as temporary:
-        folder = Path(temporary)
-        employees, departments = write_two_files(make_company(args.people), folder / "data")
+        work = Path(temporary)
+        employees, departments = write_two_files(make_company(args.people), work / "data")
         source = csv_source(employees, departments)
+        codes = [
+            Code("this", ROOT, work, source),
+            Code("before", args.before.resolve(), work, source),
+        ]
+        measured = (
+            resyncs(codes, args.pairs)
+            if args.resync
+            else (initial_syncs(codes if n % 2 == 0 else codes[::-1], n) for n in range(args.pairs))
+        )
         cpu, wall = [], []
-        for pair in range(args.pairs):
-            codes = [("this", ROOT), ("before", args.before.resolve())]
-            runs = {
-                name: initial_sync(code, source, folder, f"{pair}-{name}")
-                for name, code in (codes if pair % 2 == 0 else codes[::-1])
-            }
+        for pair, runs in enumerate(measured):
             for name, m in runs.items():
                 print(f"pair {pair + 1} {name:6}  cpu {m.cpu:6.2f} s  wall {m.wall:6.2f} s")
             cpu.append(runs["this"].cpu / runs["before"].cpu)
