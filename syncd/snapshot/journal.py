@@ -150,12 +150,11 @@ def _batch(conn: Connection, seqs: Sequence[int]) -> tuple[str, tuple[Any, ...]]
 def mark_sent(conn: Connection, run_id: int, seqs: Sequence[int]) -> None:
     """A batch journaled as sent, before it leaves: a row per range of its seqs (one for a
     batch in plan order), never a write to each of its items."""
-    rows = [(run_id, first, last) for first, last in _ranges(seqs)]
     sql.bulk(
         conn,
         "INSERT INTO sent_batches (run_id, first_seq, last_seq) VALUES (?, ?, ?) "
         "ON CONFLICT DO NOTHING",
-        rows,
+        [(run_id, first, last) for first, last in _ranges(seqs)],
     )
 
 
@@ -164,11 +163,10 @@ def unmark(conn: Connection, run_id: int, seqs: Sequence[int]) -> None:
     sent again whole in the same run adds no mark of its own: unmarked, it takes the first
     one with it. Only people refused for a value another account holds are sent again, and
     their first answer is a refusal: nothing of them was written.)"""
-    rows = [(run_id, first, last) for first, last in _ranges(seqs)]
     sql.bulk(
         conn,
         "DELETE FROM sent_batches WHERE run_id = ? AND first_seq = ? AND last_seq = ?",
-        rows,
+        [(run_id, first, last) for first, last in _ranges(seqs)],
     )
 
 

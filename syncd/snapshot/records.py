@@ -305,8 +305,8 @@ def upsert_employees(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> Non
     values = [_employee_values(r) for r in rows]
     once = len({v[0] for v in values}) == len(values)  # one statement changes a row once
     if values and once and sql.is_postgresql(conn):
-        listed = [dict(zip(_EMPLOYEE_COLUMNS, v, strict=True)) for v in values]
-        sql.run(conn, _UPSERT_EMPLOYEES_AS_JSON, (orjson.dumps(listed).decode(),))
+        listed = orjson.dumps([dict(zip(_EMPLOYEE_COLUMNS, v, strict=True)) for v in values])
+        sql.run(conn, _UPSERT_EMPLOYEES_AS_JSON, (listed.decode(),))
         return
     _executemany(conn, _UPSERT_EMPLOYEE, values)
 
