@@ -93,6 +93,14 @@ def is_data_row(row: list[str]) -> bool:
 @example(
     file=(REQUIRED, [["\r"]]), delimiter=",", encoding="utf-8", quote_all=False, explicit=False
 )
+# ... and so is one whose only text is a line break in a column that names nobody.
+@example(
+    file=(REQUIRED, [["", "", "\r"]]),
+    delimiter=",",
+    encoding="utf-8",
+    quote_all=False,
+    explicit=False,
+)
 def test_every_row_is_kept_or_rejected_with_a_reason(
     file: tuple[list[str], list[list[str]]],
     delimiter: str,

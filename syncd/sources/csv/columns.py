@@ -75,7 +75,7 @@ class _Columns:
         if self.unnamed_tail:
             expected = f"{self.min_width} to {self.width}"
             if self.min_width <= count <= self.width:
-                column = next(n for n in range(self.min_width, count) if cells[n].strip())
+                column = next(n for n in range(self.min_width, count) if not _is_empty(cells[n]))
                 return (
                     f"the row has text in column #{column + 1}, which the header does not name "
                     f"(it names columns 1 to {self.min_width})"
@@ -171,8 +171,14 @@ def _clean(value: str | None) -> str | None:
     return value.replace("\x00", "").strip() or None
 
 
+def _is_empty(cell: str) -> bool:
+    """A cell with nothing in it. A line break is something: a quoted one may be what is
+    left of a row a stray line break split, so a record holding one is never blank."""
+    return not cell.strip() and "\n" not in cell and "\r" not in cell
+
+
 def _is_blank(cells: list[str]) -> bool:
-    return not any(cell.strip() for cell in cells)
+    return all(map(_is_empty, cells))
 
 
 def split_tail(head_line: int) -> str:
