@@ -45,6 +45,18 @@ class NotSent(Exception):
 ITEM_FAILURES = (PlatformError, PlatformUnavailable, NotSent)
 
 
+class Lease(Protocol):
+    """A real run's right to write (leadership.Turn), which alone judges it lost."""
+
+    def may_send(self) -> bool:
+        """False, for the rest of the run, once the lease is not surely this run's."""
+        ...
+
+    def ended_by(self, exc: BaseException) -> bool:
+        """Whether a failure of the run is the lease lost rather than a fault."""
+        ...
+
+
 class Progress(Protocol):
     """How a run tells what it does: steps before anything is sent, then the apply's phases."""
 
@@ -150,7 +162,7 @@ class Pipeline:
         now_ms: Callable[[], int],
         progress: Progress | None = None,
         stop: threading.Event | None = None,
-        may_send: Callable[[], bool] | None = None,
+        lease: Lease | None = None,
     ) -> None:
         self.client = client
         self.state = state  # the journal writer's transactions
@@ -175,11 +187,10 @@ class Pipeline:
         self.pending_creates: set[str] = set()
         self.result = ApplyResult()
         self._writer: JournalWriter | None = None
-        # Asked before each batch leaves and before each attempt of a write (leadership.
-        # Turn): False, and nothing more is sent. A real run's journal transactions are
-        # fenced by its store itself (StateStore.fenced).
-        self.leased = may_send is not None
-        self.may_send = may_send or (lambda: True)
+        # Asked before each batch leaves and before each attempt of a write (may_send):
+        # False, and nothing more is sent. A real run's journal transactions are fenced by
+        # its store itself (StateStore.fenced).
+        self.lease = lease
         self._fenced = False
 
     # ------------------------------------------------------------ the journal writer
@@ -198,10 +209,10 @@ class Pipeline:
         is raised then). Fenced (the store refused a journal transaction, or a request's
         attempt found the deadline passed) ends the block: the run is interrupted, and what
         it left ``sent`` is for the instance holding the lease to resolve. So does a state
-        database error once the lease is not surely this run's (``_lost_lease``)."""
+        database error once the lease is surely not this run's (``Lease.ended_by``)."""
         writer = self._writer = JournalWriter(self.state)
         try:
-            with self.client.guarded(self.may_send if self.leased else None):
+            with self.client.guarded(self.lease.may_send if self.lease is not None else None):
                 yield
         except Fenced:
             self._fenced = self.result.interrupted = True
@@ -225,15 +236,13 @@ class Pipeline:
                 raise
             self._fenced = self.result.interrupted = True
 
+    def may_send(self) -> bool:
+        return self.lease is None or self.lease.may_send()
+
     def _lost_lease(self, exc: BaseException) -> bool:
-        """Whether a failure is the lease lost: Fenced, or a state database error once the
-        local fence says no. An instance that takes the lease over on PostgreSQL ends the
-        former holder's sessions, so a leader frozen past its lease finds, when it thaws,
-        its connection closed before the store's own fence could refuse it: that run was
-        fenced (``may_send`` logs why), not failed by a broken database."""
-        if isinstance(exc, Fenced):
-            return True
-        return isinstance(exc, StateError) and self.leased and not self.may_send()
+        """Whether a failure is the lease lost (the lease judges; without one, only the
+        store's own refusal is)."""
+        return self.lease.ended_by(exc) if self.lease is not None else isinstance(exc, Fenced)
 
     # ------------------------------------------------------------ the journaled pipeline
 

@@ -12,7 +12,7 @@ from functools import partial
 from syncd import snapshot as store
 from syncd.config import Settings, platform_of
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
-from syncd.executor import ApplyResult, Executor, Pipeline, Progress
+from syncd.executor import ApplyResult, Executor, Lease, Pipeline, Progress
 from syncd.model import Directory, Kind
 from syncd.plan import Plan, PlatformView, Snapshot
 from syncd.platform import PlatformClient
@@ -34,7 +34,7 @@ def deliver(
     now_ms: Callable[[], int],
     progress: Progress,
     stop: threading.Event,
-    may_send: Callable[[], bool] | None,
+    lease: Lease | None,
 ) -> ApplyResult:
     """Send the plan's changes (their journal rows already recorded); the result holds the
     known problems this run found and has not told yet, unless it was interrupted."""
@@ -59,7 +59,7 @@ def deliver(
             now_ms=now_ms,  # the injected time too (locked_since, grace periods)
             progress=progress,
             stop=stop,
-            may_send=may_send,
+            lease=lease,
         )
         try:
             applied = Executor(pipeline, snapshot, photos).apply(the_plan)

@@ -38,7 +38,7 @@ from sqlalchemy import Connection, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from syncd.config.service import drift_seconds
-from syncd.errors import Fenced, LeaseHeld, SyncdError
+from syncd.errors import Fenced, LeaseHeld, StateError, SyncdError
 from syncd.run.lock import holder as lock_file_holder
 from syncd.snapshot import StateStore, leases
 from syncd.snapshot.lease_store import LeaseStore
@@ -488,6 +488,16 @@ class Turn:
                 if reason is not None:
                     self._refused(reason)
             return self._fenced is None
+
+    def ended_by(self, exc: BaseException) -> bool:
+        """Whether a failure of the run is the lease lost rather than a fault: the store
+        refused a write (Fenced), or a state database error came once the lease is surely
+        not this turn's (``lost``). An instance that takes the lease over on PostgreSQL
+        ends the former holder's sessions, so a leader frozen past its lease finds, when
+        it thaws, its connection closed before the store's own fence could refuse it: that
+        run was fenced, not failed by a broken database. The executor and the runner both
+        ask this, so they judge alike."""
+        return isinstance(exc, Fenced) or (isinstance(exc, StateError) and self.lost())
 
     def lost(self) -> bool:
         """Whether the lease is surely not this turn's now, asked once a write of the run

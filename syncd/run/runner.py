@@ -26,7 +26,6 @@ from syncd.errors import (
     EXIT_OK,
     EXIT_PARTIAL,
     Fenced,
-    StateError,
     SyncdError,
 )
 from syncd.executor import ApplyResult, NoProgress, Progress, item_rows
@@ -204,10 +203,7 @@ class _Run:
         """A run-level error: the run failed; or, when it is the lease lost, interrupted
         (the store refused a write, or a write failed once the lease is surely another's:
         a takeover ends the former holder's PostgreSQL sessions), as a fenced batch is."""
-        lost = isinstance(exc, Fenced) or (
-            isinstance(exc, StateError) and self.turn is not None and self.turn.lost()
-        )
-        if lost:
+        if self.turn.ended_by(exc) if self.turn is not None else isinstance(exc, Fenced):
             self.result.outcome, self.result.exit_code = "interrupted", EXIT_PARTIAL
             fenced = self.turn.fenced if self.turn is not None else None
             self.result.error = f"fenced: {fenced}" if fenced else redact(str(exc))
@@ -531,7 +527,7 @@ class _Run:
             now_ms=self._now,
             progress=self.progress,
             stop=self.stop,
-            may_send=self.turn.may_send if self.turn is not None else None,
+            lease=self.turn,
         )
         self.result.applied = applied
         self._record_applied(the_plan, snapshot, directory, applied)

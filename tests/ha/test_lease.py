@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from sqlalchemy import Connection, Engine, text
 
 from syncd import snapshot as store
-from syncd.errors import Fenced
+from syncd.errors import Fenced, StateError
 from syncd.run.leadership import Lease, Turn, machine_id
 from syncd.snapshot import StateStore, leases
 from syncd.snapshot.lease_store import LeaseStore
@@ -116,6 +116,28 @@ def test_a_turn_past_its_local_deadline_is_fenced_though_the_store_still_names_i
     assert a.claim()  # renewed (nobody took it): the next run may write again ...
     assert a.turn().may_send()
     assert not turn.may_send()  # ... but not this one
+
+
+def test_a_failure_is_the_lease_lost_only_once_the_lease_is_surely_another_s(
+    engine: Engine,
+) -> None:
+    """The executor and the runner ask the turn alike (Turn.ended_by): the store's refusal
+    is the lease lost; a state database error is only once another instance holds it."""
+    a, b = lease(engine, claimant(1)), lease(engine, claimant(2))
+    assert a.claim()
+    turn = a.turn()
+    broken = StateError("state database: disk I/O error")
+    assert not turn.ended_by(broken)  # still this run's: a fault, the run fails
+    assert not turn.ended_by(RuntimeError("a bug"))
+    assert turn.ended_by(Fenced("fenced: the lease was taken over"))
+    assert turn.may_send()  # asking changed nothing
+
+    expire(engine)
+    assert b.claim()  # the local deadline still holds: only the store tells
+    assert a.deadline > time.monotonic()
+    assert turn.ended_by(broken)
+    assert not turn.may_send() and turn.fenced is not None
+    assert not turn.ended_by(RuntimeError("a bug"))  # never anything but the store's word
 
 
 def dead_pid() -> int:
