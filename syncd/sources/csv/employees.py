@@ -318,9 +318,11 @@ class _EmployeeReader:
         if isinstance(parsed, str):
             return parsed
         birthday, sort_order, senior = parsed
-        dates = self._dates_of(values, at)
-        if isinstance(dates, str):
-            return dates
+        dates: tuple[str | None, str | None] | str = (None, None)
+        if values[at.start_date] or values[at.end_date]:  # as a rule, neither
+            dates = self._dates_of(values, at)
+            if isinstance(dates, str):
+                return dates
         state = self._state(values[at.status], at.status) if self._status_read else State.ACTIVE
         if not isinstance(state, State):  # State is a str too
             return state
