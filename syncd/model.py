@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Literal, NamedTuple
 from unicodedata import is_normalized as _is_nfc
 
-from syncd.spelling import JOINERS, invisible, look_alike, nfc
+from syncd.spelling import JOINERS, invisible, look_alike, look_alikes, nfc
 
 PATH_SEPARATOR = "/"  # the platform joins node names with it into name paths
 # Characters a serial_no must not carry: it travels as a URL path segment
@@ -412,14 +412,8 @@ def _rejected_copies(rejected: list[RejectedRow]) -> tuple[list[str], list[str]]
             if row.key:
                 ids.append(row.key)
             if row.username and row.username.strip():
-                usernames.append(_username_key(row.username))
+                usernames.append(look_alike(row.username))
     return ids, usernames
-
-
-def _username_key(username: str) -> str:
-    """Usernames alike in any spelling: NFC and letter case folded, invisible characters
-    left out (look_alike; ASCII ones only folded, which is the same and cheaper)."""
-    return username.casefold() if username.isascii() else look_alike(username)
 
 
 def _valid_employees(
@@ -431,7 +425,7 @@ def _valid_employees(
     rejected_ids, rejected_usernames = copies
     ids = _repeated([e.id for _, e in items] + rejected_ids)
     usernames = _repeated(
-        [_username_key(u) for _, e in items if (u := e.username)] + rejected_usernames
+        look_alikes([u for _, e in items if (u := e.username)]) + rejected_usernames
     )
     kept: dict[str, Employee] = {}
     for where, read in items:

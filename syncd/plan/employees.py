@@ -32,7 +32,7 @@ from syncd.plan.values import (
     matches_any,
     people,
 )
-from syncd.spelling import difference, look_alike, nfc, shown_pair
+from syncd.spelling import difference, look_alike, look_alikes, nfc, shown_pair
 
 
 class EmployeePlanner:
@@ -76,8 +76,9 @@ class EmployeePlanner:
     def synced_holder(self, username: str) -> SyncedEmployee | None:
         """The synced record that holds this username in any spelling (syncd.spelling)."""
         if self._by_username is None:
-            employees = self.snapshot.employees.values()
-            self._by_username = {look_alike(s.username): s for s in employees}
+            employees = list(self.snapshot.employees.values())
+            keys = look_alikes([s.username for s in employees])
+            self._by_username = dict(zip(keys, employees, strict=True))
         return self._by_username.get(look_alike(username))
 
     def change(

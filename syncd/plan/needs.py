@@ -65,7 +65,7 @@ def weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set
         # no longer names (a re-key, weighed with what syncd wrote), or a rejected row with
         # a new id may name their username (rekeys.weigh_rejected): those people, a
         # superset of the holders of the new ids' usernames, found without spelling each.
-        found.update(k for k in synced if k not in directory.employees)
+        found.update(synced.keys() - directory.employees.keys())
     return found
 
 

@@ -44,7 +44,7 @@ from syncd.plan import (
 )
 from syncd.plan.values import PlatformMark
 from syncd.platform import EmployeeRecord, Node, PlatformClient
-from syncd.spelling import look_alike, nfc
+from syncd.spelling import look_alike, look_alikes, nfc
 from syncd.survey.records import Judge, newest, present, usernames
 
 log = logging.getLogger(__name__)
@@ -179,10 +179,11 @@ def newcomers(snapshot: Snapshot, directory: Directory) -> list[str]:
     (syncd.spelling.look_alike), each with the spellings the platform may hold it in
     (``spellings``): it matches usernames exactly, and an account found in another
     spelling is a conflict, never a second account beside it."""
-    synced = snapshot.employees
-    new = [e for e in directory.employees.values() if e.id not in synced]
+    synced, read = snapshot.employees, directory.employees
+    new_ids = read.keys() - synced.keys()
+    new = [e for k, e in read.items() if k in new_ids] if new_ids else []
     # Usernames syncd holds, gathered only when someone is new (most runs: nobody).
-    known = {look_alike(e.username) for e in synced.values()} if new else set()
+    known = set(look_alikes([e.username for e in synced.values()])) if new else set()
     found: list[str] = []
     for e in new:
         if look_alike(e.username) not in known:

@@ -18,6 +18,7 @@ from syncd.spelling import (
     difference,
     invisible,
     look_alike,
+    look_alikes,
     looks_the_same,
     nfc,
     shown_pair,
@@ -56,6 +57,19 @@ def test_every_format_character_is_invisible_but_the_signs_that_print() -> None:
     ]
     assert missing == []
     assert all(not INVISIBLE.match(chr(code)) for code in prints)
+
+
+# Usernames as directories hold them: mostly ASCII, sometimes another script, an accent
+# in either normalization, an invisible character, or a line break (the keys' separator).
+usernames = st.text(alphabet=st.sampled_from("aZ._-9 \n\u00e9e\u0301\u200b\u03a3\u03c2\u0130"))
+
+
+@settings(max_examples=examples(300))
+@given(texts=st.lists(usernames, max_size=8), ascii_only=st.booleans())
+def test_many_usernames_are_keyed_as_each_alone(texts: list[str], ascii_only: bool) -> None:
+    if ascii_only:
+        texts = [t.encode("ascii", "ignore").decode() for t in texts]
+    assert look_alikes(texts) == [look_alike(t) for t in texts]
 
 
 def test_look_alike_keys_ignore_case_normalization_invisible_characters_and_spaces() -> None:
