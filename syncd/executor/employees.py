@@ -74,14 +74,15 @@ class Employees:
         e = item.change.record
         assert isinstance(e, Employee)
         positions = []
-        primary = next((n for n, p in enumerate(e.positions) if p.primary), 0)
-        held = next(
-            (p.department_id for p in e.positions if p.department_id in self.run.pending_creates),
-            None,
-        )
-        if held is not None:
-            self.run.fail([item], self.run.held_back(held))
-            return False
+        # As a rule one position, and no department still waiting for the platform's word.
+        primary = 0
+        if len(e.positions) > 1:
+            primary = next((n for n, p in enumerate(e.positions) if p.primary), 0)
+        if pending := self.run.pending_creates:
+            held = next((p.department_id for p in e.positions if p.department_id in pending), None)
+            if held is not None:
+                self.run.fail([item], self.run.held_back(held))
+                return False
         for n, p in enumerate(e.positions):
             position: dict[str, Any] = {"primary": n == primary, "chief": p.chief}
             title = p.job_title or (e.job_title if n == primary else None)
