@@ -43,8 +43,8 @@ rows = st.builds(
         **lock,
     ),
     st.integers(0, 6),
-    st.sampled_from(["ann", "bob", "李雷", "o'neil"]),
-    st.sampled_from(["{}", '{"name": "A"}', '{"mobile": null}']),
+    st.sampled_from(["ann", "bob", "李雷", "o'neil", 'say "hi"\\', "tab\tnul\x00"]),
+    st.sampled_from(["{}", '{"name": "A"}', '{"mobile": null}', '{"name": "\\u00e9\\""}']),
     st.booleans(),
     st.sampled_from(
         [
@@ -79,6 +79,10 @@ def written_in_turn(batches: list[list[dict[str, Any]]]) -> dict[str, tuple[Any,
 def test_a_batch_of_people_is_written_as_each_row_in_turn(
     engine: Engine, batches: list[list[dict[str, Any]]]
 ) -> None:
+    if engine.dialect.name == "postgresql":  # its text holds no NUL, however it is written
+        batches = [
+            [{**r, "username": r["username"].replace("\x00", "")} for r in b] for b in batches
+        ]
     with store.write(engine) as conn:
         sql.run(conn, "DELETE FROM employees")
     for batch in batches:
