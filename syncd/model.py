@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Literal, NamedTuple
 from unicodedata import is_normalized as _is_nfc
 
-from syncd.spelling import JOINERS, invisible, look_alike, look_alikes, nfc
+from syncd.spelling import JOINERS, controls, invisible, look_alike, look_alikes, nfc
 
 PATH_SEPARATOR = "/"  # the platform joins node names with it into name paths
 # Characters a serial_no must not carry: it travels as a URL path segment
@@ -327,7 +327,8 @@ def _valid_departments(
     items: list[tuple[str, Department]], rejected: list[RejectedRow]
 ) -> dict[str, Department]:
     def reject(where: str, d: Department, reason: str) -> None:
-        rejected.append(RejectedRow(where, reason, Kind.DEPARTMENT, d.id or None))
+        key = d.id.replace("\x00", "") or None  # as for people, below
+        rejected.append(RejectedRow(where, reason, Kind.DEPARTMENT, key))
 
     items = [(where, _department_in_nfc(d)) for where, d in items]
     counts = Counter(d.id for _, d in items)
@@ -336,6 +337,10 @@ def _valid_departments(
     for where, d in items:
         if not d.id:
             reject(where, d, "department has no id")
+        elif hidden := controls(d.id):
+            reject(where, d, f"department id {d.id!r} contains {', '.join(hidden)}")
+        elif hidden := controls(d.name):
+            reject(where, d, f"department name {d.name!r} contains {', '.join(hidden)}")
         elif not d.name or not d.name.strip():
             reject(where, d, f"department {d.id!r} has no name")
         elif PATH_SEPARATOR in d.name:
@@ -439,8 +444,10 @@ def _valid_employees(
                     where,
                     reason,
                     Kind.EMPLOYEE,
-                    e.id or None,
-                    e.username or None,
+                    # Without NULs (as the CSV reader trusts a rejected row's key): a state
+                    # database on PostgreSQL stores no NUL, and no real id holds one.
+                    e.id.replace("\x00", "") or None,
+                    e.username.replace("\x00", "") or None,
                     identifiers=identifiers,
                 )
             )
@@ -468,6 +475,10 @@ def _employee_problem(
         return f"employee {e.id!r} has no username"
     if not e.name or not e.name.strip():
         return f"employee {e.username!r} has no name"
+    if hidden := controls(e.id):
+        return f"employee id {e.id!r} contains {', '.join(hidden)}"
+    if hidden := controls(e.username):
+        return f"username {e.username!r} contains {', '.join(hidden)}, which cannot be seen"
     if ids and e.id in ids:
         return f"employee id {e.id!r} appears {ids[e.id]} times"
     if not e.username.isascii() and (hidden := invisible(e.username)):

@@ -98,6 +98,19 @@ def invisible(text: str, *, allowed: frozenset[str] = frozenset()) -> list[str]:
     return [code_point(ch) for ch in found]
 
 
+# Control characters (C0, DEL, C1): never part of an id or a username, whatever the
+# source; PostgreSQL cannot even store a NUL in a text column.
+CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def controls(text: str) -> list[str]:
+    """The control characters in the text, each named (``U+0000 control character``) once,
+    in the order found."""
+    if text.isprintable():  # as a rule: checked in C, for every id and username of a read
+        return []
+    return [f"U+{ord(ch):04X} control character" for ch in dict.fromkeys(CONTROLS.findall(text))]
+
+
 def code_point(ch: str) -> str:
     """``U+200B ZERO WIDTH SPACE``."""
     return f"U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed character')}"

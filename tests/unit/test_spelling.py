@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from syncd.model import Department, Directory, Employee, Kind, Position, build_directory
 from syncd.spelling import (
     INVISIBLE,
+    controls,
     difference,
     invisible,
     look_alike,
@@ -200,6 +201,52 @@ def test_department_names_with_invisible_characters_are_rejected_but_joiners() -
     why = dict(reasons(d))
     assert why["zw"] == "department name 'R\\u200b&D' contains U+200B ZERO WIDTH SPACE"
     assert why["bidi"] == "department name 'Sales\\u200e' contains U+200E LEFT-TO-RIGHT MARK"
+
+
+_CONTROL = st.sampled_from(["\x00", "\t", "\n", "\r", "\x1b", "\x7f", "\x85", "\x9f"])
+
+
+@st.composite
+def _with_controls(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """A printable text with control characters put in it, and those characters."""
+    text = draw(st.text(alphabet=st.sampled_from("ab.-9\u00e9\u674e "), min_size=1, max_size=6))
+    put: list[str] = []
+    for _ in range(draw(st.integers(0, 2))):
+        at, ch = draw(st.integers(0, len(text))), draw(_CONTROL)
+        text, put = text[:at] + ch + text[at:], [*put, ch]
+    return text, put
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(ids=st.lists(_with_controls(), min_size=1, max_size=4), names=st.data())
+def test_ids_usernames_and_department_names_with_control_characters_are_rejected(
+    ids: list[tuple[str, list[str]]], names: st.DataObject
+) -> None:
+    people, departments = [], []
+    for n, (text, _) in enumerate(ids):
+        username, _put = names.draw(_with_controls())
+        people.append(Employee(f"{text}#{n}", f"{username}#{n}", "A Person"))
+        departments.append(Department(f"{text}#{n}", f"{username}#{n}", "root"))
+    d = build_directory(located([Department("root", "Root"), *departments]), located(people))
+    assert not any(controls(e.id) or controls(e.username) for e in d.employees.values())
+    assert not any(controls(x.id) for x in d.departments.values())
+    assert not any(controls(x.name) for x in d.departments.values())
+    for r in d.rejected:  # named, once each, and with a key PostgreSQL can store
+        assert "control character" in r.reason, r.reason
+        assert "\x00" not in (r.key or "") and "\x00" not in (r.username or "")
+    clean = sum(not controls(e.id) and not controls(e.username) for e in people)
+    assert len(d.employees) == clean
+    assert len(d.employees) + sum(r.kind is Kind.EMPLOYEE for r in d.rejected) == len(people)
+
+
+def test_control_characters_are_named_in_the_order_found() -> None:
+    assert controls("ann") == [] and controls("李 雷") == []
+    assert controls("a\x00b\tc\x00") == ["U+0000 control character", "U+0009 control character"]
+    people = [Employee("E\x001", "ann", "Ann"), Employee("E2", "bob\x1b", "Bob")]
+    assert reasons(build_directory([], located(people))) == [
+        ("E1", "employee id 'E\\x001' contains U+0000 control character"),
+        ("E2", "username 'bob\\x1b' contains U+001B control character, which cannot be seen"),
+    ]
 
 
 # ---------------------------------------------------------------- generated
