@@ -339,10 +339,10 @@ def _valid_departments(
             reject(where, d, "department has no id")
         elif hidden := controls(d.id):
             reject(where, d, f"department id {d.id!r} contains {', '.join(hidden)}")
-        elif hidden := controls(d.name):
-            reject(where, d, f"department name {d.name!r} contains {', '.join(hidden)}")
         elif not d.name or not d.name.strip():
             reject(where, d, f"department {d.id!r} has no name")
+        elif hidden := controls(d.name):
+            reject(where, d, f"department name {d.name!r} contains {', '.join(hidden)}")
         elif PATH_SEPARATOR in d.name:
             reject(
                 where, d, f"department name {d.name!r} contains '/', the platform's path separator"
