@@ -327,8 +327,7 @@ def _valid_departments(
     items: list[tuple[str, Department]], rejected: list[RejectedRow]
 ) -> dict[str, Department]:
     def reject(where: str, d: Department, reason: str) -> None:
-        key = d.id.replace("\x00", "") or None  # as for people, below
-        rejected.append(RejectedRow(where, reason, Kind.DEPARTMENT, key))
+        rejected.append(RejectedRow(where, reason, Kind.DEPARTMENT, _kept_key(d.id)))
 
     items = [(where, _department_in_nfc(d)) for where, d in items]
     counts = Counter(d.id for _, d in items)
@@ -444,16 +443,21 @@ def _valid_employees(
                     where,
                     reason,
                     Kind.EMPLOYEE,
-                    # Without NULs (as the CSV reader trusts a rejected row's key): a state
-                    # database on PostgreSQL stores no NUL, and no real id holds one.
-                    e.id.replace("\x00", "") or None,
-                    e.username.replace("\x00", "") or None,
+                    _kept_key(e.id),
+                    _kept_key(e.username),
                     identifiers=identifiers,
                 )
             )
         else:
             kept[e.id] = e
     return kept
+
+
+def _kept_key(text: str) -> str | None:
+    """A rejected row's id or username as it is kept: without NULs (as the CSV reader trusts
+    a rejected row's key), which a state database on PostgreSQL cannot store and no real
+    id holds; None when nothing is left."""
+    return text.replace("\x00", "") or None
 
 
 def _repeated(values: list[str]) -> dict[str, int]:

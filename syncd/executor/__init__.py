@@ -37,6 +37,7 @@ from syncd.executor.pipeline import (
     Pipeline,
     Progress,
     item_rows,
+    lease_lost,
 )
 from syncd.model import Kind, Photo
 from syncd.plan import Action, Change, Plan, Snapshot
@@ -53,6 +54,7 @@ __all__ = [
     "Progress",
     "birthday_ms",
     "item_rows",
+    "lease_lost",
 ]
 
 

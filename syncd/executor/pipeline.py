@@ -57,6 +57,12 @@ class Lease(Protocol):
         ...
 
 
+def lease_lost(lease: Lease | None, exc: BaseException) -> bool:
+    """Whether a failure of a run is its lease lost: the lease judges (``Lease.ended_by``);
+    a run without one only by the store's own refusal (Fenced)."""
+    return lease.ended_by(exc) if lease is not None else isinstance(exc, Fenced)
+
+
 class Progress(Protocol):
     """How a run tells what it does: steps before anything is sent, then the apply's phases."""
 
@@ -223,7 +229,7 @@ class Pipeline:
             # What was answered is still recorded; the block's own error is the one raised.
             with suppress(Exception):
                 writer.close()
-            if not self._lost_lease(exc):
+            if not lease_lost(self.lease, exc):
                 raise
             self._fenced = self.result.interrupted = True
             return
@@ -232,17 +238,12 @@ class Pipeline:
         try:
             writer.close()
         except (Fenced, StateError) as exc:
-            if not self._lost_lease(exc):
+            if not lease_lost(self.lease, exc):
                 raise
             self._fenced = self.result.interrupted = True
 
     def may_send(self) -> bool:
         return self.lease is None or self.lease.may_send()
-
-    def _lost_lease(self, exc: BaseException) -> bool:
-        """Whether a failure is the lease lost (the lease judges; without one, only the
-        store's own refusal is)."""
-        return self.lease.ended_by(exc) if self.lease is not None else isinstance(exc, Fenced)
 
     # ------------------------------------------------------------ the journaled pipeline
 

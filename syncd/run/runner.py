@@ -25,10 +25,9 @@ from syncd.errors import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_PARTIAL,
-    Fenced,
     SyncdError,
 )
-from syncd.executor import ApplyResult, NoProgress, Progress, item_rows
+from syncd.executor import ApplyResult, NoProgress, Progress, item_rows, lease_lost
 from syncd.logs import redact
 from syncd.model import Directory
 from syncd.plan import (
@@ -203,7 +202,7 @@ class _Run:
         """A run-level error: the run failed; or, when it is the lease lost, interrupted
         (the store refused a write, or a write failed once the lease is surely another's:
         a takeover ends the former holder's PostgreSQL sessions), as a fenced batch is."""
-        if self.turn.ended_by(exc) if self.turn is not None else isinstance(exc, Fenced):
+        if lease_lost(self.turn, exc):
             self.result.outcome, self.result.exit_code = "interrupted", EXIT_PARTIAL
             fenced = self.turn.fenced if self.turn is not None else None
             self.result.error = f"fenced: {fenced}" if fenced else redact(str(exc))
