@@ -250,17 +250,32 @@ class Platform:
     concurrency: int
 
 
+GUARDS = """
+[sync]
+# A benchmark's churn locks, unlocks and updates hundreds of people: the guards would block it.
+max_removals = {removals}
+max_removal_ratio = 1.0
+max_reactivations = {removals}
+max_reactivation_ratio = 1.0
+max_updates = {removals}
+max_update_ratio = 1.0
+"""
+
+
 def write_settings(
     path: Path,
     state_dir: Path,
     source: str,
     platform: Platform,
-    removals: int,
+    removals: int | None,
     database_url: str | None = None,
 ) -> Path:
     """A settings file for syncd: ``source`` is the TOML of its [source] tables;
-    ``database_url``: the state database on PostgreSQL (None: SQLite in ``state_dir``)."""
+    ``removals``: the guards' limits (None: no [sync] table, what every syncd since
+    c427ab5 reads; an initial sync meets no guard); ``database_url``: the state database
+    on PostgreSQL (None: SQLite in ``state_dir``)."""
     database = f'database_url = "{database_url}"\n' if database_url else ""
+    guards = "" if removals is None else GUARDS.format(removals=removals)
     text = f"""\
 state_dir = "{state_dir}"
 {database}log_level = "INFO"
@@ -275,16 +290,7 @@ client_id = "syncd"
 client_secret = "demo-secret"
 batch_size = {platform.batch_size}
 concurrency = {platform.concurrency}
-
-[sync]
-# A benchmark's churn locks, unlocks and updates hundreds of people: the guards would block it.
-max_removals = {removals}
-max_removal_ratio = 1.0
-max_reactivations = {removals}
-max_reactivation_ratio = 1.0
-max_updates = {removals}
-max_update_ratio = 1.0
-"""
+{guards}"""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     path.chmod(0o600)

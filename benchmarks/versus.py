@@ -31,23 +31,15 @@ from benchmarks.harness import (
     READ_EVERY_RUN,
     ROOT,
     Measured,
+    Platform,
     compile_bytecode,
     csv_source,
     measure,
     running_emulator,
+    write_settings,
 )
 
 RUN = "from syncd.cli import main; main()"
-# Only what every syncd since c427ab5 knows: an initial sync meets no guard.
-PLATFORM = """\
-domain_id = "acme"
-org_code = "acme"
-org_id = "acme"
-client_id = "syncd"
-client_secret = "demo-secret"
-batch_size = 200
-concurrency = 4
-"""
 
 
 @dataclass
@@ -60,14 +52,14 @@ class Code:
     source: str
 
     def settings(self, base_url: str) -> Path:
-        path = self.work / f"{self.name}.toml"
-        path.write_text(
-            f'state_dir = "{self.work / f"{self.name}-state"}"\n{self.source}\n[platform]\n'
-            f'base_url = "{base_url}"\n{PLATFORM}',
-            encoding="utf-8",
+        """Only what every syncd since c427ab5 reads (no guards' table)."""
+        return write_settings(
+            self.work / f"{self.name}.toml",
+            self.work / f"{self.name}-state",
+            self.source,
+            Platform(base_url, 200, 4),
+            removals=None,
         )
-        path.chmod(0o600)
-        return path
 
     def sync(self, settings: Path, run: str, env: dict[str, str] | None = None) -> Measured:
         # An older syncd may not know --yes (it applied without asking then).
