@@ -18,9 +18,9 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Literal, Self
 
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, make_url, text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import NullPool
 
@@ -32,11 +32,13 @@ from syncd.snapshot.lease_store import LeaseStore
 from syncd.snapshot.leases import Claimant
 from tests.daemon.support import NotifySocket, platform_settings, toml_text
 from tests.support.cli import SYNCD
+from tests.support.tap import Tap
 from tests.support.waiting import scaled, wait_until
 
 DEADLINE = scaled(90.0)  # seconds: only a failing test waits this long
 HOST = os.uname().nodename
 DEPARTMENTS = [("D1", "Sales", ""), ("D2", "Engineering", ""), ("D3", "Backend", "D2")]
+SLOW_WRITE_MS = 1000  # each import-employees answered this late: the apply takes a while
 
 
 def people(n: int) -> list[tuple[str, str, str, str]]:
@@ -267,6 +269,48 @@ class Cluster:
         state = self.emulator.state()
         held = sorted((e["extension_id"], e["username"]) for e in state["employees"])
         return held == sorted((e[0], e[1]) for e in self.employees)
+
+
+def slow_writes(emulator: RunningEmulator) -> None:
+    emulator.set_faults(
+        scripted=[
+            {
+                "match": "import-employees",
+                "method": "POST",
+                "fault": "latency",
+                "latency_ms": SLOW_WRITE_MS,
+                "count": 1000,
+            }
+        ]
+    )
+
+
+def tapped_url(url: str, tap: Tap) -> str:
+    """``url`` with the tap's port: the same server, reached through the tap."""
+    return make_url(url).set(port=tap.port).render_as_string(hide_password=False)
+
+
+def frozen_leader(
+    cluster: Cluster, tap: Tap, where: Literal["store", "platform"]
+) -> tuple[Member, Member]:
+    """The leader (reaching ``where`` through the tap, to be frozen there) applying slowly,
+    and a standby. Through the store: PostgreSQL's (a SQLite file has no wire)."""
+    cluster.emulator.set_faults(down=True)  # no apply before both stand where they should
+    if where == "store":
+        assert cluster.store_url is not None
+        through = cluster.member("a", database_url=tapped_url(cluster.store_url, tap))
+        other = cluster.member("b")
+    else:  # both (one platform has one address: the store is bound to it); "a" is stopped
+        platform = tapped_url(cluster.emulator.base_url, tap)
+        through = cluster.member("a", platform_url=platform)
+        other = cluster.member("b", platform_url=platform)
+    leader = cluster.start(through)
+    cluster.wait_leader([leader], "the first daemon leads")
+    standby = cluster.start(other)
+    wait_for(lambda: cluster.roles().get(standby.pid) == "standby", "the other stands by")
+    slow_writes(cluster.emulator)
+    wait_for(lambda: cluster.writes(leader) >= 2, "the leader's first writes")
+    return leader, standby
 
 
 def no_duplicates(emulator: RunningEmulator) -> None:

@@ -4,7 +4,8 @@ store; one holds the lease and writes, the others stand by and plan dry.
 - The leader killed with SIGKILL in the middle of its apply: a standby takes the lease
   once it expires, resolves what the dead run left sent, and converges: every person
   once, nobody lost.
-- The leader frozen with SIGSTOP past its lease, then thawed: a standby has taken over
+- The leader frozen with SIGSTOP past its lease (as its request for a batch of people
+  passes a tap in front of the platform), then thawed: a standby has taken over
   meanwhile, and the thawed process sends nothing more (the emulator counts its writes
   after SIGCONT: 0); its run ends as interrupted, and it stands by.
 - PostgreSQL restarted under a cluster: the members come back and converge.
@@ -23,13 +24,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import make_url
 
 from syncd.emulator import RunningEmulator
 from tests.support.postgres import PostgresServer
+from tests.support.tap import Tap
 
-from .support import Cluster, Member, no_duplicates, people, wait_for
-
-SLOW_WRITE_MS = 1000  # each import-employees answered this late: the apply takes a while
+from .support import Cluster, Member, frozen_leader, no_duplicates, people, slow_writes, wait_for
 
 
 @pytest.fixture
@@ -37,20 +38,6 @@ def cluster(tmp_path: Path, emulator: RunningEmulator, store_url: str | None) ->
     """Run once with one shared SQLite file, once with one PostgreSQL database."""
     with Cluster(tmp_path / "cluster", emulator, people(24), store_url) as made:
         yield made
-
-
-def slow_writes(emulator: RunningEmulator) -> None:
-    emulator.set_faults(
-        scripted=[
-            {
-                "match": "import-employees",
-                "method": "POST",
-                "fault": "latency",
-                "latency_ms": SLOW_WRITE_MS,
-                "count": 1000,
-            }
-        ]
-    )
 
 
 def leader_mid_apply(
@@ -109,36 +96,39 @@ def test_a_standby_takes_over_from_a_leader_killed_mid_apply(
 def test_a_leader_frozen_past_its_lease_writes_nothing_after_it_thaws(
     cluster: Cluster, emulator: RunningEmulator
 ) -> None:
-    # Both levels of departments (two import-orgs, answered at once), then the first batch
-    # of people, whose answer takes SLOW_WRITE_MS: with one call in flight, frozen while
-    # it waits for that answer, past the check before that batch. (Frozen between that
-    # check and its request's bytes, the request leaves when it thaws: the window
-    # docs/ha.md tells of, which this test is not about.)
-    leader, (standby,) = leader_mid_apply(cluster, ["a", "b"], writes=3)
-    leader.signal(signal.SIGSTOP)
-    try:
-        cluster.wait_leader([standby], "the standby takes the lease from the frozen leader")
-        taken_ms = time.time_ns() // 1_000_000
-        if cluster.store_url is not None:
-            # PostgreSQL: the new leader writes while the old one is still frozen, wherever
-            # it was (inside a journal transaction, the server ends its session). On SQLite
-            # a leader frozen inside a write transaction holds the file's one write lock:
-            # the lease passes on (its own file), the new leader's writes wait (docs/ha.md).
-            wait_for(lambda: cluster.writes(standby) > 0, "the new leader writes")
-    finally:
-        leader.signal(signal.SIGCONT)
-    wait_for(lambda: cluster.writes(standby) > 0, "the new leader writes")
+    # Both reach the platform through a tap, which stops the leader (SIGSTOP) as its next
+    # batch of people passes to the platform: frozen waiting for that answer, past the
+    # check before that batch. (Frozen between that check and its request's bytes, the
+    # request leaves when it thaws: the window docs/ha.md tells of, which this test is not
+    # about.)
+    with Tap(make_url(emulator.base_url).port or 0) as tap:
+        leader, standby = frozen_leader(cluster, tap, "platform")
+        tap.freeze_on(b"import-employees", leader.pid)
+        try:
+            wait_for(tap.fired.is_set, "the leader frozen as a batch of people leaves")
+            cluster.wait_leader([standby], "the standby takes the lease from the frozen leader")
+            taken_ms = time.time_ns() // 1_000_000
+            if cluster.store_url is not None:
+                # PostgreSQL: the new leader writes while the old one is still frozen,
+                # wherever it was (inside a journal transaction, the server ends its
+                # session). On SQLite a leader frozen inside a write transaction holds the
+                # file's one write lock: the lease passes on (its own file), the new
+                # leader's writes wait (docs/ha.md).
+                wait_for(lambda: cluster.writes(standby) > 0, "the new leader writes")
+        finally:
+            leader.signal(signal.SIGCONT)
+        wait_for(lambda: cluster.writes(standby) > 0, "the new leader writes")
 
-    wait_for(lambda: "fenced:" in leader.log(), "the thawed leader says it is fenced")
-    wait_for(
-        lambda: (
-            [r["outcome"] for r in cluster.runs_of(leader) if r["mode"] == "apply"][-1]
-            == "interrupted"
-        ),
-        "the thawed leader's run ends as interrupted",
-    )
-    wait_for(lambda: cluster.roles().get(leader.pid) == "standby", "the thawed one stands by")
-    wait_for(cluster.converged, "the platform holds every person once")
+        wait_for(lambda: "fenced:" in leader.log(), "the thawed leader says it is fenced")
+        wait_for(
+            lambda: (
+                [r["outcome"] for r in cluster.runs_of(leader) if r["mode"] == "apply"][-1]
+                == "interrupted"
+            ),
+            "the thawed leader's run ends as interrupted",
+        )
+        wait_for(lambda: cluster.roles().get(leader.pid) == "standby", "the thawed one stands by")
+        wait_for(cluster.converged, "the platform holds every person once")
     no_duplicates(emulator)
     assert cluster.writes(leader, since_ms=taken_ms) == 0  # nothing after the takeover
     assert cluster.leader_pid() == standby.pid

@@ -29,8 +29,7 @@ from syncd.emulator import RunningEmulator
 from tests.support.tap import Tap
 from tests.support.waiting import scaled, wait_until
 
-from .support import Cluster, Member, no_duplicates, people, wait_for
-from .test_failover import slow_writes
+from .support import Cluster, Member, frozen_leader, no_duplicates, people, wait_for
 
 Where = Literal["store", "platform"]
 POINTS: dict[str, tuple[Where, bytes]] = {
@@ -51,34 +50,10 @@ TAKEOVER_BOUND = 3  # leases, from the freeze to the standby holding the lease
 NEWCOMER = ("E999", "user999", "User 999", "D1")
 
 
-def tapped_url(url: str, tap: Tap) -> str:
-    return make_url(url).set(port=tap.port).render_as_string(hide_password=False)
-
-
 @pytest.fixture
 def cluster(tmp_path: Path, emulator: RunningEmulator, postgres_url: str) -> Iterator[Cluster]:
     with Cluster(tmp_path / "cluster", emulator, people(24), postgres_url) as made:
         yield made
-
-
-def frozen_leader(cluster: Cluster, tap: Tap, where: Where) -> tuple[Member, Member]:
-    """The leader (reaching ``where`` through the tap) applying slowly, and a standby."""
-    assert cluster.store_url is not None
-    cluster.emulator.set_faults(down=True)  # no apply before both stand where they should
-    if where == "store":
-        through = cluster.member("a", database_url=tapped_url(cluster.store_url, tap))
-        other = cluster.member("b")
-    else:  # both (one platform has one address: the store is bound to it); "a" is stopped
-        platform = tapped_url(cluster.emulator.base_url, tap)
-        through = cluster.member("a", platform_url=platform)
-        other = cluster.member("b", platform_url=platform)
-    leader = cluster.start(through)
-    cluster.wait_leader([leader], "the first daemon leads")
-    standby = cluster.start(other)
-    wait_for(lambda: cluster.roles().get(standby.pid) == "standby", "the other stands by")
-    slow_writes(cluster.emulator)
-    wait_for(lambda: cluster.writes(leader) >= 2, "the leader's first writes")
-    return leader, standby
 
 
 def apply_epochs(cluster: Cluster, member: Member) -> set[int]:

@@ -30,8 +30,7 @@ from tests.support.postgres import start_server, stop_server
 from tests.support.tap import Tap
 from tests.support.waiting import scaled
 
-from .support import Cluster, no_duplicates, people, wait_for
-from .test_freezes import frozen_leader
+from .support import Cluster, frozen_leader, no_duplicates, people, wait_for
 from .test_lease import claimant
 
 DEADLINE = 60.0  # seconds: twice a renewal period of the 30 s lease, each wait's bound
