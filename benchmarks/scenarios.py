@@ -5,7 +5,9 @@ Three chains, each adding samples to ``Results`` series:
 - **CSV**: per repetition, the initial sync into an empty emulator and the bare httpx push
   loop sending the same bodies to an identical emulator of its own (A/B, then B/A next
   time); the first no-change re-sync after it; two steady-state re-syncs, each alternated
-  with a fresh interpreter making the imports a sync needs; then a 1% churn sync.
+  with a fresh interpreter making the imports a sync needs; then a 1% churn sync. With the
+  state on both engines, each of these syncs is taken on SQLite and on PostgreSQL back to
+  back, each engine with an emulator of its own.
 - **LDAP**: the same company in a local slapd; per repetition, syncd's reader and
   ``ldapsearch -E pr=1000/noprompt`` making the same three searches, alternated, and
   ``syncd check``; then an initial LDAP sync, its first re-sync, and per repetition a full
@@ -168,13 +170,14 @@ def _last_read(state: Path, database_url: str | None = None) -> str:
 
 def csv_chain(
     ctx: Context,
-    emulator: Emulator,
+    emulators: dict[str, Emulator],
     push_emulator: Emulator,
     new_database: Callable[[], str] | None = None,
-    engines: tuple[str, ...] = ("sqlite",),
 ) -> None:
-    """``engines``: the state database engines measured, each repetition's whole sequence
-    on each in turn (order alternated); PostgreSQL's series are named ``<row>@postgresql``
+    """``emulators``: the state database engines measured (sqlite, postgresql), each with
+    an emulator of its own. Each step of a repetition is taken on every engine back to
+    back (order alternated), so that the two engines' samples of a row, paired by their
+    order, are taken under the same load. PostgreSQL's series are named ``<row>@postgresql``
     and start from a fresh database (``new_database``: its URL) each repetition."""
     people = ctx.results.people
     folder = ctx.out / "csv"
@@ -182,17 +185,10 @@ def csv_chain(
     changed, done = churn(company, 0.01, ctx.seed + 1)
     ctx.log(f"  churn: {dict(done)}")
     data = folder / "data"
-    employees, departments = data / "employees.csv", data / "departments.csv"
-    source = csv_source(employees, departments)
-    settings = write_settings(
-        folder / "syncd.toml", folder / "state", source, ctx.platform(emulator), removals=people
-    )
+    source = csv_source(data / "employees.csv", data / "departments.csv")
+    folder.mkdir(parents=True, exist_ok=True)
     pushed = folder / "bodies.json"
     pushed.write_text(json.dumps(bodies(company), ensure_ascii=False), encoding="utf-8")
-
-    def initial() -> None:
-        shutil.rmtree(folder / "state", ignore_errors=True)
-        sync("initial", ctx, emulator, settings, reset=True)
 
     def push_loop() -> None:
         push_emulator.reset(data=True)
@@ -211,53 +207,76 @@ def csv_chain(
         timed = Measured(found["seconds"], run.cpu, run.peak_rss_mb, run.exit_code)
         ctx.keep("push_loop", timed, process_wall=run.wall, **found)
 
-    def on_sqlite(i: int) -> None:
+    for i in range(ctx.repeat):
+        ctx.log(f" repetition {i + 1} of {ctx.repeat}")
+        chains = [
+            _CsvSyncs(ctx, folder, source, engine, emulator, new_database)
+            for engine, emulator in emulators.items()
+        ]
         write_two_files(company, data)
-        in_turn(i, initial, push_loop)
+        in_turn(i, *([push_loop] if "sqlite" in emulators else []), *(c.initial for c in chains))
         if ctx.initial_only:
-            return
-        sync("first_resync", ctx, emulator, settings)
+            continue
+        in_turn(i, *(c.first_resync for c in chains))
         for j in range(2):
             in_turn(
                 i + j,
-                lambda: sync("resync", ctx, emulator, settings),
-                lambda: sync("resync_full", ctx, emulator, settings, env=READ_EVERY_RUN),
+                *(c.resync for c in chains),
+                *(c.resync_full for c in chains),
                 lambda: imports(ctx),
             )
         write_two_files(changed, data)
-        sync("churn", ctx, emulator, settings)
+        in_turn(i, *(c.churn for c in chains))
 
-    def on_postgresql(i: int) -> None:
-        assert new_database is not None
-        url = new_database()
-        pg = write_settings(
-            folder / "syncd-pg.toml", folder / "state-pg", source, ctx.platform(emulator),
-            removals=people, database_url=url,
+
+class _CsvSyncs:
+    """One repetition's CSV syncs with the state on one engine, from an empty state (and on
+    PostgreSQL a fresh database) and an emptied emulator of its own."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        folder: Path,
+        source: str,
+        engine: str,
+        emulator: Emulator,
+        new_database: Callable[[], str] | None,
+    ) -> None:
+        self.ctx, self.emulator = ctx, emulator
+        self.url: str | None = None
+        self.suffix = ""
+        if engine == "postgresql":
+            assert new_database is not None
+            self.url, self.suffix = new_database(), "@postgresql"
+        name = "syncd" if self.url is None else "syncd-pg"
+        self.state = folder / ("state" if self.url is None else "state-pg")
+        shutil.rmtree(self.state, ignore_errors=True)
+        self.settings = write_settings(
+            folder / f"{name}.toml", self.state, source, ctx.platform(emulator),
+            removals=ctx.results.people, database_url=self.url,
         )  # fmt: skip
-        shutil.rmtree(folder / "state-pg", ignore_errors=True)
-        write_two_files(company, data)
-        sync("initial@postgresql", ctx, emulator, pg, reset=True, database_url=url)
-        sync("first_resync@postgresql", ctx, emulator, pg, database_url=url)
-        for j in range(2):
-            in_turn(
-                i + j,
-                lambda: sync("resync@postgresql", ctx, emulator, pg, database_url=url),
-                lambda: sync(
-                    "resync_full@postgresql", ctx, emulator, pg,
-                    env=READ_EVERY_RUN, database_url=url,
-                ),
-            )  # fmt: skip
-        write_two_files(changed, data)
-        sync("churn@postgresql", ctx, emulator, pg, database_url=url)
 
-    chains = {"sqlite": on_sqlite, "postgresql": on_postgresql}
-    for i in range(ctx.repeat):
-        ctx.log(f" repetition {i + 1} of {ctx.repeat}")
-        order = engines if i % 2 == 0 else tuple(reversed(engines))
-        for engine in order:
-            if len(engines) > 1:
-                ctx.log(f"  state database: {engine}")
-            chains[engine](i)
+    def _sync(self, row: str, *, reset: bool = False, full: bool = False) -> None:
+        env = READ_EVERY_RUN if full else None
+        sync(
+            row + self.suffix, self.ctx, self.emulator, self.settings,
+            reset=reset, env=env, database_url=self.url,
+        )  # fmt: skip
+
+    def initial(self) -> None:
+        self._sync("initial", reset=True)
+
+    def first_resync(self) -> None:
+        self._sync("first_resync")
+
+    def resync(self) -> None:
+        self._sync("resync")
+
+    def resync_full(self) -> None:
+        self._sync("resync_full", full=True)
+
+    def churn(self) -> None:
+        self._sync("churn")
 
 
 # ---------------------------------------------------------------- LDAP
