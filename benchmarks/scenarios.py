@@ -244,15 +244,14 @@ class _CsvSyncs:
     ) -> None:
         self.ctx, self.emulator = ctx, emulator
         self.url: str | None = None
-        self.suffix = ""
+        self.suffix, tag = "", ""  # the series' name, the files'
         if engine == "postgresql":
             assert new_database is not None
-            self.url, self.suffix = new_database(), "@postgresql"
-        name = "syncd" if self.url is None else "syncd-pg"
-        self.state = folder / ("state" if self.url is None else "state-pg")
+            self.url, self.suffix, tag = new_database(), "@postgresql", "-pg"
+        self.state = folder / f"state{tag}"
         shutil.rmtree(self.state, ignore_errors=True)
         self.settings = write_settings(
-            folder / f"{name}.toml", self.state, source, ctx.platform(emulator),
+            folder / f"syncd{tag}.toml", self.state, source, ctx.platform(emulator),
             removals=ctx.results.people, database_url=self.url,
         )  # fmt: skip
 

@@ -264,18 +264,19 @@ _UNSETTLED_COLUMNS = 'i.run_id, i.seq, i.kind, i.key, i.display, i.action, i."be
 def unsettled_items(engine: Engine) -> list[dict[str, Any]]:
     """Items a crashed run sent without learning the answer: planned inside a batch marked
     sent, or marked ``sent`` in place by an earlier syncd."""
-    query = f"SELECT {_UNSETTLED_COLUMNS} FROM run_items i WHERE i.outcome = 'sent'"  # noqa: S608
+    in_place = f"SELECT {_UNSETTLED_COLUMNS} FROM run_items i WHERE i.outcome = 'sent'"  # noqa: S608
+    marked = (
+        f"SELECT DISTINCT {_UNSETTLED_COLUMNS} FROM sent_batches b JOIN run_items i "  # noqa: S608
+        "ON i.run_id = b.run_id AND i.seq BETWEEN b.first_seq AND b.last_seq "
+        "WHERE i.outcome = 'planned'"
+    )
     with engine.connect() as conn:
         # A run forgets its marks once their items are answered (forget_answered): marks
         # are left only by a run that stopped with batches in flight. Asked first, so that
         # the join runs only then: on PostgreSQL, before the journal's new rows are
         # analysed, the planner may scan them all for a join with no mark.
-        if sql.rows(conn, "SELECT 1 FROM sent_batches LIMIT 1"):
-            query = (
-                f"SELECT DISTINCT {_UNSETTLED_COLUMNS} FROM sent_batches b JOIN run_items i "  # noqa: S608
-                "ON i.run_id = b.run_id AND i.seq BETWEEN b.first_seq AND b.last_seq "
-                f"WHERE i.outcome = 'planned' UNION ALL {query}"
-            )
+        any_marked = sql.rows(conn, "SELECT 1 FROM sent_batches LIMIT 1")
+        query = f"{marked} UNION ALL {in_place}" if any_marked else in_place
         return [dict(r._mapping) for r in sql.run(conn, query)]
 
 
