@@ -432,8 +432,9 @@ def _valid_employees(
         look_alikes([u for _, e in items if (u := e.username)]) + rejected_usernames
     )
     kept: dict[str, Employee] = {}
+    in_nfc: set[int] = set()  # positions found in NFC: most people share theirs (by id)
     for where, read in items:
-        e = _employee_in_nfc(read)
+        e = _employee_in_nfc(read, in_nfc)
         reason = _employee_problem(e, ids, usernames, departments)
         if reason:
             found = ((f, getattr(e, f)) for f in IDENTIFYING)
@@ -479,10 +480,8 @@ def _employee_problem(
         return f"employee {e.id!r} has no username"
     if not e.name or not e.name.strip():
         return f"employee {e.username!r} has no name"
-    if hidden := controls(e.id):
-        return f"employee id {e.id!r} contains {', '.join(hidden)}"
-    if hidden := controls(e.username):
-        return f"username {e.username!r} contains {', '.join(hidden)}, which cannot be seen"
+    if not (e.id + e.username).isprintable() and (refused := _controls_in(e)):
+        return refused
     if ids and e.id in ids:
         return f"employee id {e.id!r} appears {ids[e.id]} times"
     if not e.username.isascii() and (hidden := invisible(e.username)):
@@ -497,6 +496,15 @@ def _employee_problem(
                 f"employee {e.username!r} is placed in department {p.department_id!r}, "
                 "which is unknown or was rejected"
             )
+    return None
+
+
+def _controls_in(e: Employee) -> str | None:
+    """Why the id or username is refused for its control characters, if it is."""
+    if hidden := controls(e.id):
+        return f"employee id {e.id!r} contains {', '.join(hidden)}"
+    if hidden := controls(e.username):
+        return f"username {e.username!r} contains {', '.join(hidden)}, which cannot be seen"
     return None
 
 
@@ -515,27 +523,37 @@ def _department_in_nfc(d: Department) -> Department:
     )
 
 
-def _positions_in_nfc(positions: tuple[Position, ...]) -> bool:
-    """Whether the positions' departments and titles are in NFC already (as a rule)."""
+def _positions_in_nfc(positions: tuple[Position, ...], in_nfc: set[int]) -> bool:
+    """Whether the positions' departments and titles are in NFC already (as a rule); if
+    they are, their id is added to ``in_nfc``."""
     for p in positions:
         place, role = p.department_id, p.job_title
         if (place and not place.isascii() and not _is_nfc("NFC", place)) or (
             role and not role.isascii() and not _is_nfc("NFC", role)
         ):
             return False
+    in_nfc.add(id(positions))
     return True
 
 
-def _employee_in_nfc(e: Employee) -> Employee:
+def _employee_in_nfc(e: Employee, in_nfc: set[int]) -> Employee:
     """The employee with username, names, titles and departments' ids in NFC (as a rule,
-    the same employee: this runs for every person of every read, so it checks first)."""
-    username, name, en_name, title = e.username, e.name, e.en_name, e.job_title
+    the same employee: this runs for every person of every read, so it checks first).
+    ``in_nfc``: the ids of positions tuples found in NFC, alive while it is used, to which
+    this adds."""
+    username, name, en_name, title, positions = (
+        e.username,
+        e.name,
+        e.en_name,
+        e.job_title,
+        e.positions,
+    )
     if (
         (username.isascii() or _is_nfc("NFC", username))
         and (name.isascii() or _is_nfc("NFC", name))
         and (not en_name or en_name.isascii() or _is_nfc("NFC", en_name))
         and (not title or title.isascii() or _is_nfc("NFC", title))
-        and _positions_in_nfc(e.positions)
+        and (id(positions) in in_nfc or _positions_in_nfc(positions, in_nfc))
     ):
         return e
     positions = tuple(

@@ -100,12 +100,13 @@ class EmployeePlanner:
         )
 
     def run(self) -> tuple[list[Change], ...]:
-        excluded = self.policy.exclude_usernames
+        excluded, dated_before = self.policy.exclude_usernames, self.dates.held_dates()
+        synced_of = self.snapshot.employees.get
         for e in self.directory.employees.values():
             if excluded and matches_any(e.username, excluded):
                 continue
-            synced = self.snapshot.employees.get(e.id)
-            if e.start_date or e.end_date or self.dates.recorded_for(e.id):
+            synced = synced_of(e.id)
+            if e.start_date or e.end_date or (dated_before and e.id in dated_before):
                 dated = self.dates.effective(e, synced, self._taken)
                 if dated is None:
                     continue  # a future hire: scheduled
@@ -148,7 +149,8 @@ class EmployeePlanner:
         wanted = self.hash(e)
         found = self.drift.found(synced)
         self._plan_update(e, synced, wanted, found)
-        self.plan_lock_state(e, synced.locked, synced, found)
+        if synced.locked or found is not None or e.state is not State.ACTIVE:
+            self.plan_lock_state(e, synced.locked, synced, found)  # else: nothing to do
 
     def unweighed_since(self) -> int | None:
         """The earliest change on the platform to one of syncd's people that was not weighed

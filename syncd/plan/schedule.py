@@ -165,9 +165,9 @@ class EffectiveDates:
 
     # ------------------------------------------------------------ what the planner asks
 
-    def recorded_for(self, key: str) -> bool:
-        """Whether the snapshot holds dates for this person (they may have been removed)."""
-        return key in self.snapshot.end_dates or key in self.snapshot.start_dates
+    def held_dates(self) -> frozenset[str]:
+        """The people the snapshot holds dates for (their dates may have been removed)."""
+        return frozenset(self.snapshot.end_dates).union(self.snapshot.start_dates)
 
     def lock_reason(self, key: str) -> tuple[str, str | None] | None:
         return self.lock_reasons.get(key)

@@ -159,6 +159,42 @@ def test_names_and_department_references_are_read_in_nfc() -> None:
     assert e.positions == (Position("Caf\u00e9", "B\u00e0r"),)
 
 
+# Texts whose pieces compose across the joins an NFC check might make: combining marks
+# first or last, Hangul jamo that make a syllable, letters that take an accent.
+_COMPOSING = st.text(
+    alphabet=st.sampled_from("ae\u0301\u0300\u0327c\u00e9\u1100\u1161\u11a8\uac00 "),
+    max_size=5,
+)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    texts=st.lists(_COMPOSING, min_size=6, max_size=6),
+    blanks=st.lists(st.booleans(), min_size=2, max_size=2),
+)
+def test_every_text_of_a_person_is_kept_in_nfc_each_on_its_own(
+    texts: list[str], blanks: list[bool]
+) -> None:
+    username, name, en_name, title, place, role = texts
+    person = Employee(
+        "E1",
+        f"u{username}",
+        f"n{name}",
+        (Position(f"d{place}", role or None),),
+        en_name=None if blanks[0] else en_name,
+        job_title=None if blanks[1] else title,
+    )
+    d = build_directory(located([Department(f"d{place}", "Place")]), located([person]))
+    e = d.employees["E1"]
+    assert e.username == nfc(person.username) and e.name == nfc(person.name)
+    assert e.en_name == (None if person.en_name is None else nfc(person.en_name))
+    assert e.job_title == (None if person.job_title is None else nfc(person.job_title))
+    assert e.positions == (Position(nfc(f"d{place}"), nfc(role) if role else None),)
+    read = [person.username, person.name, person.en_name, person.job_title, f"d{place}", role]
+    if all(unicodedata.is_normalized("NFC", t or "") for t in read):
+        assert e is person  # nothing to change: the very record read
+
+
 def test_departments_named_dot_or_dot_dot_are_rejected() -> None:
     departments = [
         Department("a", "A"),

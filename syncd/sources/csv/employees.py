@@ -121,7 +121,16 @@ class _Rows:
         ) is not None:
             self._misfit(line, cells, misfit)
             return
-        self._person(where, line, cells)
+        employee = self._reader.employee(cells, where)
+        if isinstance(employee, Employee):
+            self.items.append((where, employee))
+            self._last = (line, cells, True)
+            return
+        if isinstance(employee, _UnnamedStatus):
+            self.reject(where, employee, cells, status=employee.value)
+        elif employee is not None:
+            self.reject(where, employee, cells)
+        self._last = (line, cells, False)
 
     def _misfit(self, line: int, cells: list[str], misfit: str) -> None:
         """A record with the wrong number of fields; the one before it too, when this one
@@ -134,16 +143,6 @@ class _Rows:
                 self.reject(head, split_head(line), last[1][:-1], hides=True)
         self.reject(f"{self._name}:{line}", misfit, cells, hides=True)
         self._last = (line, cells, False)
-
-    def _person(self, where: str, line: int, cells: list[str]) -> None:
-        employee = self._reader.employee(cells, where)
-        if isinstance(employee, Employee):
-            self.items.append((where, employee))
-        elif isinstance(employee, _UnnamedStatus):
-            self.reject(where, employee, cells, status=employee.value)
-        elif employee is not None:
-            self.reject(where, employee, cells)
-        self._last = (line, cells, isinstance(employee, Employee))
 
 
 class _UnnamedStatus(str):
@@ -323,9 +322,13 @@ class _EmployeeReader:
             dates = self._dates_of(values, at)
             if isinstance(dates, str):
                 return dates
-        state = self._state(values[at.status], at.status) if self._status_read else State.ACTIVE
-        if not isinstance(state, State):  # State is a str too
-            return state
+        state = State.ACTIVE
+        if self._status_read:
+            status = values[at.status]
+            found = self._state_of.get(status) or self._state(status, at.status)
+            if not isinstance(found, State):  # _UnnamedStatus: State is a str too
+                return found
+            state = found
         # Titles repeat across thousands of people: one string each, not one per row.
         job_title = sys.intern(values[at.job_title]) or None
         return Employee(
@@ -393,7 +396,8 @@ class _EmployeeReader:
 
     def _state(self, status: str, index: int) -> State | str:
         """The state a status names, or why the row is rejected: a value in neither list
-        grants nobody access (HR renamed the departed value, or a cell was emptied)."""
+        grants nobody access (HR renamed the departed value, or a cell was emptied). Each
+        status text is looked up once a read (_state_of)."""
         found = self._state_of.get(status)
         if found is None:
             found = self._statuses.get(status_key(status))

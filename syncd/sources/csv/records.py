@@ -74,8 +74,7 @@ class _Table:
             raise SourceError(f"{path}: has no header: the file holds only blank lines")
         self.delimiter = _delimiter(delimiter, declared, first)
         self._record: list[str] = []  # the physical lines of the record being read
-        self._nul: list[str] = []  # lines with NUL characters seen in that record
-        self._lines = _remembered(itertools.chain([first], fh), self._record, self._nul)
+        self._lines = _remembered(itertools.chain([first], fh), self._record)
         # A file whose header ends in CR LF ends every row so: a last line ending in a bare CR
         # was cut between the two.
         self._line_ends: tuple[str, ...] = ("\n",) if first.endswith("\r\n") else ("\n", "\r")
@@ -99,7 +98,7 @@ class _Table:
         return f"{self.name}:{line}"
 
     def _records(self, line: int) -> Iterator[tuple[int, list[str] | _Broken]]:
-        reader, record, nul = self._reader, self._record, self._nul
+        reader, record, ends = self._reader, self._record, self._line_ends
         while True:
             record.clear()
             try:
@@ -107,33 +106,37 @@ class _Table:
             except StopIteration:
                 return
             except csv.Error as exc:
-                broken = self._unparsed(str(exc))
-                nul.clear()
-                yield line, broken
+                yield line, self._unparsed(str(exc))
             else:
-                suspect = self._multi_line(line, record, cells) if len(record) > 1 else None
-                if nul:
-                    nul.clear()
-                    whole = cells if suspect is None else None
-                    yield line, _Broken(f"the row {_NUL_REASON}", cells, nul=True, fields=whole)
-                elif self.named_width and not record[-1].endswith(self._line_ends):
-                    # Only a file's last line lacks its line end: the file may have been cut
-                    # there, even inside the last field, unless a closing quote ends it.
-                    if len(cells) < self.named_width:
-                        yield line, _Broken(_CUT_SHORT, None)
-                    elif _ends_quoted("".join(record), self.delimiter):
-                        yield line, cells
-                    else:
-                        yield line, _Broken(_NO_LINE_END, None)
-                elif suspect is not None:
-                    yield line, suspect
-                elif '"' in (text := record[0] if len(record) == 1 else "".join(record)) and (
-                    has_bare_quote(text, self.delimiter)
-                ):
-                    yield line, _Broken(_BARE_QUOTE, cells)
+                text = record[0] if len(record) == 1 else "".join(record)
+                # As a rule a row is one line, ends with its line end, has no quote and no
+                # NUL: then its cells are the row's; anything else is looked at closely.
+                if len(record) > 1 or '"' in text or "\x00" in text or not text.endswith(ends):
+                    yield line, self._looked_at(line, record, text, cells)
                 else:
                     yield line, cells
             line += len(record)
+
+    def _looked_at(
+        self, line: int, record: list[str], text: str, cells: list[str]
+    ) -> list[str] | _Broken:
+        """A parsed record's cells, or why they cannot be trusted: NUL characters, a last
+        line cut short, lines that are other rows, a stray quote."""
+        suspect = self._multi_line(line, record, cells) if len(record) > 1 else None
+        if "\x00" in text:
+            whole = cells if suspect is None else None
+            return _Broken(f"the row {_NUL_REASON}", cells, nul=True, fields=whole)
+        if self.named_width and not text.endswith(self._line_ends):
+            # Only a file's last line lacks its line end: the file may have been cut there,
+            # even inside the last field, unless a closing quote ends it.
+            if len(cells) < self.named_width:
+                return _Broken(_CUT_SHORT, None)
+            return cells if _ends_quoted(text, self.delimiter) else _Broken(_NO_LINE_END, None)
+        if suspect is not None:
+            return suspect
+        if '"' in text and has_bare_quote(text, self.delimiter):
+            return _Broken(_BARE_QUOTE, cells)
+        return cells
 
     def _multi_line(self, line: int, record: list[str], cells: list[str]) -> _Broken | None:
         """Why a record over several lines is not one row's alone, or None when it is."""
@@ -220,12 +223,10 @@ def _before_line_breaks(cells: list[str]) -> list[str]:
     return cells
 
 
-def _remembered(lines: Iterator[str], record: list[str], nul: list[str]) -> Iterator[str]:
-    """Pass lines on to the csv reader, keeping those of the current record and any with NUL."""
+def _remembered(lines: Iterator[str], record: list[str]) -> Iterator[str]:
+    """Pass lines on to the csv reader, keeping those of the current record."""
     for line in lines:
         record.append(line)
-        if "\x00" in line:
-            nul.append(line)
         yield line
 
 
