@@ -13,6 +13,7 @@ from sqlalchemy import Connection, Engine, bindparam, text
 
 from syncd.snapshot import sql
 from syncd.snapshot.engine import json_object, translated, write
+from syncd.snapshot.leases import RUN_HAS_ITEMS
 from syncd.snapshot.lineage import next_run_id, remember_run
 from syncd.snapshot.records import _ITEMS_PER_STATEMENT, _executemany
 
@@ -240,8 +241,8 @@ def applied_since(engine: Engine, run_id: int) -> bool:
             return True
         later = sql.run(
             conn,
-            "SELECT 1 FROM runs r WHERE r.id > ? AND r.mode = 'apply' "
-            "AND EXISTS (SELECT 1 FROM run_items i WHERE i.run_id = r.id) LIMIT 1",
+            "SELECT 1 FROM runs r WHERE r.id > ? AND r.mode = 'apply' "  # noqa: S608
+            f"AND {RUN_HAS_ITEMS} LIMIT 1",
             (run_id,),
         )
         return later.first() is not None

@@ -157,6 +157,7 @@ def create(url: URL) -> Engine:
     engine = create_engine(
         url,
         isolation_level="AUTOCOMMIT",  # transactions are begun below, explicitly
+        use_native_hstore=False,  # no hstore: no lookup of its type on each first connect
         connect_args={
             "connect_timeout": CONNECT_TIMEOUT_S,
             # This process's sessions, by name: a takeover ends them (end_sessions).
