@@ -1,7 +1,7 @@
 """The initial sync of this checkout's syncd against another's, alternated pair by pair.
 
     .venv/bin/python -m benchmarks.versus --before DIR [--people 100000] [--pairs 4]
-                                          [--resync]
+                                          [--resync] [--instructions]
 
 ``DIR`` holds another syncd package (``git archive c427ab5 | tar -x -C DIR``). Each run
 is an initial sync of the same generated company from CSV into a fresh ``syncd emulator``
@@ -10,13 +10,17 @@ swapped every pair. Printed: each run's CPU (wait4's user + system, the syncd pr
 alone) and wall time, then the median of the pairs' CPU and wall ratios (this / before)
 with their range. ``--resync``: no-change re-syncs that read the files and plan
 (``sync.skip_unchanged = false``) instead, each code against its own emulator and state
-after its initial sync and first re-sync. Not part of ``make bench``.
+after its initial sync and first re-sync. ``--instructions``: each measured run under
+valgrind's callgrind, its instructions counted rather than its time taken (the same count
+on a loaded machine, so one pair tells; a run takes about 50 times as long: meant for
+``--resync``); printed with their ratio. Not part of ``make bench``.
 """
 
 from __future__ import annotations
 
 import argparse
 import compileall
+import re
 import shutil
 import statistics
 import sys
@@ -40,6 +44,8 @@ from benchmarks.harness import (
 )
 
 RUN = "from syncd.cli import main; main()"
+# Instructions counted, their output discarded: valgrind reports the total on stderr.
+CALLGRIND = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
 
 
 @dataclass
@@ -50,6 +56,7 @@ class Code:
     folder: Path
     work: Path
     source: str
+    prefix: tuple[str, ...] = ()  # what the measured runs run under (CALLGRIND)
 
     def settings(self, base_url: str) -> Path:
         """Only what every syncd since c427ab5 reads (no guards' table)."""
@@ -61,18 +68,24 @@ class Code:
             removals=None,
         )
 
-    def sync(self, settings: Path, run: str, env: dict[str, str] | None = None) -> Measured:
+    def sync(
+        self, settings: Path, run: str, env: dict[str, str] | None = None, measured: bool = True
+    ) -> Measured:
+        """One run; ``measured`` ones under ``prefix``."""
         # An older syncd may not know --yes (it applied without asking then).
         cli = (self.folder / "syncd" / "cli" / "sync.py").read_text(encoding="utf-8")
         yes = ["--yes"] if "--yes" in cli else []
-        measured = measure(
-            [sys.executable, "-c", RUN, "sync", "--config", str(settings), *yes],
+        result = measure(
+            [
+                *(self.prefix if measured else ()),
+                *[sys.executable, "-c", RUN, "sync", "--config", str(settings), *yes],
+            ],
             self.work / f"{run}.log",
             env={"PYTHONPATH": f"{self.folder}:{ROOT}", **(env or {})},
         )
-        if measured.exit_code != 0:
-            raise SystemExit(f"{run}: exit {measured.exit_code}\n{measured.output[-2000:]}")
-        return measured
+        if result.exit_code != 0:
+            raise SystemExit(f"{run}: exit {result.exit_code}\n{result.output[-2000:]}")
+        return result
 
 
 def initial_syncs(codes: list[Code], pair: int) -> dict[str, Measured]:
@@ -94,7 +107,7 @@ def resyncs(codes: list[Code], pairs: int) -> Iterator[dict[str, Measured]]:
             emulator = stack.enter_context(running_emulator(code.work / f"{code.name}-emu.log"))
             settings[code.name] = code.settings(emulator.base_url)
             for run in ("initial", "first"):
-                code.sync(settings[code.name], f"{code.name}-{run}")
+                code.sync(settings[code.name], f"{code.name}-{run}", measured=False)
         for pair in range(pairs):
             order = codes if pair % 2 == 0 else codes[::-1]
             yield {
@@ -111,6 +124,11 @@ def main() -> None:
     parser.add_argument(
         "--resync", action="store_true", help="no-change re-syncs that read the files instead"
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count the instructions of each run under valgrind's callgrind, not its time",
+    )
     args = parser.parse_args()
     compile_bytecode()  # each code's bytecode compiled first, as pip would
     compileall.compile_dir(args.before / "syncd", quiet=1)
@@ -118,26 +136,39 @@ def main() -> None:
         work = Path(temporary)
         employees, departments = write_two_files(make_company(args.people), work / "data")
         source = csv_source(employees, departments)
+        prefix = tuple(CALLGRIND) if args.instructions else ()
         codes = [
-            Code("this", ROOT, work, source),
-            Code("before", args.before.resolve(), work, source),
+            Code("this", ROOT, work, source, prefix),
+            Code("before", args.before.resolve(), work, source, prefix),
         ]
         measured = (
             resyncs(codes, args.pairs)
             if args.resync
             else (initial_syncs(codes if n % 2 == 0 else codes[::-1], n) for n in range(args.pairs))
         )
-        cpu, wall = [], []
+        cpu, wall, counted = [], [], []
         for pair, runs in enumerate(measured):
             for name, m in runs.items():
-                print(f"pair {pair + 1} {name:6}  cpu {m.cpu:6.2f} s  wall {m.wall:6.2f} s")
+                print(f"pair {pair + 1} {name:6}  cpu {m.cpu:6.2f} s  wall {m.wall:6.2f} s", end="")
+                print(f"  {instructions(m):,} instructions" if args.instructions else "")
             cpu.append(runs["this"].cpu / runs["before"].cpu)
             wall.append(runs["this"].wall / runs["before"].wall)
-    for what, ratios in (("CPU", cpu), ("wall", wall)):
+            if args.instructions:
+                counted.append(instructions(runs["this"]) / instructions(runs["before"]))
+    named = [("instructions", counted)] if args.instructions else [("CPU", cpu), ("wall", wall)]
+    for what, ratios in named:
         print(
             f"{what} this/before: {statistics.median(ratios):.2f}x "
             f"({min(ratios):.2f}-{max(ratios):.2f}), {len(ratios)} pairs"
         )
+
+
+def instructions(m: Measured) -> int:
+    """The instructions callgrind counted in a run (its last "Collected" line)."""
+    found = re.findall(r"Collected : (\d+)", m.output)
+    if not found:
+        raise SystemExit(f"no instruction count in the run's output:\n{m.output[-2000:]}")
+    return int(found[-1])
 
 
 if __name__ == "__main__":
