@@ -541,13 +541,8 @@ def _employee_in_nfc(e: Employee, in_nfc: set[int]) -> Employee:
     the same employee: this runs for every person of every read, so it checks first).
     ``in_nfc``: the ids of positions tuples found in NFC, alive while it is used, to which
     this adds."""
-    username, name, en_name, title, positions = (
-        e.username,
-        e.name,
-        e.en_name,
-        e.job_title,
-        e.positions,
-    )
+    username, name, en_name, title = e.username, e.name, e.en_name, e.job_title
+    positions = e.positions
     if (
         (username.isascii() or _is_nfc("NFC", username))
         and (name.isascii() or _is_nfc("NFC", name))
