@@ -75,11 +75,9 @@ class Code:
         # An older syncd may not know --yes (it applied without asking then).
         cli = (self.folder / "syncd" / "cli" / "sync.py").read_text(encoding="utf-8")
         yes = ["--yes"] if "--yes" in cli else []
+        command = [sys.executable, "-c", RUN, "sync", "--config", str(settings), *yes]
         result = measure(
-            [
-                *(self.prefix if measured else ()),
-                *[sys.executable, "-c", RUN, "sync", "--config", str(settings), *yes],
-            ],
+            [*(self.prefix if measured else ()), *command],
             self.work / f"{run}.log",
             env={"PYTHONPATH": f"{self.folder}:{ROOT}", **(env or {})},
         )

@@ -432,9 +432,8 @@ def _valid_employees(
         look_alikes([u for _, e in items if (u := e.username)]) + rejected_usernames
     )
     kept: dict[str, Employee] = {}
-    in_nfc: set[int] = set()  # positions found in NFC: most people share theirs (by id)
     for where, read in items:
-        e = _employee_in_nfc(read, in_nfc)
+        e = _employee_in_nfc(read)
         reason = _employee_problem(e, ids, usernames, departments)
         if reason:
             found = ((f, getattr(e, f)) for f in IDENTIFYING)
@@ -523,32 +522,27 @@ def _department_in_nfc(d: Department) -> Department:
     )
 
 
-def _positions_in_nfc(positions: tuple[Position, ...], in_nfc: set[int]) -> bool:
-    """Whether the positions' departments and titles are in NFC already (as a rule); if
-    they are, their id is added to ``in_nfc``."""
+def _positions_in_nfc(positions: tuple[Position, ...]) -> bool:
+    """Whether the positions' departments and titles are in NFC already (as a rule)."""
     for p in positions:
         place, role = p.department_id, p.job_title
         if (place and not place.isascii() and not _is_nfc("NFC", place)) or (
             role and not role.isascii() and not _is_nfc("NFC", role)
         ):
             return False
-    in_nfc.add(id(positions))
     return True
 
 
-def _employee_in_nfc(e: Employee, in_nfc: set[int]) -> Employee:
+def _employee_in_nfc(e: Employee) -> Employee:
     """The employee with username, names, titles and departments' ids in NFC (as a rule,
-    the same employee: this runs for every person of every read, so it checks first).
-    ``in_nfc``: the ids of positions tuples found in NFC, alive while it is used, to which
-    this adds."""
+    the same employee: this runs for every person of every read, so it checks first)."""
     username, name, en_name, title = e.username, e.name, e.en_name, e.job_title
-    positions = e.positions
     if (
         (username.isascii() or _is_nfc("NFC", username))
         and (name.isascii() or _is_nfc("NFC", name))
         and (not en_name or en_name.isascii() or _is_nfc("NFC", en_name))
         and (not title or title.isascii() or _is_nfc("NFC", title))
-        and (id(positions) in in_nfc or _positions_in_nfc(positions, in_nfc))
+        and _positions_in_nfc(e.positions)
     ):
         return e
     positions = tuple(

@@ -149,8 +149,7 @@ class EmployeePlanner:
         wanted = self.hash(e)
         found = self.drift.found(synced)
         self._plan_update(e, synced, wanted, found)
-        if synced.locked or found is not None or e.state is not State.ACTIVE:
-            self.plan_lock_state(e, synced.locked, synced, found)  # else: nothing to do
+        self.plan_lock_state(e, synced.locked, synced, found)
 
     def unweighed_since(self) -> int | None:
         """The earliest change on the platform to one of syncd's people that was not weighed

@@ -395,28 +395,26 @@ class _EmployeeReader:
         return birthday, sort_order, senior
 
     def _state(self, status: str, index: int) -> State | str:
-        """The state a status names, or why the row is rejected: a value in neither list
-        grants nobody access (HR renamed the departed value, or a cell was emptied). Each
-        status text is looked up once a read (_state_of)."""
-        found = self._state_of.get(status)
+        """The state a status text not seen before in this read names, kept in _state_of,
+        or why the row is rejected: a value in neither list grants nobody access (HR
+        renamed the departed value, or a cell was emptied)."""
+        found: State | str | None = self._statuses.get(status_key(status))
         if found is None:
-            found = self._statuses.get(status_key(status))
-            if found is None:
-                label = self._columns.label(index)
-                if status:
-                    found = _UnnamedStatus(
-                        f"column {label!r}: {shown(status)} is neither in "
-                        "source.csv.active_values nor in source.csv.departed_values",
-                        status,
-                    )
-                else:
-                    found = _UnnamedStatus(
-                        f"column {label!r} is empty: a status must be in source.csv.active_values "
-                        'or source.csv.departed_values (add "" to active_values if an empty '
-                        "status means active)",
-                        status,
-                    )
-            self._state_of[status] = found
+            label = self._columns.label(index)
+            if status:
+                found = _UnnamedStatus(
+                    f"column {label!r}: {shown(status)} is neither in "
+                    "source.csv.active_values nor in source.csv.departed_values",
+                    status,
+                )
+            else:
+                found = _UnnamedStatus(
+                    f"column {label!r} is empty: a status must be in source.csv.active_values "
+                    'or source.csv.departed_values (add "" to active_values if an empty '
+                    "status means active)",
+                    status,
+                )
+        self._state_of[status] = found
         return found
 
     def _extra(self, values: list[str]) -> tuple[tuple[str, str], ...]:
