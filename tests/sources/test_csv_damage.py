@@ -12,7 +12,7 @@ import io
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -22,20 +22,10 @@ from pydantic import ValidationError
 from syncd.config import CsvSource
 from syncd.model import Directory, Kind, State
 from syncd.sources.csv import read_csv
+from tests.sources.csv_support import DEPARTMENTS, HEADER, read
 from tests.support.examples import examples
 
-DEPARTMENTS = "id,name,parent_id\nD1,Head Office,\nD2,R&D,D1\n"
-HEADER = "id,username,name,department\n"
 ROWS = [f"E{n},user{n},User {n},D1\n" for n in range(1, 6)]
-
-
-def read(tmp_path: Path, employees: str, departments: str = DEPARTMENTS, **more: Any) -> Directory:
-    (tmp_path / "employees.csv").write_text(employees, encoding="utf-8")
-    files = {"employees": tmp_path / "employees.csv"}
-    if more.get("layout", "two_files") == "two_files":
-        (tmp_path / "departments.csv").write_text(departments, encoding="utf-8")
-        files["departments"] = tmp_path / "departments.csv"
-    return read_csv(CsvSource(**files, **more))
 
 
 def reasons(directory: Directory) -> dict[str, str]:
