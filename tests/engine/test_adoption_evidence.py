@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from syncd.model import State
 from syncd.plan import PlatformPerson, Policy, Snapshot, plan
 from syncd.spelling import look_alike
-from tests.engine.test_plan import (
+from tests.engine.plan_world import (
     COMPANY,
     NOW,
     STAFF,

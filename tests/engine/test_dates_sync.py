@@ -76,6 +76,16 @@ def test_future_hires_and_end_dates_take_effect_at_their_hour_in_the_zone(
     """On both engines: the dates are recorded and read back by SQL written for both."""
     world = dated_world(World(tmp_path, emulator, small_company(), database_url=store_url))
     first = sync(world, "2026-12-20T09:00")
+    _nothing_is_done_before_the_dates(world, first)
+    _the_report_shows_them_scheduled_not_done(world, first)
+    assert world.query("SELECT * FROM effective_dates") == [("E1", None, "2026-12-31")]
+    _the_eve_changes_nothing(world)
+    _midnight_ends_ann_and_opens_fays_window(world)
+    _a_dropped_row_stays_locked(world)
+    _fays_first_day_unlocks_her(world)
+
+
+def _nothing_is_done_before_the_dates(world: World, first: RunResult) -> None:
     people = world.platform().people
     assert "fay" not in people  # her window opens on 2027-01-01 in Paris
     assert not people["ann"][4]
@@ -84,7 +94,10 @@ def test_future_hires_and_end_dates_take_effect_at_their_hour_in_the_zone(
         ("ann", "lock"),
         ("fay", "create"),
     ]
-    # The report: scheduled, not done; not counted among the changes.
+
+
+def _the_report_shows_them_scheduled_not_done(world: World, first: RunResult) -> None:
+    """The report: scheduled, not done; not counted among the changes."""
     with world.state() as state:
         report = load_report(state, first.run_id)
     text = render_text(report)
@@ -100,10 +113,11 @@ def test_future_hires_and_end_dates_take_effect_at_their_hour_in_the_zone(
     assert document["scheduled"]["count"] == 2
     assert document["scheduled"]["items"][0]["at"].startswith("2026-12-31T23:00:00")
     assert "lock" not in document["totals"]["by_action"]
-    assert world.query("SELECT * FROM effective_dates") == [("E1", None, "2026-12-31")]
 
-    # 23:59 in Paris on the 31st: nothing yet. The second such run does not even read the
-    # unchanged file: the memo of the first holds until the next scheduled moment.
+
+def _the_eve_changes_nothing(world: World) -> None:
+    """23:59 in Paris on the 31st: nothing yet. The second such run does not even read the
+    unchanged file: the memo of the first holds until the next scheduled moment."""
     assert sync(world, "2026-12-31T22:00").plan.changes == ()  # type: ignore[union-attr]
     before = sync(world, "2026-12-31T22:59")
     assert before.plan is not None and before.plan.changes == ()
@@ -114,7 +128,9 @@ def test_future_hires_and_end_dates_take_effect_at_their_hour_in_the_zone(
     ]  # still told, as the run that read the file found it
     assert not locked(world, "ann") and "fay" not in world.platform().people
 
-    # Midnight in Paris: ann's end date is over, fay's window opens.
+
+def _midnight_ends_ann_and_opens_fays_window(world: World) -> None:
+    """Midnight in Paris: ann's end date is over, fay's window opens."""
     midnight = sync(world, "2026-12-31T23:00")
     assert midnight.plan is not None
     assert {(c.action.value, c.display) for c in midnight.plan.changes} == {
@@ -126,12 +142,16 @@ def test_future_hires_and_end_dates_take_effect_at_their_hour_in_the_zone(
     reasons = dict(world.query("SELECT username, lock_reason FROM employees WHERE locked"))
     assert reasons == {"ann": "ended", "fay": "not_started"}
 
-    # HR drops ann's row: she stays locked.
+
+def _a_dropped_row_stays_locked(world: World) -> None:
+    """HR drops ann's row: she stays locked."""
     world.company.employees.remove(world.company.person("ann"))
     sync(world, "2027-01-02T09:00")
     assert locked(world, "ann")
 
-    # fay's first day: unlocked at midnight in Paris, and not counted as a re-activation.
+
+def _fays_first_day_unlocks_her(world: World) -> None:
+    """fay's first day: unlocked at midnight in Paris, and not counted as a re-activation."""
     sync(world, "2027-01-03T22:59")
     assert locked(world, "fay")
     start = sync(world, "2027-01-03T23:00")

@@ -25,7 +25,7 @@ from syncd.plan import (
     plan,
     reactivations,
 )
-from tests.engine.test_plan import COMPANY, NOW, directory, empty_view, person, synced
+from tests.engine.plan_world import COMPANY, NOW, directory, empty_view, person, synced
 from tests.support.examples import examples
 
 

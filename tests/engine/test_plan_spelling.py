@@ -20,7 +20,7 @@ from syncd.plan import (
     plan,
 )
 from syncd.spelling import look_alike
-from tests.engine.test_plan import NOW, ROOT, actions, dept, directory, person, synced
+from tests.engine.plan_world import NOW, ROOT, actions, dept, directory, person, synced
 from tests.support.examples import examples
 
 NFC_RENEE, NFD_RENEE = "ren\u00e9e", "rene\u0301e"

@@ -59,6 +59,7 @@ from syncd.plan.needs import (
 from syncd.platform import PlatformClient
 from syncd.run import saved_plan
 from syncd.run.policy import policy_of
+from syncd.run.runner import RunResult
 from syncd.sources import read_directory
 from tests.engine.company import World, department, employee
 from tests.support.examples import examples
@@ -135,7 +136,13 @@ def test_a_runs_plan_outlives_its_database(
     assert store_reaches(the_plan) == []
     shutil.rmtree(changed.folder / "state")  # the database, its journal and all: gone
 
-    # Every change's before and after, read now.
+    _befores_and_afters_read_now(the_plan)
+    _shown_on_screen_and_as_json(result, the_plan, capsys)
+    _saved_and_read_back(changed, result, the_plan, tmp_path / "plan.json")
+
+
+def _befores_and_afters_read_now(the_plan: Plan) -> None:
+    """Every change's before and after, read now."""
     seen = {(c.action, c.key): (c.before, c.after) for c in the_plan.changes}
     bob = seen[(Action.UPDATE, "E2")]
     assert (bob[0] or {})["mobile"] == "13800000002" and (bob[1] or {})["mobile"] == "13999999999"
@@ -152,7 +159,11 @@ def test_a_runs_plan_outlives_its_database(
     assert seen[(Action.CREATE, "E9")][0] is None
     assert all(c.message for c in the_plan.changes)
 
-    # The plan on screen (text) and as JSON (--output json's changes).
+
+def _shown_on_screen_and_as_json(
+    result: RunResult, the_plan: Plan, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The plan on screen (text) and as JSON (--output json's changes)."""
     print_plan(result, show=100)
     text = capsys.readouterr().out
     assert "update employee bob (mobile '13800000002' → '13999999999')" in text
@@ -170,8 +181,10 @@ def test_a_runs_plan_outlives_its_database(
     assert shown[("update", "E2")]["before"]["mobile"] == "13800000002"
     assert shown[("lock", "E5")]["before"]["username"] == "eve"
 
-    # A saved plan: written and read back.
-    path = tmp_path / "plan.json"
+
+def _saved_and_read_back(changed: World, result: RunResult, the_plan: Plan, path: Path) -> None:
+    """A saved plan: written and read back."""
+    assert result.directory is not None
     saved_plan.write(
         path,
         run_id=result.run_id,
@@ -263,6 +276,94 @@ def someone(n: int, version: int, unit: str, state: State = State.ACTIVE) -> Emp
     )
 
 
+def _written(draw: st.DrawFn, n: int, wrote: Employee) -> SyncedEmployee:
+    """What syncd recorded writing for person ``n``: locked or not, its hash current or stale."""
+    locked = draw(st.sampled_from([None, "missing", "departed"]))
+    return SyncedEmployee(
+        wrote.id,
+        wrote.username,
+        100 + n,
+        employee_hash(wrote, {}) if draw(st.booleans()) else "stale",
+        locked is not None,
+        locked,
+        0 if locked else None,
+    )
+
+
+def _read_again(draw: st.DrawFn, n: int, unit: str) -> Employee | None:
+    """Person ``n`` as the source has them now: kept, changed, moved, departed or gone."""
+    how = draw(st.sampled_from(["same", "changed", "moved", "departed", "absent"]))
+    if how == "absent":
+        return None
+    version = 0 if how in ("same", "departed") else 1
+    place = "D1" if how == "moved" else unit
+    state = State.DEPARTED if how == "departed" else State.ACTIVE
+    return someone(n, version, place, state)
+
+
+def _newcomers(draw: st.DrawFn) -> dict[str, Employee]:
+    """New ids: some take a synced username."""
+    new: dict[str, Employee] = {}
+    for k in range(draw(st.integers(0, 2))):
+        taken = draw(st.integers(0, PEOPLE + 1))
+        made = someone(taken, draw(st.integers(0, 1)), "D1")._replace(id=f"N{k}")
+        new[made.id] = made if taken < PEOPLE else made._replace(username=f"new{k}")
+    return new
+
+
+def _a_read(draw: st.DrawFn, wanted: dict[str, Employee]) -> Directory:
+    """The source's read of ``wanted``: complete, or incremental naming a few; D2 gone, or
+    not; D1 renamed, or not."""
+    complete = draw(st.booleans())
+    if not complete:  # an incremental read names a few
+        keep = draw(st.sets(st.sampled_from(sorted(wanted)), max_size=3)) if wanted else set()
+        wanted = {k: e for k, e in wanted.items() if k in keep}
+    units = dict(UNITS) if draw(st.booleans()) else {"D1": UNITS["D1"]}  # D2 gone, or not
+    if draw(st.booleans()):
+        units["D1"] = replace(UNITS["D1"], name="Unit renamed")
+    return Directory(units, wanted, complete=complete)
+
+
+def _changed_there(
+    draw: st.DrawFn, usernames: list[str]
+) -> tuple[dict[str, PlatformEmployee], frozenset[str]]:
+    """People changed on the platform (their records as they are there), and deleted."""
+    changed = draw(st.sets(st.sampled_from(usernames), max_size=2))
+    deleted = draw(st.sets(st.sampled_from(usernames), max_size=1)) - changed
+    there = {
+        u: PlatformEmployee(
+            100 + int(u[1:]),
+            u,
+            draw(st.booleans()),
+            {"name": draw(st.sampled_from([f"Person {u[1:]} v0", "Someone Else"]))},
+            ((draw(st.sampled_from([2, 3])), True, False, ""),),
+            5,
+        )
+        for u in sorted(changed)
+    }
+    return there, frozenset(deleted)
+
+
+def _platform_view(
+    draw: st.DrawFn, there: dict[str, PlatformEmployee], deleted: frozenset[str]
+) -> PlatformView:
+    listed = draw(st.sets(st.sampled_from(sorted(NODES))))  # nodes changed there lately
+    nodes = {
+        n: PlatformNode(n, UNITS[k].name, 1 if k == "D1" else 2, k)
+        for k, n in NODES.items()
+        if k in listed
+    }
+    return PlatformView(
+        1,
+        "Acme",
+        nodes,
+        draw(st.booleans()),
+        changed=there,
+        deleted=deleted,
+        released=frozenset(draw(st.sets(st.just(("E1", "mobile")), max_size=1))),
+    )
+
+
 @st.composite
 def histories(draw: st.DrawFn) -> tuple[Snapshot, Directory, PlatformView, Policy]:
     """What syncd wrote for a few people, a read of the source (complete or not: people
@@ -277,68 +378,18 @@ def histories(draw: st.DrawFn) -> tuple[Snapshot, Directory, PlatformView, Polic
     for n in range(PEOPLE):
         unit = draw(st.sampled_from(sorted(UNITS)))
         wrote = someone(n, 0, unit)
-        locked = draw(st.sampled_from([None, "missing", "departed"]))
-        employees[wrote.id] = SyncedEmployee(
-            wrote.id,
-            wrote.username,
-            100 + n,
-            employee_hash(wrote, {}) if draw(st.booleans()) else "stale",
-            locked is not None,
-            locked,
-            0 if locked else None,
-        )
+        employees[wrote.id] = _written(draw, n, wrote)
         fields[(Kind.EMPLOYEE, wrote.id)] = employee_fields(wrote, {})
         placed.setdefault(unit, []).append(wrote.id)
-        how = draw(st.sampled_from(["same", "changed", "moved", "departed", "absent"]))
-        if how != "absent":
-            version = 0 if how in ("same", "departed") else 1
-            place = "D1" if how == "moved" else unit
-            state = State.DEPARTED if how == "departed" else State.ACTIVE
-            wanted[wrote.id] = someone(n, version, place, state)
-    for k in range(draw(st.integers(0, 2))):  # new ids: some take a synced username
-        taken = draw(st.integers(0, PEOPLE + 1))
-        new = someone(taken, draw(st.integers(0, 1)), "D1")._replace(id=f"N{k}")
-        wanted[new.id] = new if taken < PEOPLE else new._replace(username=f"new{k}")
-    complete = draw(st.booleans())
-    if not complete:  # an incremental read names a few
-        keep = draw(st.sets(st.sampled_from(sorted(wanted)), max_size=3)) if wanted else set()
-        wanted = {k: e for k, e in wanted.items() if k in keep}
-    units = dict(UNITS) if draw(st.booleans()) else {"D1": UNITS["D1"]}  # D2 gone, or not
-    if draw(st.booleans()):
-        units["D1"] = replace(UNITS["D1"], name="Unit renamed")
-    directory = Directory(units, wanted, complete=complete)
-    usernames = sorted(e.username for e in employees.values())
-    changed = draw(st.sets(st.sampled_from(usernames), max_size=2))
-    deleted = draw(st.sets(st.sampled_from(usernames), max_size=1)) - changed
-    there = {
-        u: PlatformEmployee(
-            100 + int(u[1:]),
-            u,
-            draw(st.booleans()),
-            {"name": draw(st.sampled_from([f"Person {u[1:]} v0", "Someone Else"]))},
-            ((draw(st.sampled_from([2, 3])), True, False, ""),),
-            5,
-        )
-        for u in sorted(changed)
-    }
+        if (now := _read_again(draw, n, unit)) is not None:
+            wanted[wrote.id] = now
+    wanted.update(_newcomers(draw))
+    directory = _a_read(draw, wanted)
+    there, deleted = _changed_there(draw, sorted(e.username for e in employees.values()))
     problems = {}
     if draw(st.booleans()):
         problems["E1"] = (KnownProblem("E1", "mobile", "13800000002", "u2", "E2"),)
-    listed = draw(st.sets(st.sampled_from(sorted(NODES))))  # nodes changed there lately
-    nodes = {
-        n: PlatformNode(n, UNITS[k].name, 1 if k == "D1" else 2, k)
-        for k, n in NODES.items()
-        if k in listed
-    }
-    view = PlatformView(
-        1,
-        "Acme",
-        nodes,
-        draw(st.booleans()),
-        changed=there,
-        deleted=frozenset(deleted),
-        released=frozenset(draw(st.sets(st.just(("E1", "mobile")), max_size=1))),
-    )
+    view = _platform_view(draw, there, deleted)
     departments = {
         k: SyncedDepartment(k, NODES[k], f"Acme/{d.name}", department_hash(d))
         for k, d in UNITS.items()

@@ -5,26 +5,28 @@ its "before"."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncd.model import Employee, Position, State
+from syncd.model import Directory, Employee, Position, State
 from syncd.plan import (
     DAY_MS,
     Action,
     Limits,
+    Plan,
     PlatformEmployee,
     PlatformPerson,
+    PlatformView,
     Policy,
     Snapshot,
     check_guards,
     plan,
 )
 from syncd.plan.needs import weighed
-from tests.engine.test_plan import COMPANY, NOW, STAFF, actions, directory, person, synced
+from tests.engine.plan_world import COMPANY, NOW, STAFF, actions, directory, person, synced
 from tests.support.examples import examples
 
 CAROL = person("e3", "carol", "sales", mobile="13800000003", email="carol@acme.example")
@@ -200,6 +202,121 @@ def _evidence_holds(old: Employee, new: Employee, *, names: bool = True) -> bool
     return bool(both) and all(a == b for a, b in both)
 
 
+LOCKED_IN_STATE = ("missing", "departed")  # holders syncd's state holds locked
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Carol's account as the run finds it: in syncd's state and on the platform."""
+
+    kind: str  # active, missing, departed, locked there, deleted there, state lost
+    carol: Employee  # her record as last synced
+    account: int | None
+    snapshot: Snapshot
+    view: PlatformView
+
+    @property
+    def locked(self) -> bool:
+        """Locked, in syncd's state or on the platform: never unlocked for another record."""
+        return self.kind in LOCKED_IN_STATE or self.kind == "locked there"
+
+
+def carols_account(holder: str, old: tuple[str, str | None, str | None], days: int) -> Holder:
+    """Carol synced with the name, mobile and work number ``old``, then her account held as
+    ``holder`` says (locked ``days`` ago, where syncd locked it)."""
+    name, mobile, sn = old
+    carol = CAROL._replace(name=name, mobile=mobile, sn=sn)
+    snapshot, view = synced(directory(COMPANY, [*STAFF[:2], carol]))
+    account = snapshot.employees["e3"].employee_id
+    if holder in LOCKED_IN_STATE:
+        since = NOW - days * DAY_MS
+        snapshot = held(snapshot, "e3", locked=True, lock_reason=holder, locked_since=since)
+    if holder == "locked there":
+        there = PlatformEmployee(account or 0, "carol", True, {}, ())
+        view = replace(view, changed={"carol": there})
+    if holder == "deleted there":
+        view = replace(view, deleted=frozenset({"carol"}))
+    if holder == "state lost":  # a first run: carol's locked account is on the platform
+        snapshot = Snapshot()
+        there_too = PlatformPerson(account or 0, "carol", True, carol.email, mobile, sn)
+        view = replace(view, people={"carol": there_too})
+    return Holder(holder, carol, account, snapshot, view)
+
+
+def new_hire(
+    new: tuple[str, str, str | None, str | None] | None, new_state: State
+) -> Employee | None:
+    """The record under another id (e9) that may take carol's username, if any."""
+    if new is None:
+        return None
+    username, hire_name, hire_mobile, hire_sn = new
+    return HIRE._replace(
+        username=username, name=hire_name, mobile=hire_mobile, sn=hire_sn, state=new_state
+    )
+
+
+def source_rows(carol: Employee, old_row: State | None, hire: Employee | None) -> list[Employee]:
+    """The source's people: the staff, carol's own row in ``old_row``'s state, the hire."""
+    rows = list(STAFF[:2])
+    if old_row is not None:
+        rows.append(carol._replace(state=old_row))
+    if hire is not None:
+        rows.append(hire)
+    return rows
+
+
+def check_the_account_goes_only_by_the_rekey_rule(
+    p: Plan, holder: Holder, hire: Employee | None
+) -> None:
+    carol = holder.carol
+    for c in p.changes:
+        if c.key == "e3" or not (c.target_id == holder.account or c.previous_key == "e3"):
+            continue
+        # Carol's account goes to another record only by the re-key rule (adopted after a
+        # lost state: no name to compare), and a locked one only to a departed record: it
+        # stays locked.
+        assert hire is not None and c.action in (Action.UPDATE, Action.LOCK, Action.UNLOCK), c
+        assert _evidence_holds(carol, hire, names=holder.kind != "state lost"), (c, carol, hire)
+        if holder.locked:
+            assert hire.state is State.DEPARTED and c.action is not Action.UNLOCK
+
+
+def check_no_account_is_made_beside_the_old_one(p: Plan, holder: Holder) -> None:
+    if holder.kind == "deleted there":
+        return
+    # The old account still exists: an import of its username would update it.
+    made = [c for c in p.changes if c.action is Action.CREATE and c.key == "e9"]
+    removed = "e3" not in holder.snapshot.employees and holder.kind != "state lost"
+    assert made == [] or removed, made  # made only once the old account was removed
+
+
+def expected_reactivations(p: Plan, snapshot: Snapshot) -> int:
+    """Unlocks, and creates of a record the state holds locked: each one a re-activation."""
+    return sum(
+        1
+        for c in p.changes
+        if c.action is Action.UNLOCK
+        or (
+            c.action is Action.CREATE
+            and c.key in snapshot.employees
+            and snapshot.employees[c.key].locked
+        )
+    )
+
+
+def check_every_reactivation_is_counted(p: Plan, d: Directory, snapshot: Snapshot) -> None:
+    expected = expected_reactivations(p, snapshot)
+    strict = Limits(max_reactivations=0, max_reactivation_ratio=0.0)
+    guards = {g.name: g for g in check_guards(p, d, snapshot, strict)}
+    if expected:
+        guard = guards["max_reactivations"]
+        assert not guard.passed
+        assert guard.message.startswith(f"{expected} re-activation"), guard.message
+        assert f"--allow-reactivations {expected} " in guard.message
+    else:
+        assert "max_reactivations" not in guards
+
+
 @settings(max_examples=examples(300), deadline=None)
 @given(
     holder=st.sampled_from(
@@ -223,70 +340,14 @@ def test_no_locked_account_goes_to_another_record_and_every_reactivation_is_coun
     days: int,
     complete: bool,
 ) -> None:
-    name, mobile, sn = old
-    carol = CAROL._replace(name=name, mobile=mobile, sn=sn)
-    snapshot, view = synced(directory(COMPANY, [*STAFF[:2], carol]))
-    account = snapshot.employees["e3"].employee_id
-    locked = holder in ("missing", "departed")
-    if locked:
-        since = NOW - days * DAY_MS
-        snapshot = held(snapshot, "e3", locked=True, lock_reason=holder, locked_since=since)
-    if holder == "locked there":
-        there = PlatformEmployee(account or 0, "carol", True, {}, ())
-        view = replace(view, changed={"carol": there})
-    if holder == "deleted there":
-        view = replace(view, deleted=frozenset({"carol"}))
-    if holder == "state lost":  # a first run: carol's locked account is on the platform
-        snapshot = Snapshot()
-        there_too = PlatformPerson(account or 0, "carol", True, carol.email, mobile, sn)
-        view = replace(view, people={"carol": there_too})
-    rows = list(STAFF[:2])
-    if old_row is not None:
-        rows.append(carol._replace(state=old_row))
-    hire = None
-    if new is not None:
-        username, hire_name, hire_mobile, hire_sn = new
-        hire = HIRE._replace(
-            username=username, name=hire_name, mobile=hire_mobile, sn=hire_sn, state=new_state
-        )
-        rows.append(hire)
-    d = directory(COMPANY, rows, complete=complete)
-    p = plan(d, snapshot, view, Policy(leaver_policy=leaver_policy), NOW)
+    carols = carols_account(holder, old, days)
+    hire = new_hire(new, new_state)
+    d = directory(COMPANY, source_rows(carols.carol, old_row, hire), complete=complete)
+    p = plan(d, carols.snapshot, carols.view, Policy(leaver_policy=leaver_policy), NOW)
 
-    for c in p.changes:
-        if c.key == "e3" or not (c.target_id == account or c.previous_key == "e3"):
-            continue
-        # Carol's account goes to another record only by the re-key rule (adopted after a
-        # lost state: no name to compare), and a locked one only to a departed record: it
-        # stays locked.
-        assert hire is not None and c.action in (Action.UPDATE, Action.LOCK, Action.UNLOCK), c
-        assert _evidence_holds(carol, hire, names=holder != "state lost"), (c, carol, hire)
-        if locked or holder == "locked there":
-            assert hire.state is State.DEPARTED and c.action is not Action.UNLOCK
-    if holder != "deleted there":
-        # The old account still exists: an import of its username would update it.
-        made = [c for c in p.changes if c.action is Action.CREATE and c.key == "e9"]
-        assert made == [] or ("e3" not in snapshot.employees and holder != "state lost"), made
-
-    expected = sum(
-        1
-        for c in p.changes
-        if c.action is Action.UNLOCK
-        or (
-            c.action is Action.CREATE
-            and c.key in snapshot.employees
-            and snapshot.employees[c.key].locked
-        )
-    )
-    strict = Limits(max_reactivations=0, max_reactivation_ratio=0.0)
-    guards = {g.name: g for g in check_guards(p, d, snapshot, strict)}
-    if expected:
-        guard = guards["max_reactivations"]
-        assert not guard.passed
-        assert guard.message.startswith(f"{expected} re-activation"), guard.message
-        assert f"--allow-reactivations {expected} " in guard.message
-    else:
-        assert "max_reactivations" not in guards
+    check_the_account_goes_only_by_the_rekey_rule(p, carols, hire)
+    check_no_account_is_made_beside_the_old_one(p, carols)
+    check_every_reactivation_is_counted(p, d, carols.snapshot)
 
 
 # A look-alike spelling of a username: the same key to syncd, another account to the

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from syncd.model import Department, Directory, Employee, Kind, Position, RejectedRow, State
 from syncd.plan import REMOVING, Policy, plan
 from syncd.plan.join import JoinRules, KeyNotHeld, SourceRead, join
-from tests.engine.test_plan import NOW, synced
+from tests.engine.plan_world import NOW, synced
 from tests.support.examples import examples
 
 KEYS = [f"k{n}" for n in range(6)]
