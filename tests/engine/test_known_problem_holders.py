@@ -13,11 +13,14 @@ for its form is a known problem too (issue 32). Against the emulator over HTTP.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 import pytest
 
 from syncd import snapshot as store
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
+from syncd.plan import Note
+from syncd.run.runner import RunResult
 from tests.engine.company import World, employee
 from tests.engine.test_cli import config_of
 from tests.support.admin import AnotherAdmin
@@ -35,6 +38,11 @@ def problems(world: World) -> list[dict[str, object]]:
             return store.problem_rows(conn)
     finally:
         engine.dispose()
+
+
+def known_problem_notes(result: RunResult) -> list[Note]:
+    """The run's notes of a known problem (told once: none on the runs after)."""
+    return [n for n in plan_of(result).notes if n.kind == "known problem"]
 
 
 def held(world: World, name: str) -> dict[str, str]:
@@ -68,7 +76,7 @@ def test_a_refused_value_passed_on_is_followed_to_its_holder_without_sending_aga
 
         assert (result.outcome, result.exit_code) == ("ok", EXIT_OK), result.error
         assert world.writes() == writes, f"sent again while {holder} holds it"
-        assert not [n for n in plan_of(result).notes if n.kind == "known problem"]  # told once
+        assert not known_problem_notes(result)  # told once
         (problem,) = problems(world)
         assert (problem["value"], problem["holder"], problem["first_run"]) == (
             VALUE,
@@ -92,9 +100,18 @@ MALFORMED = {
 }
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_a_value_refused_for_its_form_is_a_known_problem_told_once(world: World, seed: int) -> None:
-    draw = random.Random(seed)
+@dataclass(frozen=True)
+class Refused:
+    """A malformed value drawn for a field, and the person whose source row now holds it."""
+
+    name: str  # the field: mobile or email
+    bad: str
+    someone: str
+    person: dict[str, str]  # their row in the company's CSV files
+
+
+def refuse_a_form(world: World, draw: random.Random) -> Refused:
+    """After a first sync, a malformed value for someone (with another change) and a new hire."""
     name = draw.choice(sorted(MALFORMED))
     bad = draw.choice(MALFORMED[name])
     assert world.sync().exit_code == EXIT_OK
@@ -102,22 +119,53 @@ def test_a_value_refused_for_its_form_is_a_known_problem_told_once(world: World,
     person = world.company.person(someone)
     person[name], person["job_title"] = bad, "Refused Form Tester"  # and another change
     world.company.employees.append(employee("E9", "gus", "D2", **{name: bad}))  # a new hire
+    return Refused(name, bad, someone, person)
 
-    first = world.sync()
 
-    # Told once; the people are written with everything else they have.
-    assert (first.outcome, first.exit_code) == ("partial", EXIT_PARTIAL), first.error
-    assert first.applied is not None and not first.applied.failed
+def check_written_without_it(world: World, refused: Refused) -> None:
+    """The new hire and the person are on the platform, without the value, with the change."""
+    name, someone = refused.name, refused.someone
     platform = world.emulator.state()["employees"]
     by_name = {e["username"]: e for e in platform}
     assert "gus" in by_name and not by_name["gus"].get(name)
     assert not by_name[someone].get(name)  # the old value is not what the source says
     titles = {p.get("job_title") for p in by_name[someone]["positions"]}
     assert "Refused Form Tester" in titles
+
+
+def check_told_once(world: World, first: RunResult, refused: Refused) -> None:
+    """The run that met the value: partial, with the people written and the problem known."""
+    assert (first.outcome, first.exit_code) == ("partial", EXIT_PARTIAL), first.error
+    assert first.applied is not None and not first.applied.failed
+    check_written_without_it(world, refused)
     found = {(p["username"], p["field"], p["value"]) for p in problems(world)}
-    assert found == {(someone, name, bad), ("gus", name, bad)}
-    notes = [n for n in plan_of(first).notes if n.kind == "known problem"]
+    name, bad = refused.name, refused.bad
+    assert found == {(refused.someone, name, bad), ("gus", name, bad)}
+    notes = known_problem_notes(first)
     assert len(notes) == 2 and all("refuse" in n.message for n in notes), notes
+
+
+def check_sent_without_it_and_not_told_again(world: World, someone: str) -> None:
+    third = world.sync()
+    assert (third.outcome, third.exit_code) == ("ok", EXIT_OK), third.error
+    assert not known_problem_notes(third)
+    assert {e["username"]: e["name"] for e in world.emulator.state()["employees"]}[
+        someone
+    ] == "Renamed Person"
+
+
+def mended_value(refused: Refused) -> str:
+    return "13900000077" if refused.name == "mobile" else f"{refused.someone}.mended@acme.example"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_value_refused_for_its_form_is_a_known_problem_told_once(world: World, seed: int) -> None:
+    refused = refuse_a_form(world, random.Random(seed))
+
+    first = world.sync()
+
+    # Told once; the people are written with everything else they have.
+    check_told_once(world, first, refused)
 
     # Known: nothing sent, exit 0, not told again.
     writes = world.writes()
@@ -126,17 +174,12 @@ def test_a_value_refused_for_its_form_is_a_known_problem_told_once(world: World,
     assert plan_of(second).changes == () and world.writes() == writes
 
     # Another change of the person: sent, without the value still refused; not told again.
-    person["name"] = "Renamed Person"
-    third = world.sync()
-    assert (third.outcome, third.exit_code) == ("ok", EXIT_OK), third.error
-    assert not [n for n in plan_of(third).notes if n.kind == "known problem"]
-    assert {e["username"]: e["name"] for e in world.emulator.state()["employees"]}[
-        someone
-    ] == "Renamed Person"
+    refused.person["name"] = "Renamed Person"
+    check_sent_without_it_and_not_told_again(world, refused.someone)
 
     # HR mends it: set, and the problem is gone.
-    mended = "13900000077" if name == "mobile" else f"{someone}.mended@acme.example"
-    person[name] = mended
+    mended = mended_value(refused)
+    refused.person[refused.name] = mended
     assert world.sync().exit_code == EXIT_OK
-    assert held(world, name)[someone] == mended
+    assert held(world, refused.name)[refused.someone] == mended
     assert {p["username"] for p in problems(world)} == {"gus"}

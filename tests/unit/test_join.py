@@ -495,6 +495,37 @@ def _expected(case: Case, f: str, records: dict[str, Employee]) -> object:
     return given_values[0] if given_values else None
 
 
+def _check_every_record_met(case: Case, key: str, members: Mapping[str, str]) -> None:
+    """Every source's one record of the key is the member the join took from it."""
+    for source, found in _records(case, key).items():  # every record of the key, met
+        if len(found) == 1:
+            assert members.get(source) == found[0].id
+
+
+def _check_field(
+    case: Case, joined: Joined, key: str, f: str, records: dict[str, Employee]
+) -> None:
+    """The field by precedence, and the source the preview names as giving it."""
+    e = joined.directory.employees[key]
+    assert getattr(e, f) == _expected(case, f, records), f
+    origin = joined.origins[key].get(f)  # the preview names the source that gave it
+    if origin is not None:
+        assert getattr(records[origin], f) == getattr(e, f)
+    else:
+        assert getattr(e, f) in (None, State.ACTIVE)
+
+
+def _check_username(
+    case: Case, e: Employee, members: Mapping[str, str], records: dict[str, Employee]
+) -> None:
+    if not e.username:  # username: a missing one sets the person aside
+        return
+    assert e.username == _expected(case, "username", records)
+    if case.rules.missing == "wait" and e.state is State.ACTIVE:
+        required = [r.name for r in case.reads if r.required]
+        assert all(s in members for s in required)  # nobody created before every source
+
+
 @settings(max_examples=examples(300), deadline=None)
 @given(cases())
 def test_the_join_pairs_one_key_and_honours_precedence(case: Case) -> None:
@@ -506,23 +537,11 @@ def test_the_join_pairs_one_key_and_honours_precedence(case: Case) -> None:
     for key, e in joined.directory.employees.items():
         assert e.id == key
         members = joined.members[key]
-        for source, found in _records(case, key).items():  # every record of the key, met
-            if len(found) == 1:
-                assert members.get(source) == found[0].id
+        _check_every_record_met(case, key, members)
         records = {s: by_name[s].directory.employees[i] for s, i in members.items()}
         for f in ("name", "email", "mobile", "state"):
-            assert getattr(e, f) == _expected(case, f, records), f
-            origin = joined.origins[key].get(f)  # the preview names the source that gave it
-            if origin is not None:
-                assert getattr(records[origin], f) == getattr(e, f)
-            else:
-                assert getattr(e, f) in (None, State.ACTIVE)
-        if not e.username:  # username: a missing one sets the person aside
-            continue
-        assert e.username == _expected(case, "username", records)
-        if case.rules.missing == "wait" and e.state is State.ACTIVE:
-            required = [r.name for r in case.reads if r.required]
-            assert all(s in members for s in required)  # nobody created before every source
+            _check_field(case, joined, key, f, records)
+        _check_username(case, e, members, records)
 
 
 def test_a_row_set_aside_for_a_status_nobody_named_stays_loud_when_joined() -> None:
