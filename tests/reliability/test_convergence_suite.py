@@ -60,7 +60,9 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+from collections.abc import Iterator
 from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -254,79 +256,209 @@ def restore(h: History, rig: Rig, copy: Path) -> None:
 # ---------------------------------------------------------------- invariants
 
 
+@dataclass(frozen=True)
+class PlatformView:
+    """The platform as a round left it (read once, after ``--check``), with the accounts
+    the state database says syncd holds."""
+
+    nodes: list[dict[str, Any]]
+    by_id: dict[int, dict[str, Any]]
+    by_serial: dict[str, dict[str, Any]]  # syncd's nodes: those with a serial_no
+    employees: list[dict[str, Any]]
+    people: dict[str, dict[str, Any]]  # by username
+    held: dict[str, str]  # source id -> username, as the state database holds them
+
+    @classmethod
+    def read(cls, rig: Rig) -> PlatformView:
+        state = rig.emulator.state()
+        return cls(
+            nodes=state["nodes"],
+            by_id={n["id"]: n for n in state["nodes"]},
+            by_serial={n["serial_no"]: n for n in state["nodes"] if n.get("serial_no")},
+            employees=state["employees"],
+            people={e["username"]: e for e in state["employees"]},
+            held={r["source_id"]: r["username"] for r in rig.rows("SELECT * FROM employees")},
+        )
+
+    def serial_of(self, node_id: int) -> str | None:
+        return self.by_id[node_id].get("serial_no") or None
+
+
 def assert_invariants(h: History, rig: Rig) -> None:
+    """The invariants of a round's end (the module's docstring lists them): who may hold
+    which node and account, nobody wrongly in, nobody wrongly out."""
+    assert_check_plans_nothing(rig)
+    there = PlatformView.read(rig)
+    assert_no_serial_no_twice(there)
+    assert_no_name_path_twice(there)
+    assert_no_username_twice(there)
+    assert_departments_as_in_source(h, there)
+    assert_source_people_on_platform(h, there)
+    assert_people_as_in_source(h, there)
+    leavers = leavers_gone(h, there)
+    assert_values_held_elsewhere(h, rig, values_missing(h, there), there.people, leavers)
+    assert_leavers_locked_or_removed(h, there, leavers)
+    assert_departments_gone_kept_only_while_used(h, there)
+    assert_state_database_holds_the_platforms_nodes(rig, there)
+    assert_state_database_holds_the_platforms_accounts(h, rig, there)
+
+
+def assert_check_plans_nothing(rig: Rig) -> None:
+    """``--check`` after the round plans nothing: the runs converged."""
     check = run_sync(rig.settings(), RunRequest(dry_run=True))
     assert check.plan is not None
     assert check.plan.changes == (), [c.message for c in check.plan.changes]
-    state = rig.emulator.state()
-    nodes = {n["id"]: n for n in state["nodes"]}
-    by_serial = {n["serial_no"]: n for n in state["nodes"] if n.get("serial_no")}
-    serials = [n["serial_no"] for n in state["nodes"] if n.get("serial_no")]
+
+
+def assert_no_serial_no_twice(there: PlatformView) -> None:
+    serials = [n["serial_no"] for n in there.nodes if n.get("serial_no")]
     assert len(serials) == len(set(serials)), f"a serial_no twice: {serials}"
-    paths = [n["full_name_path"] for n in state["nodes"]]
+
+
+def assert_no_name_path_twice(there: PlatformView) -> None:
+    paths = [n["full_name_path"] for n in there.nodes]
     assert len(paths) == len(set(paths)), f"a name path twice: {sorted(paths)}"
-    people = {e["username"]: e for e in state["employees"]}
-    assert len(people) == len(state["employees"]), "a username twice"
 
-    def serial_of(node_id: int) -> str | None:
-        return nodes[node_id].get("serial_no") or None
 
+def assert_no_username_twice(there: PlatformView) -> None:
+    usernames = [e["username"] for e in there.employees]
+    twice = sorted({u for u in usernames if usernames.count(u) > 1})
+    assert len(there.people) == len(there.employees), f"a username twice: {twice}"
+
+
+def assert_departments_as_in_source(h: History, there: PlatformView) -> None:
+    """Every department the source holds is on the platform, named and placed as it says."""
     for unit in h.units():
-        node = by_serial.get(unit["id"])
+        node = there.by_serial.get(unit["id"])
         assert node is not None, f"department {unit['id']} missing"
         assert node["name"] == unit["name"], (unit, node["name"])
-        assert serial_of(node["parent_org_id"]) == (unit["parent_id"] or None), unit
-    held = {r["source_id"]: r["username"] for r in rig.rows("SELECT * FROM employees")}
-    missing: dict[tuple[str, str], str] = {}  # (source id, field) -> username without it
+        assert there.serial_of(node["parent_org_id"]) == (unit["parent_id"] or None), unit
+
+
+def source_people(h: History, there: PlatformView) -> Iterator[tuple[dict[str, str], str]]:
+    """Each row the source holds (rejected rows aside) and the username its account has:
+    a departed person's account keeps the username the state database holds."""
     for row in h.people():
         if row["username"] in h.rejected:
             continue
-        username = row["username"]
-        if row["status"] == "departed":  # a departed person's account keeps its username
-            username = held.get(row["id"], username)
-        p = people.get(username)
-        if p is None and row["status"] == "departed" and row["id"] in h.deleted:
-            continue  # deleted on the platform while departed: not made again
-        assert p is not None, f"{row['username']} missing from the platform"
-        primary = [serial_of(x["org_id"]) for x in p["positions"] if x["primary"]]
-        others = sorted(serial_of(x["org_id"]) or "" for x in p["positions"] if not x["primary"])
-        # The source drops a secondary position in the primary department.
-        wanted_others = sorted(
-            x for x in row.get("positions", "").split(";") if x and x != row["department"]
+        if row["status"] == "departed":
+            yield row, there.held.get(row["id"], row["username"])
+        else:
+            yield row, row["username"]
+
+
+def deleted_while_departed(h: History, row: dict[str, str]) -> bool:
+    """A departed person whose account another administrator deleted: not made again."""
+    return row["status"] == "departed" and row["id"] in h.deleted
+
+
+def assert_source_people_on_platform(h: History, there: PlatformView) -> None:
+    """Nobody wrongly out: every person the source holds has an account on the platform
+    (but one deleted there while departed)."""
+    for row, username in source_people(h, there):
+        assert username in there.people or deleted_while_departed(h, row), (
+            f"{row['username']} missing from the platform"
         )
+
+
+def source_accounts(
+    h: History, there: PlatformView
+) -> Iterator[tuple[dict[str, str], str, dict[str, Any]]]:
+    """Each row the source holds with an account on the platform: the row, the account's
+    username and the account."""
+    for row, username in source_people(h, there):
+        if username in there.people:
+            yield row, username, there.people[username]
+
+
+def assert_people_as_in_source(h: History, there: PlatformView) -> None:
+    """Every person the source holds is on the platform as it says (an account under an
+    old username, a departed person's, keeps its name and values)."""
+    for row, username, p in source_accounts(h, there):
         if username == row["username"]:
             assert p["name"] == row["name"], row
-            for name in UNIQUE_FIELDS:  # one another account holds: checked below
-                if p[name] != row[name] and row[name]:
-                    missing[row["id"], name] = username
-                else:
-                    assert p[name] == row[name], (row, name, p[name])
-        assert (primary, others) == ([row["department"]], wanted_others), (row, p["positions"])
+            assert_no_value_the_source_lacks(row, p)
+        assert_positions_as_in_source(there, row, p)
         assert p["locked"] is (row["status"] == "departed"), row
+
+
+def assert_no_value_the_source_lacks(row: dict[str, str], p: dict[str, Any]) -> None:
+    """A mobile or e-mail address the source leaves empty is empty on the account too (one
+    it gives is set, or held by another account: ``values_missing``)."""
+    for name in UNIQUE_FIELDS:
+        if not row[name]:
+            assert p[name] == row[name], (row, name, p[name])
+
+
+def assert_positions_as_in_source(
+    there: PlatformView, row: dict[str, str], p: dict[str, Any]
+) -> None:
+    primary = [there.serial_of(x["org_id"]) for x in p["positions"] if x["primary"]]
+    others = sorted(there.serial_of(x["org_id"]) or "" for x in p["positions"] if not x["primary"])
+    # The source drops a secondary position in the primary department.
+    wanted_others = sorted(
+        x for x in row.get("positions", "").split(";") if x and x != row["department"]
+    )
+    assert (primary, others) == ([row["department"]], wanted_others), (row, p["positions"])
+
+
+def values_missing(h: History, there: PlatformView) -> dict[tuple[str, str], str]:
+    """(source id, field) -> username, of each mobile or e-mail address the source gives a
+    person that their account lacks (``assert_values_held_elsewhere`` says why)."""
+    return {
+        (row["id"], name): username
+        for row, username, p in source_accounts(h, there)
+        if username == row["username"]
+        for name in UNIQUE_FIELDS
+        if p[name] != row[name] and row[name]
+    }
+
+
+def leavers_gone(h: History, there: PlatformView) -> set[str]:
+    """The usernames of the leavers no row of the source holds any more (a departed
+    person's old username is still theirs: not a leaver)."""
     in_source = {row["username"] for row in h.people()}
-    # A departed person's old username is still theirs: not a leaver.
-    in_source |= {held[row["id"]] for row in h.people() if row["id"] in held}
-    assert_values_held_elsewhere(h, rig, missing, people, h.leavers - in_source)
-    for username in h.leavers - in_source:
-        p = people.get(username)
+    in_source |= {there.held[row["id"]] for row in h.people() if row["id"] in there.held}
+    return h.leavers - in_source
+
+
+def assert_leavers_locked_or_removed(h: History, there: PlatformView, leavers: set[str]) -> None:
+    """Nobody wrongly in: each leaver is removed, or locked, as the policy says."""
+    for username in leavers:
+        p = there.people.get(username)
         if h.policy == "remove":
             assert p is None, f"leaver {username} not removed"
         else:
             assert p is None or p["locked"], f"leaver {username} not locked"
+
+
+def assert_departments_gone_kept_only_while_used(h: History, there: PlatformView) -> None:
+    """A department gone from the source stays only while something is left in it."""
     source_units = {u["id"] for u in h.units()}
-    for serial, node in by_serial.items():
-        if serial not in source_units:  # kept only while something is left in it
-            has_children = any(n.get("parent_org_id") == node["id"] for n in state["nodes"])
+    for serial, node in there.by_serial.items():
+        if serial not in source_units:
+            has_children = any(n.get("parent_org_id") == node["id"] for n in there.nodes)
             assert node["all_employee_count"] or has_children, f"{serial} kept empty"
+
+
+def assert_state_database_holds_the_platforms_nodes(rig: Rig, there: PlatformView) -> None:
+    """The state database holds each of syncd's nodes by its platform id, and no other."""
     ids = {r["source_id"]: r["node_id"] for r in rig.rows("SELECT * FROM departments")}
-    assert ids == {s: n["id"] for s, n in by_serial.items()}
+    assert ids == {s: n["id"] for s, n in there.by_serial.items()}
+
+
+def assert_state_database_holds_the_platforms_accounts(
+    h: History, rig: Rig, there: PlatformView
+) -> None:
+    """Each person the state database holds has that account on the platform (a rejected
+    row's record is left as it is)."""
     for r in rig.rows("SELECT username, employee_id FROM employees"):
-        if r["username"] not in h.rejected:  # a rejected row's record is left as it is
-            assert r["username"] in people, f"{r['username']} held, not on the platform"
-            there = people[r["username"]]["id"]
-            assert there == r["employee_id"], (
+        if r["username"] not in h.rejected:
+            assert r["username"] in there.people, f"{r['username']} held, not on the platform"
+            account = there.people[r["username"]]["id"]
+            assert account == r["employee_id"], (
                 f"{r['username']}: the state database holds account {r['employee_id']}, the "
-                f"platform's is {there}"
+                f"platform's is {account}"
             )
 
 
@@ -343,35 +475,78 @@ def assert_values_held_elsewhere(
     was written without it, and a known problem names the value and its holder. And every
     known problem is such a field: none outlives the holder giving the value up."""
     rows = {row["id"]: row for row in h.people()}
-    known = {
-        (r["source_id"], r["field"]): r
-        for r in rig.rows(  # as syncd reads them: those of people it holds
-            "SELECT * FROM known_problems WHERE source_id IN (SELECT source_id FROM employees)",
-        )
-        if r["source_id"] in rows and rows[r["source_id"]]["username"] not in h.rejected
-    }
-    holders = {
-        (name, key): e["username"]
-        for e in people.values()
-        for name in UNIQUE_FIELDS
-        if (key := unique_key(name, e[name]))
-    }
+    known = known_problems(h, rig, rows)
+    holders = value_holders(people)
     for (source_id, name), username in missing.items():
         value = rows[source_id][name]
         where = f"{username}'s {name} {value}"
         assert people[username][name] == "", f"{where}: written with {people[username][name]}"
         holder = holders.get((name, unique_key(name, value)))
         assert holder is not None, f"{where}: nobody holds it, and it was not set"
-        assert holder in h.foreign_people or holder in leavers, f"{where}: held by {holder}"
-        problem = known.get((source_id, name))
-        assert problem is not None, f"{where}: held by {holder}, no known problem"
-        assert (problem["value"], problem["holder"]) == (value, holder), problem
-        kind = "an account syncd does not own" if holder in h.foreign_people else "a leaver"
-        if (source_id, name) not in h.refused:
-            FIGURES[f"known problems: held by {kind}"] += 1
-        h.refused[source_id, name] = value
+        assert_held_by_foreign_or_leaver(h, leavers, holder, where)
+        assert_known_problem_names(known.get((source_id, name)), value, holder, where)
+        count_refused(h, (source_id, name), value, holder)
     stale = set(known) - set(missing)
     assert not stale, f"known problems of values set or no longer wanted: {stale}"
+    count_given_up(h, rows, missing, people)
+
+
+def assert_held_by_foreign_or_leaver(
+    h: History, leavers: set[str], holder: str, where: str
+) -> None:
+    """Nobody wrongly in: a value the source gives one person is held by an account syncd
+    does not own or by a leaver kept locked, never by one of the people active in it."""
+    assert holder in h.foreign_people or holder in leavers, f"{where}: held by {holder}"
+
+
+def assert_known_problem_names(
+    problem: dict[str, Any] | None, value: str, holder: str, where: str
+) -> None:
+    """The known problem of a value another account holds names the value and its holder."""
+    assert problem is not None, f"{where}: held by {holder}, no known problem"
+    assert (problem["value"], problem["holder"]) == (value, holder), problem
+
+
+def known_problems(
+    h: History, rig: Rig, rows: dict[str, dict[str, str]]
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """(source id, field) -> the known problem, as syncd reads them: those of the people
+    it holds whose rows the source reads (not rejected)."""
+    return {
+        (r["source_id"], r["field"]): r
+        for r in rig.rows(
+            "SELECT * FROM known_problems WHERE source_id IN (SELECT source_id FROM employees)",
+        )
+        if r["source_id"] in rows and rows[r["source_id"]]["username"] not in h.rejected
+    }
+
+
+def value_holders(people: dict[str, dict[str, Any]]) -> dict[tuple[str, str], str]:
+    """(field, value as the platform compares it) -> the username of the account holding it."""
+    return {
+        (name, key): e["username"]
+        for e in people.values()
+        for name in UNIQUE_FIELDS
+        if (key := unique_key(name, e[name]))
+    }
+
+
+def count_refused(h: History, key: tuple[str, str], value: str, holder: str) -> None:
+    """A value another account holds, counted by the kind of holder the first round it is."""
+    kind = "an account syncd does not own" if holder in h.foreign_people else "a leaver"
+    if key not in h.refused:
+        FIGURES[f"known problems: held by {kind}"] += 1
+    h.refused[key] = value
+
+
+def count_given_up(
+    h: History,
+    rows: dict[str, dict[str, str]],
+    missing: dict[tuple[str, str], str],
+    people: dict[str, dict[str, Any]],
+) -> None:
+    """The values refused before and no longer missing: forgotten, and counted when the
+    person has the value now (its holder gave it up, and the next run set it)."""
     for (source_id, name), value in list(h.refused.items()):
         row = rows.get(source_id)
         if (source_id, name) in missing:

@@ -8,7 +8,7 @@ import pytest
 
 from syncd.errors import EXIT_OK
 from syncd.plan import REMOVING
-from tests.engine.company import department, employee
+from tests.engine.company import Company, Platform, department, employee
 from tests.support.runs import plan_of
 
 from .support import Rig, assert_converged, query
@@ -19,7 +19,22 @@ def test_cycles_orphans_slashes_twins_and_a_50_level_chain(rig: Rig) -> None:
     rig.company.employees += [employee(f"E{n}", f"user{n}", "D3") for n in range(10, 40)]
     assert rig.sync().exit_code == EXIT_OK
     good = rig.company.expected()
-    company = rig.company
+    add_bad_trees_and_a_50_level_chain(rig.company)
+
+    result = rig.sync()
+
+    assert result.exit_code == EXIT_OK, result.error
+    assert result.plan is not None
+    assert [c.message for c in result.plan.changes if c.action in REMOVING] == []
+    reasons = rejection_reasons(rig, result.run_id)
+    assert_bad_departments_rejected(reasons)
+    assert_people_in_bad_departments_rejected(reasons)
+    assert_the_chain_landed_and_the_rest_is_as_it_was(rig.platform(), good)
+
+
+def add_bad_trees_and_a_50_level_chain(company: Company) -> None:
+    """Departments a source should never send, a synced one turned bad, a 50-level chain,
+    and a person in each (cy, cz, or, sl, tw; deep at the chain's bottom)."""
     bad = [
         department("C1", "Loop A", "C2"),  # a cycle
         department("C2", "Loop B", "C1"),
@@ -39,24 +54,28 @@ def test_cycles_orphans_slashes_twins_and_a_50_level_chain(rig: Rig) -> None:
         employee(f"E{100 + n}", user, dept) for n, (dept, user) in enumerate(placed.items())
     ]
 
-    result = rig.sync()
 
-    assert result.exit_code == EXIT_OK, result.error
-    assert result.plan is not None
-    assert [c.message for c in result.plan.changes if c.action in REMOVING] == []
-    reasons = {
-        r["key"]: r["reason"]
-        for r in query(rig.database, "SELECT * FROM rejected_rows WHERE run_id = ?", result.run_id)
-    }
+def rejection_reasons(rig: Rig, run_id: int) -> dict[str, str]:
+    """Key -> reason, of each row the run rejected."""
+    rows = query(rig.database, "SELECT * FROM rejected_rows WHERE run_id = ?", run_id)
+    return {r["key"]: r["reason"] for r in rows}
+
+
+def assert_bad_departments_rejected(reasons: dict[str, str]) -> None:
     assert "cycle" in reasons["C1"] and "cycle" in reasons["C2"] and "cycle" in reasons["C3"]
     assert "unknown" in reasons["O1"]
     assert "contains '/'" in reasons["S1"] and "S1" in reasons["S2"]
     assert "ambiguous" in reasons["T1"] and "ambiguous" in reasons["T2"]
     assert "contains '/'" in reasons["D4"]
+
+
+def assert_people_in_bad_departments_rejected(reasons: dict[str, str]) -> None:
     for person in ("E100", "E101", "E102", "E103", "E104", "E4", "E3"):  # E4 dan, E3 cat
         assert "department" in reasons[person], (person, reasons.get(person))
-    platform = rig.platform()
-    # The 50 levels and the person at the bottom landed; the rest is as it was.
+
+
+def assert_the_chain_landed_and_the_rest_is_as_it_was(platform: Platform, good: Platform) -> None:
+    """The 50 levels and the person at the bottom landed; the rest is as it was."""
     assert platform.nodes["L50"] == ("Level 50", "L49")
     assert platform.people["deep"][2] == "L50"
     for key in ("C1", "C2", "C3", "O1", "S1", "S2", "T1", "T2"):

@@ -57,14 +57,18 @@ class Collect(logging.Handler):
 class Seen:
     """Everything a secret could leak into, and the secrets themselves."""
 
+    capsys: pytest.CaptureFixture[str]
     texts: list[str] = field(default_factory=list)
     tokens: list[str] = field(default_factory=list)
 
-    def cli(self, capsys: pytest.CaptureFixture[str], *args: str) -> int:
+    def cli(self, *args: str) -> int:
         code = run_cli(list(args))
-        captured = capsys.readouterr()
+        captured = self.capsys.readouterr()
         self.texts += [captured.out, captured.err]
         return code
+
+    def sync(self, config: Path) -> int:
+        return self.cli("sync", "--yes", "--config", str(config))
 
 
 @pytest.fixture
@@ -117,67 +121,112 @@ def test_no_secret_in_any_log_line_report_error_or_table(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    seen = Seen()
-    csv_rig = Rig(tmp_path / "csv", emulator, small_company())
-    csv_rig.folder.mkdir()
-    csv_rig.top_options["log_level"] = "DEBUG"
-    csv_rig.platform_options.update(retry_attempts=10, concurrency=2)
-    csv_rig.sync_settings.update(max_removal_ratio=1.0)
-    csv_rig.company.employees += [employee(f"E{n}", f"user{n}", "D3") for n in range(10, 40)]
-    csv_rig.company.write(csv_rig.folder)
-    config = str(csv_rig.write_config())
+    seen = Seen(capsys)
+    csv_rig = csv_site(tmp_path, emulator)
+    sync_csv_with_retries_and_a_renewed_token(seen, csv_rig, emulator, issued)
+    sync_csv_rejected_refused_and_down(seen, csv_rig, emulator, issued)
+    ldap_rig = ldap_site(tmp_path, emulator, ldap)
+    sync_ldap_refused_and_gone_mid_read(seen, ldap_rig, ldap, monkeypatch)
+    show_every_report(seen, csv_rig, ldap_rig)
 
+    secrets = [*issued, "demo-secret", WRONG_SECRET, ldap.password, WRONG_LDAP_PASSWORD]
+    assert len(set(issued)) >= 4  # syncd's first, the two taken away, a renewal
+    tables = [database_text(rig.database) for rig in (csv_rig, ldap_rig)]
+    everything = {
+        "log lines": "\n".join(debug_everywhere.lines),
+        "command output": "\n".join(seen.texts),
+        "tables": "\n".join(others for others, _ in tables),
+    }
+    assert {"syncd", "httpx", "httpcore", "ldap3"} <= debug_everywhere.loggers
+    assert "access_token=***" in everything["log lines"]  # the token was there, masked
+    for where, text in everything.items():
+        for secret in secrets:
+            assert secret not in text, f"a secret in the {where}"
+    # The tokens table is the one place the current token is kept.
+    assert any(token in tables[0][1] for token in issued)
+
+
+def csv_site(tmp_path: Path, emulator: RunningEmulator) -> Rig:
+    """A CSV site logging at DEBUG, with retries enough for the faults to come."""
+    rig = Rig(tmp_path / "csv", emulator, small_company())
+    rig.folder.mkdir()
+    rig.top_options["log_level"] = "DEBUG"
+    rig.platform_options.update(retry_attempts=10, concurrency=2)
+    rig.sync_settings.update(max_removal_ratio=1.0)
+    rig.company.employees += [employee(f"E{n}", f"user{n}", "D3") for n in range(10, 40)]
+    rig.company.write(rig.folder)
+    rig.write_config()
+    return rig
+
+
+def sync_csv_with_retries_and_a_renewed_token(
+    seen: Seen, rig: Rig, emulator: RunningEmulator, issued: list[str]
+) -> None:
     # Retries: HTTP 500, 429, answers lost after the platform acted.
     emulator.set_faults(seed=2, http_500_rate=0.15, http_429_rate=0.1, drop_after_rate=0.1)
-    assert seen.cli(capsys, "sync", "--yes", "--config", config) == EXIT_OK
+    assert seen.sync(rig.config) == EXIT_OK
     # A token taken by another program mid-run: renewed.
-    csv_rig.company.employees += [employee(f"E{n}", f"user{n}", "D2") for n in range(40, 60)]
-    csv_rig.company.write(csv_rig.folder)
+    rig.company.employees += [employee(f"E{n}", f"user{n}", "D2") for n in range(40, 60)]
+    rig.company.write(rig.folder)
     emulator.set_faults(latency_ms=10)
     with when_requests(
         emulator, "import-employees", 1, lambda: issued.append(emulator.issue_token())
     ):
-        assert seen.cli(capsys, "sync", "--yes", "--config", config) == EXIT_OK
+        assert seen.sync(rig.config) == EXIT_OK
+
+
+def sync_csv_rejected_refused_and_down(
+    seen: Seen, rig: Rig, emulator: RunningEmulator, issued: list[str]
+) -> None:
     # Rejected items, with the platform's text.
-    csv_rig.company.person("ann")["name"] = "Ann Again"
-    csv_rig.company.write(csv_rig.folder)
+    rig.company.person("ann")["name"] = "Ann Again"
+    rig.company.write(rig.folder)
     emulator.set_faults(reject=[{"field": "username", "pattern": "^ann$", "message": "nope"}])
-    assert seen.cli(capsys, "sync", "--yes", "--config", config) == 1
+    assert seen.sync(rig.config) == 1
     # A wrong application secret, after the stored token was replaced: refused.
     issued.append(emulator.issue_token())
     emulator.set_faults()
-    csv_rig.platform_options["client_secret"] = WRONG_SECRET
-    csv_rig.write_config()
-    assert seen.cli(capsys, "sync", "--yes", "--config", config) == EXIT_FAILED
+    rig.platform_options["client_secret"] = WRONG_SECRET
+    rig.write_config()
+    assert seen.sync(rig.config) == EXIT_FAILED
     # The platform down.
-    csv_rig.platform_options["client_secret"] = "demo-secret"
-    csv_rig.platform_options["retry_attempts"] = 2
-    csv_rig.write_config()
+    rig.platform_options["client_secret"] = "demo-secret"
+    rig.platform_options["retry_attempts"] = 2
+    rig.write_config()
     emulator.set_faults(down=True)
-    assert seen.cli(capsys, "sync", "--yes", "--config", config) == EXIT_FAILED
+    assert seen.sync(rig.config) == EXIT_FAILED
     emulator.set_faults()
 
-    # LDAP: a good read, a refused bind, a server gone mid-read.
+
+def ldap_site(tmp_path: Path, emulator: RunningEmulator, ldap: Slapd) -> Rig:
+    """An LDAP site logging at DEBUG, reading 12 people of their own in pages of 5."""
     ldap.add_ldif(
         f"dn: ou=secrets,{ldap.suffix}\nobjectClass: organizationalUnit\nou: secrets\n\n"
         + synthetic_people_ldif(f"ou=secrets,{ldap.suffix}", 12, divisions=1, teams=2)
     )
-    ldap_rig = Rig(tmp_path / "ldap", emulator, small_company())
-    ldap_rig.folder.mkdir()
-    ldap_rig.top_options["log_level"] = "DEBUG"
-    ldap_rig.source_lines = ldap_lines(ldap, f"ou=secrets,{ldap.suffix}", page_size=5)
-    ldap_config = str(ldap_rig.write_config())
+    rig = Rig(tmp_path / "ldap", emulator, small_company())
+    rig.folder.mkdir()
+    rig.top_options["log_level"] = "DEBUG"
+    rig.source_lines = ldap_lines(ldap, f"ou=secrets,{ldap.suffix}", page_size=5)
+    rig.write_config()
+    return rig
+
+
+def sync_ldap_refused_and_gone_mid_read(
+    seen: Seen, rig: Rig, ldap: Slapd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LDAP: a good read, a refused bind, a server gone mid-read."""
     # The CSV site's people are on the platform, unknown to this new state database and
     # to its source: they are another syncd's, to be left alone (README, "Backup and upgrade").
-    assert seen.cli(capsys, "state", "accept", "--config", ldap_config) == EXIT_OK
-    assert seen.cli(capsys, "sync", "--yes", "--config", ldap_config) == EXIT_OK
-    ldap_rig.source_lines = ldap_lines(
+    assert seen.cli("state", "accept", "--config", str(rig.config)) == EXIT_OK
+    assert seen.sync(rig.config) == EXIT_OK
+    rig.source_lines = ldap_lines(
         ldap, f"ou=secrets,{ldap.suffix}", bind_password=WRONG_LDAP_PASSWORD
     )
-    ldap_rig.write_config()
-    assert seen.cli(capsys, "sync", "--yes", "--config", ldap_config) == EXIT_FAILED
-    ldap_rig.source_lines = ldap_lines(ldap, f"ou=secrets,{ldap.suffix}", page_size=5)
-    ldap_rig.write_config()
+    rig.write_config()
+    assert seen.sync(rig.config) == EXIT_FAILED
+    rig.source_lines = ldap_lines(ldap, f"ou=secrets,{ldap.suffix}", page_size=5)
+    rig.write_config()
     send = ldap_source.send_page
     pages = [0]
 
@@ -188,40 +237,22 @@ def test_no_secret_in_any_log_line_report_error_or_table(
         return send(*args)
 
     monkeypatch.setattr(ldap_source, "send_page", stop_mid_read)
-    assert seen.cli(capsys, "sync", "--yes", "--config", ldap_config) == EXIT_FAILED
+    assert seen.sync(rig.config) == EXIT_FAILED
     monkeypatch.undo()
     ldap.start()
 
-    # Every report of every run, in every format.
-    for rig, cfg in ((csv_rig, config), (ldap_rig, ldap_config)):
+
+def show_every_report(seen: Seen, *rigs: Rig) -> None:
+    """Every report of every run, in every format, and the list of them."""
+    for rig in rigs:
+        config = str(rig.config)
         for run in rig.runs():
             for fmt in FORMATS:
                 code = seen.cli(
-                    capsys, "reports", "show", str(run["id"]), "--format", fmt, "--config", cfg
+                    "reports", "show", str(run["id"]), "--format", fmt, "--config", config
                 )
                 assert code == EXIT_OK
-        assert seen.cli(capsys, "reports", "list", "--config", cfg) == EXIT_OK
-
-    secrets = [*issued, "demo-secret", WRONG_SECRET, ldap.password, WRONG_LDAP_PASSWORD]
-    assert len(set(issued)) >= 4  # syncd's first, the two taken away, a renewal
-    tables_text = []
-    token_tables = []
-    for rig in (csv_rig, ldap_rig):
-        others, tokens = database_text(rig.database)
-        tables_text.append(others)
-        token_tables.append(tokens)
-    everything = {
-        "log lines": "\n".join(debug_everywhere.lines),
-        "command output": "\n".join(seen.texts),
-        "tables": "\n".join(tables_text),
-    }
-    assert {"syncd", "httpx", "httpcore", "ldap3"} <= debug_everywhere.loggers
-    assert "access_token=***" in everything["log lines"]  # the token was there, masked
-    for where, text in everything.items():
-        for secret in secrets:
-            assert secret not in text, f"a secret in the {where}"
-    # The tokens table is the one place the current token is kept.
-    assert any(token in token_tables[0] for token in issued)
+        assert seen.cli("reports", "list", "--config", config) == EXIT_OK
 
 
 # ---------------------------------------------------------------- TLS
