@@ -54,11 +54,15 @@ system-packages:
 demo: $(VENV)/.installed
 	$(BIN)/syncd demo $(DEMO_ARGS)
 
-# No function worse than radon's grade C: complexity is gated, not a file's length.
+# No function worse than radon's grade C and no module at the floor of its maintainability
+# index (grade C), in the code, its tests and the benchmarks alike: complexity is gated,
+# not a file's length.
 lint: $(VENV)/.installed
 	$(BIN)/ruff check syncd tests benchmarks
 	$(BIN)/mypy syncd tests benchmarks
-	$(BIN)/xenon --max-absolute C syncd
+	$(BIN)/xenon --max-absolute C syncd tests benchmarks
+	@floor="$$($(BIN)/radon mi --min C syncd tests benchmarks)"; [ -z "$$floor" ] \
+	  || { echo "at the maintainability floor (radon mi, grade C):"; echo "$$floor"; exit 1; }
 
 # The admin's manual into site/: --strict fails on a broken link or a page left out of the
 # navigation; the reference pages are written from the code as they are built.
