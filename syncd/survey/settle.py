@@ -106,15 +106,15 @@ def _stamps(
     users: Iterable[Mapping[str, Any]], written: Collection[str]
 ) -> tuple[int | None, dict[str, int | None]]:
     """The newest stamp the list gives, and the users this run did not write, with theirs."""
-    found: int | None = None
+    stamps: list[int | None] = []  # one a user: the newest is taken once, after the list
     others: dict[str, int | None] = {}
     for user in users:
         username, stamp = user.get("username"), user.get("last_modified")
         stamp = stamp if type(stamp) is int else None
-        found = newest([found, stamp])
+        stamps.append(stamp)
         if isinstance(username, str) and username not in written:
             others[username] = stamp
-    return found, others
+    return newest(stamps), others
 
 
 def _census(client: PlatformClient, root: Node, census: Census) -> Census | None:
