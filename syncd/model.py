@@ -479,8 +479,10 @@ def _employee_problem(
         return f"employee {e.id!r} has no username"
     if not e.name or not e.name.strip():
         return f"employee {e.username!r} has no name"
-    if not (e.id + e.username).isprintable() and (refused := _controls_in(e)):
-        return refused
+    if hidden := controls(e.id):
+        return f"employee id {e.id!r} contains {', '.join(hidden)}"
+    if hidden := controls(e.username):
+        return f"username {e.username!r} contains {', '.join(hidden)}, which cannot be seen"
     if ids and e.id in ids:
         return f"employee id {e.id!r} appears {ids[e.id]} times"
     if not e.username.isascii() and (hidden := invisible(e.username)):
@@ -495,15 +497,6 @@ def _employee_problem(
                 f"employee {e.username!r} is placed in department {p.department_id!r}, "
                 "which is unknown or was rejected"
             )
-    return None
-
-
-def _controls_in(e: Employee) -> str | None:
-    """Why the id or username is refused for its control characters, if it is."""
-    if hidden := controls(e.id):
-        return f"employee id {e.id!r} contains {', '.join(hidden)}"
-    if hidden := controls(e.username):
-        return f"username {e.username!r} contains {', '.join(hidden)}, which cannot be seen"
     return None
 
 
