@@ -12,6 +12,7 @@ from syncd.model import Department, Directory, Employee, Kind, Position, build_d
 from syncd.plan import (
     Action,
     Change,
+    Limits,
     Plan,
     PlatformEmployee,
     PlatformNode,
@@ -21,6 +22,7 @@ from syncd.plan import (
     Snapshot,
     SyncedDepartment,
     SyncedEmployee,
+    check_guards,
     department_fields,
     department_hash,
     employee_fields,
@@ -128,3 +130,8 @@ def changed_there(
         NOW,
     )
     return replace(view, changed={**view.changed, username: record})
+
+
+def guards(p: Plan, d: Directory, s: Snapshot, **limits: Any) -> dict[str, Any]:
+    """The guards' decisions on a plan, by name, under these limits."""
+    return {g.name: g for g in check_guards(p, d, s, Limits(**limits))}

@@ -14,23 +14,17 @@ from syncd.model import Directory, State
 from syncd.plan import (
     Action,
     Departures,
-    Limits,
     PlatformEmployee,
     PlatformPerson,
     PlatformView,
     Policy,
     Snapshot,
-    check_guards,
     departures,
     plan,
     reactivations,
 )
-from tests.engine.plan_world import COMPANY, NOW, directory, empty_view, person, synced
+from tests.engine.plan_world import COMPANY, NOW, directory, empty_view, guards, person, synced
 from tests.support.examples import examples
-
-
-def guards(p: Any, d: Directory, s: Snapshot, **limits: Any) -> dict[str, Any]:
-    return {g.name: g for g in check_guards(p, d, s, Limits(**limits))}
 
 
 def staff(n: int, **kw: Any) -> list[Any]:

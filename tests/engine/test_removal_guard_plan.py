@@ -4,15 +4,18 @@ people locked as missing long ago."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from syncd.model import Directory
 from syncd.plan import DAY_MS, Limits, Policy, Snapshot, check_guards, plan
-from tests.engine.plan_world import COMPANY, NOW, STAFF, dept, directory, empty_view, person, synced
-
-
-def _guard(p: Any, d: Directory, s: Snapshot, **limits: Any) -> dict[str, Any]:
-    return {g.name: g for g in check_guards(p, d, s, Limits(**limits))}
+from tests.engine.plan_world import (
+    COMPANY,
+    NOW,
+    STAFF,
+    dept,
+    directory,
+    empty_view,
+    guards,
+    person,
+    synced,
+)
 
 
 def test_removal_guard_names_the_numbers_and_the_override() -> None:
@@ -21,12 +24,12 @@ def test_removal_guard_names_the_numbers_and_the_override() -> None:
     d = directory(COMPANY, staff[:80])
     p = plan(d, snapshot, view, Policy(), NOW)
     assert p.removals == 20
-    guard = _guard(p, d, snapshot)["max_removals"]
+    guard = guards(p, d, snapshot)["max_removals"]
     assert not guard.passed
     assert "20 removals planned" in guard.message and "--allow-removals 20" in guard.message
-    assert _guard(p, d, snapshot, allow_removals=20)["max_removals"].overridden
-    assert not _guard(p, d, snapshot, allow_removals=19)["max_removals"].passed
-    assert _guard(p, d, snapshot, max_removal_ratio=0.5)["max_removals"].passed
+    assert guards(p, d, snapshot, allow_removals=20)["max_removals"].overridden
+    assert not guards(p, d, snapshot, allow_removals=19)["max_removals"].passed
+    assert guards(p, d, snapshot, max_removal_ratio=0.5)["max_removals"].passed
 
 
 def test_an_empty_or_shrunken_source_is_blocked() -> None:
@@ -34,9 +37,9 @@ def test_an_empty_or_shrunken_source_is_blocked() -> None:
     snapshot, view = synced(directory(COMPANY, staff))
     empty = directory(COMPANY, [])
     p = plan(empty, snapshot, view, Policy(), NOW)
-    guards = _guard(p, empty, snapshot, max_removals=1000, max_removal_ratio=1.0)
-    assert not guards["source_shrink"].passed
-    assert "returned 0 employees, 30 were synced" in guards["source_shrink"].message
+    decided = guards(p, empty, snapshot, max_removals=1000, max_removal_ratio=1.0)
+    assert not decided["source_shrink"].passed
+    assert "returned 0 employees, 30 were synced" in decided["source_shrink"].message
     fine = directory(COMPANY, staff[:28])
     p = plan(fine, snapshot, view, Policy(), NOW)
     assert all(g.passed for g in check_guards(p, fine, snapshot, Limits()))
@@ -49,15 +52,15 @@ def test_the_shrink_guard_does_not_count_people_locked_as_missing_long_ago() -> 
     d = directory(COMPANY, staff[:85])
     p = plan(d, snapshot, view, Policy(leaver_policy="lock"), NOW)
     assert p.changes == ()
-    guards = _guard(p, d, snapshot)
-    assert all(g.passed for g in guards.values())
-    assert guards["source_shrink"].message == (
+    decided = guards(p, d, snapshot)
+    assert all(g.passed for g in decided.values())
+    assert decided["source_shrink"].message == (
         "the source returned 85 employees, 85 were synced before "
         "(not counting 15 locked as missing from earlier reads)"
     )
     shrunk = directory(COMPANY, staff[:70])
     p = plan(shrunk, snapshot, view, Policy(leaver_policy="lock"), NOW)
-    assert not _guard(p, shrunk, snapshot, max_removals=1000)["source_shrink"].passed
+    assert not guards(p, shrunk, snapshot, max_removals=1000)["source_shrink"].passed
 
 
 def test_department_deletions_are_guarded_against_the_number_of_departments() -> None:
@@ -68,16 +71,16 @@ def test_department_deletions_are_guarded_against_the_number_of_departments() ->
     d = directory([], staff)
     p = plan(d, snapshot, view, Policy(), NOW)
     assert p.removals == 50
-    guard = _guard(p, d, snapshot)["max_removals"]
+    guard = guards(p, d, snapshot)["max_removals"]
     assert not guard.passed
     assert guard.message == (
         "50 removals planned (locks, removals, department deletions); the limits are 50 and "
         "10% of 650 synced records, and 10% of 50 synced departments (50 to delete): rerun "
         "with --allow-removals 50 if this is intended"
     )
-    assert _guard(p, d, snapshot, allow_removals=50)["max_removals"].overridden
+    assert guards(p, d, snapshot, allow_removals=50)["max_removals"].overridden
     few = directory(departments[5:], staff)
-    assert _guard(plan(few, snapshot, view, Policy(), NOW), few, snapshot)["max_removals"].passed
+    assert guards(plan(few, snapshot, view, Policy(), NOW), few, snapshot)["max_removals"].passed
 
 
 def test_guards_pass_on_a_first_sync() -> None:
