@@ -9,21 +9,26 @@ from pathlib import Path
 import pytest
 
 from syncd.config import CsvSource
-from syncd.model import Employee, Position, State
+from syncd.model import Directory, Employee, Position, State
 from syncd.sources.csv import read_csv
 
 SAMPLE = Path(__file__).parent.parent.parent / "config" / "sample"
 SAMPLE_POSITIONS = {"positions": "positions"}
 
 
-def test_the_sample_company_in_two_files() -> None:
-    directory = read_csv(
+def sample_in_two_files() -> Directory:
+    """The bundled sample company, read from its departments and employees files."""
+    return read_csv(
         CsvSource(
             employees=SAMPLE / "employees.csv",
             departments=SAMPLE / "departments.csv",
             columns=SAMPLE_POSITIONS,
         )
     )
+
+
+def test_the_sample_company_in_two_files() -> None:
+    directory = sample_in_two_files()
     assert directory.rejected == ()
     assert len(directory.departments) == 11
     assert max(len(directory.path(d)) for d in directory.departments) == 3
@@ -36,13 +41,7 @@ def test_the_sample_company_in_two_files() -> None:
 
 
 def test_the_sample_company_in_paths_is_the_same_company() -> None:
-    two_files = read_csv(
-        CsvSource(
-            employees=SAMPLE / "employees.csv",
-            departments=SAMPLE / "departments.csv",
-            columns=SAMPLE_POSITIONS,
-        )
-    )
+    two_files = sample_in_two_files()
     paths = read_csv(
         CsvSource(
             layout="paths", employees=SAMPLE / "employees-paths.csv", columns=SAMPLE_POSITIONS
