@@ -257,7 +257,7 @@ def restore(h: History, rig: Rig, copy: Path) -> None:
 
 
 @dataclass(frozen=True)
-class PlatformView:
+class RoundEnd:
     """The platform as a round left it (read once, after ``--check``), with the accounts
     the state database says syncd holds."""
 
@@ -269,7 +269,7 @@ class PlatformView:
     held: dict[str, str]  # source id -> username, as the state database holds them
 
     @classmethod
-    def read(cls, rig: Rig) -> PlatformView:
+    def read(cls, rig: Rig) -> RoundEnd:
         state = rig.emulator.state()
         return cls(
             nodes=state["nodes"],
@@ -288,7 +288,7 @@ def assert_invariants(h: History, rig: Rig) -> None:
     """The invariants of a round's end (the module's docstring lists them): who may hold
     which node and account, nobody wrongly in, nobody wrongly out."""
     assert_check_plans_nothing(rig)
-    there = PlatformView.read(rig)
+    there = RoundEnd.read(rig)
     assert_no_serial_no_twice(there)
     assert_no_name_path_twice(there)
     assert_no_username_twice(there)
@@ -310,23 +310,23 @@ def assert_check_plans_nothing(rig: Rig) -> None:
     assert check.plan.changes == (), [c.message for c in check.plan.changes]
 
 
-def assert_no_serial_no_twice(there: PlatformView) -> None:
+def assert_no_serial_no_twice(there: RoundEnd) -> None:
     serials = [n["serial_no"] for n in there.nodes if n.get("serial_no")]
     assert len(serials) == len(set(serials)), f"a serial_no twice: {serials}"
 
 
-def assert_no_name_path_twice(there: PlatformView) -> None:
+def assert_no_name_path_twice(there: RoundEnd) -> None:
     paths = [n["full_name_path"] for n in there.nodes]
     assert len(paths) == len(set(paths)), f"a name path twice: {sorted(paths)}"
 
 
-def assert_no_username_twice(there: PlatformView) -> None:
+def assert_no_username_twice(there: RoundEnd) -> None:
     usernames = [e["username"] for e in there.employees]
     twice = sorted({u for u in usernames if usernames.count(u) > 1})
     assert len(there.people) == len(there.employees), f"a username twice: {twice}"
 
 
-def assert_departments_as_in_source(h: History, there: PlatformView) -> None:
+def assert_departments_as_in_source(h: History, there: RoundEnd) -> None:
     """Every department the source holds is on the platform, named and placed as it says."""
     for unit in h.units():
         node = there.by_serial.get(unit["id"])
@@ -335,7 +335,7 @@ def assert_departments_as_in_source(h: History, there: PlatformView) -> None:
         assert there.serial_of(node["parent_org_id"]) == (unit["parent_id"] or None), unit
 
 
-def source_people(h: History, there: PlatformView) -> Iterator[tuple[dict[str, str], str]]:
+def source_people(h: History, there: RoundEnd) -> Iterator[tuple[dict[str, str], str]]:
     """Each row the source holds (rejected rows aside) and the username its account has:
     a departed person's account keeps the username the state database holds."""
     for row in h.people():
@@ -352,7 +352,7 @@ def deleted_while_departed(h: History, row: dict[str, str]) -> bool:
     return row["status"] == "departed" and row["id"] in h.deleted
 
 
-def assert_source_people_on_platform(h: History, there: PlatformView) -> None:
+def assert_source_people_on_platform(h: History, there: RoundEnd) -> None:
     """Nobody wrongly out: every person the source holds has an account on the platform
     (but one deleted there while departed)."""
     for row, username in source_people(h, there):
@@ -362,7 +362,7 @@ def assert_source_people_on_platform(h: History, there: PlatformView) -> None:
 
 
 def source_accounts(
-    h: History, there: PlatformView
+    h: History, there: RoundEnd
 ) -> Iterator[tuple[dict[str, str], str, dict[str, Any]]]:
     """Each row the source holds with an account on the platform: the row, the account's
     username and the account."""
@@ -371,7 +371,7 @@ def source_accounts(
             yield row, username, there.people[username]
 
 
-def assert_people_as_in_source(h: History, there: PlatformView) -> None:
+def assert_people_as_in_source(h: History, there: RoundEnd) -> None:
     """Every person the source holds is on the platform as it says (an account under an
     old username, a departed person's, keeps its name and values)."""
     for row, username, p in source_accounts(h, there):
@@ -390,9 +390,7 @@ def assert_no_value_the_source_lacks(row: dict[str, str], p: dict[str, Any]) -> 
             assert p[name] == row[name], (row, name, p[name])
 
 
-def assert_positions_as_in_source(
-    there: PlatformView, row: dict[str, str], p: dict[str, Any]
-) -> None:
+def assert_positions_as_in_source(there: RoundEnd, row: dict[str, str], p: dict[str, Any]) -> None:
     primary = [there.serial_of(x["org_id"]) for x in p["positions"] if x["primary"]]
     others = sorted(there.serial_of(x["org_id"]) or "" for x in p["positions"] if not x["primary"])
     # The source drops a secondary position in the primary department.
@@ -402,7 +400,7 @@ def assert_positions_as_in_source(
     assert (primary, others) == ([row["department"]], wanted_others), (row, p["positions"])
 
 
-def values_missing(h: History, there: PlatformView) -> dict[tuple[str, str], str]:
+def values_missing(h: History, there: RoundEnd) -> dict[tuple[str, str], str]:
     """(source id, field) -> username, of each mobile or e-mail address the source gives a
     person that their account lacks (``assert_values_held_elsewhere`` says why)."""
     return {
@@ -414,7 +412,7 @@ def values_missing(h: History, there: PlatformView) -> dict[tuple[str, str], str
     }
 
 
-def leavers_gone(h: History, there: PlatformView) -> set[str]:
+def leavers_gone(h: History, there: RoundEnd) -> set[str]:
     """The usernames of the leavers no row of the source holds any more (a departed
     person's old username is still theirs: not a leaver)."""
     in_source = {row["username"] for row in h.people()}
@@ -422,7 +420,7 @@ def leavers_gone(h: History, there: PlatformView) -> set[str]:
     return h.leavers - in_source
 
 
-def assert_leavers_locked_or_removed(h: History, there: PlatformView, leavers: set[str]) -> None:
+def assert_leavers_locked_or_removed(h: History, there: RoundEnd, leavers: set[str]) -> None:
     """Nobody wrongly in: each leaver is removed, or locked, as the policy says."""
     for username in leavers:
         p = there.people.get(username)
@@ -432,7 +430,7 @@ def assert_leavers_locked_or_removed(h: History, there: PlatformView, leavers: s
             assert p is None or p["locked"], f"leaver {username} not locked"
 
 
-def assert_departments_gone_kept_only_while_used(h: History, there: PlatformView) -> None:
+def assert_departments_gone_kept_only_while_used(h: History, there: RoundEnd) -> None:
     """A department gone from the source stays only while something is left in it."""
     source_units = {u["id"] for u in h.units()}
     for serial, node in there.by_serial.items():
@@ -441,14 +439,14 @@ def assert_departments_gone_kept_only_while_used(h: History, there: PlatformView
             assert node["all_employee_count"] or has_children, f"{serial} kept empty"
 
 
-def assert_state_database_holds_the_platforms_nodes(rig: Rig, there: PlatformView) -> None:
+def assert_state_database_holds_the_platforms_nodes(rig: Rig, there: RoundEnd) -> None:
     """The state database holds each of syncd's nodes by its platform id, and no other."""
     ids = {r["source_id"]: r["node_id"] for r in rig.rows("SELECT * FROM departments")}
     assert ids == {s: n["id"] for s, n in there.by_serial.items()}
 
 
 def assert_state_database_holds_the_platforms_accounts(
-    h: History, rig: Rig, there: PlatformView
+    h: History, rig: Rig, there: RoundEnd
 ) -> None:
     """Each person the state database holds has that account on the platform (a rejected
     row's record is left as it is)."""
