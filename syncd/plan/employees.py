@@ -146,8 +146,10 @@ class EmployeePlanner:
             self.weighed.add(synced.username)
             self._deleted_on_platform(e, synced)
             return
-        wanted = self.hash(e)
         found = self.drift.found(synced)
+        if found is not None and self._not_theirs(synced, found):
+            return
+        wanted = self.hash(e)
         self._plan_update(e, synced, wanted, found)
         self.plan_lock_state(e, synced.locked, synced, found)
 
@@ -254,6 +256,8 @@ class EmployeePlanner:
             if unread is None:
                 continue
             e, synced = unread
+            if self._not_theirs(synced, found):
+                continue
             self._plan_update(e, synced, synced.hash, found)
             if synced.locked and not found.locked:
                 record = e if e.state is State.DEPARTED else None
@@ -459,20 +463,30 @@ class EmployeePlanner:
                 self.notes.append(note)
         return held
 
-    def _not_theirs(self, synced: SyncedEmployee, found: PlatformEmployee) -> None:
-        """A leaver whose username's account on the platform carries another record's source
-        id: evidence over memory, the account is not theirs (a state database restored from
-        before the username went to someone else, another installation's account), so it
-        is neither locked nor removed for them."""
+    def _not_theirs(self, synced: SyncedEmployee, found: PlatformEmployee) -> bool:
+        """Whether the platform's account under a person's username carries another record's
+        source id: evidence over memory, it is not the account syncd holds for them (a state
+        database restored from before the username went to someone else, another
+        installation's or program's account). Then nothing is sent for the person through
+        it, whatever the source says (no update, lock, unlock or removal: updates and
+        removals go by username), and a conflict says so. The change stays unweighed, so the
+        people's cursor stays before it and every run reads that evidence again until it
+        changes (see Plan.unweighed_since)."""
+        if found.extension_id in (None, synced.source_id):
+            return False
+        if synced.source_id in self.directory.employees:
+            where, spared = "is in the source", "neither updated, locked nor unlocked"
+        else:
+            where, spared = "is missing from the source", "neither locked nor removed"
         message = (
-            f"source id {synced.source_id} is missing from the source, but the platform's "
-            f"account {synced.username} (id {found.id}) carries source id {found.extension_id}: "
-            f"it is not the account syncd holds for {synced.source_id}, so it is neither locked "
-            "nor removed. The state database is behind the platform (restored from an older "
-            "backup?) or another program wrote the account; `syncd state rebuild --dry-run` "
-            "compares them"
+            f"source id {synced.source_id} {where}, but the platform's account "
+            f"{synced.username} (id {found.id}) carries source id {found.extension_id}: it is "
+            f"not the account syncd holds for {synced.source_id}, so it is {spared} for it. "
+            "The state database is behind the platform (restored from an older backup?) or "
+            "another program wrote the account; `syncd state rebuild --dry-run` compares them"
         )
         self.notes.append(Note("conflict", synced.source_id, message))
+        return True
 
     def _rekeyed_usernames(self) -> set[str]:
         """Usernames (as look-alike keys) held by source records syncd never synced: a missing
@@ -484,16 +498,15 @@ class EmployeePlanner:
         }
 
     def _plan_leaver(self, synced: SyncedEmployee) -> None:
+        found = self.drift.found(synced)
+        if found is not None and self._not_theirs(synced, found):
+            return
         if self.view.changed:
             self.weighed.add(synced.username)
         if self.drift.gone(synced):
             self._forget(synced, "missing from the source and deleted on the platform")
             return
         policy = self.policy.leaver_policy
-        found = self.drift.found(synced)
-        if found is not None and found.extension_id not in (None, synced.source_id):
-            self._not_theirs(synced, found)
-            return
         if synced.locked and found is not None and not found.locked and policy != "remove":
             # Unlocked on the platform while syncd holds them locked as gone: lock again
             # (the grace period still runs from the first lock).

@@ -11,12 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from syncd.model import State
-from syncd.plan import PlatformPerson, Policy, Snapshot, plan
+from syncd.plan import Plan, PlatformPerson, Policy, Snapshot, plan
 from syncd.spelling import look_alike
 from tests.engine.plan_world import (
     COMPANY,
     NOW,
     STAFF,
+    actions,
     changed_there,
     directory,
     empty_view,
@@ -92,5 +93,52 @@ def test_a_leaver_is_never_locked_or_removed_through_an_account_that_names_anoth
     if mark is not None and mark != "e3":
         assert acted == []
         assert any(n.key == "e3" and f"carries source id {mark}" in n.message for n in p.notes)
+        assert p.unweighed_since == NOW  # read again next run: still nobody's to remove
     else:
         assert acted == [("remove" if policy == "remove" else "lock")]
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    mark=st.one_of(st.none(), st.just("e3"), OTHER_IDS),
+    state=st.sampled_from([State.ACTIVE, State.DEPARTED]),
+    synced_locked=st.booleans(),
+    locked_there=st.booleans(),
+    drift=st.dictionaries(st.sampled_from(["name", "email", "mobile", "sn"]), st.text(max_size=3)),
+    source_changed=st.booleans(),
+    complete=st.booleans(),
+)
+def test_a_person_is_never_updated_locked_or_unlocked_through_an_account_that_names_another(
+    mark: str | None,
+    state: State,
+    synced_locked: bool,
+    locked_there: bool,
+    drift: dict[str, str],
+    source_changed: bool,
+    complete: bool,
+) -> None:
+    # Found by exploration, 2026-11-29: an account of carol's deleted on the platform and
+    # her username given to someone else by another program (its extension_id theirs).
+    # syncd "put back" carol's fields over the other person's account as drift (updates go
+    # by username), and locked it when carol departed. Whatever the source says of her and
+    # whatever the account holds, a full read or an incremental one that did not return
+    # her, nothing is sent for her through an account that names another record.
+    snapshot, view = synced(
+        directory(COMPANY, STAFF), locked={"e3": NOW} if synced_locked else None
+    )
+    view = changed_there(view, snapshot, "carol", locked=locked_there, **drift)
+    record = view.changed["carol"]
+    carol = STAFF[2]._replace(state=state, name="Carol Li" if source_changed else "Carol")
+    source = directory(COMPANY, [*STAFF[:2], carol] if complete else [STAFF[0]], complete=complete)
+
+    def planned(extension_id: str | None) -> Plan:
+        account = replace(record, id=record.id + 100, extension_id=extension_id)
+        return plan(source, snapshot, replace(view, changed={"carol": account}), Policy(), NOW)
+
+    p = planned(mark)
+    if mark is not None and mark != "e3":
+        assert [c for c in p.changes if c.key == "e3" or c.display == "carol"] == []
+        assert any(n.key == "e3" and f"carries source id {mark}" in n.message for n in p.notes)
+        assert p.unweighed_since == NOW  # the cursor stays: the evidence is read every run
+    else:  # carol's mark, or none: planned as an account without one always was
+        assert actions(p) == actions(planned(None))
