@@ -14,7 +14,7 @@ from typing import Any
 
 from syncd.model import Employee, Kind, State
 from syncd.plan.fields import employee_from_fields
-from syncd.plan.values import PlatformEmployee, PlatformView, Snapshot, SyncedEmployee
+from syncd.plan.values import DEPARTED, PlatformEmployee, PlatformView, Snapshot, SyncedEmployee
 
 Positions = tuple[tuple[int, bool, bool, str], ...]
 
@@ -153,7 +153,7 @@ class PeopleDrift:
         written = self.snapshot.written(Kind.EMPLOYEE, synced.source_id)
         if written is None:
             return None
-        departed = synced.locked and synced.lock_reason == "departed"
+        departed = synced.locked and synced.lock_reason == DEPARTED
         state = State.DEPARTED if departed else State.ACTIVE
         return employee_from_fields(synced.source_id, written, extended_fields, state)
 

@@ -299,13 +299,16 @@ class _Joining:
         source = " + ".join(f"{r.name}={r.directory.source}" for r in reads)
         filtered = sum(r.directory.filtered for r in reads)
         warnings = [f"{r.name}: {w}" for r in reads for w in r.directory.warnings]
+        # Whether any source says who is departed: if none does, everyone reads as active
+        # for want of a status, and the planner gives nobody it knew as departed access.
+        status_read = any(r.directory.status_read for r in reads)
         if _plainly_valid(merged):
             # Each source validated its own records and the tree; what joining can break is
             # checked above: a username and a name given, no username twice. So the 100,000
             # people of a join are not validated a second time, one by one.
             directory = Directory(
                 dict(self.tree), dict(merged), tuple(self.rejected), complete, source, None,
-                filtered, tuple(warnings),
+                filtered, tuple(warnings), status_read=status_read,
             )  # fmt: skip
         else:
             directory = build_directory(
@@ -316,6 +319,7 @@ class _Joining:
                 source=source,
                 filtered=filtered,
                 warnings=warnings,
+                status_read=status_read,
             )
         return self._named(directory)
 

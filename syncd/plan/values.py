@@ -32,13 +32,18 @@ class SyncedDepartment(NamedTuple):
     hash: str
 
 
+# The lock reason of someone locked because a read called them departed (a status, an end
+# date's own reason aside): only a read with a status may call them active again.
+DEPARTED = "departed"
+
+
 class SyncedEmployee(NamedTuple):
     source_id: str
     username: str
     employee_id: int | None
     hash: str
     locked: bool = False
-    lock_reason: str | None = None
+    lock_reason: str | None = None  # DEPARTED, "missing", or an effective date's
     locked_since: int | None = None
     matched_by: str | None = None  # adopted by this key: the platform's username is kept
 
@@ -371,6 +376,21 @@ def department_paths(changes: Iterable[Change]) -> dict[str, str]:
 
 def people(n: int) -> str:
     return "1 person" if n == 1 else f"{n:,} people"
+
+
+KEPT_LOCKED = "kept locked"  # a note's kind: a run with one is partial (syncd.run.runner)
+
+
+def kept_locked(n: int) -> str:
+    """Why people the source called departed are given no access by a read without a status."""
+    return (
+        f"{people(n)} the source called departed before read as active, but this read has "
+        "no status: the file lacks its status column (a header renamed or left out, "
+        "source.csv.columns.status) or the directory its status attribute, and without one "
+        "everyone reads as active. Kept as they are, locked or without an account: a read "
+        "whose status says they are active again gives them access, as does unlocking them "
+        "on the platform"
+    )
 
 
 def matches_any(value: str, patterns: Sequence[str]) -> bool:

@@ -31,6 +31,7 @@ from syncd.executor import ApplyResult, NoProgress, Progress, item_rows, lease_l
 from syncd.logs import redact
 from syncd.model import Directory
 from syncd.plan import (
+    KEPT_LOCKED,
     Departures,
     GuardDecision,
     Note,
@@ -561,8 +562,12 @@ class _Run:
 
     def _judge_read(self) -> None:
         """A run that would end ok is partial when its read set aside rows for a status
-        value nobody named, or most of the source (syncd.sources.set_aside)."""
+        value nobody named, or most of the source (syncd.sources.set_aside), or kept people
+        locked whom a read without a status called active (plan.KEPT_LOCKED): either way a
+        departed person's access hangs on something the admin must look at."""
         told = set_aside.problems(self.summary.get("source") or {})
+        if self.result.plan is not None:
+            told += [n.message for n in self.result.plan.notes if n.kind == KEPT_LOCKED]
         if not told or self.result.outcome != "ok":
             return
         self.result.outcome, self.result.exit_code = "partial", EXIT_PARTIAL

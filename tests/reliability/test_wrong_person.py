@@ -162,6 +162,41 @@ def test_an_emptied_status_column_grants_nobody_access(rig: Rig) -> None:
     assert len(reasons) == 1 and "column 'status' is empty" in reasons.pop()
 
 
+@pytest.mark.parametrize(
+    "header",
+    ["employment_status", "status\u200b", "ｓｔａｔｕｓ", "在职状态", None],
+    ids=["renamed", "zero-width-space", "full-width", "chinese", "left-out"],
+)
+def test_a_status_column_renamed_or_left_out_gives_no_former_employee_access(
+    rig: Rig, header: str | None
+) -> None:
+    # Found by exploration, 2026-11-29: the settings leave the status column at its default
+    # name (as `syncd init` writes them), so a file without it reads everyone as active:
+    # three locked leavers were unlocked and three departed people given accounts, exit 0.
+    departed_company(rig)
+    before = rig.platform()
+    lines = good_bytes(rig).decode("utf-8").splitlines(keepends=True)
+    columns = lines[0].rstrip("\r\n").split(",")
+    at = columns.index("status")
+    if header is None:
+        lines = [",".join(line.rstrip("\r\n").split(",")[:at]) + "\r\n" for line in lines]
+    else:
+        lines[0] = ",".join([*columns[:at], header, *columns[at + 1 :]]) + "\r\n"
+    for run in range(2):  # the second run's source is unchanged: not read, still told
+        result = run_with(rig, "".join(lines).encode("utf-8"))
+        assert (result.outcome, result.exit_code) == ("partial", EXIT_PARTIAL), run
+        assert result.error is not None and result.error.startswith(
+            "6 people the source called departed before read as active, but this read has no status"
+        )
+        assert "source.csv.columns.status" in result.error
+        assert rig.platform().people == before.people  # nobody unlocked, nobody created
+        assert not any(k.endswith(("/unlock", "/enable")) for k in writes(rig.emulator))
+
+    result = run_with(rig, good_bytes(rig))  # the header as it was: still departed
+    assert (result.outcome, result.exit_code) == ("ok", EXIT_OK), result.error
+    assert rig.platform().people == before.people
+
+
 # ------------------------------------------- a duplicate id, one copy rejected (issue 32)
 
 
