@@ -3,10 +3,15 @@ columns, and a header that is missing a column, cannot be read, or comes again."
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from syncd.model import Position, State
 from tests.sources.csv_support import DEPARTMENTS, HEADER, fails, read, rejected_at, settings_for
+from tests.support.examples import examples
 
 # ---------------------------------------------------------------- headers and columns
 
@@ -88,6 +93,61 @@ def test_a_repeated_header_is_not_a_person(tmp_path: Path) -> None:
 def test_a_repeated_header_in_the_departments_file(tmp_path: Path) -> None:
     directory = read(tmp_path, HEADER, DEPARTMENTS + "id,name,parent_id\n")
     assert "repeats the header" in rejected_at(directory, "departments.csv:4").reason
+
+
+COLUMNS = ["id", "username", "name", "department", "email", "status"]
+SPELLINGS = [str, str.upper, str.title, lambda name: "\ufeff" + name]
+
+
+def _row(n: int, order: list[int]) -> str:
+    cells = [f"E{n}", f"user{n}", f"Person {n}", "D2", f"user{n}@example.com", "active"]
+    return ",".join(cells[i] for i in order) + "\n"
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    order=st.permutations(range(len(COLUMNS))),
+    spelling=st.lists(st.sampled_from(SPELLINGS), min_size=len(COLUMNS), max_size=len(COLUMNS)),
+    before=st.integers(0, 3),
+    after=st.integers(1, 3),
+)
+def test_a_header_again_is_never_read_as_people_nor_read_past_in_another_order(
+    order: list[int], spelling: list[object], before: int, after: int
+) -> None:
+    # Found by exploration, 2026-11-29: two exports joined into one file, the second with
+    # its columns in another order (username first). Only a header spelled exactly as the
+    # first was known again; this one was rejected as "'birthday' is not a date", and the
+    # rows after it were read under the first header: ids as usernames, usernames as ids
+    # (active people locked as leavers, accounts made for their ids).
+    same = list(range(len(COLUMNS)))
+    again = ",".join(spelling[i](COLUMNS[i]) for i in order) + "\n"  # type: ignore[operator]
+    text = (
+        ",".join(COLUMNS) + "\n"
+        + "".join(_row(n, same) for n in range(before))
+        + again
+        + "".join(_row(n, order) for n in range(before, before + after))
+    )  # fmt: skip
+    line = before + 2
+    with tempfile.TemporaryDirectory() as folder:
+        settings = settings_for(Path(folder), text)
+        if order != same:
+            message = fails(settings)
+            assert message.startswith(f"employees.csv:{line}: this row is the header again")
+            return
+        directory = read(Path(folder), text)
+    people = {k: e.username for k, e in directory.employees.items()}
+    assert people == {f"E{n}": f"user{n}" for n in range(before + after)}
+    assert "repeats the header" in rejected_at(directory, f"employees.csv:{line}").reason
+
+
+def test_a_departments_header_again_in_another_order_fails(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, HEADER, DEPARTMENTS + "parent_id,id,name\nD1,D3,Sales\n")
+    assert fails(settings) == (
+        "departments.csv:4: this row is the header again, with its columns in another "
+        "order ('parent_id' where the first header has 'id'): two exports joined into one "
+        "file? The rows after it cannot be read under the first header; export the file "
+        "again, or give each export a file of its own"
+    )
 
 
 def test_a_nul_in_the_header_fails(tmp_path: Path) -> None:

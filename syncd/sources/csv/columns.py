@@ -27,6 +27,8 @@ class _Columns:
                 self._seen_twice.setdefault(key, [self._index[key]]).append(i)
             else:
                 self._index[key] = i
+        self._keys = [header_key(cell) for cell in table.header]
+        self._named_keys = sorted(key for key in self._keys if key)
         self.width = len(table.header)
         self.min_width = table.named_width
         # The header ends in columns without a name: a row's text there is not its own.
@@ -94,13 +96,29 @@ class _Columns:
             return False
         return self.misfit([*head[:-1], head[-1] + "\n" + tail[0], *tail[1:]]) is None
 
-    def repeats_header(self, cells: list[str]) -> bool:
-        """Whether a row is the header again, as when two exports are joined into one file."""
-        if self.misfit(cells) is not None:
+    def repeats_header(self, cells: list[str], where: str) -> bool:
+        """Whether a row is the header again, as when two exports are joined into one file
+        (its names in any letter case, a byte order mark before them).
+
+        The header again with its columns in another order raises SourceError: the rows
+        after it are laid out by that header, and read under the first one an id would be
+        read as a username (people locked as leavers, accounts made for their ids).
+        """
+        keys = [header_key(cell) for cell in cells]
+        if sorted(key for key in keys if key) != self._named_keys:
             return False
-        # Not strict: a fitting row may end before trailing unnamed columns, or go past them.
-        pairs = zip(cells, self.labels, strict=False)
-        return all(cell.replace("\ufeff", "").strip() == label for cell, label in pairs)
+        found = [(cell, key) for cell, key in zip(cells, keys, strict=True) if key]
+        order = [(label, key) for label, key in zip(self.labels, self._keys, strict=True) if key]
+        pairs = zip(found, order, strict=True)
+        moved = next(((cell, label) for (cell, k), (label, j) in pairs if k != j), None)
+        if moved is None:
+            return True
+        raise SourceError(
+            f"{where}: this row is the header again, with its columns in another order "
+            f"({moved[0].strip()!r} where the first header has {moved[1]!r}): two exports "
+            "joined into one file? The rows after it cannot be read under the first header; "
+            "export the file again, or give each export a file of its own"
+        )
 
     def trusted(self, cells: list[str] | None, index: int | None) -> str | None:
         """A cell that names the row's record, when it can be trusted to (for rejected rows)."""

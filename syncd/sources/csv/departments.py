@@ -66,7 +66,7 @@ def _read_departments(table: _Table, settings: CsvDepartmentColumns) -> _Departm
                     items.pop()
                     reject(head, split_head(line), before[1][:-1], hides=True)
             reject(where, misfit, cells, hides=True)
-        elif columns.repeats_header(cells):
+        elif columns.repeats_header(cells, where):
             reject(where, _REPEATED_HEADER, cells)
         else:
             department = _department(cells, at, columns)

@@ -196,7 +196,15 @@ class _EmployeeReader:
         required = ("id", "username", "name", "department")
         at = _resolved(columns, settings.columns, "source.csv.columns", required)
         self.id, self.username = at["id"], at["username"]
-        self._id_label = columns.label(self.id)
+        # The spellings of the header's names a header row again (two exports joined into
+        # one file) may give its id cell: such a row is looked at closely (repeats_header).
+        self._header_cells = frozenset(
+            bom + spelled
+            for label in columns.labels
+            if label
+            for spelled in (label, label.casefold(), label.upper(), label.title())
+            for bom in ("", "\ufeff")
+        )
         self._at = _EmployeeIndexes(**{f: _ABSENT if i is None else i for f, i in at.items()})
         extras = [
             (attribute, columns.find(header, "source.csv.extra_columns", required=True))
@@ -253,11 +261,17 @@ class _EmployeeReader:
         values = list(map(str.strip, cells))
         values.append("")  # what every column the file lacks reads as (index _ABSENT)
         at = self._at
-        if values[at.id] == self._id_label and self._columns.repeats_header(cells):
+        if values[at.id] in self._header_cells and self._columns.repeats_header(cells, where):
             return _REPEATED_HEADER
-        if self._mapping.rules is None and self._mapping.trace is None:
-            return self._employee(values, at, where)
-        return self._mapped(values, where)
+        found = (
+            self._employee(values, at, where)
+            if self._mapping.rules is None and self._mapping.trace is None
+            else self._mapped(values, where)
+        )
+        # A row rejected may be the header again, its id cell spelled some other way.
+        if isinstance(found, str) and self._columns.repeats_header(cells, where):
+            return _REPEATED_HEADER
+        return found
 
     def _mapped(self, values: list[str], where: str) -> Employee | str | None:
         """The row by the mapping rules (see syncd.mapping), told to the trace if any."""
