@@ -414,7 +414,7 @@ def _rejected_copies(rejected: list[RejectedRow]) -> tuple[list[str], list[str]]
     for row in rejected:
         if row.kind is Kind.EMPLOYEE:
             if row.key:
-                ids.append(row.key)
+                ids.append(look_alike(row.key))
             if row.username and row.username.strip():
                 usernames.append(look_alike(row.username))
     return ids, usernames
@@ -427,7 +427,7 @@ def _valid_employees(
     copies: tuple[list[str], list[str]],
 ) -> dict[str, Employee]:
     rejected_ids, rejected_usernames = copies
-    ids = _repeated([e.id for _, e in items] + rejected_ids)
+    ids = _repeated(look_alikes([e.id for _, e in items]) + rejected_ids)
     usernames = _repeated(
         look_alikes([u for _, e in items if (u := e.username)]) + rejected_usernames
     )
@@ -483,8 +483,10 @@ def _employee_problem(
         return f"employee id {e.id!r} contains {', '.join(hidden)}"
     if hidden := controls(e.username):
         return f"username {e.username!r} contains {', '.join(hidden)}, which cannot be seen"
-    if ids and e.id in ids:
-        return f"employee id {e.id!r} appears {ids[e.id]} times"
+    if ids and (key := look_alike(e.id)) in ids:
+        return f"employee id {e.id!r} appears {ids[key]} times"
+    if not e.id.isascii() and (hidden := invisible(e.id)):
+        return f"employee id {e.id!r} contains {', '.join(hidden)}, which cannot be seen"
     if not e.username.isascii() and (hidden := invisible(e.username)):
         return f"username {e.username!r} contains {', '.join(hidden)}, which cannot be seen"
     if usernames and (folded := look_alike(e.username)) in usernames:
