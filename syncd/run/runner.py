@@ -485,7 +485,7 @@ class _Run:
             "departments": len(directory.departments),
             "employees": len(directory.employees),
             "rejected": len(directory.rejected),
-            **set_aside.counts(directory),
+            **set_aside.counts(directory, people_held=snapshot.headcount > 0),
         }
         self.result.source = self.summary["source"]
         self.state.insert_rejected(

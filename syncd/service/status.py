@@ -3,8 +3,9 @@
 It reads what the daemon leaves behind (its lock file and its record in the state
 database), so it works from any process on the host. Its exit code says whether syncd is
 healthy, for a container's health check or a monitoring check: 0 healthy; 1 unhealthy:
-the last real run failed or was blocked, or set aside rows for a status value nobody named
-(a departed person keeps their access until the settings name it: syncd.sources.set_aside),
+the last real run failed or was blocked, set aside rows for a status value nobody named
+(a departed person keeps their access until the settings name it: syncd.sources.set_aside)
+or rows that kept it from looking for leavers,
 no run succeeded (``SUCCEEDED``: ok or partial) within ``status.max_success_age_minutes``,
 or the daemon's next run is long overdue; 3
 not running (as an LSB init script's status): the daemon is expected and none runs, or
@@ -37,7 +38,7 @@ from syncd.config import Settings
 from syncd.errors import DaemonNotRunning, SyncdError, Unhealthy
 from syncd.run.lock import FileLock, holder, lock_holder
 from syncd.service.cluster import print_cluster, read_cluster
-from syncd.sources.set_aside import UNNAMED
+from syncd.sources.set_aside import LEAVERS_UNKNOWN, UNNAMED
 
 run_log = logging.getLogger("syncd.run")  # what a run did, for the daemon and the shell alike
 
@@ -111,6 +112,8 @@ class Status:
     cluster: dict[str, Any] | None = None  # the lease and the members (syncd.service.cluster)
     # Status values nobody named, with their rows, as the last finished real run set aside.
     unnamed: dict[str, int] = field(default_factory=dict)
+    # The last real run's rows that kept its read from naming leavers (set_aside), if partial.
+    leavers_unknown: dict[str, Any] = field(default_factory=dict)
 
     @property
     def daemon_expected(self) -> bool:
@@ -209,6 +212,7 @@ def _read_runs(state: store.StateStore, found: Status) -> None:
     if finished and finished[0].outcome == "partial":
         source = state.run_summary(finished[0].id).get("source") or {}
         found.unnamed = dict(source.get(UNNAMED) or {})
+        found.leavers_unknown = dict(source.get(LEAVERS_UNKNOWN) or {})
 
 
 def _problem(settings: Settings, found: Status, now: int) -> SyncdError | None:
@@ -242,8 +246,8 @@ def _problem(settings: Settings, found: Status, now: int) -> SyncdError | None:
 
 
 def _last_run_problem(found: Status) -> SyncdError | None:
-    """The last finished real run failed or was blocked, or set aside rows for a status
-    value nobody named (syncd.sources.set_aside); or None."""
+    """The last finished real run failed or was blocked, set aside rows for a status value
+    nobody named, or could not look for leavers (syncd.sources.set_aside); or None."""
     finished = [r for r in found.runs if r.outcome != "running"]
     if not finished:
         return None
@@ -260,6 +264,12 @@ def _last_run_problem(found: Status) -> SyncdError | None:
             f"the last run, {last.id}, set aside {n:,} row{'' if n == 1 else 's'} for a status "
             f"value nobody named ({values}): a departed person keeps their access until the "
             f"settings name it (active_values or departed_values; syncd reports show {last.id})"
+        )
+    if found.leavers_unknown:
+        return Unhealthy(
+            f"the last run, {last.id}, could not look for leavers: "
+            f"{found.leavers_unknown.get('first')}: someone missing from the source keeps their "
+            f"access until the rows are fixed (syncd reports show {last.id})"
         )
     return None
 

@@ -1,12 +1,16 @@
 """Rows set aside: what a read's rejected rows say about the run.
 
-A row set aside is kept as it is: nobody is changed by it. Two kinds must not pass for
+A row set aside is kept as it is: nobody is changed by it. Three kinds must not pass for
 success all the same. A row set aside for a status value nobody named (HR renamed the
 departed value, a cell emptied) keeps a departed person's access: the run is partial
 (exit 1), ``syncd status`` unhealthy and the failure notifications go out, every run while
 it lasts (an unchanged source's run replays what its read found), until the settings name
 the value. A full read whose set-aside rows are more than the rows it kept (a first run
-that rejects 149 rows of 150) is partial too, with a line that says so.
+that rejects 149 rows of 150) is partial too, with a line that says so. And a complete read
+with rows that may hide other rows, or name nobody (a footer line, a row cut in two),
+cannot say who left: nobody missing from it is made a leaver, so a
+leaver keeps their access. When syncd holds people that run is partial too, every run
+while it lasts, naming the first rows to fix.
 
 The counts are kept in the run's summary (``source``), so a run that does not read an
 unchanged source judges it as the run that read it did.
@@ -20,15 +24,19 @@ from typing import Any
 
 from syncd.model import Directory, Kind
 from syncd.plan import Note
+from syncd.plan.messages import unsure_rows
 from syncd.sources._text import shown
 
 UNNAMED = "unnamed_statuses"  # summary["source"]: status value -> rows set aside for it
 SET_ASIDE = "set_aside"  # summary["source"]: department and employee rows set aside
+# summary["source"]: the rows that keep a complete read from naming leavers, and where
+LEAVERS_UNKNOWN = "leavers_unknown"
 NOTE_KIND = "set aside"
 
 
-def counts(directory: Directory) -> dict[str, Any]:
-    """What the run's summary keeps of the rows set aside (nothing when none were)."""
+def counts(directory: Directory, *, people_held: bool = False) -> dict[str, Any]:
+    """What the run's summary keeps of the rows set aside (nothing when none were);
+    ``people_held``: whether syncd holds people a read could find gone."""
     rows = [r for r in directory.rejected if r.kind is not Kind.PHOTO]
     if not rows:
         return {}
@@ -36,6 +44,10 @@ def counts(directory: Directory) -> dict[str, Any]:
     found: dict[str, Any] = {SET_ASIDE: len(rows)}
     if unnamed:
         found[UNNAMED] = dict(sorted(unnamed.items()))
+    unsure = directory.leavers_unknown_because() if directory.complete and people_held else ()
+    if unsure:
+        first = _short(unsure_rows(unsure, shown=1), 200)
+        found[LEAVERS_UNKNOWN] = {"rows": len(unsure), "first": first}
     return found
 
 
@@ -55,6 +67,14 @@ def problems(source: Mapping[str, Any]) -> list[str]:
             f"{n:,} row{'' if n == 1 else 's'} set aside for a status value nobody named "
             f"({values}): kept as they are, a departed person keeps their access, until the "
             "settings name the value in active_values or departed_values"
+        )
+    unsure: Mapping[str, Any] = source.get(LEAVERS_UNKNOWN) or {}
+    if unsure:
+        n = int(unsure.get("rows") or 0)
+        told.append(
+            f"leavers not looked for: {n:,} rejected row{'' if n == 1 else 's'} may hide other "
+            f"rows or name nobody ({unsure.get('first')}): someone missing from the source "
+            "keeps their access until the rows are fixed"
         )
     set_aside = int(source.get(SET_ASIDE) or 0)
     kept = int(source.get("employees") or 0) + int(source.get("departments") or 0)

@@ -208,5 +208,6 @@ def test_an_employees_file_cut_short_in_the_paths_layout_deletes_no_department(
     assert result.plan is not None and result.directory is not None
     assert len(result.directory.departments) == 2  # Archive is not in this read
     assert result.plan.changes == ()
-    assert [n.kind for n in result.plan.notes] == ["leavers"]
+    assert [n.kind for n in result.plan.notes] == ["leavers", "set aside"]
+    assert result.exit_code == EXIT_PARTIAL  # nobody could be found gone: loud
     assert len(world.platform().nodes) == 3

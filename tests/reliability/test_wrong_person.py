@@ -61,7 +61,11 @@ def test_two_rows_joined_by_a_lost_line_break_make_nobody_a_leaver(
     start = text.index(b"\r\nE21,user21,")
     result = run_with(synced, text[:start] + text[start + 2 :])  # E20's and E21's rows joined
 
-    assert result.exit_code == EXIT_OK, result.error
+    # Loud: a leaver would keep their access while the row is not fixed (partial, exit 1).
+    assert (result.outcome, result.exit_code) == ("partial", EXIT_PARTIAL), result.error
+    assert str(result.error).startswith("leavers not looked for: 1 rejected row may hide")
+    problem = str(read_status(synced.settings()).problem)
+    assert f"the last run, {result.run_id}, could not look for leavers: employees.csv:" in problem
     no_lock_or_removal(synced, result)
     after = synced.platform()
     assert set(after.people) == set(before.people)
@@ -87,7 +91,8 @@ def test_a_row_split_by_a_line_break_whose_half_has_the_headers_width_is_nobody(
     start = text.index(b"\r\nE23,user23,") + 4
     result = run_with(synced, text[:start] + b"\r\n" + text[start:])
 
-    assert result.exit_code == EXIT_OK, result.error
+    assert (result.outcome, result.exit_code) == ("partial", EXIT_PARTIAL), result.error
+    assert str(result.error).startswith("leavers not looked for: 3 rejected rows may hide")
     no_lock_or_removal(synced, result)
     after = synced.platform()
     assert after.people == before.people  # user23 keeps their account and its id
