@@ -122,8 +122,20 @@ class DepartmentPlanner:
                 return None
             node = self.view.nodes[platform_paths[key][0]]
             how = "name path"
-            if node.id in self.owned_nodes or node.serial_no not in (None, serial_no(d.id), d.id):
-                node = None  # that node belongs to another department
+            if node.id in self.owned_nodes:
+                node = None  # syncd's own node for another department, moved or renamed
+            elif node.serial_no not in (None, serial_no(d.id), d.id):
+                # Another record's node (another installation's, or another program's): a
+                # second node of one name path would make the tree ambiguous, and the
+                # platform places whatever names that path in the older one.
+                self.skip(
+                    d.id,
+                    f"{path}: the platform's node with this name path (id {node.id}) carries "
+                    f"serial_no {node.serial_no!r}, another department's; the department and "
+                    "its subtree are neither adopted nor created until one is renamed",
+                    "conflict",
+                )
+                return None
         if node is None:
             return self._create(d, wanted, path, depth)
         return self._adopt(d, node, wanted, path, depth, how)

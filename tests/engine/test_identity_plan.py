@@ -4,6 +4,9 @@ makes."""
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from syncd.model import Kind, State
 from syncd.plan import Action, PlatformNode, PlatformPerson, Policy, Snapshot, plan
 from tests.engine.plan_world import (
@@ -19,6 +22,7 @@ from tests.engine.plan_world import (
     person,
     synced,
 )
+from tests.support.examples import examples
 
 # ---------------------------------------------------------------- adoption
 
@@ -56,6 +60,37 @@ def test_ambiguous_name_path_on_the_platform_skips_the_subtree_as_a_conflict() -
     assert {c.key for c in p.changes} == {"sales"}
     assert [n.kind for n in p.notes].count("conflict") == 1
     assert any(n.key == "be" and n.kind == "skipped" for n in p.notes)
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    serial=st.one_of(st.none(), st.sampled_from(["rd", "be", "sales", "X02", "D2"])),
+    at=st.sampled_from(["rd", "be", "sales"]),
+)
+def test_a_node_of_another_record_under_a_name_path_is_never_doubled(
+    serial: str | None, at: str
+) -> None:
+    # Found by exploration, 2026-11-29: after `syncd state accept`, a department whose name
+    # path another installation's node holds (its serial_no another record's) was created
+    # a second time beside it; the platform then placed the new department's children and
+    # people, by name path, under the other installation's node.
+    d = directory(COMPANY, [person("e1", "ann", at)])
+    path = {"rd": ("R&D", ROOT), "be": ("Backend", 50), "sales": ("Sales", ROOT)}
+    parents = [PlatformNode(50, "R&D", ROOT, "rd")] if at == "be" else []
+    name, parent = path[at]
+    node = PlatformNode(70, name, parent, serial)
+    p = plan(d, Snapshot(), empty_view([*parents, node]), Policy(), NOW)
+    made = [c.new_path for c in p.changes if c.kind is Kind.DEPARTMENT]
+    paths = [c.new_path or c.display for c in p.changes if c.kind is Kind.DEPARTMENT]
+    theirs = serial not in (None, at)
+    if theirs:
+        assert not any(c.key == at for c in p.changes if c.kind is Kind.DEPARTMENT), made
+        assert any(
+            n.key == at and n.kind == "conflict" and repr(serial) in n.message for n in p.notes
+        )
+    else:
+        assert [c.target_id for c in p.changes if c.key == at] == [70]  # adopted
+    assert len(paths) == len(set(paths))  # no name path made twice
 
 
 def test_first_run_adopts_people_by_username_and_unlocks_the_active() -> None:
