@@ -8,8 +8,9 @@ right-to-left editor). They look the same on screen and must never make a second
 
 - ``nfc``: the one normalization syncd reads, compares and sends text in.
 - ``look_alike``: the key two spellings share when they differ only by letter case,
-  normalization, invisible characters or the kind of space; two usernames or two sibling
-  department names with one look-alike key are the same key or a conflict.
+  normalization, invisible characters, the kind of space or compatibility forms (full-width
+  letters and digits, ligatures: Unicode NFKC); two usernames or two sibling department
+  names with one look-alike key are the same key or a conflict.
 - ``invisible``: the invisible characters of a text, named, for a rejection's reason.
 - ``shown_pair``: a before and an after that look the same, written so the difference shows.
 
@@ -69,13 +70,14 @@ def nfc(text: str) -> str:
 
 
 def look_alike(text: str) -> str:
-    """The key of every spelling that looks like this one: NFC, invisible characters
-    removed, any space a plain space, letter case folded (``"Ren\\u200bE\\u0301e"`` and
-    ``"renée"`` share one)."""
+    """The key of every spelling that looks like this one: invisible characters removed,
+    any space a plain space, compatibility forms folded (NFKC: ``ｗｕｈａｏ`` in full-width
+    letters, ``E００１０`` in full-width digits, the ``ﬁ`` ligature), letter case folded
+    (``"Ren\\u200bE\\u0301e"`` and ``"renée"`` share one, as ``ｗｕｈａｏ`` and ``wuhao``)."""
     if text.isascii():
         return text.casefold()
     # Folding can undo the composition ("ǰ" folds to "j" and a combining caron).
-    return nfc(_as_seen(text).casefold())
+    return nfc(_plain(_as_seen(text)).casefold())
 
 
 def look_alikes(texts: Sequence[str]) -> list[str]:
@@ -129,6 +131,14 @@ def _as_seen(text: str) -> str:
     return _SPACES.sub(" ", INVISIBLE.sub("", nfc(text)))
 
 
+def _plain(text: str) -> str:
+    """Compatibility forms folded to their plain ones (NFKC): full-width and half-width
+    letters, digits and signs, ligatures, superscripts, circled and Roman numerals."""
+    if text.isascii() or unicodedata.is_normalized("NFKC", text):
+        return text
+    return unicodedata.normalize("NFKC", text)
+
+
 def spelled(text: str) -> str:
     """The text with what cannot be told apart on screen written as ``\\uXXXX``: invisible
     characters, combining marks, conjoining jamo, characters NFC replaces (U+212B ANGSTROM
@@ -156,12 +166,22 @@ def _escape(ch: str) -> str:
 
 def difference(a: str, b: str) -> str:
     """What two spellings with one look-alike key differ in, in words: ``letter case``,
-    ``invisible characters`` or both (normalization is not a difference: syncd reads in NFC)."""
-    if nfc(a).casefold() == nfc(b).casefold():
-        return "letter case"
-    if _as_seen(a) == _as_seen(b):
-        return "invisible characters"
-    return "letter case and invisible characters"
+    ``invisible characters``, ``full-width or other compatibility forms``, or two or three
+    of them (normalization is not a difference: syncd reads in NFC)."""
+    seen = (_as_seen(a), _as_seen(b))
+    plain = (_plain(seen[0]), _plain(seen[1]))
+    found = [
+        word
+        for word, differs in (
+            ("letter case", plain[0] != plain[1]),
+            ("invisible characters", seen != (nfc(a), nfc(b))),
+            ("full-width or other compatibility forms", plain != seen),
+        )
+        if differs
+    ]
+    if not found:
+        return "letter case"  # only the normalization: as it always read
+    return found[0] if len(found) == 1 else ", ".join(found[:-1]) + " and " + found[-1]
 
 
 def shown_pair(before: str, after: str) -> tuple[str, str]:

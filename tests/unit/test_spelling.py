@@ -79,6 +79,10 @@ def test_look_alike_keys_ignore_case_normalization_invisible_characters_and_spac
         assert look_alike(variant) == key, ascii(variant)
     assert look_alike("Jean\u00a0Paul") == look_alike("jean paul")
     assert look_alike("rene") != key  # an accent is not a spelling: it is another name
+    # Full-width letters and digits, a ligature (found by exploration, 2026-11-29: a new
+    # hire 'ｗｕｈａｏ' was given a second account beside the active 'wuhao').
+    assert look_alike("ｗｕｈａｏ") == look_alike("WuHao") and look_alike("E００１０") == "e0010"
+    assert look_alike("\ufb01le") == "file"
     assert nfc(NFD_RENEE) == NFC_RENEE and nfc("ann") == "ann"
 
 
@@ -102,6 +106,10 @@ def test_a_pair_that_looks_the_same_is_written_so_the_difference_shows() -> None
     assert difference("Bob", "bob") == "letter case"
     assert difference("bob" + ZWSP, "bob") == "invisible characters"
     assert difference("Bob" + ZWSP, "bob") == "letter case and invisible characters"
+    assert difference("ｗｕｈａｏ", "wuhao") == "full-width or other compatibility forms"
+    assert difference("Ｗｕ" + ZWSP, "wu") == (
+        "letter case, invisible characters and full-width or other compatibility forms"
+    )
 
 
 # ---------------------------------------------------------------- build_directory
@@ -298,12 +306,15 @@ _HIDDEN = st.sampled_from([ZWSP, ZWJ, LRM, RLO, "\u2060", "\ufeff", "\u00ad"])
 
 @st.composite
 def _variant(draw: st.DrawFn, base: str) -> str:
-    """The base, spelled another way: NFD, another letter case, invisible characters."""
+    """The base, spelled another way: NFD, another letter case, full-width letters (as an
+    IME types them), invisible characters."""
     text = base
     if draw(st.booleans()):
         text = unicodedata.normalize("NFD", text)
     if draw(st.booleans()):
         text = text.swapcase() if draw(st.booleans()) else text.upper()
+    if draw(st.booleans()):
+        text = "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
     for _ in range(draw(st.integers(0, 2))):
         at = draw(st.integers(0, len(text)))
         text = text[:at] + draw(_HIDDEN) + text[at:]
