@@ -16,7 +16,15 @@ from enum import StrEnum
 from typing import Literal, NamedTuple
 from unicodedata import is_normalized as _is_nfc
 
-from syncd.spelling import JOINERS, controls, invisible, look_alike, look_alikes, nfc
+from syncd.spelling import (
+    JOINERS,
+    controls,
+    invisible,
+    look_alike,
+    look_alikes,
+    mixed_scripts,
+    nfc,
+)
 
 PATH_SEPARATOR = "/"  # the platform joins node names with it into name paths
 # Characters a serial_no must not carry: it travels as a URL path segment
@@ -489,6 +497,11 @@ def _employee_problem(
         return f"employee id {e.id!r} contains {', '.join(hidden)}, which cannot be seen"
     if not e.username.isascii() and (hidden := invisible(e.username)):
         return f"username {e.username!r} contains {', '.join(hidden)}, which cannot be seen"
+    if not e.username.isascii() and (alike := mixed_scripts(e.username)):
+        return (
+            f"username {e.username!r} mixes Latin letters with {', '.join(alike)}, which "
+            "look like Latin ones: it would show as another username"
+        )
     if usernames and (folded := look_alike(e.username)) in usernames:
         return f"username {e.username!r} is used by {usernames[folded]} people"
     if len(e.positions) > 1 and sum(p.primary for p in e.positions) > 1:

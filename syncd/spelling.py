@@ -100,6 +100,29 @@ def invisible(text: str, *, allowed: frozenset[str] = frozenset()) -> list[str]:
     return [code_point(ch) for ch in found]
 
 
+# Alphabets whose letters look like Latin ones (UTS #39 mixed-script confusables): a
+# username that mixes one of them with Latin letters ("wuh\u0430o", a Cyrillic a) shows as
+# another, Latin, username.
+_LOOK_LATIN = ("CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC")
+
+
+def mixed_scripts(text: str) -> list[str]:
+    """The letters of alphabets that look like Latin in a text that has Latin letters too,
+    each named (``U+0430 CYRILLIC SMALL LETTER A``) once, in the order found; [] when the
+    text is of one alphabet (a Russian username is a username)."""
+    if text.isascii():
+        return []
+    latin, others = False, []
+    for ch in dict.fromkeys(text):
+        if not ch.isalpha():
+            continue
+        words = unicodedata.name(ch, "").split()
+        latin = latin or ch.isascii() or "LATIN" in words
+        if any(word in _LOOK_LATIN for word in words[:2]):
+            others.append(ch)
+    return [code_point(ch) for ch in others] if latin else []
+
+
 # Control characters (C0, DEL, C1): never part of an id or a username, whatever the
 # source; PostgreSQL cannot even store a NUL in a text column.
 CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")

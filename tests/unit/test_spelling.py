@@ -21,6 +21,7 @@ from syncd.spelling import (
     look_alike,
     look_alikes,
     looks_the_same,
+    mixed_scripts,
     nfc,
     shown_pair,
     spelled,
@@ -380,3 +381,37 @@ def test_an_id_with_an_invisible_character_is_rejected_naming_it() -> None:
         ("e9", "employee id 'e9' appears 2 times"),
         ("E9", "employee id 'E9' appears 2 times"),
     ]
+
+
+# Latin letters and a look-alike from another alphabet (Cyrillic, Greek).
+_HOMOGLYPHS = {"a": "\u0430", "e": "\u0435", "o": "\u043e", "p": "\u0440", "c": "\u0441"}
+_HOMOGLYPHS |= {"x": "\u0445", "y": "\u0443", "i": "\u0456", "v": "\u03bd", "k": "\u03ba"}
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(base=st.text("aeopcxyivkmnt", min_size=2, max_size=10), data=st.data())
+def test_a_username_mixing_latin_with_look_alike_letters_is_set_aside_naming_them(
+    base: str, data: st.DataObject
+) -> None:
+    # Found by exploration, 2026-11-29: a new hire 'wuhаo' (a Cyrillic а) was given an
+    # account beside the active 'wuhao', no conflict: the two show as one username.
+    swapped = data.draw(st.sets(st.sampled_from(range(len(base)))))
+    spoof = "".join(_HOMOGLYPHS.get(c, c) if n in swapped else c for n, c in enumerate(base))
+    people = [Employee("E1", base, "Real"), Employee("E2", spoof, "Spoof")]
+    d = build_directory([], located(people))
+    foreign = [c for c in spoof if not c.isascii()]
+    latin = any(c.isascii() for c in spoof)
+    if spoof == base:
+        assert len(d.rejected) == 2  # the same username twice: both copies set aside
+    elif foreign and latin:
+        assert set(d.employees) == {"E1"}
+        (row,) = d.rejected
+        assert row.key == "E2" and "which look like Latin ones" in row.reason
+        assert all(f"U+{ord(c):04X}" in row.reason for c in foreign)
+    else:  # every letter swapped: one alphabet, another username
+        assert set(d.employees) == {"E1", "E2"}
+
+
+def test_a_username_of_one_alphabet_is_a_username() -> None:
+    assert mixed_scripts("иван") == [] and mixed_scripts("müller") == []
+    assert mixed_scripts("wuh\u0430o") == ["U+0430 CYRILLIC SMALL LETTER A"]
