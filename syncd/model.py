@@ -493,15 +493,8 @@ def _employee_problem(
         return f"username {e.username!r} contains {', '.join(hidden)}, which cannot be seen"
     if ids and (key := look_alike(e.id)) in ids:
         return f"employee id {e.id!r} appears {ids[key]} times"
-    if not e.id.isascii() and (hidden := invisible(e.id)):
-        return f"employee id {e.id!r} contains {', '.join(hidden)}, which cannot be seen"
-    if not e.username.isascii() and (hidden := invisible(e.username)):
-        return f"username {e.username!r} contains {', '.join(hidden)}, which cannot be seen"
-    if not e.username.isascii() and (alike := mixed_scripts(e.username)):
-        return (
-            f"username {e.username!r} mixes Latin letters with {', '.join(alike)}, which "
-            "look like Latin ones: it would show as another username"
-        )
+    if (unseen := _unseen_in_keys(e)) is not None:
+        return unseen
     if usernames and (folded := look_alike(e.username)) in usernames:
         return f"username {e.username!r} is used by {usernames[folded]} people"
     if len(e.positions) > 1 and sum(p.primary for p in e.positions) > 1:
@@ -512,6 +505,21 @@ def _employee_problem(
                 f"employee {e.username!r} is placed in department {p.department_id!r}, "
                 "which is unknown or was rejected"
             )
+    return None
+
+
+def _unseen_in_keys(e: Employee) -> str | None:
+    """Why an id or username cannot be told from another on screen: an invisible character
+    in it, or a username mixing Latin letters with look-alike ones (syncd.spelling)."""
+    if hidden := invisible(e.id):
+        return f"employee id {e.id!r} contains {', '.join(hidden)}, which cannot be seen"
+    if hidden := invisible(e.username):
+        return f"username {e.username!r} contains {', '.join(hidden)}, which cannot be seen"
+    if alike := mixed_scripts(e.username):
+        return (
+            f"username {e.username!r} mixes Latin letters with {', '.join(alike)}, which "
+            "look like Latin ones: it would show as another username"
+        )
     return None
 
 

@@ -11,14 +11,33 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncd.model import State
-from syncd.plan import KEPT_LOCKED, Action, Policy, plan
+from syncd.model import Employee, State
+from syncd.plan import KEPT_LOCKED, Action, PlatformView, Policy, Snapshot, plan
 from tests.engine.plan_world import COMPANY, NOW, changed_there, directory, person, synced
 from tests.support.examples import examples
 
 # What syncd knows of one person before the read: held unlocked, held locked as departed or
 # as missing, not held but remembered as departed or removed, or never seen.
 HELD = ["unlocked", "departed", "missing", "gone departed", "gone removed", "new"]
+
+
+def known_as(known: list[tuple[str, bool]]) -> tuple[list[Employee], Snapshot, PlatformView]:
+    """The staff (everyone active), and what syncd knows of each as ``known`` says: how it
+    holds them (HELD), and whether someone unlocked them on the platform."""
+    staff = [person(f"e{n}", f"user{n}", "rd") for n in range(len(known))]
+    snapshot, view = synced(directory(COMPANY, staff))
+    held, departures = dict(snapshot.employees), {}
+    for n, (how, unlocked_there) in enumerate(known):
+        key = f"e{n}"
+        if how in ("departed", "missing"):
+            held[key] = held[key]._replace(locked=True, lock_reason=how, locked_since=NOW)
+            if unlocked_there:
+                view = changed_there(view, replace(snapshot, employees=held), f"user{n}")
+        elif how != "unlocked":
+            del held[key]
+            if how.startswith("gone"):
+                departures[key] = how.removeprefix("gone ")
+    return staff, replace(snapshot, employees=held, departures=departures), view
 
 
 @settings(max_examples=examples(80), deadline=None)
@@ -29,20 +48,7 @@ HELD = ["unlocked", "departed", "missing", "gone departed", "gone removed", "new
 def test_only_a_read_with_a_status_gives_the_departed_access(
     known: list[tuple[str, bool]], status_read: bool
 ) -> None:
-    staff = [person(f"e{n}", f"user{n}", "rd") for n in range(len(known))]
-    snapshot, view = synced(directory(COMPANY, staff))
-    held, departures = dict(snapshot.employees), {}
-    for n, (how, unlocked_there) in enumerate(known):
-        key = f"e{n}"
-        if how in ("departed", "missing"):
-            held[key] = held[key]._replace(locked=True, lock_reason=how, locked_since=NOW)
-            if unlocked_there:  # someone unlocked them on the platform
-                view = changed_there(view, replace(snapshot, employees=held), f"user{n}")
-        elif how != "unlocked":
-            del held[key]
-            if how.startswith("gone"):
-                departures[key] = how.removeprefix("gone ")
-    snapshot = replace(snapshot, employees=held, departures=departures)
+    staff, snapshot, view = known_as(known)
     # Everyone reads as active: the file's status says so, or it has none.
     p = plan(directory(COMPANY, staff, status_read=status_read), snapshot, view, Policy(), NOW)
 
@@ -53,12 +59,11 @@ def test_only_a_read_with_a_status_gives_the_departed_access(
         if (how == "departed" and not unlocked_there) or how == "gone departed"
     }
     kept = [n.message for n in p.notes if n.kind == KEPT_LOCKED]
+    told = f"{len(unproven)} people " if len(unproven) > 1 else "1 person "
     if status_read:
-        assert unproven <= granted  # active again, as the status says
-        assert kept == []
+        assert unproven <= granted and kept == []  # active again, as the status says
     else:
         assert granted & unproven == set()
-        told = f"{len(unproven)} people " if len(unproven) > 1 else "1 person "
         assert [m[: len(told)] for m in kept] == ([told] if unproven else [])
     # Whatever the read, those the source never called departed are given access as before.
     others = {

@@ -145,6 +145,13 @@ class _Rows:
         self._last = (line, cells, False)
 
 
+def _header_spellings(labels: list[str]) -> frozenset[str]:
+    """The spellings of the header's names a header row again (two exports joined into one
+    file) may give its id cell: such a row is looked at closely (repeats_header)."""
+    spelled = ((label, label.casefold(), label.upper(), label.title()) for label in labels if label)
+    return frozenset(bom + cell for cells in spelled for cell in cells for bom in ("", "\ufeff"))
+
+
 class _UnnamedStatus(str):
     """Why a row is rejected when its status is in neither list: the reason, with the value."""
 
@@ -196,15 +203,7 @@ class _EmployeeReader:
         required = ("id", "username", "name", "department")
         at = _resolved(columns, settings.columns, "source.csv.columns", required)
         self.id, self.username = at["id"], at["username"]
-        # The spellings of the header's names a header row again (two exports joined into
-        # one file) may give its id cell: such a row is looked at closely (repeats_header).
-        self._header_cells = frozenset(
-            bom + spelled
-            for label in columns.labels
-            if label
-            for spelled in (label, label.casefold(), label.upper(), label.title())
-            for bom in ("", "\ufeff")
-        )
+        self._header_cells = _header_spellings(columns.labels)
         self._at = _EmployeeIndexes(**{f: _ABSENT if i is None else i for f, i in at.items()})
         extras = [
             (attribute, columns.find(header, "source.csv.extra_columns", required=True))
