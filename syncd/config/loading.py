@@ -15,7 +15,13 @@ from pydantic import BaseModel, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import SettingsError
 
-from syncd.config.secrets import _holds_secret, _readable_by_others, _with_secrets
+from syncd.config.secrets import (
+    _holds_secret,
+    _readable_by_others,
+    _with_secrets,
+    check_one_place_each,
+)
+from syncd.config.section import without_userinfo
 from syncd.config.service import ScheduleSettings, StatusSettings
 from syncd.config.settings import DATABASE_SCHEMES, Settings
 from syncd.errors import ConfigError
@@ -78,7 +84,7 @@ def salvaged_settings(path: Path | None) -> Settings | None:
         except ValidationError:
             found[name] = section()
     state_dir = os.environ.get(f"{ENV_PREFIX}STATE_DIR") or data.get("state_dir")
-    if isinstance(state_dir, str) and state_dir:
+    if isinstance(state_dir, str) and state_dir.strip():
         found["state_dir"] = Path(state_dir)
     url = os.environ.get(f"{ENV_PREFIX}DATABASE_URL") or data.get("database_url")
     if isinstance(url, str) and url.partition("://")[0] in DATABASE_SCHEMES:
@@ -117,6 +123,7 @@ def load_settings(
         if _holds_secret(data) and _readable_by_others(path):
             warn(f"{path} holds a secret and is readable by other users: chmod 600 it")
     _check_environment_names()
+    check_one_place_each(where, data)
     # BaseSettings takes keyword arguments starting with "_" as its own options
     # (_env_prefix, _cli_parse_args, ...), never as settings: no settings key starts so.
     hidden = sorted(key for key in data if key.startswith("_"))
@@ -279,7 +286,8 @@ def _with_paths_resolved(data: dict[str, Any], base: Path) -> dict[str, Any]:
         for key in keys[:-1]:
             parent = _entry(parent, key)
         value = parent.get(keys[-1]) if isinstance(parent, dict) else None
-        if isinstance(value, str) and value and not Path(value).is_absolute():
+        # A blank path is left as it is, for the models to refuse it by its key.
+        if isinstance(value, str) and value.strip() and not Path(value).is_absolute():
             parent[keys[-1]] = str(base / value)
     for transform in _mapping_transforms(data):
         value = transform.get("lookup")
@@ -328,7 +336,7 @@ def _describe(where: str, exc: ValidationError) -> str:
         shown = (
             ""
             if err["type"] in ("missing", "extra_forbidden") or isinstance(given, dict)
-            else f" (got {given!r})"
+            else f" (got {_shown(given)!r})"
         )
         # A secret is never shown, nor what was given for a whole section (a string where
         # a table belongs, as a SYNCD_* variable may give it), which may hold its secrets;
@@ -341,6 +349,15 @@ def _describe(where: str, exc: ValidationError) -> str:
         origin = f" (from environment variable {given_as[0]})" if given_as else ""
         problems.append(f"key {key}: {message}{shown}{origin}")
     return f"{where}: invalid settings: " + "; ".join(problems)
+
+
+def _shown(given: Any) -> Any:
+    """A value as an error quotes it: each URL in it without a user name or password."""
+    if isinstance(given, str):
+        return without_userinfo(given)
+    if isinstance(given, list):
+        return [_shown(item) for item in given]
+    return given
 
 
 def _known_key_like(loc: tuple[int | str, ...]) -> str:

@@ -49,6 +49,19 @@ class PlatformSettings(Section):
             )
         return value.strip()
 
+    @field_validator("base_url")
+    @classmethod
+    def _no_credentials(cls, value: str) -> str:
+        """syncd signs in with client_id and its secret: a user name or password in the URL
+        would be written wherever the URL is, and sent by httpx to the platform as well."""
+        if "@" in urlsplit(value).netloc:
+            raise ValueError(
+                "must not hold a user name or password: syncd signs in with "
+                "platform.client_id and its secret; give the URL without them, "
+                "e.g. https://platform.example.com"
+            )
+        return value
+
     @model_validator(mode="after")
     def _one_owner(self) -> PlatformSettings:
         if not self.org_id and not self.owner_id:

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_origin
 
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 
+from syncd.config.section import holds
 from syncd.config.settings import Settings
 from syncd.errors import ConfigError
+
+# A key path in the settings: names of tables, and indexes of [[sources]] entries.
+KeyPath = tuple[str | int, ...]
+EACH = "*"  # in a path of the models: each entry of a list of tables ([[sources]])
 
 _SECRETS = (
     # (section getter, value field, file field, systemd credential name, dotted key)
@@ -85,6 +92,103 @@ def _with_secrets(settings: Settings, required: bool, platform: bool = True) -> 
         value = _read_secret(secret_file, dotted)
         settings = _replaced(settings, section_name, {value_key: SecretStr(value)})
     return settings
+
+
+def secret_keys(model: type[BaseModel] = Settings, path: KeyPath = ()) -> Iterator[KeyPath]:
+    """Every secret of the settings that has a *_file twin, found in the models: its key
+    path, with EACH standing for the entries of a list ([[sources]])."""
+    for name, field in model.model_fields.items():
+        if holds(field.annotation, SecretStr) and f"{name}_file" in model.model_fields:
+            yield (*path, name)
+        section, many = _section_in(field.annotation)
+        if section is not None:
+            yield from secret_keys(section, (*path, name, EACH) if many else (*path, name))
+
+
+def _section_in(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """The section a field holds (``X``, ``X | None``) or lists (``list[X]``: True)."""
+    many = get_origin(annotation) is list
+    for kind in (annotation, *get_args(annotation)):
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            return kind, many
+    return None, False
+
+
+def check_one_place_each(where: str, data: dict[str, Any]) -> None:
+    """Each secret from one place: its key or its *_file key, in the settings file or the
+    environment. Two would leave one silently unused, and a rotated secret may be that one.
+    Each place is named (a key, an environment variable), never what it holds."""
+    problems = []
+    for key in (found for path in secret_keys() for found in _in(path, data)):
+        places = _places(data, key) + _places(data, (*key[:-1], f"{key[-1]}_file"))
+        if len(places) > 1:
+            problems.append(
+                f"key {_dotted(key)}: given in {len(places)} places ({', '.join(places)}): "
+                "give it in one only, so that a rotated secret is never silently the unused one"
+            )
+    if problems:
+        raise ConfigError(f"{where}: invalid settings: " + "; ".join(problems))
+
+
+def _in(path: KeyPath, data: dict[str, Any]) -> Iterator[KeyPath]:
+    """A key path of the models as the settings file's keys: one per [[sources]] entry."""
+    if EACH not in path:
+        yield path
+        return
+    at = path.index(EACH)
+    entries = _at(data, path[:at])
+    for index in range(len(entries) if isinstance(entries, list) else 0):
+        yield from _in((*path[:at], index, *path[at + 1 :]), data)
+
+
+def _places(data: dict[str, Any], key: KeyPath) -> list[str]:
+    """Where a key is given: the settings file, and the SYNCD_* variables that set it
+    (its own, or one that gives its whole section as JSON). Blank values are not counted:
+    the models refuse them, naming where they came from."""
+    places = [f"{_dotted(key)} in the settings file"] if _given(_at(data, key)) else []
+    return places + [f"environment variable {name}" for name in _environment_places(key)]
+
+
+def _environment_places(key: KeyPath) -> Iterator[str]:
+    prefix = str(Settings.model_config.get("env_prefix", ""))
+    nesting = str(Settings.model_config.get("env_nested_delimiter", ""))
+    names = {name.upper(): name for name in os.environ}
+    for length in range(1, len(key) + 1):
+        name = names.get(prefix + nesting.join(str(part) for part in key[:length]).upper())
+        if name is None:
+            continue
+        value: Any = os.environ[name]
+        if length < len(key):  # a whole section as JSON: SYNCD_PLATFORM='{"client_secret": …}'
+            value = _at(_json(value), key[length:])
+        if _given(value):
+            yield name
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None  # told as unparsable when the settings are read
+
+
+def _at(data: Any, key: KeyPath) -> Any:
+    """The value at a key path, or None where the path leads nowhere."""
+    for part in key:
+        if isinstance(part, int) and isinstance(data, list) and part < len(data):
+            data = data[part]
+        elif isinstance(part, str) and isinstance(data, dict):
+            data = data.get(part)
+        else:
+            return None
+    return data
+
+
+def _given(value: Any) -> bool:
+    return value is not None and not (isinstance(value, str) and not value.strip())
+
+
+def _dotted(key: KeyPath) -> str:
+    return ".".join(str(part) for part in key)
 
 
 def _replaced(settings: Settings, dotted: str, update: dict[str, Any]) -> Settings:

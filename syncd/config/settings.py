@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from pydantic import SecretStr, field_validator, model_validator
+from pydantic import SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from syncd.config.notifications import NotificationSettings
 from syncd.config.platform import PlatformSettings
+from syncd.config.section import blank_path
 from syncd.config.service import (
     LeadershipSettings,
     MetricsSettings,
@@ -25,6 +27,8 @@ from syncd.errors import ConfigError
 
 DEFAULT_STATE_DIR = Path("/var/lib/syncd")
 DATABASE_SCHEMES = ("postgresql", "postgresql+psycopg")
+# What may stand before "://" (RFC 3986): never a user name or password, so it may be shown.
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,39}")
 
 
 class Settings(BaseSettings):
@@ -68,16 +72,29 @@ class Settings(BaseSettings):
         # init carries the TOML file's content: the environment overrides it.
         return env_settings, init_settings
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _path_not_blank(cls, value: Any, info: ValidationInfo) -> Any:
+        """A top-level path (state_dir): "" would put the state in whatever folder syncd
+        runs in. The sections' own paths: Section."""
+        field = cls.model_fields.get(info.field_name or "")
+        blank_path(value, field.annotation if field is not None else None)
+        return value
+
     @field_validator("database_url")
     @classmethod
     def _postgresql_url(cls, value: SecretStr | None) -> SecretStr | None:
         if value is None or not value.get_secret_value().strip():
             return None
-        scheme = value.get_secret_value().strip().partition("://")[0]
+        scheme, sep, _ = value.get_secret_value().strip().partition("://")
         if scheme not in DATABASE_SCHEMES:
+            # Only a scheme is shown: what stands before "://" in a URL without one may be
+            # its user name and password (syncd:s3cret@db.example.com/syncd).
+            shown = sep and _SCHEME.fullmatch(scheme)
+            given = f", not {scheme!r}://..." if shown else ": it does not start with postgresql://"
             raise ValueError(
-                "a PostgreSQL URL is expected (postgresql://user@host:port/database), "
-                f"not {scheme[:40]!r}://...; leave it unset for SQLite in state_dir"
+                "a PostgreSQL URL is expected (postgresql://user@host:port/database)"
+                f"{given}; leave it unset for SQLite in state_dir"
             )
         return SecretStr(value.get_secret_value().strip())
 

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from syncd.config.section import PositiveFloat, Section, _one_of
+from syncd.config.section import PositiveFloat, Section, _one_of, without_userinfo
 from syncd.mapping import SourceMapping
 
 LDAP_SCHEMES = ("ldap", "ldaps", "ldapi")
@@ -178,8 +178,8 @@ class LdapSource(Section):
             scheme = urlsplit(url.strip()).scheme.lower()
             if scheme not in LDAP_SCHEMES:
                 raise ValueError(
-                    f"{url!r} is not an LDAP URL: use ldaps://host (or ldap://host with "
-                    "start_tls = true)"
+                    f"{without_userinfo(url)!r} is not an LDAP URL: use ldaps://host (or "
+                    "ldap://host with start_tls = true)"
                 )
         return [url.strip() for url in urls]
 

@@ -269,28 +269,3 @@ def test_plain_http_to_another_host_is_warned_about(tmp_path: Path, url: str, wa
     assert bool(warnings) == warned
     if warned:
         assert "unencrypted" in warnings[0] and url in warnings[0]
-
-
-def test_a_secret_given_inline_and_as_a_file_is_an_error(tmp_path: Path) -> None:
-    (tmp_path / "secret").write_text("from-a-file")
-    text = BASE + 'client_secret = "inline-secret"\nclient_secret_file = "secret"\n'
-    with pytest.raises(ConfigError) as caught:
-        load_settings(write(tmp_path, text))
-    message = str(caught.value)
-    assert "give one of platform.client_secret and platform.client_secret_file" in message
-    assert "inline-secret" not in message
-
-
-def test_a_bind_password_given_inline_and_as_a_file_is_an_error(tmp_path: Path) -> None:
-    text = (
-        BASE.replace('kind = "csv"', 'kind = "ldap"')
-        + 'client_secret = "x-secret"\n'
-        + "[source.ldap]\n"
-        + 'urls = ["ldaps://ldap.example"]\nusers_base = "dc=example"\n'
-        + 'bind_password = "inline-password"\nbind_password_file = "pw"\n'
-    )
-    with pytest.raises(ConfigError) as caught:
-        load_settings(write(tmp_path, text))
-    message = str(caught.value)
-    assert "give one of source.ldap.bind_password and source.ldap.bind_password_file" in message
-    assert "inline-password" not in message
