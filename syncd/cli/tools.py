@@ -103,7 +103,8 @@ def demo(
         config = scenario.prepare(
             folder.resolve(), platform.base_url, platform.options.client_secret, two_sources
         )
-        settings = settings_from(config)
+        with scenario.own_settings_only():
+            settings = settings_from(config)
         # Titles fit 80 columns: a longer one is cut, and with it the command it names.
         previewed = "each field's source" if two_sources else "the mapping rule"
         out.rule(f"0. {previewed}, previewed: syncd check --preview wangjianguo")

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import csv
+import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from syncd.data import SAMPLE
@@ -93,6 +96,24 @@ def prepare(folder: Path, base_url: str, client_secret: str, two_sources: bool =
     )
     settings.chmod(0o600)
     return settings
+
+
+@contextmanager
+def own_settings_only() -> Iterator[None]:
+    """Within the block, no SYNCD_* variable but SYNCD_CONFIG is in the environment: the
+    demo's settings are its file's alone. A shell that follows the first-sync guide has
+    exported SYNCD_PLATFORM__CLIENT_SECRET for the user's own emulator; read beside the
+    demo's file, that would be a secret given twice (a settings error), and any other
+    variable would point the demo elsewhere."""
+    held = {
+        name: os.environ.pop(name)
+        for name in list(os.environ)
+        if name.upper().startswith("SYNCD_") and name.upper() != "SYNCD_CONFIG"
+    }
+    try:
+        yield
+    finally:
+        os.environ.update(held)
 
 
 def _clear(folder: Path) -> None:

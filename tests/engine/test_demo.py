@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -89,3 +90,17 @@ def test_the_two_source_demo_joins_hr_and_the_directory(
     assert "key '10039'" in output and "waiting for source 'directory'" in output
     assert "lock employee chenzhiqiang" in output
     assert "run 2: ok (exit 0)" in output
+
+
+def test_the_demo_runs_in_a_shell_that_exported_settings_for_another_syncd(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first-sync guide exports the emulator's secret; the demo's file holds its own. A
+    # secret given in two places is a settings error (so a rotated one is never the unused
+    # one): the demo reads its file alone, and leaves the shell's variables as they were.
+    monkeypatch.setenv("SYNCD_PLATFORM__CLIENT_SECRET", "another-secret")
+    monkeypatch.setenv("SYNCD_PLATFORM__BATCH_SIZE", "not a number")
+    code, output = demo(capsys, tmp_path / "demo")
+    assert code == 0, output
+    assert "run 2: ok (exit 0)" in output
+    assert os.environ["SYNCD_PLATFORM__CLIENT_SECRET"] == "another-secret"
