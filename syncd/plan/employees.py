@@ -56,8 +56,8 @@ class EmployeePlanner:
         self.now_ms = now_ms
         self.replaced: list[Change] = []  # old accounts of changed usernames, removed first
         self.never_synced_departed = 0
-        # People syncd locked as departed in the source, read as active by a read with no
-        # status to say so (unproven_return): kept locked.
+        # People the source called departed before, read as active by a read with no status
+        # to say so (_unproven_return): kept as they are, locked or without an account.
         self.kept_locked = 0
         self.upserts: list[Change] = []
         self.unlocks: list[Change] = []
