@@ -511,6 +511,8 @@ def _employee_problem(
 def _unseen_in_keys(e: Employee) -> str | None:
     """Why an id or username cannot be told from another on screen: an invisible character
     in it, or a username mixing Latin letters with look-alike ones (syncd.spelling)."""
+    if e.id.isascii() and e.username.isascii():
+        return None  # nearly every id and username: nothing unseen, asked once for both
     if hidden := invisible(e.id):
         return f"employee id {e.id!r} contains {', '.join(hidden)}, which cannot be seen"
     if hidden := invisible(e.username):
