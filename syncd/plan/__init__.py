@@ -60,7 +60,6 @@ from syncd.plan.photos import plan_photos
 from syncd.plan.unique_values import frees, retries, with_values
 from syncd.plan.values import (
     DAY_MS,
-    KEPT_LOCKED,
     Census,
     Change,
     FieldsNotLoaded,
@@ -83,7 +82,6 @@ from syncd.spelling import look_alike
 
 __all__ = [
     "DAY_MS",
-    "KEPT_LOCKED",
     "REMOVING",
     "SHOWN_ORDER",
     "Action",

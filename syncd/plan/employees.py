@@ -21,8 +21,6 @@ from syncd.plan.schedule import EffectiveDates
 from syncd.plan.usernames import username_changed
 from syncd.plan.values import (
     DAY_MS,
-    DEPARTED,
-    KEPT_LOCKED,
     Change,
     Note,
     PlatformEmployee,
@@ -31,7 +29,6 @@ from syncd.plan.values import (
     Policy,
     Snapshot,
     SyncedEmployee,
-    kept_locked,
     matches_any,
     people,
 )
@@ -56,9 +53,6 @@ class EmployeePlanner:
         self.now_ms = now_ms
         self.replaced: list[Change] = []  # old accounts of changed usernames, removed first
         self.never_synced_departed = 0
-        # People the source called departed before, read as active by a read with no status
-        # to say so (_unproven_return): kept as they are, locked or without an account.
-        self.kept_locked = 0
         self.upserts: list[Change] = []
         self.unlocks: list[Change] = []
         self.locks: list[Change] = []
@@ -127,8 +121,6 @@ class EmployeePlanner:
         self._plan_leavers()
         self._plan_unread_drift()
         self.dates.unread(self)
-        if self.kept_locked:
-            self.notes.append(Note(KEPT_LOCKED, "", kept_locked(self.kept_locked)))
         if self.never_synced_departed:
             self.notes.append(
                 Note(
@@ -219,28 +211,11 @@ class EmployeePlanner:
                 self._drift_note(e.id, f"{e.username} was unlocked on the platform; locking again")
             self.locks.append(self.change(Action.LOCK, e, synced, reason=reason, **kw))
         elif e.state is State.ACTIVE and (locked or there):
-            if there and self._unproven_return(e.id, synced):
-                self.kept_locked += 1
-                return
             reason = self.dates.unlock_reasons.get(e.id, "active in the source again")
             if not locked:
                 reason = "locked on the platform; active in the source"
                 self._drift_note(e.id, f"{e.username} was locked on the platform; unlocking")
             self.unlocks.append(self.change(Action.UNLOCK, e, synced, reason=reason, **kw))
-
-    def _unproven_return(self, source_id: str, synced: SyncedEmployee | None) -> bool:
-        """Whether reading this person as active proves nothing of a return: syncd locked
-        them as departed in the source (or remembers a read that called them so, for
-        someone it no longer holds), and this read has no status (a file without its
-        status column, a header renamed, reads everyone as active). Absence is not
-        evidence: they stay locked, or without an account, and the run says so
-        (KEPT_LOCKED) until a read with a status says they are active, or someone unlocks
-        them on the platform."""
-        if self.directory.status_read:
-            return False
-        if synced is not None:
-            return synced.locked and synced.lock_reason == DEPARTED
-        return self.snapshot.departures.get(source_id) == DEPARTED
 
     def _drift_note(self, key: str, message: str) -> None:
         self.notes.append(Note("drift", key, message))
@@ -309,9 +284,6 @@ class EmployeePlanner:
         return None if e is None else (e, synced)
 
     def _plan_new(self, e: Employee, holder: SyncedEmployee | None) -> None:
-        if e.state is State.ACTIVE and self._unproven_return(e.id, None):
-            self.kept_locked += 1  # no account made: one would be access granted
-            return
         wanted = self.hash(e)
         if holder is not None:
             # The username belongs to a record syncd knows under another source id.

@@ -14,6 +14,14 @@ platform, a locked account adopted), accounts made anew for people syncd holds l
 removed before, and accounts made for people a read called departed (their ids are kept:
 syncd.snapshot.departures). A status column that turns everyone active stops here.
 
+So does access given to people the source called departed by a read that cannot tell who
+is departed, whatever their number: a file without its status column (a header renamed or
+left out reads everyone as active), or a complete read that calls nobody departed though
+syncd holds people a read called so (an OpenLDAP departed_filter whose attribute the bind
+account cannot read, or whose value was renamed, matches nobody). Absence is not evidence
+of a return: the run is blocked until the read tells them apart again, or a reviewed run
+lets them in (``--allow-reactivations N``).
+
 Its floor is 3 (``sync.max_reactivations``) and its share 1% of the synced people
 (``sync.max_reactivation_ratio``): up to 300 people, a fourth person given access in one
 run stops it; 10,000 people may get 100. As with Entra Connect's accidental-delete
@@ -30,7 +38,7 @@ from dataclasses import dataclass
 from syncd.model import Directory, Kind, State
 from syncd.plan.actions import Action
 from syncd.plan.dates import ENDED, NOT_STARTED
-from syncd.plan.values import Plan, Snapshot
+from syncd.plan.values import DEPARTED, Plan, Snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +67,9 @@ class Reactivations:
     """What the guard on access granted counts: sign-in given to someone who had none."""
 
     returning: int = 0  # unlocks of people syncd holds locked: back in the source
+    # Of ``returning`` and ``departed``: people a read called departed before (not those
+    # locked as missing); given access by a read that cannot tell, they stop the run.
+    called_departed: int = 0
     drift: int = 0  # unlocks of accounts locked on the platform while active in the source
     adopted: int = 0  # unlocks of locked platform accounts adopted by this run
     recreated: int = 0  # new accounts for people syncd holds locked (deleted there, renamed)
@@ -93,7 +104,7 @@ def reactivations(p: Plan, snapshot: Snapshot) -> Reactivations:
     """The plan's access granted: every unlock, and every account made for someone syncd
     holds locked (a departed person's account deleted on the platform, or renamed), removed
     before, or a read called departed (snapshot.departures)."""
-    returning = drift = adopted = 0
+    returning = drift = adopted = called = 0
     held = snapshot.employees
     unlock = Action.UNLOCK  # looked up once
     for c in p.changes:
@@ -105,10 +116,19 @@ def reactivations(p: Plan, snapshot: Snapshot) -> Reactivations:
                 pass  # a new hire's start day: locked by syncd only until then
             elif synced.locked:
                 returning += 1
+                called += synced.lock_reason == DEPARTED
             else:
                 drift += 1
     recreated, removed, departed = _made_for_the_departed(p, snapshot)
-    return Reactivations(returning, drift, adopted, recreated, removed, departed)
+    return Reactivations(
+        returning=returning,
+        called_departed=called + departed,
+        drift=drift,
+        adopted=adopted,
+        recreated=recreated,
+        removed=removed,
+        departed=departed,
+    )
 
 
 def _made_for_the_departed(p: Plan, snapshot: Snapshot) -> tuple[int, int, int]:
@@ -204,7 +224,8 @@ def check_guards(
     # Shown only when there is something to count, as the shrink guard is.
     back = reactivations(p, snapshot)
     if back.total:
-        decisions.append(_reactivation_guard(back, snapshot, limits))
+        blind = cannot_tell_departed(directory) if back.called_departed else None
+        decisions.append(_reactivation_guard(back, snapshot, limits, blind))
     changed, repairs = updates(p, snapshot)
     if changed:
         decisions.append(_update_guard(changed, repairs, snapshot, limits))
@@ -225,7 +246,28 @@ def _decision(
     return GuardDecision(name, not too_many or override, message, overridden=too_many and override)
 
 
-def _reactivation_guard(back: Reactivations, snapshot: Snapshot, limits: Limits) -> GuardDecision:
+def cannot_tell_departed(directory: Directory) -> str | None:
+    """Why a read cannot tell who is departed, or None when it can (see the module's
+    docstring): it has no status, or, complete, it calls nobody departed."""
+    if not directory.status_read:
+        return (
+            "this read has no status: the file lacks its status column (a header renamed or "
+            "left out, source.csv.columns.status) or the directory its status attribute, and "
+            "without one everyone reads as active"
+        )
+    employees = directory.employees.values()
+    if directory.complete and not any(e.state is State.DEPARTED for e in employees):
+        return (
+            "this read calls nobody departed: an OpenLDAP departed_filter that matches "
+            "nobody (its attribute not readable by the bind account or not in the schema, "
+            "its value renamed), or an export whose statuses all read as active"
+        )
+    return None
+
+
+def _reactivation_guard(
+    back: Reactivations, snapshot: Snapshot, limits: Limits, blind: str | None
+) -> GuardDecision:
     n, people = back.total, snapshot.headcount
     ratio = limits.max_reactivation_ratio
     # Access granted in every form, under the name admins know it by (README, the flag).
@@ -234,6 +276,12 @@ def _reactivation_guard(back: Reactivations, snapshot: Snapshot, limits: Limits)
         f"both {limits.max_reactivations:,} and {ratio:.0%} of {people:,} synced people"
     )
     too_many = _over(n, limits.max_reactivations, ratio, people)
+    if blind is not None:  # whatever their number: the read says nothing of a return
+        said = back.called_departed
+        message += (
+            f", and always when the source called them departed before ({said:,} here) but {blind}"
+        )
+        too_many = True
     return _decision(
         "max_reactivations",
         message,

@@ -378,21 +378,6 @@ def people(n: int) -> str:
     return "1 person" if n == 1 else f"{n:,} people"
 
 
-KEPT_LOCKED = "kept locked"  # a note's kind: a run with one is partial (syncd.run.runner)
-
-
-def kept_locked(n: int) -> str:
-    """Why people the source called departed are given no access by a read without a status."""
-    return (
-        f"{people(n)} the source called departed before read as active, but this read has "
-        "no status: the file lacks its status column (a header renamed or left out, "
-        "source.csv.columns.status) or the directory its status attribute, and without one "
-        "everyone reads as active. Kept as they are, locked or without an account: a read "
-        "whose status says they are active again gives them access, as does unlocking them "
-        "on the platform"
-    )
-
-
 def matches_any(value: str, patterns: Sequence[str]) -> bool:
     """Whether ``value`` matches one of the shell patterns, in any letter case."""
     folded = value.casefold()

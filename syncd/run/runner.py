@@ -31,7 +31,6 @@ from syncd.executor import ApplyResult, NoProgress, Progress, item_rows, lease_l
 from syncd.logs import redact
 from syncd.model import Directory
 from syncd.plan import (
-    KEPT_LOCKED,
     Departures,
     GuardDecision,
     Note,
@@ -562,12 +561,9 @@ class _Run:
 
     def _judge_read(self) -> None:
         """A run that would end ok is partial when its read set aside rows for a status
-        value nobody named, or most of the source (syncd.sources.set_aside), or kept people
-        locked whom a read without a status called active (plan.KEPT_LOCKED): either way a
-        departed person's access hangs on something the admin must look at."""
+        value nobody named, or most of the source, or rows that keep it from looking for
+        leavers (syncd.sources.set_aside)."""
         told = set_aside.problems(self.summary.get("source") or {})
-        if self.result.plan is not None:
-            told += [n.message for n in self.result.plan.notes if n.kind == KEPT_LOCKED]
         if not told or self.result.outcome != "ok":
             return
         self.result.outcome, self.result.exit_code = "partial", EXIT_PARTIAL

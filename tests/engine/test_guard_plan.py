@@ -31,15 +31,20 @@ def staff(n: int, **kw: Any) -> list[Any]:
     return [person(f"e{i}", f"user{i}", "rd", mobile=f"1380000{i:04d}", **kw) for i in range(n)]
 
 
+STILL_GONE = person("x99", "gone99", "rd", state=State.DEPARTED)
+
+
 def departed_then_back(total: int, back: int) -> tuple[Any, Directory, Snapshot]:
-    """``total`` people synced, ``back`` of them held locked as departed and active again."""
+    """``total`` people synced, ``back`` of them held locked as departed and active again;
+    one more, never synced, still departed (the read tells departed people apart:
+    test_status_evidence has the reads that cannot)."""
     people = staff(total)
     snapshot, view = synced(directory(COMPANY, people))
     employees = dict(snapshot.employees)
     for e in people[:back]:
         employees[e.id] = employees[e.id]._replace(locked=True, lock_reason="departed")
     snapshot = replace(snapshot, employees=employees)
-    d = directory(COMPANY, people)
+    d = directory(COMPANY, [*people, STILL_GONE])
     return plan(d, snapshot, view, Policy(), NOW), d, snapshot
 
 
@@ -184,7 +189,7 @@ def test_accounts_for_people_the_source_called_departed_are_access_granted() -> 
     former = [person(f"x{n}", f"former{n}", "rd") for n in range(5)]
     kept = {"x0": "departed", "x1": "departed", "x2": "removed", "x3": "removed"}
     snapshot = replace(snapshot, departures=kept)
-    d = directory(COMPANY, people + former)
+    d = directory(COMPANY, [*people, *former, STILL_GONE])
     p = plan(d, snapshot, view, Policy(), NOW)
     assert sorted(c.key for c in p.changes) == ["x0", "x1", "x2", "x3", "x4"]
     back = reactivations(p, snapshot)

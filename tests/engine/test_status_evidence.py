@@ -1,8 +1,10 @@
-"""A read without a status gives nobody the source called departed access (found by
-exploration, 2026-11-29): a file whose status column is renamed or left out reads everyone
-as active, which is not evidence that anyone returned. People syncd locked as departed stay
-locked, people a read called departed get no account, and the plan says so (KEPT_LOCKED);
-a read with a status decides as it always did."""
+"""A read that cannot tell who is departed gives nobody the source called departed access
+without a review (found by exploration, 2026-11-29): a file whose status column is renamed
+or left out reads everyone as active, and an OpenLDAP departed_filter whose attribute the
+bind account cannot read matches nobody; neither is evidence that anyone returned. Access
+given to them stops the run at the access guard whatever their number, until the read
+tells them apart again or a reviewed run allows it; a read that calls someone departed is
+judged by the guard's limits as it always was."""
 
 from __future__ import annotations
 
@@ -12,8 +14,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from syncd.model import Employee, State
-from syncd.plan import KEPT_LOCKED, Action, PlatformView, Policy, Snapshot, plan
-from tests.engine.plan_world import COMPANY, NOW, changed_there, directory, person, synced
+from syncd.plan import Action, PlatformView, Policy, Snapshot, plan
+from tests.engine.plan_world import (
+    COMPANY,
+    NOW,
+    changed_there,
+    directory,
+    guards,
+    person,
+    synced,
+)
 from tests.support.examples import examples
 
 # What syncd knows of one person before the read: held unlocked, held locked as departed or
@@ -44,39 +54,35 @@ def known_as(known: list[tuple[str, bool]]) -> tuple[list[Employee], Snapshot, P
 @given(
     known=st.lists(st.tuples(st.sampled_from(HELD), st.booleans()), min_size=1, max_size=6),
     status_read=st.booleans(),
+    someone_departed=st.booleans(),
+    complete=st.booleans(),
 )
-def test_only_a_read_with_a_status_gives_the_departed_access(
-    known: list[tuple[str, bool]], status_read: bool
+def test_only_a_read_that_tells_the_departed_apart_gives_them_access_unreviewed(
+    known: list[tuple[str, bool]], status_read: bool, someone_departed: bool, complete: bool
 ) -> None:
     staff, snapshot, view = known_as(known)
-    # Everyone reads as active: the file's status says so, or it has none.
-    p = plan(directory(COMPANY, staff, status_read=status_read), snapshot, view, Policy(), NOW)
+    # Everyone known reads as active; the read may call one other person departed.
+    if someone_departed:
+        staff.append(person("x1", "ex", "rd", state=State.DEPARTED))
+    d = directory(COMPANY, staff, status_read=status_read, complete=complete)
+    p = plan(d, snapshot, view, Policy(), NOW)
 
     granted = {c.key for c in p.changes if c.action in (Action.UNLOCK, Action.CREATE)}
-    unproven = {
-        f"e{n}"
-        for n, (how, unlocked_there) in enumerate(known)
-        if (how == "departed" and not unlocked_there) or how == "gone departed"
-    }
-    kept = [n.message for n in p.notes if n.kind == KEPT_LOCKED]
-    told = f"{len(unproven)} people " if len(unproven) > 1 else "1 person "
-    if status_read:
-        assert unproven <= granted and kept == []  # active again, as the status says
+    # Unlocked on the platform or not, an unlock of someone held locked as departed counts.
+    called = {f"e{n}" for n, (how, _) in enumerate(known) if how in ("departed", "gone departed")}
+    assert called <= granted  # planned as the read says: the guard judges them
+    limits = {"max_reactivations": 100, "max_reactivation_ratio": 1.0}  # never by the count
+    decision = guards(p, d, snapshot, **limits).get("max_reactivations")
+    blind = not status_read or (complete and not someone_departed)
+    if called and blind:
+        assert decision is not None and not decision.passed
+        why = "has no status" if not status_read else "calls nobody departed"
+        assert f"the source called them departed before ({len(called)} here) but" in (
+            decision.message
+        )
+        assert why in decision.message
+        n = decision.message.rsplit("--allow-reactivations ", 1)[1].split()[0]
+        allowed = guards(p, d, snapshot, **limits, allow_reactivations=int(n))
+        assert allowed["max_reactivations"].passed  # a reviewed run lets them in
     else:
-        assert granted & unproven == set()
-        assert [m[: len(told)] for m in kept] == ([told] if unproven else [])
-    # Whatever the read, those the source never called departed are given access as before.
-    others = {
-        f"e{n}" for n, (how, _) in enumerate(known) if how in ("missing", "gone removed", "new")
-    }
-    assert others <= granted
-
-
-def test_a_departed_person_read_without_a_status_is_still_departed_once_one_is_read() -> None:
-    staff = [person("e1", "ann", "rd"), person("e2", "bo", "rd")]
-    snapshot, view = synced(directory(COMPANY, staff))
-    bo = snapshot.employees["e2"]._replace(locked=True, lock_reason="departed", locked_since=NOW)
-    snapshot = replace(snapshot, employees={**snapshot.employees, "e2": bo})
-    gone = [staff[0], staff[1]._replace(state=State.DEPARTED)]
-    p = plan(directory(COMPANY, gone), snapshot, view, Policy(), NOW)
-    assert [c.action for c in p.changes] == []  # locked, and departed: nothing to do
+        assert decision is None or decision.passed

@@ -9,7 +9,7 @@ from typing import Any
 
 from syncd.config import Settings
 from syncd.run.runner import RunRequest, run_sync
-from tests.support.admin import AnotherAdmin
+from tests.support.admin import ORG, AnotherAdmin
 from tests.support.runs import plan_of
 from tests.support.settings import ldap_run_settings
 from tests.support.slapd import Slapd
@@ -129,3 +129,40 @@ def test_a_known_problem_does_not_hold_back_the_incremental_mark(
         assert calls[1].get(employees) == 1 and calls[1].get("GET /v1/users") == 1
     finally:
         state.close()
+
+
+def test_a_departed_filter_that_matches_nobody_gives_nobody_access_unreviewed(
+    slapd: Slapd, acme: str, emulator: Any, tmp_path: Path
+) -> None:
+    # Found by exploration, 2026-11-29: the departed_filter's attribute hidden from the bind
+    # account by an ACL, missing from the schema, or its value renamed: the server answers
+    # the filter's search with no entry and no error, everyone reads as active, and people
+    # syncd had locked as departed were unlocked, exit 0, under the access guard's floor.
+    settings = ldap_sync_settings(slapd, acme, emulator, tmp_path)
+    carol = f"uid=carol,ou=Frontend,ou=R&D,ou=Head Office,{acme}"
+    assert run_sync(settings, RunRequest()).exit_code == 0  # bob departed: never made
+    slapd.modify(f"dn: {carol}\nchangetype: modify\nadd: employeeType\nemployeeType: departed\n")
+    assert ("lock", "carol") in planned(run_sync(settings, RunRequest()))
+    admin = AnotherAdmin(emulator)
+    for dn in (carol, f"uid=bob,ou=Backend,ou=R&D,ou=Head Office,{acme}"):
+        slapd.modify(f"dn: {dn}\nchangetype: modify\nreplace: employeeType\nemployeeType: left\n")
+
+    for _ in range(2):  # blocked runs change nothing: the next one is stopped the same way
+        result = run_sync(settings, RunRequest())
+        assert result.outcome == "blocked", result.error
+        assert "the source called them departed before (2 here) but this read calls nobody" in (
+            str(result.error)
+        )
+        assert admin.employee("carol").get("locked") is True
+        assert not admin.call(
+            "GET", f"{ORG}/employees", matching="true", type="username", query="bob"
+        )
+
+    # The filter matching again tells them apart: carol and bob are still departed.
+    for dn in (carol, f"uid=bob,ou=Backend,ou=R&D,ou=Head Office,{acme}"):
+        slapd.modify(
+            f"dn: {dn}\nchangetype: modify\nreplace: employeeType\nemployeeType: departed\n"
+        )
+    result = run_sync(settings, RunRequest())
+    assert result.exit_code == 0, result.error
+    assert planned(result) == set()
