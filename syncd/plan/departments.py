@@ -95,6 +95,8 @@ class DepartmentPlanner:
         synced = self.snapshot.departments.get(d.id)
         if synced is not None:
             self.placed.add(synced.node_id)
+            if synced.node_id not in self.view.nodes and self.view.complete_listing:
+                return self._recreate(d, synced, wanted, path, depth, platform_paths)
             return self._plan_synced(d, synced, wanted, path, depth)
         # An earlier syncd sent the id itself as serial_no, '/' and all: such nodes are ours too.
         node = self.by_serial.get(serial_no(d.id)) or self.by_serial.get(d.id)
@@ -156,17 +158,41 @@ class DepartmentPlanner:
             departments=self.names,
         )
 
+    def _recreate(
+        self,
+        d: Department,
+        synced: SyncedDepartment,
+        wanted: str,
+        path: str,
+        depth: int,
+        platform_paths: Mapping[str, list[int]],
+    ) -> Change | None:
+        """A synced department whose node was deleted on the platform: made again, unless
+        another node holds its name path now (found by exploration, 2026-11-29: a second
+        node of one name path was made beside another program's, and the platform places
+        what names that path in the older one). Then it is a conflict, as at adoption."""
+        key = nfc(path)
+        taken = [n for n in platform_paths.get(key, ()) if n not in self.owned_nodes]
+        alike = None if taken else self._look_alike_node(key, platform_paths)
+        if taken or alike is not None:
+            held = f"node id {taken[0]}" if taken else f"node {alike}"
+            self.skip(
+                d.id,
+                f"{synced.name_path} was deleted on the platform, and {held} holds its name "
+                "path now: the department and its subtree are neither made again nor adopted "
+                "until one is renamed",
+                "conflict",
+            )
+            return None
+        self.notes.append(
+            Note("drift", d.id, f"{synced.name_path} was deleted on the platform: recreating it")
+        )
+        return self._create(d, wanted, path, depth, reason="deleted on the platform")
+
     def _plan_synced(
         self, d: Department, synced: SyncedDepartment, wanted: str, path: str, depth: int
     ) -> Change | None:
         node = self.view.nodes.get(synced.node_id)
-        if node is None and self.view.complete_listing:
-            self.notes.append(
-                Note(
-                    "drift", d.id, f"{synced.name_path} was deleted on the platform: recreating it"
-                )
-            )
-            return self._create(d, wanted, path, depth, reason="deleted on the platform")
         drift = self._drift(d, synced, node) if node is not None else None
         if synced.hash == wanted and drift is None:
             return None

@@ -4,6 +4,8 @@ makes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -91,6 +93,33 @@ def test_a_node_of_another_record_under_a_name_path_is_never_doubled(
     else:
         assert [c.target_id for c in p.changes if c.key == at] == [70]  # adopted
     assert len(paths) == len(set(paths))  # no name path made twice
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(
+    serial=st.one_of(st.none(), st.sampled_from(["sales", "FIN-1", ""])),
+    spelled=st.sampled_from(["Sales", "SALES", "Sales\u200b"]),
+    someone_made_it=st.booleans(),
+)
+def test_a_department_deleted_on_the_platform_is_made_again_only_where_no_node_has_its_path(
+    serial: str | None, spelled: str, someone_made_it: bool
+) -> None:
+    # Found by exploration, 2026-11-29: an admin deleted Sales and another program made a
+    # node Sales in its place; syncd made Sales again beside it, and the platform placed
+    # what names that path in the older node. The tree is never made ambiguous.
+    d = directory(COMPANY, [person("e1", "ann", "sales")])
+    snapshot, view = synced(d)
+    gone = snapshot.departments["sales"].node_id
+    nodes = {k: n for k, n in view.nodes.items() if k != gone}
+    if someone_made_it:
+        nodes[900] = PlatformNode(900, spelled, ROOT, serial or None)
+    p = plan(d, snapshot, replace(view, nodes=nodes), Policy(), NOW)
+    made = [c for c in p.changes if c.kind is Kind.DEPARTMENT and c.key == "sales"]
+    if someone_made_it:
+        assert made == []
+        assert any(n.key == "sales" and n.kind == "conflict" for n in p.notes), p.notes
+    else:
+        assert [c.action for c in made] == [Action.CREATE]
 
 
 def test_first_run_adopts_people_by_username_and_unlocks_the_active() -> None:
