@@ -59,6 +59,7 @@ from syncd.plan.messages import field_diff
 from syncd.plan.photos import plan_photos
 from syncd.plan.unique_values import frees, retries, with_values
 from syncd.plan.values import (
+    ACCESS_KEPT,
     DAY_MS,
     Census,
     Change,
@@ -81,6 +82,7 @@ from syncd.plan.values import (
 from syncd.spelling import look_alike
 
 __all__ = [
+    "ACCESS_KEPT",
     "DAY_MS",
     "REMOVING",
     "SHOWN_ORDER",

@@ -20,6 +20,7 @@ from syncd.plan.messages import department_names, unsure_rows
 from syncd.plan.schedule import EffectiveDates
 from syncd.plan.usernames import username_changed
 from syncd.plan.values import (
+    ACCESS_KEPT,
     DAY_MS,
     Change,
     Note,
@@ -29,6 +30,7 @@ from syncd.plan.values import (
     Policy,
     Snapshot,
     SyncedEmployee,
+    access_kept,
     matches_any,
     people,
 )
@@ -53,6 +55,9 @@ class EmployeePlanner:
         self.now_ms = now_ms
         self.replaced: list[Change] = []  # old accounts of changed usernames, removed first
         self.never_synced_departed = 0
+        # People the source says have left whose usernames' accounts are not theirs
+        # (_not_theirs): neither locked nor removed, so they keep their access.
+        self.access_kept = 0
         self.upserts: list[Change] = []
         self.unlocks: list[Change] = []
         self.locks: list[Change] = []
@@ -121,6 +126,8 @@ class EmployeePlanner:
         self._plan_leavers()
         self._plan_unread_drift()
         self.dates.unread(self)
+        if self.access_kept:
+            self.notes.append(Note(ACCESS_KEPT, "", access_kept(self.access_kept)))
         if self.never_synced_departed:
             self.notes.append(
                 Note(
@@ -464,29 +471,55 @@ class EmployeePlanner:
         return held
 
     def _not_theirs(self, synced: SyncedEmployee, found: PlatformEmployee) -> bool:
-        """Whether the platform's account under a person's username carries another record's
-        source id: evidence over memory, it is not the account syncd holds for them (a state
+        """Whether the platform's account under a person's username is, by the evidence, not
+        the account syncd holds for them: it carries another record's source id (a state
         database restored from before the username went to someone else, another
-        installation's or program's account). Then nothing is sent for the person through
-        it, whatever the source says (no update, lock, unlock or removal: updates and
-        removals go by username), and a conflict says so. The change stays unweighed, so the
-        people's cursor stays before it and every run reads that evidence again until it
-        changes (see Plan.unweighed_since)."""
-        if found.extension_id in (None, synced.source_id):
+        installation's or program's account), or it is another account than the one syncd
+        wrote, made again without a source id, whose name, mobile and work number do not
+        show it is theirs (syncd.plan.rekeys: someone deleted theirs and gave the username
+        to another). Then nothing is sent for the person through it, whatever the source
+        says (no update, lock, unlock or removal: updates and removals go by username), and
+        a conflict says so. The change stays unweighed, so the people's cursor stays before
+        it and every run reads that evidence again until it changes (Plan.unweighed_since)."""
+        why = self._someone_elses(synced, found)
+        if why is None:
             return False
-        if synced.source_id in self.directory.employees:
+        read = self.directory.employees.get(synced.source_id)
+        if read is not None:
             where, spared = "is in the source", "neither updated, locked nor unlocked"
         else:
             where, spared = "is missing from the source", "neither locked nor removed"
+        if (read is None and self.directory.complete) or (
+            read is not None and read.state is State.DEPARTED
+        ):
+            self.access_kept += 1  # they left: whatever account is theirs stays as it is
         message = (
             f"source id {synced.source_id} {where}, but the platform's account "
-            f"{synced.username} (id {found.id}) carries source id {found.extension_id}: it is "
-            f"not the account syncd holds for {synced.source_id}, so it is {spared} for it. "
-            "The state database is behind the platform (restored from an older backup?) or "
-            "another program wrote the account; `syncd state rebuild --dry-run` compares them"
+            f"{synced.username} (id {found.id}) {why}: it is not the account syncd holds for "
+            f"{synced.source_id}, so it is {spared} for it. The state database is behind the "
+            "platform (restored from an older backup?) or another program wrote the account; "
+            "`syncd state rebuild --dry-run` compares them"
         )
         self.notes.append(Note("conflict", synced.source_id, message))
         return True
+
+    def _someone_elses(self, synced: SyncedEmployee, found: PlatformEmployee) -> str | None:
+        """What shows the account found under a person's username is someone else's, or None
+        (see _not_theirs)."""
+        if found.extension_id == synced.source_id:
+            return None
+        if found.extension_id is not None:
+            return f"carries source id {found.extension_id}"
+        if synced.employee_id is None or found.id == synced.employee_id:
+            return None  # the account syncd wrote: a source id cleared is drift
+        written = self.snapshot.written(Kind.EMPLOYEE, synced.source_id)
+        evidence = rekeys.compared(found.fields, written)
+        if evidence.same_person:
+            return None  # made again for them
+        return (
+            f"was made again (syncd wrote id {synced.employee_id}) without a source id, and "
+            f"nothing in it shows it is theirs ({evidence.describe()})"
+        )
 
     def _rekeyed_usernames(self) -> set[str]:
         """Usernames (as look-alike keys) held by source records syncd never synced: a missing

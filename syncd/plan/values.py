@@ -378,6 +378,20 @@ def people(n: int) -> str:
     return "1 person" if n == 1 else f"{n:,} people"
 
 
+ACCESS_KEPT = "access kept"  # a note's kind: a run with one is partial (syncd.run.runner)
+
+
+def access_kept(n: int) -> str:
+    """Why people the source says have left are neither locked nor removed (_not_theirs)."""
+    return (
+        f"{people(n)} the source says {'has' if n == 1 else 'have'} left keep their access: "
+        "the accounts under their usernames are not the ones syncd holds for them (the "
+        "conflicts above), so nothing is locked or removed through them until the "
+        "conflicts are resolved (`syncd state rebuild --dry-run` compares the state "
+        "database with the platform)"
+    )
+
+
 def matches_any(value: str, patterns: Sequence[str]) -> bool:
     """Whether ``value`` matches one of the shell patterns, in any letter case."""
     folded = value.casefold()

@@ -31,6 +31,7 @@ from syncd.executor import ApplyResult, NoProgress, Progress, item_rows, lease_l
 from syncd.logs import redact
 from syncd.model import Directory
 from syncd.plan import (
+    ACCESS_KEPT,
     Departures,
     GuardDecision,
     Note,
@@ -562,8 +563,11 @@ class _Run:
     def _judge_read(self) -> None:
         """A run that would end ok is partial when its read set aside rows for a status
         value nobody named, or most of the source, or rows that keep it from looking for
-        leavers (syncd.sources.set_aside)."""
+        leavers (syncd.sources.set_aside); or when people who left keep their access because
+        the accounts under their usernames are not theirs (plan.ACCESS_KEPT)."""
         told = set_aside.problems(self.summary.get("source") or {})
+        if self.result.plan is not None:
+            told += [n.message for n in self.result.plan.notes if n.kind == ACCESS_KEPT]
         if not told or self.result.outcome != "ok":
             return
         self.result.outcome, self.result.exit_code = "partial", EXIT_PARTIAL

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from syncd.model import State
-from syncd.plan import Plan, PlatformPerson, Policy, Snapshot, plan
+from syncd.plan import ACCESS_KEPT, Plan, PlatformPerson, Policy, Snapshot, plan
 from syncd.spelling import look_alike
 from tests.engine.plan_world import (
     COMPANY,
@@ -94,6 +94,15 @@ def test_a_leaver_is_never_locked_or_removed_through_an_account_that_names_anoth
         assert acted == []
         assert any(n.key == "e3" and f"carries source id {mark}" in n.message for n in p.notes)
         assert p.unweighed_since == NOW  # read again next run: still nobody's to remove
+        # The leaver keeps their access: told, and the run is partial (syncd.run.runner).
+        assert [n.message[:43] for n in p.notes if n.kind == ACCESS_KEPT] == [
+            "1 person the source says has left keep thei"
+        ]
+    elif mark is None and made_again:
+        # Made again without a source id, and its name is another's: nothing names carol
+        # (found by exploration, 2026-11-29: such an account was locked for the leaver).
+        assert acted == []
+        assert any(n.key == "e3" and "was made again" in n.message for n in p.notes)
     else:
         assert acted == [("remove" if policy == "remove" else "lock")]
 
@@ -132,7 +141,10 @@ def test_a_person_is_never_updated_locked_or_unlocked_through_an_account_that_na
     source = directory(COMPANY, [*STAFF[:2], carol] if complete else [STAFF[0]], complete=complete)
 
     def planned(extension_id: str | None) -> Plan:
-        account = replace(record, id=record.id + 100, extension_id=extension_id)
+        # Carrying a source id, made again; without one, the account syncd wrote (made
+        # again without one: test_an_account_made_again_without_a_source_id_...).
+        again = record.id + 100 if extension_id is not None else record.id
+        account = replace(record, id=again, extension_id=extension_id)
         return plan(source, snapshot, replace(view, changed={"carol": account}), Policy(), NOW)
 
     p = planned(mark)
@@ -140,5 +152,38 @@ def test_a_person_is_never_updated_locked_or_unlocked_through_an_account_that_na
         assert [c for c in p.changes if c.key == "e3" or c.display == "carol"] == []
         assert any(n.key == "e3" and f"carries source id {mark}" in n.message for n in p.notes)
         assert p.unweighed_since == NOW  # the cursor stays: the evidence is read every run
+        kept = [n for n in p.notes if n.kind == ACCESS_KEPT]
+        assert len(kept) == (complete and state is State.DEPARTED)  # left, and still in
     else:  # carol's mark, or none: planned as an account without one always was
         assert actions(p) == actions(planned(None))
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    name=st.sampled_from(["Carol", "Carol Chen"]),
+    mobile=st.sampled_from([None, "13800000003", "13999999999"]),
+    departed=st.booleans(),
+    in_source=st.booleans(),
+)
+def test_an_account_made_again_without_a_source_id_is_theirs_only_on_evidence(
+    name: str, mobile: str | None, departed: bool, in_source: bool
+) -> None:
+    # Found by exploration, 2026-11-29: another program deleted carol's account and made
+    # the username again for someone else, without a source id. syncd "put back" carol's
+    # fields over that person's account as drift, and locked it when carol left.
+    carol = STAFF[2]._replace(mobile="13800000003")
+    snapshot, view = synced(directory(COMPANY, [*STAFF[:2], carol]))
+    view = changed_there(view, snapshot, "carol", name=name, mobile=mobile)
+    record = view.changed["carol"]
+    view = replace(view, changed={"carol": replace(record, id=record.id + 100)})
+    source = [*STAFF[:2], carol._replace(state=State.DEPARTED)] if departed else [*STAFF[:2], carol]
+    p = plan(directory(COMPANY, source if in_source else STAFF[:2]), snapshot, view, Policy(), NOW)
+    theirs = [c.action.value for c in p.changes if c.key == "e3"]
+    # Theirs when the name agrees and the mobile does too (rekeys: the same person).
+    if name == "Carol" and mobile == "13800000003":
+        assert not any("was made again" in n.message for n in p.notes)
+    else:
+        assert theirs == [], theirs
+        (note,) = [n for n in p.notes if n.key == "e3" and n.kind == "conflict"]
+        assert "was made again (syncd wrote id" in note.message
+        assert p.unweighed_since == NOW

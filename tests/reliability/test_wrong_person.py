@@ -13,6 +13,7 @@ from syncd.plan import REMOVING
 from syncd.run.runner import RunRequest, RunResult, run_sync
 from syncd.service.status import read_status
 from tests.engine.company import employee
+from tests.support.admin import AnotherAdmin
 from tests.support.runs import plan_of
 
 from .support import Rig, rejected, toml_value, writes
@@ -369,3 +370,27 @@ def test_a_first_run_that_rejects_most_of_the_source_is_not_a_success(rig: Rig) 
         "only what was kept was synced"
     )
     assert set(rig.platform().people) == {"user150"}
+
+
+# ------------------------------- an account made again for someone else (exploration)
+
+
+@pytest.mark.parametrize("mark", ["HR-77", None], ids=["another-source-id", "no-source-id"])
+def test_a_leavers_username_made_again_for_someone_else_is_neither_theirs_nor_silent(
+    synced: Rig, mark: str | None
+) -> None:
+    # Found by exploration, 2026-11-29: another program deleted user30's account and made
+    # the username again for someone else. syncd put user30's fields back over that
+    # person's account as drift and, user30 having left, locked it: exit 0.
+    admin = AnotherAdmin(synced.emulator)
+    admin.delete_person("user30")
+    fields = {"extension_id": mark} if mark else {}
+    admin.add_person("user30", "D3", name="Someone Else", mobile="13911112222", **fields)
+    synced.company.person("user30")["status"] = "departed"
+    for _ in range(2):  # the evidence is read again by the next run: still nobody changed
+        result = synced.sync()
+        assert (result.outcome, result.exit_code) == ("partial", EXIT_PARTIAL), result.error
+        assert str(result.error).startswith("1 person the source says has left keep their")
+        other = admin.employee("user30")
+        assert (other["name"], bool(other.get("locked"))) == ("Someone Else", False)
+        assert other.get("extension_id") == mark
