@@ -13,6 +13,7 @@ from syncd.model import Employee, State
 from syncd.plan import Action, Change, KnownProblem, Snapshot, employee_fields, extended_values
 from syncd.plan.tags import Tag, tag_names, tag_pairs, tags_to_send
 from syncd.plan.unique_values import UNIQUE, value_key, with_values
+from syncd.plan.values import DEPARTED
 from syncd.platform import ImportResult
 from syncd.platform.schemas import EmployeeRecord
 from syncd.snapshot import Transaction
@@ -382,7 +383,7 @@ class Employees:
             departed = isinstance(c.record, Employee) and c.record.state is State.DEPARTED
             return {
                 "locked": True,
-                "lock_reason": "departed" if departed else None,
+                "lock_reason": DEPARTED if departed else None,
                 "locked_since": self.run.now_ms(),
             }
         # A hire made before the start day starts "not_started", unlocked until the lock
@@ -413,7 +414,7 @@ class Employees:
         (item,) = batch
         c = item.change
         reason = (
-            (c.lock_reason or ("departed" if c.record is not None else "missing")) if lock else None
+            (c.lock_reason or (DEPARTED if c.record is not None else "missing")) if lock else None
         )
         since = self.run.now_ms()
         self.run.record(

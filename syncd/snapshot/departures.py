@@ -17,9 +17,9 @@ from collections.abc import Collection
 
 from sqlalchemy import Connection
 
+from syncd.plan.values import DEPARTED  # a read called them departed
 from syncd.snapshot import sql
 
-DEPARTED = "departed"  # a read called them departed
 REMOVED = "removed"  # syncd removed their account, or let go of it
 
 
