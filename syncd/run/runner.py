@@ -560,14 +560,14 @@ class _Run:
         self.summary["known_problems"] = len(known_problems.rows(self.state))  # not failing
         self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}
 
-    def _judge_read(self) -> None:
+    def _judge_run(self) -> None:
         """A run that would end ok is partial when its read set aside rows for a status
         value nobody named, or most of the source, or rows that keep it from looking for
         leavers (syncd.sources.set_aside); or when people who left keep their access because
-        the accounts under their usernames are not theirs (plan.ACCESS_KEPT)."""
+        the accounts under their usernames are not theirs (plan.ACCESS_KEPT). Both as the
+        summary records them."""
         told = set_aside.problems(self.summary.get("source") or {})
-        if self.result.plan is not None:
-            told += [n.message for n in self.result.plan.notes if n.kind == ACCESS_KEPT]
+        told += [n["message"] for n in self.summary.get("notes", ()) if n["kind"] == ACCESS_KEPT]
         if not told or self.result.outcome != "ok":
             return
         self.result.outcome, self.result.exit_code = "partial", EXIT_PARTIAL
@@ -575,7 +575,7 @@ class _Run:
         log.warning("run %d partial: %s", self.run_id, self.result.error)
 
     def _finish(self) -> None:
-        self._judge_read()
+        self._judge_run()
         self.result.finished_at = finished = now_ms()
         self.summary["error"] = self.result.error
         self.summary["duration_ms"] = finished - self.started
