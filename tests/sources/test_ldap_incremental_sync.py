@@ -144,8 +144,15 @@ def test_a_departed_filter_that_matches_nobody_gives_nobody_access_unreviewed(
     slapd.modify(f"dn: {carol}\nchangetype: modify\nadd: employeeType\nemployeeType: departed\n")
     assert ("lock", "carol") in planned(run_sync(settings, RunRequest()))
     admin = AnotherAdmin(emulator)
-    for dn in (carol, f"uid=bob,ou=Backend,ou=R&D,ou=Head Office,{acme}"):
-        slapd.modify(f"dn: {dn}\nchangetype: modify\nreplace: employeeType\nemployeeType: left\n")
+    both = (carol, f"uid=bob,ou=Backend,ou=R&D,ou=Head Office,{acme}")
+
+    def employee_type(value: str) -> None:
+        for dn in both:
+            slapd.modify(
+                f"dn: {dn}\nchangetype: modify\nreplace: employeeType\nemployeeType: {value}\n"
+            )
+
+    employee_type("left")
 
     for _ in range(2):  # blocked runs change nothing: the next one is stopped the same way
         result = run_sync(settings, RunRequest())
@@ -159,10 +166,7 @@ def test_a_departed_filter_that_matches_nobody_gives_nobody_access_unreviewed(
         )
 
     # The filter matching again tells them apart: carol and bob are still departed.
-    for dn in (carol, f"uid=bob,ou=Backend,ou=R&D,ou=Head Office,{acme}"):
-        slapd.modify(
-            f"dn: {dn}\nchangetype: modify\nreplace: employeeType\nemployeeType: departed\n"
-        )
+    employee_type("departed")
     result = run_sync(settings, RunRequest())
     assert result.exit_code == 0, result.error
     assert planned(result) == set()
