@@ -52,6 +52,7 @@ from syncd.plan.guards import (
     Reactivations,
     check_guards,
     departures,
+    emptied,
     reactivations,
     updates,
 )
@@ -116,6 +117,7 @@ __all__ = [
     "draft",
     "employee_fields",
     "employee_hash",
+    "emptied",
     "extended_values",
     "field_diff",
     "fields_departments",

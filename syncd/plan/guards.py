@@ -33,7 +33,10 @@ raises the limit where a handful is an ordinary day.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from syncd.model import Directory, Kind, State
 from syncd.plan.actions import Action
@@ -58,6 +61,8 @@ class Limits:
     max_reactivation_ratio: float = 0.01
     max_updates: int = 100
     max_update_ratio: float = 0.5
+    max_emptied: int = 3
+    max_emptied_ratio: float = 0.05
     allow_reactivations: int | None = None  # --allow-reactivations N
     allow_updates: int | None = None  # --allow-updates N
 
@@ -196,6 +201,34 @@ def updates(p: Plan, snapshot: Snapshot) -> tuple[int, int]:
     return total, repairs
 
 
+def emptied(p: Plan, snapshot: Snapshot) -> Counter[str]:
+    """Field -> how many people syncd holds this plan's updates leave without a value they
+    had (``extended.city`` for one of a table's keys): what a column or attribute renamed or
+    left out does to everyone at once."""
+    held = snapshot.employees
+    counts: Counter[str] = Counter()
+    update, employee = Action.UPDATE, Kind.EMPLOYEE  # looked up once
+    for c in p.changes:
+        if c.action is not update or c.kind is not employee:
+            continue
+        if c.key in held or (c.previous_key is not None and c.previous_key in held):
+            counts.update(_emptied_fields(c.before or {}, c.after or {}))
+    return counts
+
+
+_EMPTY = (None, "", [], {})
+
+
+def _emptied_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -> Iterator[str]:
+    for name, was in before.items():
+        now = after.get(name)
+        if isinstance(was, Mapping):
+            now = now if isinstance(now, Mapping) else {}
+            yield from (f"{name}.{key}" for key in _emptied_fields(was, now))
+        elif was not in _EMPTY and now in _EMPTY:
+            yield name
+
+
 def adoptions(p: Plan, snapshot: Snapshot) -> int:
     """The platform's accounts and nodes the plan takes over (adopts): held once applied."""
     held = {Kind.EMPLOYEE: snapshot.employees, Kind.DEPARTMENT: snapshot.departments}
@@ -228,7 +261,7 @@ def check_guards(
         decisions.append(_reactivation_guard(back, snapshot, limits, blind))
     changed, repairs = updates(p, snapshot)
     if changed:
-        decisions.append(_update_guard(changed, repairs, snapshot, limits))
+        decisions.append(_update_guard(changed, repairs, emptied(p, snapshot), snapshot, limits))
     return decisions
 
 
@@ -292,7 +325,9 @@ def _reactivation_guard(
     )
 
 
-def _update_guard(changed: int, repairs: int, snapshot: Snapshot, limits: Limits) -> GuardDecision:
+def _update_guard(
+    changed: int, repairs: int, emptied: Counter[str], snapshot: Snapshot, limits: Limits
+) -> GuardDecision:
     people = snapshot.headcount
     ratio = limits.max_update_ratio
     drift = f" ({repairs} of them putting back changes made on the platform)" if repairs else ""
@@ -301,6 +336,15 @@ def _update_guard(changed: int, repairs: int, snapshot: Snapshot, limits: Limits
         f"past both {limits.max_updates:,} and {ratio:.0%} of {people:,} synced people"
     )
     too_many = _over(changed, limits.max_updates, ratio, people)
+    floor, share = limits.max_emptied, limits.max_emptied_ratio
+    wide = sorted((f, n) for f, n in emptied.items() if _over(n, floor, share, people))
+    if wide:  # whatever the updates' number: a column renamed empties a field for everyone
+        said = ", ".join(f"{f} for {n:,}" for f, n in wide)
+        message += (
+            f", and past both {floor:,} and {share:.0%} of them emptying one field ({said}): "
+            "a column or attribute renamed or left out?"
+        )
+        too_many = True
     return _decision(
         "max_updates", message, too_many, changed, limits.allow_updates, "--allow-updates"
     )

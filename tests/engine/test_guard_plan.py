@@ -20,6 +20,7 @@ from syncd.plan import (
     Policy,
     Snapshot,
     departures,
+    emptied,
     plan,
     reactivations,
 )
@@ -176,6 +177,60 @@ def test_adoptions_and_creations_are_not_updates_of_synced_people() -> None:
     accounts = [PlatformPerson(500 + n, e.username) for n, e in enumerate(people)]
     p = plan(d, Snapshot(), empty_view(people=accounts), Policy(), NOW)
     assert "max_updates" not in guards(p, d, Snapshot())
+
+
+EMPTIABLE = ("email", "mobile", "tel", "en_name", "job_title", "sn")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    people=st.integers(2, 400),
+    share=st.floats(0, 1),
+    field=st.sampled_from(EMPTIABLE),
+    retitled=st.integers(0, 3),
+)
+def test_one_field_emptied_for_many_stops_the_run_whatever_the_updates_number(
+    people: int, share: float, field: str, retitled: int
+) -> None:
+    # Found by exploration, 2026-11-29: a column renamed or left out reads as empty for
+    # everyone, and in a company under 100 people its updates passed the update guard.
+    values = {f: f"{f}-{{}}" for f in EMPTIABLE}
+    staff = [
+        person(f"e{i}", f"user{i}", "rd", **{f: v.format(i) for f, v in values.items()})
+        for i in range(people)
+    ]
+    snapshot, view = synced(directory(COMPANY, staff))
+    lost = round(people * share)
+    read = [e._replace(**{field: None}) for e in staff[:lost]] + staff[lost:]
+    read = [e._replace(name=f"Renamed {e.id}") for e in read[:retitled]] + read[retitled:]
+    d = directory(COMPANY, read)
+    p = plan(d, snapshot, view, Policy(), NOW)
+    assert emptied(p, snapshot) == ({field: lost} if lost else {})
+    if not p.changes:
+        return
+    guard = guards(p, d, snapshot)["max_updates"]
+    blocked = lost > 3 and lost / people > 0.05
+    assert guard.passed is not blocked, guard.message
+    assert (f"emptying one field ({field} for {lost:,})" in guard.message) is blocked
+    changed = len(p.changes)
+    assert guards(p, d, snapshot, allow_updates=changed)["max_updates"].passed
+    unbounded = guards(p, d, snapshot, max_emptied=lost, max_updates=changed)
+    assert unbounded["max_updates"].passed  # the emptied field alone stopped it
+
+
+def test_a_table_field_emptied_is_named_by_its_key() -> None:
+    extended = {"city": "extended1"}
+    staff = [person(f"e{i}", f"user{i}", "rd", extra=(("city", "Paris"),)) for i in range(10)]
+    policy = Policy(extended_fields=extended)
+    snapshot, view = synced(directory(COMPANY, staff), policy=policy)
+    d = directory(COMPANY, [e._replace(extra=()) for e in staff])
+    p = plan(d, snapshot, view, policy, NOW)
+    assert emptied(p, snapshot) == {"extended.extended1": 10}  # by platform field
+    guard = guards(p, d, snapshot)["max_updates"]
+    assert not guard.passed
+    assert "emptying one field (extended.extended1 for 10): a column or attribute renamed" in (
+        guard.message
+    )
 
 
 # ------------------------------------------------ access granted in every form (issue 32)

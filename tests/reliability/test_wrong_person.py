@@ -206,6 +206,37 @@ def test_a_status_column_renamed_or_left_out_gives_no_former_employee_access(
     assert rig.platform().people == before.people
 
 
+@pytest.mark.parametrize("column", ["email", "mobile"])
+@pytest.mark.parametrize("header", ["e-mail", None], ids=["renamed", "left-out"])
+def test_a_column_renamed_or_left_out_empties_nobodys_field_unreviewed(
+    synced: Rig, column: str, header: str | None
+) -> None:
+    # Found by exploration, 2026-11-29: an optional column missing from the header reads
+    # as empty for everyone, and 40 updates passed the update guard (its floor is 100).
+    rig = synced
+    before = rig.platform()
+    lines = good_bytes(rig).decode("utf-8").splitlines(keepends=True)
+    columns = lines[0].rstrip("\r\n").split(",")
+    at = columns.index(column)
+    if header is None:
+        cells = [line.rstrip("\r\n").split(",") for line in lines]
+        lines = [",".join([*c[:at], *c[at + 1 :]]) + "\r\n" for c in cells]
+    else:
+        lines[0] = ",".join([*columns[:at], header, *columns[at + 1 :]]) + "\r\n"
+    content = "".join(lines).encode("utf-8")
+    for run in range(2):  # blocked runs change nothing: the next one is stopped the same way
+        result = run_with(rig, content)
+        assert (result.outcome, result.exit_code) == ("blocked", EXIT_BLOCKED), run
+        people = len(before.people)
+        assert f"emptying one field ({column} for {people})" in str(result.error)
+        assert f"--allow-updates {people}" in str(result.error)
+        assert writes(rig.emulator) == {}
+        assert rig.platform().people == before.people
+
+    result = run_sync(rig.settings(), RunRequest(allow_updates=len(before.people)))
+    assert result.exit_code == EXIT_OK, result.error  # a reviewed run goes through
+
+
 # ------------------------------------------- a duplicate id, one copy rejected (issue 32)
 
 
