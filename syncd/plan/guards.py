@@ -216,7 +216,7 @@ def emptied(p: Plan, snapshot: Snapshot) -> Counter[str]:
     return counts
 
 
-_EMPTY = (None, "", [], {})
+_EMPTY: tuple[object, ...] = (None, "", [], {})
 
 
 def _emptied_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -> Iterator[str]:

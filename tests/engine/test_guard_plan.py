@@ -201,7 +201,8 @@ def test_one_field_emptied_for_many_stops_the_run_whatever_the_updates_number(
     ]
     snapshot, view = synced(directory(COMPANY, staff))
     lost = round(people * share)
-    read = [e._replace(**{field: None}) for e in staff[:lost]] + staff[lost:]
+    blank: dict[str, Any] = {field: None}
+    read = [e._replace(**blank) for e in staff[:lost]] + staff[lost:]
     read = [e._replace(name=f"Renamed {e.id}") for e in read[:retitled]] + read[retitled:]
     d = directory(COMPANY, read)
     p = plan(d, snapshot, view, Policy(), NOW)
