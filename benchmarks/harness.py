@@ -259,8 +259,8 @@ max_reactivations = {removals}
 max_reactivation_ratio = 1.0
 max_updates = {removals}
 max_update_ratio = 1.0
-max_emptied = {removals}
-max_emptied_ratio = 1.0
+max_field_changes = {removals}
+max_field_change_ratio = 1.0
 """
 
 

@@ -34,9 +34,10 @@ class SyncSettings(Section):
     max_reactivation_ratio: Annotated[float, Field(ge=0, le=1)] = 0.01
     max_updates: Annotated[int, Field(ge=0)] = 100
     max_update_ratio: Annotated[float, Field(ge=0, le=1)] = 0.5
-    # Whatever the updates' number, one field emptied for more than both (a column renamed).
-    max_emptied: Annotated[int, Field(ge=0)] = 3
-    max_emptied_ratio: Annotated[float, Field(ge=0, le=1)] = 0.05
+    # Whatever the updates' number: one field emptied, or replaced where it tells people
+    # apart, for more people than both (a column renamed, left out or shifted: plan.guards).
+    max_field_changes: Annotated[int, Field(ge=0)] = 3
+    max_field_change_ratio: Annotated[float, Field(ge=0, le=1)] = 0.05
     exclude: Exclusions = Exclusions()
     username_change: Literal["conflict", "remove_and_create"] = "conflict"
     extended_fields: dict[str, str] = {}  # extra attribute name -> platform field

@@ -52,7 +52,7 @@ from syncd.plan.guards import (
     Reactivations,
     check_guards,
     departures,
-    emptied,
+    field_changes,
     reactivations,
     updates,
 )
@@ -117,8 +117,8 @@ __all__ = [
     "draft",
     "employee_fields",
     "employee_hash",
-    "emptied",
     "extended_values",
+    "field_changes",
     "field_diff",
     "fields_departments",
     "finish",

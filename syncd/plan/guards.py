@@ -38,10 +38,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from syncd.model import Directory, Kind, State
+from syncd.model import IDENTIFYING, Directory, Kind, State
 from syncd.plan.actions import Action
 from syncd.plan.dates import ENDED, NOT_STARTED
-from syncd.plan.values import DEPARTED, Plan, Snapshot
+from syncd.plan.values import DEPARTED, Change, Plan, Snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +61,8 @@ class Limits:
     max_reactivation_ratio: float = 0.01
     max_updates: int = 100
     max_update_ratio: float = 0.5
-    max_emptied: int = 3
-    max_emptied_ratio: float = 0.05
+    max_field_changes: int = 3
+    max_field_change_ratio: float = 0.05
     allow_reactivations: int | None = None  # --allow-reactivations N
     allow_updates: int | None = None  # --allow-updates N
 
@@ -187,46 +187,67 @@ def departures(p: Plan, directory: Directory, snapshot: Snapshot) -> Departures:
 
 
 def updates(p: Plan, snapshot: Snapshot) -> tuple[int, int]:
-    """Updates of people syncd holds (re-keyed ones included; adoptions are not): how many,
-    and how many of them put back what was changed on the platform (drift)."""
-    held = snapshot.employees
+    """Updates of people syncd holds (re-keyed ones included; adoptions are not, nor the
+    updates that free a value for another person first): how many, and how many of them
+    put back what was changed on the platform (drift)."""
     total = repairs = 0
-    update, employee = Action.UPDATE, Kind.EMPLOYEE  # looked up once
-    for c in p.changes:
-        if c.action is not update or c.kind is not employee:
-            continue
-        if c.key in held or (c.previous_key is not None and c.previous_key in held):
+    for c in _held_updates(p, snapshot):
+        if not c.frees:
             total += 1
             repairs += c.platform_before is not None
     return total, repairs
 
 
-def emptied(p: Plan, snapshot: Snapshot) -> Counter[str]:
-    """Field -> how many people syncd holds this plan's updates leave without a value they
-    had (``extended.city`` for one of a table's keys): what a column or attribute renamed or
-    left out does to everyone at once."""
+def _held_updates(p: Plan, snapshot: Snapshot) -> Iterator[Change]:
     held = snapshot.employees
-    counts: Counter[str] = Counter()
     update, employee = Action.UPDATE, Kind.EMPLOYEE  # looked up once
     for c in p.changes:
         if c.action is not update or c.kind is not employee:
             continue
         if c.key in held or (c.previous_key is not None and c.previous_key in held):
-            counts.update(_emptied_fields(c.before or {}, c.after or {}))
+            yield c
+
+
+PASSED_ON = "passed on"
+
+
+def field_changes(p: Plan, snapshot: Snapshot) -> Counter[str]:
+    """How many people syncd holds this plan's updates change so, by what: a field emptied
+    (a value written before, none now: ``"email emptied"``, ``"extended.extended1
+    emptied"`` for one of a table's keys), a field that tells people apart replaced by
+    another value (``"name replaced"``, ``"source id replaced"`` for a re-key), a unique
+    value passed on to another person of this run (``"mobile passed on"``). A column or
+    attribute renamed or left out empties a field for everyone at once; an export whose
+    rows shifted hands each person another's name, e-mail or mobile."""
+    counts: Counter[str] = Counter()
+    for c in _held_updates(p, snapshot):
+        if c.frees:  # freed for another person first: the values' own update follows
+            counts.update(f"{name} {PASSED_ON}" for name in c.frees)
+            continue
+        if c.previous_key is not None and c.previous_key != c.key:
+            counts["source id replaced"] += 1
+        counts.update(_field_changes(c.before or {}, c.after or {}))
     return counts
 
 
 _EMPTY: tuple[object, ...] = (None, "", [], {})
+# What tells people apart (syncd.plan.rekeys), and what they sign in with besides their
+# username: another value in one of these for many people at once is a column gone wrong.
+TELLING = (*IDENTIFYING, "email")
 
 
-def _emptied_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -> Iterator[str]:
+def _field_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> Iterator[str]:
     for name, was in before.items():
         now = after.get(name)
         if isinstance(was, Mapping):
             now = now if isinstance(now, Mapping) else {}
-            yield from (f"{name}.{key}" for key in _emptied_fields(was, now))
-        elif was not in _EMPTY and now in _EMPTY:
-            yield name
+            yield from (f"{name}.{key}" for key in _field_changes(was, now))
+        elif was in _EMPTY or now == was:
+            continue
+        elif now in _EMPTY:
+            yield f"{name} emptied"
+        elif name in TELLING:
+            yield f"{name} replaced"
 
 
 def adoptions(p: Plan, snapshot: Snapshot) -> int:
@@ -261,7 +282,9 @@ def check_guards(
         decisions.append(_reactivation_guard(back, snapshot, limits, blind))
     changed, repairs = updates(p, snapshot)
     if changed:
-        decisions.append(_update_guard(changed, repairs, emptied(p, snapshot), snapshot, limits))
+        decisions.append(
+            _update_guard(changed, repairs, field_changes(p, snapshot), snapshot, limits)
+        )
     return decisions
 
 
@@ -326,7 +349,7 @@ def _reactivation_guard(
 
 
 def _update_guard(
-    changed: int, repairs: int, emptied: Counter[str], snapshot: Snapshot, limits: Limits
+    changed: int, repairs: int, fields: Counter[str], snapshot: Snapshot, limits: Limits
 ) -> GuardDecision:
     people = snapshot.headcount
     ratio = limits.max_update_ratio
@@ -336,13 +359,19 @@ def _update_guard(
         f"past both {limits.max_updates:,} and {ratio:.0%} of {people:,} synced people"
     )
     too_many = _over(changed, limits.max_updates, ratio, people)
-    floor, share = limits.max_emptied, limits.max_emptied_ratio
-    wide = sorted((f, n) for f, n in emptied.items() if _over(n, floor, share, people))
-    if wide:  # whatever the updates' number: a column renamed empties a field for everyone
+    floor, share = limits.max_field_changes, limits.max_field_change_ratio
+    # A value passed from one person to another is evidence alone: past the floor, whatever
+    # the share (rows shifted in a block of a large company's export).
+    wide = sorted(
+        (f, n)
+        for f, n in fields.items()
+        if _over(n, floor, 0.0 if f.endswith(PASSED_ON) else share, people)
+    )
+    if wide:  # whatever the updates' number: a column renamed or shifted changes everyone
         said = ", ".join(f"{f} for {n:,}" for f, n in wide)
         message += (
-            f", and past both {floor:,} and {share:.0%} of them emptying one field ({said}): "
-            "a column or attribute renamed or left out?"
+            f", and past both {floor:,} and {share:.0%} of them changing one field ({said}): "
+            "a column or attribute renamed, left out or shifted?"
         )
         too_many = True
     return _decision(

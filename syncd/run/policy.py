@@ -42,8 +42,8 @@ def limits_of(settings: Settings, request: RunRequest) -> Limits:
         max_reactivation_ratio=s.max_reactivation_ratio,
         max_updates=s.max_updates,
         max_update_ratio=s.max_update_ratio,
-        max_emptied=s.max_emptied,
-        max_emptied_ratio=s.max_emptied_ratio,
+        max_field_changes=s.max_field_changes,
+        max_field_change_ratio=s.max_field_change_ratio,
         allow_reactivations=request.allow_reactivations if saved is None else saved.reactivations,
         allow_updates=request.allow_updates if saved is None else saved.updates,
     )

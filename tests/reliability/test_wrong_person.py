@@ -206,34 +206,49 @@ def test_a_status_column_renamed_or_left_out_gives_no_former_employee_access(
     assert rig.platform().people == before.people
 
 
-@pytest.mark.parametrize("column", ["email", "mobile"])
-@pytest.mark.parametrize("header", ["e-mail", None], ids=["renamed", "left-out"])
-def test_a_column_renamed_or_left_out_empties_nobodys_field_unreviewed(
-    synced: Rig, column: str, header: str | None
+def changed_column(content: bytes, column: str, how: str) -> bytes:
+    """The export with one column renamed, left out, or its values shifted up a row."""
+    lines = content.decode("utf-8").splitlines()
+    rows = [line.split(",") for line in lines]
+    at = rows[0].index(column)
+    if how == "renamed":
+        rows[0][at] = "e-mail"
+    elif how == "left-out":
+        rows = [[*row[:at], *row[at + 1 :]] for row in rows]
+    else:  # shifted: each row has the next one's value, the last a new one
+        values = [row[at] for row in rows[2:]] + ["13999999999"]
+        for row, value in zip(rows[1:], values, strict=True):
+            row[at] = value
+    return "".join(",".join(row) + "\r\n" for row in rows).encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("column", "how", "said"),
+    [
+        ("email", "renamed", "email emptied for 40"),
+        ("mobile", "left-out", "mobile emptied for 40"),
+        ("mobile", "shifted", "mobile passed on for 39, mobile replaced for 40"),
+    ],
+)
+def test_a_column_renamed_left_out_or_shifted_changes_nobody_unreviewed(
+    synced: Rig, column: str, how: str, said: str
 ) -> None:
     # Found by exploration, 2026-11-29: an optional column missing from the header reads
-    # as empty for everyone, and 40 updates passed the update guard (its floor is 100).
+    # as empty for everyone, and 40 updates passed the update guard (its floor is 100); a
+    # column shifted by one row would hand each person the next one's mobile.
     rig = synced
     before = rig.platform()
-    lines = good_bytes(rig).decode("utf-8").splitlines(keepends=True)
-    columns = lines[0].rstrip("\r\n").split(",")
-    at = columns.index(column)
-    if header is None:
-        cells = [line.rstrip("\r\n").split(",") for line in lines]
-        lines = [",".join([*c[:at], *c[at + 1 :]]) + "\r\n" for c in cells]
-    else:
-        lines[0] = ",".join([*columns[:at], header, *columns[at + 1 :]]) + "\r\n"
-    content = "".join(lines).encode("utf-8")
+    assert len(before.people) == 40
+    content = changed_column(good_bytes(rig), column, how)
     for run in range(2):  # blocked runs change nothing: the next one is stopped the same way
         result = run_with(rig, content)
         assert (result.outcome, result.exit_code) == ("blocked", EXIT_BLOCKED), run
-        people = len(before.people)
-        assert f"emptying one field ({column} for {people})" in str(result.error)
-        assert f"--allow-updates {people}" in str(result.error)
+        assert f"changing one field ({said})" in str(result.error)
         assert writes(rig.emulator) == {}
         assert rig.platform().people == before.people
 
-    result = run_sync(rig.settings(), RunRequest(allow_updates=len(before.people)))
+    allowed = len(result.plan.changes) if result.plan is not None else 0
+    result = run_sync(rig.settings(), RunRequest(allow_updates=allowed))
     assert result.exit_code == EXIT_OK, result.error  # a reviewed run goes through
 
 
