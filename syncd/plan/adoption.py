@@ -1,7 +1,9 @@
 """Adopting a platform account: only on evidence that names the person.
 
 - By another key on a first run (``sync.match_by``: e-mail, mobile, work number): the one
-  platform account holding a person's value is theirs; a value two hold is a conflict.
+  platform account holding a person's value is theirs, unless its name, mobile or work
+  number shows another person (``syncd.plan.rekeys.adoption_conflict``: a match column
+  shifted by a row); a value two hold is a conflict.
 - Evidence over memory (``claimed_elsewhere``): an account whose ``extension_id`` names
   another source record (a former holder of a recycled username, hired and gone while the
   state database was restored from a backup; another installation's person on a shared
@@ -55,7 +57,7 @@ def adopted_by_key(planner: EmployeePlanner, e: Employee) -> bool:
     if not accounts:
         return False
     account = accounts[0]
-    if not planner.may_adopt(e, account):
+    if not planner.may_adopt(e, account, key):
         return True
     pinned = e._replace(username=account.username)
     before = {

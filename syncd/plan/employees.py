@@ -395,15 +395,16 @@ class EmployeePlanner:
             return True
         return look_alike(e.username) in self.view.people
 
-    def may_adopt(self, e: Employee, account: PlatformPerson) -> bool:
-        """Whether adopting this platform account for ``e`` is safe: a locked account is
-        adopted only where a mobile or work number shows it is theirs (see
-        syncd.plan.rekeys), departed or not (a departed record that adopted it would
-        unlock it on coming back); and no account the evidence names another's holder of
+    def may_adopt(self, e: Employee, account: PlatformPerson, key: str = "username") -> bool:
+        """Whether adopting this platform account, matched by ``key``, for ``e`` is safe:
+        nothing it holds shows another person, and a locked one is adopted only where a
+        mobile or work number shows it is theirs (syncd.plan.rekeys.adoption_conflict),
+        departed or not (a departed record that adopted it would unlock it on coming back);
+        and no account the evidence names another's holder of
         (``syncd.plan.adoption.claimed_elsewhere``). If not, a conflict note says why."""
         note = claimed_elsewhere(e, account, self.snapshot.seen.get(look_alike(e.username), ()))
-        if note is None and account.locked:
-            note = rekeys.locked_account_conflict(e, account)
+        if note is None:
+            note = rekeys.adoption_conflict(e, account, key)
         if note is not None:
             self.notes.append(note)
         return note is None

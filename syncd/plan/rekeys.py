@@ -216,18 +216,34 @@ def weigh_rejected(
     return False, Note("leavers", holder.source_id, message)
 
 
-def locked_account_conflict(e: Employee, account: PlatformPerson) -> Note | None:
-    """A locked platform account is adopted only where its mobile or work number shows it
-    is this record's (the platform's listing gives no name to compare): adopted, it is
-    unlocked now or when the record is active again. None if it may be adopted; else the
-    conflict note."""
-    found = evidence(e, {"mobile": account.mobile, "sn": account.sn})
-    if found.identified:
+def adoption_conflict(e: Employee, account: PlatformPerson, key: str) -> Note | None:
+    """A platform account matched by ``key`` (its username, or ``sync.match_by``'s value)
+    is adopted only where nothing else it holds shows another person: its name, mobile and
+    work number, where both have one, agree with the record's; the key itself proves
+    nothing (it matched by construction). A column shifted by a row in a first run's export
+    matches each person to the next one's account. A locked account needs more: a mobile
+    or work number that agrees (it is unlocked now, or when the record is active again).
+    None if it may be adopted; else the conflict note."""
+    found = compared(_held(account, key), _held(e, key))
+    if found.differ:
+        message = (
+            f"{e.username}: the platform's account {account.username} (matched by {key}) "
+            f"shows another person ({found.describe()}): neither adopted nor created; nobody "
+            "is changed until the evidence names the person (correct the value that differs, "
+            "on the platform or in the source)"
+        )
+        return Note("conflict", e.id, message)
+    if not account.locked or any(f in found.agree for f in IDENTIFIERS):
         return None
     message = (
         f"the platform's account {account.username} is locked, and nothing shows it is "
-        f"{e.id}'s ({found.describe()}; a mobile or work number must agree): a locked account "
-        "is never given to another person, so it is neither adopted nor created; unlock "
-        "it on the platform if it is theirs, or delete it"
+        f"{e.id}'s ({found.describe()}; a mobile or work number other than the key matched "
+        "on must agree): a locked account is never given to another person, so it is "
+        "neither adopted nor created; unlock it on the platform if it is theirs, or delete it"
     )
     return Note("conflict", e.id, message)
+
+
+def _held(record: Employee | PlatformPerson, key: str) -> dict[str, Any]:
+    """A record's identifying fields, the key matched on left out."""
+    return {name: getattr(record, name) for name in COMPARED if name != key}

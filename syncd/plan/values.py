@@ -146,6 +146,7 @@ class PlatformPerson:
     # The source id the account carries (syncd's mark, or another installation's or
     # program's): evidence of whose it is.
     extension_id: str | None = None
+    name: str | None = None  # compared with the source's before an account is adopted
 
 
 @dataclass(frozen=True, slots=True)

@@ -244,6 +244,7 @@ def _platform_person(record: EmployeeRecord) -> PlatformPerson:
         record.mobile,
         record.sn,
         record.extension_id or None,
+        record.name,
     )
 
 

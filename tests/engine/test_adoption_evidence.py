@@ -10,7 +10,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncd.model import State
+from syncd.model import State, match_value
 from syncd.plan import ACCESS_KEPT, Plan, PlatformPerson, Policy, Snapshot, plan
 from syncd.spelling import look_alike
 from tests.engine.plan_world import (
@@ -62,6 +62,8 @@ def test_an_account_the_evidence_gives_another_is_never_adopted(
         assert [c for c in p.changes if c.key == BOB.id] == []  # nor made anew
         (note,) = [n for n in p.notes if n.key == BOB.id]
         assert note.kind == "conflict" and "nobody is changed" in note.message
+    elif locked and match_by_mobile:
+        assert taken == []  # locked: the mobile matched on proves nothing, nothing else agrees
     elif not departed or locked:
         assert taken, p.notes  # the evidence names bob (or says nothing): adopted as before
 
@@ -187,3 +189,59 @@ def test_an_account_made_again_without_a_source_id_is_theirs_only_on_evidence(
         (note,) = [n for n in p.notes if n.key == "e3" and n.kind == "conflict"]
         assert "was made again (syncd wrote id" in note.message
         assert p.unweighed_since == NOW
+
+
+IDENTIFYING_VALUES = {
+    "name": ["Bob", "Bob Brown", None],
+    "mobile": ["13800000002", "13999999999", None],
+    "sn": ["S2", "S9", None],
+}
+
+
+@settings(max_examples=examples(120), deadline=None)
+@given(
+    key=st.sampled_from(["username", "email", "mobile", "sn"]),
+    held=st.fixed_dictionaries({f: st.sampled_from(v) for f, v in IDENTIFYING_VALUES.items()}),
+    locked=st.booleans(),
+)
+def test_an_account_matched_by_a_key_is_adopted_only_where_nothing_else_shows_another(
+    key: str, held: dict[str, str | None], locked: bool
+) -> None:
+    # Found by exploration, 2026-11-29: a first run's export with its match column shifted
+    # by a row matched each person to the next one's account, which was adopted (150 of 150,
+    # names and work numbers differing); locked ones were unlocked for other people.
+    bob = BOB._replace(email="bob@acme.example", sn="S2")
+    account = PlatformPerson(
+        7,
+        "bob" if key == "username" else "p.bob",
+        locked,
+        email=bob.email,
+        mobile=bob.mobile if key == "mobile" else held["mobile"],
+        sn=bob.sn if key == "sn" else held["sn"],
+        name=held["name"],
+    )
+    view = empty_view(people=[account] if key == "username" else [])
+    if key != "username":
+        value = match_value(key, getattr(bob, key))  # type: ignore[arg-type]
+        view = replace(view, by_key={str(value): (account,)})
+    policy = Policy(match_by=key) if key != "username" else Policy()  # type: ignore[arg-type]
+    p = plan(directory(COMPANY, [STAFF[0], bob]), Snapshot(), view, policy, NOW)
+
+    taken = [c for c in p.changes if c.target_id == 7]
+    # The key proves nothing; what else both hold must agree. The mobile or work number
+    # compared is the account's own where it is not the key.
+    compared = {
+        "name": held["name"] is None or held["name"] == "Bob",
+        "mobile": key == "mobile" or held["mobile"] in (None, bob.mobile),
+        "sn": key == "sn" or held["sn"] in (None, bob.sn),
+    }
+    identified = (key != "mobile" and held["mobile"] == bob.mobile) or (
+        key != "sn" and held["sn"] == bob.sn
+    )
+    if all(compared.values()) and (not locked or identified):
+        assert taken, p.notes
+    else:
+        assert taken == [] and [c for c in p.changes if c.key == BOB.id] == []
+        (note,) = [n for n in p.notes if n.key == BOB.id]
+        assert note.kind == "conflict", note
+        assert "neither adopted nor created" in note.message

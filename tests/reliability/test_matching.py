@@ -16,10 +16,11 @@ def accounts(rig: Rig) -> dict[str, dict[str, str]]:
 def test_accounts_are_adopted_by_email_and_keep_their_platform_username(
     rig: Rig, admin: AnotherAdmin
 ) -> None:
-    # The platform's accounts predate syncd: other usernames, the same e-mail addresses.
-    admin.add_person("a.nn")
+    # The platform's accounts predate syncd: other usernames, the same e-mail addresses and
+    # names (a name that differs is another person: test_wrong_person).
+    admin.add_person("a.nn", name="Ann")
     admin.edit("a.nn", email="ANN@acme.example")  # any letter case matches
-    admin.add_person("bob.old")
+    admin.add_person("bob.old", name="Bob")
     admin.edit("bob.old", email="bob@acme.example")
     rig.sync_settings["match_by"] = "email"
 
@@ -44,7 +45,7 @@ def test_accounts_are_adopted_by_email_and_keep_their_platform_username(
 
 
 def test_mobile_numbers_match_by_their_digits(rig: Rig, admin: AnotherAdmin) -> None:
-    admin.add_person("cat.w")
+    admin.add_person("cat.w", name="Cat")
     admin.edit("cat.w", mobile="138-0000-0003")
     rig.sync_settings["match_by"] = "mobile"
     assert rig.sync().exit_code == EXIT_OK

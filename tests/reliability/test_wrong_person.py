@@ -252,6 +252,39 @@ def test_a_column_renamed_left_out_or_shifted_changes_nobody_unreviewed(
     assert result.exit_code == EXIT_OK, result.error  # a reviewed run goes through
 
 
+@pytest.mark.parametrize("key", ["username", "email", "mobile", "sn"])
+def test_a_first_runs_match_column_shifted_by_a_row_adopts_nobodys_account(
+    rig: Rig, key: str
+) -> None:
+    # Found by exploration, 2026-11-29: accounts another program made, a first run with
+    # sync.match_by, and the export's match column shifted by a row: every account was
+    # adopted for the next person (names and work numbers differing), and locked ones were
+    # unlocked for someone else, exit 1 with only unrelated notes.
+    rig.company.employees = [employee(f"E{n}", f"user{n}", "D1", sn=f"S{n}") for n in range(10, 30)]
+    rig.sync_settings["match_by"] = key
+    admin = AnotherAdmin(rig.emulator)
+    prefix = "" if key == "username" else "p."
+    for n, e in enumerate(rig.company.employees):
+        fields = {f: e[f] for f in ("name", "email", "mobile", "sn")}
+        admin.add_person(prefix + e["username"], None, **fields)
+        if n % 5 == 0:
+            admin.lock(prefix + e["username"])
+    before = rig.platform()
+    shifted = [e[key] for e in rig.company.employees[1:]] + ["13999999999"]
+    for e, value in zip(rig.company.employees, shifted, strict=True):
+        e[key] = value
+
+    result = rig.sync()
+
+    notes = [n for n in plan_of(result).notes if n.kind == "conflict"]
+    assert len(notes) >= 19, notes  # everyone but the last, whose value matches nobody
+    assert all("neither adopted nor created" in n.message for n in notes)
+    after = rig.platform()
+    for username in before.people:  # no account taken, unlocked or changed
+        assert after.people[username] == before.people[username], username
+        assert not admin.employee(username).get("extension_id"), username
+
+
 # ------------------------------------------- a duplicate id, one copy rejected (issue 32)
 
 
