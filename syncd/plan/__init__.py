@@ -54,6 +54,7 @@ from syncd.plan.guards import (
     departures,
     field_changes,
     reactivations,
+    shifted_status,
     updates,
 )
 from syncd.plan.messages import field_diff
@@ -127,6 +128,7 @@ __all__ = [
     "listed",
     "plan",
     "reactivations",
+    "shifted_status",
     "updates",
 ]
 

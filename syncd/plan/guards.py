@@ -20,7 +20,9 @@ left out reads everyone as active), or a complete read that calls nobody departe
 syncd holds people a read called so (an OpenLDAP departed_filter whose attribute the bind
 account cannot read, or whose value was renamed, matches nobody). Absence is not evidence
 of a return: the run is blocked until the read tells them apart again, or a reviewed run
-lets them in (``--allow-reactivations N``).
+lets them in (``--allow-reactivations N``). So does someone called departed before who comes
+back beside someone who leaves, in a complete read (``shifted_status``): a status column
+shifted by a row.
 
 Its floor is 3 (``sync.max_reactivations``) and its share 1% of the synced people
 (``sync.max_reactivation_ratio``): up to 300 people, a fourth person given access in one
@@ -41,7 +43,7 @@ from typing import Any
 from syncd.model import IDENTIFYING, Directory, Kind, State
 from syncd.plan.actions import Action
 from syncd.plan.dates import ENDED, NOT_STARTED
-from syncd.plan.values import DEPARTED, Change, Plan, Snapshot
+from syncd.plan.values import DEPARTED, Change, Plan, Snapshot, SyncedEmployee
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +136,63 @@ def reactivations(p: Plan, snapshot: Snapshot) -> Reactivations:
         removed=removed,
         departed=departed,
     )
+
+
+NEIGHBOURS = 2  # rows apart: a status column shifted by one or two rows
+
+
+def shifted_status(p: Plan, directory: Directory, snapshot: Snapshot) -> tuple[str, str] | None:
+    """Someone given access back and someone newly departed next to each other in a complete
+    read (within NEIGHBOURS rows of the run of rows called departed before that holds the
+    first), or None: what a status column shifted by a row or two does, each former
+    employee's status handed to a neighbouring row (the former employee unlocked, an active
+    neighbour locked), counts that stay under every guard's limits. Rare on an ordinary day;
+    a reviewed run lets such a pair through (``--allow-reactivations N``)."""
+    if not directory.complete:
+        return None
+    held, gone = snapshot.employees, snapshot.departures
+    back: list[str] = []
+    leaving: set[str] = set()
+    for c in p.changes:
+        if c.kind is not Kind.EMPLOYEE:
+            continue
+        if c.action is Action.LOCK:
+            if c.record is not None and c.lock_reason is None:  # departed in the source
+                leaving.add(c.key)
+        elif _called_departed_back(c, held.get(c.key), gone):
+            back.append(c.key)
+    if not back or not leaving:
+        return None
+    called = {k for k, s in held.items() if s.lock_reason == DEPARTED}
+    called.update(k for k, why in gone.items() if why == DEPARTED)
+    order = list(directory.employees)
+    at = {key: n for n, key in enumerate(order)}
+    for key in back:
+        first, last = _run(order, at[key], called)
+        for near in order[max(0, first - NEIGHBOURS) : last + NEIGHBOURS + 1]:
+            if near in leaving:
+                return key, near
+    return None
+
+
+def _run(order: list[str], n: int, called: set[str]) -> tuple[int, int]:
+    """The first and last row of the run of rows called departed before around row ``n``:
+    shifted, a run's status moves past its end, a run's length away from its first row."""
+    first = last = n
+    while first > 0 and order[first - 1] in called:
+        first -= 1
+    while last + 1 < len(order) and order[last + 1] in called:
+        last += 1
+    return first, last
+
+
+def _called_departed_back(
+    c: Change, synced: SyncedEmployee | None, gone: Mapping[str, str]
+) -> bool:
+    """Whether the change gives access back to someone a read called departed."""
+    if c.action is Action.UNLOCK:
+        return synced is not None and synced.lock_reason == DEPARTED
+    return c.action is Action.CREATE and synced is None and gone.get(c.key) == DEPARTED
 
 
 def _made_for_the_departed(p: Plan, snapshot: Snapshot) -> tuple[int, int, int]:
@@ -279,7 +338,8 @@ def check_guards(
     back = reactivations(p, snapshot)
     if back.total:
         blind = cannot_tell_departed(directory) if back.called_departed else None
-        decisions.append(_reactivation_guard(back, snapshot, limits, blind))
+        shifted = shifted_status(p, directory, snapshot) if back.called_departed else None
+        decisions.append(_reactivation_guard(back, snapshot, limits, blind, shifted))
     changed, repairs = updates(p, snapshot)
     if changed:
         decisions.append(
@@ -322,7 +382,11 @@ def cannot_tell_departed(directory: Directory) -> str | None:
 
 
 def _reactivation_guard(
-    back: Reactivations, snapshot: Snapshot, limits: Limits, blind: str | None
+    back: Reactivations,
+    snapshot: Snapshot,
+    limits: Limits,
+    blind: str | None,
+    shifted: tuple[str, str] | None,
 ) -> GuardDecision:
     n, people = back.total, snapshot.headcount
     ratio = limits.max_reactivation_ratio
@@ -336,6 +400,13 @@ def _reactivation_guard(
         said = back.called_departed
         message += (
             f", and always when the source called them departed before ({said:,} here) but {blind}"
+        )
+        too_many = True
+    if shifted is not None:  # whatever their number: one such pair is a shifted column
+        message += (
+            f", and always when someone called departed before comes back beside someone "
+            f"who leaves (source ids {shifted[0]} and {shifted[1]}, within {NEIGHBOURS} rows "
+            "of each other in the read): a status column shifted by a row?"
         )
         too_many = True
     return _decision(

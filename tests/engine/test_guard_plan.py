@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from syncd.model import Directory, State
@@ -24,6 +24,7 @@ from syncd.plan import (
     field_changes,
     plan,
     reactivations,
+    shifted_status,
     updates,
 )
 from tests.engine.plan_world import COMPANY, NOW, directory, empty_view, guards, person, synced
@@ -338,3 +339,66 @@ def test_every_sign_in_given_to_someone_who_had_none_is_counted(
     assert reactivations(p, snapshot).total == len(given & had_none)
     if len(given & had_none) > 3:  # more than the floor in a company this small
         assert not guards(p, d, snapshot)["max_reactivations"].passed
+
+
+# ------------------------------------------------ a status column shifted by a row
+
+
+@settings(max_examples=examples(80), deadline=None)
+@given(
+    people=st.integers(6, 300),
+    departed=st.sets(st.integers(0, 299), min_size=1, max_size=12),
+    by=st.sampled_from([-2, -1, 1, 2]),
+)
+def test_a_status_column_shifted_by_a_row_gives_nobody_access_unreviewed(
+    people: int, departed: set[int], by: int
+) -> None:
+    # Found by exploration, 2026-11-29: the status column shifted down a row handed each
+    # former employee's status to the next row: 3 of them unlocked and 3 active people
+    # locked, exit 0, every count under the guards' limits.
+    gone = sorted(n for n in departed if n < people)
+    assume(gone)
+    everyone = staff(people)
+    snapshot, view = synced(directory(COMPANY, everyone))
+    held = dict(snapshot.employees)
+    for n in gone:
+        held[f"e{n}"] = held[f"e{n}"]._replace(locked=True, lock_reason="departed")
+    snapshot = replace(snapshot, employees=held)
+    states = [State.DEPARTED if n in gone else State.ACTIVE for n in range(people)]
+    # Each row has the status of the row `by` above it (below it, negative); the rows left
+    # without one read active.
+    shifted = [states[n - by] if 0 <= n - by < people else State.ACTIVE for n in range(people)]
+    d = directory(COMPANY, [e._replace(state=s) for e, s in zip(everyone, shifted, strict=True)])
+    p = plan(d, snapshot, view, Policy(), NOW)
+    returns = [n for n in range(people) if states[n] is State.DEPARTED is not shifted[n]]
+    leavers = [n for n in range(people) if shifted[n] is State.DEPARTED is not states[n]]
+    if not returns or not leavers:  # statuses pushed out of the file, or all alike
+        return
+    pair = shifted_status(p, d, snapshot)
+    assert pair is not None
+    back, leaving = (int(k[1:]) for k in pair)
+    assert states[back] is State.DEPARTED and shifted[back] is State.ACTIVE
+    assert shifted[leaving] is State.DEPARTED
+    guard = guards(p, d, snapshot)["max_reactivations"]
+    assert not guard.passed and "a status column shifted by a row?" in guard.message
+    allowed = reactivations(p, snapshot).total
+    assert guards(p, d, snapshot, allow_reactivations=allowed)["max_reactivations"].passed
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(people=st.integers(10, 300), data=st.data())
+def test_a_return_and_a_departure_rows_apart_are_an_ordinary_day(
+    people: int, data: st.DataObject
+) -> None:
+    back = data.draw(st.integers(0, people - 1))
+    leaving = data.draw(st.integers(0, people - 1).filter(lambda n: abs(n - back) > 2))
+    everyone = staff(people)
+    snapshot, view = synced(directory(COMPANY, everyone))
+    held = dict(snapshot.employees)
+    held[f"e{back}"] = held[f"e{back}"]._replace(locked=True, lock_reason="departed")
+    snapshot = replace(snapshot, employees=held)
+    read = [e._replace(state=State.DEPARTED) if n == leaving else e for n, e in enumerate(everyone)]
+    d = directory(COMPANY, read)
+    p = plan(d, snapshot, view, Policy(), NOW)
+    assert shifted_status(p, d, snapshot) is None
+    assert guards(p, d, snapshot)["max_reactivations"].passed  # one return: under the floor

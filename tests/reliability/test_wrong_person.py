@@ -206,8 +206,9 @@ def test_a_status_column_renamed_or_left_out_gives_no_former_employee_access(
     assert rig.platform().people == before.people
 
 
-def changed_column(content: bytes, column: str, how: str) -> bytes:
-    """The export with one column renamed, left out, or its values shifted up a row."""
+def changed_column(content: bytes, column: str, how: str, last: str = "13999999999") -> bytes:
+    """The export with one column renamed, left out, or its values shifted up a row (the
+    last row given ``last``)."""
     lines = content.decode("utf-8").splitlines()
     rows = [line.split(",") for line in lines]
     at = rows[0].index(column)
@@ -216,7 +217,7 @@ def changed_column(content: bytes, column: str, how: str) -> bytes:
     elif how == "left-out":
         rows = [[*row[:at], *row[at + 1 :]] for row in rows]
     else:  # shifted: each row has the next one's value, the last a new one
-        values = [row[at] for row in rows[2:]] + ["13999999999"]
+        values = [row[at] for row in rows[2:]] + [last]
         for row, value in zip(rows[1:], values, strict=True):
             row[at] = value
     return "".join(",".join(row) + "\r\n" for row in rows).encode("utf-8")
@@ -283,6 +284,20 @@ def test_a_first_runs_match_column_shifted_by_a_row_adopts_nobodys_account(
     for username in before.people:  # no account taken, unlocked or changed
         assert after.people[username] == before.people[username], username
         assert not admin.employee(username).get("extension_id"), username
+
+
+def test_a_status_column_shifted_by_a_row_unlocks_and_locks_nobody(rig: Rig) -> None:
+    # Found by exploration, 2026-11-29: each former employee's status handed to the next
+    # row unlocked 3 of them and locked 3 active people, exit 0, under every guard's limit.
+    departed_company(rig)
+    before = rig.platform()
+    content = changed_column(good_bytes(rig), "status", "shifted", last="active")
+    for run in range(2):  # blocked runs change nothing: the next one is stopped the same way
+        result = run_with(rig, content)
+        assert (result.outcome, result.exit_code) == ("blocked", EXIT_BLOCKED), run
+        assert "a status column shifted by a row?" in str(result.error)
+        assert writes(rig.emulator) == {}
+        assert rig.platform().people == before.people
 
 
 # ------------------------------------------- a duplicate id, one copy rejected (issue 32)
