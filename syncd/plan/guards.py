@@ -441,8 +441,9 @@ def _update_guard(
     if wide:  # whatever the updates' number: a column renamed or shifted changes everyone
         said = ", ".join(f"{f} for {n:,}" for f, n in wide)
         message += (
-            f", and past both {floor:,} and {share:.0%} of them changing one field ({said}): "
-            "a column or attribute renamed, left out or shifted?"
+            f", and one field changed for more than both {floor:,} and {share:.0%} of them, or "
+            f"values passed on among more than {floor:,} ({said}): a column or attribute "
+            "renamed, left out or shifted?"
         )
         too_many = True
     return _decision(
