@@ -152,6 +152,9 @@ class Directory:
     # flags, an OpenLDAP departed_filter). False: everyone reads as active for want of one,
     # and a join takes nobody's status from this read.
     status_read: bool = True
+    # A join's sources that decide status but cannot tell who is departed this read (each
+    # "name: why"): the joined read cannot either, whatever the other sources say.
+    blind: tuple[str, ...] = ()
     _paths: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     @property

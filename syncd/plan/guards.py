@@ -364,7 +364,11 @@ def _decision(
 
 def cannot_tell_departed(directory: Directory) -> str | None:
     """Why a read cannot tell who is departed, or None when it can (see the module's
-    docstring): it has no status, or, complete, it calls nobody departed."""
+    docstring): it has no status, or, complete, it calls nobody departed; joined, one of
+    the sources that decide status cannot tell (``Directory.blind``)."""
+    if directory.blind:
+        sources = "; ".join(directory.blind)
+        return f"a source that decides status cannot tell who is departed ({sources})"
     if not directory.status_read:
         return (
             "this read has no status: the file lacks its status column (a header renamed or "

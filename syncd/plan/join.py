@@ -39,8 +39,9 @@ from syncd.model import (
     build_directory,
     match_value,
 )
+from syncd.plan.guards import cannot_tell_departed
 from syncd.plan.precedence import Precedence
-from syncd.plan.values import SyncedEmployee
+from syncd.plan.values import DEPARTED, SyncedEmployee
 from syncd.spelling import look_alike
 
 # The fields taken by precedence: every field but the id (the key is the joined id).
@@ -63,6 +64,10 @@ class SourceRead:
     # How its keys are compared, steps applied in this order: strip, nfkc (full-width
     # characters as ASCII), casefold, leading_zeros (a key of digits alone: 00123 is 123).
     normalize: tuple[str, ...] = _STRIP
+    # Whether its settings have it say who is departed (a status column named, an LDAP
+    # departed_filter, AD's flags): one that then reads no status, or calls nobody
+    # departed, leaves the join blind (Directory.blind).
+    expects_status: bool = True
 
 
 @dataclass(frozen=True)
@@ -177,12 +182,13 @@ class _Joining:
         )
         self.departments_from = rules.precedence.get("positions", names)[0]
         self.tree = reads[names.index(self.departments_from)].directory.departments
+        self.statuses = [r.directory.status_read for r in reads]
         self.precedence = Precedence(
             self.orders,
             len(reads),
             names.index(self.departments_from),
             self.tree,
-            statuses=[r.directory.status_read for r in reads],
+            statuses=self.statuses,
             clears=frozenset(_INDEX[f] for f in rules.clear),
         )
         self.required = [i for i, r in enumerate(reads) if r.required]
@@ -227,7 +233,7 @@ class _Joining:
         employee = self._merged(k, slots)
         if employee.state is State.DEPARTED and self._unplaced(employee, slots):
             return  # a leaver: departed, and what would say who they are is gone
-        why = self._set_aside(employee, slots)
+        why = self._set_aside(k, employee, slots)
         if why is not None:
             self.rejected.append(
                 RejectedRow(
@@ -250,8 +256,15 @@ class _Joining:
             employee = employee._replace(username=known.username)
         return employee
 
-    def _set_aside(self, employee: Employee, slots: Slots) -> str | None:
+    def _set_aside(self, k: str, employee: Employee, slots: Slots) -> str | None:
         """Why a merged person is kept as they are rather than joined; None: joined."""
+        if self._status_unknown(k, slots):
+            # A source without a status never makes anyone active: read by such sources
+            # alone (join.missing = partial, their HR row gone), they would be.
+            return (
+                "a read called them departed, and no source that has them now reads a status: "
+                "kept as they are until one does"
+            )
         lacking = self._lacking(employee, slots)
         if lacking:
             # Neither created nor changed, nor a leaver: kept as they are until every
@@ -269,6 +282,14 @@ class _Joining:
                 "are until every source reads them"
             )
         return None
+
+    def _status_unknown(self, k: str, slots: Slots) -> bool:
+        """Whether syncd holds the person locked as departed and none of the sources that
+        have them reads a status."""
+        known = self.synced.get(k) if self.synced is not None else None
+        if known is None or not known.locked or known.lock_reason != DEPARTED:
+            return False
+        return not any(self.statuses[i] for i, e in enumerate(slots) if e is not None)
 
     def _unplaced(self, employee: Employee, slots: Slots) -> bool:
         """Whether a departed person cannot be written as they are: the departments' source
@@ -302,13 +323,14 @@ class _Joining:
         # Whether any source says who is departed: if none does, everyone reads as active
         # for want of a status, and the planner gives nobody it knew as departed access.
         status_read = any(r.directory.status_read for r in reads)
+        blind = self._blind()
         if _plainly_valid(merged):
             # Each source validated its own records and the tree; what joining can break is
             # checked above: a username and a name given, no username twice. So the 100,000
             # people of a join are not validated a second time, one by one.
             directory = Directory(
                 dict(self.tree), dict(merged), tuple(self.rejected), complete, source, None,
-                filtered, tuple(warnings), status_read=status_read,
+                filtered, tuple(warnings), status_read=status_read, blind=blind,
             )  # fmt: skip
         else:
             directory = build_directory(
@@ -321,7 +343,22 @@ class _Joining:
                 warnings=warnings,
                 status_read=status_read,
             )
+            directory = replace(directory, blind=blind)
         return self._named(directory)
+
+    def _blind(self) -> tuple[str, ...]:
+        """The sources that decide status and should say who is departed, but this read
+        cannot (syncd.plan.guards.cannot_tell_departed, each alone): a status column
+        renamed in one export, a departed_filter that matches nobody, while another source
+        still reads a status and would decide for everyone."""
+        deciding = {self.names[i] for i in self.orders[FIELDS.index("state")]}
+        found = []
+        for r in self.reads:
+            if r.name in deciding and r.expects_status:
+                why = cannot_tell_departed(r.directory)
+                if why is not None:
+                    found.append(f"{r.name}: {why}")
+        return tuple(found)
 
     def _named(self, directory: Directory) -> Directory:
         """Rows build_directory rejected by key, named by the sources that hold the person."""

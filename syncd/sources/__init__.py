@@ -75,6 +75,16 @@ def describe(settings: SourceSettings) -> str:
     return "ldap:" + ",".join(settings.ldap.urls)
 
 
+def expects_status(settings: SourceSettings, read: Directory) -> bool:
+    """Whether the source's settings have it say who is departed: a CSV file's status
+    column named (read or not), an LDAP directory whose read has a status (its
+    departed_filter, AD's flags: settings only, never the data)."""
+    if settings.kind == "csv":
+        assert settings.csv is not None
+        return settings.csv.columns.status is not None
+    return read.status_read
+
+
 # ---------------------------------------------------------------- several sources
 
 
@@ -130,6 +140,7 @@ def read_joined(
                 key=key_of(join_settings, source.name),
                 required=source.role == "required",
                 normalize=normalizing(join_settings, source.name),
+                expects_status=expects_status(source, directory),
             )
         )
     try:

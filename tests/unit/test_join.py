@@ -554,3 +554,68 @@ def test_a_row_set_aside_for_a_status_nobody_named_stays_loud_when_joined() -> N
     ad = directory(person("g1", "100", username="ann"))
     d = hr_ad(hr, ad)
     assert [r.status for r in d.rejected] == ["已离职"]
+
+
+# ------------------------------------------------ a status source that cannot tell
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    people=st.integers(1, 8),
+    lost=st.sampled_from(["column", "nobody departed", "none"]),
+    expects=st.booleans(),
+    decides=st.booleans(),
+)
+def test_a_join_whose_status_source_cannot_tell_cannot_either(
+    people: int, lost: str, expects: bool, decides: bool
+) -> None:
+    # Found by exploration, 2026-11-29: HR's status column renamed (or an OpenLDAP
+    # departed_filter matching nobody) while the directory still read a status of its own:
+    # the joined read still "read a status", and HR's leavers were unlocked, exit 0.
+    from syncd.plan.guards import cannot_tell_departed
+
+    state = State.ACTIVE if lost == "nobody departed" else State.DEPARTED
+    hr = directory(
+        *(person(f"h{n}", str(100 + n), name=f"P{n}", state=state) for n in range(people))
+    )
+    if lost == "column":
+        hr = replace(hr, status_read=False)
+    ad = directory(*(person(f"g{n}", str(100 + n), username=f"u{n}") for n in range(people)))
+    order = (HR, AD) if decides else (AD,)
+    d = join(
+        [SourceRead(HR, hr, expects_status=expects), SourceRead(AD, ad, expects_status=False)],
+        JoinRules(precedence={"state": order, "username": (AD,), "name": (HR,)}),
+    ).directory
+    blind = lost != "none" and expects and decides
+    assert bool(d.blind) is blind, d.blind
+    if blind:
+        assert d.blind[0].startswith("hr: this read ")
+        assert (cannot_tell_departed(d) or "").startswith("a source that decides status cannot")
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(locked=st.booleans(), reason=st.sampled_from(["departed", "missing"]), hr_has=st.booleans())
+def test_someone_called_departed_whom_only_status_less_sources_have_is_kept_as_they_are(
+    locked: bool, reason: str, hr_has: bool
+) -> None:
+    # Found by exploration, 2026-11-29: join.missing = partial, HR (the status) purged the
+    # rows of people it had called departed; the directory, without a status, still listed
+    # them: they were unlocked and their names and places rewritten, exit 0.
+    from syncd.plan.values import SyncedEmployee
+
+    no_status = replace(
+        directory(person("g1", "100", username="ann", name="ann")), status_read=False
+    )
+    hr = directory(person("h1", "100", name="Ann", state=State.DEPARTED)) if hr_has else directory()
+    synced = {"100": SyncedEmployee("100", "ann", 7, "hash", locked, reason if locked else None)}
+    d = join(
+        [SourceRead(AD, no_status), SourceRead(HR, hr)],
+        JoinRules(missing="partial"),
+        synced=synced,
+    ).directory
+    kept = locked and reason == "departed" and not hr_has
+    assert ("100" in d.rejected_keys(Kind.EMPLOYEE)) is kept
+    if kept:
+        assert "100" not in d.employees
+    elif hr_has:
+        assert d.employees["100"].state is State.DEPARTED  # HR still decides
