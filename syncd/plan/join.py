@@ -152,8 +152,11 @@ def join(
 
     Raises KeyNotHeld when a source has records and none holds its key."""
     joining = _Joining(reads, rules, explain, synced)
-    for i, read in enumerate(reads):
-        joining.pair(i, read)
+    # The first source that decides status first: the joined read lists people in its
+    # order, so neighbours there are neighbours in the join (guards.shifted_status).
+    first = joining.names.index(rules.precedence.get("state", joining.names)[0])
+    for i in (first, *(n for n in range(len(reads)) if n != first)):
+        joining.pair(i, reads[i])
     for k, slots in joining.people.items():
         joining.take(k, slots)
     return Joined(

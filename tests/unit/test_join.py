@@ -619,3 +619,21 @@ def test_someone_called_departed_whom_only_status_less_sources_have_is_kept_as_t
         assert "100" not in d.employees
     elif hr_has:
         assert d.employees["100"].state is State.DEPARTED  # HR still decides
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(order=st.permutations(range(8)), status_first=st.booleans())
+def test_the_joined_read_lists_people_in_the_order_of_the_source_deciding_status(
+    order: list[int], status_first: bool
+) -> None:
+    # Found by exploration, 2026-11-29: a status column shifted by a row went unnoticed when
+    # the source listed first, in another order, set the joined read's order (neighbours in
+    # the shifted file were not neighbours in the join: guards.shifted_status).
+    hr = directory(*(person(f"h{n}", str(100 + n), name=f"P{n}") for n in range(8)))
+    ad = directory(*(person(f"g{n}", str(100 + n), username=f"u{n}") for n in order))
+    reads = [SourceRead(HR, hr), SourceRead(AD, ad)]
+    d = join(
+        reads if status_first else reads[::-1],
+        JoinRules(precedence={"state": (HR,), "username": (AD,), "name": (HR,)}),
+    ).directory
+    assert list(d.employees) == [str(100 + n) for n in range(8)]
