@@ -157,8 +157,35 @@ class EmployeePlanner:
         if found is not None and self._not_theirs(synced, found):
             return
         wanted = self.hash(e)
+        if synced.locked and wanted != synced.hash and self._someone_else_back(e, synced):
+            return
         self._plan_update(e, synced, wanted, found)
         self.plan_lock_state(e, synced.locked, synced, found)
+
+    def _someone_else_back(self, e: Employee, synced: SyncedEmployee) -> bool:
+        """Whether a person syncd holds locked is read active again with a record that shows
+        another person than the one syncd wrote (the name differs, and a mobile or work
+        number differs or none agrees: syncd.plan.rekeys; a join key that is the work
+        number agrees by construction): a recycled source id, an HR number given to a new
+        hire. Their account is neither unlocked nor rewritten; a conflict note says why."""
+        if e.state is not State.ACTIVE:
+            return False
+        found = rekeys.evidence(e, self.snapshot.written(Kind.EMPLOYEE, synced.source_id))
+        if "name" not in found.differ or not (
+            found.different_people or any(f in found.differ for f in rekeys.IDENTIFIERS)
+        ):
+            return False
+        self.notes.append(
+            Note(
+                "conflict",
+                e.id,
+                f"{e.username}: source id {e.id} is active in the source again, but its record "
+                f"shows another person than the one syncd wrote for it ({found.describe()}): "
+                "a source id given to someone else? Their account stays locked and unchanged; "
+                "nobody is changed until the evidence names the person",
+            )
+        )
+        return True
 
     def unweighed_since(self) -> int | None:
         """The earliest change on the platform to one of syncd's people that was not weighed

@@ -1,7 +1,8 @@
 """What planning reads of the snapshot beyond its records, so that the runner loads it
 first, as plain values (``Snapshot.fields`` and ``Snapshot.placed``).
 
-Planning weighs the fields syncd last wrote for a few people only: those who changed on
+Planning weighs the fields syncd last wrote for a few people only: those held locked whom
+the read has active again (is it the person syncd wrote?), those who changed on
 the platform or were deleted there (drift compares them; an incremental read puts back
 those it did not return, as written), those with a known problem and the people holding
 their values (tried again as written; freed by the holder's update), and, when a
@@ -16,7 +17,7 @@ draft (``Draft.unwritten``). A record asked about and not loaded is a bug, said 
 
 from __future__ import annotations
 
-from syncd.model import Directory, Kind
+from syncd.model import Directory, Kind, State
 from syncd.plan import in_synced_spelling
 from syncd.plan.fields import department_hash
 from syncd.plan.values import PlatformView, Snapshot
@@ -56,6 +57,14 @@ def weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set
     )
     # Hires made before their start: unlocked on the day as written, read or not (schedule).
     found.update(k for k in snapshot.start_dates if k in synced)
+    # People held locked and read active again: are they the person syncd wrote? (a source
+    # id given to someone else is no return: EmployeePlanner._someone_else_back)
+    people = directory.employees
+    found.update(
+        k
+        for k, s in synced.items()
+        if s.locked and (e := people.get(k)) is not None and e.state is State.ACTIVE
+    )
     there = (*view.changed, *view.deleted)
     if there:
         by_username = {e.username: k for k, e in synced.items()}

@@ -245,3 +245,35 @@ def test_an_account_matched_by_a_key_is_adopted_only_where_nothing_else_shows_an
         (note,) = [n for n in p.notes if n.key == BOB.id]
         assert note.kind == "conflict", note
         assert "neither adopted nor created" in note.message
+
+
+@settings(max_examples=examples(80), deadline=None)
+@given(
+    name=st.sampled_from(["Carol", "Zed Newcomer"]),
+    mobile=st.sampled_from([None, "13800000003", "13999999999"]),
+    sn=st.sampled_from([None, "S3", "S9"]),
+    reason=st.sampled_from(["departed", "missing"]),
+)
+def test_a_source_id_given_to_someone_else_unlocks_nobody(
+    name: str, mobile: str | None, sn: str | None, reason: str
+) -> None:
+    # Found by exploration, 2026-11-29: HR gave a leaver's number (the join key) to a new
+    # hire, and the directory made the leaver's login again for them: the leaver's locked
+    # account was unlocked and renamed for the new hire, exit 0.
+    carol = STAFF[2]._replace(mobile="13800000003", sn="S3")
+    snapshot, view = synced(directory(COMPANY, [*STAFF[:2], carol]))
+    held = dict(snapshot.employees)
+    held["e3"] = held["e3"]._replace(locked=True, lock_reason=reason)
+    snapshot = replace(snapshot, employees=held)
+    back = carol._replace(name=name, mobile=mobile, sn=sn)
+    p = plan(directory(COMPANY, [*STAFF[:2], back]), snapshot, view, Policy(), NOW)
+    theirs = [c.action.value for c in p.changes if c.key == "e3"]
+    differ = [f for f, v in (("mobile", mobile), ("sn", sn)) if v is not None and v[-1] == "9"]
+    agree = [f for f, v in (("mobile", mobile), ("sn", sn)) if v is not None and v[-1] == "3"]
+    someone_else = name != "Carol" and (bool(differ) or not agree)
+    if someone_else:
+        assert theirs == []  # neither unlocked nor rewritten
+        (note,) = [n for n in p.notes if n.key == "e3"]
+        assert note.kind == "conflict" and "a source id given to someone else?" in note.message
+    else:
+        assert "unlock" in theirs, (theirs, p.notes)
