@@ -176,13 +176,16 @@ def shifted_status(p: Plan, directory: Directory, snapshot: Snapshot) -> tuple[s
 
 
 def _run(order: list[str], n: int, called: set[str]) -> tuple[int, int]:
-    """The first and last row of the run of rows called departed before around row ``n``:
-    shifted, a run's status moves past its end, a run's length away from its first row."""
+    """The first and last row of the run of rows called departed before around row ``n``,
+    gaps of fewer than NEIGHBOURS rows included: shifted by up to NEIGHBOURS rows, the
+    statuses of such a run move past its end (or before its start), where someone active
+    reads departed, however long the run."""
     first = last = n
-    while first > 0 and order[first - 1] in called:
-        first -= 1
-    while last + 1 < len(order) and order[last + 1] in called:
-        last += 1
+    while any(order[i] in called for i in range(max(0, first - NEIGHBOURS), first)):
+        first -= next(d for d in range(1, NEIGHBOURS + 1) if order[first - d] in called)
+    end = len(order)
+    while any(order[i] in called for i in range(last + 1, min(end, last + NEIGHBOURS + 1))):
+        last += next(d for d in range(1, NEIGHBOURS + 1) if order[last + d] in called)
     return first, last
 
 

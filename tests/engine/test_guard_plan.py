@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from syncd.model import Directory, State
@@ -350,6 +350,7 @@ def test_every_sign_in_given_to_someone_who_had_none_is_counted(
     departed=st.sets(st.integers(0, 299), min_size=1, max_size=12),
     by=st.sampled_from([-2, -1, 1, 2]),
 )
+@example(people=6, departed={0, 2}, by=2)  # departed rows a row apart, shifted by two
 def test_a_status_column_shifted_by_a_row_gives_nobody_access_unreviewed(
     people: int, departed: set[int], by: int
 ) -> None:

@@ -147,7 +147,9 @@ def test_syncd_never_removes_a_tag_it_did_not_set_and_its_tags_converge(
     syncd_set: dict[str, set[Tag]] = {u: set() for u in USERS}  # what syncd set last
     with tempfile.TemporaryDirectory() as folder:
         world = World(Path(folder), emulator, small_company())
-        world.sync_settings.update(skip_unchanged=False, max_updates=1000, max_update_ratio=1.0)
+        world.sync_settings.update(
+            skip_unchanged=False, max_updates=1000, max_update_ratio=1.0, max_field_changes=1000
+        )
         for wanted, by_hand in history:
             groups.clear()
             groups.update({IDS[u]: tags for u, tags in wanted.items()})
