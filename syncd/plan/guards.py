@@ -107,34 +107,60 @@ class Reactivations:
         return ", ".join(said)
 
 
+# How a change gives access (access_of): what the guard on access granted counts it under.
+RETURNING = "back in the source"
+RETURNING_DEPARTED = "back in the source, called departed before"
+DRIFT = "locked on the platform by someone else"
+ADOPTED = "a locked account adopted"
+RECREATED = "made anew for someone held locked"
+REMOVED = "made anew for someone syncd removed"
+CALLED_DEPARTED = "made for someone a read called departed"
+
+
+def access_of(c: Change, snapshot: Snapshot) -> str:
+    """Under what the guard on access granted counts this change ("" when it gives no
+    access): why it gives sign-in, which the change's fields alone do not say. The same
+    unlock repairs another admin's lock one day and lets a former employee back in
+    another; a saved plan's fingerprint holds this too (syncd.run.saved_plan)."""
+    if c.kind is not Kind.EMPLOYEE:
+        return ""
+    synced = snapshot.employees.get(c.key)
+    if c.action is Action.UNLOCK:
+        return _unlocked(synced)
+    if c.action is not Action.CREATE:
+        return ""
+    if synced is not None:
+        return RECREATED if synced.locked else ""
+    why = snapshot.departures.get(c.key)
+    if why is None:
+        return ""
+    return REMOVED if why == "removed" else CALLED_DEPARTED
+
+
+def _unlocked(synced: SyncedEmployee | None) -> str:
+    """Under what an unlock of this person is counted (see access_of)."""
+    if synced is None:
+        return ADOPTED
+    if not synced.locked:
+        return DRIFT
+    if synced.lock_reason == NOT_STARTED:
+        return ""  # a new hire's start day: locked by syncd only until then
+    return RETURNING_DEPARTED if synced.lock_reason == DEPARTED else RETURNING
+
+
 def reactivations(p: Plan, snapshot: Snapshot) -> Reactivations:
     """The plan's access granted: every unlock, and every account made for someone syncd
     holds locked (a departed person's account deleted on the platform, or renamed), removed
     before, or a read called departed (snapshot.departures)."""
-    returning = drift = adopted = called = 0
-    held = snapshot.employees
-    unlock = Action.UNLOCK  # looked up once
-    for c in p.changes:
-        if c.action is unlock:  # employees only
-            synced = held.get(c.key)
-            if synced is None:
-                adopted += 1
-            elif synced.locked and synced.lock_reason == NOT_STARTED:
-                pass  # a new hire's start day: locked by syncd only until then
-            elif synced.locked:
-                returning += 1
-                called += synced.lock_reason == DEPARTED
-            else:
-                drift += 1
-    recreated, removed, departed = _made_for_the_departed(p, snapshot)
+    n = Counter(access_of(c, snapshot) for c in p.changes)
     return Reactivations(
-        returning=returning,
-        called_departed=called + departed,
-        drift=drift,
-        adopted=adopted,
-        recreated=recreated,
-        removed=removed,
-        departed=departed,
+        returning=n[RETURNING] + n[RETURNING_DEPARTED],
+        called_departed=n[RETURNING_DEPARTED] + n[CALLED_DEPARTED],
+        drift=n[DRIFT],
+        adopted=n[ADOPTED],
+        recreated=n[RECREATED],
+        removed=n[REMOVED],
+        departed=n[CALLED_DEPARTED],
     )
 
 
@@ -196,24 +222,6 @@ def _called_departed_back(
     if c.action is Action.UNLOCK:
         return synced is not None and synced.lock_reason == DEPARTED
     return c.action is Action.CREATE and synced is None and gone.get(c.key) == DEPARTED
-
-
-def _made_for_the_departed(p: Plan, snapshot: Snapshot) -> tuple[int, int, int]:
-    """Accounts the plan makes for people without access: held locked, removed before,
-    or called departed by a read (see Reactivations)."""
-    recreated = removed = departed = 0
-    held, gone = snapshot.employees, snapshot.departures
-    create, employee = Action.CREATE, Kind.EMPLOYEE  # looked up once
-    for c in p.changes:
-        if c.action is not create or c.kind is not employee:
-            continue
-        synced = held.get(c.key)
-        if synced is not None:
-            recreated += synced.locked
-        elif (why := gone.get(c.key)) is not None:
-            removed += why == "removed"
-            departed += why != "removed"
-    return recreated, removed, departed
 
 
 @dataclass(frozen=True, slots=True)
@@ -438,13 +446,7 @@ def _update_guard(
     )
     too_many = _over(changed, limits.max_updates, ratio, people)
     floor, share = limits.max_field_changes, limits.max_field_change_ratio
-    # A value passed from one person to another is evidence alone: past the floor, whatever
-    # the share (rows shifted in a block of a large company's export).
-    wide = sorted(
-        (f, n)
-        for f, n in fields.items()
-        if _over(n, floor, 0.0 if f.endswith(PASSED_ON) else share, people)
-    )
+    wide = _wide(fields, limits, people)
     if wide:  # whatever the updates' number: a column renamed or shifted changes everyone
         said = ", ".join(f"{f} for {n:,}" for f, n in wide)
         message += (
@@ -456,6 +458,41 @@ def _update_guard(
     return _decision(
         "max_updates", message, too_many, changed, limits.allow_updates, "--allow-updates"
     )
+
+
+def _wide(fields: Counter[str], limits: Limits, people: int) -> list[tuple[str, int]]:
+    """The field changes past both the floor and the share: a column gone wrong. A value
+    passed from one person to another is evidence alone: past the floor, whatever the
+    share (rows shifted in a block of a large company's export)."""
+    floor, share = limits.max_field_changes, limits.max_field_change_ratio
+    return sorted(
+        (f, n)
+        for f, n in fields.items()
+        if _over(n, floor, 0.0 if f.endswith(PASSED_ON) else share, people)
+    )
+
+
+def always_blocked(p: Plan, directory: Directory, snapshot: Snapshot, limits: Limits) -> list[str]:
+    """What the guards block whatever the number, in words that stay the same while the
+    situation does: access for people called departed by a read that cannot tell who is
+    departed, or beside someone who leaves (a status column shifted), a field changed for
+    many. Only an override lifts these, and a saved plan stands for one only if its review
+    showed them (syncd.run.saved_plan): counts alone would carry a review to a situation
+    the reviewer never saw."""
+    found: list[str] = []
+    if reactivations(p, snapshot).called_departed:
+        blind = cannot_tell_departed(directory)
+        if blind is not None:
+            found.append(f"max_reactivations: access for people called departed, but {blind}")
+        shifted = shifted_status(p, directory, snapshot)
+        if shifted is not None:
+            found.append(
+                f"max_reactivations: source id {shifted[0]}, called departed before, given "
+                f"access beside {shifted[1]} who leaves: a status column shifted by a row?"
+            )
+    changed = field_changes(p, snapshot)
+    found.extend(f"max_updates: {f}" for f, _ in _wide(changed, limits, snapshot.headcount))
+    return found
 
 
 def _removal_guard(
