@@ -290,16 +290,18 @@ class _Run:
     ) -> tuple[Plan, list[GuardDecision]]:
         """The guards' decisions; a saved plan being applied is one of them (first), and
         a plan asked to be saved is written with them."""
-        guards = check_guards(the_plan, directory, snapshot, limits_of(self.settings, self.request))
+        limits = limits_of(self.settings, self.request)
+        guards = check_guards(the_plan, directory, snapshot, limits)
         saved, save_to = self.request.saved, self.request.save_plan
         if saved is None and save_to is None:
             return the_plan, guards
         from syncd.run import saved_plan  # approve-then-apply only
 
         if saved is not None:
-            decision, note = saved_plan.check(
-                saved, self.settings, the_plan, directory, snapshot, self.policy
-            )
+            now = saved_plan.Situation(directory, snapshot, self.policy, limits)
+            recorded = self.state.cursor(saved.identity)  # applied before: its record
+            applied = None if recorded is None else store.json_object(recorded)
+            decision, note = saved_plan.check(saved, self.settings, the_plan, now, applied)
             guards.insert(0, decision)
             if note is not None:  # the same changes from moved inputs: said on screen too
                 the_plan = replace(the_plan, notes=(*the_plan.notes, note))
@@ -313,6 +315,7 @@ class _Run:
                 directory=directory,
                 snapshot=snapshot,
                 policy=self.policy,
+                limits=limits,
             )
         return the_plan, guards
 
@@ -515,6 +518,12 @@ class _Run:
         view: PlatformView,
         directory: Directory | None,
     ) -> None:
+        if self.request.saved is not None:  # applied once: recorded before anything is sent
+            from syncd.run import saved_plan
+
+            saved = self.request.saved
+            with self.state.transaction() as tx:
+                tx.set_cursor(saved.identity, saved_plan.applied_record(saved, self.run_id))
         applied = delivery.deliver(
             self.settings,
             self.state,

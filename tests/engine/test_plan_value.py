@@ -194,6 +194,7 @@ def _saved_and_read_back(changed: World, result: RunResult, the_plan: Plan, path
         directory=result.directory,
         snapshot=Snapshot(),
         policy=policy_of(changed.settings()),
+        limits=Limits(),
     )
     assert saved_plan.read(path).count == len(the_plan.changes)
     written = json.loads(path.read_text(encoding="utf-8"))["changes"]
