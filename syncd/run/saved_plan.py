@@ -167,6 +167,7 @@ def changes_fingerprint(plan: Plan, snapshot: Snapshot) -> str:
 # The parts of a saved plan its review rests on: each has a digest in the file, which the
 # file read back must give (``parts_fingerprint``), so a part edited by hand is named.
 REVIEWED = (
+    "fingerprints",  # those of what the plan was made from and of its changes
     "run_id",
     "removals",
     "reactivations",
@@ -181,8 +182,12 @@ def parts_fingerprint(document: Mapping[str, Any]) -> dict[str, str]:
     """A digest of each reviewed part of a saved plan's document (REVIEWED), as JSON
     gives it back. Not a signature: it finds a file edited by hand, a part changed and the
     rest left; what is applied is checked against the plan made now all the same."""
+    parts = dict(document)
+    prints = parts.get("fingerprints")
+    if isinstance(prints, dict):  # not the digests of the parts themselves
+        parts["fingerprints"] = {k: v for k, v in prints.items() if k != "parts"}
     return {
-        key: _digest([json.dumps(document.get(key), ensure_ascii=False, sort_keys=True)])
+        key: _digest([json.dumps(parts.get(key), ensure_ascii=False, sort_keys=True)])
         for key in REVIEWED
     }
 

@@ -348,6 +348,10 @@ def test_any_edit_of_what_was_reviewed_is_refused(
     elif key == "counts":
         kind = edit.draw(st.sampled_from(sorted(document["counts"])))
         document["counts"][kind] += edit.draw(st.sampled_from([-1, 1]))
+    elif key == "fingerprints":
+        which = edit.draw(st.sampled_from(["source", "snapshot", "changes"]))
+        was = document[key][which]
+        document[key][which] = edit.draw(st.text(min_size=1).filter(lambda v: v != was))
     elif key == "always_blocked":
         document[key].append(edit.draw(st.text(min_size=1)))
     else:
