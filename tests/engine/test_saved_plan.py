@@ -385,3 +385,13 @@ def test_a_sentence_that_counts_days_does_not_make_a_plan_stale() -> None:
     assert saved_plan.changes_fingerprint(removal(30), Snapshot()) == (
         saved_plan.changes_fingerprint(removal(31), Snapshot())
     )
+
+
+def test_an_edited_fingerprint_is_named_as_edited(
+    edited_plan: tuple[Path, dict[str, Any]],
+) -> None:
+    plan, saved = edited_plan
+    saved["fingerprints"]["changes"] = "0" * 32
+    plan.write_text(json.dumps(saved), encoding="utf-8")
+    with pytest.raises(ConfigError, match="fingerprints: it does not give the fingerprint"):
+        saved_plan.read(plan)
