@@ -15,11 +15,13 @@ from syncd.model import Directory, State
 from syncd.plan import (
     Action,
     Departures,
+    Limits,
     PlatformEmployee,
     PlatformPerson,
     PlatformView,
     Policy,
     Snapshot,
+    always_blocked,
     departures,
     field_changes,
     plan,
@@ -341,6 +343,23 @@ def test_every_sign_in_given_to_someone_who_had_none_is_counted(
         assert not guards(p, d, snapshot)["max_reactivations"].passed
 
 
+@settings(max_examples=examples(150), deadline=None)
+@given(history=histories())
+def test_what_no_count_lets_through_is_named_for_a_saved_plan(
+    history: tuple[Directory, Snapshot, PlatformView],
+) -> None:
+    """always_blocked names a guard's block exactly when the guard blocks whatever the
+    number: a saved plan stands for an override of it only if its review showed it
+    (syncd.run.saved_plan)."""
+    d, snapshot, view = history
+    p = plan(d, snapshot, view, Policy(), NOW)
+    no_count = guards(p, d, snapshot, max_reactivations=10**6, max_updates=10**6)
+    named = always_blocked(p, d, snapshot, Limits())
+    for name in ("max_reactivations", "max_updates"):
+        blocked = name in no_count and not no_count[name].passed
+        assert blocked == any(b.startswith(f"{name}: ") for b in named), (name, named)
+
+
 # ------------------------------------------------ a status column shifted by a row
 
 
@@ -382,6 +401,7 @@ def test_a_status_column_shifted_by_a_row_gives_nobody_access_unreviewed(
     assert shifted[leaving] is State.DEPARTED
     guard = guards(p, d, snapshot)["max_reactivations"]
     assert not guard.passed and "a status column shifted by a row?" in guard.message
+    assert any("shifted by a row" in b for b in always_blocked(p, d, snapshot, Limits()))
     allowed = reactivations(p, snapshot).total
     assert guards(p, d, snapshot, allow_reactivations=allowed)["max_reactivations"].passed
 
