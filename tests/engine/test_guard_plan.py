@@ -191,6 +191,20 @@ def employee_with_all(i: int) -> Any:
     return person(f"e{i}", f"user{i}", "rd", **{f: f"{f}-{i}" for f in FIELDS})
 
 
+def expected_changes(field: str, how: str, n: int, renamed: int) -> Counter[str]:
+    """Emptied: any field. Replaced: what tells people apart (a new title is an update).
+    Passed on: a unique value another person of the run gives up."""
+    expected: Counter[str] = Counter()
+    if how == "emptied":
+        expected[f"{field} emptied"] = n
+    elif field in ("name", "email", "mobile", "sn"):
+        expected[f"{field} replaced"] = n
+    if how == "shifted" and field in ("email", "mobile"):
+        expected[f"{field} passed on"] = n - 1
+    expected["name replaced"] += renamed
+    return +expected
+
+
 @settings(max_examples=examples(80), deadline=None)
 @given(
     people=st.integers(2, 400),
@@ -221,17 +235,7 @@ def test_one_field_changed_for_many_stops_the_run_whatever_the_updates_number(
     d = directory(COMPANY, read)
     p = plan(d, snapshot, view, Policy(), NOW)
 
-    # Emptied: any field. Replaced: what tells people apart (a new title is an update).
-    # Passed on: a unique value another person of the run gives up.
-    expected: Counter[str] = Counter()
-    if how == "emptied":
-        expected[f"{field} emptied"] = n
-    elif field in ("name", "email", "mobile", "sn"):
-        expected[f"{field} replaced"] = n
-    if how == "shifted" and field in ("email", "mobile"):
-        expected[f"{field} passed on"] = n - 1
-    expected["name replaced"] += others
-    expected = +expected
+    expected = expected_changes(field, how, n, others)
     assert field_changes(p, snapshot) == expected
     if not p.changes:
         return
@@ -363,6 +367,22 @@ def test_what_no_count_lets_through_is_named_for_a_saved_plan(
 # ------------------------------------------------ a status column shifted by a row
 
 
+def held_departed_then_read(
+    states: list[State], read: list[State]
+) -> tuple[Any, Directory, Snapshot]:
+    """Staff synced with ``states`` (the departed held locked as such), then read as ``read``
+    says: the plan, the read, the snapshot."""
+    everyone = staff(len(states))
+    snapshot, view = synced(directory(COMPANY, everyone))
+    held = dict(snapshot.employees)
+    for n, state in enumerate(states):
+        if state is State.DEPARTED:
+            held[f"e{n}"] = held[f"e{n}"]._replace(locked=True, lock_reason="departed")
+    snapshot = replace(snapshot, employees=held)
+    d = directory(COMPANY, [e._replace(state=s) for e, s in zip(everyone, read, strict=True)])
+    return plan(d, snapshot, view, Policy(), NOW), d, snapshot
+
+
 @settings(max_examples=examples(80), deadline=None)
 @given(
     people=st.integers(6, 300),
@@ -378,18 +398,11 @@ def test_a_status_column_shifted_by_a_row_gives_nobody_access_unreviewed(
     # locked, exit 0, every count under the guards' limits.
     gone = sorted(n for n in departed if n < people)
     assume(gone)
-    everyone = staff(people)
-    snapshot, view = synced(directory(COMPANY, everyone))
-    held = dict(snapshot.employees)
-    for n in gone:
-        held[f"e{n}"] = held[f"e{n}"]._replace(locked=True, lock_reason="departed")
-    snapshot = replace(snapshot, employees=held)
     states = [State.DEPARTED if n in gone else State.ACTIVE for n in range(people)]
     # Each row has the status of the row `by` above it (below it, negative); the rows left
     # without one read active.
     shifted = [states[n - by] if 0 <= n - by < people else State.ACTIVE for n in range(people)]
-    d = directory(COMPANY, [e._replace(state=s) for e, s in zip(everyone, shifted, strict=True)])
-    p = plan(d, snapshot, view, Policy(), NOW)
+    p, d, snapshot = held_departed_then_read(states, shifted)
     returns = [n for n in range(people) if states[n] is State.DEPARTED is not shifted[n]]
     leavers = [n for n in range(people) if shifted[n] is State.DEPARTED is not states[n]]
     if not returns or not leavers:  # statuses pushed out of the file, or all alike
