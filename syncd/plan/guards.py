@@ -185,7 +185,7 @@ def shifted_status(p: Plan, directory: Directory, snapshot: Snapshot) -> tuple[s
         if c.action is Action.LOCK:
             if c.record is not None and c.lock_reason is None:  # departed in the source
                 leaving.add(c.key)
-        elif _called_departed_back(c, held.get(c.key), gone):
+        elif access_of(c, snapshot) in (RETURNING_DEPARTED, CALLED_DEPARTED):
             back.append(c.key)
     if not back or not leaving:
         return None
@@ -213,15 +213,6 @@ def _run(order: list[str], n: int, called: set[str]) -> tuple[int, int]:
     while any(order[i] in called for i in range(last + 1, min(end, last + NEIGHBOURS + 1))):
         last += next(d for d in range(1, NEIGHBOURS + 1) if order[last + d] in called)
     return first, last
-
-
-def _called_departed_back(
-    c: Change, synced: SyncedEmployee | None, gone: Mapping[str, str]
-) -> bool:
-    """Whether the change gives access back to someone a read called departed."""
-    if c.action is Action.UNLOCK:
-        return synced is not None and synced.lock_reason == DEPARTED
-    return c.action is Action.CREATE and synced is None and gone.get(c.key) == DEPARTED
 
 
 @dataclass(frozen=True, slots=True)
