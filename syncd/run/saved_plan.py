@@ -212,6 +212,16 @@ def _documents(changes: Iterable[Change]) -> list[dict[str, Any]]:
     return listed
 
 
+def reviewed_counts(plan: Plan, snapshot: Snapshot) -> dict[str, int]:
+    """The counts a saved plan's review stands for, as the guards count them: they stand
+    for --allow-removals, --allow-reactivations and --allow-updates (syncd.run.policy)."""
+    return {
+        "removals": plan.removals,
+        "reactivations": reactivations(plan, snapshot).total,
+        "updates": updates(plan, snapshot)[0],
+    }
+
+
 def target_of(settings: Settings) -> dict[str, str]:
     """Where a plan applies: the platform, the organization, the state database."""
     p = platform_of(settings)
@@ -247,9 +257,7 @@ def write(
             "snapshot": snapshot_fingerprint(snapshot),
             "changes": changes_fingerprint(plan, snapshot),
         },
-        "removals": plan.removals,
-        "reactivations": reactivations(plan, snapshot).total,
-        "updates": updates(plan, snapshot)[0],
+        **reviewed_counts(plan, snapshot),
         "counts": {f"{k.value} {a.value}": n for (k, a), n in _in_order(plan)},
         "guards": [{"name": g.name, "passed": g.passed, "message": g.message} for g in guards],
         "always_blocked": always_blocked(plan, directory, snapshot, limits),
@@ -437,9 +445,10 @@ def check(
     unlike = _not_as_reviewed(saved, plan, now)
     if unlike is not None:
         return GuardDecision(NAME, False, f"{made}: {unlike}: not applied; {again}"), None
+    fresh = reviewed_counts(plan, now.snapshot)
     counted = (
-        f"{plan.removals} removals, {reactivations(plan, now.snapshot).total} re-activations "
-        f"and {updates(plan, now.snapshot)[0]} updates reviewed"
+        f"{fresh['removals']} removals, {fresh['reactivations']} re-activations "
+        f"and {fresh['updates']} updates reviewed"
     )
     reviewed = GuardDecision(
         NAME, True, f"{made}: the same {len(plan.changes)} changes are planned now, {counted}"
@@ -467,12 +476,7 @@ def _not_as_reviewed(saved: SavedPlan, plan: Plan, now: Situation) -> str | None
     whatever the number is there now and the review did not show it."""
     if _listing(_documents(plan.changes)) != saved.listed:
         return "the changes it lists are not those planned now (was it edited?)"
-    fresh = {
-        "removals": plan.removals,
-        "reactivations": reactivations(plan, now.snapshot).total,
-        "updates": updates(plan, now.snapshot)[0],
-    }
-    for key, n in fresh.items():
+    for key, n in reviewed_counts(plan, now.snapshot).items():
         if (said := getattr(saved, key)) != n:
             return f"it says {key} {said}, the plan made now has {n} (was it edited?)"
     unseen = [
