@@ -171,9 +171,7 @@ class EmployeePlanner:
         if e.state is not State.ACTIVE:
             return False
         found = rekeys.evidence(e, self.snapshot.written(Kind.EMPLOYEE, synced.source_id))
-        if "name" not in found.differ or not (
-            found.different_people or any(f in found.differ for f in rekeys.IDENTIFIERS)
-        ):
+        if not found.not_the_one_written:
             return False
         self.notes.append(
             Note(

@@ -83,6 +83,15 @@ class Evidence:
     def different_people(self) -> bool:
         return "name" in self.differ and not any(f in self.agree for f in IDENTIFIERS)
 
+    @property
+    def not_the_one_written(self) -> bool:
+        """Another person than the one syncd wrote: the name differs, and a personal
+        identifier differs too or none agrees (a work number that is a join key agrees by
+        construction, so it alone does not make them the same)."""
+        return "name" in self.differ and (
+            self.different_people or any(f in self.differ for f in IDENTIFIERS)
+        )
+
     def describe(self) -> str:
         parts = []
         if self.agree:
