@@ -28,7 +28,7 @@ _INSERT = (
 _PROBLEM = "source_id, field, value, holder, holder_key, refusal"  # a KnownProblem's columns
 _ROWS = (
     f"SELECT {_COLUMNS} FROM known_problems "  # noqa: S608 (constants)
-    "WHERE source_id IN (SELECT source_id FROM employees) ORDER BY first_seen, source_id"
+    f"WHERE {sql.held('known_problems')} ORDER BY first_seen, source_id"
 )
 
 
@@ -39,7 +39,7 @@ def load_problems(conn: Connection) -> dict[str, tuple[KnownProblem, ...]]:
     rows = sql.rows(
         conn,
         f"SELECT {_PROBLEM} FROM known_problems "  # noqa: S608 (constants)
-        "WHERE source_id IN (SELECT source_id FROM employees) ORDER BY source_id, field",
+        f"WHERE {sql.held('known_problems')} ORDER BY source_id, field",
     )
     for row in rows:
         found.setdefault(row[0], []).append(KnownProblem(*row))
@@ -118,7 +118,8 @@ def resolve_problems(conn: Connection, solved: Iterable[tuple[str, str]]) -> Non
 def forget_gone(conn: Connection) -> None:
     """Problems of people syncd no longer holds (removed, forgotten)."""
     sql.run(
-        conn, "DELETE FROM known_problems WHERE source_id NOT IN (SELECT source_id FROM employees)"
+        conn,
+        f"DELETE FROM known_problems WHERE NOT {sql.held('known_problems')}",  # noqa: S608
     )
 
 
@@ -147,7 +148,7 @@ def untold(conn: Connection, run_id: int) -> list[tuple[KnownProblem, str]]:
         conn,
         f"SELECT {_PROBLEM}, username FROM known_problems "  # noqa: S608 (constants)
         "WHERE first_run != ? AND first_run IN (SELECT id FROM runs WHERE outcome = "
-        "'interrupted') AND source_id IN (SELECT source_id FROM employees)",
+        f"'interrupted') AND {sql.held('known_problems')}",
         (run_id,),
     ).all()
     found = [(KnownProblem(*row[:6]), str(row[6])) for row in rows]
