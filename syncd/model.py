@@ -438,14 +438,16 @@ def _valid_employees(
     copies: tuple[list[str], list[str]],
 ) -> dict[str, Employee]:
     rejected_ids, rejected_usernames = copies
-    ids = _repeated(look_alikes([e.id for _, e in items]) + rejected_ids)
-    usernames = _repeated(
-        look_alikes([u for _, e in items if (u := e.username)]) + rejected_usernames
-    )
+    ids_read = [e.id for _, e in items]
+    usernames_read = [u for _, e in items if (u := e.username)]
+    ids = _repeated(look_alikes(ids_read) + rejected_ids)
+    usernames = _repeated(look_alikes(usernames_read) + rejected_usernames)
+    # As a rule every id and username is printable ASCII: asked of all of them at once.
+    plain = _printable_ascii(ids_read) and _printable_ascii(usernames_read)
     kept: dict[str, Employee] = {}
     for where, read in items:
         e = _employee_in_nfc(read)
-        reason = _employee_problem(e, ids, usernames, departments)
+        reason = _employee_problem(e, ids, usernames, departments, plain)
         if reason:
             found = ((f, getattr(e, f)) for f in IDENTIFYING)
             identifiers = tuple((f, v) for f, v in found if isinstance(v, str) and v.strip())
@@ -483,20 +485,21 @@ def _employee_problem(
     ids: Mapping[str, int],
     usernames: Mapping[str, int],
     departments: Mapping[str, Department],
+    plain: bool = False,
 ) -> str | None:
+    """Why the person is rejected, or None. ``plain``: every id and username read is
+    printable ASCII, so none holds a control, an invisible or a look-alike character."""
     if not e.id:
         return "employee has no id"
     if not e.username or not e.username.strip():
         return f"employee {e.id!r} has no username"
     if not e.name or not e.name.strip():
         return f"employee {e.username!r} has no name"
-    if hidden := controls(e.id):
-        return f"employee id {e.id!r} contains {', '.join(hidden)}"
-    if hidden := controls(e.username):
-        return f"username {e.username!r} contains {', '.join(hidden)}, which cannot be seen"
+    if not plain and (hidden := _controls_in_keys(e)) is not None:
+        return hidden
     if ids and (key := look_alike(e.id)) in ids:
         return f"employee id {e.id!r} appears {ids[key]} times"
-    if (unseen := _unseen_in_keys(e)) is not None:
+    if not plain and (unseen := _unseen_in_keys(e)) is not None:
         return unseen
     if usernames and (folded := look_alike(e.username)) in usernames:
         return f"username {e.username!r} is used by {usernames[folded]} people"
@@ -509,6 +512,29 @@ def _employee_problem(
                 "which is unknown or was rejected"
             )
     return None
+
+
+def _controls_in_keys(e: Employee) -> str | None:
+    """Why an id or username cannot be stored or shown: a control character in it."""
+    if hidden := controls(e.id):
+        return f"employee id {e.id!r} contains {', '.join(hidden)}"
+    if hidden := controls(e.username):
+        return f"username {e.username!r} contains {', '.join(hidden)}, which cannot be seen"
+    return None
+
+
+# The ASCII control characters (C0 and DEL), as bytes: deleted from a text's bytes, they
+# leave it as long as it was exactly when it holds none.
+_ASCII_CONTROLS = bytes(range(0x20)) + b"\x7f"
+
+
+def _printable_ascii(texts: list[str]) -> bool:
+    """Whether every text is ASCII without a control character (nothing unseen in it)."""
+    joined = "".join(texts)
+    if not joined.isascii():
+        return False
+    encoded = joined.encode("ascii")
+    return len(encoded.translate(None, _ASCII_CONTROLS)) == len(encoded)
 
 
 def _unseen_in_keys(e: Employee) -> str | None:
