@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from operator import itemgetter
 
 from syncd.config import CsvSource
 from syncd.config.source import status_key
 from syncd.mapping import RuleFailure, Rules, with_mapped
 from syncd.model import (
+    GENDERS,
     IDENTIFYING,
     Department,
     Employee,
@@ -16,7 +19,6 @@ from syncd.model import (
     Position,
     RejectedRow,
     State,
-    normalize_gender,
 )
 from syncd.sources._paths import DepartmentPaths
 from syncd.sources._text import (
@@ -163,6 +165,11 @@ class _UnnamedStatus(str):
         return made
 
 
+# A row's birthday, sort order, senior flag, start and end dates; and those of a row with
+# none of them, most rows.
+_Optional = tuple[str | None, int | None, bool, str | None, str | None]
+_NONE_GIVEN: _Optional = (None, None, False, None, None)
+
 _ABSENT = -1  # the index of a column the file lacks: it reads the "" appended to each row
 
 
@@ -188,6 +195,13 @@ class _EmployeeIndexes:
     status: int
     start_date: int
     end_date: int
+    # The cells of birthday, sort order, senior, start and end date: most rows leave all
+    # of them empty (taken in C, then asked once).
+    optional: Callable[[list[str]], tuple[str, ...]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        at = (self.birthday, self.sort_order, self.senior, self.start_date, self.end_date)
+        object.__setattr__(self, "optional", itemgetter(*at))
 
 
 class _EmployeeReader:
@@ -326,15 +340,12 @@ class _EmployeeReader:
             return self._columns.missing(at.username)
         if not name:
             return self._columns.missing(at.name)
-        parsed = self._parsed(values, at)
-        if isinstance(parsed, str):
-            return parsed
-        birthday, sort_order, senior = parsed
-        dates: tuple[str | None, str | None] | str = (None, None)
-        if values[at.start_date] or values[at.end_date]:  # as a rule, neither
-            dates = self._dates_of(values, at)
-            if isinstance(dates, str):
-                return dates
+        optional: _Optional | str = _NONE_GIVEN
+        if any(at.optional(values)):  # as a rule, none
+            optional = self._optional(values, at)
+            if isinstance(optional, str):
+                return optional
+        birthday, sort_order, senior, start_date, end_date = optional
         state = State.ACTIVE
         if self._status_read:
             status = values[at.status]
@@ -344,26 +355,44 @@ class _EmployeeReader:
             state = found
         # Titles repeat across thousands of people: one string each, not one per row.
         job_title = sys.intern(values[at.job_title]) or None
+        # Most people hold one position, made for someone placed alike before.
+        positions = None if secondary else self._primary.get((department_id, job_title))
+        if positions is None:
+            positions = self._positions(department_id, job_title, secondary)
         return Employee(
             id=ident,
             username=username,
             name=name,
-            positions=self._positions(department_id, job_title, secondary),
+            positions=positions,
             en_name=values[at.en_name] or None,
             email=values[at.email] or None,
             mobile=values[at.mobile] or None,
             tel=values[at.tel] or None,
             sn=values[at.sn] or None,
-            gender=normalize_gender(values[at.gender]),
+            # normalize_gender of a cell stripped already, without a call of its own.
+            gender=GENDERS.get(values[at.gender].casefold()),
             birthday=birthday,
             job_title=job_title,
             sort_order=sort_order,
             senior=senior,
             state=state,
-            extra=self._extra(values),
-            start_date=dates[0],
-            end_date=dates[1],
+            extra=self._extra(values) if self._extras else (),
+            start_date=start_date,
+            end_date=end_date,
         )
+
+    def _optional(self, values: list[str], at: _EmployeeIndexes) -> _Optional | str:
+        """Birthday, sort order, senior flag, start and end dates, or why one of them is
+        not valid (the row is rejected)."""
+        parsed = self._parsed(values, at)
+        if isinstance(parsed, str):
+            return parsed
+        dates: tuple[str | None, str | None] | str = (None, None)
+        if values[at.start_date] or values[at.end_date]:
+            dates = self._dates_of(values, at)
+            if isinstance(dates, str):
+                return dates
+        return (*parsed, *dates)
 
     def _dates_of(
         self, values: list[str], at: _EmployeeIndexes
@@ -431,8 +460,6 @@ class _EmployeeReader:
         return found
 
     def _extra(self, values: list[str]) -> tuple[tuple[str, str], ...]:
-        if not self._extras:
-            return ()
         return tuple((attribute, values[i]) for attribute, i in self._extras if values[i])
 
     def _date(self, text: str) -> str | None:
