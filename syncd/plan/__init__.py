@@ -37,11 +37,11 @@ from syncd.plan.dates import DatePolicy, Scheduled
 from syncd.plan.departments import DepartmentPlanner
 from syncd.plan.employees import EmployeePlanner
 from syncd.plan.fields import (
-    EmployeeHasher,
     department_fields,
     department_hash,
     employee_fields,
     employee_hash,
+    employee_hasher,
     extended_values,
     fields_departments,
 )
@@ -226,7 +226,7 @@ def finish(drafted: Draft, written: Mapping[str, Mapping[str, Any] | None]) -> P
         return replace(c, written=written[c.previous_key or c.key] or None)
 
     upserts = [shown(c) for c in drafted.upserts]
-    freeing = frees(upserts, EmployeeHasher(drafted.extended_fields))
+    freeing = frees(upserts, employee_hasher(drafted.extended_fields))
     return Plan(
         changes=(
             *map(shown, drafted.leading),

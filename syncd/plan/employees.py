@@ -15,7 +15,7 @@ from syncd.plan import rekeys
 from syncd.plan.actions import Action
 from syncd.plan.adoption import adopted_by_key, claimed_elsewhere
 from syncd.plan.drift import PeopleDrift
-from syncd.plan.fields import EmployeeHasher
+from syncd.plan.fields import employee_hasher
 from syncd.plan.messages import department_names, unsure_rows
 from syncd.plan.schedule import EffectiveDates
 from syncd.plan.usernames import username_changed
@@ -64,7 +64,7 @@ class EmployeePlanner:
         self.removes: list[Change] = []
         self._by_username: dict[str, SyncedEmployee] | None = None  # made when first needed
         self.drift = PeopleDrift(snapshot, view)
-        self.hash = EmployeeHasher(policy.extended_fields)
+        self.hash = employee_hasher(policy.extended_fields)
         self.names = department_names(directory, snapshot, view.root_name)
         self.weighed: set[str] = set()  # usernames whose platform record was looked at
         self.forgets: list[Change] = []  # deleted on the platform, not wanted back
@@ -157,6 +157,11 @@ class EmployeePlanner:
         if found is not None and self._not_theirs(synced, found):
             return
         wanted = self.hash(e)
+        departed = e.state is State.DEPARTED
+        if wanted == synced.hash and found is None and synced.locked == departed:
+            if self.view.changed:
+                self.weighed.add(synced.username)
+            return  # as a rule: nothing changed, in the source or on the platform
         if synced.locked and wanted != synced.hash and self._someone_else_back(e, synced):
             return
         self._plan_update(e, synced, wanted, found)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields
+from functools import partial
 from operator import attrgetter
 from typing import Any
 
@@ -114,11 +115,21 @@ def _positions_text(positions: tuple[Position, ...]) -> str:
 
 
 def employee_hash(
-    e: Employee, extended_fields: Mapping[str, str], positions_text: str | None = None
+    e: Employee,
+    extended_fields: Mapping[str, str],
+    written: dict[tuple[Position, ...], str] | None = None,
 ) -> str:
+    """The hash of what syncd writes of the person. ``written``: positions written out
+    already (see ``employee_hasher``), added to as it goes."""
     # The lock state is not hashed: it is kept, and changed, on its own. The text hashed
     # is exactly repr() of the values' tuple, as it always was (hashes stored in snapshots
     # must not change); made this way it costs 40% less, once per person and run.
+    positions = e.positions
+    shown = None if written is None else written.get(positions)
+    if shown is None:
+        shown = _positions_text(positions)
+        if written is not None:
+            written[positions] = shown
     text = _EMPLOYEE_TEXT % (
         e.username,
         e.name,
@@ -132,7 +143,7 @@ def employee_hash(
         e.job_title,
         e.sort_order,
         e.senior,
-        positions_text if positions_text is not None else _positions_text(e.positions),
+        shown,
         _extended(e, extended_fields),
     )
     if e.properties:  # appended only when there are some: other hashes stay as stored
@@ -142,19 +153,11 @@ def employee_hash(
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
-class EmployeeHasher:
+def employee_hasher(extended_fields: Mapping[str, str]) -> Callable[[Employee], str]:
     """``employee_hash`` for a whole directory: each distinct set of positions (most
-    people share theirs with colleagues) is written out once, not once per person."""
-
-    def __init__(self, extended_fields: Mapping[str, str]) -> None:
-        self.extended_fields = extended_fields
-        self._positions: dict[tuple[Position, ...], str] = {}
-
-    def __call__(self, e: Employee) -> str:
-        text = self._positions.get(e.positions)
-        if text is None:
-            text = self._positions[e.positions] = _positions_text(e.positions)
-        return employee_hash(e, self.extended_fields, text)
+    people share theirs with colleagues) is written out once, not once per person; a
+    partial, so that hashing everyone costs no call of a function of its own."""
+    return partial(employee_hash, extended_fields=extended_fields, written={})
 
 
 def employee_from_fields(
