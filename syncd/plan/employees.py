@@ -149,11 +149,12 @@ class EmployeePlanner:
             # so an update would make a second account and leave the first one active.
             username_changed(self, e, synced)
             return
-        if self.drift.gone(synced):
+        view = self.view  # as a rule, nobody was deleted or changed on the platform
+        if view.deleted and self.drift.gone(synced):
             self.weighed.add(synced.username)
             self._deleted_on_platform(e, synced)
             return
-        found = self.drift.found(synced)
+        found = self.drift.found(synced) if view.changed else None
         if found is not None and self._not_theirs(synced, found):
             return
         wanted = self.hash(e)

@@ -144,7 +144,7 @@ def employee_hash(
         e.sort_order,
         e.senior,
         shown,
-        _extended(e, extended_fields),
+        _extended(e, extended_fields) if e.extra and extended_fields else (),
     )
     if e.properties:  # appended only when there are some: other hashes stay as stored
         text += repr(e.properties)
