@@ -359,26 +359,30 @@ class _EmployeeReader:
         positions = None if secondary else self._primary.get((department_id, job_title))
         if positions is None:
             positions = self._positions(department_id, job_title, secondary)
+        # In the order of Employee's fields, each named beside it: by keywords, making a
+        # person cost twice as much (0.08 s of a read of 100,000 people).
         return Employee(
-            id=ident,
-            username=username,
-            name=name,
-            positions=positions,
-            en_name=values[at.en_name] or None,
-            email=values[at.email] or None,
-            mobile=values[at.mobile] or None,
-            tel=values[at.tel] or None,
-            sn=values[at.sn] or None,
+            ident,  # id
+            username,  # username
+            name,  # name
+            positions,  # positions
+            values[at.en_name] or None,  # en_name
+            values[at.email] or None,  # email
+            values[at.mobile] or None,  # mobile
+            values[at.tel] or None,  # tel
+            values[at.sn] or None,  # sn
             # normalize_gender of a cell stripped already, without a call of its own.
-            gender=GENDERS.get(values[at.gender].casefold()),
-            birthday=birthday,
-            job_title=job_title,
-            sort_order=sort_order,
-            senior=senior,
-            state=state,
-            extra=self._extra(values) if self._extras else (),
-            start_date=start_date,
-            end_date=end_date,
+            GENDERS.get(values[at.gender].casefold()),  # gender
+            birthday,  # birthday
+            job_title,  # job_title
+            sort_order,  # sort_order
+            senior,  # senior
+            state,  # state
+            self._extra(values) if self._extras else (),  # extra
+            (),  # properties
+            None,  # photo
+            start_date,  # start_date
+            end_date,  # end_date
         )
 
     def _optional(self, values: list[str], at: _EmployeeIndexes) -> _Optional | str:
