@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import fields
-from functools import partial
 from operator import attrgetter
 from typing import Any
 
@@ -155,9 +154,13 @@ def employee_hash(
 
 def employee_hasher(extended_fields: Mapping[str, str]) -> Callable[[Employee], str]:
     """``employee_hash`` for a whole directory: each distinct set of positions (most
-    people share theirs with colleagues) is written out once, not once per person; a
-    partial, so that hashing everyone costs no call of a function of its own."""
-    return partial(employee_hash, extended_fields=extended_fields, written={})
+    people share theirs with colleagues) is written out once, not once per person."""
+    written: dict[tuple[Position, ...], str] = {}
+
+    def hashed(e: Employee) -> str:
+        return employee_hash(e, extended_fields, written)
+
+    return hashed
 
 
 def employee_from_fields(
