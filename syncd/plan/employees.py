@@ -37,6 +37,15 @@ from syncd.plan.values import (
 from syncd.spelling import difference, look_alike, look_alikes, nfc, shown_pair
 
 
+def lock_in_step(state: State, locked: bool, there: bool) -> bool:
+    """Whether an account's lock agrees with the source: locked, as syncd knows it
+    (``locked``) and on the platform (``there``), for someone departed; unlocked in both
+    for someone active. Otherwise the plan locks or unlocks them."""
+    if state is State.DEPARTED:
+        return locked and there
+    return not (locked or there)
+
+
 class EmployeePlanner:
     def __init__(
         self,
@@ -158,9 +167,12 @@ class EmployeePlanner:
         if found is not None and self._not_theirs(synced, found):
             return
         wanted = self.hash(e)
-        departed = e.state is State.DEPARTED
-        if wanted == synced.hash and found is None and synced.locked == departed:
-            if self.view.changed:
+        if (
+            wanted == synced.hash
+            and found is None
+            and lock_in_step(e.state, synced.locked, synced.locked)
+        ):
+            if view.changed:
                 self.weighed.add(synced.username)
             return  # as a rule: nothing changed, in the source or on the platform
         if synced.locked and wanted != synced.hash and self._someone_else_back(e, synced):
@@ -241,14 +253,16 @@ class EmployeePlanner:
         """Lock or unlock as the source says: ``locked`` is what syncd knows; ``found``,
         when the person changed on the platform, what the platform holds now."""
         there = locked if found is None else found.locked
-        if e.state is State.DEPARTED and not (locked and there):
+        if lock_in_step(e.state, locked, there):
+            return
+        if e.state is State.DEPARTED:
             reason, why = self.dates.lock_reason(e.id) or ("departed in the source", None)
             kw.setdefault("lock_reason", why)
             if locked:
                 reason += "; unlocked on the platform"
                 self._drift_note(e.id, f"{e.username} was unlocked on the platform; locking again")
             self.locks.append(self.change(Action.LOCK, e, synced, reason=reason, **kw))
-        elif e.state is State.ACTIVE and (locked or there):
+        else:
             reason = self.dates.unlock_reasons.get(e.id, "active in the source again")
             if not locked:
                 reason = "locked on the platform; active in the source"

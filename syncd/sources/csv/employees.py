@@ -255,7 +255,7 @@ class _EmployeeReader:
         self._positions_separator = settings.positions_separator
         self._department_of = department_of.department_of
         # (department, title) -> the positions of one placed there alone: most people.
-        self._primary: dict[tuple[str, str | None], tuple[Position]] = {}
+        self._primary: dict[tuple[str | None, str | None], tuple[Position, ...]] = {}
         self._secondary: dict[str, Position] = {}
         self._dates: dict[str, str | None] = {}  # birthdays repeat: parse each text once
 
@@ -340,11 +340,12 @@ class _EmployeeReader:
             return self._columns.missing(at.username)
         if not name:
             return self._columns.missing(at.name)
-        optional: _Optional | str = _NONE_GIVEN
+        optional = _NONE_GIVEN
         if any(at.optional(values)):  # as a rule, none
-            optional = self._optional(values, at)
-            if isinstance(optional, str):
-                return optional
+            given = self._optional(values, at)
+            if isinstance(given, str):
+                return given
+            optional = given
         birthday, sort_order, senior, start_date, end_date = optional
         state = State.ACTIVE
         if self._status_read:
@@ -356,7 +357,9 @@ class _EmployeeReader:
         # Titles repeat across thousands of people: one string each, not one per row.
         job_title = sys.intern(values[at.job_title]) or None
         # Most people hold one position, made for someone placed alike before.
-        positions = None if secondary else self._primary.get((department_id, job_title))
+        positions: tuple[Position, ...] | None = None
+        if not secondary:
+            positions = self._primary.get((department_id, job_title))
         if positions is None:
             positions = self._positions(department_id, job_title, secondary)
         # In the order of Employee's fields, each named beside it: by keywords, making a
