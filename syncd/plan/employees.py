@@ -8,6 +8,7 @@ as the change's ``before``.
 
 from __future__ import annotations
 
+from itertools import filterfalse
 from typing import Any
 
 from syncd.model import Directory, Employee, Kind, RejectedRow, State
@@ -36,14 +37,11 @@ from syncd.plan.values import (
 )
 from syncd.spelling import difference, look_alike, look_alikes, nfc, shown_pair
 
-
-def lock_in_step(state: State, locked: bool, there: bool) -> bool:
-    """Whether an account's lock agrees with the source: locked, as syncd knows it
-    (``locked``) and on the platform (``there``), for someone departed; unlocked in both
-    for someone active. Otherwise the plan locks or unlocks them."""
-    if state is State.DEPARTED:
-        return locked and there
-    return not (locked or there)
+# When an account's lock agrees with the source, as (state read, locked as syncd knows
+# it, locked on the platform): locked in both for someone departed, unlocked in both for
+# someone active. Any other triple is a lock or an unlock to plan. A set, asked without
+# a call of a function of its own: the planner asks it of everyone, every run.
+LOCK_IN_STEP = frozenset({(State.DEPARTED, True, True), (State.ACTIVE, False, False)})
 
 
 class EmployeePlanner:
@@ -170,7 +168,7 @@ class EmployeePlanner:
         if (
             wanted == synced.hash
             and found is None
-            and lock_in_step(e.state, synced.locked, synced.locked)
+            and (e.state, synced.locked, synced.locked) in LOCK_IN_STEP
         ):
             if view.changed:
                 self.weighed.add(synced.username)
@@ -253,7 +251,7 @@ class EmployeePlanner:
         """Lock or unlock as the source says: ``locked`` is what syncd knows; ``found``,
         when the person changed on the platform, what the platform holds now."""
         there = locked if found is None else found.locked
-        if lock_in_step(e.state, locked, there):
+        if (e.state, locked, there) in LOCK_IN_STEP:
             return
         if e.state is State.DEPARTED:
             reason, why = self.dates.lock_reason(e.id) or ("departed in the source", None)
@@ -482,9 +480,10 @@ class EmployeePlanner:
         protected = directory.rejected_keys(Kind.EMPLOYEE)
         rekeyed: set[str] | None = None  # made when someone is missing, if ever
         excluded = self.policy.exclude_usernames
-        for synced in self.snapshot.employees.values():
-            if synced.source_id in directory.employees:
-                continue
+        held = self.snapshot.employees
+        # Those this read does not name, in the snapshot's order: picked out in C.
+        for key in filterfalse(directory.employees.__contains__, held):
+            synced = held[key]
             if rekeyed is None:
                 rekeyed = self._rekeyed_usernames()
             folded = look_alike(synced.username)
