@@ -227,6 +227,7 @@ class _EmployeeReader:
         self._columns = columns
         self.filtered = 0  # rows the row filter left out
         self._mapping = mapping
+        self._unmapped = mapping.rules is None and mapping.trace is None  # as a rule
         self._own = {f: i for f, i in at.items() if i is not None}
         self._own.update((a, i) for a, i in self._extras)
         self._ruled_at = self._at
@@ -276,11 +277,7 @@ class _EmployeeReader:
         at = self._at
         if values[at.id] in self._header_cells and self._columns.repeats_header(cells, where):
             return _REPEATED_HEADER
-        found = (
-            self._employee(values, at, where)
-            if self._mapping.rules is None and self._mapping.trace is None
-            else self._mapped(values, where)
-        )
+        found = self._employee(values, at, where) if self._unmapped else self._mapped(values, where)
         # A row rejected may be the header again, its id cell spelled some other way.
         if isinstance(found, str) and self._columns.repeats_header(cells, where):
             return _REPEATED_HEADER
