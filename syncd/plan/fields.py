@@ -40,8 +40,6 @@ def written_department_hash(written: Mapping[str, Any]) -> str:
 
 
 def _extended(e: Employee, mapping: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    if not mapping or not e.extra:
-        return ()
     return tuple(sorted((mapping[k], v) for k, v in e.extra if k in mapping))
 
 
