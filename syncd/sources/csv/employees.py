@@ -11,7 +11,6 @@ from syncd.config import CsvSource
 from syncd.config.source import status_key
 from syncd.mapping import RuleFailure, Rules, with_mapped
 from syncd.model import (
-    GENDERS,
     IDENTIFYING,
     Department,
     Employee,
@@ -19,6 +18,7 @@ from syncd.model import (
     Position,
     RejectedRow,
     State,
+    normalize_gender,
 )
 from syncd.sources._paths import DepartmentPaths
 from syncd.sources._text import (
@@ -371,8 +371,7 @@ class _EmployeeReader:
             values[at.mobile] or None,  # mobile
             values[at.tel] or None,  # tel
             values[at.sn] or None,  # sn
-            # normalize_gender of a cell stripped already, without a call of its own.
-            GENDERS.get(values[at.gender].casefold()),  # gender
+            normalize_gender(values[at.gender]),  # gender
             birthday,  # birthday
             job_title,  # job_title
             sort_order,  # sort_order
