@@ -121,12 +121,10 @@ def employee_hash(
     # The lock state is not hashed: it is kept, and changed, on its own. The text hashed
     # is exactly repr() of the values' tuple, as it always was (hashes stored in snapshots
     # must not change); made this way it costs 40% less, once per person and run.
-    positions = e.positions
-    shown = None if written is None else written.get(positions)
+    positions, memo = e.positions, {} if written is None else written
+    shown = memo.get(positions)
     if shown is None:
-        shown = _positions_text(positions)
-        if written is not None:
-            written[positions] = shown
+        shown = memo[positions] = _positions_text(positions)
     text = _EMPLOYEE_TEXT % (
         e.username,
         e.name,
