@@ -166,12 +166,10 @@ class EmployeePlanner:
             return
         wanted = self.hash(e)
         if (
-            wanted == synced.hash
-            and found is None
+            not view.changed
+            and wanted == synced.hash
             and (e.state, synced.locked, synced.locked) in LOCK_IN_STEP
         ):
-            if view.changed:
-                self.weighed.add(synced.username)
             return  # as a rule: nothing changed, in the source or on the platform
         if synced.locked and wanted != synced.hash and self._someone_else_back(e, synced):
             return
