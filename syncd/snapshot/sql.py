@@ -100,5 +100,5 @@ def held(table: str) -> str:
     """A condition: the ``table`` row's ``source_id`` is a person syncd holds. EXISTS
     rather than ``IN (SELECT source_id FROM employees)``, which SQLite answered by going
     over everyone syncd holds even when ``table`` is empty (4 ms at 100,000 people)."""
-    held = "EXISTS (SELECT 1 FROM employees held WHERE held.source_id = {}.source_id)"
-    return held.format(table)  # a table of the schema's, named by the code
+    condition = "EXISTS (SELECT 1 FROM employees held WHERE held.source_id = {}.source_id)"
+    return condition.format(table)  # a table of the schema's, named by the code
