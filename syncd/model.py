@@ -24,6 +24,7 @@ from syncd.spelling import (
     look_alikes,
     mixed_scripts,
     nfc,
+    printable_ascii,
 )
 
 PATH_SEPARATOR = "/"  # the platform joins node names with it into name paths
@@ -444,7 +445,7 @@ def _valid_employees(
     ids = _repeated(look_alikes(ids_read) + rejected_ids)
     usernames = _repeated(look_alikes(usernames_read) + rejected_usernames)
     # As a rule every id and username is printable ASCII: asked of all of them at once.
-    plain = _printable_ascii(ids_read) and _printable_ascii(usernames_read)
+    plain = printable_ascii(ids_read) and printable_ascii(usernames_read)
     kept: dict[str, Employee] = {}
     for where, read in items:
         e = _employee_in_nfc(read)
@@ -522,20 +523,6 @@ def _controls_in_keys(e: Employee) -> str | None:
     if hidden := controls(e.username):
         return f"username {e.username!r} contains {', '.join(hidden)}, which cannot be seen"
     return None
-
-
-# The ASCII control characters (C0 and DEL), as bytes: deleted from a text's bytes, they
-# leave it as long as it was exactly when it holds none.
-_ASCII_CONTROLS = bytes(range(0x20)) + b"\x7f"
-
-
-def _printable_ascii(texts: list[str]) -> bool:
-    """Whether every text is ASCII without a control character (nothing unseen in it)."""
-    joined = "".join(texts)
-    if not joined.isascii():
-        return False
-    encoded = joined.encode("ascii")
-    return len(encoded.translate(None, _ASCII_CONTROLS)) == len(encoded)
 
 
 def _unseen_in_keys(e: Employee) -> str | None:

@@ -136,6 +136,22 @@ def controls(text: str) -> list[str]:
     return [f"U+{ord(ch):04X} control character" for ch in dict.fromkeys(CONTROLS.findall(text))]
 
 
+# The ASCII control characters (C0 and DEL), as bytes: deleted from a text's bytes, they
+# leave it as long as it was exactly when it holds none.
+_ASCII_CONTROLS = bytes(range(0x20)) + b"\x7f"
+
+
+def printable_ascii(texts: Sequence[str]) -> bool:
+    """Whether every text is ASCII without a control character, so that none holds a
+    control, an invisible or a look-alike character: asked of all of them at once, in C
+    (a read asks it of everyone's ids and usernames rather than twice a person)."""
+    joined = "".join(texts)
+    if not joined.isascii():
+        return False
+    encoded = joined.encode("ascii")
+    return len(encoded.translate(None, _ASCII_CONTROLS)) == len(encoded)
+
+
 def code_point(ch: str) -> str:
     """``U+200B ZERO WIDTH SPACE``."""
     return f"U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed character')}"

@@ -23,6 +23,7 @@ from syncd.spelling import (
     looks_the_same,
     mixed_scripts,
     nfc,
+    printable_ascii,
     shown_pair,
     spelled,
 )
@@ -415,3 +416,10 @@ def test_a_username_mixing_latin_with_look_alike_letters_is_set_aside_naming_the
 def test_a_username_of_one_alphabet_is_a_username() -> None:
     assert mixed_scripts("иван") == [] and mixed_scripts("müller") == []
     assert mixed_scripts("wuh\u0430o") == ["U+0430 CYRILLIC SMALL LETTER A"]
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from("aZ9.- \x00\t\x1f\x7f\x85\u00e9"), max_size=5)))
+def test_printable_ascii_is_asked_of_all_texts_as_of_each(texts: list[str]) -> None:
+    each = all(t.isascii() and not controls(t) for t in texts)
+    assert printable_ascii(texts) is each
