@@ -11,7 +11,6 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -351,41 +350,31 @@ class _Run:
         # stay frozen until the next run_sync in this process unfreezes them; values
         # without reference cycles are freed as usual all the same.
         match_by = self.settings.sync.match_by
-        # The platform is read while the source is: its answers come from another machine
-        # (or process), and little of the waiting needs this one. It asks what syncd holds
-        # by queries of its own (Held); the plan's snapshot is loaded apart, what decides
-        # first, the people after the read (store.people_for).
+        # The platform is read first, then the source. Read beside the source (Python's
+        # work, holding the interpreter lock), its reader waited for the lock after each
+        # answer: a no-change re-sync of 100,000 people from CSV read the platform in
+        # 0.7 s instead of 0.04 s, and spent 3% more CPU on the switches. It asks what
+        # syncd holds by queries of its own (Held); the plan's snapshot is loaded apart,
+        # what decides first, the people after the read (store.people_for).
         platform_cursors, complete = cursors.platform_cursors(self.state), self._expects_complete()
         with collection_paused(freeze=True):
             head = self.state.load_snapshot(everyone=False)
         held = self.state.held(dict(head.departments), head.headcount)
-        with ThreadPoolExecutor(1, thread_name_prefix="platform") as pool:
-            census = cursors.census(self.state)
-            reads = pool.submit(
-                read_platform,
-                client,
-                lambda: held,
-                complete,
-                platform_cursors,
-                self.settings,
-                census,
+        self._step("reading the platform")
+        census = cursors.census(self.state)
+        read = read_platform(client, held, complete, platform_cursors, self.settings, census)
+        memo = unchanged.recall(self.state, digest, head, self._now())
+        if memo is not None:
+            view = adopting(read, client, head, memo.newcomers, match_by)
+            if unchanged.view_digest(view) == memo.view:
+                return head, view, memo
+        with collection_paused(freeze=True):
+            directory = self._read(head)
+            snapshot = self.state.people_for(
+                head, directory, read, everyone=whole, loaded=held.everyone()
             )
-            memo = unchanged.recall(self.state, digest, head, self._now())
-            if memo is not None:
-                self._step("reading the platform")
-                view = adopting(reads.result(), client, head, memo.newcomers, match_by)
-                if unchanged.view_digest(view) == memo.view:
-                    return head, view, memo
-            with collection_paused(freeze=True):
-                directory = self._read(head)
-            self._step("reading the platform, planning")
-            view = reads.result()  # the reader is done: what it read of the store is plain
-            with collection_paused(freeze=True):
-                snapshot = self.state.people_for(
-                    head, directory, view, everyone=whole, loaded=held.everyone()
-                )
-            view = with_adoptions(view, client, snapshot, directory, match_by)
-            snapshot = self.state.with_history(snapshot, view)  # evidence: adoption
+        view = with_adoptions(read, client, snapshot, directory, match_by)
+        snapshot = self.state.with_history(snapshot, view)  # evidence: adoption
         return snapshot, view, directory
 
     def _record(self, the_plan: Plan, guards: list[GuardDecision]) -> None:

@@ -29,10 +29,10 @@ _EMPLOYEES = (
 
 
 class Held:
-    """What syncd holds, as the platform reader asks about it while the run loads its plan's
-    snapshot (``syncd.snapshot.planning``): the departments as plain values, the people
-    and their fields by queries of its own, on its own connections. Nothing here is shared
-    with the plan, and the plan holds nothing of it."""
+    """What syncd holds, as the platform reader asks about it (the plan's snapshot is
+    loaded apart: ``syncd.snapshot.planning``): the departments as plain values, the people
+    and their fields by queries of its own, on its own connections, only as far as it
+    asks. Nothing here is shared with the plan, and the plan holds nothing of it."""
 
     def __init__(self, engine: Engine, departments: Mapping[str, SyncedDepartment], people: int):
         self.departments = departments

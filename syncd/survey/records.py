@@ -5,7 +5,7 @@ last wrote, part by part, so that only the records that differ are kept."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from syncd import snapshot as store
@@ -34,8 +34,8 @@ class Judge:
 
     _MANY = 256  # more usernames than this in one call: everyone's index, made once
 
-    def __init__(self, snapshot: Callable[[], store.Held], root_id: int, named: set[str] | None):
-        self._snapshot = snapshot
+    def __init__(self, ours: store.Held, root_id: int, named: set[str] | None):
+        self._ours = ours
         self._root_id = root_id
         self._named = named
         self._lock = threading.Lock()
@@ -51,7 +51,7 @@ class Judge:
         people = list(employees(records))
         if not people:
             return [], None
-        loaded = self._snapshot()
+        loaded = self._ours
         held = self._held(loaded, [p.username for p in people])
         marked = [m for r in records if (m := mark(r)) is not None and m.username not in held]
         if marked:

@@ -24,7 +24,7 @@ past its own writes (``syncd.survey.settle``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -68,25 +68,25 @@ CLOCK_RESOLUTION_MS = 1000
 
 def read_platform(
     client: PlatformClient,
-    snapshot: Callable[[], store.Held],
+    held: store.Held,
     complete: bool,
     cursors: Mapping[str, int | None],
     settings: Settings,
     census: Census | None = None,
 ) -> PlatformView:
-    """What the view holds whatever the source says: made while the source is read.
+    """What the view holds whatever the source says: read before the source is.
 
     ``complete``: whether the source read is expected to be complete (then every node is
-    listed, and the employees as ``census`` says: see ``_listing_for``). ``snapshot`` gives
-    what syncd holds as this reader asks about it, by queries of its own (``store.Held``):
-    the plan's snapshot is loaded apart, in the run's thread, and shares nothing with it.
-    Accounts to adopt come after the read (``with_adoptions``).
+    listed, and the employees as ``census`` says: see ``_listing_for``). ``held`` is what
+    syncd holds as this reader asks about it, by queries of its own (``store.Held``): the
+    plan's snapshot is loaded apart and shares nothing with it. Accounts to adopt come
+    after the read (``with_adoptions``).
     """
     root = client.root()
     now = client.platform_time()
     since_nodes, since = cursors.get("nodes"), cursors.get("people")
     behind = clock_behind(now, since_nodes, since)
-    listing = complete or since_nodes is None or behind is not None or not snapshot().departments
+    listing = complete or since_nodes is None or behind is not None or not held.departments
     nodes: Mapping[int, PlatformNode] = {}
     if listing:
         nodes = _nodes(client.page_orgs())
@@ -104,7 +104,7 @@ def read_platform(
             )
         found = _people_drift(
             client,
-            snapshot,
+            held,
             root.id,
             where,
             since,
@@ -306,7 +306,7 @@ def _due(census: Census, now: int) -> bool:
 
 def _people_drift(
     client: PlatformClient,
-    snapshot: Callable[[], store.Held],
+    ours: store.Held,
     root_id: int,
     listing: Listing | None,
     since: int | None,
@@ -328,18 +328,17 @@ def _people_drift(
     if since is not None:
         users = client.users(refresh_time=since, page_size=USERS_PAGE)
         named, stamps = _named(users)
-    judge = Judge(snapshot, root_id, named)
+    judge = Judge(ours, root_id, named)
     early = None
     if listing is not None and listing.whole and named is not None:
         early = _listing(client, listing.parts, concurrency, judge)
-    loaded = snapshot()
-    if not loaded.employees:
+    if not ours.employees:
         return Found({}, frozenset(), newest([since, *stamps]), tuple(judge.marked))
     if listing is not None and listing.whole:
-        changed, deleted, newer = _whole(client, loaded, listing, concurrency, judge, early)
+        changed, deleted, newer = _whole(client, ours, listing, concurrency, judge, early)
     else:
         changed, deleted, newer = _in_parts(
-            client, loaded, (root_id, listing, listed_nodes), concurrency, judge, named
+            client, ours, (root_id, listing, listed_nodes), concurrency, judge, named
         )
     return Found(changed, deleted, newest([since, *stamps, *newer]), tuple(judge.marked))
 
