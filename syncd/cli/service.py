@@ -11,7 +11,10 @@ from syncd.logs import redact
 
 def run(config: ConfigOption = None) -> None:
     """Run as a service: sync on the configured schedule until stopped."""
-    from syncd.service.daemon import serve
+    from syncd._gc import collection_paused
+
+    with collection_paused(freeze=True):  # modules live on: out of the collector's reach
+        from syncd.service.daemon import serve
 
     raise typer.Exit(serve(config))
 
