@@ -18,6 +18,7 @@ from unicodedata import is_normalized as _is_nfc
 
 from syncd.spelling import (
     JOINERS,
+    apart_alike,
     controls,
     invisible,
     look_alike,
@@ -442,8 +443,8 @@ def _valid_employees(
     rejected_ids, rejected_usernames = copies
     ids_read = [e.id for _, e in items]
     usernames_read = [u for _, e in items if (u := e.username)]
-    ids = _repeated(look_alikes(ids_read) + rejected_ids)
-    usernames = _repeated(look_alikes(usernames_read) + rejected_usernames)
+    ids = _repeated_alike(ids_read, rejected_ids)
+    usernames = _repeated_alike(usernames_read, rejected_usernames)
     # As a rule every id and username is printable ASCII: asked of all of them at once.
     plain = printable_ascii(ids_read) and printable_ascii(usernames_read)
     kept: dict[str, Employee] = {}
@@ -473,6 +474,14 @@ def _kept_key(text: str) -> str | None:
     a rejected row's key), which a state database on PostgreSQL cannot store and no real
     id holds; None when nothing is left."""
     return text.replace("\x00", "") or None
+
+
+def _repeated_alike(texts: list[str], more: list[str]) -> dict[str, int]:
+    """The look-alike keys of ``texts`` and of ``more`` (keys already) found more than once,
+    with their counts. As a rule none, told without making the keys (``apart_alike``)."""
+    if not more and apart_alike(texts) and len(set(texts)) == len(texts):
+        return {}
+    return _repeated(look_alikes(texts) + more)
 
 
 def _repeated(values: list[str]) -> dict[str, int]:

@@ -91,6 +91,17 @@ def look_alikes(texts: Sequence[str]) -> list[str]:
     return [look_alike(text) for text in texts]
 
 
+def apart_alike(texts: Sequence[str]) -> bool:
+    """Whether texts that differ have different ``look_alike`` keys too, as a rule known
+    without making the keys: ASCII texts (whose key is the text in lower case) with no
+    upper-case letter, or no lower-case one. False when that cannot be told so."""
+    joined = "".join(texts)
+    if not joined.isascii():
+        return False
+    lower = joined.lower()
+    return lower == joined or joined.upper() == joined
+
+
 def invisible(text: str, *, allowed: frozenset[str] = frozenset()) -> list[str]:
     """The invisible characters in the text, each named (``U+200B ZERO WIDTH SPACE``),
     once each in the order found; those in ``allowed`` are not counted."""

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from syncd.model import Department, Directory, Employee, Kind, Position, build_directory
 from syncd.spelling import (
     INVISIBLE,
+    apart_alike,
     controls,
     difference,
     invisible,
@@ -423,3 +424,31 @@ def test_a_username_of_one_alphabet_is_a_username() -> None:
 def test_printable_ascii_is_asked_of_all_texts_as_of_each(texts: list[str]) -> None:
     each = all(t.isascii() and not controls(t) for t in texts)
     assert printable_ascii(texts) is each
+
+
+# Upper and lower case, digits, a letter that folds to two (ß), one that folds to an ASCII
+# letter (the Kelvin sign), and a full-width one.
+_CASED = st.text(alphabet=st.sampled_from("aAbB9.\u00df\u212a\uff41"), max_size=3)
+
+
+@settings(max_examples=examples(500), deadline=None)
+@given(st.lists(_CASED, max_size=6))
+def test_texts_told_apart_alike_have_different_keys(texts: list[str]) -> None:
+    distinct = set(texts)
+    if apart_alike(texts):
+        assert len({look_alike(t) for t in distinct}) == len(distinct)
+
+
+def test_plain_ids_and_usernames_are_told_apart_without_their_keys() -> None:
+    assert apart_alike(["E0001", "E0002"]) and apart_alike(["alice", "bob.smith"])
+    assert not apart_alike(["Alice", "alice"]) and not apart_alike(["b\u00df"])
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(st.lists(_CASED.filter(lambda u: u.strip(".") != ""), min_size=1, max_size=6))
+def test_every_copy_of_a_username_in_any_case_is_set_aside(usernames: list[str]) -> None:
+    people = [Employee(f"E{n}", u, f"Person {n}") for n, u in enumerate(usernames)]
+    d = build_directory([], located(people))
+    keys = Counter(look_alike(u) for u in usernames)
+    kept = {p.id for p in people if keys[look_alike(p.username)] == 1}
+    assert set(d.employees) == kept
