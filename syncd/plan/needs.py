@@ -17,10 +17,14 @@ draft (``Draft.unwritten``). A record asked about and not loaded is a bug, said 
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 from syncd.model import Directory, Kind, State
 from syncd.plan import in_synced_spelling
 from syncd.plan.fields import department_hash
 from syncd.plan.values import PlatformView, Snapshot
+
+_LOCKED = attrgetter("locked")
 
 
 def people_asked(directory: Directory, view: PlatformView, snapshot: Snapshot) -> set[str] | None:
@@ -61,9 +65,9 @@ def weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set
     # id given to someone else is no return: EmployeePlanner._someone_else_back)
     people = directory.employees
     found.update(
-        k
-        for k, s in synced.items()
-        if s.locked and (e := people.get(k)) is not None and e.state is State.ACTIVE
+        s.source_id
+        for s in filter(_LOCKED, synced.values())  # the few locked, picked out in C
+        if (e := people.get(s.source_id)) is not None and e.state is State.ACTIVE
     )
     there = (*view.changed, *view.deleted)
     if there:
