@@ -85,9 +85,12 @@ def look_alikes(texts: Sequence[str]) -> list[str]:
     people, several times): when all of them are ASCII they are folded in one call."""
     joined = "\n".join(texts)
     if joined.isascii():
-        folded = joined.casefold().split("\n")
-        if len(folded) == len(texts):  # else a text holds the separator: one at a time
-            return folded
+        folded = joined.casefold()
+        if folded == joined:  # as a rule (usernames in lower case): each is its own key
+            return list(texts)
+        keys = folded.split("\n")
+        if len(keys) == len(texts):  # else a text holds the separator: one at a time
+            return keys
     return [look_alike(text) for text in texts]
 
 
