@@ -101,8 +101,7 @@ def apart_alike(texts: Sequence[str]) -> bool:
     joined = "".join(texts)
     if not joined.isascii():
         return False
-    lower = joined.lower()
-    return lower == joined or joined.upper() == joined
+    return joined.lower() == joined or joined.upper() == joined
 
 
 def invisible(text: str, *, allowed: frozenset[str] = frozenset()) -> list[str]:

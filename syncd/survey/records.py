@@ -51,14 +51,13 @@ class Judge:
         people = list(employees(records))
         if not people:
             return [], None
-        loaded = self._ours
-        held = self._held(loaded, [p.username for p in people])
+        held = self._held([p.username for p in people])
         marked = [m for r in records if (m := mark(r)) is not None and m.username not in held]
         if marked:
             with self._lock:
                 self.marked += marked
-        written = store.written(loaded.fields, [s.source_id for s in held.values()])
-        nodes = self._departments(loaded)
+        written = store.written(self._ours.fields, [s.source_id for s in held.values()])
+        nodes = self._departments()
         differing = [
             p
             for p in people
@@ -69,18 +68,18 @@ class Judge:
         stamp = newest(p.last_modified for p in people if named is None or p.username in named)
         return differing, stamp
 
-    def _held(self, loaded: store.Held, usernames: list[str]) -> dict[str, SyncedEmployee]:
+    def _held(self, usernames: list[str]) -> dict[str, SyncedEmployee]:
         if len(usernames) <= self._MANY and self._index is None:
-            return store.by_username(loaded.employees, usernames)
+            return store.by_username(self._ours.employees, usernames)
         with self._lock:
             if self._index is None:
-                self._index = {e.username: e for e in loaded.employees.values()}
+                self._index = {e.username: e for e in self._ours.employees.values()}
         index = self._index
         return {u: index[u] for u in usernames if u in index}
 
-    def _departments(self, loaded: store.Held) -> dict[str, int]:
+    def _departments(self) -> dict[str, int]:
         if self._nodes is None:
-            self._nodes = {k: d.node_id for k, d in loaded.departments.items()}
+            self._nodes = {k: d.node_id for k, d in self._ours.departments.items()}
         return self._nodes
 
 
