@@ -443,10 +443,11 @@ def _valid_employees(
     rejected_ids, rejected_usernames = copies
     ids_read = [e.id for _, e in items]
     usernames_read = [u for _, e in items if (u := e.username)]
-    ids = _repeated_alike(ids_read, rejected_ids)
-    usernames = _repeated_alike(usernames_read, rejected_usernames)
+    ids_text, usernames_text = "".join(ids_read), "".join(usernames_read)
+    ids = _repeated_alike(ids_read, ids_text, rejected_ids)
+    usernames = _repeated_alike(usernames_read, usernames_text, rejected_usernames)
     # As a rule every id and username is printable ASCII: asked of all of them at once.
-    plain = printable_ascii(ids_read) and printable_ascii(usernames_read)
+    plain = printable_ascii(ids_text) and printable_ascii(usernames_text)
     kept: dict[str, Employee] = {}
     for where, read in items:
         e = _employee_in_nfc(read)
@@ -476,10 +477,11 @@ def _kept_key(text: str) -> str | None:
     return text.replace("\x00", "") or None
 
 
-def _repeated_alike(texts: list[str], more: list[str]) -> dict[str, int]:
-    """The look-alike keys of ``texts`` and of ``more`` (keys already) found more than once,
-    with their counts. As a rule none, told without making the keys (``apart_alike``)."""
-    if not more and apart_alike(texts) and len(set(texts)) == len(texts):
+def _repeated_alike(texts: list[str], joined: str, more: list[str]) -> dict[str, int]:
+    """The look-alike keys of ``texts`` (``joined``: all of them joined) and of ``more``
+    (keys already) found more than once, with their counts. As a rule none, told without
+    making the keys (``apart_alike``)."""
+    if not more and apart_alike(joined) and len(set(texts)) == len(texts):
         return {}
     return _repeated(look_alikes(texts) + more)
 

@@ -94,11 +94,11 @@ def look_alikes(texts: Sequence[str]) -> list[str]:
     return [look_alike(text) for text in texts]
 
 
-def apart_alike(texts: Sequence[str]) -> bool:
-    """Whether texts that differ have different ``look_alike`` keys too, as a rule known
-    without making the keys: ASCII texts (whose key is the text in lower case) with no
-    upper-case letter, or no lower-case one. False when that cannot be told so."""
-    joined = "".join(texts)
+def apart_alike(joined: str) -> bool:
+    """Whether the texts joined in ``joined`` (``"".join(texts)``) that differ have
+    different ``look_alike`` keys too, as a rule known without making the keys: ASCII
+    texts (whose key is the text in lower case) with no upper-case letter, or no
+    lower-case one. False when that cannot be told so."""
     if not joined.isascii():
         return False
     return joined.lower() == joined or joined.upper() == joined
@@ -154,11 +154,11 @@ def controls(text: str) -> list[str]:
 _ASCII_CONTROLS = bytes(range(0x20)) + b"\x7f"
 
 
-def printable_ascii(texts: Sequence[str]) -> bool:
-    """Whether every text is ASCII without a control character, so that none holds a
-    control, an invisible or a look-alike character: asked of all of them at once, in C
-    (a read asks it of everyone's ids and usernames rather than twice a person)."""
-    joined = "".join(texts)
+def printable_ascii(joined: str) -> bool:
+    """Whether every text joined in ``joined`` (``"".join(texts)``) is ASCII without a
+    control character, so that none holds a control, an invisible or a look-alike
+    character: asked of all of them at once, in C (a read asks it of everyone's ids and
+    usernames, joined once, rather than twice a person)."""
     if not joined.isascii():
         return False
     encoded = joined.encode("ascii")
