@@ -329,13 +329,13 @@ def _people_drift(
         users = client.users(refresh_time=since, page_size=USERS_PAGE)
         named, stamps = _named(users)
     judge = Judge(ours, root_id, named)
-    early = None
-    if listing is not None and listing.whole and named is not None:
-        early = _listing(client, listing.parts, concurrency, judge)
     if not ours.employees:
+        if listing is not None and listing.whole and named is not None:
+            # Nobody held to compare, but the records listed are evidence (judge.marked).
+            _listing(client, listing.parts, concurrency, judge)
         return Found({}, frozenset(), newest([since, *stamps]), tuple(judge.marked))
     if listing is not None and listing.whole:
-        changed, deleted, newer = _whole(client, ours, listing, concurrency, judge, early)
+        changed, deleted, newer = _whole(client, ours, listing, concurrency, judge)
     else:
         changed, deleted, newer = _in_parts(
             client, ours, (root_id, listing, listed_nodes), concurrency, judge, named
@@ -352,12 +352,11 @@ def _whole(
     listing: Listing,
     concurrency: int,
     judge: Judge,
-    early: tuple[set[str], list[PlatformEmployee], int | None] | None,
 ) -> Read:
     """Everyone listed: those missing from every part, deleted or moved between two parts
     while they were listed, are asked about by name; only those the platform does not
     know are gone."""
-    listed, found, seen = early or _listing(client, listing.parts, concurrency, judge)
+    listed, found, seen = _listing(client, listing.parts, concurrency, judge)
     owned = set(store.usernames(loaded.employees))
     missing = [u for u in owned if u not in listed]
     there = present(client.employee_records(missing)) if missing else []
