@@ -22,7 +22,14 @@ account cannot read, or whose value was renamed, matches nobody). Absence is not
 of a return: the run is blocked until the read tells them apart again, or a reviewed run
 lets them in (``--allow-reactivations N``). So does someone called departed before who comes
 back beside someone who leaves, in a complete read (``shifted_status``): a status column
-shifted by a row.
+shifted by a row. There, an account locked on the platform while syncd left it unlocked
+counts as called departed too: on the platform, locked is the departure flag, and who set
+it is not recorded. It is another administrator's lock, or syncd's own from after a
+backup its whole state directory was rolled back to (a VM snapshot: the database, its
+departures and ``last-run`` all from before the lock); then only the platform remembers
+that the person left, and a shifted column must not hand the account back. (Drift alone
+does not count for a read that cannot tell: an export of the people still employed calls
+nobody departed on every ordinary day.)
 
 Its floor is 3 (``sync.max_reactivations``) and its share 1% of the synced people
 (``sync.max_reactivation_ratio``): up to 300 people, a fourth person given access in one
@@ -115,6 +122,9 @@ ADOPTED = "a locked account adopted"
 RECREATED = "made anew for someone held locked"
 REMOVED = "made anew for someone syncd removed"
 CALLED_DEPARTED = "made for someone a read called departed"
+# Access for someone called departed (by a read before, or by the platform's lock), back
+# beside someone who leaves: a shifted status column (shifted_status).
+CALLED = (RETURNING_DEPARTED, CALLED_DEPARTED, DRIFT)
 
 
 def access_of(c: Change, snapshot: Snapshot) -> str:
@@ -185,7 +195,7 @@ def shifted_status(p: Plan, directory: Directory, snapshot: Snapshot) -> tuple[s
         if c.action is Action.LOCK:
             if c.record is not None and c.lock_reason is None:  # departed in the source
                 leaving.add(c.key)
-        elif access_of(c, snapshot) in (RETURNING_DEPARTED, CALLED_DEPARTED):
+        elif access_of(c, snapshot) in CALLED:
             back.append(c.key)
     if not back or not leaving:
         return None
@@ -194,6 +204,8 @@ def shifted_status(p: Plan, directory: Directory, snapshot: Snapshot) -> tuple[s
     order = list(directory.employees)
     at = {key: n for n, key in enumerate(order)}
     for key in back:
+        if key not in at:  # not in this read: no neighbours in it
+            continue
         first, last = _run(order, at[key], called)
         for near in order[max(0, first - NEIGHBOURS) : last + NEIGHBOURS + 1]:
             if near in leaving:
@@ -340,7 +352,8 @@ def check_guards(
     back = reactivations(p, snapshot)
     if back.total:
         blind = cannot_tell_departed(directory) if back.called_departed else None
-        shifted = shifted_status(p, directory, snapshot) if back.called_departed else None
+        called = back.called_departed or back.drift
+        shifted = shifted_status(p, directory, snapshot) if called else None
         decisions.append(_reactivation_guard(back, snapshot, limits, blind, shifted))
     changed, repairs = updates(p, snapshot)
     if changed:
@@ -410,8 +423,8 @@ def _reactivation_guard(
         too_many = True
     if shifted is not None:  # whatever their number: one such pair is a shifted column
         message += (
-            f", and always when someone called departed before comes back beside someone "
-            f"who leaves (source ids {shifted[0]} and {shifted[1]}, within {NEIGHBOURS} rows "
+            f", and always when someone called departed before (by a read, or by a lock on "
+            f"the platform) comes back beside someone who leaves (source ids {shifted[0]} and {shifted[1]}, within {NEIGHBOURS} rows "
             "of each other in the read): a status column shifted by a row?"
         )
         too_many = True
@@ -471,15 +484,18 @@ def always_blocked(p: Plan, directory: Directory, snapshot: Snapshot, limits: Li
     showed them (syncd.run.saved_plan): counts alone would carry a review to a situation
     the reviewer never saw."""
     found: list[str] = []
-    if reactivations(p, snapshot).called_departed:
+    back = reactivations(p, snapshot)
+    if back.called_departed:
         blind = cannot_tell_departed(directory)
         if blind is not None:
             found.append(f"max_reactivations: access for people called departed, but {blind}")
+    if back.called_departed or back.drift:
         shifted = shifted_status(p, directory, snapshot)
         if shifted is not None:
             found.append(
-                f"max_reactivations: source id {shifted[0]}, called departed before, given "
-                f"access beside {shifted[1]} who leaves: a status column shifted by a row?"
+                f"max_reactivations: source id {shifted[0]}, called departed before (or "
+                f"locked on the platform), given access beside {shifted[1]} who leaves: a "
+                "status column shifted by a row?"
             )
     changed = field_changes(p, snapshot)
     found.extend(f"max_updates: {f}" for f, _ in _wide(changed, limits, snapshot.headcount))

@@ -29,7 +29,16 @@ from syncd.plan import (
     shifted_status,
     updates,
 )
-from tests.engine.plan_world import COMPANY, NOW, directory, empty_view, guards, person, synced
+from tests.engine.plan_world import (
+    COMPANY,
+    NOW,
+    changed_there,
+    directory,
+    empty_view,
+    guards,
+    person,
+    synced,
+)
 from tests.support.examples import examples
 
 
@@ -417,6 +426,41 @@ def test_a_status_column_shifted_by_a_row_gives_nobody_access_unreviewed(
     assert any("shifted by a row" in b for b in always_blocked(p, d, snapshot, Limits()))
     allowed = reactivations(p, snapshot).total
     assert guards(p, d, snapshot, allow_reactivations=allowed)["max_reactivations"].passed
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    people=st.integers(6, 200),
+    departed=st.sets(st.integers(0, 199), min_size=1, max_size=8),
+    by=st.sampled_from([-2, -1, 1, 2]),
+)
+@example(people=6, departed={2}, by=1)
+def test_a_shifted_status_column_after_a_rolled_back_state_gives_nobody_access(
+    people: int, departed: set[int], by: int
+) -> None:
+    """The whole state directory rolled back (a VM snapshot) to before syncd locked the
+    leavers: the database holds them active and unlocked, only the platform holds them
+    locked (its departure flag). A status column then shifted by a row must not unlock
+    them and lock their neighbours: the platform's lock counts as called departed."""
+    gone = sorted(n for n in departed if n < people)
+    assume(gone)
+    states = [State.DEPARTED if n in gone else State.ACTIVE for n in range(people)]
+    shifted = [states[n - by] if 0 <= n - by < people else State.ACTIVE for n in range(people)]
+    everyone = staff(people)
+    snapshot, view = synced(directory(COMPANY, everyone))  # from before they left
+    for n in gone:
+        view = changed_there(view, snapshot, f"user{n}", locked=True)
+    d = directory(COMPANY, [e._replace(state=s) for e, s in zip(everyone, shifted, strict=True)])
+    p = plan(d, snapshot, view, Policy(), NOW)
+    unlocked = {c.key for c in p.changes if c.action is Action.UNLOCK}
+    locked = {c.key for c in p.changes if c.action is Action.LOCK}
+    if not unlocked or not locked:  # statuses pushed out of the file, or all alike
+        return
+    assert unlocked <= {f"e{n}" for n in gone}
+    assert shifted_status(p, d, snapshot) is not None
+    guard = guards(p, d, snapshot)["max_reactivations"]
+    assert not guard.passed and "a status column shifted by a row?" in guard.message
+    assert any("shifted by a row" in b for b in always_blocked(p, d, snapshot, Limits()))
 
 
 @settings(max_examples=examples(40), deadline=None)
