@@ -40,6 +40,8 @@ def written_department_hash(written: Mapping[str, Any]) -> str:
 
 
 def _extended(e: Employee, mapping: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    if not e.extra:  # as a rule: asked three times of everyone (plan, journal, body)
+        return ()
     return tuple(sorted((mapping[k], v) for k, v in e.extra if k in mapping))
 
 
