@@ -20,16 +20,17 @@ left out reads everyone as active), or a complete read that calls nobody departe
 syncd holds people a read called so (an OpenLDAP departed_filter whose attribute the bind
 account cannot read, or whose value was renamed, matches nobody). Absence is not evidence
 of a return: the run is blocked until the read tells them apart again, or a reviewed run
-lets them in (``--allow-reactivations N``). So does someone called departed before who comes
-back beside someone who leaves, in a complete read (``shifted_status``): a status column
-shifted by a row. There, an account locked on the platform while syncd left it unlocked
-counts as called departed too: on the platform, locked is the departure flag, and who set
-it is not recorded. It is another administrator's lock, or syncd's own from after a
-backup its whole state directory was rolled back to (a VM snapshot: the database, its
-departures and ``last-run`` all from before the lock); then only the platform remembers
-that the person left, and a shifted column must not hand the account back. (Drift alone
-does not count for a read that cannot tell: an export of the people still employed calls
-nobody departed on every ordinary day.)
+lets them in (``--allow-reactivations N``). So does a former employee who comes back
+beside someone who leaves, in a complete read (``shifted_status``): a status column
+shifted by a row. A former employee there is someone a read called departed before,
+someone whose account syncd removed, or an account locked on the platform while syncd
+left it unlocked: on the platform, locked is the departure flag, and who set it is not
+recorded. It is another administrator's lock, or syncd's own from after the backup its
+whole state directory was rolled back to (a VM snapshot: the database, its departures and
+``last-run`` all from before the lock); then only the platform remembers that the person
+left, and a shifted column must not hand the account back. (Such a lock alone does not
+count for a read that cannot tell: an export of the people still employed calls nobody
+departed on every ordinary day.)
 
 Its floor is 3 (``sync.max_reactivations``) and its share 1% of the synced people
 (``sync.max_reactivation_ratio``): up to 300 people, a fourth person given access in one
@@ -122,9 +123,9 @@ ADOPTED = "a locked account adopted"
 RECREATED = "made anew for someone held locked"
 REMOVED = "made anew for someone syncd removed"
 CALLED_DEPARTED = "made for someone a read called departed"
-# Access for someone called departed (by a read before, or by the platform's lock), back
-# beside someone who leaves: a shifted status column (shifted_status).
-CALLED = (RETURNING_DEPARTED, CALLED_DEPARTED, DRIFT)
+# Access for a former employee (called departed by a read before, removed by syncd, or
+# locked on the platform), back beside someone who leaves: a shifted status column.
+CALLED = (RETURNING_DEPARTED, CALLED_DEPARTED, REMOVED, DRIFT)
 
 
 def access_of(c: Change, snapshot: Snapshot) -> str:
@@ -200,7 +201,7 @@ def shifted_status(p: Plan, directory: Directory, snapshot: Snapshot) -> tuple[s
     if not back or not leaving:
         return None
     called = {k for k, s in held.items() if s.lock_reason == DEPARTED}
-    called.update(k for k, why in gone.items() if why == DEPARTED)
+    called.update(gone)  # read departed, or their account removed
     order = list(directory.employees)
     at = {key: n for n, key in enumerate(order)}
     for key in back:
@@ -352,8 +353,8 @@ def check_guards(
     back = reactivations(p, snapshot)
     if back.total:
         blind = cannot_tell_departed(directory) if back.called_departed else None
-        called = back.called_departed or back.drift
-        shifted = shifted_status(p, directory, snapshot) if called else None
+        former = back.called_departed or back.removed or back.drift
+        shifted = shifted_status(p, directory, snapshot) if former else None
         decisions.append(_reactivation_guard(back, snapshot, limits, blind, shifted))
     changed, repairs = updates(p, snapshot)
     if changed:
@@ -423,9 +424,10 @@ def _reactivation_guard(
         too_many = True
     if shifted is not None:  # whatever their number: one such pair is a shifted column
         message += (
-            f", and always when someone called departed before (by a read, or by a lock on "
-            f"the platform) comes back beside someone who leaves (source ids {shifted[0]} and {shifted[1]}, within {NEIGHBOURS} rows "
-            "of each other in the read): a status column shifted by a row?"
+            ", and always when a former employee (called departed by a read, removed by "
+            "syncd, or locked on the platform) comes back beside someone who leaves (source "
+            f"ids {shifted[0]} and {shifted[1]}, within {NEIGHBOURS} rows of each other in the "
+            "read): a status column shifted by a row?"
         )
         too_many = True
     return _decision(
@@ -489,13 +491,13 @@ def always_blocked(p: Plan, directory: Directory, snapshot: Snapshot, limits: Li
         blind = cannot_tell_departed(directory)
         if blind is not None:
             found.append(f"max_reactivations: access for people called departed, but {blind}")
-    if back.called_departed or back.drift:
+    if back.called_departed or back.removed or back.drift:
         shifted = shifted_status(p, directory, snapshot)
         if shifted is not None:
             found.append(
-                f"max_reactivations: source id {shifted[0]}, called departed before (or "
-                f"locked on the platform), given access beside {shifted[1]} who leaves: a "
-                "status column shifted by a row?"
+                f"max_reactivations: source id {shifted[0]}, a former employee (called "
+                "departed, removed, or locked on the platform), given access beside "
+                f"{shifted[1]} who leaves: a status column shifted by a row?"
             )
     changed = field_changes(p, snapshot)
     found.extend(f"max_updates: {f}" for f, _ in _wide(changed, limits, snapshot.headcount))

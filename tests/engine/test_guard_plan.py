@@ -463,6 +463,42 @@ def test_a_shifted_status_column_after_a_rolled_back_state_gives_nobody_access(
     assert any("shifted by a row" in b for b in always_blocked(p, d, snapshot, Limits()))
 
 
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    people=st.integers(6, 200),
+    departed=st.sets(st.integers(0, 199), min_size=1, max_size=8),
+    by=st.sampled_from([-2, -1, 1, 2]),
+)
+@example(people=6, departed={2}, by=1)
+def test_a_shifted_status_column_makes_no_account_for_a_removed_leaver(
+    people: int, departed: set[int], by: int
+) -> None:
+    """Leavers whose accounts syncd removed (their rows still in the export, departed): a
+    status column shifted by a row must not make them accounts and lock their neighbours."""
+    gone = sorted(n for n in departed if n < people)
+    assume(gone)
+    states = [State.DEPARTED if n in gone else State.ACTIVE for n in range(people)]
+    shifted = [states[n - by] if 0 <= n - by < people else State.ACTIVE for n in range(people)]
+    everyone = staff(people)
+    snapshot, view = synced(directory(COMPANY, everyone))
+    removed = {f"e{n}" for n in gone}
+    snapshot = replace(
+        snapshot,
+        employees={k: s for k, s in snapshot.employees.items() if k not in removed},
+        departures=dict.fromkeys(removed, "removed"),
+    )
+    d = directory(COMPANY, [e._replace(state=s) for e, s in zip(everyone, shifted, strict=True)])
+    p = plan(d, snapshot, view, Policy(), NOW)
+    made = {c.key for c in p.changes if c.action is Action.CREATE}
+    locked = {c.key for c in p.changes if c.action is Action.LOCK}
+    if not made or not locked:  # statuses pushed out of the file, or all alike
+        return
+    assert made <= removed
+    assert shifted_status(p, d, snapshot) is not None
+    guard = guards(p, d, snapshot)["max_reactivations"]
+    assert not guard.passed and "a status column shifted by a row?" in guard.message
+
+
 @settings(max_examples=examples(40), deadline=None)
 @given(people=st.integers(10, 300), data=st.data())
 def test_a_return_and_a_departure_rows_apart_are_an_ordinary_day(
