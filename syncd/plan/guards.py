@@ -90,6 +90,10 @@ class Reactivations:
     recreated: int = 0  # new accounts for people syncd holds locked (deleted there, renamed)
     removed: int = 0  # new accounts for people whose account syncd removed before
     departed: int = 0  # new accounts for people a read called departed (never synced)
+    # Not in the total: new accounts for people syncd holds active whose account was
+    # deleted on the platform (a wiped platform is rebuilt by one run). Beside someone who
+    # leaves, they are a former employee's return (shifted_status), and counted then.
+    deleted: int = 0
 
     @property
     def total(self) -> int:
@@ -97,12 +101,24 @@ class Reactivations:
             self.returning + self.drift + self.adopted + self.recreated + self.removed
         ) + self.departed
 
-    def describe(self) -> str:
+    @property
+    def former(self) -> int:
+        """Access for people the source, syncd or the platform had as gone: what a shifted
+        status column gives (shifted_status)."""
+        return self.called_departed + self.removed + self.drift + self.deleted
+
+    def describe(self, deleted: bool = False) -> str:
         parts = [
             (self.returning, "unlock", "unlocks", "of people back in the source"),
             (self.drift, "unlock", "unlocks", "of accounts locked on the platform by someone else"),
             (self.adopted, "unlock", "unlocks", "of locked accounts being adopted"),
             (self.recreated, "account", "accounts", "made anew for people held locked"),
+            (
+                self.deleted if deleted else 0,
+                "account",
+                "accounts",
+                "made anew for people whose account was deleted on the platform",
+            ),
             (self.removed, "account", "accounts", "made anew for people syncd removed"),
             (
                 self.departed,
@@ -121,11 +137,12 @@ RETURNING_DEPARTED = "back in the source, called departed before"
 DRIFT = "locked on the platform by someone else"
 ADOPTED = "a locked account adopted"
 RECREATED = "made anew for someone held locked"
+DELETED = "made anew, deleted on the platform"
 REMOVED = "made anew for someone syncd removed"
 CALLED_DEPARTED = "made for someone a read called departed"
 # Access for a former employee (called departed by a read before, removed by syncd, or
 # locked on the platform), back beside someone who leaves: a shifted status column.
-CALLED = (RETURNING_DEPARTED, CALLED_DEPARTED, REMOVED, DRIFT)
+CALLED = (RETURNING_DEPARTED, CALLED_DEPARTED, REMOVED, DRIFT, DELETED)
 
 
 def access_of(c: Change, snapshot: Snapshot) -> str:
@@ -140,8 +157,8 @@ def access_of(c: Change, snapshot: Snapshot) -> str:
         return _unlocked(synced)
     if c.action is not Action.CREATE:
         return ""
-    if synced is not None:
-        return RECREATED if synced.locked else ""
+    if synced is not None:  # the account is gone: deleted on the platform, or renamed
+        return RECREATED if synced.locked else DELETED
     why = snapshot.departures.get(c.key)
     if why is None:
         return ""
@@ -162,7 +179,8 @@ def _unlocked(synced: SyncedEmployee | None) -> str:
 def reactivations(p: Plan, snapshot: Snapshot) -> Reactivations:
     """The plan's access granted: every unlock, and every account made for someone syncd
     holds locked (a departed person's account deleted on the platform, or renamed), removed
-    before, or a read called departed (snapshot.departures)."""
+    before, or a read called departed (snapshot.departures); and apart, the accounts made
+    anew for people syncd holds active (deleted on the platform)."""
     n = Counter(access_of(c, snapshot) for c in p.changes)
     return Reactivations(
         returning=n[RETURNING] + n[RETURNING_DEPARTED],
@@ -170,6 +188,7 @@ def reactivations(p: Plan, snapshot: Snapshot) -> Reactivations:
         drift=n[DRIFT],
         adopted=n[ADOPTED],
         recreated=n[RECREATED],
+        deleted=n[DELETED],
         removed=n[REMOVED],
         departed=n[CALLED_DEPARTED],
     )
@@ -202,6 +221,11 @@ def shifted_status(p: Plan, directory: Directory, snapshot: Snapshot) -> tuple[s
         return None
     called = {k for k, s in held.items() if s.lock_reason == DEPARTED}
     called.update(gone)  # read departed, or their account removed
+    # Read departed and not leaving in this plan: gone already, whatever syncd remembers
+    # (a rolled-back state holds them active; the platform has them locked, or deleted).
+    called.update(
+        k for k, e in directory.employees.items() if e.state is State.DEPARTED and k not in leaving
+    )
     order = list(directory.employees)
     at = {key: n for n, key in enumerate(order)}
     for key in back:
@@ -351,10 +375,9 @@ def check_guards(
         decisions.append(shrink)
     # Shown only when there is something to count, as the shrink guard is.
     back = reactivations(p, snapshot)
-    if back.total:
+    shifted = shifted_status(p, directory, snapshot) if back.former else None
+    if back.total or shifted is not None:
         blind = cannot_tell_departed(directory) if back.called_departed else None
-        former = back.called_departed or back.removed or back.drift
-        shifted = shifted_status(p, directory, snapshot) if former else None
         decisions.append(_reactivation_guard(back, snapshot, limits, blind, shifted))
     changed, repairs = updates(p, snapshot)
     if changed:
@@ -408,12 +431,15 @@ def _reactivation_guard(
     blind: str | None,
     shifted: tuple[str, str] | None,
 ) -> GuardDecision:
-    n, people = back.total, snapshot.headcount
+    # Accounts deleted on the platform and made anew count beside someone who leaves.
+    beside = shifted is not None
+    n, people = back.total + (back.deleted if beside else 0), snapshot.headcount
     ratio = limits.max_reactivation_ratio
     # Access granted in every form, under the name admins know it by (README, the flag).
     message = (
-        f"{n:,} re-activation{'' if n == 1 else 's'} planned ({back.describe()}); blocked past "
-        f"both {limits.max_reactivations:,} and {ratio:.0%} of {people:,} synced people"
+        f"{n:,} re-activation{'' if n == 1 else 's'} planned ({back.describe(beside)}); "
+        f"blocked past both {limits.max_reactivations:,} and {ratio:.0%} of {people:,} "
+        "synced people"
     )
     too_many = _over(n, limits.max_reactivations, ratio, people)
     if blind is not None:  # whatever their number: the read says nothing of a return
@@ -491,7 +517,7 @@ def always_blocked(p: Plan, directory: Directory, snapshot: Snapshot, limits: Li
         blind = cannot_tell_departed(directory)
         if blind is not None:
             found.append(f"max_reactivations: access for people called departed, but {blind}")
-    if back.called_departed or back.removed or back.drift:
+    if back.former:
         shifted = shifted_status(p, directory, snapshot)
         if shifted is not None:
             found.append(

@@ -499,6 +499,50 @@ def test_a_shifted_status_column_makes_no_account_for_a_removed_leaver(
     assert not guard.passed and "a status column shifted by a row?" in guard.message
 
 
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    people=st.integers(6, 200),
+    departed=st.sets(st.integers(0, 199), min_size=1, max_size=8),
+    by=st.sampled_from([-2, -1, 1, 2]),
+)
+@example(people=6, departed={2}, by=1)
+def test_a_shifted_status_column_after_a_rolled_back_state_makes_no_removed_leaver_an_account(
+    people: int, departed: set[int], by: int
+) -> None:
+    """The state directory rolled back to before syncd removed the leavers' accounts: the
+    database holds them active, the platform has no account for them. A status column
+    shifted by a row must not make them accounts again and lock their neighbours."""
+    gone = sorted(n for n in departed if n < people)
+    assume(gone)
+    states = [State.DEPARTED if n in gone else State.ACTIVE for n in range(people)]
+    shifted = [states[n - by] if 0 <= n - by < people else State.ACTIVE for n in range(people)]
+    everyone = staff(people)
+    snapshot, view = synced(directory(COMPANY, everyone))  # from before they left
+    view = replace(view, deleted=frozenset(f"user{n}" for n in gone))
+    d = directory(COMPANY, [e._replace(state=s) for e, s in zip(everyone, shifted, strict=True)])
+    p = plan(d, snapshot, view, Policy(), NOW)
+    made = {c.key for c in p.changes if c.action is Action.CREATE}
+    locked = {c.key for c in p.changes if c.action is Action.LOCK}
+    if not made or not locked:  # statuses pushed out of the file, or all alike
+        return
+    assert made <= {f"e{n}" for n in gone}
+    guard = guards(p, d, snapshot)["max_reactivations"]
+    assert not guard.passed and "a status column shifted by a row?" in guard.message
+    assert "deleted on the platform" in guard.message
+    assert any("shifted by a row" in b for b in always_blocked(p, d, snapshot, Limits()))
+
+
+def test_a_wiped_platform_made_anew_is_no_reactivation() -> None:
+    people = staff(30)
+    snapshot, view = synced(directory(COMPANY, people))
+    view = replace(view, deleted=frozenset(e.username for e in people))
+    d = directory(COMPANY, people)
+    p = plan(d, snapshot, view, Policy(), NOW)
+    assert len([c for c in p.changes if c.action is Action.CREATE]) == 30
+    assert reactivations(p, snapshot).total == 0
+    assert "max_reactivations" not in guards(p, d, snapshot)
+
+
 @settings(max_examples=examples(40), deadline=None)
 @given(people=st.integers(10, 300), data=st.data())
 def test_a_return_and_a_departure_rows_apart_are_an_ordinary_day(

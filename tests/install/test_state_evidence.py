@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from syncd.emulator import RunningEmulator
-from syncd.errors import EXIT_FAILED, EXIT_OK
+from syncd.errors import EXIT_BLOCKED, EXIT_FAILED, EXIT_OK
 from tests.engine.company import Company, World, department, employee, small_company
 from tests.install.test_state_lineage import back_up, cli, database, restore
 from tests.support.runs import plan_of
@@ -222,6 +222,37 @@ def test_a_state_directory_rolled_back_with_its_last_run_is_found_behind(
     assert stopped.exit_code == EXIT_FAILED
     assert "person fay (extension_id E6)" in (stopped.error or "")
     assert world.platform().people["fay"][4] is False  # nothing done until rebuilt
+
+
+@pytest.mark.parametrize("leaver_policy", ["lock", "remove"])
+def test_a_rolled_back_state_directory_and_a_shifted_status_column_give_nobody_access(
+    world: World, tmp_path: Path, leaver_policy: str
+) -> None:
+    """The state directory is copied (a VM snapshot); dan leaves, and syncd locks him (or
+    removes his account, then forgets him); the copy is put back: the database, its
+    departures and last-run from before. An export whose status column slipped a row then
+    calls dan active and eve, the next row, departed: nothing is sent."""
+    world.sync_settings.update(leaver_policy=leaver_policy)
+    assert world.sync().exit_code == EXIT_OK
+    shutil.copytree(world.folder / "state", tmp_path / "snapshot")
+    world.company.person("dan")["status"] = "departed"
+    assert world.sync().exit_code == EXIT_OK
+    if leaver_policy == "remove":
+        world.company.employees.remove(world.company.person("dan"))
+        assert world.sync().exit_code == EXIT_OK
+        world.company.employees.insert(3, employee("E4", "dan", "D4", status="departed"))
+    there = world.platform().people
+    put_back(world, tmp_path / "snapshot")
+    world.company.person("dan")["status"] = "active"
+    world.company.person("eve")["status"] = "departed"
+    before = world.writes()
+
+    result = world.sync()  # before: exit 0, dan's account back, eve locked
+
+    assert result.exit_code == EXIT_BLOCKED, result.error
+    assert "a status column shifted by a row?" in (result.error or "")
+    assert world.writes() == before
+    assert world.platform().people == there
 
 
 # ---------------------------------------------------------------- a rebuilt database's guards

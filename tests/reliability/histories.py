@@ -34,6 +34,7 @@ class History:
     foreign_people: set[str] = field(default_factory=set)
     deleted: set[str] = field(default_factory=set)  # source ids whose account the admin deleted
     deleted_now: set[str] = field(default_factory=set)  # those of them deleted this round
+    locked_now: set[str] = field(default_factory=set)  # usernames the admin locked this round
     drift: Counter[str] = field(default_factory=Counter)  # platform changes made, by kind
     # Each person active in the source at the end of the last round: (username, platform id).
     accounts: dict[str, tuple[str, int]] = field(default_factory=dict)
@@ -272,6 +273,7 @@ SOURCE_CHANGES = (
 
 def change_platform(h: History, admin: AnotherAdmin, rig: Rig) -> None:
     h.deleted_now.clear()
+    h.locked_now.clear()
     for _ in range(h.rng.randint(1, 4)):
         state = rig.emulator.state()
         there = {e["username"] for e in state["employees"]}
@@ -309,6 +311,7 @@ def lock_or_unlock_person(h: History, admin: AnotherAdmin, state: Any, owned: li
         admin.unlock(username)
     else:
         admin.lock(username)
+        h.locked_now.add(username)
     return True
 
 
