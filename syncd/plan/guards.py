@@ -158,7 +158,11 @@ def access_of(c: Change, snapshot: Snapshot) -> str:
     if c.action is not Action.CREATE:
         return ""
     if synced is not None:  # the account is gone: deleted on the platform, or renamed
-        return RECREATED if synced.locked else DELETED
+        if synced.locked:
+            return RECREATED
+        # Active, under the same username: their account was deleted on the platform (a
+        # new username is remove_and_create's rename, the same person's access).
+        return DELETED if c.display == synced.username else ""
     why = snapshot.departures.get(c.key)
     if why is None:
         return ""

@@ -139,6 +139,8 @@ def sync_killed_somewhere(h: History, rig: Rig) -> int | None:
     if done.returncode == EXIT_FAILED and behind(h, done.stderr):
         rebuild(h, rig)
         return None
+    if done.returncode == EXIT_BLOCKED and SHIFTED in done.stdout + done.stderr:
+        return EXIT_BLOCKED  # read by the admin in sync_until_converged
     assert killed or done.returncode in (0, 1), done.stdout + done.stderr
     return None if killed else done.returncode
 
@@ -159,6 +161,7 @@ def sync_until_converged(h: History, rig: Rig) -> int:
             n = 0
         elif result.exit_code == EXIT_BLOCKED and reviewed is None and SHIFTED in str(result.error):
             reviewed = reviewed_shift(h, result.error or "")
+            n = 0  # an admin's answer, as a rebuild is
         elif n < MAX_RUNS:
             assert_told_a_problem(h, rig, result.run_id)
     failed = rig.rows(
@@ -174,7 +177,7 @@ SHIFTED = "a status column shifted by a row?"
 def reviewed_shift(h: History, error: str) -> int:
     """A run stopped for someone given access beside someone who leaves. These histories
     never shift a status column: the one given access is active in the source, and
-    another administrator locked or deleted their account this round (or a restored
+    another administrator locked their account this round or deleted it (or a restored
     database forgot that syncd did), beside a real leaver. The admin reads the stop and
     lets that many through (``--allow-reactivations N``)."""
     pair = re.search(r"source ids (\S+) and (\S+),", error)
@@ -182,7 +185,7 @@ def reviewed_shift(h: History, error: str) -> int:
     assert pair is not None and allow is not None, error
     back = next(r for r in h.people() if r["id"] == pair[1])
     assert back.get("status") != "departed", error
-    assert back["username"] in h.locked_now or pair[1] in h.deleted_now or h.restored, error
+    assert back["username"] in h.locked_now or pair[1] in h.deleted or h.restored, error
     h.events.append(f"reviewed: {pair[1]} beside {pair[2]}")
     return int(allow[1])
 
