@@ -28,12 +28,9 @@ def plan_photos(
     excluded: Sequence[str],
 ) -> list[Change]:
     """The photos to set, after the people's creates and updates (``upserts``)."""
-    pictured = [e for e in directory.employees.values() if e.photo is not None]
-    if not pictured:  # photos not read (source.photos off): no person is gone over twice
-        return []
     accounts = {c.key: c for c in upserts if isinstance(c.record, Employee)}
     changes: list[Change] = []
-    for e in pictured:
+    for e in directory.employees.values():
         photo = e.photo
         if photo is None or e.state is not State.ACTIVE:
             continue
