@@ -23,14 +23,15 @@ of a return: the run is blocked until the read tells them apart again, or a revi
 lets them in (``--allow-reactivations N``). So does a former employee who comes back
 beside someone who leaves, in a complete read (``shifted_status``): a status column
 shifted by a row. A former employee there is someone a read called departed before,
-someone whose account syncd removed, or an account locked on the platform while syncd
-left it unlocked: on the platform, locked is the departure flag, and who set it is not
-recorded. It is another administrator's lock, or syncd's own from after the backup its
-whole state directory was rolled back to (a VM snapshot: the database, its departures and
-``last-run`` all from before the lock); then only the platform remembers that the person
-left, and a shifted column must not hand the account back. (Such a lock alone does not
-count for a read that cannot tell: an export of the people still employed calls nobody
-departed on every ordinary day.)
+someone whose account syncd removed, someone syncd holds active whose account was
+deleted on the platform, or an account locked there while syncd left it unlocked: on the
+platform, locked is the departure flag, and who set it is not recorded. It is another
+administrator's lock (or deletion), or syncd's own from after the backup its whole state
+directory was rolled back to (a VM snapshot: the database, its departures and
+``last-run`` all from before); then only the platform remembers that the person left, and
+a shifted column must not hand the account back. (Such a lock alone does not count for a
+read that cannot tell: an export of the people still employed calls nobody departed on
+every ordinary day.)
 
 Its floor is 3 (``sync.max_reactivations``) and its share 1% of the synced people
 (``sync.max_reactivation_ratio``): up to 300 people, a fourth person given access in one
@@ -141,7 +142,7 @@ DELETED = "made anew, deleted on the platform"
 REMOVED = "made anew for someone syncd removed"
 CALLED_DEPARTED = "made for someone a read called departed"
 # Access for a former employee (called departed by a read before, removed by syncd, or
-# locked on the platform), back beside someone who leaves: a shifted status column.
+# locked or deleted on the platform), back beside someone who leaves: a shifted column.
 CALLED = (RETURNING_DEPARTED, CALLED_DEPARTED, REMOVED, DRIFT, DELETED)
 
 
@@ -455,9 +456,9 @@ def _reactivation_guard(
     if shifted is not None:  # whatever their number: one such pair is a shifted column
         message += (
             ", and always when a former employee (called departed by a read, removed by "
-            "syncd, or locked on the platform) comes back beside someone who leaves (source "
-            f"ids {shifted[0]} and {shifted[1]}, within {NEIGHBOURS} rows of each other in the "
-            "read): a status column shifted by a row?"
+            "syncd, locked or deleted on the platform) comes back beside someone who leaves "
+            f"(source ids {shifted[0]} and {shifted[1]}, within {NEIGHBOURS} rows of each "
+            "other in the read): a status column shifted by a row?"
         )
         too_many = True
     return _decision(
@@ -526,7 +527,7 @@ def always_blocked(p: Plan, directory: Directory, snapshot: Snapshot, limits: Li
         if shifted is not None:
             found.append(
                 f"max_reactivations: source id {shifted[0]}, a former employee (called "
-                "departed, removed, or locked on the platform), given access beside "
+                "departed, removed, locked or deleted on the platform), given access beside "
                 f"{shifted[1]} who leaves: a status column shifted by a row?"
             )
     changed = field_changes(p, snapshot)
