@@ -105,17 +105,19 @@ class Reactivations:
     @property
     def former(self) -> int:
         """Access for people the source, syncd or the platform had as gone: what a shifted
-        status column gives (shifted_status)."""
+        status column gives (shifted_status; the kinds of ``CALLED``)."""
         return self.called_departed + self.removed + self.drift + self.deleted
 
-    def describe(self, deleted: bool = False) -> str:
+    def describe(self, beside: bool = False) -> str:
+        """The kinds counted, each with its number; ``beside``: with the accounts made
+        anew for people whose account was deleted (counted beside someone who leaves)."""
         parts = [
             (self.returning, "unlock", "unlocks", "of people back in the source"),
             (self.drift, "unlock", "unlocks", "of accounts locked on the platform by someone else"),
             (self.adopted, "unlock", "unlocks", "of locked accounts being adopted"),
             (self.recreated, "account", "accounts", "made anew for people held locked"),
             (
-                self.deleted if deleted else 0,
+                self.deleted if beside else 0,
                 "account",
                 "accounts",
                 "made anew for people whose account was deleted on the platform",
@@ -143,6 +145,7 @@ REMOVED = "made anew for someone syncd removed"
 CALLED_DEPARTED = "made for someone a read called departed"
 # Access for a former employee (called departed by a read before, removed by syncd, or
 # locked or deleted on the platform), back beside someone who leaves: a shifted column.
+# Reactivations.former counts the same kinds.
 CALLED = (RETURNING_DEPARTED, CALLED_DEPARTED, REMOVED, DRIFT, DELETED)
 
 

@@ -435,7 +435,9 @@ def test_a_status_column_shifted_by_a_row_gives_nobody_access_unreviewed(
 FORGOTTEN = ["locked, rolled back", "removed", "removed, rolled back"]
 
 
-def former_employees(how: str, everyone: list[Any], gone: list[int]) -> tuple[Snapshot, Any]:
+def former_employees(
+    how: str, everyone: list[Any], gone: list[int]
+) -> tuple[Snapshot, PlatformView]:
     """The snapshot and the platform's view once the people ``gone`` have left, as ``how``."""
     snapshot, view = synced(directory(COMPANY, everyone))
     names, keys = [f"user{n}" for n in gone], {f"e{n}" for n in gone}
