@@ -16,10 +16,11 @@
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from syncd.model import Employee, match_index, match_value
 from syncd.plan.actions import Action
+from syncd.plan.unique_values import UNIQUE
 from syncd.plan.values import Note, PlatformPerson
 
 if TYPE_CHECKING:
@@ -60,12 +61,7 @@ def adopted_by_key(planner: EmployeePlanner, e: Employee) -> bool:
     if not planner.may_adopt(e, account, key):
         return True
     pinned = e._replace(username=account.username)
-    before = {
-        "username": account.username,
-        "locked": account.locked,
-        "employee_id": account.id,
-        "matched_by": key,
-    }
+    before = {**held_before(account), "matched_by": key}
     planner.upserts.append(
         planner.change(
             Action.UPDATE,
@@ -79,6 +75,21 @@ def adopted_by_key(planner: EmployeePlanner, e: Employee) -> bool:
     )
     planner.plan_lock_state(pinned, account.locked, None, target_id=account.id)
     return True
+
+
+def held_before(account: PlatformPerson) -> dict[str, Any]:
+    """What an adoption changes: the account as the platform holds it, with the unique
+    values it holds (a mobile, an e-mail address), so that another person's update in the
+    same run that wants one is sent after the adoption frees it (plan.unique_values)."""
+    before: dict[str, Any] = {
+        "username": account.username,
+        "locked": account.locked,
+        "employee_id": account.id,
+    }
+    for name in UNIQUE:
+        if value := getattr(account, name):
+            before[name] = value
+    return before
 
 
 def claimed_elsewhere(

@@ -14,7 +14,7 @@ from typing import Any
 from syncd.model import Directory, Employee, Kind, RejectedRow, State
 from syncd.plan import rekeys
 from syncd.plan.actions import Action
-from syncd.plan.adoption import adopted_by_key, claimed_elsewhere
+from syncd.plan.adoption import adopted_by_key, claimed_elsewhere, held_before
 from syncd.plan.drift import PeopleDrift
 from syncd.plan.fields import employee_hasher
 from syncd.plan.messages import department_names, unsure_rows
@@ -415,7 +415,7 @@ class EmployeePlanner:
             return
         if not self.may_adopt(e, person):
             return
-        before = {"username": person.username, "locked": person.locked, "employee_id": person.id}
+        before = held_before(person)
         self.upserts.append(
             self.change(
                 Action.UPDATE,

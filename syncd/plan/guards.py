@@ -365,6 +365,7 @@ def adoptions(p: Plan, snapshot: Snapshot) -> int:
         if c.action is Action.UPDATE
         and c.platform_before is not None
         and c.previous_key is None
+        and not c.frees  # the same account's update follows
         and c.kind in held
         and c.key not in held[c.kind]
     )

@@ -230,11 +230,16 @@ def adoption_conflict(e: Employee, account: PlatformPerson, key: str) -> Note | 
     is adopted only where nothing else it holds shows another person: its name, mobile and
     work number, where both have one, agree with the record's; the key itself proves
     nothing (it matched by construction). A column shifted by a row in a first run's export
-    matches each person to the next one's account. A locked account needs more: a mobile
-    or work number that agrees (it is unlocked now, or when the record is active again).
-    None if it may be adopted; else the conflict note."""
+    matches each person to the next one's account. An unlocked account that carries the
+    record's own source id (syncd's mark: a state database restored from before syncd made
+    it) is the record's unless it shows another person (``Evidence.not_the_one_written``: a
+    source id HR gave a new hire): its mobile or work number may have changed since. A
+    locked account needs more: a mobile or work number that agrees (it is unlocked now, or
+    when the record is active again). None if it may be adopted; else the conflict note."""
     found = compared(_held(account, key), _held(e, key))
-    if found.differ:
+    marked = account.extension_id == e.id and not account.locked
+    shows_another = found.not_the_one_written if marked else bool(found.differ)
+    if shows_another:
         message = (
             f"{e.username}: the platform's account {account.username} (matched by {key}) "
             f"shows another person ({found.describe()}): neither adopted nor created; nobody "

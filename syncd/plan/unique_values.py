@@ -91,14 +91,12 @@ def frees(upserts: Sequence[Change], hasher: Callable[[Employee], str]) -> list[
 
 
 def _giving(c: Change) -> _Giving | None:
-    """The values this update gives up, if it is an update of someone syncd wrote and it
-    gives any up."""
+    """The values this update gives up, if it is an update (of someone syncd wrote, or an
+    adoption) and it gives any up."""
     e = c.record
     if c.action is not Action.UPDATE or not isinstance(e, Employee):
         return None
-    if c.platform_before is not None and "employee_id" in c.platform_before:
-        return None  # an adoption: syncd never wrote this account's values
-    holding = held(c)
+    holding = held(c)  # an adoption's: the account's, as the platform holds them
     changed = {
         name: key
         for name, value in holding.items()

@@ -19,6 +19,7 @@ from syncd import snapshot as store
 from syncd.errors import EXIT_BLOCKED, EXIT_OK, EXIT_PARTIAL
 from syncd.report import render_notification
 from syncd.run.runs import load_report
+from syncd.snapshot import sql as store_sql
 from tests.engine.company import World, employee
 from tests.engine.test_cli import config_of
 from tests.support.admin import AnotherAdmin
@@ -172,10 +173,20 @@ def test_any_injective_reassignment_of_mobiles_and_emails_converges_in_one_run(
     emails = data.draw(st.permutations([f"box{n}@acme.example" for n in range(POOL)]))
     for person, mobile, email in zip(people, mobiles, emails, strict=False):
         person["mobile"], person["email"] = mobile, email
+    # A state database put back from before some of them were synced: their accounts,
+    # marked with their source ids, are adopted in the same run (found by the --long
+    # convergence suite, seed 49: such an account was refused, and its values stuck).
+    forgotten = data.draw(st.lists(st.sampled_from([p["id"] for p in people]), max_size=3))
+    engine = world.engine()
+    with engine.begin() as conn:
+        for source_id in forgotten:
+            store_sql.run(conn, "DELETE FROM employees WHERE source_id = ?", (source_id,))
+    engine.dispose()
 
     result = world.sync()
 
     assert (result.outcome, result.exit_code) == ("ok", EXIT_OK), result.error
+    assert [n.message for n in plan_of(result).notes if n.kind == "conflict"] == []
     assert held(world, "mobile") == {p["username"]: p["mobile"] for p in people}
     assert held(world, "email") == {p["username"]: p["email"] for p in people}
     assert problems(world) == []

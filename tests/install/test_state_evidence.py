@@ -224,6 +224,31 @@ def test_a_state_directory_rolled_back_with_its_last_run_is_found_behind(
     assert world.platform().people["fay"][4] is False  # nothing done until rebuilt
 
 
+def test_a_rolled_back_state_directory_takes_back_the_account_its_record_carries(
+    world: World, tmp_path: Path
+) -> None:
+    """Found by the --long convergence suite (seed 49): the state directory is put back to
+    before fay's account was made; meanwhile HR gave fay a new mobile and her old one to
+    ann. The account carries fay's source id and name: it is hers, and both are written
+    in one run."""
+    fay_joins_after_a_copy(world, tmp_path / "snapshot")
+    (made,) = [e for e in world.emulator.state()["employees"] if e["username"] == "fay"]
+    put_back(world, tmp_path / "snapshot")
+    fay, ann = world.company.person("fay"), world.company.person("ann")
+    fay["mobile"], ann["mobile"] = "13912345678", fay["mobile"]
+
+    result = world.sync()  # before: a conflict for ever; fay and ann kept their numbers
+
+    assert result.exit_code == EXIT_OK, result.error
+    assert [n.message for n in plan_of(result).notes if n.kind == "conflict"] == []
+    people = {e["username"]: e for e in world.emulator.state()["employees"]}
+    assert (people["fay"]["id"], people["fay"]["mobile"]) == (made["id"], "13912345678")
+    assert people["ann"]["mobile"] == ann["mobile"]
+    assert world.query("SELECT employee_id FROM employees WHERE source_id = 'E6'") == [
+        (made["id"],)
+    ]
+
+
 @pytest.mark.parametrize("leaver_policy", ["lock", "remove"])
 def test_a_rolled_back_state_directory_and_a_shifted_status_column_give_nobody_access(
     world: World, tmp_path: Path, leaver_policy: str
