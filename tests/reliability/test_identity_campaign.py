@@ -57,6 +57,7 @@ end of the session.
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import signal
 from collections import Counter
@@ -107,6 +108,7 @@ POLICIES = ("lock", "remove", "lock_then_remove")
 AFTER_A_KILL = 3  # runs after a kill within which one must exit 0, everyone active created
 RUN_EXITS = (0, 1, 2, 3)  # ok, partial, blocked by a guard, failed (nothing sent)
 BEHIND = "is behind the platform"
+NOBODY_DEPARTED = "this read calls nobody departed"  # a guard's stop, reviewed (sync)
 KNOWN_STATUS = {ACTIVE, DEPARTED}
 # Where a kill lands in the apply: a batch sent and its answers not recorded (before, or in
 # the transaction that records them), or a batch being marked sent while others are out.
@@ -316,7 +318,9 @@ def new_campaign(seed: int, folder: Path, emulator: RunningEmulator) -> Campaign
 def sync(c: Campaign, inst: Installation) -> int:
     """One real ``syncd sync`` process, checked; a database behind the platform (exit 3) is
     rebuilt (after a restore) or accepted (another installation's records), as the README
-    says, and the sync run again."""
+    says, and the sync run again. A run blocked because its read calls nobody departed
+    (exit 2) is reviewed: where nobody is departed in truth (the last former employee came
+    back), the admin lets the re-activations it names through (``--allow-reactivations``)."""
     code, output = one_run(c, inst)
     if code == 3 and BEHIND in output:
         admin = "accept" if c.kind == "two installations" else "rebuild"
@@ -324,12 +328,17 @@ def sync(c: Campaign, inst: Installation) -> int:
         said = done.stdout.strip().splitlines()[-1:] or [done.stderr.strip()[-300:]]
         c.event(f"syncd state {admin}", f"{inst.name}: exit {done.returncode}; {said[0]}")
         code, _ = one_run(c, inst)
+    elif code == 2 and NOBODY_DEPARTED in output and not inst.staff.with_status("departed"):
+        planned = re.search(r"BLOCKED (\d+) re-activations? planned", output)
+        assert planned is not None, output
+        c.event("reviewed", f"{inst.name}: nobody is departed; --allow-reactivations {planned[1]}")
+        code, _ = one_run(c, inst, "--allow-reactivations", planned[1])
     return code
 
 
-def one_run(c: Campaign, inst: Installation) -> tuple[int, str]:
+def one_run(c: Campaign, inst: Installation, *extra: str) -> tuple[int, str]:
     inst.rig.write_config()
-    done = inst.rig.cli("sync", "--yes")
+    done = inst.rig.cli("sync", "--yes", *extra)
     output = done.stdout + done.stderr
     said = [line.strip() for line in done.stdout.splitlines() if line.startswith("read ")]
     said += [line.strip() for line in output.splitlines() if "BLOCKED" in line]
