@@ -151,15 +151,22 @@ class EmployeePlanner:
             # The same username, synced in another normalization (NFD): the same account,
             # which keeps its spelling, since the platform matches usernames exactly.
             e = e._replace(username=synced.username)
-        if synced.username != e.username:
+        view = self.view  # as a rule, nobody was deleted or changed on the platform
+        gone = bool(view.deleted) and self.drift.gone(synced)
+        if synced.username != e.username and not (gone and e.state is State.DEPARTED):
             # A change of letter case too: the platform's import matches usernames exactly,
             # so an update would make a second account and leave the first one active.
+            # (Departed, with the old account deleted on the platform, there is nothing
+            # left to lock: let go of, below, rather than a lock that fails every run.)
             username_changed(self, e, synced)
             return
-        view = self.view  # as a rule, nobody was deleted or changed on the platform
-        if view.deleted and self.drift.gone(synced):
+        if gone:
             self.weighed.add(synced.username)
             self._deleted_on_platform(e, synced)
+            if synced.username != e.username:  # departed: planned as any unsynced record,
+                # for an account under the new username may be theirs (syncd made it, and
+                # the state database was put back to before): adopted and locked
+                self._plan_new(e, self.synced_holder(e.username))
             return
         found = self.drift.found(synced) if view.changed else None
         if found is not None and self._not_theirs(synced, found):

@@ -171,7 +171,8 @@ def with_adoptions(
     """The view, with the platform's accounts of people the source names and syncd never
     synced (adopted rather than made twice): by username, or on a first run by
     ``match_by`` (email, mobile or work number), which needs every account listed."""
-    return adopting(view, client, snapshot, newcomers(snapshot, directory), match_by)
+    unknown = newcomers(snapshot, directory) + renamed_from_deleted(snapshot, directory, view)
+    return adopting(view, client, snapshot, unknown, match_by)
 
 
 def newcomers(snapshot: Snapshot, directory: Directory) -> list[str]:
@@ -187,6 +188,21 @@ def newcomers(snapshot: Snapshot, directory: Directory) -> list[str]:
     found: list[str] = []
     for e in new:
         if look_alike(e.username) not in known:
+            found += spellings(e.username)
+    return found
+
+
+def renamed_from_deleted(snapshot: Snapshot, directory: Directory, view: PlatformView) -> list[str]:
+    """The new usernames (``spellings``) of people the source renamed whose old account was
+    deleted on the platform: an account under the new one may be theirs, made by syncd
+    before the state database was put back, and is weighed for adoption in the same run
+    (syncd.plan.employees). Nobody is looked for unless someone was deleted."""
+    if not view.deleted:
+        return []
+    found: list[str] = []
+    for source_id, synced in snapshot.employees.items():
+        e = directory.employees.get(source_id)
+        if synced.username in view.deleted and e is not None and e.username != synced.username:
             found += spellings(e.username)
     return found
 

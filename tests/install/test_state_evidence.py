@@ -249,6 +249,31 @@ def test_a_rolled_back_state_directory_takes_back_the_account_its_record_carries
     ]
 
 
+def test_a_rolled_back_state_directory_locks_a_leaver_under_the_username_they_had_since(
+    world: World, tmp_path: Path
+) -> None:
+    """Found by the --long convergence suite (seed 83): the state directory is copied;
+    fay's username changes and syncd replaces her account (remove_and_create); the copy is
+    put back, so the database holds her under the old username, whose account is gone.
+    Then fay leaves. Her account under the new username carries her source id: it is
+    locked in one run, not a lock of the old one failing at every run."""
+    world.sync_settings.update(username_change="remove_and_create")
+    world.company.employees.append(employee("E6", "fay", "D2"))
+    assert world.sync().exit_code == EXIT_OK
+    shutil.copytree(world.folder / "state", tmp_path / "snapshot")
+    fay = world.company.person("fay")
+    fay["username"] = "fay.w"
+    assert world.sync().exit_code == EXIT_OK  # "fay" removed, "fay.w" made
+    put_back(world, tmp_path / "snapshot")
+    fay["status"] = "departed"
+
+    result = world.sync()  # before: lock fay, failing "no matching employee" every run
+
+    assert result.exit_code == EXIT_OK, result.error
+    assert world.platform().people["fay.w"][1:] == ("E6", "D2", (), True)
+    assert plan_of(world.sync()).changes == ()
+
+
 @pytest.mark.parametrize("leaver_policy", ["lock", "remove"])
 def test_a_rolled_back_state_directory_and_a_shifted_status_column_give_nobody_access(
     world: World, tmp_path: Path, leaver_policy: str

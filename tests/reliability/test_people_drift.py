@@ -138,6 +138,32 @@ def test_a_departed_person_deleted_on_the_platform_is_not_recreated(
     assert plan_of(synced.sync()).changes == ()
 
 
+@pytest.mark.parametrize("left", ["before", "now"])
+@pytest.mark.parametrize("renamed", ["dan", "daniel", "Dan"])
+def test_a_leaver_deleted_on_the_platform_is_let_go_of_whatever_their_username_did(
+    synced: Rig, admin: AnotherAdmin, left: str, renamed: str
+) -> None:
+    """Found by the --long convergence suite (seeds 83, 102, 145): a departed person whose
+    username the source changed, and whose account another administrator deleted (or a
+    wipe did), was sent a lock that failed "no matching employee" at every run (exit 1 for
+    ever). There is nothing to lock: the record is let go of, nothing is sent."""
+    dan = synced.company.person("dan")
+    if left == "before":
+        dan["status"] = "departed"
+        assert synced.sync().exit_code == EXIT_OK
+    admin.delete_person("dan")
+    dan["username"], dan["status"] = renamed, "departed"
+    before = writes(synced.emulator)
+
+    result = synced.sync()
+
+    assert result.exit_code == EXIT_OK, result.error
+    assert planned(result) == [("forget", "dan")]
+    assert writes(synced.emulator) == before
+    assert not query(synced.database, "SELECT * FROM employees WHERE source_id = 'E4'")
+    assert plan_of(synced.sync()).changes == ()
+
+
 def test_people_syncd_does_not_hold_are_left_alone(synced: Rig, admin: AnotherAdmin) -> None:
     admin.add_person("guest", "D2")
     admin.add_person("visitor")
