@@ -34,6 +34,7 @@ from syncd.model import Kind, serial_no
 from syncd.plan import Action, SyncedEmployee
 from syncd.plan.drift import person_drift
 from syncd.plan.fields import written_department_hash, written_hash
+from syncd.plan.unique_values import UNIQUE
 from syncd.platform import PlatformClient
 from syncd.platform.schemas import Node
 from syncd.survey.records import platform_employee
@@ -279,6 +280,8 @@ class Evidence:
             tx.upsert_employees([row])
             if recreated:
                 tx.set_locked([key], False, None, None)
+            if same:
+                tx.resolve_problems(_unique_fields(key))
 
         writes.append(write)
         found = "as sent" if same else "and is compared again"
@@ -295,8 +298,20 @@ class Evidence:
         if not self.holds(person, after) or (before and self.holds(person, before)):
             return "failed", UNCONFIRMED
         row = (item["after"], written_hash(key, after, self.extended_fields), key, username)
-        writes.append(lambda tx: tx.set_written([row]))
+
+        def write(tx: store.Transaction) -> None:
+            tx.set_written([row])
+            tx.resolve_problems(_unique_fields(key))
+
+        writes.append(write)
         return "recovered", "interrupted; the platform holds what the update sent"
+
+
+def _unique_fields(key: str) -> list[tuple[str, str]]:
+    """A person's known problems that a write the platform holds whole has settled: it
+    holds the values the person wants now, so none is refused or wanted any more (as the
+    executor resolves them when it settles the write's answer)."""
+    return [(key, name) for name in UNIQUE]
 
 
 def _recover_lock(
