@@ -236,11 +236,12 @@ class Employees:
                 without = with_values(c.record, dict.fromkeys(left_out))
                 stripped[item.seq] = _json(employee_fields(without, c.extended_fields or {})) or ""
                 found += [(item, name) for name in left_out]
-            solved += [
-                (c.key, name)
-                for name in UNIQUE
-                if name not in left_out and name not in c.frees and c.key in self.problem_keys
-            ]
+            if not c.frees:  # a freeing update writes values held back: it settles nothing
+                solved += [
+                    (c.key, name)
+                    for name in UNIQUE
+                    if name not in left_out and c.key in self.problem_keys
+                ]
             self.run.employee_ids[c.key] = employee_id
             outcomes.append((item, "ok", None, None))
             row = {
