@@ -156,6 +156,28 @@ def test_updates_journaled_as_sent_but_never_sent_are_not_recorded_as_done(
     assert world.platform().same_as(world.company.expected())
 
 
+def bobs_update_in_flight(
+    world: World, landed: dict[str, str] | None
+) -> tuple[store.StateStore, int]:
+    """Bob's update, planned, journaled as sent by a run killed with it on the wire, and
+    resolved by recovery at the next start; ``landed``: what of it reached the platform
+    (None: nothing). The store (to close) and the run's id."""
+    dry = world.sync(dry_run=True)
+    assert dry.plan is not None and [c.key for c in dry.plan.changes] == ["E2"]
+    settings = world.settings()
+    state = store.StateStore.open(settings.database, settings.database_url)
+    with state.transaction() as tx:
+        tx.mark_sent(dry.run_id, [0])
+    if landed is not None:
+        AnotherAdmin(world.emulator).edit("bob", **landed)
+    client = PlatformClient(platform_of(settings), state.tokens)
+    try:
+        assert recover(client, state, now_ms()).resolved == 1
+    finally:
+        client.close()
+    return state, dry.run_id
+
+
 @pytest.mark.parametrize(
     ("fields", "landed"),
     [
@@ -170,20 +192,8 @@ def test_an_update_in_flight_is_recorded_as_written_when_the_platform_shows_it(
     """Recovery is not change: an update the platform holds is not planned again."""
     world.sync()
     world.company.person("bob").update(fields)
-    dry = world.sync(dry_run=True)
-    assert dry.plan is not None and [c.key for c in dry.plan.changes] == ["E2"]
-    settings = world.settings()
-    state = store.StateStore.open(settings.database, settings.database_url)
-    with state.transaction() as tx:  # as a run killed with the update on the wire
-        tx.mark_sent(dry.run_id, [0])
-    if landed:  # it reached the platform: what the update sent is there
-        AnotherAdmin(world.emulator).edit("bob", **fields)
-    client = PlatformClient(platform_of(settings), state.tokens)
-    try:
-        assert recover(client, state, now_ms()).resolved == 1
-    finally:
-        client.close()
-    ((item,),) = [state.load_items(dry.run_id)]
+    state, run_id = bobs_update_in_flight(world, fields if landed else None)
+    ((item,),) = [state.load_items(run_id)]
     assert item["outcome"] == ("recovered" if landed else "failed"), item
     again = world.sync()
     state.close()
@@ -208,19 +218,8 @@ def test_a_recovered_update_settles_the_persons_known_problems(world: World, wan
         guest.edit("guest", mobile="13933333333")  # the holder gives it up
     world.company.person("bob")["email"] = "bob.b@acme.example"
     world.company.person("bob")["mobile"] = wanted
-    dry = world.sync(dry_run=True)
-    assert dry.plan is not None and [c.key for c in dry.plan.changes] == ["E2"]
-    settings = world.settings()
-    state = store.StateStore.open(settings.database, settings.database_url)
-    with state.transaction() as tx:  # as a run killed with the update on the wire
-        tx.mark_sent(dry.run_id, [0])
-    AnotherAdmin(world.emulator).edit("bob", mobile=wanted, email="bob.b@acme.example")
-    client = PlatformClient(platform_of(settings), state.tokens)
-    try:
-        assert recover(client, state, now_ms()).resolved == 1
-    finally:
-        client.close()
-        state.close()
+    state, _ = bobs_update_in_flight(world, {"mobile": wanted, "email": "bob.b@acme.example"})
+    state.close()
 
     assert world.query("SELECT field, value FROM known_problems") == []
     again = world.sync()
