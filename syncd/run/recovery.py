@@ -281,7 +281,7 @@ class Evidence:
             if recreated:
                 tx.set_locked([key], False, None, None)
             if same:
-                tx.resolve_problems(_unique_fields(key))
+                tx.resolve_problems(_problems_of(key))
 
         writes.append(write)
         found = "as sent" if same else "and is compared again"
@@ -301,13 +301,13 @@ class Evidence:
 
         def write(tx: store.Transaction) -> None:
             tx.set_written([row])
-            tx.resolve_problems(_unique_fields(key))
+            tx.resolve_problems(_problems_of(key))
 
         writes.append(write)
         return "recovered", "interrupted; the platform holds what the update sent"
 
 
-def _unique_fields(key: str) -> list[tuple[str, str]]:
+def _problems_of(key: str) -> list[tuple[str, str]]:
     """A person's known problems that a write the platform holds whole has settled: it
     holds the values the person wants now, so none is refused or wanted any more (as the
     executor resolves them when it settles the write's answer)."""
