@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from syncd.model import Department, Directory, Employee, Kind, serial_no
 from syncd.plan.actions import Action
@@ -371,7 +371,8 @@ class DepartmentPlanner:
 
         syncd's own people are known from what it last wrote (locked leavers and people
         whose rows were rejected stay where they are); anyone else from the platform's
-        count of the node's employees.
+        count of the node's employees. Those deleted on the platform are in neither: the
+        count no longer holds them, and an account made again goes where the source says.
         """
         if not gone:  # the usual run: nothing below is needed (100,000 sets on a first sync)
             return {}
@@ -379,10 +380,15 @@ class DepartmentPlanner:
         removed = {c.key for c in people if c.action in (Action.REMOVE, Action.FORGET)}
         moved = _moved(people)
         changed = self._changed_places()
+        there = self._still_there()
         found: dict[str, str] = {}
         for source_id, d in gone.items():
             node_id = d.node_id
-            ours = {k for k in placed.get(source_id, ()) if node_id in changed.get(k, {node_id})}
+            ours = {
+                k
+                for k in placed.get(source_id, ())
+                if there(k) and node_id in changed.get(k, {node_id})
+            }
             ours |= {k for k, nodes in changed.items() if node_id in nodes}
             staying = sorted(
                 k for k in ours if k not in removed and source_id in moved.get(k, {source_id})
@@ -393,6 +399,12 @@ class DepartmentPlanner:
             if said:
                 found[source_id] = said
         return found
+
+    def _still_there(self) -> Callable[[str], bool]:
+        """Whether the account of one of syncd's people (by source id) is still on the
+        platform, as this run's read found: not among those deleted there."""
+        deleted, employees = self.view.deleted, self.snapshot.employees
+        return lambda k: k not in employees or employees[k].username not in deleted
 
     def _changed_places(self) -> dict[str, set[int]]:
         """syncd's people who changed on the platform, by source id: the nodes their record
