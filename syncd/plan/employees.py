@@ -153,20 +153,17 @@ class EmployeePlanner:
             e = e._replace(username=synced.username)
         view = self.view  # as a rule, nobody was deleted or changed on the platform
         gone = bool(view.deleted) and self.drift.gone(synced)
-        if synced.username != e.username and not (gone and e.state is State.DEPARTED):
+        if synced.username != e.username and not gone:
             # A change of letter case too: the platform's import matches usernames exactly,
             # so an update would make a second account and leave the first one active.
-            # (Departed, with the old account deleted on the platform, there is nothing
-            # left to lock: let go of, below, rather than a lock that fails every run.)
             username_changed(self, e, synced)
             return
         if gone:
             self.weighed.add(synced.username)
+            if synced.username != e.username:
+                self._renamed_and_deleted(e, synced)
+                return
             self._deleted_on_platform(e, synced)
-            if synced.username != e.username:  # departed: planned as any unsynced record,
-                # for an account under the new username may be theirs (syncd made it, and
-                # the state database was put back to before): adopted and locked
-                self._plan_new(e, self.synced_holder(e.username))
             return
         found = self.drift.found(synced) if view.changed else None
         if found is not None and self._not_theirs(synced, found):
@@ -285,6 +282,23 @@ class EmployeePlanner:
         self.upserts.append(
             self.change(Action.CREATE, e, None, hash=wanted, reason="deleted on the platform")
         )
+
+    def _renamed_and_deleted(self, e: Employee, synced: SyncedEmployee) -> None:
+        """Someone else deleted the account of a person the source renamed: there is
+        nothing left to lock, rename or replace (a lock or a removal would fail at every
+        run). The old record is let go of and the person planned as any record not synced
+        yet: an account under the new username is weighed (adopted only on evidence:
+        syncd may have made it before the state database was put back; another person's
+        is a conflict), else made for someone active and never for someone departed."""
+        if e.state is State.DEPARTED:
+            self._forget(synced, "deleted on the platform; departed in the source: not recreated")
+        else:
+            renamed = "username changed in the source from {} to {}".format(
+                *shown_pair(synced.username, e.username)
+            )
+            self._forget(synced, f"deleted on the platform; {renamed}: planned as a new record")
+        holder = self.synced_holder(e.username)  # their own old record, for a look-alike
+        self._plan_new(e, None if holder is synced else holder)
 
     def _forget(self, synced: SyncedEmployee, why: str) -> None:
         self._drift_note(synced.source_id, f"{synced.username}: {why}")

@@ -33,7 +33,7 @@ from unicodedata import normalize
 from syncd import snapshot as store
 from syncd.clock import now_ms
 from syncd.config import Settings, platform_of
-from syncd.model import Directory, MatchKey, State, match_value
+from syncd.model import Directory, MatchKey, match_value
 from syncd.plan import (
     Census,
     PlatformEmployee,
@@ -193,22 +193,17 @@ def newcomers(snapshot: Snapshot, directory: Directory) -> list[str]:
 
 
 def renamed_from_deleted(snapshot: Snapshot, directory: Directory, view: PlatformView) -> list[str]:
-    """The new usernames (``spellings``) of departed people the source renamed whose old
-    account was deleted on the platform: an account under the new one may be theirs, made
-    by syncd before the state database was put back, and is weighed for adoption (and
-    locked) in the same run (syncd.plan.employees). Nobody is looked for unless someone
-    was deleted."""
+    """The new usernames (``spellings``) of people the source renamed whose old account
+    was deleted on the platform: they are planned as records not synced yet, so an account
+    under the new one is weighed in the same run (syncd.plan.employees): theirs, made by
+    syncd before the state database was put back (adopted; locked if departed), or
+    another's (a conflict). Nobody is looked for unless someone was deleted."""
     if not view.deleted:
         return []
     found: list[str] = []
     for source_id, synced in snapshot.employees.items():
         e = directory.employees.get(source_id)
-        if (
-            synced.username in view.deleted
-            and e is not None
-            and e.state is State.DEPARTED
-            and e.username != synced.username
-        ):
+        if synced.username in view.deleted and e is not None and e.username != synced.username:
             found += spellings(e.username)
     return found
 

@@ -164,6 +164,39 @@ def test_a_leaver_deleted_on_the_platform_is_let_go_of_whatever_their_username_d
     assert plan_of(synced.sync()).changes == ()
 
 
+@pytest.mark.parametrize("taken", [False, True])
+@pytest.mark.parametrize("policy", ["conflict", "remove_and_create"])
+@pytest.mark.parametrize("renamed", ["daniel", "Dan"])
+def test_an_active_person_renamed_after_their_account_was_deleted_gets_one_under_the_new_name(
+    synced: Rig, admin: AnotherAdmin, renamed: str, policy: str, taken: bool
+) -> None:
+    """Someone deleted dan's account, and HR renamed him: there is no old account to keep,
+    rename or replace. He used to get a conflict note at every run and no account at all
+    (under "conflict"), or a removal that could only fail. Now he is planned as any record
+    not synced yet: an account is made under the new username, unless another person's
+    account holds it (a conflict, and that account is left alone)."""
+    synced.sync_settings.update(username_change=policy)
+    assert synced.sync().exit_code == EXIT_OK
+    admin.delete_person("dan")
+    synced.company.person("dan")["username"] = renamed
+    if taken:
+        admin.add_person(renamed, "D2", name="Someone Else")
+    theirs = {e["username"]: e for e in synced.emulator.state()["employees"]}.get(renamed)
+
+    for _ in range(2):
+        result = synced.sync()
+        assert result.exit_code in (EXIT_OK, EXIT_PARTIAL), result.error
+        accounts = {e["username"]: e for e in synced.emulator.state()["employees"]}
+        assert "dan" not in accounts
+        if taken:
+            assert accounts[renamed] == theirs  # not adopted, not written, not locked
+            assert not query(synced.database, "SELECT * FROM employees WHERE source_id = 'E4'")
+        else:
+            assert accounts[renamed]["extension_id"] == "E4"
+            assert synced.admin_view()[renamed] == ("Sales", False)
+    assert plan_of(result).changes == ()
+
+
 def test_people_syncd_does_not_hold_are_left_alone(synced: Rig, admin: AnotherAdmin) -> None:
     admin.add_person("guest", "D2")
     admin.add_person("visitor")
