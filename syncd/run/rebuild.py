@@ -36,7 +36,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +51,7 @@ from syncd.plan import PlatformNode, PlatformView, Snapshot
 from syncd.plan.values import PlatformMark, matches_any
 from syncd.platform import PlatformClient
 from syncd.snapshot import sql
+from syncd.spelling import look_alike
 from syncd.survey.view import listing_parts
 
 log = logging.getLogger("syncd.rebuild")
@@ -117,8 +118,9 @@ class Unknown:
     departments: list[tuple[str, PlatformNode, str]]  # source id, node, name path
     people: list[dict[str, Any]]  # list-form employee records
     # People the snapshot holds whose account the platform has under another id (deleted
-    # and made again since the backup was taken): (source id, the account's id now).
-    moved: list[tuple[str, int]] = field(default_factory=list)
+    # and made again since the backup was taken, perhaps under a new username): (source
+    # id, the account's id now, its username).
+    moved: list[tuple[str, int, str]] = field(default_factory=list)
     # The same for departments: (source id, the node's id now).
     moved_departments: list[tuple[str, int]] = field(default_factory=list)
 
@@ -171,7 +173,7 @@ def unknown_records(
     former holder's, who left while the state database was behind)."""
     assert not snapshot.partial, "a continuity check goes over everyone syncd holds"
     people: list[dict[str, Any]] = []
-    moved: list[tuple[str, int]] = []
+    moved: list[tuple[str, int, str]] = []
     if view.employee_count > 0:
         records = _everyone(client, view, platform_of(settings).concurrency)
         people, moved = _unknown_people(records, snapshot, directory, settings)
@@ -223,13 +225,13 @@ def _unknown_people(
     snapshot: Snapshot,
     directory: Directory,
     settings: Settings,
-) -> tuple[list[dict[str, Any]], list[tuple[str, int]]]:
+) -> tuple[list[dict[str, Any]], list[tuple[str, int, str]]]:
     """The records whose source id neither the snapshot nor the source knows (excluded
     usernames aside), and the snapshot's people whose account was made again."""
     known_ids = set(snapshot.employees) | set(directory.employees)
     excluded = tuple(settings.sync.exclude.usernames)
     people: list[dict[str, Any]] = []
-    moved: list[tuple[str, int]] = []
+    again: dict[str, list[tuple[int, str]]] = {}  # source id -> other accounts carrying it
     listed: set[object] = set()  # every account's id
     for record in records:
         listed.add(record.get("id"))
@@ -237,32 +239,34 @@ def _unknown_people(
         if marked is None:
             continue
         extension_id, username = marked
-        account = _account_made_again(snapshot, record, extension_id, username)
-        if account is not None:
-            moved.append((extension_id, account))
+        synced, account = snapshot.employees.get(extension_id), record.get("id")
+        if synced is not None and isinstance(account, int) and account != synced.employee_id:
+            again.setdefault(extension_id, []).append((account, username))
         if extension_id in known_ids or (excluded and matches_any(username, excluded)):
             continue
         people.append(record)
     people.sort(key=lambda r: str(r.get("username")))
-    # Only an old account that is gone (not one the platform holds twice).
-    gone = [(k, a) for k, a in moved if snapshot.employees[k].employee_id not in listed]
-    return people, gone
+    return people, _made_again(snapshot, again, listed)
 
 
-def _account_made_again(
-    snapshot: Snapshot, record: Mapping[str, Any], extension_id: str, username: str
-) -> int | None:
-    """The account's id, when it is a synced person's under another id than syncd holds."""
-    synced = snapshot.employees.get(extension_id)
-    account = record.get("id")
-    if (
-        synced is not None
-        and isinstance(account, int)
-        and account != synced.employee_id
-        and synced.username.casefold() == username.casefold()
-    ):
-        return account
-    return None
+def _made_again(
+    snapshot: Snapshot, again: Mapping[str, list[tuple[int, str]]], listed: Collection[object]
+) -> list[tuple[str, int, str]]:
+    """The synced people whose account is gone from the platform while one other account,
+    and only one, carries their source id: theirs, made again since the state database
+    was written (under a new username too, when the source renamed them meanwhile). Not
+    when the old account is still there (the platform holds two), nor under a username
+    another of syncd's people holds in any spelling: that one is weighed by the plan."""
+    employees = snapshot.employees
+    held = {look_alike(e.username): k for k, e in employees.items()}
+    found = []
+    for source_id, accounts in again.items():
+        if len(accounts) != 1 or employees[source_id].employee_id in listed:
+            continue
+        account, username = accounts[0]
+        if held.get(look_alike(username), source_id) == source_id:
+            found.append((source_id, account, username))
+    return found
 
 
 def follow_moved(state: store.StateStore, snapshot: Snapshot, unknown: Unknown) -> None:
@@ -277,8 +281,8 @@ def follow_moved(state: store.StateStore, snapshot: Snapshot, unknown: Unknown) 
         if moved:
             sql.run(
                 conn,
-                "UPDATE employees SET employee_id = ?, hash = '' WHERE source_id = ?",
-                [(account, source_id) for source_id, account in moved],
+                "UPDATE employees SET employee_id = ?, username = ?, hash = '' WHERE source_id = ?",
+                [(account, username, source_id) for source_id, account, username in moved],
             )
         if nodes:
             sql.run(
@@ -292,15 +296,17 @@ def follow_moved(state: store.StateStore, snapshot: Snapshot, unknown: Unknown) 
             snapshot.departments[source_id] = synced._replace(node_id=node, hash="")
     everyone = snapshot.employees  # everyone's: a continuity check loads them all
     if isinstance(everyone, dict):
-        for source_id, account in moved:
-            everyone[source_id] = everyone[source_id]._replace(employee_id=account, hash="")
+        for source_id, account, username in moved:
+            everyone[source_id] = everyone[source_id]._replace(
+                employee_id=account, username=username, hash=""
+            )
     log.warning(
         "state database %s: %d people's accounts and %d departments' nodes were made again "
         "since it was written; following them: %s",
         state.describe(),
         len(moved),
         len(nodes),
-        ", ".join(f"{source_id} (id {new})" for source_id, new in [*moved, *nodes][:SHOWN]),
+        ", ".join(f"{source_id} (id {new})" for source_id, new, *_ in [*moved, *nodes][:SHOWN]),
     )
 
 
@@ -466,10 +472,13 @@ def behind(
     """Evidence that the state database is behind the platform, whatever ``last-run`` says
     (a database copied to a new host without it, or rolled back with it): accounts the
     read came upon (changed since the database's people cursor, or in a whole listing:
-    ``view.marked``) that carry a source id neither the database nor the source knows,
-    placed in a department the database holds, and not accepted as another's. Found, the
-    database is marked unchecked, so a complete read compares it with the platform before
-    anything is planned (``check_continuity``); none found, nothing is written."""
+    ``view.marked``) placed in a department the database holds, carrying a source id the
+    source does not know, and not accepted as another's, that the database either holds
+    no record of, or holds under another username whose account was deleted (the account
+    was made again under a new one). Found, the database is marked unchecked, so a
+    complete read compares it with the platform before anything is planned
+    (``check_continuity``: it follows an account made again); none found, nothing is
+    written."""
     ours = {d.node_id for d in snapshot.departments.values() if d.node_id is not None}
     ours.discard(view.root_id)  # another program's people are placed at the root too
     excluded = tuple(settings.sync.exclude.usernames)
@@ -485,12 +494,29 @@ def behind(
     unknown = state.unknown_ids({m.extension_id for m in candidates})
     unknown -= state.others()
     found = [m for m in candidates if m.extension_id in unknown]
-    if found:
+    again = [m for m in candidates if _made_again_as(snapshot, view, m)]
+    if found or again:
+        told = [f"no record of {_marks(found)}"] if found else []
+        told += [f"an old username for {_marks(again)}"] if again else []
         log.warning(
-            "state database %s is behind the platform: it holds no record of %s, placed in "
-            "its departments; it is compared with the platform before anything is planned",
+            "state database %s is behind the platform: it holds %s, placed in its "
+            "departments; it is compared with the platform before anything is planned",
             state.describe(),
-            ", ".join(f"{m.username} (extension_id {m.extension_id})" for m in found[:SHOWN]),
+            " and ".join(told),
         )
         state.set_unchecked()
-    return found
+    return [*found, *again]
+
+
+def _made_again_as(snapshot: Snapshot, view: PlatformView, mark: PlatformMark) -> bool:
+    """Whether the database holds the mark's source id under another username whose
+    account was deleted on the platform: the account made again since, under a username
+    the source gave meanwhile."""
+    synced = snapshot.employees.get(mark.extension_id)
+    if synced is None or synced.username == mark.username:
+        return False
+    return synced.username in view.deleted
+
+
+def _marks(marks: Sequence[PlatformMark]) -> str:
+    return ", ".join(f"{m.username} (extension_id {m.extension_id})" for m in marks[:SHOWN])

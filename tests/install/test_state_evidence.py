@@ -15,6 +15,7 @@ from syncd.emulator import RunningEmulator
 from syncd.errors import EXIT_BLOCKED, EXIT_FAILED, EXIT_OK
 from tests.engine.company import Company, World, department, employee, small_company
 from tests.install.test_state_lineage import back_up, cli, database, restore
+from tests.support.admin import AnotherAdmin
 from tests.support.runs import plan_of
 
 
@@ -271,6 +272,54 @@ def test_a_rolled_back_state_directory_locks_a_leaver_under_the_username_they_ha
 
     assert result.exit_code == EXIT_OK, result.error
     assert world.platform().people["fay.w"][1:] == ("E6", "D2", (), True)
+    assert plan_of(world.sync()).changes == ()
+
+
+# How fay's account came to be made again under her new username while the copy was
+# away: syncd replaced it (remove_and_create), or another administrator deleted it (as a
+# wipe does) and syncd made her one under the name the source gives her now.
+MADE_AGAIN = [("replaced", "fay.w"), ("deleted", "fay.w"), ("deleted", "Fay")]
+
+
+@pytest.mark.parametrize("fate", ["active", "departed", "gone"])
+@pytest.mark.parametrize("copy", ["database", "directory"])
+@pytest.mark.parametrize(("how", "renamed"), MADE_AGAIN)
+def test_a_restored_state_follows_an_account_made_again_under_a_new_username(
+    world: World, tmp_path: Path, how: str, renamed: str, copy: str, fate: str
+) -> None:
+    """Found by the --long convergence suite (seeds 202 and 239): the state database is
+    put back to before fay's account was made again under a new username, so it holds
+    her under the old one, whose account is gone. Then fay leaves. The continuity check
+    followed an account made again only under the same username: the old record was
+    forgotten ("deleted on the platform") and her account, carrying her source id, stayed
+    active for good. It is followed now, whatever its username: locked when she leaves,
+    hers when she stays, and never a second account."""
+    world.sync_settings.update(leaver_policy="lock", username_change="remove_and_create")
+    world.company.employees.append(employee("E6", "fay", "D2"))
+    assert world.sync().exit_code == EXIT_OK
+    backup = back_up(world)
+    shutil.copytree(world.folder / "state", tmp_path / "snapshot")
+    fay = world.company.person("fay")
+    fay["username"] = renamed
+    if how == "deleted":
+        AnotherAdmin(world.emulator).delete_person("fay")
+    assert world.sync().exit_code == EXIT_OK
+    assert world.platform().people[renamed][1] == "E6"
+    if copy == "database":
+        restore(world, backup)
+    else:
+        put_back(world, tmp_path / "snapshot")
+    if fate == "departed":
+        fay["status"] = "departed"
+    elif fate == "gone":
+        world.company.employees.remove(fay)
+
+    result = world.sync()
+
+    assert result.exit_code == EXIT_OK, result.error
+    carrying = {u: p for u, p in world.platform().people.items() if p[1] == "E6"}
+    assert list(carrying) == [renamed]
+    assert carrying[renamed][1:] == ("E6", "D2", (), fate != "active")
     assert plan_of(world.sync()).changes == ()
 
 
