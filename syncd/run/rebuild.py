@@ -257,6 +257,8 @@ def _made_again(
     was written (under a new username too, when the source renamed them meanwhile). Not
     when the old account is still there (the platform holds two), nor under a username
     another of syncd's people holds in any spelling: that one is weighed by the plan."""
+    if not again:  # the usual check: nothing to look up (100,000 spellings at scale)
+        return []
     employees = snapshot.employees
     held = {look_alike(e.username): k for k, e in employees.items()}
     found = []
