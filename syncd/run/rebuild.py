@@ -170,7 +170,9 @@ def unknown_records(
     A person is known by the source id their account carries, never by its username: an
     account whose ``extension_id`` names a record neither holds is unknown even where the
     source gives its username to someone else (a recycled username: that account is the
-    former holder's, who left while the state database was behind)."""
+    former holder's, who left while the state database was behind); one whose source id
+    the source holds under another username is unknown too (the person's account from
+    before the source renamed them: a new account would be made beside it)."""
     assert not snapshot.partial, "a continuity check goes over everyone syncd holds"
     people: list[dict[str, Any]] = []
     moved: list[tuple[str, int, str]] = []
@@ -228,7 +230,7 @@ def _unknown_people(
 ) -> tuple[list[dict[str, Any]], list[tuple[str, int, str]]]:
     """The records whose source id neither the snapshot nor the source knows (excluded
     usernames aside), and the snapshot's people whose account was made again."""
-    known_ids = set(snapshot.employees) | set(directory.employees)
+    known_ids = set(snapshot.employees)
     excluded = tuple(settings.sync.exclude.usernames)
     people: list[dict[str, Any]] = []
     again: dict[str, list[tuple[int, str]]] = {}  # source id -> other accounts carrying it
@@ -242,11 +244,21 @@ def _unknown_people(
         synced, account = snapshot.employees.get(extension_id), record.get("id")
         if synced is not None and isinstance(account, int) and account != synced.employee_id:
             again.setdefault(extension_id, []).append((account, username))
-        if extension_id in known_ids or (excluded and matches_any(username, excluded)):
+        if extension_id in known_ids or _named_by_source(directory, extension_id, username):
             continue
-        people.append(record)
+        if not (excluded and matches_any(username, excluded)):
+            people.append(record)
     people.sort(key=lambda r: str(r.get("username")))
     return people, _made_again(snapshot, again, listed)
+
+
+def _named_by_source(directory: Directory, extension_id: str, username: str) -> bool:
+    """Whether the source holds this source id under this username, in any spelling: an
+    account the plan adopts, as on a first run. Under another username it is no record the
+    source names: the person's account from before the source renamed them, which nothing
+    would ever lock (syncd.plan.usernames weighs it once the database holds it again)."""
+    e = directory.employees.get(extension_id)
+    return e is not None and look_alike(e.username) == look_alike(username)
 
 
 def _made_again(
@@ -487,7 +499,7 @@ def behind(
     candidates = [
         m
         for m in view.marked
-        if m.extension_id not in directory.employees
+        if not _named_by_source(directory, m.extension_id, m.username)
         and ours.intersection(m.org_ids)
         and not (excluded and matches_any(m.username, excluded))
     ]

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from syncd.emulator import RunningEmulator
-from syncd.errors import EXIT_BLOCKED, EXIT_FAILED, EXIT_OK
+from syncd.errors import EXIT_BLOCKED, EXIT_FAILED, EXIT_OK, EXIT_PARTIAL
 from tests.engine.company import Company, World, department, employee, small_company
 from tests.install.test_state_lineage import back_up, cli, database, restore
 from tests.support.admin import AnotherAdmin
@@ -223,6 +223,52 @@ def test_a_state_directory_rolled_back_with_its_last_run_is_found_behind(
     assert stopped.exit_code == EXIT_FAILED
     assert "person fay (extension_id E6)" in (stopped.error or "")
     assert world.platform().people["fay"][4] is False  # nothing done until rebuilt
+
+
+@pytest.mark.parametrize("fate", ["stays", "leaves"])
+@pytest.mark.parametrize("policy", ["conflict", "remove_and_create"])
+@pytest.mark.parametrize("copy", ["database", "directory"])
+def test_an_account_from_before_a_rename_the_restored_state_never_knew_stops_the_run(
+    world: World, tmp_path: Path, copy: str, policy: str, fate: str
+) -> None:
+    """Found by the --long convergence suite (seeds 281, 309, 318): the state is put back
+    to before fay joined and was synced; HR then renames her. Her account carries her
+    source id under the old username, which the source no longer gives. The source "knew"
+    the id, so the check let it pass: a second account was made for fay.w beside it, and
+    the old one stayed active for good, also after she left. Now it is a record the state
+    lost: the run stops and sends nothing; after `syncd state rebuild`, the account is
+    hers, her rename weighed as any (a conflict, or the old account replaced), and locked
+    when she leaves. Never two active accounts for her."""
+    world.sync_settings.update(username_change=policy)
+    assert world.sync().exit_code == EXIT_OK
+    backup = back_up(world)
+    shutil.copytree(world.folder / "state", tmp_path / "snapshot")
+    world.company.employees.append(employee("E6", "fay", "D2"))
+    assert world.sync().exit_code == EXIT_OK
+    if copy == "database":  # the database alone: last-run says it is behind
+        restore(world, backup)
+    else:  # the whole directory, last-run too: the accounts the read comes upon say it
+        put_back(world, tmp_path / "snapshot")
+    fay = world.company.person("fay")
+    fay["username"] = "fay.w"
+    if fate == "leaves":
+        fay["status"] = "departed"
+    before = world.writes()
+
+    stopped = world.sync()
+
+    assert stopped.exit_code == EXIT_FAILED, stopped.error
+    assert "person fay (extension_id E6)" in (stopped.error or "")
+    assert world.writes() == before
+    assert cli(world, "state", "rebuild") == EXIT_OK
+    assert world.sync().exit_code in (EXIT_OK, EXIT_PARTIAL)
+    carrying = {u: p[4] for u, p in world.platform().people.items() if p[1] == "E6"}
+    active = [u for u, locked in carrying.items() if not locked]
+    if fate == "leaves":
+        assert active == []
+    else:
+        assert active == (["fay.w"] if policy == "remove_and_create" else ["fay"])
+    assert plan_of(world.sync()).changes == ()
 
 
 def test_a_rolled_back_state_directory_takes_back_the_account_its_record_carries(
