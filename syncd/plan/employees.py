@@ -298,7 +298,7 @@ class EmployeePlanner:
             )
             self._forget(synced, f"deleted on the platform; {renamed}: planned as a new record")
         holder = self.synced_holder(e.username)  # their own old record, for a look-alike
-        self._plan_new(e, None if holder is synced else holder)
+        self._plan_new(e, None if holder and holder.source_id == synced.source_id else holder)
 
     def _forget(self, synced: SyncedEmployee, why: str) -> None:
         self._drift_note(synced.source_id, f"{synced.username}: {why}")

@@ -109,6 +109,7 @@ AFTER_A_KILL = 3  # runs after a kill within which one must exit 0, everyone act
 RUN_EXITS = (0, 1, 2, 3)  # ok, partial, blocked by a guard, failed (nothing sent)
 BEHIND = "is behind the platform"
 NOBODY_DEPARTED = "this read calls nobody departed"  # a guard's stop, reviewed (sync)
+SHIFTED = "a status column shifted by a row?"  # another, reviewed against the truth (sync)
 KNOWN_STATUS = {ACTIVE, DEPARTED}
 # Where a kill lands in the apply: a batch sent and its answers not recorded (before, or in
 # the transaction that records them), or a batch being marked sent while others are out.
@@ -320,7 +321,9 @@ def sync(c: Campaign, inst: Installation) -> int:
     rebuilt (after a restore) or accepted (another installation's records), as the README
     says, and the sync run again. A run blocked because its read calls nobody departed
     (exit 2) is reviewed: where nobody is departed in truth (the last former employee came
-    back), the admin lets the re-activations it names through (``--allow-reactivations``)."""
+    back), the admin lets the re-activations it names through (``--allow-reactivations``).
+    So is one blocked for a former employee back beside a leaver (a shifted status
+    column?) where both are true: HR took one back as another left (``real_pair``)."""
     code, output = one_run(c, inst)
     if code == 3 and BEHIND in output:
         admin = "accept" if c.kind == "two installations" else "rebuild"
@@ -333,7 +336,25 @@ def sync(c: Campaign, inst: Installation) -> int:
         assert planned is not None, output
         c.event("reviewed", f"{inst.name}: nobody is departed; --allow-reactivations {planned[1]}")
         code, _ = one_run(c, inst, "--allow-reactivations", planned[1])
+    elif code == 2 and SHIFTED in " ".join(output.split()) and (allow := real_pair(inst, output)):
+        c.event("reviewed", f"{inst.name}: a return beside a leaver; --allow-reactivations {allow}")
+        code, _ = one_run(c, inst, "--allow-reactivations", allow)
     return code
+
+
+def real_pair(inst: Installation, output: str) -> str | None:
+    """The N a shifted-status stop names, when the pair it names is true: the one given
+    access is active in the truth and the other is not (both happened this round). Any
+    other pair's stop stands (None)."""
+    pair = re.search(r"source ids\s+(\S+)\s+and\s+(\S+),", output)
+    allow = re.search(r"--allow-reactivations\s+(\d+)", output)
+    if pair is None or allow is None:
+        return None
+    by_id = {p.hr_id: p for p in inst.staff.people}
+    back, leaver = by_id.get(pair[1]), by_id.get(pair[2])
+    if back is None or leaver is None or back.status != "active" or leaver.status == "active":
+        return None
+    return allow[1]
 
 
 def one_run(c: Campaign, inst: Installation, *extra: str) -> tuple[int, str]:
