@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from syncd.model import Department, Directory, Employee, Kind, serial_no
 from syncd.plan.actions import Action
@@ -380,14 +380,13 @@ class DepartmentPlanner:
         removed = {c.key for c in people if c.action in (Action.REMOVE, Action.FORGET)}
         moved = _moved(people)
         changed = self._changed_places()
-        there = self._still_there()
         found: dict[str, str] = {}
         for source_id, d in gone.items():
             node_id = d.node_id
             ours = {
                 k
                 for k in placed.get(source_id, ())
-                if there(k) and node_id in changed.get(k, {node_id})
+                if self._still_there(k) and node_id in changed.get(k, {node_id})
             }
             ours |= {k for k, nodes in changed.items() if node_id in nodes}
             staying = sorted(
@@ -400,11 +399,11 @@ class DepartmentPlanner:
                 found[source_id] = said
         return found
 
-    def _still_there(self) -> Callable[[str], bool]:
-        """Whether the account of one of syncd's people (by source id) is still on the
-        platform, as this run's read found: not among those deleted there."""
-        deleted, employees = self.view.deleted, self.snapshot.employees
-        return lambda k: k not in employees or employees[k].username not in deleted
+    def _still_there(self, source_id: str) -> bool:
+        """Whether the account of one of syncd's people is still on the platform, as this
+        run's read found: not among those deleted there."""
+        synced = self.snapshot.employees.get(source_id)
+        return synced is None or synced.username not in self.view.deleted
 
     def _changed_places(self) -> dict[str, set[int]]:
         """syncd's people who changed on the platform, by source id: the nodes their record

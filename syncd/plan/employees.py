@@ -291,7 +291,7 @@ class EmployeePlanner:
         syncd may have made it before the state database was put back; another person's
         is a conflict), else made for someone active and never for someone departed."""
         if e.state is State.DEPARTED:
-            self._forget(synced, "deleted on the platform; departed in the source: not recreated")
+            self._deleted_on_platform(e, synced)  # let go of, never made again
         else:
             renamed = "username changed in the source from {} to {}".format(
                 *shown_pair(synced.username, e.username)

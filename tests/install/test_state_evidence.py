@@ -190,6 +190,23 @@ def put_back(world: World, copy: Path) -> None:
     shutil.copytree(copy, world.folder / "state")
 
 
+def copy_state(world: World, tmp_path: Path) -> Path:
+    """Both copies of the state as it is now: the whole directory (a VM snapshot, in
+    ``tmp_path/snapshot``) and the database alone (README's backup); the backup's path."""
+    shutil.copytree(world.folder / "state", tmp_path / "snapshot")
+    return back_up(world)
+
+
+def put_copy_back(world: World, tmp_path: Path, copy: str, backup: Path) -> None:
+    """Put one of ``copy_state``'s copies back: the database alone ("database": last-run
+    says it is behind) or the whole directory (last-run too: only the accounts a read
+    comes upon say it)."""
+    if copy == "database":
+        restore(world, backup)
+    else:
+        put_back(world, tmp_path / "snapshot")
+
+
 def test_a_new_host_given_the_nightly_backup_finds_it_behind(world: World) -> None:
     assert world.sync().exit_code == EXIT_OK
     backup = back_up(world)  # `syncd state backup`: the database alone, checked
@@ -241,14 +258,10 @@ def test_an_account_from_before_a_rename_the_restored_state_never_knew_stops_the
     when she leaves. Never two active accounts for her."""
     world.sync_settings.update(username_change=policy)
     assert world.sync().exit_code == EXIT_OK
-    backup = back_up(world)
-    shutil.copytree(world.folder / "state", tmp_path / "snapshot")
+    backup = copy_state(world, tmp_path)
     world.company.employees.append(employee("E6", "fay", "D2"))
     assert world.sync().exit_code == EXIT_OK
-    if copy == "database":  # the database alone: last-run says it is behind
-        restore(world, backup)
-    else:  # the whole directory, last-run too: the accounts the read comes upon say it
-        put_back(world, tmp_path / "snapshot")
+    put_copy_back(world, tmp_path, copy, backup)
     fay = world.company.person("fay")
     fay["username"] = "fay.w"
     if fate == "leaves":
@@ -343,18 +356,14 @@ def test_a_restored_state_follows_an_account_made_again_under_a_new_username(
     world.sync_settings.update(leaver_policy="lock", username_change="remove_and_create")
     world.company.employees.append(employee("E6", "fay", "D2"))
     assert world.sync().exit_code == EXIT_OK
-    backup = back_up(world)
-    shutil.copytree(world.folder / "state", tmp_path / "snapshot")
+    backup = copy_state(world, tmp_path)
     fay = world.company.person("fay")
     fay["username"] = renamed
     if how == "deleted":
         AnotherAdmin(world.emulator).delete_person("fay")
     assert world.sync().exit_code == EXIT_OK
     assert world.platform().people[renamed][1] == "E6"
-    if copy == "database":
-        restore(world, backup)
-    else:
-        put_back(world, tmp_path / "snapshot")
+    put_copy_back(world, tmp_path, copy, backup)
     if fate == "departed":
         fay["status"] = "departed"
     elif fate == "gone":
