@@ -299,9 +299,12 @@ class Evidence:
             return "failed", UNCONFIRMED
         row = (item["after"], written_hash(key, after, self.extended_fields), key, username)
 
+        frees = item["frees"]  # it wrote values held back: it settles no known problem
+
         def write(tx: store.Transaction) -> None:
             tx.set_written([row])
-            tx.resolve_problems(_problems_of(key))
+            if not frees:
+                tx.resolve_problems(_problems_of(key))
 
         writes.append(write)
         return "recovered", "interrupted; the platform holds what the update sent"

@@ -278,7 +278,33 @@ def unsettled_items(engine: Engine) -> list[dict[str, Any]]:
         # analysed, the planner may scan them all for a join with no mark.
         any_marked = sql.rows(conn, "SELECT 1 FROM sent_batches LIMIT 1")
         query = f"{marked} UNION ALL {in_place}" if any_marked else in_place
-        return [dict(r._mapping) for r in sql.run(conn, query)]
+        items = [dict(r._mapping) for r in sql.run(conn, query)]
+        _mark_freeing(conn, items)
+        return items
+
+
+def _mark_freeing(conn: Connection, items: list[dict[str, Any]]) -> None:
+    """Each item's ``frees``: whether it is a person's update that only frees values for
+    another person in its run (``plan.unique_values``), known by the same person's own
+    update that follows it in the run's plan. It writes values held back: recovery
+    settles no known problem with it, as the executor does not."""
+    by_run: dict[int, list[dict[str, Any]]] = {}
+    for item in items:
+        item["frees"] = False
+        if item["kind"] == "employee" and item["action"] == "update":
+            by_run.setdefault(item["run_id"], []).append(item)
+    for run_id, updates in by_run.items():
+        among, keys = sql.among(conn, {i["key"] for i in updates})
+        last = dict(
+            sql.rows(
+                conn,
+                "SELECT key, MAX(seq) FROM run_items WHERE run_id = ? AND kind = 'employee' "  # noqa: S608
+                "AND action = 'update' AND key " + among + " GROUP BY key",
+                (run_id, keys),
+            )
+        )
+        for item in updates:
+            item["frees"] = item["seq"] < last[item["key"]]
 
 
 def insert_rejected(engine: Engine, run_id: int, rows: Sequence[Mapping[str, Any]]) -> None:

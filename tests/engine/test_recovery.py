@@ -225,3 +225,46 @@ def test_a_recovered_update_settles_the_persons_known_problems(world: World, wan
     again = world.sync()
     assert again.exit_code == EXIT_OK, again.error
     assert plan_of(again).changes == ()
+
+
+def test_a_recovered_update_that_only_frees_a_value_settles_no_known_problem(
+    world: World,
+) -> None:
+    """Found by the convergence suite on unseen seeds (411, both engines): bob's mobile is
+    held by an account syncd does not manage (told once). Then bob and ann swap their
+    e-mail addresses, and syncd is killed with the updates that free them on the wire:
+    each sends its person without the address given up, bob without the refused mobile.
+    Recovery found them landed and settled bob's problem as if the mobile had been
+    written: the next run's update was refused again and the problem told twice."""
+    world.sync()
+    AnotherAdmin(world.emulator).add_person("outsider", mobile="13912345678")
+    bob, ann = world.company.person("bob"), world.company.person("ann")
+    bob["mobile"] = "13912345678"
+    assert world.sync().exit_code == EXIT_PARTIAL  # told once
+    (problem,) = world.query("SELECT source_id, field, value FROM known_problems")
+    ann["email"], bob["email"] = bob["email"], ann["email"]
+    dry = world.sync(dry_run=True)
+    freeing = [seq for seq, c in enumerate(plan_of(dry).changes) if c.frees]
+    assert len(freeing) == 2
+    settings = world.settings()
+    state = store.StateStore.open(settings.database, settings.database_url)
+    with state.transaction() as tx:  # as a run killed with the frees on the wire
+        tx.mark_sent(dry.run_id, freeing)
+    AnotherAdmin(world.emulator).edit("ann", email="")
+    AnotherAdmin(world.emulator).edit("bob", email="")
+    client = PlatformClient(platform_of(settings), state.tokens)
+    try:
+        assert recover(client, state, now_ms()).resolved == 2
+        outcomes = {i["seq"]: i["outcome"] for i in state.load_items(dry.run_id)}
+    finally:
+        client.close()
+        state.close()
+    assert [outcomes[seq] for seq in freeing] == ["recovered", "recovered"]
+    assert world.query("SELECT source_id, field, value FROM known_problems") == [problem]
+
+    again = world.sync()
+
+    assert (again.outcome, again.exit_code) == ("ok", EXIT_OK), again.error
+    assert [n for n in plan_of(again).notes if n.kind == "known problem"] == []
+    emails = {e["username"]: e.get("email") for e in world.emulator.state()["employees"]}
+    assert (emails["ann"], emails["bob"]) == (ann["email"], bob["email"])
