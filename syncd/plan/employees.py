@@ -23,6 +23,7 @@ from syncd.plan.usernames import username_changed
 from syncd.plan.values import (
     ACCESS_KEPT,
     DAY_MS,
+    ROW_REJECTED,
     Change,
     Note,
     PlatformEmployee,
@@ -510,7 +511,7 @@ class EmployeePlanner:
                 # Deleted on the platform while the row is rejected: the record goes (nothing
                 # is sent), and the person is made again once the row is read.
                 if self.drift.gone(synced):
-                    self._forget(synced, "deleted on the platform; its row was rejected")
+                    self._forget(synced, ROW_REJECTED)
                 continue
             if folded in rekeyed and synced.source_id not in self.released:
                 continue

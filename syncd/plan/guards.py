@@ -52,7 +52,15 @@ from typing import Any
 from syncd.model import IDENTIFYING, Directory, Kind, State
 from syncd.plan.actions import Action
 from syncd.plan.dates import ENDED, NOT_STARTED
-from syncd.plan.values import DEPARTED, Change, Plan, Snapshot, SyncedEmployee
+from syncd.plan.values import (
+    DELETED_HELD,
+    DEPARTED,
+    ROW_REJECTED,
+    Change,
+    Plan,
+    Snapshot,
+    SyncedEmployee,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +100,9 @@ class Reactivations:
     removed: int = 0  # new accounts for people whose account syncd removed before
     departed: int = 0  # new accounts for people a read called departed (never synced)
     # Not in the total: new accounts for people syncd holds active whose account was
-    # deleted on the platform (a wiped platform is rebuilt by one run). Beside someone who
-    # leaves, they are a former employee's return (shifted_status), and counted then.
+    # deleted on the platform (a wiped platform is rebuilt by one run), or held so when it
+    # was, their row rejected then (kept as DELETED_HELD). Beside someone who leaves, they
+    # are a former employee's return (shifted_status), and counted then.
     deleted: int = 0
 
     @property
@@ -170,7 +179,11 @@ def access_of(c: Change, snapshot: Snapshot) -> str:
     why = snapshot.departures.get(c.key)
     if why is None:
         return ""
-    return REMOVED if why == "removed" else CALLED_DEPARTED
+    return _KEPT.get(why, CALLED_DEPARTED)
+
+
+# snapshot.departures' reasons, by what an account made for the person counts under.
+_KEPT = {"removed": REMOVED, DELETED_HELD: DELETED}
 
 
 def _unlocked(synced: SyncedEmployee | None) -> str:
@@ -214,7 +227,6 @@ def shifted_status(p: Plan, directory: Directory, snapshot: Snapshot) -> tuple[s
     a reviewed run lets such a pair through (``--allow-reactivations N``)."""
     if not directory.complete:
         return None
-    held, gone = snapshot.employees, snapshot.departures
     back: list[str] = []
     leaving: set[str] = set()
     for c in p.changes:
@@ -227,13 +239,7 @@ def shifted_status(p: Plan, directory: Directory, snapshot: Snapshot) -> tuple[s
             back.append(c.key)
     if not back or not leaving:
         return None
-    called = {k for k, s in held.items() if s.lock_reason == DEPARTED}
-    called.update(gone)  # read departed, or their account removed
-    # Read departed and not leaving in this plan: gone already, whatever syncd remembers
-    # (a rolled-back state holds them active; the platform has them locked, or deleted).
-    called.update(
-        k for k, e in directory.employees.items() if e.state is State.DEPARTED and k not in leaving
-    )
+    called = _called_departed(directory, snapshot, leaving)
     order = list(directory.employees)
     at = {key: n for n, key in enumerate(order)}
     for key in back:
@@ -244,6 +250,20 @@ def shifted_status(p: Plan, directory: Directory, snapshot: Snapshot) -> tuple[s
             if near in leaving:
                 return key, near
     return None
+
+
+def _called_departed(directory: Directory, snapshot: Snapshot, leaving: set[str]) -> set[str]:
+    """Who was called departed before a plan where ``leaving`` leave: held locked as read
+    departed, kept in the departures (read departed, or their account removed; not one
+    deleted while held active), or read departed now and not among ``leaving``."""
+    called = {k for k, s in snapshot.employees.items() if s.lock_reason == DEPARTED}
+    called.update(k for k, why in snapshot.departures.items() if why != DELETED_HELD)
+    # Read departed and not leaving in this plan: gone already, whatever syncd remembers
+    # (a rolled-back state holds them active; the platform has them locked, or deleted).
+    called.update(
+        k for k, e in directory.employees.items() if e.state is State.DEPARTED and k not in leaving
+    )
+    return called
 
 
 def _run(order: list[str], n: int, called: set[str]) -> tuple[int, int]:
@@ -268,6 +288,9 @@ class Departures:
     departed: tuple[str, ...] = ()  # read departed, not yet kept
     returned: tuple[str, ...] = ()  # kept, read active: gone once syncd holds them
     let_go: tuple[str, ...] = ()  # removed or let go of by this run
+    # Let go of by this run but not gone: deleted on the platform while held active, their
+    # row rejected (ROW_REJECTED); made anew once read, as a wiped platform's people are.
+    deleted: tuple[str, ...] = ()
 
 
 def departures(p: Plan, directory: Directory, snapshot: Snapshot) -> Departures:
@@ -282,14 +305,17 @@ def departures(p: Plan, directory: Directory, snapshot: Snapshot) -> Departures:
                 departed.append(key)
         elif key in kept:
             returned.append(key)
-    let_go = [
-        c.key
-        for c in p.changes
-        if c.action in (Action.REMOVE, Action.FORGET)
-        and c.kind is Kind.EMPLOYEE
-        and kept.get(c.key) != "removed"
-    ]
-    return Departures(tuple(departed), tuple(returned), tuple(let_go))
+    let_go: list[str] = []
+    deleted: list[str] = []
+    for c in p.changes:
+        if c.action not in (Action.REMOVE, Action.FORGET) or c.kind is not Kind.EMPLOYEE:
+            continue
+        held = snapshot.employees.get(c.key)
+        if c.reason == ROW_REJECTED and held is not None and not held.locked:
+            deleted.append(c.key)
+        elif kept.get(c.key) != "removed":
+            let_go.append(c.key)
+    return Departures(tuple(departed), tuple(returned), tuple(let_go), tuple(deleted))
 
 
 def updates(p: Plan, snapshot: Snapshot) -> tuple[int, int]:

@@ -35,6 +35,12 @@ class SyncedDepartment(NamedTuple):
 # The lock reason of someone locked because a read called them departed (a status, an end
 # date's own reason aside): only a read with a status may call them active again.
 DEPARTED = "departed"
+# The one record a run lets go of while its person keeps their access: the account was
+# deleted on the platform while syncd held them active, and their row is rejected (nothing
+# says they left). Kept as DELETED_HELD (syncd.snapshot.departures), the account made anew
+# once the row is read counts as a wiped platform's does, in this run or a later one.
+ROW_REJECTED = "deleted on the platform; its row was rejected"
+DELETED_HELD = "deleted"
 
 
 class SyncedEmployee(NamedTuple):
@@ -92,9 +98,11 @@ class Snapshot:
     # locked before it (syncd.plan.schedule).
     end_dates: Mapping[str, str] = field(default_factory=dict)
     start_dates: Mapping[str, str] = field(default_factory=dict)
-    # Employee source id -> why that person had no access when syncd last knew of them:
-    # "departed" (a read called them departed) or "removed" (syncd removed their account):
-    # an account made for them is access granted (syncd.snapshot.departures, plan.guards).
+    # Employee source id -> why that person had no account when syncd last knew of them:
+    # "departed" (a read called them departed), "removed" (syncd removed their account)
+    # or DELETED_HELD (deleted on the platform while held active, their row rejected): an
+    # account made for them is access granted, but for the last (syncd.snapshot.departures,
+    # plan.guards).
     departures: Mapping[str, str] = field(default_factory=dict)
     # How many people syncd holds, when ``employees`` holds only some of them.
     people: int | None = None

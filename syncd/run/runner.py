@@ -553,7 +553,7 @@ class _Run:
         # The guard on access granted's memory: ids only.
         gone = departures(the_plan, directory, snapshot) if directory is not None else Departures()
         self.state.record_applied(
-            dates, gone.departed, gone.returned, gone.let_go, run_id=self.run_id
+            dates, gone.departed, gone.returned, gone.let_go, gone.deleted, run_id=self.run_id
         )
         self.summary["known_problems"] = len(known_problems.rows(self.state))  # not failing
         self.summary["results"] = {f"{k}.{a}.{o}": n for (k, a, o), n in applied.counts.items()}

@@ -399,6 +399,7 @@ class StateStore:
         departed: Collection[str] = (),
         returned: Collection[str] = (),
         let_go: Collection[str] = (),
+        deleted: Collection[str] = (),
         *,
         run_id: int | None = None,
     ) -> None:
@@ -411,5 +412,5 @@ class StateStore:
                 journal.forget_answered(conn, run_id)
             if changes is not None:
                 dates.record_dates(conn, changes)
-            if departed or returned or let_go:
-                departures.record_departures(conn, departed, returned, let_go)
+            if departed or returned or let_go or deleted:
+                departures.record_departures(conn, departed, returned, let_go, deleted)

@@ -38,8 +38,16 @@ def test_departures_are_kept_let_go_of_and_taken_back_by_their_ids(
         state.record_applied(None, departed=["e3"], returned=["x1", "e2"])
         with engine.connect() as conn:
             assert load_departures(conn) == {"x1": "departed", "x2": "departed", "e3": "removed"}
+        # Let go of while keeping their access (deleted on the platform, the row rejected):
+        # e4 kept so; e3 stays removed (the stronger word); e1 is still held: not kept.
+        state.record_applied(None, deleted=["e4", "e3", "e1"])
         snapshot = store.load_snapshot(engine, everyone=False)
-        assert snapshot.departures == {"x1": "departed", "x2": "departed", "e3": "removed"}
+        assert snapshot.departures == {
+            "x1": "departed",
+            "x2": "departed",
+            "e3": "removed",
+            "e4": "deleted",
+        }
     finally:
         engine.dispose()
 

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from syncd.model import Directory, State
+from syncd.model import Directory, Kind, RejectedRow, State
 from syncd.plan import (
     Action,
     Departures,
@@ -317,7 +317,8 @@ def test_what_a_run_leaves_the_guard_to_remember_is_ids_only() -> None:
 @st.composite
 def histories(draw: st.DrawFn) -> tuple[Directory, Snapshot, PlatformView]:
     """Synced people (some held locked, by the source or as missing), former employees
-    never synced or removed (their ids kept), and a read that turns any of them active."""
+    never synced, removed or let go of when deleted (their ids kept), and a read that
+    turns any of them active."""
     n = draw(st.integers(1, 12))
     people = staff(n)
     snapshot, view = synced(directory(COMPANY, people))
@@ -327,7 +328,7 @@ def histories(draw: st.DrawFn) -> tuple[Directory, Snapshot, PlatformView]:
         if why is not None:
             held[e.id] = held[e.id]._replace(locked=True, lock_reason=why)
     former = [person(f"x{i}", f"former{i}", "rd") for i in range(draw(st.integers(0, 12)))]
-    kept = {e.id: draw(st.sampled_from(["departed", "removed"])) for e in former}
+    kept = {e.id: draw(st.sampled_from(["departed", "removed", "deleted"])) for e in former}
     snapshot = replace(snapshot, employees=held, departures=kept)
     everyone = people + former + [person(f"h{i}", f"hire{i}", "rd") for i in range(2)]
     read = [
@@ -344,12 +345,17 @@ def test_every_sign_in_given_to_someone_who_had_none_is_counted(
     history: tuple[Directory, Snapshot, PlatformView],
 ) -> None:
     """Whoever had no sign-in (held locked but for a hire's start day, removed, or called
-    departed) and gets an account or an unlock in the plan is counted, once; nobody else."""
+    departed) and gets an account or an unlock in the plan is counted, once; nobody else
+    (not those let go of when their account was deleted while held active)."""
     d, snapshot, view = history
     p = plan(d, snapshot, view, Policy(), NOW)
     had_none = {
         k for k, s in snapshot.employees.items() if s.locked and s.lock_reason != "not_started"
-    } | {k for k in snapshot.departures if k not in snapshot.employees}
+    } | {
+        k
+        for k, why in snapshot.departures.items()
+        if k not in snapshot.employees and why != "deleted"
+    }
     given = {c.key for c in p.changes if c.action in (Action.CREATE, Action.UNLOCK)}
     assert reactivations(p, snapshot).total == len(given & had_none)
     if len(given & had_none) > 3:  # more than the floor in a company this small
@@ -495,6 +501,50 @@ def test_a_wiped_platform_made_anew_is_no_reactivation() -> None:
     assert len([c for c in p.changes if c.action is Action.CREATE]) == 30
     assert reactivations(p, snapshot).total == 0
     assert "max_reactivations" not in guards(p, d, snapshot)
+
+
+@settings(max_examples=examples(150), deadline=None)
+@given(data=st.data())
+def test_an_account_deleted_while_its_row_is_rejected_counts_as_if_made_at_once(
+    data: st.DataObject,
+) -> None:
+    """Accounts deleted on the platform (another admin, a wipe) while their people's rows
+    are rejected: those records are let go of, and the accounts made once the rows are
+    read again count under the guard on access granted as they would have had the rows
+    been read all along: someone held active is a wiped platform's person (not counted),
+    someone held locked a re-activation. A rejected row never turns one into the other."""
+    people = staff(data.draw(st.integers(1, 12)))
+    snapshot, view = synced(directory(COMPANY, people))
+    held = dict(snapshot.employees)
+    deleted = data.draw(st.sets(st.sampled_from([e.id for e in people]), min_size=1))
+    for key in deleted:
+        if why := data.draw(st.sampled_from([None, "departed", "missing"])):
+            held[key] = held[key]._replace(locked=True, lock_reason=why)
+    snapshot = replace(snapshot, employees=held)
+    view = replace(view, deleted=frozenset(held[k].username for k in deleted))
+    # Then: the rows of the deleted people are rejected, the others read as synced.
+    rejected = [RejectedRow("employees.csv:9", "bad mobile", Kind.EMPLOYEE, key=k) for k in deleted]
+    read = [e for e in people if e.id not in deleted]
+    then = directory(COMPANY, read, rejected=rejected)
+    first = plan(then, snapshot, view, Policy(), NOW)
+    assert sorted(c.key for c in first.changes) == sorted(deleted)
+    assert {c.action for c in first.changes} == {Action.FORGET}
+    gone = departures(first, then, snapshot)
+    kept = dict.fromkeys(gone.let_go, "removed") | dict.fromkeys(gone.deleted, "deleted")
+    after = replace(
+        snapshot,
+        employees={k: s for k, s in held.items() if k not in deleted},
+        departures=kept,
+    )
+    # Now: the rows read again, each active or departed.
+    states = {k: data.draw(st.sampled_from([State.ACTIVE, State.DEPARTED])) for k in deleted}
+    now = directory(COMPANY, [e._replace(state=states.get(e.id, State.ACTIVE)) for e in people])
+    later = plan(now, after, replace(view, deleted=frozenset()), Policy(), NOW)
+    at_once = plan(now, snapshot, view, Policy(), NOW)  # had the rows been read all along
+    made = sorted(c.key for c in later.changes if c.action is Action.CREATE)
+    assert made == sorted(c.key for c in at_once.changes if c.action is Action.CREATE)
+    counted, expected = reactivations(later, after), reactivations(at_once, snapshot)
+    assert (counted.total, counted.deleted) == (expected.total, expected.deleted)
 
 
 @settings(max_examples=examples(40), deadline=None)

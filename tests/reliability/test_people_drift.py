@@ -17,10 +17,11 @@ from contextlib import closing
 
 import pytest
 
-from syncd.errors import EXIT_OK, EXIT_PARTIAL
+from syncd.errors import EXIT_BLOCKED, EXIT_OK, EXIT_PARTIAL
 from syncd.plan import Action
 from syncd.run.runner import RunResult
 from syncd.survey import view
+from tests.engine.company import employee
 from tests.support.admin import AnotherAdmin
 from tests.support.runs import plan_of
 
@@ -195,6 +196,42 @@ def test_an_active_person_renamed_after_their_account_was_deleted_gets_one_under
             assert accounts[renamed]["extension_id"] == "E4"
             assert synced.admin_view()[renamed] == ("Sales", False)
     assert plan_of(result).changes == ()
+
+
+@pytest.mark.parametrize("left", [False, True], ids=["active", "departed"])
+def test_accounts_deleted_while_their_rows_are_rejected_count_as_if_made_at_once(
+    synced: Rig, admin: AnotherAdmin, left: bool
+) -> None:
+    """Four accounts deleted on the platform while their rows are rejected: the records are
+    let go of, and once the rows are mended the accounts are made as a wiped platform's are
+    (people held active: no review), while people who had left stay a re-activation that
+    stops the run (past the floor of 3), exactly as had the rows been read all along."""
+    four = [f"fay{n}" for n in range(4)]
+    synced.company.employees += [employee(f"E{n}", f"fay{n - 10}", "D4") for n in range(10, 16)]
+    assert synced.sync().exit_code == EXIT_OK
+    if left:
+        for name in four:
+            synced.company.person(name)["status"] = "departed"
+        assert synced.sync().exit_code == EXIT_OK
+    for name in four:
+        admin.delete_person(name)
+        synced.company.person(name)["name"] = ""  # rejected: a name is required
+    result = synced.sync()
+    assert result.exit_code == EXIT_OK, result.error
+    assert sorted(planned(result)) == [("forget", name) for name in four]
+
+    for name in four:
+        synced.company.person(name).update(name=name.title(), status="active")
+    result = synced.sync()
+    if left:
+        assert result.exit_code == EXIT_BLOCKED
+        assert "--allow-reactivations 4" in str(result.error)
+        assert not set(four) & set(synced.admin_view())
+    else:
+        assert result.exit_code == EXIT_OK, result.error
+        assert sorted(planned(result)) == [("create", name) for name in four]
+        assert all(synced.admin_view()[name] == ("Sales", False) for name in four)
+        assert_converged(synced)
 
 
 def test_people_syncd_does_not_hold_are_left_alone(synced: Rig, admin: AnotherAdmin) -> None:
