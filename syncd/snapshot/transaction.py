@@ -87,12 +87,16 @@ class Transaction:
         records.set_photos(self.connection, rows)
 
     def forget_employees(self, source_ids: Sequence[str]) -> None:
-        """Forget re-keyed records by source id alone, whatever their username."""
+        """Forget re-keyed records by source id alone, whatever their username (and the
+        known problems of the ids no longer held)."""
         records.forget_employees(self.connection, source_ids)
+        problems.forget_people(self.connection, source_ids)
 
     def delete_employees(self, keys: Sequence[tuple[str, str]]) -> None:
-        """Forget removed people by (source_id, username), so a replacement account is kept."""
+        """Forget removed people by (source_id, username), so a replacement account is kept
+        (and the known problems of the ids no longer held)."""
         records.delete_employees(self.connection, keys)
+        problems.forget_people(self.connection, [k for k, _ in keys])
 
     # ---------------------------------------------------------------- known problems
 

@@ -148,6 +148,42 @@ def test_a_known_problem_is_told_once_when_its_person_frees_another_value(world:
     assert "bob" not in held(world, "mobile")
 
 
+@pytest.mark.parametrize("kill", [False, True], ids=["leaves", "renamed-and-stopped"])
+def test_a_known_problem_goes_with_its_person_when_the_account_is_removed(
+    world: World, kill: bool
+) -> None:
+    """Found by the convergence suite on unseen seeds (718): a known problem outlived its
+    person's removal when nothing was written after it in the run (a leaver's removal
+    alone, or a rename under remove_and_create whose new account was not made in that
+    run: killed, or refused). Made again later with another value, the person showed the
+    old problem as known, a value they no longer have. It goes with the removal now."""
+    world.sync_settings.update(
+        leaver_policy="remove", username_change="remove_and_create", max_removal_ratio=1.0
+    )
+    world.sync()
+    AnotherAdmin(world.emulator).add_person("outsider", mobile="13912345678")
+    world.company.employees.append(employee("E9", "gus", "D2", mobile="13912345678"))
+    assert world.sync().exit_code == EXIT_PARTIAL
+    assert [p["username"] for p in problems(world)] == ["gus"]
+    gus = world.company.employees.pop()
+    if kill:  # renamed: removed, and the new account not made in that run
+        world.emulator.set_faults(reject=[{"field": "username", "pattern": "^gus2$"}])
+        world.company.employees.append({**gus, "username": "gus2"})
+        assert world.sync().exit_code == EXIT_PARTIAL
+        world.emulator.set_faults()
+        gus = world.company.employees.pop()
+    else:  # gone from the source: removed
+        assert world.sync().exit_code == EXIT_OK
+    assert "gus" not in world.platform().people
+
+    world.company.employees.append({**gus, "mobile": "13900000009"})
+    result = world.sync()
+
+    assert (result.outcome, result.exit_code) == ("ok", EXIT_OK), result.error
+    assert held(world, "mobile")[gus["username"]] == "13900000009"
+    assert problems(world) == []
+
+
 def test_a_mobile_held_twice_in_the_hr_data(world: World) -> None:
     world.company.person("bob")["mobile"] = world.company.person("ann")["mobile"]
     first = world.sync()
