@@ -115,20 +115,6 @@ def resolve_problems(conn: Connection, solved: Iterable[tuple[str, str]]) -> Non
         sql.run(conn, "DELETE FROM known_problems WHERE source_id = ? AND field = ?", pairs)
 
 
-def forget_people(conn: Connection, source_ids: Iterable[str]) -> None:
-    """The problems of these people, once syncd no longer holds them (removed, forgotten,
-    re-keyed): in the transaction that lets them go, so that none outlives its person into
-    an account made for them later, with values they may no longer have."""
-    keys = [(k,) for k in dict.fromkeys(source_ids)]
-    if keys:
-        sql.run(
-            conn,
-            "DELETE FROM known_problems WHERE source_id = ? "  # noqa: S608 (constants)
-            f"AND NOT {sql.held('known_problems')}",
-            keys,
-        )
-
-
 def forget_gone(conn: Connection) -> None:
     """Problems of people syncd no longer holds (removed, forgotten)."""
     sql.run(

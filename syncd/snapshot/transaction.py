@@ -90,13 +90,13 @@ class Transaction:
         """Forget re-keyed records by source id alone, whatever their username (and the
         known problems of the ids no longer held)."""
         records.forget_employees(self.connection, source_ids)
-        problems.forget_people(self.connection, source_ids)
+        problems.forget_gone(self.connection)
 
     def delete_employees(self, keys: Sequence[tuple[str, str]]) -> None:
         """Forget removed people by (source_id, username), so a replacement account is kept
         (and the known problems of the ids no longer held)."""
         records.delete_employees(self.connection, keys)
-        problems.forget_people(self.connection, [k for k, _ in keys])
+        problems.forget_gone(self.connection)
 
     # ---------------------------------------------------------------- known problems
 
