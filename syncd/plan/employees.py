@@ -568,6 +568,16 @@ class EmployeePlanner:
         self.notes.append(Note("conflict", synced.source_id, message))
         return True
 
+    def _holder_of(self, synced: SyncedEmployee, found: PlatformEmployee) -> str | None:
+        """The source id of another person syncd holds in the very account found under this
+        person's username (the same id), or None: the account is known to be theirs."""
+        other = self.snapshot.employees.get(found.extension_id or "")
+        if other is None or other.source_id == synced.source_id:
+            return None
+        if other.employee_id != found.id or found.id == synced.employee_id:
+            return None
+        return other.source_id
+
     def _someone_elses(self, synced: SyncedEmployee, found: PlatformEmployee) -> str | None:
         """What shows the account found under a person's username is someone else's, or None
         (see _not_theirs)."""
@@ -597,6 +607,13 @@ class EmployeePlanner:
 
     def _plan_leaver(self, synced: SyncedEmployee) -> None:
         found = self.drift.found(synced)
+        if found is not None and (holder := self._holder_of(synced, found)) is not None:
+            # Their username went to another's account since (a database put back from
+            # before, then rebuilt): theirs is not on the platform under it, and nothing is
+            # sent through the username, which names the other person's account.
+            why = f"missing from the source; {synced.username} is now {holder}'s account"
+            self._forget(synced, why)
+            return
         if found is not None and self._not_theirs(synced, found):
             return
         if self.view.changed:

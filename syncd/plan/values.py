@@ -178,8 +178,8 @@ class PlatformEmployee:
 @dataclass(frozen=True, slots=True)
 class PlatformMark:
     """An account carrying a source id (``extension_id``) under a username syncd does not
-    hold, as a read came upon it: evidence of a record syncd may have written and lost
-    (``syncd.run.rebuild.behind``)."""
+    hold (or holds for another person in another account), as a read came upon it:
+    evidence of a record syncd may have written and lost (``syncd.run.rebuild.behind``)."""
 
     extension_id: str
     username: str

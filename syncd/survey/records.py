@@ -29,7 +29,8 @@ class Judge:
 
     ``named``: the usernames the users list named, whose stamps move the people's cursor.
     ``marked``: the records it judged that carry a source id under a username syncd does
-    not hold (``mark``), gathered for the continuity check (``syncd.run.rebuild.behind``).
+    not hold, or under one it holds for another person and another account (``mark``),
+    gathered for the continuity check (``syncd.run.rebuild.behind``).
     """
 
     _MANY = 256  # more usernames than this in one call: everyone's index, made once
@@ -52,7 +53,7 @@ class Judge:
         if not people:
             return [], None
         held = self._held([p.username for p in people])
-        marked = [m for r in records if (m := mark(r)) is not None and m.username not in held]
+        marked = [m for r in records if (m := mark(r)) is not None and _foreign(r, m, held)]
         if marked:
             with self._lock:
                 self.marked += marked
@@ -81,6 +82,19 @@ class Judge:
         if self._nodes is None:
             self._nodes = {k: d.node_id for k, d in self._ours.departments.items()}
         return self._nodes
+
+
+def _foreign(
+    record: Mapping[str, Any], mark: PlatformMark, held: Mapping[str, SyncedEmployee]
+) -> bool:
+    """Whether the record is an account syncd does not know it holds: under a username it
+    does not hold, or under one it holds for another source id in another account (the
+    username given again while the database was behind: the account it knows is gone).
+    Its own account with a hand-edited ``extension_id`` is the holder's: drift weighs it."""
+    holder = held.get(mark.username)
+    if holder is None:
+        return True
+    return holder.source_id != mark.extension_id and record.get("id") != holder.employee_id
 
 
 def mark(record: Mapping[str, Any]) -> PlatformMark | None:

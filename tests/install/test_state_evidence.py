@@ -70,6 +70,39 @@ def test_a_restore_and_a_recycled_username_never_hand_the_former_holders_account
     assert any("E7" in n.key for n in plan_of(result).notes if n.kind == "conflict")
 
 
+@pytest.mark.parametrize("copy", ["database", "directory"])
+def test_a_restore_holding_a_removed_leavers_username_finds_the_new_holders_account(
+    world: World, tmp_path: Path, copy: str
+) -> None:
+    """Found by the identity campaign (seed 628): fay (E6) is in the backup; she leaves and
+    her account is removed; her username is given to E7, whose account syncd makes. The
+    backup is put back, and E7 leaves too. The database holds fay under "fay", so the
+    account there looked like hers with a stranger's mark: a conflict at every run, and
+    E7 active for ever. It is an account the database never knew: the run stops, and
+    after `syncd state rebuild` E7 is removed as the leaver they are."""
+    world.sync_settings.update(leaver_policy="remove")
+    world.company.employees.append(employee("E6", "fay", "D2"))
+    assert world.sync().exit_code == EXIT_OK
+    backup = copy_state(world, tmp_path)
+    world.company.employees.remove(world.company.person("fay"))
+    assert world.sync().exit_code == EXIT_OK  # fay's account removed
+    world.company.employees.append(employee("E7", "fay", "D3", name="Fay Newhire"))
+    assert world.sync().exit_code == EXIT_OK  # E7's account made under "fay"
+    put_copy_back(world, tmp_path, copy, backup)
+    world.company.employees.remove(world.company.person("fay"))  # E7 leaves
+    before = world.writes()
+
+    stopped = world.sync()  # before: exit 1, "carries extension_id E7", E7 active for good
+
+    assert stopped.exit_code == EXIT_FAILED, stopped.error
+    assert "person fay (extension_id E7)" in (stopped.error or "")
+    assert world.writes() == before
+    assert cli(world, "state", "rebuild") == EXIT_OK
+    assert world.sync().exit_code == EXIT_OK
+    assert "fay" not in world.platform().people
+    assert plan_of(world.sync()).changes == ()
+
+
 def test_an_account_whose_extension_id_names_another_record_is_never_adopted(
     world: World,
 ) -> None:

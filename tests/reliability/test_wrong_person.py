@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from syncd.errors import EXIT_BLOCKED, EXIT_OK, EXIT_PARTIAL
+from syncd.cli import run_cli
+from syncd.errors import EXIT_BLOCKED, EXIT_FAILED, EXIT_OK, EXIT_PARTIAL
 from syncd.plan import REMOVING
 from syncd.run.runner import RunRequest, RunResult, run_sync
 from syncd.service.status import read_status
@@ -475,12 +476,20 @@ def test_a_leavers_username_made_again_for_someone_else_is_neither_theirs_nor_si
 ) -> None:
     # Found by exploration, 2026-11-29: another program deleted user30's account and made
     # the username again for someone else. syncd put user30's fields back over that
-    # person's account as drift and, user30 having left, locked it: exit 0.
+    # person's account as drift and, user30 having left, locked it: exit 0. Carrying a
+    # source id, it is an account the state database never knew: the run stops until the
+    # admin says it is another program's (`syncd state accept`).
     admin = AnotherAdmin(synced.emulator)
     admin.delete_person("user30")
     fields = {"extension_id": mark} if mark else {}
     admin.add_person("user30", "D3", name="Someone Else", mobile="13911112222", **fields)
     synced.company.person("user30")["status"] = "departed"
+    if mark:  # an account syncd never knew carrying a source id, in its department
+        stopped = synced.sync()
+        assert stopped.exit_code == EXIT_FAILED, stopped.error
+        assert "person user30 (extension_id HR-77)" in str(stopped.error)
+        assert admin.employee("user30")["name"] == "Someone Else"
+        assert run_cli(["state", "accept", "--config", str(synced.config)]) == EXIT_OK
     for _ in range(2):  # the evidence is read again by the next run: still nobody changed
         result = synced.sync()
         assert (result.outcome, result.exit_code) == ("partial", EXIT_PARTIAL), result.error
