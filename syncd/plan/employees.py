@@ -569,14 +569,20 @@ class EmployeePlanner:
         return True
 
     def _holder_of(self, synced: SyncedEmployee, found: PlatformEmployee) -> str | None:
-        """The source id of another person syncd holds in the very account found under this
-        person's username (the same id), or None: the account is known to be theirs."""
-        other = self.snapshot.employees.get(found.extension_id or "")
-        if other is None or other.source_id == synced.source_id:
+        """The source id of another person whose account, by the evidence, is the one found
+        under this person's username (another id than syncd wrote for them): one syncd holds
+        in that very account, or one the source gives that username, whose mark it carries
+        (adopted as on a first run). None: it may be theirs."""
+        mark = found.extension_id
+        if mark is None or mark == synced.source_id or found.id == synced.employee_id:
             return None
-        if other.employee_id != found.id or found.id == synced.employee_id:
-            return None
-        return other.source_id
+        other = self.snapshot.employees.get(mark)
+        if other is not None:
+            return mark if other.employee_id == found.id else None
+        read = self.directory.employees.get(mark)
+        if read is not None and look_alike(read.username) == look_alike(found.username):
+            return mark
+        return None
 
     def _someone_elses(self, synced: SyncedEmployee, found: PlatformEmployee) -> str | None:
         """What shows the account found under a person's username is someone else's, or None

@@ -181,6 +181,13 @@ def weigh(
         )
         return False, Note("conflict", e.id, message), True
     found = view.changed.get(holder.username)
+    if found is not None and found.extension_id == e.id and found.id != holder.employee_id:
+        message = (
+            f"username {e.username} was synced for source id {holder.source_id}, but the "
+            f"platform's account under it (id {found.id}) is another and carries source id "
+            f"{e.id}: it is {e.id}'s, adopted at the next run; {holder.source_id} is let go of"
+        )
+        return False, Note("conflict", e.id, message), True
     locked = holder.locked or (found is not None and found.locked)
     verdict, seen = judge(e, snapshot.written(Kind.EMPLOYEE, holder.source_id), locked)
     if verdict is Verdict.REKEY:
