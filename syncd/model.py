@@ -178,6 +178,14 @@ class Directory:
             if r.kind is Kind.EMPLOYEE and (r.may_hide_rows or not (r.key or r.username))
         )
 
+    def names(self, source_id: str, username: str) -> bool:
+        """Whether this read holds the source id under this username, in any spelling: an
+        account carrying that mark under that username is the one the plan adopts, as on a
+        first run. Under another username it is no record the source names: the person's
+        account from before the source renamed them."""
+        e = self.employees.get(source_id)
+        return e is not None and look_alike(e.username) == look_alike(username)
+
     def rejected_by_username(self) -> dict[str, tuple[RejectedRow, ...]]:
         """The rejected employee rows that name a username, by its look-alike key."""
         rows: dict[str, tuple[RejectedRow, ...]] = {}

@@ -574,15 +574,12 @@ class EmployeePlanner:
         in that very account, or one the source gives that username, whose mark it carries
         (adopted as on a first run). None: it may be theirs."""
         mark = found.extension_id
-        if mark is None or mark == synced.source_id or found.id == synced.employee_id:
+        if mark is None or not synced.another_account(found.id, mark):
             return None
         other = self.snapshot.employees.get(mark)
         if other is not None:
             return mark if other.employee_id == found.id else None
-        read = self.directory.employees.get(mark)
-        if read is not None and look_alike(read.username) == look_alike(found.username):
-            return mark
-        return None
+        return mark if self.directory.names(mark, found.username) else None
 
     def _someone_elses(self, synced: SyncedEmployee, found: PlatformEmployee) -> str | None:
         """What shows the account found under a person's username is someone else's, or None

@@ -181,7 +181,7 @@ def weigh(
         )
         return False, Note("conflict", e.id, message), True
     found = view.changed.get(holder.username)
-    if found is not None and found.extension_id == e.id and found.id != holder.employee_id:
+    if found is not None and found.extension_id == e.id and holder.another_account(found.id, e.id):
         message = (
             f"username {e.username} was synced for source id {holder.source_id}, but the "
             f"platform's account under it (id {found.id}) is another and carries source id "

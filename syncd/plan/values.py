@@ -53,6 +53,12 @@ class SyncedEmployee(NamedTuple):
     locked_since: int | None = None
     matched_by: str | None = None  # adopted by this key: the platform's username is kept
 
+    def another_account(self, account_id: object, mark: str | None) -> bool:
+        """Whether an account under this person's username is, by its own evidence, not
+        the one syncd wrote for them: it carries another source id and has another id (a
+        hand-edited mark on their own account is drift, weighed as such)."""
+        return mark is not None and mark != self.source_id and account_id != self.employee_id
+
 
 class KnownProblem(NamedTuple):
     """A value the platform refused for a person, because another account holds it or for

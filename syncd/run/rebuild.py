@@ -244,21 +244,12 @@ def _unknown_people(
         synced, account = snapshot.employees.get(extension_id), record.get("id")
         if synced is not None and isinstance(account, int) and account != synced.employee_id:
             again.setdefault(extension_id, []).append((account, username))
-        if extension_id in known_ids or _named_by_source(directory, extension_id, username):
+        if extension_id in known_ids or directory.names(extension_id, username):
             continue
         if not (excluded and matches_any(username, excluded)):
             people.append(record)
     people.sort(key=lambda r: str(r.get("username")))
     return people, _made_again(snapshot, again, listed)
-
-
-def _named_by_source(directory: Directory, extension_id: str, username: str) -> bool:
-    """Whether the source holds this source id under this username, in any spelling: an
-    account the plan adopts, as on a first run. Under another username it is no record the
-    source names: the person's account from before the source renamed them, which nothing
-    would ever lock (syncd.plan.usernames weighs it once the database holds it again)."""
-    e = directory.employees.get(extension_id)
-    return e is not None and look_alike(e.username) == look_alike(username)
 
 
 def _made_again(
@@ -499,7 +490,7 @@ def behind(
     candidates = [
         m
         for m in view.marked
-        if not _named_by_source(directory, m.extension_id, m.username)
+        if not directory.names(m.extension_id, m.username)
         and ours.intersection(m.org_ids)
         and not (excluded and matches_any(m.username, excluded))
     ]

@@ -92,9 +92,7 @@ def _foreign(
     username given again while the database was behind: the account it knows is gone).
     Its own account with a hand-edited ``extension_id`` is the holder's: drift weighs it."""
     holder = held.get(mark.username)
-    if holder is None:
-        return True
-    return holder.source_id != mark.extension_id and record.get("id") != holder.employee_id
+    return holder is None or holder.another_account(record.get("id"), mark.extension_id)
 
 
 def mark(record: Mapping[str, Any]) -> PlatformMark | None:
