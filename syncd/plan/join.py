@@ -446,9 +446,9 @@ def _carried(read: SourceRead, rejected: list[RejectedRow], held_usernames: set[
     Warnings are told (Directory.warnings), never taken for a partial read."""
     d = read.directory
     for row in d.rejected:
-        # A department's id is the tree's; a person's source id is a joined key only when
-        # the source joins on it.
-        key = row.key if row.kind is not Kind.EMPLOYEE or read.key == "id" else None
+        # A department's id is the tree's; a person's row names the joined id its join key
+        # gives (rekeys.weigh_rejected tells a leaver from the new hire given their username).
+        key = row.key if row.kind is not Kind.EMPLOYEE else _joined_key(row, read)
         if row.kind is Kind.EMPLOYEE and row.username:
             held_usernames.add(look_alike(row.username))
         hides = row.may_hide_rows or (row.kind is Kind.EMPLOYEE and not (key or row.username))
@@ -461,6 +461,7 @@ def _carried(read: SourceRead, rejected: list[RejectedRow], held_usernames: set[
                 row.username,
                 hides,
                 status=row.status,  # a status value nobody named stays loud when joined
+                identifiers=row.identifiers,
             )
         )
     for part in d.unread:  # a domain not read: who it holds is unknown
@@ -472,6 +473,23 @@ def _carried(read: SourceRead, rejected: list[RejectedRow], held_usernames: set[
                 may_hide_rows=True,
             )
         )
+
+
+def _joined_key(row: RejectedRow, read: SourceRead) -> str | None:
+    """The joined id a rejected person row names: its join key, read from what the row kept
+    (its id, username, name, mobile or work number) and compared as the source's keys are.
+    None when the row does not keep that field (an e-mail or extra key, an unreadable cell):
+    then the row names nobody and keeps whoever's username it gives as they are."""
+    if read.key == "id":
+        raw = row.key
+    elif read.key == "username":
+        raw = row.username
+    else:
+        raw = dict(row.identifiers).get(read.key)
+    if raw is None:
+        return None
+    text = match_value(read.key, raw) if read.key in _MATCHED else raw  # type: ignore[arg-type]
+    return normalizer(read.normalize)(text) if text is not None else None
 
 
 def _origins(slots: Slots, precedence: Precedence, names: tuple[str, ...]) -> dict[str, str]:

@@ -5,7 +5,8 @@ department is deleted while a read could not say what is gone."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -131,3 +132,66 @@ def test_no_active_person_is_locked_or_removed_for_want_of_a_source(
     if after.broken:
         removing = [c for c in changes if c.kind is Kind.EMPLOYEE and c.action in REMOVING]
         assert all(c.key in after.departed for c in removing)
+
+
+# A rejected row naming a leaver's username, in a source that joins on the work number.
+INVISIBLE = ("", "\u200f", "\u200b")  # how the row may spell the username: as it is, marked
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(
+    count=st.integers(2, 3),
+    leaver=st.sampled_from(KEYS),
+    where=st.integers(0, 2),
+    names=st.sampled_from(["the leaver", "someone read", "a new hire", "nobody"]),
+    same_name=st.booleans(),
+    mark=st.sampled_from(INVISIBLE),
+    missing=st.sampled_from(["wait", "partial"]),
+)
+def test_a_rejected_row_giving_a_leavers_username_is_weighed_by_the_person_its_key_names(
+    count: int,
+    leaver: str,
+    where: int,
+    names: str,
+    same_name: bool,
+    mark: str,
+    missing: Literal["wait", "partial"],
+) -> None:
+    """Campaign seed 887: everyone drops a leaver; another source's row gives their
+    username (maybe in a spelling syncd refuses) to someone else, whose work number (the
+    join key) it still holds. The row names that person, so the leaver goes unless the
+    evidence cannot tell them apart; a row naming the leaver's own key, or no key at all,
+    keeps them as they are (it may be their own row)."""
+    rules = JoinRules({"positions": ("hr",), "username": (*NAMES[1:count], "hr")}, missing)
+    before = join(whole(count), rules).directory
+    snapshot, view = synced(before)
+    n = KEYS.index(leaver)
+    other = KEYS[(n + 1) % len(KEYS)]
+    key = {"the leaver": leaver, "someone read": other, "a new hire": "k9", "nobody": None}[names]
+    source = NAMES[where % count]
+    username = before.employees[leaver].username
+    row = RejectedRow(
+        f"{source}.csv:12",
+        "username contains a mark that cannot be seen",
+        username=f"{username[:1]}{mark}{username[1:]}",
+        identifiers=(
+            ("name", f"Person {n}" if same_name else "Someone Else"),
+            *((("sn", f" {key} "),) if key else ()),
+        ),
+    )
+    reads = []
+    for r in whole(count):
+        people = {i: e for i, e in r.directory.employees.items() if e.sn != leaver}
+        rejected = (row,) if r.name == source else ()
+        read = replace(r.directory, employees=people, rejected=rejected)
+        reads.append(replace(r, directory=read))
+    now = join(reads, rules, synced=snapshot.employees).directory
+    result = plan(now, snapshot, view, Policy(leaver_policy="lock"), NOW)
+
+    went = [c for c in result.changes if c.key == leaver and c.action in REMOVING]
+    if key is None or key == leaver or same_name:
+        assert went == []  # their own row, maybe: kept until it is read
+    else:
+        assert went, [n.message for n in result.notes]  # someone else's row: a leaver goes
+    others = [c for c in result.changes if c.key != leaver and c.action in REMOVING]
+    assert others == []
