@@ -33,6 +33,7 @@ from syncd.plan.values import (
     Snapshot,
     SyncedEmployee,
     access_kept,
+    kept_for_rows,
     matches_any,
     people,
 )
@@ -66,6 +67,9 @@ class EmployeePlanner:
         # People the source says have left whose usernames' accounts are not theirs
         # (_not_theirs): neither locked nor removed, so they keep their access.
         self.access_kept = 0
+        # People missing from the source kept active for a rejected row that may be theirs
+        # (rejected_holds): they may have left, and keep their access until it is fixed.
+        self.kept_for_rows = 0
         self.upserts: list[Change] = []
         self.unlocks: list[Change] = []
         self.locks: list[Change] = []
@@ -136,6 +140,8 @@ class EmployeePlanner:
         self.dates.unread(self)
         if self.access_kept:
             self.notes.append(Note(ACCESS_KEPT, "", access_kept(self.access_kept)))
+        if self.kept_for_rows:
+            self.notes.append(Note(ACCESS_KEPT, "", kept_for_rows(self.kept_for_rows)))
         if self.never_synced_departed:
             self.notes.append(
                 Note(
@@ -533,6 +539,8 @@ class EmployeePlanner:
             self._rejected_weighed[synced.source_id] = held
             if note is not None:
                 self.notes.append(note)
+                if held and not synced.locked:
+                    self.kept_for_rows += 1
         return held
 
     def _not_theirs(self, synced: SyncedEmployee, found: PlatformEmployee) -> bool:

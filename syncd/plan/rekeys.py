@@ -207,9 +207,20 @@ def weigh_rejected(
     show different people by the re-key rule (the name differs and no mobile or work number
     agrees): then the holder is a leaver like anyone missing, and the row waits to be fixed
     (a new hire given a leaver's username in a spelling syncd refuses never keeps the
-    leaver's access). A row without an id, or with the holder's own, always keeps it."""
-    if any(row.key is None or row.key == holder.source_id for row in rows):
+    leaver's access). A row with the holder's own id keeps it; so does a row without an id
+    (it may be theirs), with a note: the holder may have left, and keeps their access until
+    the row is fixed."""
+    if any(row.key == holder.source_id for row in rows):
         return True, None
+    unnamed = next((row for row in rows if row.key is None), None)
+    if unnamed is not None:
+        message = (
+            f"source id {holder.source_id} ({holder.username}) is missing from the source, "
+            f"and rejected row {unnamed.where} gives its username with no id to say whose row "
+            f"it is: it may be theirs, so {holder.source_id} is kept as it is until the row "
+            "is fixed"
+        )
+        return True, Note("conflict", holder.source_id, message)
     before = snapshot.written(Kind.EMPLOYEE, holder.source_id)
     for row in rows:
         seen = compared(dict(row.identifiers), before)

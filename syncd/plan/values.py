@@ -407,6 +407,15 @@ def access_kept(n: int) -> str:
     )
 
 
+def kept_for_rows(n: int) -> str:
+    """Why people missing from the source are neither locked nor removed (rejected_holds)."""
+    return (
+        f"{people(n)} missing from the source {'keeps' if n == 1 else 'keep'} their access: "
+        "rejected rows give their usernames and cannot say whose rows they are (the "
+        "conflicts above), so nobody is locked or removed for them until the rows are fixed"
+    )
+
+
 def matches_any(value: str, patterns: Sequence[str]) -> bool:
     """Whether ``value`` matches one of the shell patterns, in any letter case."""
     folded = value.casefold()

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from syncd.model import Directory, Employee, Position, State
 from syncd.plan import (
+    ACCESS_KEPT,
     DAY_MS,
     Action,
     Limits,
@@ -432,6 +433,27 @@ def test_a_rejected_row_that_may_be_the_missing_person_keeps_them_as_they_are(
     p = plan(d, snapshot, view, Policy(), NOW)
     assert actions(p) == []
     assert [n.key for n in p.notes if n.kind == "conflict"] == ["e3"]
+    # Carol may have left: she keeps her access, so the run is partial until it is fixed.
+    assert [n.message[:9] for n in p.notes if n.kind == ACCESS_KEPT] == ["1 person "]
+
+
+@settings(max_examples=examples(20), deadline=None)
+@given(broken=SET_ASIDE, named=st.booleans(), locked=st.booleans())
+def test_a_rejected_row_without_an_id_keeps_the_missing_person_and_says_so(
+    broken: dict[str, Any], named: bool, locked: bool
+) -> None:
+    # A row whose id is empty may be anyone's, Carol's own too: she is kept as she is,
+    # and the run says she keeps her access (partial) while she is active, whoever the
+    # row's name says.
+    snapshot, view = synced(directory(COMPANY, BEFORE), locked={"e3": 1} if locked else None)
+    row = (CAROL if named else HIRE)._replace(id="", **broken)
+    d = directory(COMPANY, [*STAFF[:2], row])
+    assert "e3" not in d.employees and [r.key for r in d.rejected] == [None]
+    p = plan(d, snapshot, view, Policy(), NOW)
+    assert actions(p) == []
+    assert [n.key for n in p.notes if n.kind == "conflict"] == ["e3"]
+    kept = [n for n in p.notes if n.kind == ACCESS_KEPT]
+    assert len(kept) == (0 if locked else 1)
 
 
 @settings(max_examples=examples(20), deadline=None)
