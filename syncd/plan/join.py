@@ -104,6 +104,11 @@ def key_value(e: Employee, key: str, normalize: Sequence[str] = _STRIP) -> str |
     """The join key of one record, normalized (None: the record has none)."""
     extra = key.startswith("extra.")
     raw = dict(e.extra).get(key[len("extra.") :]) if extra else getattr(e, key)
+    return _compared(key, raw, normalize)
+
+
+def _compared(key: str, raw: object, normalize: Sequence[str]) -> str | None:
+    """A raw key value as a join compares it: matched as accounts are, then normalized."""
     if raw is None:
         return None
     text = match_value(key, raw) if key in _MATCHED else str(raw)  # type: ignore[arg-type]
@@ -486,10 +491,7 @@ def _joined_key(row: RejectedRow, read: SourceRead) -> str | None:
         raw = row.username
     else:
         raw = dict(row.identifiers).get(read.key)
-    if raw is None:
-        return None
-    text = match_value(read.key, raw) if read.key in _MATCHED else raw  # type: ignore[arg-type]
-    return normalizer(read.normalize)(text) if text is not None else None
+    return _compared(read.key, raw, read.normalize)
 
 
 def _origins(slots: Slots, precedence: Precedence, names: tuple[str, ...]) -> dict[str, str]:

@@ -22,20 +22,34 @@ NAMES = ["hr", "ad", "acquired"]
 TREE = {"D1": Department("D1", "Head Office"), "D2": Department("D2", "R&D", "D1")}
 
 
-def record(source: str, n: int, copy: int, key: str | None, departed: bool) -> Employee:
+JoinField = Literal["sn", "mobile", "id"]  # the fields a join key is drawn into
+
+
+def record(
+    source: str, n: int, copy: int, key: str | None, departed: bool, field: JoinField = "sn"
+) -> Employee:
+    """Person ``n``'s record in ``source``, its join value ``key`` in ``field``."""
     place = (Position("D2" if n % 2 else "D1", primary=True),) if source == "hr" else ()
     return Employee(
-        f"{source}-{n}-{copy}",
+        key if field == "id" and key else f"{source}-{n}-{copy}",
         f"user{n}",
         f"Person {n}",
         place,
         email=f"user{n}@{source}.example",
-        sn=key,
+        mobile=phone(key) if field == "mobile" else None,
+        sn=key if field == "sn" else None,
         state=State.DEPARTED if departed else State.ACTIVE,
     )
 
 
-def source_read(source: str, people: list[Employee], *, partial: str = "") -> SourceRead:
+def phone(key: str | None, spelling: str = "+86 138 0000 {}") -> str | None:
+    """A mobile number standing for ``key`` (k3: +86 138 0000 3), in ``spelling``."""
+    return spelling.format(key[1:]) if key else None
+
+
+def source_read(
+    source: str, people: list[Employee], *, partial: str = "", key: JoinField = "sn"
+) -> SourceRead:
     rejected: tuple[RejectedRow, ...] = ()
     warnings: tuple[str, ...] = ()
     if partial == "cut":
@@ -53,7 +67,7 @@ def source_read(source: str, people: list[Employee], *, partial: str = "") -> So
         warnings=warnings,
         unread=unread,
     )
-    return SourceRead(source, d, key="sn", required=source != "acquired")
+    return SourceRead(source, d, key=key, required=source != "acquired")
 
 
 @dataclass(frozen=True)
@@ -65,9 +79,11 @@ class Damage:
     broken: bool  # some read could not say who is gone (a warning alone is not that)
 
 
-def whole(count: int) -> list[SourceRead]:
+def whole(count: int, field: JoinField = "sn") -> list[SourceRead]:
     return [
-        source_read(s, [record(s, n, 0, key, False) for n, key in enumerate(KEYS)])
+        source_read(
+            s, [record(s, n, 0, key, False, field) for n, key in enumerate(KEYS)], key=field
+        )
         for s in NAMES[:count]
     ]
 
@@ -134,13 +150,14 @@ def test_no_active_person_is_locked_or_removed_for_want_of_a_source(
         assert all(c.key in after.departed for c in removing)
 
 
-# A rejected row naming a leaver's username, in a source that joins on the work number.
+# A rejected row naming a leaver's username, in a source that joins on a key of its own.
 INVISIBLE = ("", "\u200f", "\u200b")  # how the row may spell the username: as it is, marked
 
 
 @settings(max_examples=examples(100), deadline=None)
 @given(
     count=st.integers(2, 3),
+    field=st.sampled_from(["sn", "mobile", "id"]),
     leaver=st.sampled_from(KEYS),
     where=st.integers(0, 2),
     names=st.sampled_from(["the leaver", "someone read", "a new hire", "nobody"]),
@@ -150,6 +167,7 @@ INVISIBLE = ("", "\u200f", "\u200b")  # how the row may spell the username: as i
 )
 def test_a_rejected_row_giving_a_leavers_username_is_weighed_by_the_person_its_key_names(
     count: int,
+    field: JoinField,
     leaver: str,
     where: int,
     names: str,
@@ -158,47 +176,52 @@ def test_a_rejected_row_giving_a_leavers_username_is_weighed_by_the_person_its_k
     missing: Literal["wait", "partial"],
 ) -> None:
     """Campaign seed 887: everyone drops a leaver; another source's row gives their
-    username (maybe in a spelling syncd refuses) to someone else, whose work number (the
-    join key) it still holds. The row names that person, so the leaver goes unless the
-    evidence cannot tell them apart; a row naming the leaver's own key, or no key at all,
-    keeps them as they are (it may be their own row)."""
+    username (maybe in a spelling syncd refuses) to someone else, whose join key (work
+    number, mobile number in another spelling, or id) it still holds. The row names that
+    person, so the leaver goes unless the evidence cannot tell them apart; a row naming the
+    leaver's own key, or no key at all, keeps them as they are (it may be their own row)."""
     rules = JoinRules({"positions": ("hr",), "username": (*NAMES[1:count], "hr")}, missing)
-    before = join(whole(count), rules).directory
+    before = join(whole(count, field), rules).directory
     snapshot, view = synced(before)
     n = KEYS.index(leaver)
+    gone = next(i for i, e in before.employees.items() if e.username == f"user{n}")
     other = KEYS[(n + 1) % len(KEYS)]
     key = {"the leaver": leaver, "someone read": other, "a new hire": "k9", "nobody": None}[names]
     source = NAMES[where % count]
-    username = before.employees[leaver].username
+    held = {"sn": f" {key} " if key else None, "mobile": phone(key, "+86-138-0000-{}")}
+    kept = held.get(field)
     row = RejectedRow(
         f"{source}.csv:12",
         "username contains a mark that cannot be seen",
-        username=f"{username[:1]}{mark}{username[1:]}",
+        key=key if field == "id" else None,
+        username=f"u{mark}ser{n}",
         identifiers=(
             ("name", f"Person {n}" if same_name else "Someone Else"),
-            *((("sn", f" {key} "),) if key else ()),
+            *(((field, kept),) if kept else ()),
         ),
     )
-    now = join(without(count, leaver, row, source), rules, synced=snapshot.employees).directory
-    result = plan(now, snapshot, view, Policy(leaver_policy="lock"), NOW)
+    now = join(without(count, field, n, row, source), rules, synced=snapshot.employees)
+    result = plan(now.directory, snapshot, view, Policy(leaver_policy="lock"), NOW)
 
-    went = [c for c in result.changes if c.key == leaver and c.action in REMOVING]
-    told = any(n.kind == ACCESS_KEPT for n in result.notes)
+    went = [c for c in result.changes if c.key == gone and c.action in REMOVING]
+    told = any(note.kind == ACCESS_KEPT for note in result.notes)
     if key == leaver:  # their own row: kept until it is read
         assert (bool(went), told) == (False, False)
     elif key is None or same_name:  # theirs, maybe: kept, and the run says so (partial)
         assert (bool(went), told) == (False, True)
     else:  # someone else's row: the leaver goes
-        assert went, [n.message for n in result.notes]
-    others = [c for c in result.changes if c.key != leaver and c.action in REMOVING]
+        assert went, [note.message for note in result.notes]
+    others = [c for c in result.changes if c.key != gone and c.action in REMOVING]
     assert others == []
 
 
-def without(count: int, leaver: str, row: RejectedRow, source: str) -> list[SourceRead]:
-    """Every source's read of the whole company but ``leaver``, ``source`` rejecting ``row``."""
+def without(
+    count: int, field: JoinField, n: int, row: RejectedRow, source: str
+) -> list[SourceRead]:
+    """Every source's read of the whole company but person ``n``, ``source`` rejecting ``row``."""
     reads = []
-    for r in whole(count):
-        people = {i: e for i, e in r.directory.employees.items() if e.sn != leaver}
+    for r in whole(count, field):
+        people = {i: e for i, e in r.directory.employees.items() if e.username != f"user{n}"}
         rejected = (row,) if r.name == source else ()
         read = replace(r.directory, employees=people, rejected=rejected)
         reads.append(replace(r, directory=read))
