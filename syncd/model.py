@@ -114,6 +114,9 @@ class Employee(NamedTuple):
 # The fields that tell two records of one username apart (syncd.plan.rekeys): the name and
 # the personal identifiers a recycled username does not bring along.
 IDENTIFYING = ("name", "mobile", "sn")
+# What a rejected row keeps of itself (RejectedRow.identifiers): those, and its e-mail, a
+# join key of several sources (syncd.plan.join names the person a rejected row is by it).
+KEPT_OF_A_ROW = (*IDENTIFYING, "email")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +134,7 @@ class RejectedRow:
     status: str | None = None
     # The row's name, mobile and work number (sn) as far as they could be read: what tells
     # a rejected row with another id from the person whose username it names
-    # (syncd.plan.rekeys.weigh_rejected).
+    # (syncd.plan.rekeys.weigh_rejected); and its e-mail, should a join key be it.
     identifiers: tuple[tuple[str, str], ...] = ()
 
 
@@ -461,7 +464,7 @@ def _valid_employees(
         e = _employee_in_nfc(read)
         reason = _employee_problem(e, ids, usernames, departments, plain)
         if reason:
-            found = ((f, getattr(e, f)) for f in IDENTIFYING)
+            found = ((f, getattr(e, f)) for f in KEPT_OF_A_ROW)
             identifiers = tuple((f, v) for f, v in found if isinstance(v, str) and v.strip())
             rejected.append(
                 RejectedRow(

@@ -482,8 +482,8 @@ def _carried(read: SourceRead, rejected: list[RejectedRow], held_usernames: set[
 
 def _joined_key(row: RejectedRow, read: SourceRead) -> str | None:
     """The joined id a rejected person row names: its join key, read from what the row kept
-    (its id, username, name, mobile or work number) and compared as the source's keys are.
-    None when the row does not keep that field (an e-mail or extra key, an unreadable cell):
+    (its id, username, name, mobile, work number or e-mail) and compared as the source's
+    keys are. None when the row does not keep that field (an extra key, an unreadable cell):
     then the row names nobody and keeps whoever's username it gives as they are."""
     if read.key == "id":
         raw = row.key

@@ -283,6 +283,10 @@ def test_a_value_that_cannot_be_used_rejects_that_person_only(
     assert row.username == "alice"
     assert row.where.startswith("uid=alice,")
     assert "sort order 'B-101' is not a whole number" in row.reason
+    # What tells her from another, and her e-mail (a join key), as read (plan.join).
+    kept = dict(row.identifiers)
+    assert (kept["name"], kept["mobile"]) == ("Alice Liddell", "+86 138 0000 0001")
+    assert kept["email"] == "alice@acme.example"
     assert set(people(directory)) == ACME_PEOPLE - {"alice"}
     assert not directory.leavers_known or row.key  # she is named: not taken for a leaver
 

@@ -22,7 +22,7 @@ NAMES = ["hr", "ad", "acquired"]
 TREE = {"D1": Department("D1", "Head Office"), "D2": Department("D2", "R&D", "D1")}
 
 
-JoinField = Literal["sn", "mobile", "id"]  # the fields a join key is drawn into
+JoinField = Literal["sn", "mobile", "email", "id"]  # the fields a join key is drawn into
 
 
 def record(
@@ -35,7 +35,7 @@ def record(
         f"user{n}",
         f"Person {n}",
         place,
-        email=f"user{n}@{source}.example",
+        email=f"{key}@example.com" if field == "email" and key else f"user{n}@{source}.example",
         mobile=phone(key) if field == "mobile" else None,
         sn=key if field == "sn" else None,
         state=State.DEPARTED if departed else State.ACTIVE,
@@ -157,7 +157,7 @@ INVISIBLE = ("", "\u200f", "\u200b")  # how the row may spell the username: as i
 @settings(max_examples=examples(100), deadline=None)
 @given(
     count=st.integers(2, 3),
-    field=st.sampled_from(["sn", "mobile", "id"]),
+    field=st.sampled_from(["sn", "mobile", "email", "id"]),
     leaver=st.sampled_from(KEYS),
     where=st.integers(0, 2),
     names=st.sampled_from(["the leaver", "someone read", "a new hire", "nobody"]),
@@ -177,7 +177,7 @@ def test_a_rejected_row_giving_a_leavers_username_is_weighed_by_the_person_its_k
 ) -> None:
     """Campaign seed 887: everyone drops a leaver; another source's row gives their
     username (maybe in a spelling syncd refuses) to someone else, whose join key (work
-    number, mobile number in another spelling, or id) it still holds. The row names that
+    number, mobile number or e-mail in another spelling, or id) it still holds. The row names that
     person, so the leaver goes unless the evidence cannot tell them apart; a row naming the
     leaver's own key, or no key at all, keeps them as they are (it may be their own row)."""
     rules = JoinRules({"positions": ("hr",), "username": (*NAMES[1:count], "hr")}, missing)
@@ -188,18 +188,8 @@ def test_a_rejected_row_giving_a_leavers_username_is_weighed_by_the_person_its_k
     other = KEYS[(n + 1) % len(KEYS)]
     key = {"the leaver": leaver, "someone read": other, "a new hire": "k9", "nobody": None}[names]
     source = NAMES[where % count]
-    held = {"sn": f" {key} " if key else None, "mobile": phone(key, "+86-138-0000-{}")}
-    kept = held.get(field)
-    row = RejectedRow(
-        f"{source}.csv:12",
-        "username contains a mark that cannot be seen",
-        key=key if field == "id" else None,
-        username=f"u{mark}ser{n}",
-        identifiers=(
-            ("name", f"Person {n}" if same_name else "Someone Else"),
-            *(((field, kept),) if kept else ()),
-        ),
-    )
+    name = f"Person {n}" if same_name else "Someone Else"
+    row = rejected_row(f"{source}.csv:12", field, key, f"u{mark}ser{n}", name)
     now = join(without(count, field, n, row, source), rules, synced=snapshot.employees)
     result = plan(now.directory, snapshot, view, Policy(leaver_policy="lock"), NOW)
 
@@ -213,6 +203,24 @@ def test_a_rejected_row_giving_a_leavers_username_is_weighed_by_the_person_its_k
         assert went, [note.message for note in result.notes]
     others = [c for c in result.changes if c.key != gone and c.action in REMOVING]
     assert others == []
+
+
+def rejected_row(
+    where: str, field: JoinField, key: str | None, username: str, name: str
+) -> RejectedRow:
+    """A row rejected for its username, keeping ``key`` in ``field`` in another spelling."""
+    held = {
+        "sn": f" {key} " if key else None,
+        "mobile": phone(key, "+86-138-0000-{}"),
+        "email": f"{key.upper()}@Example.COM" if key else None,
+    }.get(field)
+    return RejectedRow(
+        where,
+        "username contains a mark that cannot be seen",
+        key=key if field == "id" else None,
+        username=username,
+        identifiers=(("name", name), *(((field, held),) if held else ())),
+    )
 
 
 def without(

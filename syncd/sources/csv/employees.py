@@ -11,7 +11,7 @@ from syncd.config import CsvSource
 from syncd.config.source import status_key
 from syncd.mapping import RuleFailure, Rules, with_mapped
 from syncd.model import (
-    IDENTIFYING,
+    KEPT_OF_A_ROW,
     Department,
     Employee,
     Kind,
@@ -261,11 +261,11 @@ class _EmployeeReader:
         self._dates: dict[str, str | None] = {}  # birthdays repeat: parse each text once
 
     def identifiers(self, cells: list[str] | None) -> tuple[tuple[str, str], ...]:
-        """A rejected row's name, mobile and work number, where its cells can be trusted and
-        no mapping rule makes the field (RejectedRow.identifiers)."""
+        """A rejected row's name, mobile, work number and e-mail, where its cells can be
+        trusted and no mapping rule makes the field (RejectedRow.identifiers)."""
         found = (
             (name, self._columns.trusted(cells, self._own.get(name)))
-            for name in IDENTIFYING
+            for name in KEPT_OF_A_ROW
             if name not in self._ruled
         )
         return tuple((name, value) for name, value in found if value)

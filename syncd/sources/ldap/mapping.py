@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from syncd.mapping import Get, Mapped, with_mapped
 from syncd.model import (
-    IDENTIFYING,
+    KEPT_OF_A_ROW,
     Employee,
     Kind,
     Photo,
@@ -120,7 +120,7 @@ class PeopleReader:
             reason = value_problem(exc)
             key, username = self._safe(dn, values, "id"), self._safe(dn, values, "username")
             status = exc.value if isinstance(exc, UnreadStatus) else None
-            identifiers = ((f, self._safe(dn, values, f)) for f in IDENTIFYING)
+            identifiers = ((f, self._safe(dn, values, f)) for f in KEPT_OF_A_ROW)
             self.rejected.append(
                 RejectedRow(
                     dn,
