@@ -114,9 +114,11 @@ class Employee(NamedTuple):
 # The fields that tell two records of one username apart (syncd.plan.rekeys): the name and
 # the personal identifiers a recycled username does not bring along.
 IDENTIFYING = ("name", "mobile", "sn")
-# What a rejected row keeps of itself (RejectedRow.identifiers): those, and its e-mail, a
-# join key of several sources (syncd.plan.join names the person a rejected row is by it).
+# What a rejected row keeps of itself (RejectedRow.identifiers): those, and what else a join
+# of several sources may be keyed on, its e-mail and extra attributes (``extra.<name>``):
+# syncd.plan.join names the person a rejected row is by its join key.
 KEPT_OF_A_ROW = (*IDENTIFYING, "email")
+EXTRA = "extra."
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +136,8 @@ class RejectedRow:
     status: str | None = None
     # The row's name, mobile and work number (sn) as far as they could be read: what tells
     # a rejected row with another id from the person whose username it names
-    # (syncd.plan.rekeys.weigh_rejected); and its e-mail, should a join key be it.
+    # (syncd.plan.rekeys.weigh_rejected); and its e-mail and extra attributes
+    # (``extra.<name>``), should a join be keyed on one (KEPT_OF_A_ROW).
     identifiers: tuple[tuple[str, str], ...] = ()
 
 
@@ -464,7 +467,8 @@ def _valid_employees(
         e = _employee_in_nfc(read)
         reason = _employee_problem(e, ids, usernames, departments, plain)
         if reason:
-            found = ((f, getattr(e, f)) for f in KEPT_OF_A_ROW)
+            found = [(f, getattr(e, f)) for f in KEPT_OF_A_ROW]
+            found += [(EXTRA + name, v) for name, v in e.extra]
             identifiers = tuple((f, v) for f, v in found if isinstance(v, str) and v.strip())
             rejected.append(
                 RejectedRow(

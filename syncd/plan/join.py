@@ -31,6 +31,7 @@ from operator import itemgetter
 from typing import Literal
 
 from syncd.model import (
+    EXTRA,
     Directory,
     Employee,
     Kind,
@@ -102,8 +103,8 @@ class KeyNotHeld(ValueError):
 
 def key_value(e: Employee, key: str, normalize: Sequence[str] = _STRIP) -> str | None:
     """The join key of one record, normalized (None: the record has none)."""
-    extra = key.startswith("extra.")
-    raw = dict(e.extra).get(key[len("extra.") :]) if extra else getattr(e, key)
+    extra = key.startswith(EXTRA)
+    raw = dict(e.extra).get(key[len(EXTRA) :]) if extra else getattr(e, key)
     return _compared(key, raw, normalize)
 
 
@@ -482,9 +483,9 @@ def _carried(read: SourceRead, rejected: list[RejectedRow], held_usernames: set[
 
 def _joined_key(row: RejectedRow, read: SourceRead) -> str | None:
     """The joined id a rejected person row names: its join key, read from what the row kept
-    (its id, username, name, mobile, work number or e-mail) and compared as the source's
-    keys are. None when the row does not keep that field (an extra key, an unreadable cell):
-    then the row names nobody and keeps whoever's username it gives as they are."""
+    (its id, username, name, mobile, work number, e-mail or extra attribute) and compared
+    as the source's keys are. None when the row does not keep that field (an unreadable
+    cell): then the row names nobody and keeps whoever's username it gives as they are."""
     if read.key == "id":
         raw = row.key
     elif read.key == "username":

@@ -57,24 +57,31 @@ def test_a_shifted_row_trusts_only_its_first_cell(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "row",
     [
-        "E9,carol,Carol Chen,D2,13900000009,已离职,,carol@example.com\n",  # a status nobody named
-        # a character that cannot be seen
-        "E9,carol\u200e,Carol Chen,D2,13900000009,在职,,carol@example.com\n",
-        "E9,carol,Carol Chen,D404,13900000009,在职,,carol@example.com\n",  # a department nobody has
+        # a status nobody named; a character that cannot be seen; a department nobody has
+        "E9,carol,Carol Chen,D2,13900000009,已离职,,carol@example.com,0042\n",
+        "E9,carol\u200e,Carol Chen,D2,13900000009,在职,,carol@example.com,0042\n",
+        "E9,carol,Carol Chen,D404,13900000009,在职,,carol@example.com,0042\n",
     ],
 )
 def test_a_rejected_row_keeps_what_tells_its_person_from_another(tmp_path: Path, row: str) -> None:
     # Issue 32: a rejected row naming a leaver's username by another id protected the
     # leaver whoever it was. Its name and mobile, where readable, tell (plan.rekeys); its
-    # e-mail names the person in a join on it (plan.join).
-    text = "id,username,name,department,mobile,status,tel,email\n" + row
-    d = read(tmp_path, text, departed_values=["离职"], active_values=["在职"])
+    # e-mail and extra attributes name the person in a join on one of them (plan.join).
+    text = "id,username,name,department,mobile,status,tel,email,employeeID\n" + row
+    d = read(
+        tmp_path,
+        text,
+        departed_values=["离职"],
+        active_values=["在职"],
+        extra_columns={"employeeID": "ad_number"},
+    )
     found = rejected_at(d, "employees.csv:2")
     assert found.key == "E9"
     assert dict(found.identifiers) == {
         "name": "Carol Chen",
         "mobile": "13900000009",
         "email": "carol@example.com",
+        "extra.ad_number": "0042",
     }
 
 

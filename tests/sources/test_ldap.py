@@ -277,16 +277,19 @@ def test_optional_fields_mapped_by_settings(
 def test_a_value_that_cannot_be_used_rejects_that_person_only(
     acme: str, ldap_settings: SettingsFactory
 ) -> None:
-    directory = read_ldap(ldap_settings(attributes={"sort_order": "roomNumber"}))
+    settings = ldap_settings(
+        attributes={"sort_order": "roomNumber"}, extra_attributes={"employeeNumber": "number"}
+    )
+    directory = read_ldap(settings)
 
     (row,) = directory.rejected
     assert row.username == "alice"
     assert row.where.startswith("uid=alice,")
     assert "sort order 'B-101' is not a whole number" in row.reason
-    # What tells her from another, and her e-mail (a join key), as read (plan.join).
+    # What tells her from another, her e-mail and extra attributes (join keys), as read.
     kept = dict(row.identifiers)
     assert (kept["name"], kept["mobile"]) == ("Alice Liddell", "+86 138 0000 0001")
-    assert kept["email"] == "alice@acme.example"
+    assert (kept["email"], kept["extra.number"]) == ("alice@acme.example", "E001")
     assert set(people(directory)) == ACME_PEOPLE - {"alice"}
     assert not directory.leavers_known or row.key  # she is named: not taken for a leaver
 

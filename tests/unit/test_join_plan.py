@@ -22,7 +22,7 @@ NAMES = ["hr", "ad", "acquired"]
 TREE = {"D1": Department("D1", "Head Office"), "D2": Department("D2", "R&D", "D1")}
 
 
-JoinField = Literal["sn", "mobile", "email", "id"]  # the fields a join key is drawn into
+JoinField = Literal["sn", "mobile", "email", "id", "extra.ad"]  # where a join key is drawn
 
 
 def record(
@@ -38,6 +38,7 @@ def record(
         email=f"{key}@example.com" if field == "email" and key else f"user{n}@{source}.example",
         mobile=phone(key) if field == "mobile" else None,
         sn=key if field == "sn" else None,
+        extra=(("ad", key),) if field == "extra.ad" and key else (),
         state=State.DEPARTED if departed else State.ACTIVE,
     )
 
@@ -157,7 +158,7 @@ INVISIBLE = ("", "\u200f", "\u200b")  # how the row may spell the username: as i
 @settings(max_examples=examples(100), deadline=None)
 @given(
     count=st.integers(2, 3),
-    field=st.sampled_from(["sn", "mobile", "email", "id"]),
+    field=st.sampled_from(["sn", "mobile", "email", "id", "extra.ad"]),
     leaver=st.sampled_from(KEYS),
     where=st.integers(0, 2),
     names=st.sampled_from(["the leaver", "someone read", "a new hire", "nobody"]),
@@ -177,9 +178,10 @@ def test_a_rejected_row_giving_a_leavers_username_is_weighed_by_the_person_its_k
 ) -> None:
     """Campaign seed 887: everyone drops a leaver; another source's row gives their
     username (maybe in a spelling syncd refuses) to someone else, whose join key (work
-    number, mobile number or e-mail in another spelling, or id) it still holds. The row names that
-    person, so the leaver goes unless the evidence cannot tell them apart; a row naming the
-    leaver's own key, or no key at all, keeps them as they are (it may be their own row)."""
+    number, mobile number, e-mail or extra attribute in another spelling, or id) it still
+    holds. The row names that person, so the leaver goes unless the evidence cannot tell
+    them apart; a row naming the leaver's own key, or no key at all, keeps them as they are
+    (it may be their own row)."""
     rules = JoinRules({"positions": ("hr",), "username": (*NAMES[1:count], "hr")}, missing)
     before = join(whole(count, field), rules).directory
     snapshot, view = synced(before)
@@ -213,6 +215,7 @@ def rejected_row(
         "sn": f" {key} " if key else None,
         "mobile": phone(key, "+86-138-0000-{}"),
         "email": f"{key.upper()}@Example.COM" if key else None,
+        "extra.ad": f"{key}  " if key else None,
     }.get(field)
     return RejectedRow(
         where,

@@ -11,6 +11,7 @@ from syncd.config import CsvSource
 from syncd.config.source import status_key
 from syncd.mapping import RuleFailure, Rules, with_mapped
 from syncd.model import (
+    EXTRA,
     KEPT_OF_A_ROW,
     Department,
     Employee,
@@ -204,6 +205,15 @@ class _EmployeeIndexes:
         object.__setattr__(self, "optional", itemgetter(*at))
 
 
+def _extra_columns(columns: _Columns, settings: CsvSource) -> list[tuple[str, int]]:
+    """(attribute, column) of each extra attribute the settings map, by attribute."""
+    extras = [
+        (attribute, columns.find(header, "source.csv.extra_columns", required=True))
+        for header, attribute in settings.extra_columns.items()
+    ]
+    return sorted((a, i) for a, i in extras if i is not None)
+
+
 class _EmployeeReader:
     """Turns one row of the employees file into an Employee, or says why it cannot."""
 
@@ -219,11 +229,7 @@ class _EmployeeReader:
         self.id, self.username = at["id"], at["username"]
         self._header_cells = _header_spellings(columns.labels)
         self._at = _EmployeeIndexes(**{f: _ABSENT if i is None else i for f, i in at.items()})
-        extras = [
-            (attribute, columns.find(header, "source.csv.extra_columns", required=True))
-            for header, attribute in settings.extra_columns.items()
-        ]
-        self._extras = sorted((a, i) for a, i in extras if i is not None)
+        self._extras = _extra_columns(columns, settings)
         self._columns = columns
         self.filtered = 0  # rows the row filter left out
         self._mapping = mapping
@@ -232,6 +238,9 @@ class _EmployeeReader:
         self._own.update((a, i) for a, i in self._extras)
         self._ruled_at = self._at
         self._ruled: tuple[str, ...] = ()
+        # The extra attributes a rejected row keeps: those no mapping rule makes.
+        ruled_extras = mapping.rules.extra if mapping.rules is not None else {}
+        self._extras_kept = [(a, i) for a, i in self._extras if a not in ruled_extras]
         if mapping.rules is not None:
             self._ruled = tuple(mapping.rules.fields)
             # Rows laid out to the header's width, an empty cell, then the ruled values.
@@ -261,14 +270,16 @@ class _EmployeeReader:
         self._dates: dict[str, str | None] = {}  # birthdays repeat: parse each text once
 
     def identifiers(self, cells: list[str] | None) -> tuple[tuple[str, str], ...]:
-        """A rejected row's name, mobile, work number and e-mail, where its cells can be
-        trusted and no mapping rule makes the field (RejectedRow.identifiers)."""
-        found = (
-            (name, self._columns.trusted(cells, self._own.get(name)))
-            for name in KEPT_OF_A_ROW
-            if name not in self._ruled
+        """A rejected row's name, mobile, work number, e-mail and extra attributes, where its
+        cells can be trusted and no mapping rule makes the field (RejectedRow.identifiers)."""
+        found = [(name, self._own.get(name)) for name in KEPT_OF_A_ROW]
+        found += [(EXTRA + name, i) for name, i in self._extras_kept]
+        trusted = self._columns.trusted
+        return tuple(
+            (name, value)
+            for name, i in found
+            if name not in self._ruled and (value := trusted(cells, i))
         )
-        return tuple((name, value) for name, value in found if value)
 
     def employee(self, cells: list[str], where: str) -> Employee | str | None:
         """The row's Employee, or why it is rejected; None when the row filter leaves it out."""

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from syncd.mapping import Get, Mapped, with_mapped
 from syncd.model import (
+    EXTRA,
     KEPT_OF_A_ROW,
     Employee,
     Kind,
@@ -99,6 +100,8 @@ class PeopleReader:
         self._picker = Picker(shape.value_rules, shape.attributes, shape.choices)
         self._own = dict(shape.own_fields or shape.fields)
         self._own.update((name, (slot,)) for slot, name in shape.extras)
+        ruled = shape.rules.extra if shape.rules is not None else {}
+        self._extras_kept = [n for _, n in shape.extras if n not in ruled]  # a rejected row's
         if trace is not None:
             own = {
                 name: tuple(shape.attributes[s] for s in slots) for name, slots in self._own.items()
@@ -120,7 +123,8 @@ class PeopleReader:
             reason = value_problem(exc)
             key, username = self._safe(dn, values, "id"), self._safe(dn, values, "username")
             status = exc.value if isinstance(exc, UnreadStatus) else None
-            identifiers = ((f, self._safe(dn, values, f)) for f in KEPT_OF_A_ROW)
+            identifiers = [(f, self._safe(dn, values, f)) for f in KEPT_OF_A_ROW]
+            identifiers += [(EXTRA + f, self._safe(dn, values, f)) for f in self._extras_kept]
             self.rejected.append(
                 RejectedRow(
                     dn,
