@@ -51,8 +51,6 @@ def write(
     own = ["[sources.csv.extra_columns]", 'key = "ad"'] if key == "extra.ad" else []
     lines = [
         f'state_dir = "{folder / "state"}"',
-        "[sync]",
-        'extended_fields = {ad = "ad"}' if key == "extra.ad" else "",
         "[[sources]]",
         'name = "hr"',
         'kind = "csv"',
