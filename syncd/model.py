@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 from typing import Literal, NamedTuple
 from unicodedata import is_normalized as _is_nfc
 
@@ -119,6 +120,16 @@ IDENTIFYING = ("name", "mobile", "sn")
 # syncd.plan.join names the person a rejected row is by its join key.
 KEPT_OF_A_ROW = (*IDENTIFYING, "email")
 EXTRA = "extra."
+
+
+def row_identifiers(
+    read: Callable[[str], object], extras: Iterable[tuple[str, object]]
+) -> tuple[tuple[str, str], ...]:
+    """RejectedRow.identifiers: each field of KEPT_OF_A_ROW as ``read`` gives it, then each
+    extra attribute (name, value) as ``extra.<name>``; those that hold text only."""
+    found = [(f, read(f)) for f in KEPT_OF_A_ROW]
+    found += [(EXTRA + name, value) for name, value in extras]
+    return tuple((f, v) for f, v in found if isinstance(v, str) and v.strip())
 
 
 @dataclass(frozen=True, slots=True)
@@ -467,9 +478,7 @@ def _valid_employees(
         e = _employee_in_nfc(read)
         reason = _employee_problem(e, ids, usernames, departments, plain)
         if reason:
-            found = [(f, getattr(e, f)) for f in KEPT_OF_A_ROW]
-            found += [(EXTRA + name, v) for name, v in e.extra]
-            identifiers = tuple((f, v) for f, v in found if isinstance(v, str) and v.strip())
+            identifiers = row_identifiers(partial(getattr, e), e.extra)
             rejected.append(
                 RejectedRow(
                     where,

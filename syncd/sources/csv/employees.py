@@ -11,8 +11,6 @@ from syncd.config import CsvSource
 from syncd.config.source import status_key
 from syncd.mapping import RuleFailure, Rules, with_mapped
 from syncd.model import (
-    EXTRA,
-    KEPT_OF_A_ROW,
     Department,
     Employee,
     Kind,
@@ -20,6 +18,7 @@ from syncd.model import (
     RejectedRow,
     State,
     normalize_gender,
+    row_identifiers,
 )
 from syncd.sources._paths import DepartmentPaths
 from syncd.sources._text import (
@@ -238,9 +237,6 @@ class _EmployeeReader:
         self._own.update((a, i) for a, i in self._extras)
         self._ruled_at = self._at
         self._ruled: tuple[str, ...] = ()
-        # The extra attributes a rejected row keeps: those no mapping rule makes.
-        ruled_extras = mapping.rules.extra if mapping.rules is not None else {}
-        self._extras_kept = [(a, i) for a, i in self._extras if a not in ruled_extras]
         if mapping.rules is not None:
             self._ruled = tuple(mapping.rules.fields)
             # Rows laid out to the header's width, an empty cell, then the ruled values.
@@ -272,14 +268,13 @@ class _EmployeeReader:
     def identifiers(self, cells: list[str] | None) -> tuple[tuple[str, str], ...]:
         """A rejected row's name, mobile, work number, e-mail and extra attributes, where its
         cells can be trusted and no mapping rule makes the field (RejectedRow.identifiers)."""
-        found = [(name, self._own.get(name)) for name in KEPT_OF_A_ROW]
-        found += [(EXTRA + name, i) for name, i in self._extras_kept]
-        trusted = self._columns.trusted
-        return tuple(
-            (name, value)
-            for name, i in found
-            if name not in self._ruled and (value := trusted(cells, i))
-        )
+        rules, own, trusted = self._mapping.rules, self._own, self._columns.trusted
+        ruled = (*self._ruled, *(rules.extra if rules is not None else ()))
+
+        def read(name: str) -> str | None:
+            return None if name in ruled else trusted(cells, own.get(name))
+
+        return row_identifiers(read, [(a, read(a)) for a, _ in self._extras])
 
     def employee(self, cells: list[str], where: str) -> Employee | str | None:
         """The row's Employee, or why it is rejected; None when the row filter leaves it out."""

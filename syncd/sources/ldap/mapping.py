@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from syncd.mapping import Get, Mapped, with_mapped
 from syncd.model import (
-    EXTRA,
-    KEPT_OF_A_ROW,
     Employee,
     Kind,
     Photo,
@@ -20,6 +18,7 @@ from syncd.model import (
     RejectedRow,
     State,
     normalize_gender,
+    row_identifiers,
 )
 from syncd.sources import active_directory as ad
 from syncd.sources._text import parse_date, parse_flag, parse_int32, parse_iso_day
@@ -100,8 +99,6 @@ class PeopleReader:
         self._picker = Picker(shape.value_rules, shape.attributes, shape.choices)
         self._own = dict(shape.own_fields or shape.fields)
         self._own.update((name, (slot,)) for slot, name in shape.extras)
-        ruled = shape.rules.extra if shape.rules is not None else {}
-        self._extras_kept = [n for _, n in shape.extras if n not in ruled]  # a rejected row's
         if trace is not None:
             own = {
                 name: tuple(shape.attributes[s] for s in slots) for name, slots in self._own.items()
@@ -123,8 +120,6 @@ class PeopleReader:
             reason = value_problem(exc)
             key, username = self._safe(dn, values, "id"), self._safe(dn, values, "username")
             status = exc.value if isinstance(exc, UnreadStatus) else None
-            identifiers = [(f, self._safe(dn, values, f)) for f in KEPT_OF_A_ROW]
-            identifiers += [(EXTRA + f, self._safe(dn, values, f)) for f in self._extras_kept]
             self.rejected.append(
                 RejectedRow(
                     dn,
@@ -133,7 +128,7 @@ class PeopleReader:
                     key,
                     username,
                     status=status,
-                    identifiers=tuple((f, v) for f, v in identifiers if v),
+                    identifiers=self._identifiers(dn, values),
                 )
             )
             if self.trace is not None:
@@ -355,6 +350,14 @@ class PeopleReader:
         return tuple(
             (name, raw.decode()) for slot, name in self.shape.extras if (raw := values[slot])
         )
+
+    def _identifiers(self, dn: str, values: Values) -> tuple[tuple[str, str], ...]:
+        """A rejected entry's RejectedRow.identifiers, read as far as they can be: its name,
+        mobile, work number, e-mail and the extra attributes no mapping rule makes."""
+        rules = self.shape.rules
+        ruled = rules.extra if rules is not None else {}
+        extras = [(n, self._safe(dn, values, n)) for _, n in self.shape.extras if n not in ruled]
+        return row_identifiers(lambda f: self._safe(dn, values, f), extras)
 
     def _safe(self, dn: str, values: Values, field_name: str) -> str | None:
         """A field for a rejected row's key, if it can be read at all (several values: by
