@@ -41,6 +41,10 @@ class SyncSettings(Section):
     exclude: Exclusions = Exclusions()
     username_change: Literal["conflict", "remove_and_create"] = "conflict"
     extended_fields: dict[str, str] = {}  # extra attribute name -> platform field
+    # Source ids (a join's: the joined key) whose record is the person syncd wrote under
+    # them though its name and its mobile or work number changed at once: updated, not held
+    # as another person given their key.
+    same_person: list[str] = []
     match_by: MatchKey = "username"  # a first run adopts platform accounts holding the same
     drift_check: bool = True
     skip_unchanged: bool = True  # see syncd.run.unchanged

@@ -19,7 +19,8 @@ and updated like the rest; what the source never named is left alone and listed.
 
 The package's rooms: ``values`` (inputs and outputs), ``fields`` (what is written and
 its hash), ``departments`` and ``employees`` (the two planners), ``rekeys`` (whether a
-new source id takes over a known username's account), ``messages`` (the sentence of each
+new source id takes over a known username's account), ``holds`` (an update that would
+hand an account to another person is not made), ``messages`` (the sentence of each
 change), ``guards`` (the checks made before anything is sent), ``unique_values``
 (mobiles and e-mail addresses: freed first, known problems retried), ``needs`` (what of
 the snapshot planning weighs, which the runner loads first, as plain values).
@@ -27,7 +28,7 @@ the snapshot planning weighs, which the runner loads first, as plain values).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -59,8 +60,10 @@ from syncd.plan.guards import (
     shifted_status,
     updates,
 )
+from syncd.plan.holds import held_back
 from syncd.plan.messages import field_diff
 from syncd.plan.photos import plan_photos
+from syncd.plan.rekeys import Evidence
 from syncd.plan.unique_values import frees, retries, with_values
 from syncd.plan.values import (
     ACCESS_KEPT,
@@ -131,6 +134,7 @@ __all__ = [
     "in_synced_spelling",
     "listed",
     "plan",
+    "planned",
     "reactivations",
     "shifted_status",
     "updates",
@@ -147,11 +151,38 @@ def plan(
     """Compare what the source says with what syncd wrote and the platform holds.
 
     ``snapshot`` holds the fields of every record the plan changes (everyone's do); the
-    runner loads them in two steps instead: ``draft``, then the fields of the people its
-    changes name (``Draft.unwritten``), then ``finish``.
+    runner loads them when asked instead (``planned``).
     """
+
+    def written(source_ids: Collection[str]) -> Mapping[str, Mapping[str, Any] | None]:
+        return {k: snapshot.written(Kind.EMPLOYEE, k) for k in source_ids}
+
+    return planned(directory, snapshot, view, policy, now_ms, written)
+
+
+Written = Callable[[Collection[str]], Mapping[str, Mapping[str, Any] | None]]
+
+
+def planned(
+    directory: Directory,
+    snapshot: Snapshot,
+    view: PlatformView,
+    policy: Policy,
+    now_ms: int,
+    written: Written,
+) -> Plan:
+    """``plan``, with what syncd wrote for the people it changes asked of ``written`` (by
+    source id) once the draft names them: the updates that would hand an account to
+    another person are held (``syncd.plan.holds``), the rest drafted again without them."""
     drafted = draft(directory, snapshot, view, policy, now_ms)
-    return finish(drafted, {k: snapshot.written(Kind.EMPLOYEE, k) for k in drafted.unwritten()})
+    fields = written(drafted.unwritten())
+    held = held_back(drafted.upserts, fields, policy.same_person)
+    if held:
+        drafted = draft(directory, snapshot, view, policy, now_ms, held)
+        # Fewer updates may leave a known problem to retry, whose holder's fields are asked.
+        if more := [k for k in drafted.unwritten() if k not in fields]:
+            fields = {**fields, **written(more)}
+    return finish(drafted, fields)
 
 
 @dataclass(frozen=True)
@@ -186,9 +217,11 @@ def draft(
     view: PlatformView,
     policy: Policy,
     now_ms: int,
+    held: Mapping[str, Evidence] | None = None,
 ) -> Draft:
     """The plan, but for what syncd wrote for the people it changes: pure, as ``plan``.
-    Asks ``snapshot`` only for the fields ``syncd.plan.needs.weighed`` names."""
+    Asks ``snapshot`` only for the fields ``syncd.plan.needs.weighed`` names; the updates
+    ``held`` names are not made (``syncd.plan.holds``)."""
     directory = in_synced_spelling(directory, snapshot)
     notes = [Note("source", "", warning) for warning in directory.warnings]
     if directory.filtered:
@@ -196,7 +229,7 @@ def draft(
         notes.append(Note("source", "", f"{left_out} left out by source.mapping.filter"))
     departments = DepartmentPlanner(directory, snapshot, view, policy, notes)
     creates, updates = departments.run()
-    staff = EmployeePlanner(directory, snapshot, view, policy, notes, now_ms)
+    staff = EmployeePlanner(directory, snapshot, view, policy, notes, now_ms, held)
     replaced, upserts, unlocks, locks, removes, forgets = staff.run()
     upserts = [*upserts, *_retried(staff, snapshot, view, upserts)]
     photos = plan_photos(directory, snapshot, upserts, policy.exclude_usernames)

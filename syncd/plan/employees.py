@@ -8,6 +8,7 @@ as the change's ``before``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import filterfalse
 from typing import Any
 
@@ -17,6 +18,7 @@ from syncd.plan.actions import Action
 from syncd.plan.adoption import adopted_by_key, claimed_elsewhere, held_before
 from syncd.plan.drift import PeopleDrift
 from syncd.plan.fields import employee_hasher
+from syncd.plan.holds import hold_message
 from syncd.plan.messages import department_names, unsure_rows
 from syncd.plan.schedule import EffectiveDates
 from syncd.plan.usernames import username_changed
@@ -55,8 +57,11 @@ class EmployeePlanner:
         policy: Policy,
         notes: list[Note],
         now_ms: int,
+        held: Mapping[str, rekeys.Evidence] | None = None,
     ) -> None:
         self.directory = directory
+        # Updates that would hand an account to another person: not made (syncd.plan.holds).
+        self.held = held or {}
         self.snapshot = snapshot
         self.view = view
         self.policy = policy
@@ -184,8 +189,19 @@ class EmployeePlanner:
             return  # as a rule: nothing changed, in the source or on the platform
         if synced.locked and wanted != synced.hash and self._someone_else_back(e, synced):
             return
+        if e.id in self.held:
+            self._hold(e, synced, found)
+            return
         self._plan_update(e, synced, wanted, found)
         self.plan_lock_state(e, synced.locked, synced, found)
+
+    def _hold(self, e: Employee, synced: SyncedEmployee, found: PlatformEmployee | None) -> None:
+        """An update whose record shows another person (syncd.plan.holds): not made; the
+        account is locked if the source says departed, else kept as it is."""
+        self.weighed.add(synced.username)
+        self.notes.append(Note("conflict", e.id, hold_message(e, self.held[e.id])))
+        if e.state is State.DEPARTED:
+            self.plan_lock_state(e, synced.locked, synced, found)
 
     def _someone_else_back(self, e: Employee, synced: SyncedEmployee) -> bool:
         """Whether a person syncd holds locked is read active again with a record that shows

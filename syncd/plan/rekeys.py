@@ -92,6 +92,12 @@ class Evidence:
             self.different_people or any(f in self.differ for f in IDENTIFIERS)
         )
 
+    @property
+    def named_apart(self) -> bool:
+        """The name differs and so does a mobile or work number, where both records have
+        one: two people, by what the records hold (a name corrected alone is not)."""
+        return "name" in self.differ and any(f in self.differ for f in IDENTIFIERS)
+
     def describe(self) -> str:
         parts = []
         if self.agree:

@@ -266,6 +266,9 @@ class Policy:
     username_change: str = "conflict"  # or remove_and_create
     match_by: MatchKey = "username"  # a first run adopts accounts by it (or email, mobile, sn)
     extended_fields: Mapping[str, str] = field(default_factory=dict)
+    # Source ids whose record is taken for the person syncd wrote under them, though it
+    # shows another (sync.same_person: a name and a mobile corrected at once).
+    same_person: frozenset[str] = frozenset()
     dates: DatePolicy = field(
         default_factory=DatePolicy
     )  # sync.dates: start and end dates (syncd.plan.schedule)

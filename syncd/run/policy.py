@@ -22,6 +22,7 @@ def policy_of(settings: Settings) -> Policy:
         username_change=s.username_change,
         match_by=s.match_by,
         extended_fields=dict(s.extended_fields),
+        same_person=frozenset(s.same_person),
         dates=DatePolicy(
             time_zone=s.dates.time_zone,
             create_days_before_start=s.dates.create_days_before_start,

@@ -39,8 +39,7 @@ from syncd.plan import (
     Snapshot,
     check_guards,
     departures,
-    draft,
-    finish,
+    planned,
 )
 from syncd.platform import PlatformClient
 from syncd.report.value import scheduled_summary
@@ -278,8 +277,9 @@ class _Run:
             # The fields planning weighs, then those of the people the draft changes: each
             # read once, in one query, before planning goes on; the plan is plain values.
             snapshot = self.state.weighed_fields(snapshot, directory, view)
-            drafted = draft(directory, snapshot, view, self.policy, self._now())
-            the_plan = finish(drafted, self.state.written_fields(drafted.unwritten()))
+            the_plan = planned(
+                directory, snapshot, view, self.policy, self._now(), self.state.written_fields
+            )
         if told := set_aside.notes(self.summary["source"]):  # replayed from the summary after
             the_plan = replace(the_plan, notes=(*the_plan.notes, *told))
         return the_plan

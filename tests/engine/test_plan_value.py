@@ -9,7 +9,7 @@ import enum
 import json
 import shutil
 import types
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -43,11 +43,10 @@ from syncd.plan import (
     department_fields,
     department_hash,
     department_paths,
-    draft,
     employee_fields,
     employee_hash,
-    finish,
     plan,
+    planned,
 )
 from syncd.plan.needs import (
     departments_weighed,
@@ -211,8 +210,8 @@ def _in_steps(
     head = store.load_snapshot(engine, everyone=False)
     snapshot = store.people_for(engine, head, directory, view, everyone=everyone)
     snapshot = store.weighed_fields(engine, snapshot, directory, view)
-    drafted = draft(directory, snapshot, view, POLICY, now_ms())
-    return snapshot, finish(drafted, store.written_fields(engine, drafted.unwritten()))
+    written = partial(store.written_fields, engine)
+    return snapshot, planned(directory, snapshot, view, POLICY, now_ms(), written)
 
 
 POLICY = Policy(leaver_policy="lock_then_remove")
@@ -269,7 +268,7 @@ def someone(n: int, version: int, unit: str, state: State = State.ACTIVE) -> Emp
     return Employee(
         f"E{n}",
         f"u{n}",
-        f"Person {n} v{version}",
+        f"Person {n}" if version < 2 else f"Someone {n}",  # 2: another person (holds)
         (Position(unit, primary=True),),
         mobile=f"1380000000{n % 10}" if version == 0 else f"1390000000{(n + version) % 10}",
         sn=f"S{n}",
@@ -292,11 +291,12 @@ def _written(draw: st.DrawFn, n: int, wrote: Employee) -> SyncedEmployee:
 
 
 def _read_again(draw: st.DrawFn, n: int, unit: str) -> Employee | None:
-    """Person ``n`` as the source has them now: kept, changed, moved, departed or gone."""
-    how = draw(st.sampled_from(["same", "changed", "moved", "departed", "absent"]))
+    """Person ``n`` as the source has them now: kept, changed, moved, departed, gone, or
+    another person under their id."""
+    how = draw(st.sampled_from(["same", "changed", "moved", "departed", "absent", "another"]))
     if how == "absent":
         return None
-    version = 0 if how in ("same", "departed") else 1
+    version = {"same": 0, "departed": 0, "another": 2}.get(how, 1)
     place = "D1" if how == "moved" else unit
     state = State.DEPARTED if how == "departed" else State.ACTIVE
     return someone(n, version, place, state)
@@ -307,7 +307,7 @@ def _newcomers(draw: st.DrawFn) -> dict[str, Employee]:
     new: dict[str, Employee] = {}
     for k in range(draw(st.integers(0, 2))):
         taken = draw(st.integers(0, PEOPLE + 1))
-        made = someone(taken, draw(st.integers(0, 1)), "D1")._replace(id=f"N{k}")
+        made = someone(taken, draw(st.integers(0, 2)), "D1")._replace(id=f"N{k}")
         new[made.id] = made if taken < PEOPLE else made._replace(username=f"new{k}")
     return new
 
@@ -336,7 +336,7 @@ def _changed_there(
             100 + int(u[1:]),
             u,
             draw(st.booleans()),
-            {"name": draw(st.sampled_from([f"Person {u[1:]} v0", "Someone Else"]))},
+            {"name": draw(st.sampled_from([f"Person {u[1:]}", "Someone Else"]))},
             ((draw(st.sampled_from([2, 3])), True, False, ""),),
             5,
         )
@@ -447,8 +447,11 @@ def test_what_the_runner_loads_plans_as_everything_loaded(
     full, directory, view, policy = history
     expected = plan(directory, full, view, policy, DAY_MS)
     snapshot = loaded_in_steps(full, directory, view)
-    drafted = draft(directory, snapshot, view, policy, DAY_MS)
-    got = finish(drafted, {k: full.written(Kind.EMPLOYEE, k) for k in drafted.unwritten()})
+
+    def written(source_ids: Collection[str]) -> Mapping[str, Mapping[str, Any] | None]:
+        return {k: full.written(Kind.EMPLOYEE, k) for k in source_ids}
+
+    got = planned(directory, snapshot, view, policy, DAY_MS, written)
     assert documents(got) == documents(expected)
     assert (got.unweighed_since, got.removal_due) == (
         expected.unweighed_since,

@@ -182,7 +182,7 @@ def bobs_update_in_flight(
     ("fields", "landed"),
     [
         ({"mobile": "13999999999"}, True),  # the platform shows it: recorded as written
-        ({"mobile": "13999999999", "name": "Bob B"}, True),
+        ({"mobile": "13999999999", "email": "bob.b@acme.example"}, True),
         ({"mobile": "13999999999"}, False),  # it never arrived: sent again
     ],
 )

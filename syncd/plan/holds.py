@@ -1,0 +1,68 @@
+"""Holds: an update that would hand an account to another person is not made.
+
+A record under a key syncd holds is, as a rule, the person syncd wrote under it: an update
+brings their account in step, whatever changed. That is true of a key never given to
+someone else (an HR number, a directory's object id), and not of the e-mail, the username
+or a mobile, which a join may be keyed on, nor of an HR number a company hands on: given
+to a new hire before syncd saw its holder leave (syncd stopped for a week, a state database
+put back), the update would rename the holder's account, still active, for the new hire,
+who would sign in to it with its history.
+
+So an update whose record shows another person than the one syncd last wrote under its key
+(``rekeys.Evidence.named_apart``: the name differs, and so does a mobile or a work number
+where both have one) is held: the account is neither rewritten nor given to anyone, a
+conflict note names the key and what differs, and nobody is changed until the evidence
+names the person. A record the source calls departed is still locked (its account is no
+one's to keep active), its fields left as they were. A name corrected alone, or with a
+mobile added where there was none, is an update as before. Where it is the same person
+(their name and mobile corrected at once), ``sync.same_person`` lists their key and the
+update is made; where it is another, deleting the old account on the platform frees the
+key, and the record gets a new account at the next run.
+
+Planning finds them after a first draft (it needs what syncd wrote for the people it
+updates, loaded then) and drafts once more with them held: pure, as the rest of planning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+from syncd.model import Employee, State
+from syncd.plan.actions import Action
+from syncd.plan.rekeys import Evidence, evidence
+from syncd.plan.values import Change
+
+
+def held_back(
+    upserts: Iterable[Change],
+    written: Mapping[str, Mapping[str, Any] | None],
+    accepted: Collection[str],
+) -> dict[str, Evidence]:
+    """Source id -> the evidence, of the updates whose record shows another person than
+    syncd wrote under its key (re-keys are weighed on their own: ``rekeys.weigh``)."""
+    held = {}
+    for c in upserts:
+        if c.action is not Action.UPDATE or c.previous_key is not None or c.key in accepted:
+            continue
+        assert isinstance(c.record, Employee)
+        found = evidence(c.record, written.get(c.key))
+        if found.named_apart:
+            held[c.key] = found
+    return held
+
+
+def hold_message(e: Employee, found: Evidence) -> str:
+    """The conflict note of a held update."""
+    locked = (
+        "locked, as the source says, and otherwise kept as it is"
+        if e.state is State.DEPARTED
+        else "kept as it is, neither rewritten nor locked"
+    )
+    return (
+        f"{e.username}: the source's record under {e.id} shows another person than the one "
+        f"syncd wrote for it ({found.describe()}): a key given to someone else? The account "
+        f"is {locked}; nobody is changed until the evidence names the person. The same "
+        f"person: add {e.id!r} to sync.same_person. Another: delete the old account on the "
+        f"platform, and {e.id} gets a new one"
+    )

@@ -1,0 +1,94 @@
+"""An update that would hand an account to another person is held (syncd.plan.holds).
+
+A key syncd holds active (an HR number handed on, a join's e-mail or username) given to a
+new hire before syncd saw its holder leave: the record under it shows another person than
+the one syncd wrote. Generated: what changed in the record (name, mobile, work number,
+e-mail, department), whether the source calls it departed, whether the platform changed
+the account too, whether ``sync.same_person`` names the key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from syncd.model import Employee, Kind, Position, State
+from syncd.plan import Action, Policy, Snapshot, employee_hash, plan
+from syncd.plan.rekeys import IDENTIFIERS, compared
+from tests.engine.plan_world import COMPANY, NOW, STAFF, changed_there, directory, synced
+from tests.support.examples import examples
+
+CAROL = STAFF[2]._replace(mobile="13800000003", sn="S3", email="carol@acme.example")
+KNOWN = [*STAFF[:2], CAROL]
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    name=st.sampled_from(["Carol", "carol  ", "Carol Smith", "Zed Newcomer"]),
+    mobile=st.sampled_from([None, "13800000003", "+86 138 0000 0003", "13999999999"]),
+    sn=st.sampled_from([None, "S3", "S9"]),
+    email=st.sampled_from(["carol@acme.example", "zed@acme.example"]),
+    department=st.sampled_from(["sales", "rd"]),
+    departed=st.booleans(),
+    edited_there=st.booleans(),
+    accepted=st.booleans(),
+)
+def test_an_update_showing_another_person_hands_nobody_the_account(
+    name: str,
+    mobile: str | None,
+    sn: str | None,
+    email: str,
+    department: str,
+    departed: bool,
+    edited_there: bool,
+    accepted: bool,
+) -> None:
+    snapshot, view = synced(directory(COMPANY, KNOWN))
+    if edited_there:  # another administrator changed the account too (drift)
+        view = changed_there(view, snapshot, "carol", name="Carol Edited")
+    state = State.DEPARTED if departed else State.ACTIVE
+    now = CAROL._replace(
+        name=name,
+        mobile=mobile,
+        sn=sn,
+        email=email,
+        positions=(Position(department, primary=True),),
+        state=state,
+    )
+    policy = Policy(same_person=frozenset({"e3"} if accepted else ()))
+    p = plan(directory(COMPANY, [*STAFF[:2], now]), snapshot, view, policy, NOW)
+
+    theirs = {c.action for c in p.changes if c.key == "e3"}
+    assert all(c.key == "e3" for c in p.changes), p.changes  # nobody else is touched
+    notes = [n.message for n in p.notes if n.key == "e3" and n.kind == "conflict"]
+    held = not accepted and another(now, snapshot)
+    assert len(notes) == held
+    assert all("shows another person" in n and "sync.same_person" in n for n in notes)
+    changed = employee_hash(now, {}) != snapshot.employees["e3"].hash or edited_there
+    wanted = ({Action.UPDATE} if changed and not held else set()) | (
+        {Action.LOCK} if departed else set()
+    )
+    assert theirs == wanted, (held, p.changes)
+
+
+def another(now: Employee, snapshot: Snapshot) -> bool:
+    """The name differs, and so does a mobile or work number both records have."""
+    found = compared(now._asdict(), snapshot.written(Kind.EMPLOYEE, "e3"))
+    return "name" in found.differ and any(f in found.differ for f in IDENTIFIERS)
+
+
+def test_a_held_update_is_planned_once_the_key_is_accepted_with_its_fields() -> None:
+    """The same person, their name and mobile corrected at once: listed in
+    sync.same_person, the update writes the new fields over what syncd wrote."""
+    snapshot, view = synced(directory(COMPANY, KNOWN))
+    now = CAROL._replace(name="Carol Smith", mobile="13999999999")
+    held = plan(directory(COMPANY, [*STAFF[:2], now]), snapshot, view, Policy(), NOW)
+    assert [c for c in held.changes if c.key == "e3"] == []
+    accepted = replace(Policy(), same_person=frozenset({"e3"}))
+    p = plan(directory(COMPANY, [*STAFF[:2], now]), snapshot, view, accepted, NOW)
+    (update,) = [c for c in p.changes if c.key == "e3"]
+    assert update.action is Action.UPDATE
+    assert update.before is not None and update.after is not None
+    assert (update.before["name"], update.after["name"]) == ("Carol", "Carol Smith")

@@ -1,0 +1,124 @@
+"""A join key given to a new hire before syncd saw its holder leave, synced into the
+emulator over HTTP from two real CSV exports (syncd.plan.holds).
+
+HR's export and a directory's are joined on the e-mail or the username. syncd syncs Bob;
+then, while it is not running, Bob leaves and HR hires Dan under Bob's e-mail and login
+(the directory recycles both). The joined record under Bob's key now shows another person
+(name and work number differ): Bob's account, still active, is neither renamed for Dan nor
+handed over. Then the admin resolves it either way: deletes Bob's account (Dan gets a new
+one), or says it is the same person (``sync.same_person``: the account is updated).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import pytest
+
+from syncd.config import load_settings
+from syncd.emulator import RunningEmulator
+from syncd.run.runner import RunRequest, RunResult, run_sync
+from tests.support.admin import AnotherAdmin
+from tests.support.settings import emulator_platform
+
+# number -> (name, mobile, login, e-mail); Dan (9) is given Bob's login and e-mail.
+PEOPLE = {
+    "1": ("Ann Lee", "13800000001", "ann", "ann@corp.example"),
+    "2": ("Bob Stone", "13800000002", "bob", "bob@corp.example"),
+    "9": ("Dan New", "13900000009", "bob", "bob@corp.example"),
+}
+Key = Literal["email", "username"]
+
+
+def write(folder: Path, emulator: RunningEmulator, key: Key, hr: list[str], same: str = "") -> Path:
+    (folder / "departments.csv").write_text("id,name,parent_id\nD1,Head Office,\n", "utf-8")
+    rows = [f"{n},{','.join(PEOPLE[n])},D1,active" for n in hr]
+    header = "emp_no,name,mobile,login,mail,department,status"
+    (folder / "hr.csv").write_text("\n".join([header, *rows]) + "\n", encoding="utf-8")
+    # The directory: the login and the mail as it spells them, under its own object ids.
+    ad = [f"G{n},{PEOPLE[n][2]},{PEOPLE[n][3].upper()},Head Office" for n in hr]
+    (folder / "ad.csv").write_text("\n".join(["guid,login,mail,ou", *ad]) + "\n", "utf-8")
+    lines = [
+        f'state_dir = "{folder / "state"}"',
+        "[[sources]]",
+        'name = "hr"',
+        'kind = "csv"',
+        "[sources.csv]",
+        f'employees = "{folder / "hr.csv"}"',
+        f'departments = "{folder / "departments.csv"}"',
+        'departed_values = ["departed"]',
+        'active_values = ["active"]',
+        "[sources.csv.columns]",
+        'id = "emp_no"',
+        'sn = "emp_no"',
+        'username = "login"',
+        'email = "mail"',
+        "[[sources]]",
+        'name = "ad"',
+        'kind = "csv"',
+        "[sources.csv]",
+        'layout = "paths"',
+        f'employees = "{folder / "ad.csv"}"',
+        "[sources.csv.columns]",
+        'id = "guid"',
+        'username = "login"',
+        'name = "login"',
+        'email = "mail"',
+        'department = "ou"',
+        "[join]",
+        f'key = "{key}"',
+        f"normalize.ad = {['strip', 'casefold']!r}".replace("'", '"'),
+        f"normalize.hr = {['strip', 'casefold']!r}".replace("'", '"'),
+        "[join.precedence]",
+        'name = ["hr"]',
+        'department = ["hr"]',
+        'status = ["hr"]',
+        "[sync]",
+        f"same_person = {[same] if same else []!r}".replace("'", '"'),
+        *emulator_platform(emulator),
+    ]
+    path = folder / "syncd.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def sync(path: Path) -> RunResult:
+    result = run_sync(load_settings(path), RunRequest())
+    assert result.outcome == "ok", result.error
+    return result
+
+
+def account(emulator: RunningEmulator, username: str) -> tuple[str, str, bool]:
+    (e,) = [e for e in emulator.state()["employees"] if e["username"] == username]
+    return e["name"], e["mobile"], bool(e["locked"])
+
+
+@pytest.mark.parametrize("key", ["email", "username"])
+@pytest.mark.parametrize("resolved", ["deleted on the platform", "the same person"])
+def test_a_recycled_join_key_hands_the_holders_account_to_nobody(
+    tmp_path: Path, emulator: RunningEmulator, key: Key, resolved: str
+) -> None:
+    path = write(tmp_path, emulator, key, ["1", "2"])
+    sync(path)
+    assert account(emulator, "bob") == ("Bob Stone", "13800000002", False)
+
+    write(tmp_path, emulator, key, ["1", "9"])  # Bob left unseen; Dan has his key
+    held = sync(path)
+    assert held.plan is not None and held.plan.changes == ()
+    (note,) = [n for n in held.plan.notes if n.kind == "conflict"]
+    joined = PEOPLE["2"][3] if key == "email" else "bob"
+    assert f"under {joined} shows another person" in note.message, note
+    assert "the name, the mobile and the work number differ" in note.message, note
+    assert account(emulator, "bob") == ("Bob Stone", "13800000002", False)  # nobody changed
+    again = sync(path).plan  # held again, not given away later
+    assert again is not None and again.changes == ()
+
+    if resolved == "the same person":
+        write(tmp_path, emulator, key, ["1", "9"], same=joined)
+    else:
+        AnotherAdmin(emulator).delete_person("bob")
+    sync(path)
+    assert account(emulator, "bob") == ("Dan New", "13900000009", False)
+    assert account(emulator, "ann") == ("Ann Lee", "13800000001", False)
