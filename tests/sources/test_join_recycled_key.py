@@ -11,6 +11,7 @@ one), or says it is the same person (``sync.same_person``: the account is update
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Literal
 
@@ -20,7 +21,7 @@ from syncd.config import load_settings
 from syncd.emulator import RunningEmulator
 from syncd.run.runner import RunRequest, RunResult, run_sync
 from tests.support.admin import AnotherAdmin
-from tests.support.settings import emulator_platform
+from tests.support.settings import csv_source_lines, emulator_platform
 
 # number -> (name, mobile, login, e-mail); Dan (9) is given Bob's login and e-mail.
 PEOPLE = {
@@ -29,6 +30,8 @@ PEOPLE = {
     "9": ("Dan New", "13900000009", "bob", "bob@corp.example"),
 }
 Key = Literal["email", "username"]
+HR = {"id": "emp_no", "sn": "emp_no", "username": "login", "email": "mail"}
+AD = {"id": "guid", "username": "login", "name": "login", "email": "mail", "department": "ou"}
 
 
 def write(folder: Path, emulator: RunningEmulator, key: Key, hr: list[str], same: str = "") -> Path:
@@ -41,41 +44,18 @@ def write(folder: Path, emulator: RunningEmulator, key: Key, hr: list[str], same
     (folder / "ad.csv").write_text("\n".join(["guid,login,mail,ou", *ad]) + "\n", "utf-8")
     lines = [
         f'state_dir = "{folder / "state"}"',
-        "[[sources]]",
-        'name = "hr"',
-        'kind = "csv"',
-        "[sources.csv]",
-        f'employees = "{folder / "hr.csv"}"',
-        f'departments = "{folder / "departments.csv"}"',
-        'departed_values = ["departed"]',
-        'active_values = ["active"]',
-        "[sources.csv.columns]",
-        'id = "emp_no"',
-        'sn = "emp_no"',
-        'username = "login"',
-        'email = "mail"',
-        "[[sources]]",
-        'name = "ad"',
-        'kind = "csv"',
-        "[sources.csv]",
-        'layout = "paths"',
-        f'employees = "{folder / "ad.csv"}"',
-        "[sources.csv.columns]",
-        'id = "guid"',
-        'username = "login"',
-        'name = "login"',
-        'email = "mail"',
-        'department = "ou"',
+        *csv_source_lines("hr", folder / "hr.csv", HR, folder / "departments.csv"),
+        *csv_source_lines("ad", folder / "ad.csv", AD),
         "[join]",
         f'key = "{key}"',
-        f"normalize.ad = {['strip', 'casefold']!r}".replace("'", '"'),
-        f"normalize.hr = {['strip', 'casefold']!r}".replace("'", '"'),
+        'normalize.ad = ["strip", "casefold"]',
+        'normalize.hr = ["strip", "casefold"]',
         "[join.precedence]",
         'name = ["hr"]',
         'department = ["hr"]',
         'status = ["hr"]',
         "[sync]",
-        f"same_person = {[same] if same else []!r}".replace("'", '"'),
+        f"same_person = {json.dumps([same] if same else [])}",
         *emulator_platform(emulator),
     ]
     path = folder / "syncd.toml"

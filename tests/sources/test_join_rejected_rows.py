@@ -19,7 +19,7 @@ import pytest
 from syncd.config import load_settings
 from syncd.emulator import RunningEmulator
 from syncd.run.runner import RunRequest, RunResult, run_sync
-from tests.support.settings import emulator_platform
+from tests.support.settings import csv_source_lines, emulator_platform
 
 DEPARTMENTS = "id,name,parent_id\nD1,Head Office,\n"
 PEOPLE = {"1": "Ann Lee", "2": "Bob Stone", "3": "Cat Wu", "9": "Dan New"}  # number -> name
@@ -48,34 +48,13 @@ def write(
     )
     (folder / "ad.csv").write_text("\n".join(["guid,login,ou,key", *ad]) + "\n", encoding="utf-8")
     own = ["[sources.csv.extra_columns]", 'key = "ad"'] if key == "extra.ad" else []
+    keyed = {} if own else {column: "key"}
+    hr_columns = {"id": "emp_no", "username": "emp_no", **keyed}
+    ad_columns = {"id": "guid", "username": "login", "name": "login", "department": "ou", **keyed}
     lines = [
         f'state_dir = "{folder / "state"}"',
-        "[[sources]]",
-        'name = "hr"',
-        'kind = "csv"',
-        "[sources.csv]",
-        f'employees = "{folder / "hr.csv"}"',
-        f'departments = "{folder / "departments.csv"}"',
-        'departed_values = ["departed"]',
-        'active_values = ["active"]',
-        "[sources.csv.columns]",
-        'id = "emp_no"',
-        'username = "emp_no"',
-        *([] if own else [f'{column} = "key"']),
-        *own,
-        "[[sources]]",
-        'name = "ad"',
-        'kind = "csv"',
-        "[sources.csv]",
-        'layout = "paths"',
-        f'employees = "{folder / "ad.csv"}"',
-        "[sources.csv.columns]",
-        'id = "guid"',
-        'username = "login"',
-        'name = "login"',
-        'department = "ou"',
-        *([] if own else [f'{column} = "key"']),
-        *own,
+        *csv_source_lines("hr", folder / "hr.csv", hr_columns, folder / "departments.csv", own),
+        *csv_source_lines("ad", folder / "ad.csv", ad_columns, more=own),
         "[join]",
         f'key = "{key}"',
         "[join.precedence]",

@@ -4,6 +4,7 @@ emulator's [platform] section for whole runs, and whole LDAP runs' settings."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from syncd.config import Settings, load_settings
@@ -37,6 +38,38 @@ def write_settings(folder: Path, text: str | bytes, mode: int = 0o600) -> Path:
         path.write_bytes(text)
     path.chmod(mode)
     return path
+
+
+def csv_source_lines(
+    name: str,
+    employees: Path,
+    columns: Mapping[str, str],
+    departments: Path | None = None,
+    more: Sequence[str] = (),
+) -> list[str]:
+    """One ``[[sources]]`` CSV source of several: its ``columns``, then ``more`` lines. With
+    a ``departments`` file, its status read as "active" or "departed"; else the paths
+    layout (departments named in the employees' file, no status)."""
+    if departments is None:
+        kept = ['layout = "paths"', f'employees = "{employees}"']
+    else:
+        kept = [
+            f'employees = "{employees}"',
+            f'departments = "{departments}"',
+            'departed_values = ["departed"]',
+            'active_values = ["active"]',
+        ]
+    named = [f'{key} = "{value}"' for key, value in columns.items()]
+    return [
+        "[[sources]]",
+        f'name = "{name}"',
+        'kind = "csv"',
+        "[sources.csv]",
+        *kept,
+        "[sources.csv.columns]",
+        *named,
+        *more,
+    ]
 
 
 def emulator_platform(emulator: RunningEmulator) -> list[str]:
