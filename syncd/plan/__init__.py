@@ -28,7 +28,7 @@ the snapshot planning weighs, which the runner loads first, as plain values).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -177,12 +177,14 @@ def planned(
     drafted = draft(directory, snapshot, view, policy, now_ms)
     fields = written(drafted.unwritten())
     held = held_back(drafted.upserts, fields, policy.same_person)
-    if held:
-        drafted = draft(directory, snapshot, view, policy, now_ms, held)
-        # Fewer updates may leave a known problem to retry, whose holder's fields are asked.
-        if more := [k for k in drafted.unwritten() if k not in fields]:
-            fields = {**fields, **written(more)}
-    return finish(drafted, fields)
+    if not held:
+        return finish(drafted, fields)
+    withheld = [c for c in drafted.upserts if c.key in held]
+    drafted = draft(directory, snapshot, view, policy, now_ms, held)
+    # Fewer updates may leave a known problem to retry, whose holder's fields are asked.
+    if more := [k for k in drafted.unwritten() if k not in fields]:
+        fields = {**fields, **written(more)}
+    return finish(drafted, fields, withheld)
 
 
 @dataclass(frozen=True)
@@ -248,10 +250,15 @@ def draft(
     )
 
 
-def finish(drafted: Draft, written: Mapping[str, Mapping[str, Any] | None]) -> Plan:
+def finish(
+    drafted: Draft,
+    written: Mapping[str, Mapping[str, Any] | None],
+    withheld: Sequence[Change] = (),
+) -> Plan:
     """The plan: each change to a person with what syncd last wrote for them (``written``,
     by source id: those ``Draft.unwritten`` names), and the updates that free values
-    swapped or passed on among syncd's people, sent first."""
+    swapped or passed on among syncd's people, sent first; the updates ``withheld``
+    (``syncd.plan.holds``) beside them, not to apply."""
 
     def shown(c: Change) -> Change:
         if not _shows_written(c):
@@ -272,6 +279,7 @@ def finish(drafted: Draft, written: Mapping[str, Mapping[str, Any] | None]) -> P
         removal_due=drafted.removal_due,
         scheduled=drafted.scheduled,
         dates=drafted.dates,
+        withheld=tuple(map(shown, withheld)),
     )
 
 

@@ -319,9 +319,10 @@ def departures(p: Plan, directory: Directory, snapshot: Snapshot) -> Departures:
 
 
 def updates(p: Plan, snapshot: Snapshot) -> tuple[int, int]:
-    """Updates of people syncd holds (re-keyed ones included; adoptions are not, nor the
-    updates that free a value for another person first): how many, and how many of them
-    put back what was changed on the platform (drift)."""
+    """Updates of people syncd holds (re-keyed ones included, and those withheld as
+    another person's: the source asks for them; adoptions are not, nor the updates that
+    free a value for another person first): how many, and how many of them put back what
+    was changed on the platform (drift)."""
     total = repairs = 0
     for c in _held_updates(p, snapshot):
         if not c.frees:
@@ -338,6 +339,7 @@ def _held_updates(p: Plan, snapshot: Snapshot) -> Iterator[Change]:
             continue
         if c.key in held or (c.previous_key is not None and c.previous_key in held):
             yield c
+    yield from p.withheld  # syncd.plan.holds: asked for, not applied
 
 
 PASSED_ON = "passed on"
@@ -416,8 +418,9 @@ def check_guards(
         decisions.append(_reactivation_guard(back, snapshot, limits, blind, shifted))
     changed, repairs = updates(p, snapshot)
     if changed:
+        fields = field_changes(p, snapshot)
         decisions.append(
-            _update_guard(changed, repairs, field_changes(p, snapshot), snapshot, limits)
+            _update_guard((changed, repairs, len(p.withheld)), fields, snapshot, limits)
         )
     return decisions
 
@@ -502,13 +505,18 @@ def _reactivation_guard(
 
 
 def _update_guard(
-    changed: int, repairs: int, fields: Counter[str], snapshot: Snapshot, limits: Limits
+    counted: tuple[int, int, int], fields: Counter[str], snapshot: Snapshot, limits: Limits
 ) -> GuardDecision:
+    """``counted``: the updates, those putting back drift and those withheld."""
+    changed, repairs, withheld = counted
     people = snapshot.headcount
     ratio = limits.max_update_ratio
-    drift = f" ({repairs} of them putting back changes made on the platform)" if repairs else ""
+    among = [f"{repairs} of them putting back changes made on the platform"] if repairs else []
+    if withheld:
+        among.append(f"{withheld:,} of them held as another person's, not applied")
+    told = f" ({'; '.join(among)})" if among else ""
     message = (
-        f"{changed:,} update{'' if changed == 1 else 's'} of synced people planned{drift}; blocked "
+        f"{changed:,} update{'' if changed == 1 else 's'} of synced people planned{told}; blocked "
         f"past both {limits.max_updates:,} and {ratio:.0%} of {people:,} synced people"
     )
     too_many = _over(changed, limits.max_updates, ratio, people)

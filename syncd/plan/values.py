@@ -370,6 +370,9 @@ class Plan:
     # Employee source id -> (start date still ahead, end date) read now (None: none), where
     # they differ from the snapshot's: recorded after an apply for the people syncd holds.
     dates: Mapping[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    # Updates held as another person's (syncd.plan.holds), with what syncd wrote: never
+    # applied, but the update guard counts them (many at once: an export gone wrong).
+    withheld: tuple[Change, ...] = ()
 
     @property
     def removals(self) -> int:

@@ -9,15 +9,33 @@ the account too, whether ``sync.same_person`` names the key.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from syncd.model import Employee, Kind, Position, State
-from syncd.plan import Action, Policy, Snapshot, employee_hash, plan
+from syncd.plan import (
+    Action,
+    Limits,
+    Policy,
+    Snapshot,
+    check_guards,
+    employee_hash,
+    field_changes,
+    plan,
+)
 from syncd.plan.rekeys import IDENTIFIERS, compared
-from tests.engine.plan_world import COMPANY, NOW, STAFF, changed_there, directory, synced
+from tests.engine.plan_world import (
+    COMPANY,
+    NOW,
+    STAFF,
+    changed_there,
+    directory,
+    person,
+    synced,
+)
 from tests.support.examples import examples
 
 CAROL = STAFF[2]._replace(mobile="13800000003", sn="S3", email="carol@acme.example")
@@ -92,3 +110,31 @@ def test_a_held_update_is_planned_once_the_key_is_accepted_with_its_fields() -> 
     assert update.action is Action.UPDATE
     assert update.before is not None and update.after is not None
     assert (update.before["name"], update.after["name"]) == ("Carol", "Carol Smith")
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(people=st.integers(2, 300), share=st.floats(0, 1))
+def test_many_held_at_once_stop_at_the_update_guard(people: int, share: float) -> None:
+    """An export whose name and mobile columns shifted by a row holds everyone they moved
+    (each record shows the next person): nothing is applied for them, and the update guard
+    counts them as the column gone wrong they are, so the whole run stops (exit 2)."""
+    staff = [person(f"e{i}", f"user{i}", "rd", mobile=f"1380000{i:04d}") for i in range(people)]
+    snapshot, view = synced(directory(COMPANY, staff))
+    n = round(people * share)
+    after = [*staff[1:], person("new", "new", name="New Hire", mobile="13999999999")]
+    read = [
+        e._replace(name=a.name, mobile=a.mobile) for e, a in zip(staff[:n], after, strict=False)
+    ]
+    d = directory(COMPANY, read + staff[n:])
+    p = plan(d, snapshot, view, Policy(), NOW)
+
+    assert p.changes == () and len(p.withheld) == n
+    assert field_changes(p, snapshot) == +Counter({"name replaced": n, "mobile replaced": n})
+    decisions = {g.name: g for g in check_guards(p, d, snapshot, Limits(50, 0.1))}
+    if not n:
+        assert "max_updates" not in decisions
+        return
+    guard = decisions["max_updates"]
+    assert f"({n:,} of them held as another person's, not applied)" in guard.message
+    wide = n > 3 and n / people > 0.05
+    assert guard.passed is not (wide or (n > 100 and n > people / 2)), guard.message
