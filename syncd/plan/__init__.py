@@ -60,7 +60,7 @@ from syncd.plan.guards import (
     shifted_status,
     updates,
 )
-from syncd.plan.holds import held_back
+from syncd.plan.holds import held_back, needless
 from syncd.plan.messages import field_diff
 from syncd.plan.photos import plan_photos
 from syncd.plan.rekeys import Evidence
@@ -176,14 +176,15 @@ def planned(
     another person are held (``syncd.plan.holds``), the rest drafted again without them."""
     drafted = draft(directory, snapshot, view, policy, now_ms)
     fields = written(drafted.unwritten())
-    held = held_back(drafted.upserts, fields, policy.same_person)
-    if not held:
-        return finish(drafted, fields)
+    held, spared = held_back(drafted.upserts, fields, policy.same_person)
     withheld = [c for c in drafted.upserts if c.key in held]
-    drafted = draft(directory, snapshot, view, policy, now_ms, held)
-    # Fewer updates may leave a known problem to retry, whose holder's fields are asked.
-    if more := [k for k in drafted.unwritten() if k not in fields]:
-        fields = {**fields, **written(more)}
+    if held:
+        drafted = draft(directory, snapshot, view, policy, now_ms, held)
+        # Fewer updates may leave a known problem to retry, whose holder's fields are asked.
+        if more := [k for k in drafted.unwritten() if k not in fields]:
+            fields = {**fields, **written(more)}
+    if directory.complete and policy.same_person:
+        drafted = replace(drafted, notes=(*drafted.notes, *needless(policy.same_person, spared)))
     return finish(drafted, fields, withheld)
 
 

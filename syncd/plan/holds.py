@@ -31,25 +31,46 @@ from typing import Any
 from syncd.model import Employee, State
 from syncd.plan.actions import Action
 from syncd.plan.rekeys import Evidence, evidence
-from syncd.plan.values import Change
+from syncd.plan.values import Change, Note
 
 
 def held_back(
     upserts: Iterable[Change],
     written: Mapping[str, Mapping[str, Any] | None],
     accepted: Collection[str],
-) -> dict[str, Evidence]:
+) -> tuple[dict[str, Evidence], set[str]]:
     """Source id -> the evidence, of the updates whose record shows another person than
-    syncd wrote under its key (re-keys are weighed on their own: ``rekeys.weigh``)."""
-    held = {}
+    syncd wrote under its key (re-keys are weighed on their own: ``rekeys.weigh``); and
+    the keys of ``accepted`` (``sync.same_person``) that spared one from it."""
+    held, spared = {}, set()
     for c in upserts:
-        if c.action is not Action.UPDATE or c.previous_key is not None or c.key in accepted:
+        if c.action is not Action.UPDATE or c.previous_key is not None:
             continue
         assert isinstance(c.record, Employee)
         found = evidence(c.record, written.get(c.key))
-        if found.named_apart:
+        if not found.named_apart:
+            continue
+        if c.key in accepted:
+            spared.add(c.key)
+        else:
             held[c.key] = found
-    return held
+    return held, spared
+
+
+def needless(accepted: Collection[str], spared: set[str]) -> list[Note]:
+    """A note for each key of ``sync.same_person`` that spared no update (call it only for
+    a complete read): left there, it would take a record showing another person under
+    that key later for the person syncd wrote."""
+    return [
+        Note(
+            "skipped",
+            key,
+            f"sync.same_person lists {key!r}, and no update under it needs it (the record "
+            "shows the person syncd wrote, or the source has none): take it out, or a record "
+            "under that key showing another person later is taken for them",
+        )
+        for key in sorted(set(accepted) - spared)
+    ]
 
 
 def hold_message(e: Employee, found: Evidence) -> str:

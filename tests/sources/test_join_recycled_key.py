@@ -102,3 +102,7 @@ def test_a_recycled_join_key_hands_the_holders_account_to_nobody(
     sync(path)
     assert account(emulator, "bob") == ("Dan New", "13900000009", False)
     assert account(emulator, "ann") == ("Ann Lee", "13800000001", False)
+    told = sync(path).plan  # the entry spared its update: it is to be taken out now
+    assert told is not None and told.changes == ()
+    needless = [n for n in told.notes if "sync.same_person lists" in n.message]
+    assert len(needless) == (resolved == "the same person"), told.notes
