@@ -235,7 +235,7 @@ def draft(
     staff = EmployeePlanner(directory, snapshot, view, policy, notes, now_ms, held)
     replaced, upserts, unlocks, locks, removes, forgets = staff.run()
     upserts = [*upserts, *_retried(staff, snapshot, view, upserts)]
-    photos = plan_photos(directory, snapshot, upserts, policy.exclude_usernames)
+    photos = plan_photos(directory, snapshot, upserts, policy.exclude_usernames, staff.untouched)
     # Last: a department is deleted only once nobody stays in it after the people's changes.
     deletes = departments.deletes((*replaced, *upserts, *removes, *forgets))
     return Draft(

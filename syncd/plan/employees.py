@@ -62,6 +62,9 @@ class EmployeePlanner:
         self.directory = directory
         # Updates that would hand an account to another person: not made (syncd.plan.holds).
         self.held = held or {}
+        # People for whom nothing is sent through the account under their username (held,
+        # someone else back, the account not theirs): not even a photo (plan_photos).
+        self.untouched: set[str] = set()
         self.snapshot = snapshot
         self.view = view
         self.policy = policy
@@ -199,6 +202,7 @@ class EmployeePlanner:
         """An update whose record shows another person (syncd.plan.holds): not made; the
         account is locked if the source says departed, else kept as it is."""
         self.weighed.add(synced.username)
+        self.untouched.add(e.id)
         self.notes.append(Note("conflict", e.id, hold_message(e, self.held[e.id])))
         if e.state is State.DEPARTED:
             self.plan_lock_state(e, synced.locked, synced, found)
@@ -214,6 +218,7 @@ class EmployeePlanner:
         found = rekeys.evidence(e, self.snapshot.written(Kind.EMPLOYEE, synced.source_id))
         if not found.not_the_one_written:
             return False
+        self.untouched.add(e.id)
         self.notes.append(
             Note(
                 "conflict",
@@ -573,6 +578,7 @@ class EmployeePlanner:
         why = self._someone_elses(synced, found)
         if why is None:
             return False
+        self.untouched.add(synced.source_id)
         read = self.directory.employees.get(synced.source_id)
         if read is not None:
             where, spared = "is in the source", "neither updated, locked nor unlocked"

@@ -13,7 +13,7 @@ to take one away. Departed people's photos wait until they are back.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from syncd.model import Directory, Employee, Kind, State
 from syncd.plan.actions import Action
@@ -26,13 +26,16 @@ def plan_photos(
     snapshot: Snapshot,
     upserts: Sequence[Change],
     excluded: Sequence[str],
+    untouched: Collection[str] = (),
 ) -> list[Change]:
-    """The photos to set, after the people's creates and updates (``upserts``)."""
+    """The photos to set, after the people's creates and updates (``upserts``); none for
+    the people nothing is sent for through the account under their username
+    (``untouched``: held as another person, or the account is not theirs)."""
     accounts = {c.key: c for c in upserts if isinstance(c.record, Employee)}
     changes: list[Change] = []
     for e in directory.employees.values():
         photo = e.photo
-        if photo is None or e.state is not State.ACTIVE:
+        if photo is None or e.state is not State.ACTIVE or e.id in untouched:
             continue
         upsert = accounts.get(e.id)
         account = e.username if upsert is None else upsert.display  # as the platform spells it

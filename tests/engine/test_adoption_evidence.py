@@ -10,7 +10,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncd.model import Employee, State, match_value
+from syncd.model import Employee, Photo, State, match_value
 from syncd.plan import ACCESS_KEPT, Plan, PlatformPerson, Policy, Snapshot, plan
 from syncd.spelling import look_alike
 from tests.engine.plan_world import (
@@ -139,6 +139,7 @@ def test_a_person_is_never_updated_locked_or_unlocked_through_an_account_that_na
     view = changed_there(view, snapshot, "carol", locked=locked_there, **drift)
     record = view.changed["carol"]
     carol = STAFF[2]._replace(state=state, name="Carol Li" if source_changed else "Carol")
+    carol = carol._replace(photo=Photo("carol", 100, "jpeg", "photos/e3.jpg"))  # nor her photo
     source = directory(COMPANY, [*STAFF[:2], carol] if complete else [STAFF[0]], complete=complete)
 
     def planned(extension_id: str | None) -> Plan:
@@ -268,9 +269,10 @@ def test_an_account_matched_by_a_key_is_adopted_only_where_nothing_else_shows_an
     mobile=st.sampled_from([None, "13800000003", "13999999999"]),
     sn=st.sampled_from([None, "S3", "S9"]),
     reason=st.sampled_from(["departed", "missing"]),
+    photo=st.booleans(),
 )
 def test_a_source_id_given_to_someone_else_unlocks_nobody(
-    name: str, mobile: str | None, sn: str | None, reason: str
+    name: str, mobile: str | None, sn: str | None, reason: str, photo: bool
 ) -> None:
     # Found by exploration, 2026-11-29: HR gave a leaver's number (the join key) to a new
     # hire, and the directory made the leaver's login again for them: the leaver's locked
@@ -280,14 +282,15 @@ def test_a_source_id_given_to_someone_else_unlocks_nobody(
     held = dict(snapshot.employees)
     held["e3"] = held["e3"]._replace(locked=True, lock_reason=reason)
     snapshot = replace(snapshot, employees=held)
-    back = carol._replace(name=name, mobile=mobile, sn=sn)
+    their_photo = Photo("new-hire", 100, "jpeg", "photos/e3.jpg") if photo else None
+    back = carol._replace(name=name, mobile=mobile, sn=sn, photo=their_photo)
     p = plan(directory(COMPANY, [*STAFF[:2], back]), snapshot, view, Policy(), NOW)
     theirs = [c.action.value for c in p.changes if c.key == "e3"]
     differ = [f for f, v in (("mobile", mobile), ("sn", sn)) if v is not None and v[-1] == "9"]
     agree = [f for f, v in (("mobile", mobile), ("sn", sn)) if v is not None and v[-1] == "3"]
     someone_else = name != "Carol" and (bool(differ) or not agree)
     if someone_else:
-        assert theirs == []  # neither unlocked nor rewritten
+        assert theirs == []  # neither unlocked nor rewritten, nor given their photo
         (note,) = [n for n in p.notes if n.key == "e3"]
         assert note.kind == "conflict" and "a source id given to someone else?" in note.message
     else:

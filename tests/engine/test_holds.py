@@ -15,7 +15,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncd.model import Employee, Kind, Position, State
+from syncd.model import Employee, Kind, Photo, Position, State
 from syncd.plan import (
     Action,
     Limits,
@@ -53,6 +53,7 @@ KNOWN = [*STAFF[:2], CAROL]
     departed=st.booleans(),
     edited_there=st.booleans(),
     accepted=st.booleans(),
+    photo=st.booleans(),
 )
 def test_an_update_showing_another_person_hands_nobody_the_account(
     name: str,
@@ -63,6 +64,7 @@ def test_an_update_showing_another_person_hands_nobody_the_account(
     departed: bool,
     edited_there: bool,
     accepted: bool,
+    photo: bool,
 ) -> None:
     snapshot, view = synced(directory(COMPANY, KNOWN))
     if edited_there:  # another administrator changed the account too (drift)
@@ -75,6 +77,7 @@ def test_an_update_showing_another_person_hands_nobody_the_account(
         email=email,
         positions=(Position(department, primary=True),),
         state=state,
+        photo=Photo("their-photo", 100, "jpeg", "photos/e3.jpg") if photo else None,
     )
     policy = Policy(same_person=frozenset({"e3"} if accepted else ()))
     p = plan(directory(COMPANY, [*STAFF[:2], now]), snapshot, view, policy, NOW)
@@ -85,9 +88,15 @@ def test_an_update_showing_another_person_hands_nobody_the_account(
     held = not accepted and shows_another
     assert told(p) == (int(held), int(accepted and not shows_another)), p.notes
     changed = employee_hash(now, {}) != snapshot.employees["e3"].hash or edited_there
-    wanted = ({Action.UPDATE} if changed and not held else set()) | (
-        {Action.LOCK} if departed else set()
-    )
+    wanted = {
+        action
+        for action, planned in (
+            (Action.UPDATE, changed and not held),
+            (Action.LOCK, departed),
+            (Action.PHOTO, photo and not held and not departed),  # not even their photo
+        )
+        if planned
+    }
     assert theirs == wanted, (held, p.changes)
 
 
