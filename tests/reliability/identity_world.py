@@ -18,7 +18,7 @@ import csv
 import io
 import random
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -130,6 +130,7 @@ class Truth:
     serial: int = 0
     log: list[str] = field(default_factory=list)  # this round's events, as told in failures
     counts: dict[str, int] = field(default_factory=dict)  # events of the scenario, by kind
+    handed_on: set[str] = field(default_factory=set)  # HR ids given to one person after another
 
     def event(self, kind: str, text: str) -> None:
         self.log.append(f"{kind}: {text}")
@@ -256,7 +257,45 @@ def recycle(t: Truth) -> None:
     t.event("recycled username", f"{p.hr_id} hired as {username!r} ({kind}), {old.hr_id}'s")
 
 
-TRUTH_EVENTS = (hire, hire, leave, depart, come_back, move, recycle)
+def hand_on_number(t: Truth) -> None:
+    """HR hands a leaver's number (their source id) on to a new hire, in the export that
+    drops the leaver or a later one; half the time with the leaver's username too (the
+    update syncd must hold: the record under the number shows another person)."""
+    taken = {p.hr_id for p in t.present()}
+    gone = [p for p in t.with_status("gone") if p.hr_id not in taken and not t.taken(p.username)]
+    if not gone:
+        candidates = t.with_status("departed", "active")
+        if len(candidates) < 5:
+            return
+        leaver = t.rng.choice(candidates)
+        leaver.status = "gone"
+        t.event("leave", f"{leaver.hr_id} {leaver.username} dropped from the source")
+        gone = [leaver]
+    old = t.rng.choice(gone)
+    same = t.rng.random() < 0.5
+    p = t.hire(old.username if same else None)
+    p.hr_id = old.hr_id
+    t.handed_on.add(old.hr_id)
+    told = f"{old.username!r} too" if same else f"as {p.username!r}"
+    t.event("number handed on", f"{old.hr_id} of {old.username} given to a new hire, {told}")
+
+
+# hand_on_number before recycle: the restores double the last one (usernames recycled).
+TRUTH_EVENTS = (hire, hire, leave, depart, come_back, move, hand_on_number, recycle)
+
+
+def holder(
+    e: Mapping[str, Any],
+    source_ids: Mapping[str, int],
+    handed_on: Collection[str],
+    by_contact: Mapping[tuple[Any, Any], int],
+) -> int | None:
+    """Whose a platform account is: the person its extension_id names, or, where that id
+    was handed on to someone else (held by more than one person in turn) or names nobody,
+    the person its name and mobile are (None: nobody known)."""
+    mark = e.get("extension_id") or ""
+    found = None if mark in handed_on else source_ids.get(mark)
+    return by_contact.get((e.get("name"), e.get("mobile"))) if found is None else found
 
 
 # ---------------------------------------------------------------- CSV exports

@@ -4,7 +4,8 @@ kills in large batches and several sources (issue 32's class), in generated hist
 Each history is one seeded story of small companies (campaign_world.py keeps their truth
 apart from syncd), synced by real ``syncd sync`` processes into the emulator. Four kinds,
 by seed (``seed % 4``), each mixing HR's events (hires, leavers, departures, returns,
-moves, a leaver's username recycled for a new hire, the status vocabulary changed) with
+moves, a leaver's username recycled for a new hire, a leaver's HR number handed on, the
+status vocabulary changed) with
 its own:
 
 - **restores**: the state database taken with ``syncd state backup`` (a nightly file) or
@@ -30,7 +31,7 @@ its own:
   deleted, logins recycled, and departments naming heads placed in other departments.
 
 After every run, on the platform read over HTTP (an account's holder read from its
-``extension_id``, else its name and mobile):
+``extension_id``, else, or where that id was handed on, its name and mobile):
 
 - nobody active is locked or removed (an account theirs and unlocked stays so);
 - nobody departed or gone gains an active account (none made, none unlocked), and no
@@ -94,6 +95,7 @@ from .identity_world import (
     come_back,
     depart,
     hire,
+    holder,
     leave,
     twins,
     variant,
@@ -431,12 +433,11 @@ def read_accounts(c: Campaign) -> dict[int, Account]:
     people = [p for inst in c.installations for p in inst.staff.people]
     by_contact = {(p.name, p.mobile): p.key for p in people}
     accounts = {}
+    handed_on = {k for inst in c.installations for k in inst.staff.handed_on}
     for e in c.installations[0].rig.emulator.state()["employees"]:
-        holder = c.source_ids.get(e.get("extension_id") or "")
-        if holder is None:
-            holder = by_contact.get((e.get("name"), e.get("mobile")))
+        whose = holder(e, c.source_ids, handed_on, by_contact)
         fields = tuple(str(e.get(k) or "") for k in ("name", "mobile", "email", "extension_id"))
-        accounts[e["id"]] = Account(e["id"], e["username"], holder, bool(e["locked"]), fields)
+        accounts[e["id"]] = Account(e["id"], e["username"], whose, bool(e["locked"]), fields)
     return accounts
 
 

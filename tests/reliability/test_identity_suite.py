@@ -5,7 +5,8 @@ kept apart from syncd (who is active, departed or gone, by the person), written 
 round as a CSV export (layout two_files or paths) damaged the way real exports are, or
 into a real slapd with multi-valued attributes whose value order changes. A first sync
 puts the company into the emulator; then each round draws HR's events (hires, leavers,
-departures, returns, moves, a leaver's username recycled for a new hire), writes the
+departures, returns, moves, a leaver's username recycled for a new hire, a leaver's HR
+number handed on to a new hire, with or without their username), writes the
 source with its damage (lines joined or cut, blank lines, broken quoting, a new status
 vocabulary, usernames and department names in NFD, another case or with invisible
 characters) and runs a real ``syncd sync`` process (``--incremental`` in some LDAP
@@ -16,7 +17,7 @@ is fine: what it must never do is checked on the platform, over HTTP, after ever
   stays, theirs and unlocked (same platform id);
 - nobody departed or gone gains an active account: none of theirs is unlocked, or made
   active, and no account is ever handed to another person (its holder is read from its
-  extension_id, else its name and mobile);
+  extension_id, else, or where that id was handed on, from its name and mobile);
 - no look-alike twins: no two accounts whose usernames, and no two sibling departments
   whose names, differ only by normalization, letter case or invisible characters;
 - LDAP: the order of an attribute's values changes nothing (the plan is the same).
@@ -53,6 +54,7 @@ from .identity_world import (
     Ldif,
     Truth,
     first_truth,
+    holder,
     twins,
 )
 from .support import Rig, figure_kinds, toml_value
@@ -176,10 +178,8 @@ def read_accounts(s: Scenario) -> dict[int, Account]:
     by_contact = {(p.name, p.mobile): p.key for p in s.truth.people}
     accounts = {}
     for e in s.rig.emulator.state()["employees"]:
-        holder = s.source_ids.get(e.get("extension_id") or "")
-        if holder is None:
-            holder = by_contact.get((e.get("name"), e.get("mobile")))
-        accounts[e["id"]] = Account(e["id"], e["username"], holder, bool(e["locked"]))
+        whose = holder(e, s.source_ids, s.truth.handed_on, by_contact)
+        accounts[e["id"]] = Account(e["id"], e["username"], whose, bool(e["locked"]))
     return accounts
 
 
