@@ -220,10 +220,11 @@ def depart(t: Truth) -> None:
 
 
 def come_back(t: Truth) -> None:
+    held = {p.hr_id for p in t.present()}  # a gone person's number may be handed on
     candidates = [
         p
         for p in t.with_status("departed", "gone")
-        if p.status == "departed" or not t.taken(p.username)
+        if p.status == "departed" or not (t.taken(p.username) or p.hr_id in held)
     ]
     if candidates:
         p = t.rng.choice(candidates)
