@@ -395,3 +395,29 @@ def test_a_root_dry_run_in_the_service_users_state_warns_and_names_every_file_it
     advice = after[after.index("sudo chown nobody: ") :]
     for path in left:  # every one of them in the chown, not only the database's
         assert str(path) in advice.replace(" ", ""), (path, screen)
+
+
+def test_an_update_held_as_another_person_is_told_whole_at_80_columns(site: Site) -> None:
+    """Bob's HR number and username given to a new hire while syncd did not run: the run
+    changes nobody and says why, the note wrapped between words within 80 columns."""
+    header = "id,username,name,department,mobile"
+    bob = ["E1,alice,Alice,D1,13800000001", "E2,bob,Bob Stone,D2,13800000002"]
+    employees = site.root / "employees.csv"
+    write_csv(site.root, [])
+    employees.write_text("\n".join([header, *bob]) + "\n", encoding="utf-8")
+    assert site.cli("sync", "--yes").returncode == 0
+    dan = ["E1,alice,Alice,D1,13800000001", "E2,bob,Dan New,D3,13900000009"]
+    employees.write_text("\n".join([header, *dan]) + "\n", encoding="utf-8")
+
+    code, screen = finish(at_terminal(site, "sync", "--yes", columns=80))
+
+    assert code == 0, screen
+    shown = screen[screen.index("plan: no changes") :].replace("\r\n", "\n")  # after the spinner
+    assert all(cell_len(line) <= 80 for line in shown.splitlines()), shown
+    told = " ".join(shown.split())
+    assert "conflict: bob: the source's record under E2 shows another person" in told, shown
+    assert "(the name and the mobile differ)" in told and "add 'E2' to sync.same_person" in told
+    assert "(1 of them held as another person's, not applied)" in told, shown
+    assert "applied: nothing" in told, shown
+    people = site.emulator.state()["employees"]
+    assert [p["name"] for p in people if p["username"] == "bob"] == ["Bob Stone"]
