@@ -223,6 +223,9 @@ class PlatformView:
     census: Census | None = field(default=None, compare=False)
     # Known problems whose holder no longer holds the value, as (source id, field).
     released: frozenset[tuple[str, str]] = frozenset()
+    # Every username the users list named since the people's cursor, anyone's: newcomers
+    # are looked up in these spellings too (syncd.survey.view.newcomers).
+    named: frozenset[str] = field(default=frozenset(), compare=False)
     # Where the next reads of nodes and people changed since start: the platform's own
     # last_modified stamps, as its answers gave them (see syncd.run.cursors).
     # Accounts with a source id under a username syncd does not hold, which this read

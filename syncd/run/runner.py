@@ -432,7 +432,7 @@ class _Run:
             run_id=self.run_id,
             source=digest,
             view=unchanged.view_digest(view),
-            newcomers=tuple(newcomers(snapshot, directory)),
+            newcomers=tuple(newcomers(snapshot, directory, view.named)),
             employees=snapshot.headcount,
             departments=len(snapshot.departments),
             removal_due=the_plan.removal_due,

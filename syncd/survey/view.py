@@ -24,7 +24,7 @@ past its own writes (``syncd.survey.settle``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -124,6 +124,7 @@ def read_platform(
         marked=found.marked,
         employee_count=root.all_employee_count or 0,
         census=counted,
+        named=found.named,
         nodes_cursor=nodes_cursor,
         people_cursor=people_cursor,
     )
@@ -171,24 +172,32 @@ def with_adoptions(
     """The view, with the platform's accounts of people the source names and syncd never
     synced (adopted rather than made twice): by username, or on a first run by
     ``match_by`` (email, mobile or work number), which needs every account listed."""
-    unknown = newcomers(snapshot, directory) + renamed_from_deleted(snapshot, directory, view)
+    unknown = newcomers(snapshot, directory, view.named)
+    unknown += renamed_from_deleted(snapshot, directory, view)
     return adopting(view, client, snapshot, unknown, match_by)
 
 
-def newcomers(snapshot: Snapshot, directory: Directory) -> list[str]:
+def newcomers(snapshot: Snapshot, directory: Directory, named: Collection[str] = ()) -> list[str]:
     """Usernames the source names that no record syncd synced holds in any spelling
     (syncd.spelling.look_alike), each with the spellings the platform may hold it in
-    (``spellings``): it matches usernames exactly, and an account found in another
-    spelling is a conflict, never a second account beside it."""
+    (``spellings``), and those of the usernames the users list ``named`` since the
+    people's cursor that look like it (an account another installation or program made
+    lately, in any letter case): the platform matches usernames exactly, and an account
+    found in another spelling is a conflict, never a second account beside it."""
     synced, read = snapshot.employees, directory.employees
     new_ids = read.keys() - synced.keys()
     new = [e for k, e in read.items() if k in new_ids] if new_ids else []
     # Usernames syncd holds, gathered only when someone is new (most runs: nobody).
     known = set(look_alikes([e.username for e in synced.values()])) if new else set()
+    lately: dict[str, list[str]] = {}
+    for username in named if new else ():
+        lately.setdefault(look_alike(username), []).append(username)
     found: list[str] = []
     for e in new:
-        if look_alike(e.username) not in known:
-            found += spellings(e.username)
+        key = look_alike(e.username)
+        if key not in known:
+            asked = spellings(e.username)
+            found += asked + [u for u in lately.get(key, ()) if u not in asked]
     return found
 
 
@@ -285,6 +294,7 @@ class Found:
     deleted: frozenset[str]
     newest: int | None
     marked: tuple[PlatformMark, ...] = ()
+    named: frozenset[str] = frozenset()  # every username the users list named
 
 
 def _listing_for(
@@ -346,18 +356,20 @@ def _people_drift(
         users = client.users(refresh_time=since, page_size=USERS_PAGE)
         named, stamps = _named(users)
     judge = Judge(ours, root_id, named)
+    lately = frozenset(named or ())
     if not ours.employees:
         if listing is not None and listing.whole and named is not None:
             # Nobody held to compare, but the records listed are evidence (judge.marked).
             _listing(client, listing.parts, concurrency, judge)
-        return Found({}, frozenset(), newest([since, *stamps]), tuple(judge.marked))
+        return Found({}, frozenset(), newest([since, *stamps]), tuple(judge.marked), lately)
     if listing is not None and listing.whole:
         changed, deleted, newer = _whole(client, ours, listing, concurrency, judge)
     else:
         changed, deleted, newer = _in_parts(
             client, ours, (root_id, listing, listed_nodes), concurrency, judge, named
         )
-    return Found(changed, deleted, newest([since, *stamps, *newer]), tuple(judge.marked))
+    cursor = newest([since, *stamps, *newer])
+    return Found(changed, deleted, cursor, tuple(judge.marked), lately)
 
 
 Read = tuple[dict[str, PlatformEmployee], frozenset[str], list[int | None]]

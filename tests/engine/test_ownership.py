@@ -8,10 +8,13 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+import pytest
+
 from syncd.config import load_settings
 from syncd.errors import EXIT_OK, EXIT_PARTIAL
 from syncd.run.runner import RunRequest, run_sync
-from tests.engine.company import PATHS_HEADER, World, department
+from tests.engine.company import PATHS_HEADER, World, department, employee
+from tests.support.admin import AnotherAdmin
 
 DELETE_NODE = "DELETE /v1/admin/organizations/{org_code}/{node_id}"
 UNLOCK = "POST /v1/admin/organizations/{code}/employees/{employee_id}/unlock"
@@ -66,6 +69,29 @@ def test_a_username_changed_in_letter_case_never_makes_a_second_account(world: W
     replaced = planned(world, sync={"username_change": "remove_and_create"})
     assert replaced == [("employee", "remove", "E2"), ("employee", "create", "E2")]
     assert sorted(world.platform().usernames) == ["ann", "cat", "dan", "eve", "robert"]
+
+
+@pytest.mark.parametrize(
+    ("there", "hired"),
+    [("MÜLLER", "müller"), ("Zoe", "zoe"), ("ZOË", "Zoë"), ("Ivan\u200b", "ivan")],
+)
+def test_a_hire_never_gets_a_second_account_beside_one_made_lately_in_another_spelling(
+    world: World, there: str, hired: str
+) -> None:
+    """Found by the identity campaign (seed 1733, two installations on one platform): one
+    made ``MÜLLER9``, then the other, hiring ``müller9``, made a second account beside it.
+    The platform is asked by exact username, and no spelling asked for was that one; the
+    users list names it (made since the last run), so it is asked for too: a conflict."""
+    world.sync()
+    AnotherAdmin(world.emulator).add_person(there, "D1", name="Someone Else")
+    world.company.employees.append(employee("E9", hired, "D2"))
+
+    result = world.sync()
+
+    assert result.exit_code == EXIT_OK and result.plan is not None, result.error
+    assert [c.key for c in result.plan.changes] == []  # neither created nor adopted
+    assert any(n.kind == "conflict" and n.key == "E9" for n in result.plan.notes), result.plan
+    assert sorted(world.platform().usernames) == sorted(["ann", "bob", "cat", "dan", "eve", there])
 
 
 # ---------------------------------------------------------------- lock state
