@@ -239,18 +239,25 @@ def move(t: Truth) -> None:
         t.event("move", f"{p.hr_id} {p.username} to {p.unit}")
 
 
-def recycle(t: Truth) -> None:
-    """A new hire gets a leaver's username (dropped before, or in this very export)."""
-    gone = [p for p in t.with_status("gone") if not t.taken(p.username)]
-    if not gone:
+def _a_leaver(t: Truth, free: list[Person]) -> Person | None:
+    """One of ``free`` (gone, nobody present holding what is given on), or, when there is
+    none, someone dropped from the source in this very export; None: too few left."""
+    if not free:
         candidates = t.with_status("departed", "active")
         if len(candidates) < 5:
-            return
+            return None
         leaver = t.rng.choice(candidates)
         leaver.status = "gone"
         t.event("leave", f"{leaver.hr_id} {leaver.username} dropped from the source")
-        gone = [leaver]
-    old = t.rng.choice(gone)
+        free = [leaver]
+    return t.rng.choice(free)
+
+
+def recycle(t: Truth) -> None:
+    """A new hire gets a leaver's username (dropped before, or in this very export)."""
+    old = _a_leaver(t, [p for p in t.with_status("gone") if not t.taken(p.username)])
+    if old is None:
+        return
     username, kind = old.username, "same spelling"
     if t.rng.random() < 0.3:
         username, kind = variant(t.rng, old.username)
@@ -263,16 +270,10 @@ def hand_on_number(t: Truth) -> None:
     drops the leaver or a later one; half the time with the leaver's username too (the
     update syncd must hold: the record under the number shows another person)."""
     taken = {p.hr_id for p in t.present()}
-    gone = [p for p in t.with_status("gone") if p.hr_id not in taken and not t.taken(p.username)]
-    if not gone:
-        candidates = t.with_status("departed", "active")
-        if len(candidates) < 5:
-            return
-        leaver = t.rng.choice(candidates)
-        leaver.status = "gone"
-        t.event("leave", f"{leaver.hr_id} {leaver.username} dropped from the source")
-        gone = [leaver]
-    old = t.rng.choice(gone)
+    free = [p for p in t.with_status("gone") if p.hr_id not in taken and not t.taken(p.username)]
+    old = _a_leaver(t, free)
+    if old is None:
+        return
     same = t.rng.random() < 0.5
     p = t.hire(old.username if same else None)
     p.hr_id = old.hr_id
