@@ -28,7 +28,7 @@ the snapshot planning weighs, which the runner loads first, as plain values).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -60,7 +60,7 @@ from syncd.plan.guards import (
     shifted_status,
     updates,
 )
-from syncd.plan.holds import held_back, needless
+from syncd.plan.holds import Holds, holds_of
 from syncd.plan.messages import field_diff
 from syncd.plan.photos import plan_photos
 from syncd.plan.rekeys import Evidence
@@ -105,6 +105,7 @@ __all__ = [
     "Limits",
     "Note",
     "Plan",
+    "Planning",
     "PlatformEmployee",
     "PlatformNode",
     "PlatformPerson",
@@ -134,7 +135,6 @@ __all__ = [
     "in_synced_spelling",
     "listed",
     "plan",
-    "planned",
     "reactivations",
     "shifted_status",
     "updates",
@@ -151,41 +151,59 @@ def plan(
     """Compare what the source says with what syncd wrote and the platform holds.
 
     ``snapshot`` holds the fields of every record the plan changes (everyone's do); the
-    runner loads them when asked instead (``planned``).
+    runner loads only those the plan asks for instead (``Planning``).
     """
-
-    def written(source_ids: Collection[str]) -> Mapping[str, Mapping[str, Any] | None]:
-        return {k: snapshot.written(Kind.EMPLOYEE, k) for k in source_ids}
-
-    return planned(directory, snapshot, view, policy, now_ms, written)
-
-
-Written = Callable[[Collection[str]], Mapping[str, Mapping[str, Any] | None]]
+    planning = Planning(directory, snapshot, view, policy, now_ms)
+    while (wanted := planning.wanted()) is not None:
+        planning.give({k: snapshot.written(Kind.EMPLOYEE, k) for k in wanted})
+    return planning.plan()
 
 
-def planned(
-    directory: Directory,
-    snapshot: Snapshot,
-    view: PlatformView,
-    policy: Policy,
-    now_ms: int,
-    written: Written,
-) -> Plan:
-    """``plan``, with what syncd wrote for the people it changes asked of ``written`` (by
-    source id) once the draft names them: the updates that would hand an account to
-    another person are held (``syncd.plan.holds``), the rest drafted again without them."""
-    drafted = draft(directory, snapshot, view, policy, now_ms)
-    fields = written(drafted.unwritten())
-    held, spared = held_back(drafted.upserts, fields, policy.same_person)
-    withheld = [c for c in drafted.upserts if c.key in held]
-    if held:
-        drafted = draft(directory, snapshot, view, policy, now_ms, held)
-        # Fewer updates may leave a known problem to retry, whose holder's fields are asked.
-        if more := [k for k in drafted.unwritten() if k not in fields]:
-            fields = {**fields, **written(more)}
-    if directory.complete and policy.same_person:
-        drafted = replace(drafted, notes=(*drafted.notes, *needless(policy.same_person, spared)))
-    return finish(drafted, fields, withheld)
+class Planning:
+    """``plan`` in steps, each pure, for a caller that loads what syncd wrote for the
+    people the plan changes only (the runner): while ``wanted`` names source ids, load
+    their written fields and ``give`` them; then ``plan``. Once the first are given, the
+    updates that would hand an account to another person are found and the draft is made
+    again without them (``syncd.plan.holds``): it may want a few more."""
+
+    def __init__(
+        self,
+        directory: Directory,
+        snapshot: Snapshot,
+        view: PlatformView,
+        policy: Policy,
+        now_ms: int,
+    ) -> None:
+        self._inputs = (directory, snapshot, view, policy, now_ms)
+        self._drafted = draft(directory, snapshot, view, policy, now_ms)
+        self._written: dict[str, Mapping[str, Any] | None] = {}
+        self._holds: Holds | None = None  # found once the first fields are given
+
+    def wanted(self) -> list[str] | None:
+        """The source ids whose written fields the plan needs next (maybe none, the first
+        time); None once it has all it needs."""
+        wanted = [k for k in self._drafted.unwritten() if k not in self._written]
+        return wanted if wanted or self._holds is None else None
+
+    def give(self, written: Mapping[str, Mapping[str, Any] | None]) -> None:
+        """What syncd wrote for the people ``wanted`` named, by source id (None: nothing)."""
+        self._written.update(written)
+        if self._holds is not None:
+            return
+        directory, _, _, policy, _ = self._inputs
+        self._holds = holds_of(
+            self._drafted.upserts, self._written, policy.same_person, directory.complete
+        )
+        if self._holds.held:
+            self._drafted = draft(*self._inputs, self._holds.held)
+
+    def plan(self) -> Plan:
+        """The plan, once nothing more is ``wanted``."""
+        holds = self._holds
+        if holds is None or self.wanted() is not None:
+            raise ValueError("the plan still wants written fields: give them first")
+        drafted = replace(self._drafted, notes=(*self._drafted.notes, *holds.notes))
+        return finish(drafted, self._written, holds.withheld)
 
 
 @dataclass(frozen=True)

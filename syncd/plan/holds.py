@@ -20,12 +20,14 @@ update is made; where it is another, deleting the old account on the platform fr
 key, and the record gets a new account at the next run.
 
 Planning finds them after a first draft (it needs what syncd wrote for the people it
-updates, loaded then) and drafts once more with them held: pure, as the rest of planning.
+updates, which the caller loads then: ``syncd.plan.Planning``) and drafts once more with
+them held: pure, as the rest of planning.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from syncd.model import Employee, State
@@ -34,15 +36,29 @@ from syncd.plan.rekeys import Evidence, evidence
 from syncd.plan.values import Change, Note
 
 
-def held_back(
+@dataclass(frozen=True)
+class Holds:
+    """What the first draft's updates and what syncd wrote say must be held."""
+
+    held: Mapping[str, Evidence]  # source id -> what shows another person
+    withheld: tuple[Change, ...]  # their updates, as drafted (Plan.withheld)
+    notes: tuple[Note, ...]  # sync.same_person entries that spared no update
+
+
+def holds_of(
     upserts: Iterable[Change],
     written: Mapping[str, Mapping[str, Any] | None],
     accepted: Collection[str],
-) -> tuple[dict[str, Evidence], set[str]]:
-    """Source id -> the evidence, of the updates whose record shows another person than
-    syncd wrote under its key (re-keys are weighed on their own: ``rekeys.weigh``); and
-    the keys of ``accepted`` (``sync.same_person``) that spared one from it."""
-    held, spared = {}, set()
+    complete: bool,
+) -> Holds:
+    """The updates whose record shows another person than syncd wrote under its key
+    (re-keys are weighed on their own: ``rekeys.weigh``), unless ``accepted``
+    (``sync.same_person``) names it; and, for a ``complete`` read, a note for each
+    accepted key that spared no update: left there, it would take a record showing
+    another person under that key later for the person syncd wrote."""
+    held: dict[str, Evidence] = {}
+    withheld: list[Change] = []
+    spared: set[str] = set()
     for c in upserts:
         if c.action is not Action.UPDATE or c.previous_key is not None:
             continue
@@ -54,23 +70,19 @@ def held_back(
             spared.add(c.key)
         else:
             held[c.key] = found
-    return held, spared
+            withheld.append(c)
+    needless = sorted(set(accepted) - spared) if complete else []
+    return Holds(held, tuple(withheld), tuple(map(_needless, needless)))
 
 
-def needless(accepted: Collection[str], spared: set[str]) -> list[Note]:
-    """A note for each key of ``sync.same_person`` that spared no update (call it only for
-    a complete read): left there, it would take a record showing another person under
-    that key later for the person syncd wrote."""
-    return [
-        Note(
-            "skipped",
-            key,
-            f"sync.same_person lists {key!r}, and no update under it needs it (the record "
-            "shows the person syncd wrote, or the source has none): take it out, or a record "
-            "under that key showing another person later is taken for them",
-        )
-        for key in sorted(set(accepted) - spared)
-    ]
+def _needless(key: str) -> Note:
+    return Note(
+        "skipped",
+        key,
+        f"sync.same_person lists {key!r}, and no update under it needs it (the record "
+        "shows the person syncd wrote, or the source has none): take it out, or a record "
+        "under that key showing another person later is taken for them",
+    )
 
 
 def hold_message(e: Employee, found: Evidence) -> str:

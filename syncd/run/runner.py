@@ -35,11 +35,11 @@ from syncd.plan import (
     GuardDecision,
     Note,
     Plan,
+    Planning,
     PlatformView,
     Snapshot,
     check_guards,
     departures,
-    planned,
 )
 from syncd.platform import PlatformClient
 from syncd.report.value import scheduled_summary
@@ -277,9 +277,10 @@ class _Run:
             # The fields planning weighs, then those of the people the draft changes: each
             # read once, in one query, before planning goes on; the plan is plain values.
             snapshot = self.state.weighed_fields(snapshot, directory, view)
-            the_plan = planned(
-                directory, snapshot, view, self.policy, self._now(), self.state.written_fields
-            )
+            planning = Planning(directory, snapshot, view, self.policy, self._now())
+            while (wanted := planning.wanted()) is not None:
+                planning.give(self.state.written_fields(wanted))
+            the_plan = planning.plan()
         if told := set_aside.notes(self.summary["source"]):  # replayed from the summary after
             the_plan = replace(the_plan, notes=(*the_plan.notes, *told))
         return the_plan

@@ -9,7 +9,7 @@ import enum
 import json
 import shutil
 import types
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -32,6 +32,7 @@ from syncd.plan import (
     KnownProblem,
     Limits,
     Plan,
+    Planning,
     PlatformEmployee,
     PlatformNode,
     PlatformView,
@@ -46,7 +47,6 @@ from syncd.plan import (
     employee_fields,
     employee_hash,
     plan,
-    planned,
 )
 from syncd.plan.needs import (
     departments_weighed,
@@ -210,8 +210,10 @@ def _in_steps(
     head = store.load_snapshot(engine, everyone=False)
     snapshot = store.people_for(engine, head, directory, view, everyone=everyone)
     snapshot = store.weighed_fields(engine, snapshot, directory, view)
-    written = partial(store.written_fields, engine)
-    return snapshot, planned(directory, snapshot, view, POLICY, now_ms(), written)
+    planning = Planning(directory, snapshot, view, POLICY, now_ms())
+    while (wanted := planning.wanted()) is not None:
+        planning.give(store.written_fields(engine, wanted))
+    return snapshot, planning.plan()
 
 
 POLICY = Policy(leaver_policy="lock_then_remove")
@@ -447,11 +449,10 @@ def test_what_the_runner_loads_plans_as_everything_loaded(
     full, directory, view, policy = history
     expected = plan(directory, full, view, policy, DAY_MS)
     snapshot = loaded_in_steps(full, directory, view)
-
-    def written(source_ids: Collection[str]) -> Mapping[str, Mapping[str, Any] | None]:
-        return {k: full.written(Kind.EMPLOYEE, k) for k in source_ids}
-
-    got = planned(directory, snapshot, view, policy, DAY_MS, written)
+    planning = Planning(directory, snapshot, view, policy, DAY_MS)
+    while (wanted := planning.wanted()) is not None:
+        planning.give({k: full.written(Kind.EMPLOYEE, k) for k in wanted})
+    got = planning.plan()
     assert documents(got) == documents(expected)
     assert (got.unweighed_since, got.removal_due) == (
         expected.unweighed_since,
