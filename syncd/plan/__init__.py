@@ -190,9 +190,14 @@ class Planning:
         self._written.update(written)
         if self._holds is not None:
             return
-        directory, _, _, policy, _ = self._inputs
+        directory, _, view, policy, _ = self._inputs
         self._holds = holds_of(
-            self._drafted.upserts, self._written, policy.same_person, directory.complete
+            self._drafted.upserts,
+            self._drafted.username_changes,
+            self._written,
+            view.changed,
+            policy.same_person,
+            directory.complete,
         )
         if self._holds.held:
             self._drafted = draft(*self._inputs, self._holds.held)
@@ -220,16 +225,19 @@ class Draft:
     extended_fields: Mapping[str, str]
     scheduled: tuple[Scheduled, ...]  # future changes (effective dates): shown, not done
     dates: Mapping[str, tuple[str | None, str | None]]  # recorded after the run (Plan.dates)
+    # Records whose username the source changed, left a conflict, with the username of the
+    # account under their key: weighed as the updates are (syncd.plan.holds).
+    username_changes: tuple[tuple[Employee, str], ...] = ()
 
     def unwritten(self) -> list[str]:
-        """The source ids under which syncd wrote the people these changes show as before."""
-        return sorted(
-            {
-                c.previous_key or c.key
-                for c in (*self.leading, *self.upserts, *self.trailing)
-                if _shows_written(c)
-            }
+        """The source ids under which syncd wrote the people these changes show as before,
+        or whom the holds weigh."""
+        shown = (
+            c.previous_key or c.key
+            for c in (*self.leading, *self.upserts, *self.trailing)
+            if _shows_written(c)
         )
+        return sorted({*shown, *(e.id for e, _ in self.username_changes)})
 
 
 def draft(
@@ -266,6 +274,7 @@ def draft(
         extended_fields=policy.extended_fields,
         scheduled=staff.dates.in_order(),
         dates=staff.dates.recorded,
+        username_changes=tuple(staff.username_changes),
     )
 
 

@@ -62,6 +62,9 @@ class EmployeePlanner:
         self.directory = directory
         # Updates that would hand an account to another person: not made (syncd.plan.holds).
         self.held = held or {}
+        # Records whose username changed, left a conflict, weighed as the updates are, with
+        # the username of the account under their key (Draft.username_changes).
+        self.username_changes: list[tuple[Employee, str]] = []
         # People for whom nothing is sent through the account under their username (held,
         # someone else back, the account not theirs): not even a photo (plan_photos).
         self.untouched: set[str] = set()
@@ -190,33 +193,37 @@ class EmployeePlanner:
             and (e.state, synced.locked, synced.locked) in LOCK_IN_STEP
         ):
             return  # as a rule: nothing changed, in the source or on the platform
-        if synced.locked and wanted != synced.hash and self._someone_else_back(e, synced):
+        if synced.locked and wanted != synced.hash and self._someone_else_back(e, synced, found):
             return
         if e.id in self.held:
-            self._hold(e, synced, found)
+            self.hold(e, synced)
             return
         self._plan_update(e, synced, wanted, found)
         self.plan_lock_state(e, synced.locked, synced, found)
 
-    def _hold(self, e: Employee, synced: SyncedEmployee, found: PlatformEmployee | None) -> None:
+    def hold(self, e: Employee, synced: SyncedEmployee) -> None:
         """An update whose record shows another person (syncd.plan.holds): not made; the
-        account is locked if the source says departed, else kept as it is."""
+        person syncd wrote is a leaver, as if missing from the source."""
         self.weighed.add(synced.username)
         self.untouched.add(e.id)
         self.notes.append(Note("conflict", e.id, hold_message(e, self.held[e.id])))
-        if e.state is State.DEPARTED:
-            self.plan_lock_state(e, synced.locked, synced, found)
+        self._plan_leaver(synced)
 
-    def _someone_else_back(self, e: Employee, synced: SyncedEmployee) -> bool:
+    def _someone_else_back(
+        self, e: Employee, synced: SyncedEmployee, found: PlatformEmployee | None
+    ) -> bool:
         """Whether a person syncd holds locked is read active again with a record that shows
         another person than the one syncd wrote (the name differs, and a mobile or work
         number differs or none agrees: syncd.plan.rekeys; a join key that is the work
         number agrees by construction): a recycled source id, an HR number given to a new
-        hire. Their account is neither unlocked nor rewritten; a conflict note says why."""
-        if e.state is not State.ACTIVE:
+        hire. Their account is neither unlocked nor rewritten, and the person syncd wrote
+        goes on as a leaver (removed when the leaver policy says); a conflict note says why.
+        ``sync.same_person`` names those who are the same person after all, and the account
+        read now bearing the record's name (``found``) beats what syncd remembers writing."""
+        if e.state is not State.ACTIVE or e.id in self.policy.same_person:
             return False
-        found = rekeys.evidence(e, self.snapshot.written(Kind.EMPLOYEE, synced.source_id))
-        if not found.not_the_one_written:
+        seen = rekeys.evidence(e, self.snapshot.written(Kind.EMPLOYEE, synced.source_id))
+        if not seen.not_the_one_written or rekeys.named_there(e, found):
             return False
         self.untouched.add(e.id)
         self.notes.append(
@@ -224,11 +231,13 @@ class EmployeePlanner:
                 "conflict",
                 e.id,
                 f"{e.username}: source id {e.id} is active in the source again, but its record "
-                f"shows another person than the one syncd wrote for it ({found.describe()}): "
-                "a source id given to someone else? Their account stays locked and unchanged; "
-                "nobody is changed until the evidence names the person",
+                f"shows another person than the one syncd wrote for it ({seen.describe()}): "
+                "a source id given to someone else? Their account stays locked and unchanged, "
+                "a leaver's under the leaver policy; the record gets an account of its own once "
+                "that one is removed, or deleted on the platform",
             )
         )
+        self._plan_leaver(synced)
         return True
 
     def unweighed_since(self) -> int | None:

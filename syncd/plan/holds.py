@@ -10,14 +10,21 @@ who would sign in to it with its history.
 
 So an update whose record shows another person than the one syncd last wrote under its key
 (``rekeys.Evidence.named_apart``: the name differs, and so does a mobile or a work number
-where both have one) is held: the account is neither rewritten nor given to anyone, a
-conflict note names the key and what differs, and nobody is changed until the evidence
-names the person. A record the source calls departed is still locked (its account is no
-one's to keep active), its fields left as they were. A name corrected alone, or with a
-mobile added where there was none, is an update as before. Where it is the same person
-(their name and mobile corrected at once), ``sync.same_person`` lists their key and the
-update is made; where it is another, deleting the old account on the platform frees the
-key, and the record gets a new account at the next run.
+where both have one) is held: the account is neither rewritten nor given to anyone, and a
+conflict note names the key and what differs. The person syncd wrote is gone from the
+source as surely as if their key were missing, so they are a leaver (locked, then removed,
+as the leaver policy says: a re-key's rule, ``syncd.plan.rekeys``), counted at the removal
+guard; the record gets an account of its own once theirs is removed, or deleted on the
+platform. A name corrected alone, or with a mobile added where there was none, is an
+update as before. Where it is the same person (their name and mobile corrected at once),
+``sync.same_person`` lists their key and the update is made (their account unlocked, if
+the hold locked it).
+
+Memory is not evidence on its own: where the platform's account, read because it changed
+there since the last run, bears the record's name (``rekeys.named_there``), the account
+already shows the record's person and what syncd remembers writing is behind it (a state
+database put back from before the key was handed on, then followed to the new holder's
+account): an update as any other, nobody held, nobody a leaver.
 
 Planning finds them after a first draft (it needs what syncd wrote for the people it
 updates, which the caller loads then: ``syncd.plan.Planning``) and drafts once more with
@@ -30,10 +37,10 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from syncd.model import Employee, State
+from syncd.model import Employee
 from syncd.plan.actions import Action
-from syncd.plan.rekeys import Evidence, evidence
-from syncd.plan.values import Change, Note
+from syncd.plan.rekeys import Evidence, evidence, named_there
+from syncd.plan.values import Change, Note, PlatformEmployee
 
 
 @dataclass(frozen=True)
@@ -47,32 +54,41 @@ class Holds:
 
 def holds_of(
     upserts: Iterable[Change],
+    username_changes: Iterable[tuple[Employee, str]],
     written: Mapping[str, Mapping[str, Any] | None],
+    changed: Mapping[str, PlatformEmployee],
     accepted: Collection[str],
     complete: bool,
 ) -> Holds:
-    """The updates whose record shows another person than syncd wrote under its key
-    (re-keys are weighed on their own: ``rekeys.weigh``), unless ``accepted``
+    """The updates, and the ``username_changes`` (record, username of the account under its
+    key) left a conflict, whose record shows another person than syncd wrote under its key
+    (re-keys are weighed on their own: ``rekeys.weigh``), unless the platform's account
+    read now (``changed``, by username) bears the record's name, or ``accepted``
     (``sync.same_person``) names it; and, for a ``complete`` read, a note for each
     accepted key that spared no update: left there, it would take a record showing
     another person under that key later for the person syncd wrote."""
     held: dict[str, Evidence] = {}
     withheld: list[Change] = []
     spared: set[str] = set()
-    for c in upserts:
-        if c.action is not Action.UPDATE or c.previous_key is not None:
+    updates = {c.key: c for c in upserts if c.action is Action.UPDATE and c.previous_key is None}
+    weighed = [(_record(c), c.display) for c in updates.values()]
+    for record, username in (*weighed, *username_changes):
+        found = evidence(record, written.get(record.id))
+        if not found.named_apart or named_there(record, changed.get(username)):
             continue
-        assert isinstance(c.record, Employee)
-        found = evidence(c.record, written.get(c.key))
-        if not found.named_apart:
+        if record.id in accepted:
+            spared.add(record.id)
             continue
-        if c.key in accepted:
-            spared.add(c.key)
-        else:
-            held[c.key] = found
-            withheld.append(c)
+        held[record.id] = found
+        if record.id in updates:
+            withheld.append(updates[record.id])
     needless = sorted(set(accepted) - spared) if complete else []
     return Holds(held, tuple(withheld), tuple(map(_needless, needless)))
+
+
+def _record(c: Change) -> Employee:
+    assert isinstance(c.record, Employee)
+    return c.record
 
 
 def _needless(key: str) -> Note:
@@ -87,15 +103,10 @@ def _needless(key: str) -> Note:
 
 def hold_message(e: Employee, found: Evidence) -> str:
     """The conflict note of a held update."""
-    locked = (
-        "locked, as the source says, and otherwise kept as it is"
-        if e.state is State.DEPARTED
-        else "kept as it is, neither rewritten nor locked"
-    )
     return (
         f"{e.username}: the source's record under {e.id} shows another person than the one "
-        f"syncd wrote for it ({found.describe()}): a key given to someone else? The account "
-        f"is {locked}; nobody is changed until the evidence names the person. The same "
-        f"person: add {e.id!r} to sync.same_person. Another: delete the old account on the "
-        f"platform, and {e.id} gets a new one"
+        f"syncd wrote for it ({found.describe()}): a key given to someone else? The person "
+        "syncd wrote is a leaver (their account locked or removed as the leaver policy "
+        f"says), and {e.id} gets an account of its own once theirs is removed, or deleted "
+        f"on the platform. The same person: add {e.id!r} to sync.same_person"
     )

@@ -34,7 +34,14 @@ from enum import StrEnum
 from typing import Any
 
 from syncd.model import IDENTIFYING, Employee, Kind, RejectedRow, State, match_value
-from syncd.plan.values import Note, PlatformPerson, PlatformView, Snapshot, SyncedEmployee
+from syncd.plan.values import (
+    Note,
+    PlatformEmployee,
+    PlatformPerson,
+    PlatformView,
+    Snapshot,
+    SyncedEmployee,
+)
 
 IDENTIFIERS = ("mobile", "sn")  # personal: a recycled username does not bring them along
 COMPARED = IDENTIFYING
@@ -116,6 +123,14 @@ def _words(fields: tuple[str, ...]) -> str:
 def evidence(e: Employee, before: Mapping[str, Any] | None) -> Evidence:
     """Compare the new record with the fields syncd last wrote for the old one."""
     return compared({name: getattr(e, name) for name in COMPARED}, before)
+
+
+def named_there(e: Employee, found: PlatformEmployee | None) -> bool:
+    """Whether the platform's account, as read now (``found``: changed there since the last
+    run), bears the record's name: evidence that beats what syncd remembers writing (a state
+    database put back keeps an older holder's fields)."""
+    there = _name(found.fields.get("name")) if found is not None else None
+    return there is not None and there == _name(e.name)
 
 
 def compared(new_fields: Mapping[str, Any], before: Mapping[str, Any] | None) -> Evidence:

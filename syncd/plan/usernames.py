@@ -59,6 +59,10 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
         )
         return
     if planner.policy.username_change != "remove_and_create":
+        if e.id in planner.held:
+            planner.hold(e, synced)  # another person given the key: syncd.plan.holds
+            return
+        planner.username_changes.append((e, synced.username))
         planner.notes.append(
             Note(
                 "conflict",

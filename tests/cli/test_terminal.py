@@ -399,7 +399,8 @@ def test_a_root_dry_run_in_the_service_users_state_warns_and_names_every_file_it
 
 def test_an_update_held_as_another_person_is_told_whole_at_80_columns(site: Site) -> None:
     """Bob's HR number and username given to a new hire while syncd did not run: the run
-    changes nobody and says why, the note wrapped between words within 80 columns."""
+    renames nobody, locks Bob as a leaver and says why, wrapped within 80 columns."""
+    site.configure(sync={"max_removal_ratio": 1.0})  # one lock in two people: let it through
     header = "id,username,name,department,mobile"
     bob = ["E1,alice,Alice,D1,13800000001", "E2,bob,Bob Stone,D2,13800000002"]
     employees = site.root / "employees.csv"
@@ -412,12 +413,16 @@ def test_an_update_held_as_another_person_is_told_whole_at_80_columns(site: Site
     code, screen = finish(at_terminal(site, "sync", "--yes", columns=80))
 
     assert code == 0, screen
-    shown = screen[screen.index("plan: no changes") :].replace("\r\n", "\n")  # after the spinner
-    assert all(cell_len(line) <= 80 for line in shown.splitlines()), shown
+    shown = screen[screen.index("plan: 1 to lock") :].replace("\r\n", "\n")  # after the spinner
+    plan = shown[: shown.index("\x1b")]  # up to the bars
+    assert all(cell_len(line) <= 80 for line in plan.splitlines()), plan
     told = " ".join(shown.split())
     assert "conflict: bob: the source's record under E2 shows another person" in told, shown
     assert "(the name and the mobile differ)" in told and "add 'E2' to sync.same_person" in told
+    assert "! lock employee bob: missing from the source" in told, shown
     assert "(1 of them held as another person's, not applied)" in told, shown
-    assert "applied: nothing" in told, shown
+    assert "applied: 1 lock" in told, shown
     people = site.emulator.state()["employees"]
-    assert [p["name"] for p in people if p["username"] == "bob"] == ["Bob Stone"]
+    assert [(p["name"], p["locked"]) for p in people if p["username"] == "bob"] == [
+        ("Bob Stone", True)
+    ]

@@ -1,10 +1,13 @@
-"""An update that would hand an account to another person is held (syncd.plan.holds).
+"""An update that would hand an account to another person is held (syncd.plan.holds): the
+person syncd wrote is a leaver instead.
 
 A key syncd holds active (an HR number handed on, a join's e-mail or username) given to a
 new hire before syncd saw its holder leave: the record under it shows another person than
 the one syncd wrote. Generated: what changed in the record (name, mobile, work number,
-e-mail, department), whether the source calls it departed, whether the platform changed
-the account too, whether ``sync.same_person`` names the key.
+e-mail, department, username), whether the source calls it departed, whether the platform
+changed the account too (another administrator, or syncd itself for the record's person
+after the state database was put back: the account read now bears the record's name, and
+that evidence beats what syncd remembers), whether ``sync.same_person`` names the key.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from syncd.plan import (
     Action,
     Limits,
     Plan,
+    PlatformView,
     Policy,
     Snapshot,
     check_guards,
@@ -41,6 +45,8 @@ from tests.support.examples import examples
 
 CAROL = STAFF[2]._replace(mobile="13800000003", sn="S3", email="carol@acme.example")
 KNOWN = [*STAFF[:2], CAROL]
+EDITED, RECORD = "Carol Edited", "the record's name"
+THERE = [None, EDITED, RECORD]  # the account unchanged on the platform, or read as it is now
 
 
 @settings(max_examples=examples(200), deadline=None)
@@ -51,7 +57,7 @@ KNOWN = [*STAFF[:2], CAROL]
     email=st.sampled_from(["carol@acme.example", "zed@acme.example"]),
     department=st.sampled_from(["sales", "rd"]),
     departed=st.booleans(),
-    edited_there=st.booleans(),
+    there=st.sampled_from(THERE),
     accepted=st.booleans(),
     photo=st.booleans(),
 )
@@ -62,13 +68,11 @@ def test_an_update_showing_another_person_hands_nobody_the_account(
     email: str,
     department: str,
     departed: bool,
-    edited_there: bool,
+    there: str | None,
     accepted: bool,
     photo: bool,
 ) -> None:
     snapshot, view = synced(directory(COMPANY, KNOWN))
-    if edited_there:  # another administrator changed the account too (drift)
-        view = changed_there(view, snapshot, "carol", name="Carol Edited")
     state = State.DEPARTED if departed else State.ACTIVE
     now = CAROL._replace(
         name=name,
@@ -79,25 +83,65 @@ def test_an_update_showing_another_person_hands_nobody_the_account(
         state=state,
         photo=Photo("their-photo", 100, "jpeg", "photos/e3.jpg") if photo else None,
     )
+    view = read_there(view, snapshot, there, now)
     policy = Policy(same_person=frozenset({"e3"} if accepted else ()))
     p = plan(directory(COMPANY, [*STAFF[:2], now]), snapshot, view, policy, NOW)
 
     theirs = {c.action for c in p.changes if c.key == "e3"}
     assert all(c.key == "e3" for c in p.changes), p.changes  # nobody else is touched
-    shows_another = another(now, snapshot)
+    shows_another = another(now, snapshot) and there != RECORD
     held = not accepted and shows_another
     assert told(p) == (int(held), int(accepted and not shows_another)), p.notes
-    changed = employee_hash(now, {}) != snapshot.employees["e3"].hash or edited_there
+    changed = employee_hash(now, {}) != snapshot.employees["e3"].hash or there == EDITED
     wanted = {
         action
         for action, planned in (
             (Action.UPDATE, changed and not held),
-            (Action.LOCK, departed),
+            (Action.LOCK, departed or held),  # held: the person syncd wrote is a leaver
             (Action.PHOTO, photo and not held and not departed),  # not even their photo
         )
         if planned
     }
     assert theirs == wanted, (held, p.changes)
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(
+    name=st.sampled_from(["Carol", "Zed Newcomer"]),
+    mobile=st.sampled_from([None, "13800000003", "13999999999"]),
+    there=st.sampled_from(THERE),
+    accepted=st.booleans(),
+)
+def test_a_username_change_showing_another_person_makes_the_holder_a_leaver(
+    name: str, mobile: str | None, there: str | None, accepted: bool
+) -> None:
+    """The key handed on with a new username: not a change of Carol's username (a conflict
+    that would leave her account active for ever) but another person under her key. Carol
+    is a leaver; the record waits for an account of its own."""
+    snapshot, view = synced(directory(COMPANY, KNOWN))
+    now = CAROL._replace(username="zed", name=name, mobile=mobile)
+    view = read_there(view, snapshot, there, now)
+    policy = Policy(same_person=frozenset({"e3"} if accepted else ()))
+    p = plan(directory(COMPANY, [*STAFF[:2], now]), snapshot, view, policy, NOW)
+
+    held = not accepted and another(now, snapshot) and there != RECORD
+    assert [(c.action, c.display) for c in p.changes] == ([(Action.LOCK, "carol")] if held else [])
+    (conflict,) = [n.message for n in p.notes if n.key == "e3" and n.kind == "conflict"]
+    assert ("shows another person" in conflict) is held, conflict
+    assert ("username changed in the source" in conflict) is not held, conflict
+
+
+def read_there(
+    view: PlatformView, snapshot: Snapshot, there: str | None, now: Employee
+) -> PlatformView:
+    """The view with Carol's account changed on the platform: renamed by another
+    administrator (``EDITED``), or bearing the record's name and mobile (``RECORD``: syncd
+    wrote them, and the state database was put back from before)."""
+    if there == EDITED:
+        return changed_there(view, snapshot, "carol", name=EDITED)
+    if there == RECORD:
+        return changed_there(view, snapshot, "carol", name=now.name, mobile=now.mobile)
+    return view
 
 
 def told(p: Plan) -> tuple[int, int]:
@@ -121,7 +165,9 @@ def test_a_held_update_is_planned_once_the_key_is_accepted_with_its_fields() -> 
     snapshot, view = synced(directory(COMPANY, KNOWN))
     now = CAROL._replace(name="Carol Smith", mobile="13999999999")
     held = plan(directory(COMPANY, [*STAFF[:2], now]), snapshot, view, Policy(), NOW)
-    assert [c for c in held.changes if c.key == "e3"] == []
+    assert [(c.action, c.reason) for c in held.changes if c.key == "e3"] == [
+        (Action.LOCK, "missing from the source (removed after 30 days)")
+    ]
     accepted = replace(Policy(), same_person=frozenset({"e3"}))
     p = plan(directory(COMPANY, [*STAFF[:2], now]), snapshot, view, accepted, NOW)
     (update,) = [c for c in p.changes if c.key == "e3"]
@@ -134,8 +180,9 @@ def test_a_held_update_is_planned_once_the_key_is_accepted_with_its_fields() -> 
 @given(people=st.integers(2, 300), share=st.floats(0, 1))
 def test_many_held_at_once_stop_at_the_update_guard(people: int, share: float) -> None:
     """An export whose name and mobile columns shifted by a row holds everyone they moved
-    (each record shows the next person): nothing is applied for them, and the update guard
-    counts them as the column gone wrong they are, so the whole run stops (exit 2)."""
+    (each record shows the next person): nobody is rewritten, and the update guard counts
+    them as the column gone wrong they are, so the whole run stops (exit 2) before the
+    locks of the people the export seems to have lost are sent."""
     staff = [person(f"e{i}", f"user{i}", "rd", mobile=f"1380000{i:04d}") for i in range(people)]
     snapshot, view = synced(directory(COMPANY, staff))
     n = round(people * share)
@@ -146,7 +193,7 @@ def test_many_held_at_once_stop_at_the_update_guard(people: int, share: float) -
     d = directory(COMPANY, read + staff[n:])
     p = plan(d, snapshot, view, Policy(), NOW)
 
-    assert p.changes == () and len(p.withheld) == n
+    assert [c.action for c in p.changes] == [Action.LOCK] * n and len(p.withheld) == n
     assert field_changes(p, snapshot) == +Counter({"name replaced": n, "mobile replaced": n})
     decisions = {g.name: g for g in check_guards(p, d, snapshot, Limits(50, 0.1))}
     if not n:

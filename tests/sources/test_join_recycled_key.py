@@ -4,9 +4,10 @@ emulator over HTTP from two real CSV exports (syncd.plan.holds).
 HR's export and a directory's are joined on the e-mail or the username. syncd syncs Bob;
 then, while it is not running, Bob leaves and HR hires Dan under Bob's e-mail and login
 (the directory recycles both). The joined record under Bob's key now shows another person
-(name and work number differ): Bob's account, still active, is neither renamed for Dan nor
-handed over. Then the admin resolves it either way: deletes Bob's account (Dan gets a new
-one), or says it is the same person (``sync.same_person``: the account is updated).
+(name and work number differ): Bob's account is neither renamed for Dan nor handed over,
+and Bob is a leaver (locked). Then the admin resolves it either way: deletes Bob's account
+(Dan gets a new one), or says it is the same person (``sync.same_person``: the account is
+updated and unlocked).
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ def write(folder: Path, emulator: RunningEmulator, key: Key, hr: list[str], same
     return path
 
 
-def sync(path: Path) -> RunResult:
-    result = run_sync(load_settings(path), RunRequest())
+def sync(path: Path, allowed: int | None = None) -> RunResult:
+    result = run_sync(load_settings(path), RunRequest(allow_removals=allowed))
     assert result.outcome == "ok", result.error
     return result
 
@@ -85,15 +86,18 @@ def test_a_recycled_join_key_hands_the_holders_account_to_nobody(
     assert account(emulator, "bob") == ("Bob Stone", "13800000002", False)
 
     write(tmp_path, emulator, key, ["1", "9"])  # Bob left unseen; Dan has his key
-    held = sync(path)
-    assert held.plan is not None and held.plan.changes == ()
-    (note,) = [n for n in held.plan.notes if n.kind == "conflict"]
+    held = sync(path, allowed=1)  # one lock in two people: past the removal guard
+    assert held.plan is not None
     joined = PEOPLE["2"][3] if key == "email" else "bob"
+    assert [(c.action.value, c.key) for c in held.plan.changes] == [("lock", joined)]
+    (note,) = [n for n in held.plan.notes if n.kind == "conflict"]
     assert f"under {joined} shows another person" in note.message, note
     assert "the name, the mobile and the work number differ" in note.message, note
-    assert account(emulator, "bob") == ("Bob Stone", "13800000002", False)  # nobody changed
-    again = sync(path).plan  # held again, not given away later
+    # Bob is a leaver: his account locked, never renamed for Dan.
+    assert account(emulator, "bob") == ("Bob Stone", "13800000002", True)
+    again = sync(path).plan  # nor later: it stays Bob's, locked
     assert again is not None and again.changes == ()
+    assert account(emulator, "bob") == ("Bob Stone", "13800000002", True)
 
     if resolved == "the same person":
         write(tmp_path, emulator, key, ["1", "9"], same=joined)
