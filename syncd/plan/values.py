@@ -191,6 +191,8 @@ class PlatformMark:
     username: str
     org_ids: tuple[int, ...]  # the nodes it is placed in
     last_modified: int | None = None
+    # What tells who holds it (name, mobile, work number), where the record has them.
+    identifying: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

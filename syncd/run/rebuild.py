@@ -46,8 +46,8 @@ from syncd import snapshot as store
 from syncd.clock import now_ms
 from syncd.config import PlatformSettings, Settings, platform_of
 from syncd.errors import StateError
-from syncd.model import Directory, serial_no
-from syncd.plan import PlatformNode, PlatformView, Snapshot
+from syncd.model import IDENTIFYING, Directory, Kind, serial_no
+from syncd.plan import PlatformNode, PlatformView, Snapshot, rekeys
 from syncd.plan.values import PlatformMark, matches_any
 from syncd.platform import PlatformClient
 from syncd.snapshot import sql
@@ -57,7 +57,6 @@ from syncd.survey.view import listing_parts
 log = logging.getLogger("syncd.rebuild")
 
 SHOWN = 10  # records named in an error message
-IDENTIFYING = ("name", "mobile", "sn")  # kept for a taken-back account (``_identifying``)
 
 
 # ---------------------------------------------------------------- binding
@@ -119,10 +118,13 @@ class Unknown:
     people: list[dict[str, Any]]  # list-form employee records
     # People the snapshot holds whose account the platform has under another id (deleted
     # and made again since the backup was taken, perhaps under a new username): (source
-    # id, the account's id now, its username).
-    moved: list[tuple[str, int, str]] = field(default_factory=list)
+    # id, the account's id now, its username, the fields that tell who holds it).
+    moved: list[tuple[str, int, str, str]] = field(default_factory=list)
     # The same for departments: (source id, the node's id now).
     moved_departments: list[tuple[str, int]] = field(default_factory=list)
+    # People whose source id the source holds under their username for another person
+    # (the name and a mobile or work number differ: an HR number handed on): what differs.
+    handed_on: dict[str, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.departments or self.people)
@@ -133,6 +135,9 @@ class Unknown:
         ]
         for r in self.people:
             state = " (locked)" if _locked(r) else ""
+            other = self.handed_on.get(str(r.get("extension_id")))
+            if other is not None:
+                state += f" (the source's record under it shows another person: {other})"
             lines.append(
                 f"person {r.get('username')} (extension_id {r.get('extension_id')}){state}"
             )
@@ -172,19 +177,22 @@ def unknown_records(
     source gives its username to someone else (a recycled username: that account is the
     former holder's, who left while the state database was behind); one whose source id
     the source holds under another username is unknown too (the person's account from
-    before the source renamed them: a new account would be made beside it)."""
+    before the source renamed them: a new account would be made beside it), and so is one
+    whose source id and username the source holds for another person (``_handed_on``)."""
     assert not snapshot.partial, "a continuity check goes over everyone syncd holds"
     people: list[dict[str, Any]] = []
-    moved: list[tuple[str, int, str]] = []
+    moved: list[tuple[str, int, str, str]] = []
+    handed_on: dict[str, str] = {}
     if view.employee_count > 0:
         records = _everyone(client, view, platform_of(settings).concurrency)
-        people, moved = _unknown_people(records, snapshot, directory, settings)
+        people, moved, handed_on = _unknown_people(records, snapshot, directory, settings)
         people = [r for r in people if r["extension_id"] not in others]
     return Unknown(
         _unknown_departments(view, snapshot, directory),
         people,
         moved,
         _moved_departments(view, snapshot),
+        handed_on,
     )
 
 
@@ -227,14 +235,16 @@ def _unknown_people(
     snapshot: Snapshot,
     directory: Directory,
     settings: Settings,
-) -> tuple[list[dict[str, Any]], list[tuple[str, int, str]]]:
+) -> tuple[list[dict[str, Any]], list[tuple[str, int, str, str]], dict[str, str]]:
     """The records whose source id neither the snapshot nor the source knows (excluded
-    usernames aside), and the snapshot's people whose account was made again."""
+    usernames aside), the snapshot's people whose account was made again, and what shows
+    another person in the source's record under an account's id (``_handed_on``)."""
     known_ids = set(snapshot.employees)
     excluded = tuple(settings.sync.exclude.usernames)
     people: list[dict[str, Any]] = []
-    again: dict[str, list[tuple[int, str]]] = {}  # source id -> other accounts carrying it
+    again: dict[str, list[tuple[int, str, str]]] = {}  # source id -> other accounts carrying it
     listed: set[object] = set()  # every account's id
+    handed_on: dict[str, str] = {}
     for record in records:
         listed.add(record.get("id"))
         marked = _marked(record)
@@ -243,21 +253,43 @@ def _unknown_people(
         extension_id, username = marked
         synced, account = snapshot.employees.get(extension_id), record.get("id")
         if synced is not None and isinstance(account, int) and account != synced.employee_id:
-            again.setdefault(extension_id, []).append((account, username))
-        if extension_id in known_ids or directory.names(extension_id, username):
+            again.setdefault(extension_id, []).append((account, username, _identifying(record)))
+        if extension_id in known_ids:
             continue
+        if directory.names(extension_id, username):
+            shown = _handed_on(extension_id, record, directory, settings.sync.same_person)
+            if shown is None:
+                continue
+            handed_on[extension_id] = shown
         if not (excluded and matches_any(username, excluded)):
             people.append(record)
     people.sort(key=lambda r: str(r.get("username")))
-    return people, _made_again(snapshot, again, listed)
+    return people, _made_again(snapshot, again, listed), handed_on
+
+
+def _handed_on(
+    source_id: str, account: Mapping[str, Any], directory: Directory, accepted: Collection[str]
+) -> str | None:
+    """What shows another person than the ``account``'s (its fields) in the source's record
+    under the account's own source id and username (the name differs, and a mobile or work
+    number differs or none agrees, as an adoption weighs it: ``rekeys.adoption_conflict``),
+    unless ``sync.same_person`` names the id; None if nothing does. An HR number and a
+    username handed on to a new hire while the state database was behind: the account is
+    its former holder's, who left, and the record's adoption is refused, so it is unknown."""
+    e = directory.employees.get(source_id)
+    if e is None or e.id in accepted:
+        return None
+    found = rekeys.evidence(e, account)
+    return found.describe() if found.not_the_one_written else None
 
 
 def _made_again(
-    snapshot: Snapshot, again: Mapping[str, list[tuple[int, str]]], listed: Collection[object]
-) -> list[tuple[str, int, str]]:
+    snapshot: Snapshot, again: Mapping[str, list[tuple[int, str, str]]], listed: Collection[object]
+) -> list[tuple[str, int, str, str]]:
     """The synced people whose account is gone from the platform while one other account,
     and only one, carries their source id: theirs, made again since the state database
-    was written (under a new username too, when the source renamed them meanwhile). Not
+    was written (under a new username too, when the source renamed them meanwhile), with
+    the fields that tell who holds it now (``_identifying``). Not
     when the old account is still there (the platform holds two), nor under a username
     another of syncd's people holds in any spelling: that one is weighed by the plan."""
     if not again:  # the usual check: nothing to look up (100,000 spellings at scale)
@@ -268,9 +300,9 @@ def _made_again(
     for source_id, accounts in again.items():
         if len(accounts) != 1 or employees[source_id].employee_id in listed:
             continue
-        account, username = accounts[0]
+        account, username, fields = accounts[0]
         if held.get(look_alike(username), source_id) == source_id:
-            found.append((source_id, account, username))
+            found.append((source_id, account, username, fields))
     return found
 
 
@@ -278,7 +310,10 @@ def follow_moved(state: store.StateStore, snapshot: Snapshot, unknown: Unknown) 
     """Point the snapshot at the accounts and nodes its records have now: a database
     restored from before one was deleted and made again kept the old id, which every lock,
     unlock and update would be sent to, and fail, run after run. Their hash is emptied,
-    so the next plan compares them with the source (as after an adoption)."""
+    so the next plan compares them with the source (as after an adoption), and what syncd
+    remembers writing becomes what tells who holds the account now: the database's
+    fields are from before it was made again, perhaps for another person given the key
+    (an HR number handed on), and an update is weighed against them (syncd.plan.holds)."""
     moved, nodes = unknown.moved, unknown.moved_departments
     if not moved and not nodes:
         return
@@ -286,8 +321,9 @@ def follow_moved(state: store.StateStore, snapshot: Snapshot, unknown: Unknown) 
         if moved:
             sql.run(
                 conn,
-                "UPDATE employees SET employee_id = ?, username = ?, hash = '' WHERE source_id = ?",
-                [(account, username, source_id) for source_id, account, username in moved],
+                "UPDATE employees SET employee_id = ?, username = ?, hash = '', fields = ? "
+                "WHERE source_id = ?",
+                [(account, username, fields, k) for k, account, username, fields in moved],
             )
         if nodes:
             sql.run(
@@ -301,10 +337,13 @@ def follow_moved(state: store.StateStore, snapshot: Snapshot, unknown: Unknown) 
             snapshot.departments[source_id] = synced._replace(node_id=node, hash="")
     everyone = snapshot.employees  # everyone's: a continuity check loads them all
     if isinstance(everyone, dict):
-        for source_id, account, username in moved:
+        for source_id, account, username, _ in moved:
             everyone[source_id] = everyone[source_id]._replace(
                 employee_id=account, username=username, hash=""
             )
+    if isinstance(snapshot.fields, dict):
+        for source_id, _, _, fields in moved:
+            snapshot.fields[(Kind.EMPLOYEE, source_id)] = json.loads(fields)
     log.warning(
         "state database %s: %d people's accounts and %d departments' nodes were made again "
         "since it was written; following them: %s",
@@ -353,7 +392,8 @@ def check_continuity(
             f"{_count(len(unknown.people), 'person', 'people')} and "
             f"{_count(len(unknown.departments), 'department', 'departments')} that "
             "syncd wrote (their extension_id or serial_no is a source id), which neither this "
-            "state database nor the source knows: people who left while the state database "
+            "state database nor the source knows (or whose source id the source gives another "
+            "person now): people who left while the state database "
             "was lost or restored from an older backup, who would stay active for ever. "
             f"{'; '.join(lines[:SHOWN])}{more}. See them with `syncd state rebuild --dry-run`, "
             "take them back with `syncd state rebuild` (the next sync locks or removes them "
@@ -480,17 +520,18 @@ def behind(
     ``view.marked``) placed in a department the database holds, carrying a source id the
     source does not know, and not accepted as another's, that the database either holds
     no record of, or holds under another username whose account was deleted (the account
-    was made again under a new one). Found, the database is marked unchecked, so a
-    complete read compares it with the platform before anything is planned
-    (``check_continuity``: it follows an account made again); none found, nothing is
-    written."""
+    was made again under a new one); or carrying a source id and username the source
+    gives another person now (``_handed_on``), that the database holds no record of.
+    Found, the database is marked unchecked, so a complete read compares it with the
+    platform before anything is planned (``check_continuity``: it follows an account made
+    again); none found, nothing is written."""
     ours = {d.node_id for d in snapshot.departments.values() if d.node_id is not None}
     ours.discard(view.root_id)  # another program's people are placed at the root too
-    excluded = tuple(settings.sync.exclude.usernames)
+    excluded, accepted = tuple(settings.sync.exclude.usernames), settings.sync.same_person
     candidates = [
         m
         for m in view.marked
-        if not directory.names(m.extension_id, m.username)
+        if not _named(m, directory, accepted)
         and ours.intersection(m.org_ids)
         and not (excluded and matches_any(m.username, excluded))
     ]
@@ -511,6 +552,14 @@ def behind(
         )
         state.set_unchecked()
     return [*found, *again]
+
+
+def _named(mark: PlatformMark, directory: Directory, accepted: Collection[str]) -> bool:
+    """Whether the source names the marked account: holds its source id under its username,
+    for the person it shows (``_handed_on``)."""
+    return directory.names(mark.extension_id, mark.username) and not _handed_on(
+        mark.extension_id, mark.identifying, directory, accepted
+    )
 
 
 def _made_again_as(snapshot: Snapshot, view: PlatformView, mark: PlatformMark) -> bool:

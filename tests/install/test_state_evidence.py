@@ -115,6 +115,82 @@ def test_a_restore_holding_a_removed_leavers_username_finds_the_new_holders_acco
     assert plan_of(world.sync()).changes == ()
 
 
+# ---------------------------------------------------------------- a restore and a number handed on
+
+
+def fay_handed_on(world: World, username: str) -> None:
+    """fay (E6) leaves; HR gives her number to a new hire, another person (name, mobile),
+    under ``username``."""
+    world.company.employees.remove(world.company.person("fay"))
+    world.company.employees.append(
+        employee("E6", username, "D3", name="Gil Newhire", mobile="13912345678")
+    )
+
+
+@pytest.mark.parametrize("copy", ["database", "directory"])
+def test_a_restore_from_before_a_number_was_handed_on_leaves_the_new_holder_in(
+    world: World, tmp_path: Path, copy: str
+) -> None:
+    """Found by the identity campaign (seed 2092): fay (E6) is synced and the state
+    copied; fay leaves, HR gives E6 to gil, and syncd replaces the account
+    (remove_and_create): fay's removed, gil's made carrying E6. The copy is put back. The
+    database followed E6 to gil's account but kept the fields it wrote for fay there, so
+    gil's record looked like another person's under fay's key, and gil, active, would be
+    removed as the leaver fay is. The account bears gil's name: evidence beats memory."""
+    world.sync_settings.update(leaver_policy="remove", username_change="remove_and_create")
+    world.company.employees.append(employee("E6", "fay", "D2"))
+    assert world.sync().exit_code == EXIT_OK
+    backup = copy_state(world, tmp_path)
+    fay_handed_on(world, "gil")
+    assert world.sync().exit_code == EXIT_OK
+    assert "fay" not in world.platform().people
+    put_copy_back(world, tmp_path, copy, backup)
+
+    for _ in range(2):
+        result = world.sync()
+        assert result.exit_code == EXIT_OK, result.error
+        assert {c.action.value for c in plan_of(result).changes} <= {"update", "forget"}
+
+    assert world.platform().people["gil"] == ("Gil Newhire", "E6", "D3", (), False)
+    assert plan_of(world.sync()).changes == ()
+
+
+@pytest.mark.parametrize("copy", ["database", "directory"])
+def test_a_restore_from_before_a_holder_joined_finds_their_number_handed_on(
+    world: World, tmp_path: Path, copy: str
+) -> None:
+    """Found by the identity campaign (seed 2032): the state is copied before fay (E6)
+    joins and is synced; it is put back; fay leaves and HR gives E6 and her username to
+    gil. The account carries E6 under "fay", as the source's record does: it passed for
+    that record's own, whose adoption is refused (it shows another person), and fay stayed
+    active for good. It is fay's, a record the state lost: the run stops and sends
+    nothing; after `syncd state rebuild` she is a leaver, and gil gets an account of his
+    own once hers is removed."""
+    world.sync_settings.update(leaver_policy="remove")
+    assert world.sync().exit_code == EXIT_OK
+    backup = copy_state(world, tmp_path)
+    world.company.employees.append(employee("E6", "fay", "D2"))
+    assert world.sync().exit_code == EXIT_OK
+    put_copy_back(world, tmp_path, copy, backup)
+    fay_handed_on(world, "fay")
+    before = world.writes()
+
+    stopped = world.sync()  # before: exit 0, fay's account active for good
+
+    assert stopped.exit_code == EXIT_FAILED, stopped.error
+    told = " ".join((stopped.error or "").split())
+    assert "person fay (extension_id E6) (the source's record under it shows another" in told
+    assert world.writes() == before
+    assert cli(world, "state", "rebuild") == EXIT_OK
+    removed = world.sync()
+    assert removed.exit_code == EXIT_OK, removed.error
+    assert [(c.action.value, c.key) for c in plan_of(removed).changes] == [("remove", "E6")]
+    assert "fay" not in world.platform().people
+    assert world.sync().exit_code == EXIT_OK
+    assert world.platform().people["fay"] == ("Gil Newhire", "E6", "D3", (), False)
+    assert plan_of(world.sync()).changes == ()
+
+
 def test_an_account_whose_extension_id_names_another_record_is_never_adopted(
     world: World,
 ) -> None:
