@@ -321,14 +321,15 @@ def departures(p: Plan, directory: Directory, snapshot: Snapshot) -> Departures:
 def updates(p: Plan, snapshot: Snapshot) -> tuple[int, int]:
     """Updates of people syncd holds (re-keyed ones included, and those withheld as
     another person's: the source asks for them; adoptions are not, nor the updates that
-    free a value for another person first): how many, and how many of them put back what
-    was changed on the platform (drift)."""
+    free a value for another person first): how many, and how many of those applied put
+    back what was changed on the platform (drift)."""
     total = repairs = 0
     for c in _held_updates(p, snapshot):
         if not c.frees:
             total += 1
             repairs += c.platform_before is not None
-    return total, repairs
+    withheld_repairs = sum(c.platform_before is not None for c in p.withheld)
+    return total, repairs - withheld_repairs
 
 
 def _held_updates(p: Plan, snapshot: Snapshot) -> Iterator[Change]:

@@ -30,6 +30,7 @@ from syncd.plan import (
     employee_hash,
     field_changes,
     plan,
+    updates,
 )
 from syncd.plan.rekeys import IDENTIFIERS, compared
 from tests.engine.plan_world import (
@@ -103,6 +104,9 @@ def test_an_update_showing_another_person_hands_nobody_the_account(
         if planned
     }
     assert theirs == wanted, (held, p.changes)
+    # The update guard counts a held update, never as drift put back: it is not applied.
+    repairs = any(c.platform_before is not None for c in p.changes if c.action is Action.UPDATE)
+    assert updates(p, snapshot) == (int(changed), int(repairs))
 
 
 @settings(max_examples=examples(100), deadline=None)
