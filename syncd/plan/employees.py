@@ -86,6 +86,7 @@ class EmployeePlanner:
         self.locks: list[Change] = []
         self.removes: list[Change] = []
         self._by_username: dict[str, SyncedEmployee] | None = None  # made when first needed
+        self._holders: dict[str, tuple[Employee, ...]] | None = None  # (_source_holders)
         self.drift = PeopleDrift(snapshot, view)
         self.hash = employee_hasher(policy.extended_fields)
         self.names = department_names(directory, snapshot, view.root_name)
@@ -203,11 +204,31 @@ class EmployeePlanner:
 
     def hold(self, e: Employee, synced: SyncedEmployee) -> None:
         """An update whose record shows another person (syncd.plan.holds): not made; the
-        person syncd wrote is a leaver, as if missing from the source."""
+        person syncd wrote is a leaver, as if missing from the source, unless another
+        record holds their username and may be them under a new key (a re-key's verdict
+        other than a leaver's: syncd.plan.rekeys), whose own conflict says why."""
         self.weighed.add(synced.username)
         self.untouched.add(e.id)
         self.notes.append(Note("conflict", e.id, hold_message(e, self.held[e.id])))
+        written = self.snapshot.written(Kind.EMPLOYEE, synced.source_id)
+        claims = self._source_holders().get(look_alike(synced.username), ())
+        if any(
+            rekeys.judge(other, written, synced.locked)[0] is not rekeys.Verdict.LEAVER
+            for other in claims
+            if other.id != e.id
+        ):
+            return
         self._plan_leaver(synced)
+
+    def _source_holders(self) -> dict[str, tuple[Employee, ...]]:
+        """The source's records by the look-alike key of their username: made when a hold
+        first needs it."""
+        if self._holders is None:
+            self._holders = {}
+            for other in self.directory.employees.values():
+                key = look_alike(other.username)
+                self._holders[key] = (*self._holders.get(key, ()), other)
+        return self._holders
 
     def _someone_else_back(
         self, e: Employee, synced: SyncedEmployee, found: PlatformEmployee | None

@@ -135,6 +135,30 @@ def test_a_username_change_showing_another_person_makes_the_holder_a_leaver(
     assert ("username changed in the source" in conflict) is not held, conflict
 
 
+@settings(max_examples=examples(40), deadline=None)
+@given(same=st.booleans(), mobile=st.sampled_from([None, "13800000003", "13999999999"]))
+def test_a_holder_another_record_may_be_under_a_new_key_is_nobodys_leaver(
+    same: bool, mobile: str | None
+) -> None:
+    """Carol's HR number handed on to Zed (with his own username) while a new source id,
+    e9, holds Carol's username: Carol under a new number (her name and mobile), or a
+    stranger given her username. Carol is a leaver only if e9 shows another person; if it
+    may be Carol, her account stays as it is (e9's conflict says why), never locked."""
+    snapshot, view = synced(directory(COMPANY, KNOWN))
+    zed = CAROL._replace(username="zed", name="Zed Newcomer", mobile="13999999999")
+    claimant = CAROL._replace(id="e9", mobile=mobile)
+    if not same:
+        claimant = claimant._replace(name="Cora Stranger", sn="S9")
+    p = plan(directory(COMPANY, [*STAFF[:2], zed, claimant]), snapshot, view, Policy(), NOW)
+
+    stranger = not same and mobile != CAROL.mobile  # the name differs and no mobile agrees
+    assert [(c.action, c.display) for c in p.changes] == (
+        [(Action.LOCK, "carol")] if stranger else []
+    )
+    assert any("shows another person" in n.message for n in p.notes if n.key == "e3")
+    assert any(n.key == "e9" and n.kind == "conflict" for n in p.notes), p.notes
+
+
 def read_there(
     view: PlatformView, snapshot: Snapshot, there: str | None, now: Employee
 ) -> PlatformView:
