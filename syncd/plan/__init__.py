@@ -63,7 +63,6 @@ from syncd.plan.guards import (
 from syncd.plan.holds import Holds, holds_of
 from syncd.plan.messages import field_diff
 from syncd.plan.photos import plan_photos
-from syncd.plan.rekeys import Evidence
 from syncd.plan.unique_values import frees, retries, with_values
 from syncd.plan.values import (
     ACCESS_KEPT,
@@ -200,7 +199,7 @@ class Planning:
             directory.complete,
         )
         if self._holds.held:
-            self._drafted = draft(*self._inputs, self._holds.held)
+            self._drafted = draft(*self._inputs, self._holds)
 
     def plan(self) -> Plan:
         """The plan, once nothing more is ``wanted``."""
@@ -246,11 +245,11 @@ def draft(
     view: PlatformView,
     policy: Policy,
     now_ms: int,
-    held: Mapping[str, Evidence] | None = None,
+    holds: Holds | None = None,
 ) -> Draft:
     """The plan, but for what syncd wrote for the people it changes: pure, as ``plan``.
     Asks ``snapshot`` only for the fields ``syncd.plan.needs.weighed`` names; the updates
-    ``held`` names are not made (``syncd.plan.holds``)."""
+    ``holds`` names are not made (``syncd.plan.holds``)."""
     directory = in_synced_spelling(directory, snapshot)
     notes = [Note("source", "", warning) for warning in directory.warnings]
     if directory.filtered:
@@ -258,7 +257,7 @@ def draft(
         notes.append(Note("source", "", f"{left_out} left out by source.mapping.filter"))
     departments = DepartmentPlanner(directory, snapshot, view, policy, notes)
     creates, updates = departments.run()
-    staff = EmployeePlanner(directory, snapshot, view, policy, notes, now_ms, held)
+    staff = EmployeePlanner(directory, snapshot, view, policy, notes, now_ms, holds)
     replaced, upserts, unlocks, locks, removes, forgets = staff.run()
     upserts = [*upserts, *_retried(staff, snapshot, view, upserts)]
     photos = plan_photos(directory, snapshot, upserts, policy.exclude_usernames, staff.untouched)

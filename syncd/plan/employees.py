@@ -8,7 +8,6 @@ as the change's ``before``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from itertools import filterfalse
 from typing import Any
 
@@ -18,7 +17,7 @@ from syncd.plan.actions import Action
 from syncd.plan.adoption import adopted_by_key, claimed_elsewhere, held_before
 from syncd.plan.drift import PeopleDrift
 from syncd.plan.fields import employee_hasher
-from syncd.plan.holds import hold_message
+from syncd.plan.holds import Holds, hold_message
 from syncd.plan.messages import department_names, unsure_rows
 from syncd.plan.schedule import EffectiveDates
 from syncd.plan.usernames import username_changed
@@ -57,11 +56,12 @@ class EmployeePlanner:
         policy: Policy,
         notes: list[Note],
         now_ms: int,
-        held: Mapping[str, rekeys.Evidence] | None = None,
+        holds: Holds | None = None,
     ) -> None:
         self.directory = directory
         # Updates that would hand an account to another person: not made (syncd.plan.holds).
-        self.held = held or {}
+        self.held = holds.held if holds is not None else {}
+        self.held_written = holds.written if holds is not None else {}
         # Records whose username changed, left a conflict, weighed as the updates are, with
         # the username of the account under their key (Draft.username_changes).
         self.username_changes: list[tuple[Employee, str]] = []
@@ -210,7 +210,7 @@ class EmployeePlanner:
         self.weighed.add(synced.username)
         self.untouched.add(e.id)
         self.notes.append(Note("conflict", e.id, hold_message(e, self.held[e.id])))
-        written = self.snapshot.written(Kind.EMPLOYEE, synced.source_id)
+        written = self.held_written[e.id]
         claims = self._source_holders().get(look_alike(synced.username), ())
         if any(
             rekeys.judge(other, written, synced.locked)[0] is not rekeys.Verdict.LEAVER

@@ -48,6 +48,7 @@ class Holds:
     """What the first draft's updates and what syncd wrote say must be held."""
 
     held: Mapping[str, Evidence]  # source id -> what shows another person
+    written: Mapping[str, Mapping[str, Any] | None]  # what syncd wrote under the held ids
     withheld: tuple[Change, ...]  # their updates, as drafted (Plan.withheld)
     notes: tuple[Note, ...]  # sync.same_person entries that spared no update
 
@@ -83,7 +84,8 @@ def holds_of(
         if record.id in updates:
             withheld.append(updates[record.id])
     needless = sorted(set(accepted) - spared) if complete else []
-    return Holds(held, tuple(withheld), tuple(map(_needless, needless)))
+    ours = {k: written.get(k) for k in held}
+    return Holds(held, ours, tuple(withheld), tuple(map(_needless, needless)))
 
 
 def _record(c: Change) -> Employee:
