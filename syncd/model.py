@@ -115,6 +115,13 @@ class Employee(NamedTuple):
 # The fields that tell two records of one username apart (syncd.plan.rekeys): the name and
 # the personal identifiers a recycled username does not bring along.
 IDENTIFYING = ("name", "mobile", "sn")
+
+
+def identifying(record: Mapping[str, object]) -> dict[str, str]:
+    """A platform record's ``IDENTIFYING`` fields, where it has them (non-empty text)."""
+    return {k: v for k in IDENTIFYING if isinstance(v := record.get(k), str) and v}
+
+
 # What a rejected row keeps of itself (RejectedRow.identifiers): those, and what else a join
 # of several sources may be keyed on, its e-mail and extra attributes (``extra.<name>``):
 # syncd.plan.join names the person a rejected row is by its join key.

@@ -46,7 +46,7 @@ from syncd import snapshot as store
 from syncd.clock import now_ms
 from syncd.config import PlatformSettings, Settings, platform_of
 from syncd.errors import StateError
-from syncd.model import IDENTIFYING, Directory, Kind, serial_no
+from syncd.model import Directory, Kind, identifying, serial_no
 from syncd.plan import PlatformNode, PlatformView, Snapshot, rekeys
 from syncd.plan.values import PlatformMark, matches_any
 from syncd.platform import PlatformClient
@@ -446,8 +446,7 @@ def _identifying(record: Mapping[str, Any]) -> str:
     """The fields of a taken-back account that tell who holds it (name, mobile, work
     number), kept as if syncd had written them: a new record given its username is then
     weighed against the account's own holder (``syncd.plan.rekeys``), not against nothing."""
-    kept = {k: record[k] for k in IDENTIFYING if isinstance(record.get(k), str) and record[k]}
-    return json.dumps(kept, ensure_ascii=False, sort_keys=True)
+    return json.dumps(identifying(record), ensure_ascii=False, sort_keys=True)
 
 
 def rebuild_state(settings: Settings, *, dry_run: bool) -> Unknown:

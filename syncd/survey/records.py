@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from syncd import snapshot as store
-from syncd.model import IDENTIFYING
+from syncd.model import identifying
 from syncd.plan import PlatformEmployee, SyncedEmployee
 from syncd.plan.drift import differs
 from syncd.plan.values import PlatformMark
@@ -109,10 +109,8 @@ def mark(record: Mapping[str, Any]) -> PlatformMark | None:
         if isinstance(p, dict) and isinstance(p.get("org_id"), int)
     )
     stamp = record.get("last_modified")
-    held = {k: v for k in IDENTIFYING if isinstance(v := record.get(k), str) and v}
-    return PlatformMark(
-        extension_id, username, org_ids, stamp if isinstance(stamp, int) else None, held
-    )
+    stamped = stamp if isinstance(stamp, int) else None
+    return PlatformMark(extension_id, username, org_ids, stamped, identifying(record))
 
 
 def present(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
