@@ -40,6 +40,8 @@ from syncd.plan.values import (
 )
 from syncd.spelling import difference, look_alike, look_alikes, nfc, shown_pair
 
+# Why the person syncd wrote under a key is a leaver though the key is read (syncd.plan.holds).
+ANOTHER_PERSON = "their source id now names another person"
 # When an account's lock agrees with the source, as (state read, locked as syncd knows
 # it, locked on the platform): locked in both for someone departed, unlocked in both for
 # someone active. Any other triple is a lock or an unlock to plan. A set, asked without
@@ -218,7 +220,7 @@ class EmployeePlanner:
             if other.id != e.id
         ):
             return
-        self._plan_leaver(synced)
+        self._plan_leaver(synced, ANOTHER_PERSON)
 
     def _source_holders(self) -> dict[str, tuple[Employee, ...]]:
         """The source's records by the look-alike key of their username: made when a hold
@@ -258,7 +260,7 @@ class EmployeePlanner:
                 "that one is removed, or deleted on the platform",
             )
         )
-        self._plan_leaver(synced)
+        self._plan_leaver(synced, ANOTHER_PERSON)
         return True
 
     def unweighed_since(self) -> int | None:
@@ -668,13 +670,15 @@ class EmployeePlanner:
             look_alike(e.username) for e in self.directory.employees.values() if e.id not in synced
         }
 
-    def _plan_leaver(self, synced: SyncedEmployee) -> None:
+    def _plan_leaver(self, synced: SyncedEmployee, gone: str = "missing from the source") -> None:
+        """Lock or remove a person gone from the source as the leaver policy says (``gone``:
+        why they are, the changes' reason)."""
         found = self.drift.found(synced)
         if found is not None and (holder := self._holder_of(synced, found)) is not None:
             # Their username went to another's account since (a database put back from
             # before, then rebuilt): theirs is not on the platform under it, and nothing is
             # sent through the username, which names the other person's account.
-            why = f"missing from the source; {synced.username} is now {holder}'s account"
+            why = f"{gone}; {synced.username} is now {holder}'s account"
             self._forget(synced, why)
             return
         if found is not None and self._not_theirs(synced, found):
@@ -682,7 +686,7 @@ class EmployeePlanner:
         if self.view.changed:
             self.weighed.add(synced.username)
         if self.drift.gone(synced):
-            self._forget(synced, "missing from the source and deleted on the platform")
+            self._forget(synced, f"{gone} and deleted on the platform")
             return
         policy = self.policy.leaver_policy
         if synced.locked and found is not None and not found.locked and policy != "remove":
@@ -691,21 +695,17 @@ class EmployeePlanner:
             self._drift_note(
                 synced.source_id, f"{synced.username} was unlocked on the platform; locking again"
             )
-            reason = "missing from the source; unlocked on the platform"
+            reason = f"{gone}; unlocked on the platform"
             self.locks.append(self.change(Action.LOCK, None, synced, reason=reason))
             return
         if policy == "remove":
-            self.removes.append(
-                self.change(Action.REMOVE, None, synced, reason="missing from the source")
-            )
+            self.removes.append(self.change(Action.REMOVE, None, synced, reason=gone))
             return
         if not synced.locked:
             grace = (
                 "" if policy == "lock" else f" (removed after {self.policy.remove_after_days} days)"
             )
-            self.locks.append(
-                self.change(Action.LOCK, None, synced, reason=f"missing from the source{grace}")
-            )
+            self.locks.append(self.change(Action.LOCK, None, synced, reason=f"{gone}{grace}"))
             return
         if policy == "lock_then_remove" and synced.locked_since is not None:
             due = synced.locked_since + self.policy.remove_after_days * DAY_MS
@@ -718,6 +718,6 @@ class EmployeePlanner:
                         Action.REMOVE,
                         None,
                         synced,
-                        reason=f"missing from the source, locked {days} days ago",
+                        reason=f"{gone}, locked {days} days ago",
                     )
                 )

@@ -419,7 +419,7 @@ def test_an_update_held_as_another_person_is_told_whole_at_80_columns(site: Site
     told = " ".join(shown.split())
     assert "conflict: bob: the source's record under E2 shows another person" in told, shown
     assert "(the name and the mobile differ)" in told and "add 'E2' to sync.same_person" in told
-    assert "! lock employee bob: missing from the source" in told, shown
+    assert "! lock employee bob: their source id now names another person" in told, shown
     assert "(1 of them held as another person's, not applied)" in told, shown
     assert "applied: 1 lock" in told, shown
     people = site.emulator.state()["employees"]

@@ -194,7 +194,7 @@ def test_a_held_update_is_planned_once_the_key_is_accepted_with_its_fields() -> 
     now = CAROL._replace(name="Carol Smith", mobile="13999999999")
     held = plan(directory(COMPANY, [*STAFF[:2], now]), snapshot, view, Policy(), NOW)
     assert [(c.action, c.reason) for c in held.changes if c.key == "e3"] == [
-        (Action.LOCK, "missing from the source (removed after 30 days)")
+        (Action.LOCK, "their source id now names another person (removed after 30 days)")
     ]
     accepted = replace(Policy(), same_person=frozenset({"e3"}))
     p = plan(directory(COMPANY, [*STAFF[:2], now]), snapshot, view, accepted, NOW)
