@@ -194,7 +194,7 @@ class Planning:
             self._drafted.upserts,
             self._drafted.username_changes,
             self._written,
-            view.changed,
+            view,
             policy.same_person,
             directory.complete,
         )

@@ -196,7 +196,7 @@ class EmployeePlanner:
             and (e.state, synced.locked, synced.locked) in LOCK_IN_STEP
         ):
             return  # as a rule: nothing changed, in the source or on the platform
-        if synced.locked and wanted != synced.hash and self._someone_else_back(e, synced, found):
+        if synced.locked and wanted != synced.hash and self._someone_else_back(e, synced):
             return
         if e.id in self.held:
             self.hold(e, synced)
@@ -232,9 +232,7 @@ class EmployeePlanner:
                 self._holders[key] = (*self._holders.get(key, ()), other)
         return self._holders
 
-    def _someone_else_back(
-        self, e: Employee, synced: SyncedEmployee, found: PlatformEmployee | None
-    ) -> bool:
+    def _someone_else_back(self, e: Employee, synced: SyncedEmployee) -> bool:
         """Whether a person syncd holds locked is read active again with a record that shows
         another person than the one syncd wrote (the name differs, and a mobile or work
         number differs or none agrees: syncd.plan.rekeys; a join key that is the work
@@ -242,11 +240,12 @@ class EmployeePlanner:
         hire. Their account is neither unlocked nor rewritten, and the person syncd wrote
         goes on as a leaver (removed when the leaver policy says); a conflict note says why.
         ``sync.same_person`` names those who are the same person after all, and the account
-        read now bearing the record's name (``found``) beats what syncd remembers writing."""
+        read now bearing the record's name (``rekeys.named_there``) beats what syncd
+        remembers writing."""
         if e.state is not State.ACTIVE or e.id in self.policy.same_person:
             return False
         seen = rekeys.evidence(e, self.snapshot.written(Kind.EMPLOYEE, synced.source_id))
-        if not seen.not_the_one_written or rekeys.named_there(e, found):
+        if not seen.not_the_one_written or rekeys.named_there(e, synced.username, self.view):
             return False
         self.untouched.add(e.id)
         self.notes.append(

@@ -21,7 +21,8 @@ update as before. Where it is the same person (their name and mobile corrected a
 the hold locked it).
 
 Memory is not evidence on its own: where the platform's account, read because it changed
-there since the last run, bears the record's name (``rekeys.named_there``), the account
+there since the last run or followed by a state database put back from before it was made
+again, bears the record's name (``rekeys.named_there``), the account
 already shows the record's person and what syncd remembers writing is behind it (a state
 database put back from before the key was handed on, then followed to the new holder's
 account): an update as any other, nobody held, nobody a leaver.
@@ -40,7 +41,7 @@ from typing import Any
 from syncd.model import Employee
 from syncd.plan.actions import Action
 from syncd.plan.rekeys import Evidence, evidence, named_there
-from syncd.plan.values import Change, Note, PlatformEmployee
+from syncd.plan.values import Change, Note, PlatformView
 
 
 @dataclass(frozen=True)
@@ -57,14 +58,14 @@ def holds_of(
     upserts: Iterable[Change],
     username_changes: Iterable[tuple[Employee, str]],
     written: Mapping[str, Mapping[str, Any] | None],
-    changed: Mapping[str, PlatformEmployee],
+    view: PlatformView,
     accepted: Collection[str],
     complete: bool,
 ) -> Holds:
     """The updates, and the ``username_changes`` (record, username of the account under its
     key) left a conflict, whose record shows another person than syncd wrote under its key
     (re-keys are weighed on their own: ``rekeys.weigh``), unless the platform's account
-    read now (``changed``, by username) bears the record's name, or ``accepted``
+    read now (``view``: ``rekeys.named_there``) bears the record's name, or ``accepted``
     (``sync.same_person``) names it; and, for a ``complete`` read, a note for each
     accepted key that spared no update: left there, it would take a record showing
     another person under that key later for the person syncd wrote."""
@@ -75,7 +76,7 @@ def holds_of(
     weighed = [(_record(c), c.display) for c in updates.values()]
     for record, username in (*weighed, *username_changes):
         found = evidence(record, written.get(record.id))
-        if not found.named_apart or named_there(record, changed.get(username)):
+        if not found.named_apart or named_there(record, username, view):
             continue
         if record.id in accepted:
             spared.add(record.id)

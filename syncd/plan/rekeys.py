@@ -36,7 +36,6 @@ from typing import Any
 from syncd.model import IDENTIFYING, Employee, Kind, RejectedRow, State, match_value
 from syncd.plan.values import (
     Note,
-    PlatformEmployee,
     PlatformPerson,
     PlatformView,
     Snapshot,
@@ -125,11 +124,14 @@ def evidence(e: Employee, before: Mapping[str, Any] | None) -> Evidence:
     return compared({name: getattr(e, name) for name in COMPARED}, before)
 
 
-def named_there(e: Employee, found: PlatformEmployee | None) -> bool:
-    """Whether the platform's account, as read now (``found``: changed there since the last
-    run), bears the record's name: evidence that beats what syncd remembers writing (a state
-    database put back keeps an older holder's fields)."""
-    there = _name(found.fields.get("name")) if found is not None else None
+def named_there(e: Employee, username: str, view: PlatformView) -> bool:
+    """Whether the platform's account under ``username``, as read now (changed there since
+    the last run, or followed by a state database put back), bears the record's name:
+    evidence that beats what syncd remembers writing (a state database put back keeps an
+    older holder's fields)."""
+    found = view.changed.get(username)
+    fields = found.fields if found is not None else view.followed.get(username, {})
+    there = _name(fields.get("name"))
     return there is not None and there == _name(e.name)
 
 

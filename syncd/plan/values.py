@@ -225,6 +225,9 @@ class PlatformView:
     census: Census | None = field(default=None, compare=False)
     # Known problems whose holder no longer holds the value, as (source id, field).
     released: frozenset[tuple[str, str]] = frozenset()
+    # Accounts a state database put back from before they were made again was pointed at
+    # this run (syncd.run.rebuild.follow_moved): what tells who holds each, by username.
+    followed: Mapping[str, Mapping[str, str]] = field(default_factory=dict, compare=False)
     # Every username the users list named since the people's cursor, anyone's: newcomers
     # are looked up in these spellings too (syncd.survey.view.newcomers).
     named: frozenset[str] = field(default=frozenset(), compare=False)

@@ -46,7 +46,7 @@ from syncd import snapshot as store
 from syncd.clock import now_ms
 from syncd.config import PlatformSettings, Settings, platform_of
 from syncd.errors import StateError
-from syncd.model import Directory, Kind, identifying, serial_no
+from syncd.model import Directory, identifying, serial_no
 from syncd.plan import PlatformNode, PlatformView, Snapshot, rekeys
 from syncd.plan.values import PlatformMark, matches_any
 from syncd.platform import PlatformClient
@@ -119,7 +119,7 @@ class Unknown:
     # People the snapshot holds whose account the platform has under another id (deleted
     # and made again since the backup was taken, perhaps under a new username): (source
     # id, the account's id now, its username, the fields that tell who holds it).
-    moved: list[tuple[str, int, str, str]] = field(default_factory=list)
+    moved: list[tuple[str, int, str, dict[str, str]]] = field(default_factory=list)
     # The same for departments: (source id, the node's id now).
     moved_departments: list[tuple[str, int]] = field(default_factory=list)
     # People whose source id the source holds under their username for another person
@@ -181,7 +181,7 @@ def unknown_records(
     whose source id and username the source holds for another person (``_handed_on``)."""
     assert not snapshot.partial, "a continuity check goes over everyone syncd holds"
     people: list[dict[str, Any]] = []
-    moved: list[tuple[str, int, str, str]] = []
+    moved: list[tuple[str, int, str, dict[str, str]]] = []
     handed_on: dict[str, str] = {}
     if view.employee_count > 0:
         records = _everyone(client, view, platform_of(settings).concurrency)
@@ -235,14 +235,15 @@ def _unknown_people(
     snapshot: Snapshot,
     directory: Directory,
     settings: Settings,
-) -> tuple[list[dict[str, Any]], list[tuple[str, int, str, str]], dict[str, str]]:
+) -> tuple[list[dict[str, Any]], list[tuple[str, int, str, dict[str, str]]], dict[str, str]]:
     """The records whose source id neither the snapshot nor the source knows (excluded
     usernames aside), the snapshot's people whose account was made again, and what shows
     another person in the source's record under an account's id (``_handed_on``)."""
     known_ids = set(snapshot.employees)
     excluded = tuple(settings.sync.exclude.usernames)
     people: list[dict[str, Any]] = []
-    again: dict[str, list[tuple[int, str, str]]] = {}  # source id -> other accounts carrying it
+    # source id -> other accounts carrying it
+    again: dict[str, list[tuple[int, str, dict[str, str]]]] = {}
     listed: set[object] = set()  # every account's id
     handed_on: dict[str, str] = {}
     for record in records:
@@ -253,7 +254,7 @@ def _unknown_people(
         extension_id, username = marked
         synced, account = snapshot.employees.get(extension_id), record.get("id")
         if synced is not None and isinstance(account, int) and account != synced.employee_id:
-            again.setdefault(extension_id, []).append((account, username, _identifying(record)))
+            again.setdefault(extension_id, []).append((account, username, identifying(record)))
         if extension_id in known_ids:
             continue
         if directory.names(extension_id, username):
@@ -284,8 +285,10 @@ def _handed_on(
 
 
 def _made_again(
-    snapshot: Snapshot, again: Mapping[str, list[tuple[int, str, str]]], listed: Collection[object]
-) -> list[tuple[str, int, str, str]]:
+    snapshot: Snapshot,
+    again: Mapping[str, list[tuple[int, str, dict[str, str]]]],
+    listed: Collection[object],
+) -> list[tuple[str, int, str, dict[str, str]]]:
     """The synced people whose account is gone from the platform while one other account,
     and only one, carries their source id: theirs, made again since the state database
     was written (under a new username too, when the source renamed them meanwhile), with
@@ -306,24 +309,27 @@ def _made_again(
     return found
 
 
-def follow_moved(state: store.StateStore, snapshot: Snapshot, unknown: Unknown) -> None:
+def follow_moved(
+    state: store.StateStore, snapshot: Snapshot, unknown: Unknown
+) -> dict[str, dict[str, str]]:
     """Point the snapshot at the accounts and nodes its records have now: a database
     restored from before one was deleted and made again kept the old id, which every lock,
     unlock and update would be sent to, and fail, run after run. Their hash is emptied,
-    so the next plan compares them with the source (as after an adoption), and what syncd
-    remembers writing becomes what tells who holds the account now: the database's
-    fields are from before it was made again, perhaps for another person given the key
-    (an HR number handed on), and an update is weighed against them (syncd.plan.holds)."""
+    so the next plan compares them with the source (as after an adoption). The fields
+    syncd remembers writing stay (drift is put back from them), and the fields that tell
+    who holds each account now, by its username, are returned for this run's plan
+    (``PlatformView.followed``): the database's may be another person's, given the key
+    since (an HR number handed on), and the account's own outweigh them
+    (syncd.plan.holds)."""
     moved, nodes = unknown.moved, unknown.moved_departments
     if not moved and not nodes:
-        return
+        return {}
     with state.write() as conn:
         if moved:
             sql.run(
                 conn,
-                "UPDATE employees SET employee_id = ?, username = ?, hash = '', fields = ? "
-                "WHERE source_id = ?",
-                [(account, username, fields, k) for k, account, username, fields in moved],
+                "UPDATE employees SET employee_id = ?, username = ?, hash = '' WHERE source_id = ?",
+                [(account, username, k) for k, account, username, _ in moved],
             )
         if nodes:
             sql.run(
@@ -341,9 +347,6 @@ def follow_moved(state: store.StateStore, snapshot: Snapshot, unknown: Unknown) 
             everyone[source_id] = everyone[source_id]._replace(
                 employee_id=account, username=username, hash=""
             )
-    if isinstance(snapshot.fields, dict):
-        for source_id, _, _, fields in moved:
-            snapshot.fields[(Kind.EMPLOYEE, source_id)] = json.loads(fields)
     log.warning(
         "state database %s: %d people's accounts and %d departments' nodes were made again "
         "since it was written; following them: %s",
@@ -352,6 +355,7 @@ def follow_moved(state: store.StateStore, snapshot: Snapshot, unknown: Unknown) 
         len(nodes),
         ", ".join(f"{source_id} (id {new})" for source_id, new, *_ in [*moved, *nodes][:SHOWN]),
     )
+    return {username: fields for _, _, username, fields in moved}
 
 
 def _everyone(
@@ -376,11 +380,12 @@ def check_continuity(
     snapshot: Snapshot,
     directory: Directory,
     settings: Settings,
-) -> None:
+) -> dict[str, dict[str, str]]:
     """On a complete read of an unchecked state database: stop if the platform holds
-    records syncd wrote that would be orphaned, else record the check as passed."""
+    records syncd wrote that would be orphaned, else record the check as passed; what
+    tells who holds each account followed (``follow_moved``), by username."""
     if not directory.complete or not view.complete_listing:
-        return  # an incremental read makes nobody a leaver: checked at the next full read
+        return {}  # an incremental read makes nobody a leaver: checked at the next full read
     others = state.others()
     unknown = unknown_records(client, view, snapshot, directory, settings, others)
     if unknown:
@@ -399,8 +404,9 @@ def check_continuity(
             "take them back with `syncd state rebuild` (the next sync locks or removes them "
             "as leavers); if another program wrote them, `syncd state accept` leaves them alone"
         )
-    follow_moved(state, snapshot, unknown)
+    followed = follow_moved(state, snapshot, unknown)
     state.set_checked("checked", now_ms())
+    return followed
 
 
 # ---------------------------------------------------------------- rebuilding

@@ -234,7 +234,7 @@ class _Run:
             directory = None
         else:
             directory = read
-            snapshot = self._continuity(client, view, snapshot, directory, unchecked)
+            snapshot, view = self._continuity(client, view, snapshot, directory, unchecked)
             self._step("planning")  # the continuity check may have read the platform again
             the_plan = self._plan(snapshot, view, directory)
             the_plan, guards = self._guard(the_plan, snapshot, directory)
@@ -326,17 +326,20 @@ class _Run:
         snapshot: Snapshot,
         directory: Directory,
         unchecked: bool,
-    ) -> Snapshot:
+    ) -> tuple[Snapshot, PlatformView]:
         """Compare the database with the platform when it is unchecked, or when the read
         came upon evidence that it is behind (``last-run`` missing, or rolled back with
-        it: ``rebuild.behind``); the snapshot, holding everyone if it was compared."""
+        it: ``rebuild.behind``); the snapshot, holding everyone if it was compared, and the
+        view, with the accounts it followed (``PlatformView.followed``)."""
         if not unchecked and view.marked:
             unchecked = bool(rebuild.behind(self.state, view, snapshot, directory, self.settings))
             if unchecked and snapshot.partial:
                 snapshot = self.state.with_people(snapshot)
-        if unchecked:
-            rebuild.check_continuity(self.state, client, view, snapshot, directory, self.settings)
-        return snapshot
+        if not unchecked:
+            return snapshot, view
+        settings = self.settings
+        followed = rebuild.check_continuity(self.state, client, view, snapshot, directory, settings)
+        return snapshot, replace(view, followed=followed) if followed else view
 
     def _inputs(
         self, client: PlatformClient, digest: str | None, whole: bool
