@@ -292,9 +292,9 @@ def _made_again(
     """The synced people whose account is gone from the platform while one other account,
     and only one, carries their source id: theirs, made again since the state database
     was written (under a new username too, when the source renamed them meanwhile), with
-    the fields that tell who holds it now (``_identifying``). Not
-    when the old account is still there (the platform holds two), nor under a username
-    another of syncd's people holds in any spelling: that one is weighed by the plan."""
+    the fields that tell who holds it now (``syncd.model.identifying``). Not when the old
+    account is still there (the platform holds two), nor under a username another of
+    syncd's people holds in any spelling: that one is weighed by the plan."""
     if not again:  # the usual check: nothing to look up (100,000 spellings at scale)
         return []
     employees = snapshot.employees
