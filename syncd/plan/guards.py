@@ -324,15 +324,19 @@ def updates(p: Plan, snapshot: Snapshot) -> tuple[int, int]:
     free a value for another person first): how many, and how many of those applied put
     back what was changed on the platform (drift)."""
     total = repairs = 0
-    for c in _held_updates(p, snapshot):
+    for c in _applied_updates(p, snapshot):
         if not c.frees:
             total += 1
             repairs += c.platform_before is not None
-    withheld_repairs = sum(c.platform_before is not None for c in p.withheld)
-    return total, repairs - withheld_repairs
+    return total + len(p.withheld), repairs
 
 
 def _held_updates(p: Plan, snapshot: Snapshot) -> Iterator[Change]:
+    yield from _applied_updates(p, snapshot)
+    yield from p.withheld  # syncd.plan.holds: asked for, not applied
+
+
+def _applied_updates(p: Plan, snapshot: Snapshot) -> Iterator[Change]:
     held = snapshot.employees
     update, employee = Action.UPDATE, Kind.EMPLOYEE  # looked up once
     for c in p.changes:
@@ -340,7 +344,6 @@ def _held_updates(p: Plan, snapshot: Snapshot) -> Iterator[Change]:
             continue
         if c.key in held or (c.previous_key is not None and c.previous_key in held):
             yield c
-    yield from p.withheld  # syncd.plan.holds: asked for, not applied
 
 
 PASSED_ON = "passed on"
