@@ -228,9 +228,15 @@ class PlatformView:
     # Accounts a state database put back from before they were made again was pointed at
     # this run (syncd.run.rebuild.follow_moved): what tells who holds each, by username.
     followed: Mapping[str, Mapping[str, str]] = field(default_factory=dict, compare=False)
-    # Every username the users list named since the people's cursor, anyone's: newcomers
-    # are looked up in these spellings too (syncd.survey.view.newcomers).
+    # Every username the users list named since the people's cursor, anyone's, and the
+    # census of names: newcomers are looked up in these spellings too
+    # (syncd.survey.view.newcomers).
     named: frozenset[str] = field(default=frozenset(), compare=False)
+    # The census of names after this read: every username in another spelling than its
+    # look-alike key that a users list syncd read named (``Alice``, ``JOSÉ``), which no
+    # look-up by the source's spellings finds (syncd.survey.view.spelled_apart); kept
+    # from run to run (syncd.run.cursors.NAMES). None: the people were not read.
+    names: frozenset[str] | None = field(default=None, compare=False)
     # Where the next reads of nodes and people changed since start: the platform's own
     # last_modified stamps, as its answers gave them (see syncd.run.cursors).
     # Accounts with a source id under a username syncd does not hold, which this read

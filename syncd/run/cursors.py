@@ -1,6 +1,7 @@
 """Where the last runs left off, kept in the state database: the platform's
-``refresh_time`` cursors (nodes, people), the nodes' census (their employee counts), and
-the source's incremental mark.
+``refresh_time`` cursors (nodes, people), the nodes' census (their employee counts), the
+census of names (usernames spelled apart, ``PlatformView.names``), and the source's
+incremental mark.
 
 A cursor is moved by a run after it applied its plan; those that make the next run look
 again at what failed (people, the census, the source's mark) only when the run was clean.
@@ -16,10 +17,12 @@ from syncd import snapshot as store
 from syncd.plan import Census, Plan, PlatformView
 from syncd.survey.records import newest
 from syncd.survey.settle import Settled
+from syncd.survey.view import spelled_apart
 
 NODES = "platform.refresh_time"
 PEOPLE = "platform.people_refresh_time"
 CENSUS = "platform.census"
+NAMES = "platform.names"
 SOURCE = "source.mark"
 
 
@@ -50,6 +53,15 @@ def census(state: store.StateStore) -> Census | None:
         return None
 
 
+def names(state: store.StateStore) -> frozenset[str] | None:
+    """The census of names the last runs kept; None if none, or damaged (then the whole
+    users list is read for it)."""
+    found = store.json_object(state.cursor(NAMES)).get("usernames")
+    if not isinstance(found, list) or not all(isinstance(u, str) for u in found):
+        return None
+    return frozenset(found)
+
+
 def advance(
     state: store.StateStore,
     view: PlatformView,
@@ -63,14 +75,19 @@ def advance(
     and, after a clean apply, ``settled`` found them: never syncd's clock)."""
     people = view.people_cursor
     census = view.census
+    names = view.names
     if settled is not None:
         people = newest([people, settled.people])
         census = settled.census or census
+        names = names if names is None else names | spelled_apart(settled.named)
     if people is not None and the_plan.unweighed_since is not None:
         people = min(people, the_plan.unweighed_since - 1)
     with state.transaction() as tx:
         if view.nodes_cursor is not None:
             tx.set_cursor(NODES, str(view.nodes_cursor))
+        # What the users lists named stays true of the platform, clean run or not.
+        if names is not None:
+            tx.set_cursor(NAMES, json.dumps({"usernames": sorted(names)}, ensure_ascii=False))
         # A failed change must be read again by the next delta, a drift whose repair failed
         # found again by the next drift read, and a deletion found again by the counts it
         # moved: these move only when clean.

@@ -365,8 +365,8 @@ class _Run:
             head = self.state.load_snapshot(everyone=False)
         held = self.state.held(dict(head.departments), head.headcount)
         self._step("reading the platform")
-        census = cursors.census(self.state)
-        read = read_platform(client, held, complete, platform_cursors, self.settings, census)
+        census, names = cursors.census(self.state), cursors.names(self.state)
+        read = read_platform(client, held, complete, platform_cursors, self.settings, census, names)
         memo = unchanged.recall(self.state, digest, head, self._now())
         if memo is not None:
             view = adopting(read, client, head, memo.newcomers, match_by)

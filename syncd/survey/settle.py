@@ -40,6 +40,9 @@ class Settled:
 
     people: int | None
     census: Census | None
+    # Usernames the users list named that this run did not write (another's account, made
+    # while it ran): the census of names takes those spelled apart (cursors.NAMES).
+    named: frozenset[str] = frozenset()
 
 
 def settle(
@@ -57,14 +60,15 @@ def settle(
     try:
         root = client.root()
         now = client.platform_time()
-        people = None
+        people, named = None, frozenset[str]()
         if written:
-            people = capped(_people_cursor(client, view, snapshot, written, concurrency), now)
+            people, named = _people_cursor(client, view, snapshot, written, concurrency)
+            people = capped(people, now)
         census = _census(client, root, view.census) if view.census is not None else None
     except SyncdError as exc:
         log.warning("reading the platform after the writes failed (%s): read back next run", exc)
         return None
-    return Settled(people, census)
+    return Settled(people, census, named)
 
 
 def _written(the_plan: Plan) -> set[str]:
@@ -84,10 +88,11 @@ def _people_cursor(
     snapshot: Snapshot,
     written: Collection[str],
     concurrency: int,
-) -> int | None:
+) -> tuple[int | None, frozenset[str]]:
     """The newest stamp the users list gives since the view's cursor, kept before anyone
     syncd holds whom this run did not write (another administrator's change, made while
-    it ran); None when the list gives such a person no stamp."""
+    it ran), None when the list gives such a person no stamp; and the usernames of those
+    this run did not write."""
     users = client.users(
         refresh_time=view.people_cursor, page_size=USERS_PAGE, concurrency=concurrency
     )
@@ -95,11 +100,11 @@ def _people_cursor(
     held = store.holding(snapshot.employees, others) if others else set()
     theirs = [others[u] for u in held]
     if any(stamp is None for stamp in theirs):
-        return None
+        return None, frozenset(others)
     before = min((s for s in theirs if s is not None), default=None)
     if cursor is not None and before is not None:
         cursor = min(cursor, before - 1)
-    return cursor
+    return cursor, frozenset(others)
 
 
 def _stamps(

@@ -73,6 +73,7 @@ def read_platform(
     cursors: Mapping[str, int | None],
     settings: Settings,
     census: Census | None = None,
+    names: frozenset[str] | None = None,
 ) -> PlatformView:
     """What the view holds whatever the source says: read before the source is.
 
@@ -80,7 +81,8 @@ def read_platform(
     listed, and the employees as ``census`` says: see ``_listing_for``). ``held`` is what
     syncd holds as this reader asks about it, by queries of its own (``store.Held``): the
     plan's snapshot is loaded apart and shares nothing with it. Accounts to adopt come
-    after the read (``with_adoptions``).
+    after the read (``with_adoptions``). ``names``: the census of names the last runs
+    kept (``PlatformView.names``); None, none kept: the whole users list is read for it.
     """
     root = client.root()
     now = client.platform_time()
@@ -94,7 +96,7 @@ def read_platform(
         nodes = _nodes(client.page_orgs(refresh_time=since_nodes))
     nodes_cursor = capped(newest(n.last_modified for n in nodes.values()), now)
     found = Found({}, frozenset(), since)
-    counted = None
+    counted = kept = None
     if settings.sync.drift_check:
         where = None
         if complete or behind is not None:
@@ -111,6 +113,9 @@ def read_platform(
             platform_of(settings).concurrency,
             frozenset(nodes) if listing else None,
         )
+        if names is None:  # none kept yet (a first run): every account's, once
+            names = frozenset(_named(client.users(page_size=USERS_PAGE))[0])
+        kept = spelled_apart(found.named) | spelled_apart(names)
     # Set back, the platform stamps what changes next from its time now on: what changed
     # before this read, the whole listing compared.
     people_cursor = behind - 1 if behind is not None else capped(found.newest, now)
@@ -124,7 +129,8 @@ def read_platform(
         marked=found.marked,
         employee_count=root.all_employee_count or 0,
         census=counted,
-        named=found.named,
+        named=found.named | (kept or frozenset()),
+        names=kept,
         nodes_cursor=nodes_cursor,
         people_cursor=people_cursor,
     )
@@ -230,6 +236,13 @@ def spellings(username: str) -> list[str]:
         if variant not in found:
             found.append(variant)
     return found
+
+
+def spelled_apart(usernames: Iterable[str]) -> frozenset[str]:
+    """Of these usernames, those spelled otherwise than their look-alike key (``Alice``,
+    ``JOSÉ``, in NFD): no look-up of a newcomer's ``spellings`` finds them, so the census
+    of names keeps them (``PlatformView.names``). Any other account is found by them."""
+    return frozenset(u for u in usernames if u != look_alike(u))
 
 
 def adopting(

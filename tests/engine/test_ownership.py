@@ -5,7 +5,9 @@ leave a child behind."""
 
 from __future__ import annotations
 
+import random
 import sqlite3
+import unicodedata
 from typing import Any
 
 import pytest
@@ -92,6 +94,67 @@ def test_a_hire_never_gets_a_second_account_beside_one_made_lately_in_another_sp
     assert [c.key for c in result.plan.changes] == []  # neither created nor adopted
     assert any(n.kind == "conflict" and n.key == "E9" for n in result.plan.notes), result.plan
     assert sorted(world.platform().usernames) == sorted(["ann", "bob", "cat", "dan", "eve", there])
+
+
+BASES = ("müller", "zoë", "ivan", "søren", "anaïs", "lee", "björn", "inès")
+INVISIBLE = ("\u200b", "\u200d", "\u2060", "\ufeff")
+
+
+def spelled_apart(rng: random.Random, base: str) -> str:
+    """``base`` as an account might be spelled on the platform: otherwise than its own
+    case-folded NFC form (so no look-up of a look-alike's usual spellings finds it)."""
+    how = rng.choice(("upper", "title", "nfd", "invisible"))
+    if how == "upper":
+        return base.upper()
+    if how == "title":
+        return base.title()
+    if how == "nfd" and unicodedata.normalize("NFD", base) != base:
+        return unicodedata.normalize("NFD", base)
+    at = rng.randint(1, len(base) - 1)
+    return base[:at] + rng.choice(INVISIBLE) + base[at:]
+
+
+def look_alike_of(rng: random.Random, base: str, there: str) -> str:
+    """A spelling of ``base`` a source might hold, other than ``there``."""
+    spelled = [base, base.upper(), base.title(), unicodedata.normalize("NFD", base.title())]
+    return rng.choice([s for s in spelled if s != there])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_hire_never_gets_a_second_account_beside_one_made_before_the_last_run(
+    world: World, seed: int
+) -> None:
+    """Found by the identity campaign once another installation's HR system spelled its
+    usernames in a letter case of its own (``Noël8b`` made in one round, ``noël8b`` hired
+    by the other installation in a later one). Accounts in generated look-alike spellings
+    are made by another administrator before syncd's first run, or between two runs
+    (then one run more with nobody new): the users list named them then, and the census
+    of names keeps them, so hires in another spelling are conflicts, never a second
+    account, however long after."""
+    rng = random.Random(seed)
+    bases = [f"{base}{n}" for n, base in enumerate(rng.sample(BASES, 6), 1)]
+    there = {base: spelled_apart(rng, base) for base in bases}
+    admin = AnotherAdmin(world.emulator)
+    first, later = bases[:3], bases[3:]
+    for base in first:
+        admin.add_person(there[base], name=f"Someone Else {base}")
+    world.sync()
+    for base in later:
+        admin.add_person(there[base], "D1", name=f"Someone Else {base}")
+    world.sync()  # nobody new: the accounts were named by the users list, and kept
+    world.sync()
+    hired = {f"E{20 + n}": look_alike_of(rng, base, there[base]) for n, base in enumerate(bases)}
+    for n, (key, username) in enumerate(hired.items()):
+        world.company.employees.append(employee(key, username, f"D{1 + n % 3}"))
+
+    result = world.sync()
+
+    assert result.exit_code == EXIT_OK and result.plan is not None, result.error
+    assert [c.key for c in result.plan.changes] == []  # neither created nor adopted
+    conflicts = {n.key for n in result.plan.notes if n.kind == "conflict"}
+    assert conflicts == set(hired), (hired, there, result.plan.notes)
+    usernames = world.platform().usernames
+    assert sorted(usernames) == sorted(["ann", "bob", "cat", "dan", "eve", *there.values()])
 
 
 # ---------------------------------------------------------------- lock state
