@@ -51,7 +51,8 @@ class Staff(Truth):
         p.email = f"{self.prefix.lower()}{n}@acme.example"
         p.mobile = f"13{9 - self.offset // 10_000}{n:08d}"
         if username is None and self.offset:
-            p.username += self.prefix.lower()  # another installation's own usernames
+            # Another installation's own usernames, in its HR system's own letter case.
+            p.username = (p.username + self.prefix.lower()).capitalize()
         return p
 
     def person(self, key: int) -> Person:

@@ -665,15 +665,18 @@ def hr_round(c: Campaign, inst: Installation, events: tuple[Any, ...], most: int
 
 def borrow_username(c: Campaign) -> None:
     """One installation hires someone with a username the other's person has (active,
-    departed or gone there): two HR systems know nothing of each other."""
+    departed or gone there), as spelled there, in lower case or in another look-alike
+    spelling: two HR systems know nothing of each other, nor of each other's letter case.
+    The other's account may have been made in any round before."""
     taker, other = c.rng.sample(c.installations, 2)
     q = c.rng.choice(other.staff.people)
     if taker.staff.taken(q.username):
         return
-    p = taker.staff.hire(q.username)
+    username = c.rng.choice([q.username, q.username.lower(), variant(c.rng, q.username)[0]])
+    p = taker.staff.hire(username)
     taker.staff.event(
         "username of the other installation",
-        f"{p.hr_id} hired as {q.username!r}, {q.hr_id} of {other.name}'s ({q.status})",
+        f"{p.hr_id} hired as {username!r}, {q.hr_id} {q.username!r} of {other.name}'s ({q.status})",
     )
 
 
