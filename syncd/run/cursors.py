@@ -75,19 +75,21 @@ def advance(
     and, after a clean apply, ``settled`` found them: never syncd's clock)."""
     people = view.people_cursor
     census = view.census
-    names = view.names
+    kept = view.names
     if settled is not None:
         people = newest([people, settled.people])
         census = settled.census or census
-        names = names if names is None else names | spelled_apart(settled.named)
+        kept = kept if kept is None else kept | spelled_apart(settled.named)
+    # What the users lists named stays true of the platform, clean run or not; most runs
+    # name nobody new, and the census is not written again.
+    kept = kept if kept is not None and kept != names(state) else None
     if people is not None and the_plan.unweighed_since is not None:
         people = min(people, the_plan.unweighed_since - 1)
     with state.transaction() as tx:
         if view.nodes_cursor is not None:
             tx.set_cursor(NODES, str(view.nodes_cursor))
-        # What the users lists named stays true of the platform, clean run or not.
-        if names is not None:
-            tx.set_cursor(NAMES, json.dumps({"usernames": sorted(names)}, ensure_ascii=False))
+        if kept is not None:
+            tx.set_cursor(NAMES, json.dumps({"usernames": sorted(kept)}, ensure_ascii=False))
         # A failed change must be read again by the next delta, a drift whose repair failed
         # found again by the next drift read, and a deletion found again by the counts it
         # moved: these move only when clean.

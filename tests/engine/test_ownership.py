@@ -157,6 +157,26 @@ def test_a_hire_never_gets_a_second_account_beside_one_made_before_the_last_run(
     assert sorted(usernames) == sorted(["ann", "bob", "cat", "dan", "eve", *there.values()])
 
 
+def test_a_census_of_names_lost_or_damaged_is_read_again_in_full(world: World) -> None:
+    """The census kept in the state database damaged (or lost): the next run reads the
+    whole users list again, so an account made before it is still found."""
+    AnotherAdmin(world.emulator).add_person("Zoë7", name="Someone Else")
+    world.sync()
+    world.sync()
+    kept = rows(world, "SELECT value FROM cursors WHERE name = 'platform.names'")
+    assert kept and "Zoë7" in kept[0][0]
+    with sqlite3.connect(world.folder / "state" / "syncd.db") as db:
+        db.execute("UPDATE cursors SET value = '{\"usernames\": 7}' WHERE name = 'platform.names'")
+    world.company.employees.append(employee("E9", "zoë7", "D2"))
+
+    result = world.sync()
+
+    assert result.exit_code == EXIT_OK and result.plan is not None, result.error
+    assert [c.key for c in result.plan.changes] == []
+    assert [(n.kind, n.key) for n in result.plan.notes] == [("conflict", "E9")]
+    assert "Zoë7" in rows(world, "SELECT value FROM cursors WHERE name = 'platform.names'")[0][0]
+
+
 # ---------------------------------------------------------------- lock state
 
 
