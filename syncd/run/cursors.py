@@ -62,6 +62,20 @@ def names(state: store.StateStore) -> frozenset[str] | None:
     return frozenset(found)
 
 
+def _names_to_keep(
+    state: store.StateStore, view: PlatformView, settled: Settled | None
+) -> frozenset[str] | None:
+    """The census of names to write: the view's, with those spelled apart that the read
+    after the writes named; None when the people were not read, or nobody new was named.
+    What the users lists named stays true of the platform, clean run or not."""
+    if view.names is None:
+        return None
+    kept = view.names
+    if settled is not None:
+        kept |= spelled_apart(settled.named)
+    return kept if kept != names(state) else None
+
+
 def advance(
     state: store.StateStore,
     view: PlatformView,
@@ -75,14 +89,10 @@ def advance(
     and, after a clean apply, ``settled`` found them: never syncd's clock)."""
     people = view.people_cursor
     census = view.census
-    kept = view.names
+    kept = _names_to_keep(state, view, settled)
     if settled is not None:
         people = newest([people, settled.people])
         census = settled.census or census
-        kept = kept if kept is None else kept | spelled_apart(settled.named)
-    # What the users lists named stays true of the platform, clean run or not; most runs
-    # name nobody new, and the census is not written again.
-    kept = kept if kept is not None and kept != names(state) else None
     if people is not None and the_plan.unweighed_since is not None:
         people = min(people, the_plan.unweighed_since - 1)
     with state.transaction() as tx:

@@ -113,9 +113,7 @@ def read_platform(
             platform_of(settings).concurrency,
             frozenset(nodes) if listing else None,
         )
-        if names is None:  # none kept yet (a first run): every account's, once
-            names = frozenset(_named(client.users(page_size=USERS_PAGE))[0])
-        kept = spelled_apart(found.named) | spelled_apart(names)
+        kept = _names(client, names, found.named)
     # Set back, the platform stamps what changes next from its time now on: what changed
     # before this read, the whole listing compared.
     people_cursor = behind - 1 if behind is not None else capped(found.newest, now)
@@ -236,6 +234,16 @@ def spellings(username: str) -> list[str]:
         if variant not in found:
             found.append(variant)
     return found
+
+
+def _names(
+    client: PlatformClient, kept: frozenset[str] | None, named: Iterable[str]
+) -> frozenset[str]:
+    """The census of names after this read: the one ``kept``, or when none is (a first
+    run), every account's from the whole users list, once; with those ``named`` since."""
+    if kept is None:
+        kept = spelled_apart(_named(client.users(page_size=USERS_PAGE))[0])
+    return kept | spelled_apart(named)
 
 
 def spelled_apart(usernames: Iterable[str]) -> frozenset[str]:

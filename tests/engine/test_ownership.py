@@ -100,7 +100,7 @@ BASES = ("müller", "zoë", "ivan", "søren", "anaïs", "lee", "björn", "inès"
 INVISIBLE = ("\u200b", "\u200d", "\u2060", "\ufeff")
 
 
-def spelled_apart(rng: random.Random, base: str) -> str:
+def platform_spelling(rng: random.Random, base: str) -> str:
     """``base`` as an account might be spelled on the platform: otherwise than its own
     case-folded NFC form (so no look-up of a look-alike's usual spellings finds it)."""
     how = rng.choice(("upper", "title", "nfd", "invisible"))
@@ -133,7 +133,7 @@ def test_a_hire_never_gets_a_second_account_beside_one_made_before_the_last_run(
     account, however long after."""
     rng = random.Random(seed)
     bases = [f"{base}{n}" for n, base in enumerate(rng.sample(BASES, 6), 1)]
-    there = {base: spelled_apart(rng, base) for base in bases}
+    there = {base: platform_spelling(rng, base) for base in bases}
     admin = AnotherAdmin(world.emulator)
     first, later = bases[:3], bases[3:]
     for base in first:
