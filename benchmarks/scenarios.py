@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks import main_thread
 from benchmarks.generate import (
     LDAP_PEOPLE_BASE,
     LDAP_SUFFIX,
@@ -131,8 +132,10 @@ def sync(
     emulator.reset(data=reset)  # the request counts always; with reset, the data too
     state = settings.parent / "state"
     log = settings.parent / f"{key}-{len(ctx.results.series.get(key, []))}.log"
+    # As the console script runs it, telling the main thread's CPU at exit (main_thread).
+    syncd = python_child("benchmarks.main_thread")
     command = ctx.command(
-        key, settings.parent, SYNCD, "sync", "--yes", "--config", settings, *extra
+        key, settings.parent, *syncd, "sync", "--yes", "--config", settings, *extra
     )
     run = measure(command, log, env=env)
     if run.exit_code != 0:
@@ -152,6 +155,7 @@ def sync(
         items_sent=items_sent(items),
         reads=sum(requests.values()) - sum(writes.values()),
         write_calls={short_endpoint(k): n for k, n in writes.items()},
+        main_cpu=main_thread.found(run.output),
     )
     no_change = key.split("@")[0].endswith(("resync", "resync_full", "incremental"))
     if no_change and sample.detail["writes"]:

@@ -202,6 +202,9 @@ def process_rows(results: Results) -> list[tuple[str, ...]]:
             reads = [s.detail.get("reads", 0) for s in samples]
             extra = f"write calls {_span(writes)}, fewest {samples[0].detail['min_writes']}"
             extra += f"; platform reads {_span(reads)}"
+        mains = [s.detail["main_cpu"] for s in samples if s.detail.get("main_cpu") is not None]
+        if mains:
+            extra += f"; main thread CPU {median(mains):.2f} s"
         inputs = [
             s.detail["rss_after_inputs_mb"] for s in samples if "rss_after_inputs_mb" in s.detail
         ]
