@@ -1,0 +1,127 @@
+"""Where the initial sync's wall time goes: who uses the CPUs, before the first send and after.
+
+    .venv/bin/python -m benchmarks.cpu_timeline [--people 100000] [--every 0.25]
+
+An initial sync of a generated company from CSV into an empty ``syncd emulator``, then the
+bare push loop of the same bodies into an emptied one (``benchmarks.push_loop``). While
+each runs, the CPU time of the measured process and of the emulator is read from
+``/proc/<pid>/stat`` every ``--every`` seconds. Printed for each: its wall time; how long
+it ran before the emulator got busy (the first interval in which the emulator used more
+than a fifth of a CPU: for syncd, reading, planning and journaling the plan); and, from
+then on, the share of a CPU each process used. The sync's main thread's CPU is printed
+too (``benchmarks.main_thread``). A sampling interval's shares are a busy process's
+(1.0: a whole CPU), the machine's CPUs shared by both. Not part of ``make bench``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks import main_thread
+from benchmarks.generate import make_company, write_two_files
+from benchmarks.harness import (
+    Emulator,
+    Platform,
+    app_token,
+    compile_bytecode,
+    csv_source,
+    python_child,
+    running_emulator,
+    spawn,
+    write_settings,
+)
+from benchmarks.push_loop import bodies
+
+TICKS = os.sysconf("SC_CLK_TCK")
+BUSY = 0.2  # the emulator is busy once it uses more than this share of a CPU
+
+
+def _cpu(pid: int) -> float:
+    """The CPU seconds a process used so far (user + system, every thread)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+@dataclass
+class Timeline:
+    """What one measured process and the emulator used, interval by interval."""
+
+    wall: float
+    shares: list[tuple[float, float]]  # (the process's, the emulator's) share of a CPU
+    every: float
+
+    def report(self, name: str) -> str:
+        first = next((i for i, (_, emu) in enumerate(self.shares) if emu > BUSY), None)
+        alone = (first if first is not None else len(self.shares)) * self.every
+        after = self.shares[first:] if first is not None else []
+        mine = sum(s for s, _ in after) / len(after) if after else 0.0
+        theirs = sum(e for _, e in after) / len(after) if after else 0.0
+        return (
+            f"{name}: {self.wall:.2f} s; {alone:.2f} s before the emulator got busy; "
+            f"then {mine:.2f} of a CPU for it, {theirs:.2f} for the emulator"
+        )
+
+
+def _follow(command: Sequence[str | Path], emulator: Emulator, log: Path, every: float) -> Timeline:
+    """Run ``command`` to its end, sampling its CPU and the emulator's."""
+    started = time.perf_counter()
+    process = spawn(command, log)
+    mine, theirs = 0.0, _cpu(emulator.process.pid)
+    shares: list[tuple[float, float]] = []
+    while process.poll() is None:
+        time.sleep(every)  # the sampling interval itself, not a wait for an event
+        try:
+            now_mine = _cpu(process.pid)
+        except (FileNotFoundError, ProcessLookupError):
+            break  # ended during the interval: its last one is not counted
+        now_theirs = _cpu(emulator.process.pid)
+        shares.append(((now_mine - mine) / every, (now_theirs - theirs) / every))
+        mine, theirs = now_mine, now_theirs
+    if process.wait() != 0:
+        raise SystemExit(f"{command[0]} exited {process.returncode}: see {log}")
+    return Timeline(time.perf_counter() - started, shares, every)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--people", type=int, default=100_000)
+    parser.add_argument("--every", type=float, default=0.25, help="seconds between samples")
+    args = parser.parse_args()
+    compile_bytecode()
+    with tempfile.TemporaryDirectory(prefix="syncd-timeline-") as scratch:
+        work = Path(scratch)
+        company = make_company(args.people, 1)
+        write_two_files(company, work / "data")
+        pushed = work / "bodies.json"
+        pushed.write_text(json.dumps(bodies(company), ensure_ascii=False), encoding="utf-8")
+        source = csv_source(work / "data" / "employees.csv", work / "data" / "departments.csv")
+        with running_emulator(work / "emulator.log") as emulator:
+            settings = write_settings(
+                work / "syncd.toml", work / "state", source,
+                Platform(emulator.base_url, 200, 4), removals=args.people,
+            )  # fmt: skip
+            sync = [*python_child("benchmarks.main_thread"), "sync", "--yes", "--config"]
+            synced = _follow([*sync, settings], emulator, work / "sync.log", args.every)
+            told = main_thread.found((work / "sync.log").read_text(encoding="utf-8"))
+            emulator.reset(data=True)
+            push = python_child(
+                "benchmarks.push_loop", emulator.base_url, app_token(emulator.client),
+                str(pushed), "200", "4",
+            )  # fmt: skip
+            pushed_run = _follow(push, emulator, work / "push.log", args.every)
+    print(synced.report("syncd sync, initial"))
+    print(f"  its main thread's CPU: {told:.2f} s" if told is not None else "  (main thread: ?)")
+    print(pushed_run.report("push loop (whole process: loading its bodies too)"))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
