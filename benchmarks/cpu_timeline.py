@@ -18,11 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from benchmarks import main_thread
@@ -42,6 +41,7 @@ from benchmarks.push_loop import bodies
 
 TICKS = os.sysconf("SC_CLK_TCK")
 BUSY = 0.2  # the emulator is busy once it uses more than this share of a CPU
+PLATFORM = Platform("", 200, 4)  # batch size and concurrency, the benchmark's defaults
 
 
 def _cpu(pid: int) -> float:
@@ -59,11 +59,10 @@ class Timeline:
     every: float
 
     def report(self, name: str) -> str:
-        first = next((i for i, (_, emu) in enumerate(self.shares) if emu > BUSY), None)
-        alone = (first if first is not None else len(self.shares)) * self.every
-        after = self.shares[first:] if first is not None else []
-        mine = sum(s for s, _ in after) / len(after) if after else 0.0
-        theirs = sum(e for _, e in after) / len(after) if after else 0.0
+        first = next((i for i, (_, emu) in enumerate(self.shares) if emu > BUSY), len(self.shares))
+        after = self.shares[first:] or [(0.0, 0.0)]
+        mine, theirs = (sum(column) / len(after) for column in zip(*after, strict=True))
+        alone = first * self.every
         return (
             f"{name}: {self.wall:.2f} s; {alone:.2f} s before the emulator got busy; "
             f"then {mine:.2f} of a CPU for it, {theirs:.2f} for the emulator"
@@ -106,7 +105,7 @@ def main() -> None:
         with running_emulator(work / "emulator.log") as emulator:
             settings = write_settings(
                 work / "syncd.toml", work / "state", source,
-                Platform(emulator.base_url, 200, 4), removals=args.people,
+                replace(PLATFORM, base_url=emulator.base_url), removals=args.people,
             )  # fmt: skip
             sync = [*python_child("benchmarks.main_thread"), "sync", "--yes", "--config"]
             synced = _follow([*sync, settings], emulator, work / "sync.log", args.every)
@@ -114,13 +113,12 @@ def main() -> None:
             emulator.reset(data=True)
             push = python_child(
                 "benchmarks.push_loop", emulator.base_url, app_token(emulator.client),
-                str(pushed), "200", "4",
+                str(pushed), str(PLATFORM.batch_size), str(PLATFORM.concurrency),
             )  # fmt: skip
             pushed_run = _follow(push, emulator, work / "push.log", args.every)
     print(synced.report("syncd sync, initial"))
     print(f"  its main thread's CPU: {told:.2f} s" if told is not None else "  (main thread: ?)")
     print(pushed_run.report("push loop (whole process: loading its bodies too)"))
-    sys.stdout.flush()
 
 
 if __name__ == "__main__":
