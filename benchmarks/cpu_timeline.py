@@ -10,7 +10,11 @@ it ran before the emulator got busy (the first interval in which the emulator us
 than a fifth of a CPU: for syncd, reading, planning and journaling the plan); and, from
 then on, the share of a CPU each process used. The sync's main thread's CPU is printed
 too (``benchmarks.main_thread``). A sampling interval's shares are a busy process's
-(1.0: a whole CPU), the machine's CPUs shared by both. Not part of ``make bench``.
+(1.0: a whole CPU), the machine's CPUs shared by both.
+
+Last, the whole run's CPU, the process's (``wait4``) and the emulator's, and what it
+implies: both together on this machine's CPUs cannot take less wall time than their sum
+divided by the number of CPUs, however well the work overlaps. Not part of ``make bench``.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from benchmarks.harness import (
 from benchmarks.push_loop import bodies
 
 TICKS = os.sysconf("SC_CLK_TCK")
+CPUS = os.cpu_count() or 1
 BUSY = 0.2  # the emulator is busy once it uses more than this share of a CPU
 PLATFORM = Platform("", 200, 4)  # batch size and concurrency, the benchmark's defaults
 
@@ -57,15 +62,19 @@ class Timeline:
     wall: float
     shares: list[tuple[float, float]]  # (the process's, the emulator's) share of a CPU
     every: float
+    cpu: tuple[float, float]  # the whole run's CPU seconds: the process's, the emulator's
 
     def report(self, name: str) -> str:
         first = next((i for i, (_, emu) in enumerate(self.shares) if emu > BUSY), len(self.shares))
         after = self.shares[first:] or [(0.0, 0.0)]
         mine, theirs = (sum(column) / len(after) for column in zip(*after, strict=True))
         alone = first * self.every
+        used = sum(self.cpu)
         return (
             f"{name}: {self.wall:.2f} s; {alone:.2f} s before the emulator got busy; "
-            f"then {mine:.2f} of a CPU for it, {theirs:.2f} for the emulator"
+            f"then {mine:.2f} of a CPU for it, {theirs:.2f} for the emulator\n"
+            f"  CPU: {self.cpu[0]:.2f} s for it, {self.cpu[1]:.2f} s for the emulator: "
+            f"on {CPUS} CPUs, no less than {used / CPUS:.2f} s of wall time"
         )
 
 
@@ -73,20 +82,24 @@ def _follow(command: Sequence[str | Path], emulator: Emulator, log: Path, every:
     """Run ``command`` to its end, sampling its CPU and the emulator's."""
     started = time.perf_counter()
     process = spawn(command, log)
-    mine, theirs = 0.0, _cpu(emulator.process.pid)
+    first = _cpu(emulator.process.pid)
+    mine, theirs = 0.0, first
     shares: list[tuple[float, float]] = []
-    while process.poll() is None:
+    while True:
         time.sleep(every)  # the sampling interval itself, not a wait for an event
-        try:
-            now_mine = _cpu(process.pid)
-        except (FileNotFoundError, ProcessLookupError):
-            break  # ended during the interval: its last one is not counted
+        ended, status, usage = os.wait4(process.pid, os.WNOHANG)
         now_theirs = _cpu(emulator.process.pid)
+        if ended:  # during the interval: its last one is not counted
+            break
+        now_mine = _cpu(process.pid)
         shares.append(((now_mine - mine) / every, (now_theirs - theirs) / every))
         mine, theirs = now_mine, now_theirs
-    if process.wait() != 0:
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
         raise SystemExit(f"{command[0]} exited {process.returncode}: see {log}")
-    return Timeline(time.perf_counter() - started, shares, every)
+    cpu = (usage.ru_utime + usage.ru_stime, now_theirs - first)
+    return Timeline(wall, shares, every, cpu)
 
 
 def main() -> None:
