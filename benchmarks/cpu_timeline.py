@@ -42,9 +42,9 @@ from benchmarks.harness import (
     write_settings,
 )
 from benchmarks.push_loop import bodies
+from benchmarks.results import cpus
 
 TICKS = os.sysconf("SC_CLK_TCK")
-CPUS = os.cpu_count() or 1
 BUSY = 0.2  # the emulator is busy once it uses more than this share of a CPU
 PLATFORM = Platform("", 200, 4)  # batch size and concurrency, the benchmark's defaults
 
@@ -69,12 +69,12 @@ class Timeline:
         after = self.shares[first:] or [(0.0, 0.0)]
         mine, theirs = (sum(column) / len(after) for column in zip(*after, strict=True))
         alone = first * self.every
-        used = sum(self.cpu)
+        used, n = sum(self.cpu), cpus()
         return (
             f"{name}: {self.wall:.2f} s; {alone:.2f} s before the emulator got busy; "
             f"then {mine:.2f} of a CPU for it, {theirs:.2f} for the emulator\n"
             f"  CPU: {self.cpu[0]:.2f} s for it, {self.cpu[1]:.2f} s for the emulator: "
-            f"on {CPUS} CPUs, no less than {used / CPUS:.2f} s of wall time"
+            f"on {n} CPUs, no less than {used / n:.2f} s of wall time"
         )
 
 
@@ -82,8 +82,8 @@ def _follow(command: Sequence[str | Path], emulator: Emulator, log: Path, every:
     """Run ``command`` to its end, sampling its CPU and the emulator's."""
     started = time.perf_counter()
     process = spawn(command, log)
-    first = _cpu(emulator.process.pid)
-    mine, theirs = 0.0, first
+    emulator_before = _cpu(emulator.process.pid)
+    mine, theirs = 0.0, emulator_before
     shares: list[tuple[float, float]] = []
     while True:
         time.sleep(every)  # the sampling interval itself, not a wait for an event
@@ -98,7 +98,7 @@ def _follow(command: Sequence[str | Path], emulator: Emulator, log: Path, every:
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
         raise SystemExit(f"{command[0]} exited {process.returncode}: see {log}")
-    cpu = (usage.ru_utime + usage.ru_stime, now_theirs - first)
+    cpu = (usage.ru_utime + usage.ru_stime, now_theirs - emulator_before)
     return Timeline(wall, shares, every, cpu)
 
 

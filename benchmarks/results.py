@@ -74,10 +74,15 @@ def pair_ratios(mine: Sequence[float], theirs: Sequence[float]) -> list[float]:
 # ---------------------------------------------------------------- the machine
 
 
+def cpus() -> int:
+    """The CPUs this process and its children may run on (``nproc``'s count)."""
+    return len(os.sched_getaffinity(0))
+
+
 def machine() -> dict[str, Any]:
     """What the figures were measured on: CPUs, their model, memory, load, the code's commit."""
     return {
-        "nproc": len(os.sched_getaffinity(0)),
+        "nproc": cpus(),
         "cpu_model": _cpu_model(),
         "memory_gb": round(_mem_total_kb() / 1024 / 1024, 1),
         "os": platform.platform(),
