@@ -462,14 +462,14 @@ class Ldif:
             unit = rng.choice(t.units)
             units[unit.id], kind = variant(rng, unit.name)
             t.event("department variant", f"{unit.id} as {units[unit.id]!r} ({kind})")
+        # The leavers' entries go first: a number handed on frees its entry's name, which
+        # someone earlier in the list (a leaver come back) may take in the same export.
+        for p in t.with_status("gone"):
+            if (old := self.entries.pop(p.key, None)) is not None:
+                chunks.append(ldif_value("dn", old[0]) + "changetype: delete\n\n")
         shuffled = 0
-        for p in t.people:
+        for p in t.present():
             old = self.entries.get(p.key)
-            if p.status == "gone":
-                if old is not None:
-                    chunks.append(ldif_value("dn", old[0]) + "changetype: delete\n\n")
-                    del self.entries[p.key]
-                continue
             dn, attributes = self.person_dn(p), self._attributes(p, spelled, units)
             if old is None:
                 chunks.append(self._add(dn, p, attributes))
