@@ -67,7 +67,7 @@ def test_the_change_records_apply_in_order(seed: int, ou_tree: bool) -> None:
     by the records ``Ldif.changes`` writes."""
     rng = random.Random(seed)
     truth = first_truth(rng, ldap=True)
-    ldif = Ldif(truth, "ou=identity,dc=acme,dc=example", ou_tree=ou_tree)
+    ldif = Ldif(truth, f"ou=identity,{SUFFIX}", ou_tree=ou_tree)
     names = {SUFFIX}
     apply(names, ldif.changes(damaged=False))
     for _ in range(10):
