@@ -157,6 +157,8 @@ def join(
     would have stayed active.
 
     Raises KeyNotHeld when a source has records and none holds its key."""
+    for read in reads:  # in the settings' order: the error names the first at fault
+        _key_held(read)
     joining = _Joining(reads, rules, explain, synced)
     # The first source that decides status first: the joined read lists people in its
     # order, so neighbours there are neighbours in the join (guards.shifted_status).
@@ -381,6 +383,14 @@ class _Joining:
         return replace(directory, rejected=named) if named != directory.rejected else directory
 
 
+def _key_held(read: SourceRead) -> None:
+    """KeyNotHeld when the source has records and none holds its key. Most often its first
+    record holds one: nothing more is read."""
+    people = read.directory.employees
+    if people and all(key_value(e, read.key, read.normalize) is None for e in people.values()):
+        raise KeyNotHeld(read.name, read.key, len(people))
+
+
 def _indexed(
     read: SourceRead,
     i: int,
@@ -391,8 +401,6 @@ def _indexed(
     """One source's records put in their slot by key; returns the keys held twice or more."""
     records = list(read.directory.employees.values())
     keys = _keys(records, read.key, read.normalize)
-    if records and not any(keys):
-        raise KeyNotHeld(read.name, read.key, len(records))
     twice: dict[str, list[Employee]] = {}
     for e, k in zip(records, keys, strict=True):
         if k is None:

@@ -206,6 +206,13 @@ def test_a_key_no_record_of_a_source_holds_is_a_settings_error() -> None:
         hr_ad(hr, ad)
     assert (raised.value.source, raised.value.key, raised.value.records) == (AD, "sn", 2)
     assert hr_ad(hr, directory()).employees == {}  # a source with nobody: no mistake to name
+    # Two sources at fault: the first in the settings' order is named, whichever source
+    # decides status (and is paired first). Found at 20 times the examples, 2026-12-05.
+    blank = directory(person("h1", None, name="Ann"))
+    for precedence in ({}, {"state": (AD,)}, {"state": (HR,)}):
+        with pytest.raises(KeyNotHeld) as raised:
+            join([SourceRead(HR, blank), SourceRead(AD, ad)], JoinRules(precedence))
+        assert raised.value.source == HR
 
 
 def test_a_leaver_whose_account_is_gone_keeps_the_username_syncd_gave_them() -> None:
