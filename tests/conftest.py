@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import pytest
 from hypothesis import settings
 
-from tests.support.examples import CHECK, FULL, SUITE
+from tests.support.examples import CHECK, DEEP, FULL, SUITE
 from tests.support.postgres import (  # noqa: F401 - fixtures for every test
     engine_kind,
     postgres_server,
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 # every property's examples (tests/support/examples.py); the whole suite, every example.
 settings.register_profile(SUITE, deadline=None)
 settings.register_profile(CHECK, parent=settings.get_profile(SUITE), max_examples=FULL // 10)
+settings.register_profile(DEEP, parent=settings.get_profile(SUITE), max_examples=FULL * 20)
 settings.load_profile(SUITE)
 
 
