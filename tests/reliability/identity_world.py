@@ -385,7 +385,10 @@ def _plain(rows: list[list[str]], line_end: str) -> str:
 
 
 def _break_quote(rng: random.Random, row: list[str]) -> str:
-    quoted = [n for n, cell in enumerate(row) if cell.startswith('"')]
+    # Fields quoted whole, as the writer quotes them: a field an earlier break left with an
+    # opening quote alone would lose its last character to "unquoted", a clean row naming
+    # another username (seed 4369: björn10 read as björn1), not a broken one.
+    quoted = [n for n, c in enumerate(row) if len(c) > 1 and c[0] == '"' and c[-1] == '"']
     choice = rng.choice(["unquoted", "opened", "after"] if quoted else ["opened"])
     if choice == "unquoted":  # the quotes around a value with a comma lost: one field more
         n = rng.choice(quoted)
@@ -396,6 +399,9 @@ def _break_quote(rng: random.Random, row: list[str]) -> str:
         row[n] += "x"
         return f"text after field {n + 1}'s closing quote"
     n = rng.randrange(len(row))  # a quote opened and never closed
+    fresh = [k for k, c in enumerate(row) if not c.startswith('"')]
+    if row[n].startswith('"') and fresh:  # opened twice, a quoted field reads whole again,
+        n = rng.choice(fresh)  # with a quote more: another value, not a broken row
     row[n] = '"' + row[n]
     return f"a quote opened in field {n + 1}"
 
