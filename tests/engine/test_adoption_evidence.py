@@ -99,7 +99,8 @@ def test_a_leaver_is_never_locked_or_removed_through_an_account_that_names_anoth
         # syncd lets go of its record of her (no platform write) and says so; nobody keeps
         # or loses access.
         assert acted == ["forget"]
-        assert any(n.key == "e3" and "carol is now e9's account" in n.message for n in p.notes)
+        told = f"carol is now {HIRE.id}'s account"
+        assert any(n.key == "e3" and told in n.message for n in p.notes)
         assert [n for n in p.notes if n.kind == ACCESS_KEPT] == []
     elif mark is not None and mark != "e3":
         assert acted == []

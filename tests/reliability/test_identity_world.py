@@ -19,7 +19,7 @@ import base64
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from syncd.config.source import CsvSource
@@ -97,16 +97,21 @@ def _units(ldif: Ldif) -> list[str]:
 FIELD = st.from_regex(r"[abé]{1,3}(, [abé]{1,3})?", fullmatch=True)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, database=None)
 @given(
     rows=st.lists(st.tuples(FIELD, FIELD, FIELD, FIELD), min_size=3, max_size=3),
-    seed=st.integers(0, 2**32),
+    rng=st.randoms(use_true_random=False),  # hypothesis draws each choice: it explores
     breaks=st.integers(1, 3),
+)
+@example(  # seed 4369's row: a quote opened in the username, then its quotes lost
+    rows=[("a", "a", "a", "a"), ("björn10", "Ilse Dupré 10", "p10", "139"), ("b",) * 4],
+    rng=random.Random(22),
+    breaks=2,
 )
 def test_a_broken_quote_never_reads_as_a_clean_row_of_other_values(
     tmp_path_factory: pytest.TempPathFactory,
     rows: list[tuple[str, str, str, str]],
-    seed: int,
+    rng: random.Random,
     breaks: int,
 ) -> None:
     """The CSV export's broken quotes (``_break_quote``, several on one row as a round may
@@ -114,12 +119,12 @@ def test_a_broken_quote_never_reads_as_a_clean_row_of_other_values(
     with other values: that is not damage but another source, and a scenario would fail
     on syncd for following it (seed 4369 of the identity suite: a quote opened, then the
     field's quotes lost, turned björn10 into björn1)."""
-    truth = {
-        f"E{n}": (f"E{n}", username, name, f"D{n}", email, department, "active")
-        for n, (username, name, email, department) in enumerate(rows, 1)
-    }
-    cells = [[_cell(v) for v in row] for row in truth.values()]
-    rng = random.Random(seed)
+    written = [
+        (f"E{n}", username, name, f"D{n}", email, mobile, "active")  # in COLUMNS' order
+        for n, (username, name, email, mobile) in enumerate(rows, 1)
+    ]
+    truth = {row[0]: (row[1], row[2], row[4]) for row in written}  # username, name, email
+    cells = [[_cell(v) for v in row] for row in written]
     for _ in range(breaks):
         _break_quote(rng, cells[1])  # the middle row: its neighbours can be swallowed too
     path = tmp_path_factory.mktemp("export") / "employees.csv"
@@ -129,5 +134,4 @@ def test_a_broken_quote_never_reads_as_a_clean_row_of_other_values(
     except SourceError:
         return  # the whole file refused
     for e in read.employees.values():
-        kept = truth.get(e.id)
-        assert kept is not None and (e.username, e.name, e.email) == (kept[1], kept[2], kept[4])
+        assert (e.username, e.name, e.email) == truth.get(e.id)
