@@ -34,6 +34,7 @@ from syncd.plan.values import (
     Snapshot,
     SyncedEmployee,
     access_kept,
+    departed_rows_kept,
     kept_for_rows,
     matches_any,
     people,
@@ -83,6 +84,9 @@ class EmployeePlanner:
         # People missing from the source kept active for a rejected row that may be theirs
         # (rejected_holds): they may have left, and keep their access until it is fixed.
         self.kept_for_rows = 0
+        # Departed rows under the ids of people an active row may show elsewhere: nobody
+        # locked for them (usernames.username_changed), so whoever they are keeps access.
+        self.departed_kept = 0
         self.upserts: list[Change] = []
         self.unlocks: list[Change] = []
         self.locks: list[Change] = []
@@ -102,6 +106,9 @@ class EmployeePlanner:
         # missing record they name as it is (rejected_holds): made when first needed.
         self._rejected: dict[str, tuple[RejectedRow, ...]] | None = None
         self._rejected_weighed: dict[str, bool] = {}
+        # Active records syncd holds that give another username now, by its look-alike key
+        # (claimed_holds): made when first needed.
+        self._claims: dict[str, tuple[Employee, ...]] | None = None
         self.dates = EffectiveDates(policy, snapshot, now_ms)  # start and end dates
 
     def synced_holder(self, username: str) -> SyncedEmployee | None:
@@ -156,6 +163,8 @@ class EmployeePlanner:
             self.notes.append(Note(ACCESS_KEPT, "", access_kept(self.access_kept)))
         if self.kept_for_rows:
             self.notes.append(Note(ACCESS_KEPT, "", kept_for_rows(self.kept_for_rows)))
+        if self.departed_kept:
+            self.notes.append(Note(ACCESS_KEPT, "", departed_rows_kept(self.departed_kept)))
         if self.never_synced_departed:
             self.notes.append(
                 Note(
@@ -573,6 +582,8 @@ class EmployeePlanner:
                 continue
             if folded in rekeyed and synced.source_id not in self.released:
                 continue
+            if self.claimed_holds(synced):
+                continue
             if excluded and matches_any(synced.username, excluded):
                 continue
             self._plan_leaver(synced)
@@ -594,6 +605,45 @@ class EmployeePlanner:
                 if held and not synced.locked:
                     self.kept_for_rows += 1
         return held
+
+    def claimed_holds(self, synced: SyncedEmployee) -> bool:
+        """Whether an active record of another source id syncd holds, that now gives this
+        missing person's username, keeps their record as it is (rekeys.claiming_row)."""
+        found = self.claimed(synced, synced_only=True)
+        if found is None:
+            return False
+        self.notes.append(rekeys.claimed_missing(synced, *found))
+        if not synced.locked:
+            self.kept_for_rows += 1
+        return True
+
+    def claimed(
+        self, synced: SyncedEmployee, *, synced_only: bool = False
+    ) -> tuple[Employee, rekeys.Evidence] | None:
+        """An active record of another source id (``synced_only``: one syncd holds) that
+        gives this person's username and may be their row (rekeys.claiming_row)."""
+        if self._claims is None:
+            self._claims = self._claimed_usernames()
+        rows = tuple(
+            e
+            for e in self._claims.get(look_alike(synced.username), ())
+            if e.id != synced.source_id and (not synced_only or e.id in self.snapshot.employees)
+        )
+        return rekeys.claiming_row(synced, rows, self.snapshot) if rows else None
+
+    def _claimed_usernames(self) -> dict[str, tuple[Employee, ...]]:
+        """Active records whose username is not the one syncd synced under their id (a new
+        id's included), by the look-alike key of the username they give."""
+        synced = self.snapshot.employees
+        claims: dict[str, tuple[Employee, ...]] = {}
+        for e in self.directory.employees.values():
+            s = synced.get(e.id)
+            if e.state is not State.ACTIVE or (s is not None and s.username == e.username):
+                continue
+            key = look_alike(e.username)
+            if s is None or key != look_alike(s.username):
+                claims[key] = (*claims.get(key, ()), e)
+        return claims
 
     def _not_theirs(self, synced: SyncedEmployee, found: PlatformEmployee) -> bool:
         """Whether the platform's account under a person's username is, by the evidence, not

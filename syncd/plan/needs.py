@@ -6,9 +6,10 @@ the read has active again (is it the person syncd wrote?), those who changed on
 the platform or were deleted there (drift compares them; an incremental read puts back
 those it did not return, as written), those with a known problem and the people holding
 their values (tried again as written; freed by the holder's update), and, when a
-complete read names a new source id (a rejected row's included), the people it no longer
-names (one may hold the new id's username: a re-key needs the name and a mobile or work
-number to agree); and
+complete read names a new source id (a rejected row's included) or gives a record syncd
+holds another username, the people it no longer names (one may hold that username: a
+re-key needs the name and a mobile or work number to agree, and a row under another
+record's id may be theirs); and
 the departments the source changed, the platform's read lists (drift) or the source no
 longer names (deleted). The fields a change shows as its ``before`` are loaded after the
 draft (``Draft.unwritten``). A record asked about and not loaded is a bug, said as one
@@ -69,15 +70,19 @@ def weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set
         for s in filter(_LOCKED, synced.values())  # the few locked, picked out in C
         if (e := people.get(s.source_id)) is not None and e.state is State.ACTIVE
     )
+    # People the read gives another username: a row under another's id (rekeys.claiming_row)?
+    renamed = _renamed(directory, snapshot)
+    found.update(renamed)
     there = (*view.changed, *view.deleted)
     if there:
         by_username = {e.username: k for k, e in synced.items()}
         found.update(by_username[u] for u in there if u in by_username)
-    if directory.complete and _new_ids(directory, snapshot):
+    if directory.complete and (renamed or _new_ids(directory, snapshot)):
         # A new source id may take over the account of someone syncd holds whom this read
-        # no longer names (a re-key, weighed with what syncd wrote), or a rejected row with
-        # a new id may name their username (rekeys.weigh_rejected): those people, a
-        # superset of the holders of the new ids' usernames, found without spelling each.
+        # no longer names (a re-key, weighed with what syncd wrote), a rejected row with
+        # a new id may name their username (rekeys.weigh_rejected), and so may a record
+        # syncd holds under another username (rekeys.claiming_row): those people, a
+        # superset of the holders of those usernames, found without spelling each.
         found.update(synced.keys() - directory.employees.keys())
     return found
 
@@ -91,6 +96,16 @@ def _new_ids(directory: Directory, snapshot: Snapshot) -> bool:
         for r in directory.rejected
         if r.kind is Kind.EMPLOYEE and r.key and r.username
     )
+
+
+def _renamed(directory: Directory, snapshot: Snapshot) -> set[str]:
+    """The records syncd holds that the read gives another username than it synced."""
+    synced = snapshot.employees
+    return {
+        k
+        for k, e in directory.employees.items()
+        if (s := synced.get(k)) is not None and s.username != e.username
+    }
 
 
 def departments_weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set[str]:

@@ -266,6 +266,55 @@ def weigh_rejected(
     return False, Note("leavers", holder.source_id, message)
 
 
+def claiming_row(
+    holder: SyncedEmployee, rows: tuple[Employee, ...], snapshot: Snapshot
+) -> tuple[Employee, Evidence] | None:
+    """Of active records under other source ids that give the username of ``holder``, the
+    first that may be the holder's own row, with what shows it; None if each shows another
+    person.
+
+    A row under another record's id reads well: a typo in the id, or a line break moved so
+    that the end of one row's last field is read as the start of the next row's id ("3"
+    then "6" read as "36"). Its name, mobile and work number are then the holder's. Unless
+    they show different people by the re-key rule (the name differs and no mobile or work
+    number agrees), the holder is locked or removed for nothing the source says of another
+    id (missing from the read, or a departed row under their id with another username):
+    nobody is changed until the source tells them apart. A row that shows another person
+    is a username handed on: the holder is a leaver, as anyone missing."""
+    before = snapshot.written(Kind.EMPLOYEE, holder.source_id)
+    for e in rows:
+        seen = evidence(e, before)
+        if not seen.different_people:
+            return e, seen
+    return None
+
+
+def claimed_missing(holder: SyncedEmployee, row: Employee, seen: Evidence) -> Note:
+    """The note for a missing holder kept as it is for a row that may be theirs."""
+    return Note(
+        "conflict",
+        holder.source_id,
+        f"source id {holder.source_id} ({holder.username}) is missing from the source, and the "
+        f"active record of source id {row.id} now gives its username ({seen.describe()}): it "
+        f"may be {holder.source_id}'s row under a wrong id, so {holder.source_id} is kept as it "
+        "is until the source tells them apart",
+    )
+
+
+def claimed_departed(e: Employee, holder: SyncedEmployee, row: Employee, seen: Evidence) -> Note:
+    """The note for a departed row under the holder's id, with another username, that does
+    not lock the holder: an active row under another id may be theirs."""
+    return Note(
+        "conflict",
+        e.id,
+        f"the row of source id {e.id} is departed and gives the username {e.username}, not "
+        f"{holder.username}, and the active record of source id {row.id} gives {holder.username} "
+        f"({seen.describe()}): the rows may be under each other's ids, so the account "
+        f"{holder.username} is not locked, and whoever the departed row is keeps their access, "
+        "until the source tells them apart",
+    )
+
+
 def adoption_conflict(e: Employee, account: PlatformPerson, key: str) -> Note | None:
     """A platform account matched by ``key`` (its username, or ``sync.match_by``'s value)
     is adopted only where nothing else it holds shows another person: its name, mobile and

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from syncd.model import Employee, State
 from syncd.plan.actions import Action
+from syncd.plan.rekeys import claimed_departed
 from syncd.plan.values import Note, SyncedEmployee, matches_any
 from syncd.spelling import difference, look_alike, shown_pair
 
@@ -25,6 +26,11 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
     if e.state is State.DEPARTED:
         # Replacing a departed person's account would remove it, and a new account is
         # never made for someone departed: the old one stays, locked, until they return.
+        if not synced.locked and (found := planner.claimed(synced)) is not None:
+            # An active row elsewhere may be the account's person: rows under each other's ids.
+            planner.notes.append(claimed_departed(e, synced, *found))
+            planner.departed_kept += 1
+            return
         planner.notes.append(
             Note("skipped", e.id, f"{changed}: departed, so the old account stays, locked")
         )

@@ -416,23 +416,42 @@ def people(n: int) -> str:
 ACCESS_KEPT = "access kept"  # a note's kind: a run with one is partial (syncd.run.runner)
 
 
+def _left_and_kept(n: int) -> str:
+    one = n == 1
+    return (
+        f"{people(n)} the source says {'has' if one else 'have'} left "
+        f"{'keeps' if one else 'keep'} their access"
+    )
+
+
 def access_kept(n: int) -> str:
     """Why people the source says have left are neither locked nor removed (_not_theirs)."""
     return (
-        f"{people(n)} the source says {'has' if n == 1 else 'have'} left keep their access: "
-        "the accounts under their usernames are not the ones syncd holds for them (the "
-        "conflicts above), so nothing is locked or removed through them until the "
-        "conflicts are resolved (`syncd state rebuild --dry-run` compares the state "
-        "database with the platform)"
+        f"{_left_and_kept(n)}: the accounts under their usernames are not the ones syncd "
+        "holds for them (the conflicts above), so nothing is locked or removed through them "
+        "until the conflicts are resolved (`syncd state rebuild --dry-run` compares the "
+        "state database with the platform)"
     )
 
 
 def kept_for_rows(n: int) -> str:
-    """Why people missing from the source are neither locked nor removed (rejected_holds)."""
+    """Why people missing from the source are neither locked nor removed (rejected_holds,
+    claimed_holds)."""
     return (
         f"{people(n)} missing from the source {'keeps' if n == 1 else 'keep'} their access: "
-        "rejected rows give their usernames and cannot say whose rows they are (the "
-        "conflicts above), so nobody is locked or removed for them until the rows are fixed"
+        "rows rejected, or under other people's ids, give their usernames and cannot say "
+        "whose rows they are (the conflicts above), so nobody is locked or removed for them "
+        "until the rows are fixed"
+    )
+
+
+def departed_rows_kept(n: int) -> str:
+    """Why departed rows under the ids of people shown active elsewhere lock nobody."""
+    return (
+        f"{_left_and_kept(n)}: {'its row gives' if n == 1 else 'their rows give'} another "
+        "username than the account under the id, and an active row under another id may be "
+        "that account's person (the conflicts above), so nothing is locked until the source "
+        "tells them apart"
     )
 
 

@@ -120,7 +120,7 @@ def assert_access_kept(p: Plan, mark: str) -> None:
     assert any(n.key == "e3" and f"carries source id {mark}" in n.message for n in p.notes)
     assert p.unweighed_since == NOW  # read again next run: still nobody's to remove
     assert [n.message[:43] for n in p.notes if n.kind == ACCESS_KEPT] == [
-        "1 person the source says has left keep thei"
+        "1 person the source says has left keeps the"
     ]
 
 

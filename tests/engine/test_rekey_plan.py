@@ -465,3 +465,63 @@ def test_a_rejected_row_with_the_persons_own_id_keeps_them_whatever_it_says(
     row = HIRE._replace(id="e3", **broken)  # their own row, another name: still theirs
     p = plan(directory(COMPANY, [*STAFF[:2], row]), snapshot, view, Policy(), NOW)
     assert actions(p) == [] and p.notes == ()
+
+
+# ---------------------------------------------------------------- another synced record's id
+
+# Someone else syncd holds: a former employee (locked), or one gone from this read.
+DANA = person("e7", "dana", "rd", name="Dana Wu", mobile="13700000007")
+
+
+def _told_apart(old: Employee, new: Employee) -> bool:
+    """The re-key rule's "different people", written again from the README: the name
+    differs and no mobile or work number agrees."""
+    pairs = [(_same(old.mobile), _same(new.mobile)), (_same(old.sn), _same(new.sn))]
+    agreed = any(a is not None and a == b for a, b in pairs)
+    return _same(old.name) != _same(new.name) and not agreed
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    old=st.tuples(NAMES, MOBILES, NUMBERS),
+    row=st.tuples(st.sampled_from(["carol", *SPELLINGS]), NAMES, MOBILES, NUMBERS),
+    state=st.sampled_from([State.ACTIVE, State.DEPARTED]),
+    dana_locked=st.booleans(),
+    leaver_policy=st.sampled_from(["lock", "remove", "lock_then_remove"]),
+)
+def test_a_row_under_another_synced_records_id_never_locks_the_person_it_may_be(
+    old: tuple[str, str | None, str | None],
+    row: tuple[str, str, str | None, str | None],
+    state: State,
+    dana_locked: bool,
+    leaver_policy: str,
+) -> None:
+    """Carol's username in a row under the id of Dana, whom syncd holds: a typo in the id,
+    or a line break moved so that the end of one row's last field starts the next row's
+    id ("3" + "6" read as "36"). Where the row may be Carol's (its name, mobile and work
+    number do not show another person), Carol is not a leaver for being missing: she keeps
+    her access, the run says so (partial), until the source tells them apart. Where they
+    show another person, her username was handed on and she is a leaver. Her account never
+    goes to Dana, and Dana is never unlocked."""
+    name, mobile, sn = old
+    carol = CAROL._replace(name=name, mobile=mobile, sn=sn)
+    locked = {"e7": NOW - DAY_MS} if dana_locked else None
+    snapshot, view = synced(directory(COMPANY, [*STAFF[:2], carol, DANA]), locked=locked)
+    username, row_name, row_mobile, row_sn = row
+    moved = carol._replace(
+        id="e7", username=username, name=row_name, mobile=row_mobile, sn=row_sn, state=state
+    )
+    d = directory(COMPANY, [*STAFF[:2], moved])
+    assert "e3" in weighed(d, snapshot, view)  # her written fields are loaded to compare
+    p = plan(d, snapshot, view, Policy(leaver_policy=leaver_policy), NOW)
+
+    carols = [c.action for c in p.changes if c.key == "e3"]
+    if state is State.ACTIVE and not _told_apart(carol, moved):
+        assert carols == [], p.changes
+        assert "e3" in [k for k, _ in conflicts(p)]
+        assert [n.message[:9] for n in p.notes if n.kind == ACCESS_KEPT] == ["1 person "]
+    else:
+        assert carols in ([Action.LOCK], [Action.REMOVE]), p.changes
+    account = snapshot.employees["e3"].employee_id
+    danas = [c for c in p.changes if c.key == "e7"]
+    assert all(c.action is Action.LOCK and c.target_id != account for c in danas), danas

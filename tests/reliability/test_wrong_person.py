@@ -493,7 +493,7 @@ def test_a_leavers_username_made_again_for_someone_else_is_neither_theirs_nor_si
     for _ in range(2):  # the evidence is read again by the next run: still nobody changed
         result = synced.sync()
         assert (result.outcome, result.exit_code) == ("partial", EXIT_PARTIAL), result.error
-        assert str(result.error).startswith("1 person the source says has left keep their")
+        assert str(result.error).startswith("1 person the source says has left keeps their")
         other = admin.employee("user30")
         assert (other["name"], bool(other.get("locked"))) == ("Someone Else", False)
         assert other.get("extension_id") == mark
