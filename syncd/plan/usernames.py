@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from syncd.model import Employee, State
+from syncd.model import Employee, Kind, State
 from syncd.plan.actions import Action
-from syncd.plan.rekeys import claimed_departed
+from syncd.plan.rekeys import claimed_departed, evidence
 from syncd.plan.values import Note, SyncedEmployee, matches_any
 from syncd.spelling import difference, look_alike, shown_pair
 
@@ -30,6 +30,14 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
             # An active row elsewhere may be the account's person: rows under each other's ids.
             planner.notes.append(claimed_departed(e, synced, *found))
             planner.departed_kept += 1
+            return
+        # Not the account's person departing: theirs is weighed as anyone missing is, and
+        # a rejected row that may be theirs keeps them as they are.
+        if (
+            not synced.locked
+            and _another_person(planner, e, synced)
+            and planner.rejected_holds(synced)
+        ):
             return
         planner.notes.append(
             Note("skipped", e.id, f"{changed}: departed, so the old account stays, locked")
@@ -104,3 +112,10 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
             reason=f"username changed from {shown_pair(synced.username, e.username)[0]}",
         )
     )
+
+
+def _another_person(planner: EmployeePlanner, e: Employee, synced: SyncedEmployee) -> bool:
+    """Whether the record shows another person than syncd wrote under its id (the name
+    differs, and a mobile or work number differs too or none agrees)."""
+    written = planner.snapshot.written(Kind.EMPLOYEE, synced.source_id)
+    return evidence(e, written).not_the_one_written

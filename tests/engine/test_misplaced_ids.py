@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncd.model import Directory, Employee, Kind, State
+from syncd.model import Directory, Employee, Kind, RejectedRow, State
 from syncd.plan import ACCESS_KEPT, Action, Plan, Planning, PlatformView, Policy, Snapshot
 from syncd.plan.needs import weighed
 from tests.engine.plan_world import COMPANY, NOW, directory, person, synced
@@ -135,3 +135,26 @@ def test_ids_swapped_with_a_departed_row_lock_nobody_and_say_so() -> None:
     assert any("the rows may be under each other's ids" in n.message for n in p.notes)
     kept = [n.message for n in p.notes if n.kind == ACCESS_KEPT]
     assert len(kept) == 1 and kept[0].startswith("1 person the source says has left")
+
+
+def test_a_departed_row_of_another_person_spares_an_account_a_rejected_row_may_show() -> None:
+    # Identity suite seed 142: björn5's account went on under e3 (her row under e3's id,
+    # a re-key by her name and mobile); then e3 is a departed hire (josé3), and björn5's
+    # own row is set aside for a status nobody named. The departed row shows another
+    # person than the account's, so the account's person is weighed as if missing: her
+    # rejected row may be hers, and she is not locked.
+    bjorn = person("e5", "björn5", "rd", name="Zoë Núñez 5", mobile="13900000005")
+    snapshot, view = synced(directory(COMPANY, [bjorn._replace(id="e3")]))
+    jose = person("e3", "josé3", "rd", name="Zoë O'Brien 15", mobile="13900000015")
+    rejected = RejectedRow(
+        "employees.csv:5",
+        "a status nobody named",
+        Kind.EMPLOYEE,
+        key="e5",
+        username="BJÖRN5",
+        identifiers=(("name", "Zoë Núñez 5"), ("mobile", "13900000005")),
+    )
+    d = directory(COMPANY, [jose._replace(state=State.DEPARTED)], rejected=[rejected])
+    p = planned_as_the_runner_does(d, snapshot, view, Policy(username_change="remove_and_create"))
+    assert p.changes == (), p.changes
+    assert [n.message[:9] for n in p.notes if n.kind == ACCESS_KEPT] == ["1 person "]
