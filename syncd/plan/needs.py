@@ -99,13 +99,24 @@ def _new_ids(directory: Directory, snapshot: Snapshot) -> bool:
 
 
 def _renamed(directory: Directory, snapshot: Snapshot) -> set[str]:
-    """The records syncd holds that the read gives another username than it synced."""
+    """The records syncd holds that the read gives another username than it synced, in a
+    record or a rejected row (whose username may be a missing person's)."""
     synced = snapshot.employees
-    return {
+    found = {
         k
         for k, e in directory.employees.items()
         if (s := synced.get(k)) is not None and s.username != e.username
     }
+    found.update(
+        r.key
+        for r in directory.rejected
+        if r.kind is Kind.EMPLOYEE
+        and r.key
+        and r.username
+        and (s := synced.get(r.key)) is not None
+        and s.username != r.username
+    )
+    return found
 
 
 def departments_weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set[str]:
