@@ -26,18 +26,7 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
     if e.state is State.DEPARTED:
         # Replacing a departed person's account would remove it, and a new account is
         # never made for someone departed: the old one stays, locked, until they return.
-        if not synced.locked and (found := planner.claimed(synced)) is not None:
-            # An active row elsewhere may be the account's person: rows under each other's ids.
-            planner.notes.append(claimed_departed(e, synced, *found))
-            planner.departed_kept += 1
-            return
-        # Not the account's person departing: theirs is weighed as anyone missing is, and
-        # a rejected row that may be theirs keeps them as they are.
-        if (
-            not synced.locked
-            and _another_person(planner, e, synced)
-            and planner.rejected_holds(synced)
-        ):
+        if not synced.locked and _spared(planner, e, synced):
             return
         planner.notes.append(
             Note("skipped", e.id, f"{changed}: departed, so the old account stays, locked")
@@ -114,8 +103,15 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
     )
 
 
-def _another_person(planner: EmployeePlanner, e: Employee, synced: SyncedEmployee) -> bool:
-    """Whether the record shows another person than syncd wrote under its id (the name
-    differs, and a mobile or work number differs too or none agrees)."""
+def _spared(planner: EmployeePlanner, e: Employee, synced: SyncedEmployee) -> bool:
+    """Whether a departed row under the id of an active account, giving another username,
+    leaves the account as it is: an active row under another id may be its person (rows
+    under each other's ids); or, the row showing another person than syncd wrote there
+    (the name differs, and a mobile or work number differs too or none agrees), the
+    account's person is weighed as anyone missing is, and a rejected row may be theirs."""
+    if (found := planner.claimed(synced)) is not None:
+        planner.notes.append(claimed_departed(e, synced, *found))
+        planner.departed_kept += 1
+        return True
     written = planner.snapshot.written(Kind.EMPLOYEE, synced.source_id)
-    return evidence(e, written).not_the_one_written
+    return evidence(e, written).not_the_one_written and planner.rejected_holds(synced)
