@@ -344,6 +344,7 @@ class Export:
 
     def _damaged(self, rows: list[list[str]]) -> str:
         t, rng = self.truth, self.truth.rng
+        self._mistype_an_id(rows)
         cells = [[_cell(value) for value in row] for row in rows]
         ids = [row[0] for row in rows]
         for _ in range(rng.choice([0, 0, 1, 2])):
@@ -370,6 +371,29 @@ class Export:
             who.insert(n, "(blank)")
             t.event("blank line", f"at line {n + 1}")
         return "".join(line + self.line_end for line in lines)
+
+    def _mistype_an_id(self, rows: list[list[str]]) -> None:
+        """Now and then a row under the HR number of someone gone (a typo, or a line break
+        moved into the next row's id: "3" then "6" read as "36"): the row reads well, and
+        only its values say whose it is. Drawn from a generator of its own, made from the
+        round's without drawing from it, so every other draw of a seed stays as it was.
+
+        The number is judged as one handed on (``holder``): an account carrying it is whose
+        its name and mobile say. A new hire's row under it cannot be told from HR giving
+        the number to the hire, and syncd rightly treats it so."""
+        t = self.truth
+        held = {row[0] for row in rows}
+        gone = sorted({p.hr_id for p in t.with_status("gone")} - held)
+        if not gone or len(rows) < 2:
+            return
+        side = random.Random(hash(t.rng.getstate()[1]))  # ints: the same hash in every process
+        if side.random() < 0.8:
+            return
+        n = side.randrange(1, len(rows))
+        wrong = side.choice(gone)
+        t.event("id mistyped", f"row of {rows[n][0]} ({rows[n][1]}) under {wrong}")
+        rows[n][0] = wrong
+        t.handed_on.add(wrong)
 
 
 def _cell(value: str) -> str:
