@@ -624,10 +624,11 @@ class EmployeePlanner:
         gives this person's username and may be their row (rekeys.claiming_row)."""
         if self._claims is None:
             self._claims = self._claimed_usernames()
+        # Never the person's own record: it is listed only under another username's key.
         rows = tuple(
             e
             for e in self._claims.get(look_alike(synced.username), ())
-            if e.id != synced.source_id and (not synced_only or e.id in self.snapshot.employees)
+            if not synced_only or e.id in self.snapshot.employees
         )
         return rekeys.claiming_row(synced, rows, self.snapshot) if rows else None
 
