@@ -588,9 +588,11 @@ class EmployeePlanner:
                 continue
             self._plan_leaver(synced)
 
-    def rejected_holds(self, synced: SyncedEmployee) -> bool:
-        """Whether rejected rows that name this missing person's username (in any spelling)
-        keep their record as it is (syncd.plan.rekeys.weigh_rejected); weighed once."""
+    def rejected_holds(self, synced: SyncedEmployee, departed: Employee | None = None) -> bool:
+        """Whether rejected rows that name this person's username (in any spelling) keep
+        their record as it is (syncd.plan.rekeys.weigh_rejected); weighed once. The person
+        is missing from the read, or has the ``departed`` row under their id that gives
+        another username."""
         if self._rejected is None:
             self._rejected = self.directory.rejected_by_username()
         rows = self._rejected.get(look_alike(synced.username))
@@ -598,12 +600,18 @@ class EmployeePlanner:
             return False
         held = self._rejected_weighed.get(synced.source_id)
         if held is None:
-            held, note = rekeys.weigh_rejected(synced, rows, self.snapshot)
+            absent = rekeys.MISSING
+            if departed is not None:
+                absent = f"has a departed row giving the username {departed.username}"
+            held, note = rekeys.weigh_rejected(synced, rows, self.snapshot, absent)
             self._rejected_weighed[synced.source_id] = held
             if note is not None:
                 self.notes.append(note)
                 if held and not synced.locked:
-                    self.kept_for_rows += 1
+                    if departed is None:
+                        self.kept_for_rows += 1
+                    else:
+                        self.departed_kept += 1
         return held
 
     def claimed_holds(self, synced: SyncedEmployee) -> bool:

@@ -44,6 +44,7 @@ from syncd.plan.values import (
 
 IDENTIFIERS = ("mobile", "sn")  # personal: a recycled username does not bring them along
 COMPARED = IDENTIFYING
+MISSING = "is missing from the source"  # how a note says a holder is not in the read
 
 
 class Verdict(StrEnum):
@@ -220,10 +221,15 @@ def weigh(
 
 
 def weigh_rejected(
-    holder: SyncedEmployee, rows: tuple[RejectedRow, ...], snapshot: Snapshot
+    holder: SyncedEmployee,
+    rows: tuple[RejectedRow, ...],
+    snapshot: Snapshot,
+    absent: str = MISSING,
 ) -> tuple[bool, Note | None]:
     """Whether rejected rows that name the username of ``holder`` (missing from a complete
-    read) keep its record as it is; and the note that says why, when a row has another id.
+    read, or ``absent`` as said otherwise: a departed row under its id gives another
+    username) keep its record as it is; and the note that says why, when a row has
+    another id.
 
     A rejected row may be the holder's own row under a new id, so it keeps the record as it
     is (nobody is locked for a row that could not be read) unless the row's readable fields
@@ -238,7 +244,7 @@ def weigh_rejected(
     unnamed = next((row for row in rows if row.key is None), None)
     if unnamed is not None:
         message = (
-            f"source id {holder.source_id} ({holder.username}) is missing from the source, "
+            f"source id {holder.source_id} ({holder.username}) {absent}, "
             f"and rejected row {unnamed.where} gives its username with no id to say whose row "
             f"it is: it may be theirs, so {holder.source_id} is kept as it is until the row "
             "is fixed"
@@ -249,7 +255,7 @@ def weigh_rejected(
         seen = compared(dict(row.identifiers), before)
         if not seen.different_people:
             message = (
-                f"source id {holder.source_id} ({holder.username}) is missing from the source, "
+                f"source id {holder.source_id} ({holder.username}) {absent}, "
                 f"and rejected row {row.where} gives its username to source id {row.key}; "
                 f"whether that is the same person under a new id cannot be told "
                 f"({seen.describe()}), so {holder.source_id} is kept as it is until the row "
@@ -258,7 +264,7 @@ def weigh_rejected(
             return True, Note("conflict", holder.source_id, message)
     row = rows[0]
     message = (
-        f"source id {holder.source_id} ({holder.username}) is missing from the source; "
+        f"source id {holder.source_id} ({holder.username}) {absent}; "
         f"rejected row {row.where} (source id {row.key}) names its username but is not the "
         f"same person ({compared(dict(row.identifiers), before).describe()}), so "
         f"{holder.source_id} is a leaver"

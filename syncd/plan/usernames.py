@@ -114,4 +114,4 @@ def _spared(planner: EmployeePlanner, e: Employee, synced: SyncedEmployee) -> bo
         planner.departed_kept += 1
         return True
     written = planner.snapshot.written(Kind.EMPLOYEE, synced.source_id)
-    return evidence(e, written).not_the_one_written and planner.rejected_holds(synced)
+    return evidence(e, written).not_the_one_written and planner.rejected_holds(synced, e)

@@ -446,12 +446,12 @@ def kept_for_rows(n: int) -> str:
 
 
 def departed_rows_kept(n: int) -> str:
-    """Why departed rows under the ids of people shown active elsewhere lock nobody."""
+    """Why departed rows under the ids of people another row may show lock nobody."""
     return (
         f"{_left_and_kept(n)}: {'its row gives' if n == 1 else 'their rows give'} another "
-        "username than the account under the id, and an active row under another id may be "
-        "that account's person (the conflicts above), so nothing is locked until the source "
-        "tells them apart"
+        "username than the account under the id, and an active or rejected row under "
+        "another id may be that account's person (the conflicts above), so nothing is "
+        "locked until the source tells them apart"
     )
 
 
