@@ -321,6 +321,20 @@ def claimed_departed(e: Employee, holder: SyncedEmployee, row: Employee, seen: E
     )
 
 
+def claimed_renamed(e: Employee, holder: SyncedEmployee, row: Employee, seen: Evidence) -> Note:
+    """The note for an active row under the holder's id, with another username, that does
+    not replace the holder's account (``username_change = "remove_and_create"``): an
+    active row under another id may be its person's."""
+    return Note(
+        "conflict",
+        e.id,
+        f"the row of source id {e.id} gives the username {e.username}, not {holder.username}, "
+        f"and the active record of source id {row.id} gives {holder.username} "
+        f"({seen.describe()}): the rows may be under each other's ids, so the account "
+        f"{holder.username} is neither removed nor replaced until the source tells them apart",
+    )
+
+
 def adoption_conflict(e: Employee, account: PlatformPerson, key: str) -> Note | None:
     """A platform account matched by ``key`` (its username, or ``sync.match_by``'s value)
     is adopted only where nothing else it holds shows another person: its name, mobile and

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from syncd.model import Employee, Kind, State
 from syncd.plan.actions import Action
-from syncd.plan.rekeys import claimed_departed, evidence
+from syncd.plan.rekeys import claimed_departed, claimed_renamed, evidence
 from syncd.plan.values import Note, SyncedEmployee, matches_any
 from syncd.spelling import difference, look_alike, shown_pair
 
@@ -74,6 +74,11 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
                 'alone (set sync.username_change = "remove_and_create" to replace it)',
             )
         )
+        return
+    if (found := planner.claimed(synced)) is not None:
+        # An active row under another id may be this account's person (rows under each
+        # other's ids): replacing the account would remove theirs.
+        planner.notes.append(claimed_renamed(e, synced, *found))
         return
     excluded = planner.policy.exclude_usernames
     if excluded and matches_any(synced.username, excluded):

@@ -204,3 +204,17 @@ def test_a_departed_row_of_another_person_spares_an_account_a_rejected_row_may_s
     kept = [n.message for n in p.notes if n.kind == ACCESS_KEPT]
     assert len(kept) == 1 and kept[0].startswith("1 person the source says has left keeps"), kept
     assert "active or rejected row under another id" in kept[0]
+
+
+def test_a_renamed_row_under_an_id_another_row_shows_removes_no_account() -> None:
+    # Identity suite seed 5256: gaëlle2's row went under e9 (a leaver's number) and her
+    # account went on under e9 (a re-key by her name and mobile); a round later both rows
+    # are back where they belong. Under remove_and_create, e9's row giving anaïs9 removed
+    # gaëlle2's account, which her own active row under e2 shows.
+    gaelle = person("e2", "gaëlle2", "rd", name="Wang Anaïs 2", mobile="13900000002")
+    snapshot, view = synced(directory(COMPANY, [gaelle._replace(id="e9")]))
+    anais = person("e9", "anaïs9", "rd", name="Chloé O'Brien 9", mobile="13900000009")
+    d = directory(COMPANY, [gaelle, anais])
+    p = planned_as_the_runner_does(d, snapshot, view, Policy(username_change="remove_and_create"))
+    assert not [c for c in p.changes if c.action is Action.REMOVE], p.changes
+    assert any("neither removed nor replaced" in n.message for n in p.notes), p.notes
