@@ -307,31 +307,26 @@ def claimed_missing(holder: SyncedEmployee, row: Employee, seen: Evidence) -> No
     )
 
 
-def claimed_departed(e: Employee, holder: SyncedEmployee, row: Employee, seen: Evidence) -> Note:
-    """The note for a departed row under the holder's id, with another username, that does
-    not lock the holder: an active row under another id may be theirs."""
+def claimed_elsewhere(
+    e: Employee, holder: SyncedEmployee, row: Employee, seen: Evidence, *, departed: bool
+) -> Note:
+    """The note for a row under the holder's id, with another username, that leaves the
+    holder's account as it is because an active row under another id may be its person's:
+    a departed row does not lock it, an active one (``username_change =
+    "remove_and_create"``) neither removes nor replaces it."""
+    state = "is departed and gives" if departed else "gives"
+    kept = (
+        "is not locked, and whoever the departed row is keeps their access,"
+        if departed
+        else "is neither removed nor replaced"
+    )
     return Note(
         "conflict",
         e.id,
-        f"the row of source id {e.id} is departed and gives the username {e.username}, not "
+        f"the row of source id {e.id} {state} the username {e.username}, not "
         f"{holder.username}, and the active record of source id {row.id} gives {holder.username} "
         f"({seen.describe()}): the rows may be under each other's ids, so the account "
-        f"{holder.username} is not locked, and whoever the departed row is keeps their access, "
-        "until the source tells them apart",
-    )
-
-
-def claimed_renamed(e: Employee, holder: SyncedEmployee, row: Employee, seen: Evidence) -> Note:
-    """The note for an active row under the holder's id, with another username, that does
-    not replace the holder's account (``username_change = "remove_and_create"``): an
-    active row under another id may be its person's."""
-    return Note(
-        "conflict",
-        e.id,
-        f"the row of source id {e.id} gives the username {e.username}, not {holder.username}, "
-        f"and the active record of source id {row.id} gives {holder.username} "
-        f"({seen.describe()}): the rows may be under each other's ids, so the account "
-        f"{holder.username} is neither removed nor replaced until the source tells them apart",
+        f"{holder.username} {kept} until the source tells them apart",
     )
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from syncd.model import Employee, Kind, State
 from syncd.plan.actions import Action
-from syncd.plan.rekeys import claimed_departed, claimed_renamed, evidence
+from syncd.plan.rekeys import claimed_elsewhere, evidence
 from syncd.plan.values import Note, SyncedEmployee, matches_any
 from syncd.spelling import difference, look_alike, shown_pair
 
@@ -78,7 +78,7 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
     if (found := planner.claimed(synced)) is not None:
         # An active row under another id may be this account's person (rows under each
         # other's ids): replacing the account would remove theirs.
-        planner.notes.append(claimed_renamed(e, synced, *found))
+        planner.notes.append(claimed_elsewhere(e, synced, *found, departed=False))
         return
     excluded = planner.policy.exclude_usernames
     if excluded and matches_any(synced.username, excluded):
@@ -115,7 +115,7 @@ def _spared(planner: EmployeePlanner, e: Employee, synced: SyncedEmployee) -> bo
     (the name differs, and a mobile or work number differs too or none agrees), the
     account's person is weighed as anyone missing is, and a rejected row may be theirs."""
     if (found := planner.claimed(synced)) is not None:
-        planner.notes.append(claimed_departed(e, synced, *found))
+        planner.notes.append(claimed_elsewhere(e, synced, *found, departed=True))
         planner.departed_kept += 1
         return True
     written = planner.snapshot.written(Kind.EMPLOYEE, synced.source_id)
