@@ -9,7 +9,7 @@ as the change's ``before``.
 from __future__ import annotations
 
 from itertools import filterfalse
-from typing import Any
+from typing import Any, Literal
 
 from syncd.model import Directory, Employee, Kind, RejectedRow, State
 from syncd.plan import rekeys
@@ -43,6 +43,7 @@ from syncd.spelling import difference, look_alike, look_alikes, nfc, shown_pair
 
 # Why the person syncd wrote under a key is a leaver though the key is read (syncd.plan.holds).
 ANOTHER_PERSON = "their source id now names another person"
+SHOWN_ANOTHER = "has a row under its id showing another person"  # as a note says it
 # When an account's lock agrees with the source, as (state read, locked as syncd knows
 # it, locked on the platform): locked in both for someone departed, unlocked in both for
 # someone active. Any other triple is a lock or an unlock to plan. A set, asked without
@@ -217,7 +218,8 @@ class EmployeePlanner:
         """An update whose record shows another person (syncd.plan.holds): not made; the
         person syncd wrote is a leaver, as if missing from the source, unless another
         record holds their username and may be them under a new key (a re-key's verdict
-        other than a leaver's: syncd.plan.rekeys), whose own conflict says why."""
+        other than a leaver's: syncd.plan.rekeys), whose own conflict says why, or a
+        rejected row does (rejected_holds)."""
         self.weighed.add(synced.username)
         self.untouched.add(e.id)
         self.notes.append(Note("conflict", e.id, hold_message(e, self.held[e.id])))
@@ -227,7 +229,7 @@ class EmployeePlanner:
             rekeys.judge(other, written, synced.locked)[0] is not rekeys.Verdict.LEAVER
             for other in claims
             if other.id != e.id
-        ):
+        ) or self.rejected_holds(synced, SHOWN_ANOTHER):
             return
         self._plan_leaver(synced, ANOTHER_PERSON)
 
@@ -588,11 +590,18 @@ class EmployeePlanner:
                 continue
             self._plan_leaver(synced)
 
-    def rejected_holds(self, synced: SyncedEmployee, departed: Employee | None = None) -> bool:
+    def rejected_holds(
+        self,
+        synced: SyncedEmployee,
+        absent: str = rekeys.MISSING,
+        tally: Literal["missing", "departed"] | None = "missing",
+    ) -> bool:
         """Whether rejected rows that name this person's username (in any spelling) keep
         their record as it is (syncd.plan.rekeys.weigh_rejected); weighed once. The person
-        is missing from the read, or has the ``departed`` row under their id that gives
-        another username."""
+        is missing from the read, or ``absent`` says how else the read would let them go (a
+        departed row under their id that gives another username, a row there showing
+        another person or giving another username). An active account kept is counted
+        (``tally``) for the note that sums them up: a leaver's note, missing or departed."""
         if self._rejected is None:
             self._rejected = self.directory.rejected_by_username()
         rows = self._rejected.get(look_alike(synced.username))
@@ -600,18 +609,13 @@ class EmployeePlanner:
             return False
         held = self._rejected_weighed.get(synced.source_id)
         if held is None:
-            absent = rekeys.MISSING
-            if departed is not None:
-                absent = f"has a departed row giving the username {departed.username}"
             held, note = rekeys.weigh_rejected(synced, rows, self.snapshot, absent)
             self._rejected_weighed[synced.source_id] = held
             if note is not None:
                 self.notes.append(note)
-                if held and not synced.locked:
-                    if departed is None:
-                        self.kept_for_rows += 1
-                    else:
-                        self.departed_kept += 1
+            if note is not None and held and not synced.locked:
+                self.departed_kept += tally == "departed"
+                self.kept_for_rows += tally == "missing"
         return held
 
     def claimed_holds(self, synced: SyncedEmployee) -> bool:

@@ -110,6 +110,7 @@ def hold_message(e: Employee, found: Evidence) -> str:
         f"{e.username}: the source's record under {e.id} shows another person than the one "
         f"syncd wrote for it ({found.describe()}): a key given to someone else? The person "
         "syncd wrote is a leaver (their account locked or removed as the leaver policy "
-        f"says), and {e.id} gets an account of its own once theirs is removed, or deleted "
-        f"on the platform. The same person: add {e.id!r} to sync.same_person"
+        "says) unless another row may be theirs (its note says so), and "
+        f"{e.id} gets an account of its own once theirs is removed, or deleted on the "
+        f"platform. The same person: add {e.id!r} to sync.same_person"
     )

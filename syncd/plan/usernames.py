@@ -80,6 +80,8 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
         # other's ids): replacing the account would remove theirs.
         planner.notes.append(claimed_elsewhere(e, synced, *found, departed=False))
         return
+    if planner.rejected_holds(synced, f"has a row giving the username {e.username}", None):
+        return  # a rejected row under another id may be this account's person
     excluded = planner.policy.exclude_usernames
     if excluded and matches_any(synced.username, excluded):
         # Replacing the account would remove one the settings protect.
@@ -119,4 +121,6 @@ def _spared(planner: EmployeePlanner, e: Employee, synced: SyncedEmployee) -> bo
         planner.departed_kept += 1
         return True
     written = planner.snapshot.written(Kind.EMPLOYEE, synced.source_id)
-    return evidence(e, written).not_the_one_written and planner.rejected_holds(synced, e)
+    return evidence(e, written).not_the_one_written and planner.rejected_holds(
+        synced, f"has a departed row giving the username {e.username}", "departed"
+    )
