@@ -426,7 +426,8 @@ class EmployeePlanner:
         wanted = self.hash(e)
         if holder is not None:
             # The username belongs to a record syncd knows under another source id.
-            if holder.source_id in self.directory.employees or not self.directory.complete:
+            read = holder.source_id in self.directory.employees
+            if (read and self.reclaimed(holder) != e) or not self.directory.complete:
                 self.notes.append(
                     Note(
                         "conflict",
@@ -643,6 +644,35 @@ class EmployeePlanner:
             if not synced_only or e.id in self.snapshot.employees
         )
         return rekeys.claiming_row(synced, rows, self.snapshot) if rows else None
+
+    def reclaimed(self, synced: SyncedEmployee) -> Employee | None:
+        """The row of a source id syncd holds nothing under that takes over this person's
+        account although their own id is read: the row under their id gives another
+        username and shows another person than syncd wrote there, while this one gives
+        the account's username and shows the person syncd wrote (a re-key's evidence:
+        ``rekeys.judge``). The account follows the evidence, as for anyone missing; the
+        row under their id gets an account of its own at the next run. None unless one
+        such row alone does so, in a complete read (a duplicate may be unread otherwise)."""
+        own = self.directory.employees.get(synced.source_id)
+        if (
+            own is None
+            or not self.directory.complete
+            or synced.source_id in self.policy.same_person
+            or look_alike(own.username) == look_alike(synced.username)
+        ):
+            return None
+        if self._claims is None:
+            self._claims = self._claimed_usernames()
+        rows = [
+            e
+            for e in self._claims.get(look_alike(synced.username), ())
+            if e.id not in self.snapshot.employees and nfc(e.username) == nfc(synced.username)
+        ]
+        written = self.snapshot.written(Kind.EMPLOYEE, synced.source_id)
+        if len(rows) != 1 or not rekeys.evidence(own, written).not_the_one_written:
+            return None
+        verdict = rekeys.judge(rows[0], written, synced.locked)[0]
+        return rows[0] if verdict is rekeys.Verdict.REKEY else None
 
     def _claimed_usernames(self) -> dict[str, tuple[Employee, ...]]:
         """Active records whose username is not the one syncd synced under their id (a new

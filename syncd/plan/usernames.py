@@ -23,6 +23,12 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
     changed = "username changed in the source from {} to {}".format(
         *shown_pair(synced.username, e.username)
     )
+    if (taker := planner.reclaimed(synced)) is not None:
+        # The account goes to the row that shows its person (re-keyed there, as planned
+        # for that row): nothing is sent for this one until it has an account of its own.
+        planner.untouched.add(e.id)
+        planner.notes.append(_handed_back(planner, e, synced, taker, changed))
+        return
     if e.state is State.DEPARTED:
         # Replacing a departed person's account would remove it, and a new account is
         # never made for someone departed: the old one stays, locked, until they return.
@@ -113,14 +119,30 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
 def _spared(planner: EmployeePlanner, e: Employee, synced: SyncedEmployee) -> bool:
     """Whether a departed row under the id of an active account, giving another username,
     leaves the account as it is: an active row under another id may be its person (rows
-    under each other's ids); or, the row showing another person than syncd wrote there
-    (the name differs, and a mobile or work number differs too or none agrees), the
-    account's person is weighed as anyone missing is, and a rejected row may be theirs."""
+    under each other's ids); or, unless the row shows the person syncd wrote there by a
+    re-key's evidence (the name and a mobile or work number agree, none differs: a
+    namesake's row is not evidence), the account's person is weighed as anyone missing
+    is, and a rejected row may be theirs."""
     if (found := planner.claimed(synced)) is not None:
         planner.notes.append(claimed_elsewhere(e, synced, *found, departed=True))
         planner.departed_kept += 1
         return True
     written = planner.snapshot.written(Kind.EMPLOYEE, synced.source_id)
-    return evidence(e, written).not_the_one_written and planner.rejected_holds(
+    return not evidence(e, written).same_person and planner.rejected_holds(
         synced, f"has a departed row giving the username {e.username}", "departed"
+    )
+
+
+def _handed_back(
+    planner: EmployeePlanner, e: Employee, synced: SyncedEmployee, taker: Employee, changed: str
+) -> Note:
+    written = planner.snapshot.written(Kind.EMPLOYEE, synced.source_id)
+    return Note(
+        "skipped",
+        e.id,
+        f"{changed}, and the row shows another person than the one syncd wrote for "
+        f"{e.id} ({evidence(e, written).describe()}), while the row of source id {taker.id} "
+        f"shows that person ({evidence(taker, written).describe()}): the account "
+        f"{synced.username} is re-keyed to {taker.id}, and {e.id} gets an account of its "
+        "own at the next run",
     )

@@ -147,7 +147,9 @@ def test_a_holder_another_record_may_be_under_a_new_key_is_nobodys_leaver(
     """Carol's HR number handed on to Zed (with his own username) while a new source id,
     e9, holds Carol's username: Carol under a new number (her name and mobile), or a
     stranger given her username. Carol is a leaver only if e9 shows another person; if it
-    may be Carol, her account stays as it is (e9's conflict says why), never locked."""
+    shows Carol by a re-key's evidence (her name and a mobile or work number agree, none
+    differs), her account is re-keyed to e9; if it may be Carol, her account stays as it is
+    (e9's conflict says why), never locked."""
     snapshot, view = synced(directory(COMPANY, KNOWN))
     zed = CAROL._replace(username="zed", name="Zed Newcomer", mobile="13999999999")
     claimant = CAROL._replace(id="e9", mobile=mobile)
@@ -156,11 +158,13 @@ def test_a_holder_another_record_may_be_under_a_new_key_is_nobodys_leaver(
     p = plan(directory(COMPANY, [*STAFF[:2], zed, claimant]), snapshot, view, Policy(), NOW)
 
     stranger = not same and mobile != CAROL.mobile  # the name differs and no mobile agrees
-    assert [(c.action, c.display) for c in p.changes] == (
-        [(Action.LOCK, "carol")] if stranger else []
+    carol = same and mobile in (None, CAROL.mobile)  # the name and the work number agree
+    expected = [(Action.LOCK, "carol", None)] if stranger else []
+    assert [(c.action, c.display, c.previous_key) for c in p.changes] == (
+        [(Action.UPDATE, "carol", "e3")] if carol else expected
     )
     assert any("shows another person" in n.message for n in p.notes if n.key == "e3")
-    assert any(n.key == "e9" and n.kind == "conflict" for n in p.notes), p.notes
+    assert any(n.key == "e9" and n.kind == "conflict" for n in p.notes) is not carol, p.notes
 
 
 def read_there(

@@ -137,6 +137,28 @@ def test_a_rekey_that_clears_a_field_clears_it_on_the_platform(
     assert actions(world.sync()) == []
 
 
+def test_an_account_follows_its_person_off_an_id_given_to_someone_else(world: World) -> None:
+    # Dan's account went on under E40 (a re-key); now his row is under E4 again and E40
+    # is another person's (another username, name and mobile). The account follows the
+    # evidence back to E4, and E40 gets an account of its own at the next run.
+    world.sync_settings.update(max_removal_ratio=1.0)
+    world.sync()
+    world.company.person("dan").update(id="E40")
+    assert actions(world.sync()) == [("update", "E40")]
+    world.company.person("dan").update(id="E4")
+    world.company.employees.append(employee("E40", "zoe", "D2", name="Zoe New"))
+
+    result = world.sync()
+
+    assert actions(result) == [("update", "E4")]
+    (said,) = [n.message for n in result.plan.notes if n.key == "E40"]
+    assert "the account dan is re-keyed to E4" in said, said
+    assert account(world, "dan")["extension_id"] == "E4"
+    assert actions(world.sync()) == [("create", "E40")]
+    assert account(world, "zoe")["extension_id"] == "E40"
+    assert actions(world.sync()) == []
+
+
 # ---------------------------------------------------------------- 24.6 guards
 
 

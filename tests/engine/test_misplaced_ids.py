@@ -50,7 +50,8 @@ def companies(draw: st.DrawFn) -> Company:
     people = {}
     for n in range(1, count + 1):
         mobile = draw(st.sampled_from([None, f"1380000{n:04d}"]))
-        people[n] = person(f"e{n}", f"user{n}", "rd", name=f"Person {n}", mobile=mobile)
+        name = draw(st.sampled_from([f"Person {n}", "Wang Wei"]))  # namesakes among them
+        people[n] = person(f"e{n}", f"user{n}", "rd", name=name, mobile=mobile)
     # The ids HR gives (e{n}, each person's own), and the ids syncd holds the accounts
     # under: each person's own, or now and then another (an earlier run re-keyed the
     # account to a row under it, a leaver's number among them). Some have no account: new
@@ -211,18 +212,26 @@ def test_a_departed_row_of_another_person_spares_an_account_a_rejected_row_may_s
     assert "active or rejected row under another id" in kept[0]
 
 
-def test_a_renamed_row_under_an_id_another_row_shows_removes_no_account() -> None:
+@given(mobile=st.sampled_from([None, "13900000002", "13900000003"]))
+def test_a_renamed_row_under_an_id_another_row_shows_removes_no_account(mobile: str | None) -> None:
     # Identity suite seed 5256: gaëlle2's row went under e9 (a leaver's number) and her
     # account went on under e9 (a re-key by her name and mobile); a round later both rows
     # are back where they belong. Under remove_and_create, e9's row giving anaïs9 removed
-    # gaëlle2's account, which her own active row under e2 shows.
+    # gaëlle2's account, which her own active row under e2 shows. Where that row shows her
+    # by a re-key's evidence (her name and mobile), the account follows it back to e2;
+    # where it only may be hers (no mobile, or another), nobody is changed.
     gaelle = person("e2", "gaëlle2", "rd", name="Wang Anaïs 2", mobile="13900000002")
     snapshot, view = synced(directory(COMPANY, [gaelle._replace(id="e9")]))
     anais = person("e9", "anaïs9", "rd", name="Chloé O'Brien 9", mobile="13900000009")
-    d = directory(COMPANY, [gaelle, anais])
-    p = planned_as_the_runner_does(d, snapshot, view, Policy(username_change="remove_and_create"))
-    assert not [c for c in p.changes if c.action is Action.REMOVE], p.changes
-    assert any("neither removed nor replaced" in n.message for n in p.notes), p.notes
+    d = directory(COMPANY, [gaelle._replace(mobile=mobile), anais])
+    for change in ("conflict", "remove_and_create"):
+        p = planned_as_the_runner_does(d, snapshot, view, Policy(username_change=change))
+        back = mobile == gaelle.mobile
+        changes = [(c.action, c.key, c.display, c.previous_key) for c in p.changes]
+        assert changes == ([(Action.UPDATE, "e2", "gaëlle2", "e9")] if back else []), changes
+        said = "the account gaëlle2 is re-keyed to e2" if back else "neither removed nor replaced"
+        if back or change == "remove_and_create":
+            assert any(said in n.message for n in p.notes if n.key == "e9"), p.notes
 
 
 def test_a_row_set_aside_keeps_an_account_whose_id_now_shows_another_person() -> None:
@@ -241,3 +250,19 @@ def test_a_row_set_aside_keeps_an_account_whose_id_now_shows_another_person() ->
         assert not [c for c in p.changes if c.key == "e1"], p.changes
         kept = [n.message for n in p.notes if n.message.startswith("source id e1 (user3) has a")]
         assert len(kept) == 1 and "e1 is kept as it is until the row is fixed" in kept[0], p.notes
+
+
+def test_a_namesakes_departed_row_locks_nobody_a_row_set_aside_may_show() -> None:
+    # Two people named Wang Wei, neither with a mobile. The one who left is read under the
+    # other's id (with their own username); the other's row is set aside under another id.
+    # The departed row agrees with what syncd wrote on the name alone, which a namesake's
+    # row does: the row set aside may be the account's person, so nobody is locked.
+    wei = person("e3", "wei3", "rd", name="Wang Wei")
+    snapshot, view = synced(directory(COMPANY, [wei]))
+    gone = person("e3", "wei1", "rd", name="Wang Wei", state=State.DEPARTED)
+    aside = RejectedRow("employees.csv:3", "a status nobody named", key="e1", username="wei3")
+    d = directory(COMPANY, [gone], rejected=[replace(aside, identifiers=(("name", "Wang Wei"),))])
+    p = planned_as_the_runner_does(d, snapshot, view, Policy())
+    assert not p.changes, p.changes
+    kept = [n.message for n in p.notes if n.kind == ACCESS_KEPT]
+    assert len(kept) == 1 and kept[0].startswith("1 person the source says has left keeps"), kept
