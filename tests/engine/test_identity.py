@@ -151,7 +151,7 @@ def test_an_account_follows_its_person_off_an_id_given_to_someone_else(world: Wo
     result = world.sync()
 
     assert actions(result) == [("update", "E4")]
-    (said,) = [n.message for n in result.plan.notes if n.key == "E40"]
+    (said,) = [n.message for n in plan_of(result).notes if n.key == "E40"]
     assert "the account dan is re-keyed to E4" in said, said
     assert account(world, "dan")["extension_id"] == "E4"
     assert actions(world.sync()) == [("create", "E40")]
