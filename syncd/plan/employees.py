@@ -649,8 +649,8 @@ class EmployeePlanner:
         """The row of a source id syncd holds nothing under that takes over this person's
         account although their own id is read: the row under their id gives another
         username and shows another person than syncd wrote there, while this one gives
-        the account's username and shows the person syncd wrote (a re-key's evidence:
-        ``rekeys.judge``). The account follows the evidence, as for anyone missing; the
+        the account's username and shows the person syncd wrote (a re-key taken as for
+        anyone missing: ``rekeys.weigh``). The account follows the evidence; the
         row under their id gets an account of its own at the next run. None unless one
         such row alone does so, in a complete read (a duplicate may be unread otherwise)."""
         own = self.directory.employees.get(synced.source_id)
@@ -671,8 +671,7 @@ class EmployeePlanner:
         written = self.snapshot.written(Kind.EMPLOYEE, synced.source_id)
         if len(rows) != 1 or not rekeys.evidence(own, written).not_the_one_written:
             return None
-        verdict = rekeys.judge(rows[0], written, synced.locked)[0]
-        return rows[0] if verdict is rekeys.Verdict.REKEY else None
+        return rows[0] if rekeys.weigh(rows[0], synced, self.snapshot, self.view)[0] else None
 
     def _claimed_usernames(self) -> dict[str, tuple[Employee, ...]]:
         """Active records whose username is not the one syncd synced under their id (a new

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from syncd.model import Directory, Employee, Kind, RejectedRow, State
 from syncd.plan import ACCESS_KEPT, Action, Plan, Planning, PlatformView, Policy, Snapshot
 from syncd.plan.needs import weighed
-from tests.engine.plan_world import COMPANY, NOW, directory, person, synced
+from tests.engine.plan_world import COMPANY, NOW, changed_there, directory, person, synced
 from tests.support.examples import examples
 
 
@@ -232,6 +232,24 @@ def test_a_renamed_row_under_an_id_another_row_shows_removes_no_account(mobile: 
         said = "the account gaëlle2 is re-keyed to e2" if back else "neither removed nor replaced"
         if back or change == "remove_and_create":
             assert any(said in n.message for n in p.notes if n.key == "e9"), p.notes
+
+
+@given(there=st.sampled_from(["locked", "deleted"]))
+def test_an_account_locked_or_deleted_on_the_platform_is_not_re_keyed_back(there: str) -> None:
+    # Seed 5256's aftermath again, gaëlle2's account locked or deleted on the platform since:
+    # a locked account is never re-keyed to an active row, a deleted one is not re-keyed at
+    # all, so nobody is told it was.
+    gaelle = person("e2", "gaëlle2", "rd", name="Wang Anaïs 2", mobile="13900000002")
+    snapshot, view = synced(directory(COMPANY, [gaelle._replace(id="e9")]))
+    if there == "locked":
+        view = changed_there(view, snapshot, "gaëlle2", locked=True)
+    else:
+        view = replace(view, deleted=frozenset({"gaëlle2"}))
+    anais = person("e9", "anaïs9", "rd", name="Chloé O'Brien 9", mobile="13900000009")
+    d = directory(COMPANY, [gaelle, anais])
+    p = planned_as_the_runner_does(d, snapshot, view, Policy())
+    assert not [c for c in p.changes if c.previous_key is not None], p.changes
+    assert not [n for n in p.notes if "re-keyed to" in n.message], p.notes
 
 
 def test_a_row_set_aside_keeps_an_account_whose_id_now_shows_another_person() -> None:
