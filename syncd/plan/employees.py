@@ -14,7 +14,7 @@ from typing import Any, Literal
 from syncd.model import Directory, Employee, Kind, RejectedRow, State
 from syncd.plan import rekeys
 from syncd.plan.actions import Action
-from syncd.plan.adoption import adopted_by_key, claimed_elsewhere, held_before
+from syncd.plan.adoption import adopted_by_key, claimed_elsewhere, held_before, marked_for
 from syncd.plan.drift import PeopleDrift
 from syncd.plan.fields import employee_hasher
 from syncd.plan.holds import Holds, hold_message
@@ -461,6 +461,8 @@ class EmployeePlanner:
                     self.released.add(holder.source_id)
                 return
             if not self._rekey(e, holder):
+                if (account := marked_for(e, holder, self.view)) is not None:
+                    self.adopt(e, account, wanted, f"it carries source id {e.id}")
                 return
             # That source id is gone and this one took its place: the same account, re-keyed.
             self.upserts.append(
@@ -505,21 +507,25 @@ class EmployeePlanner:
             early = self.dates.created_early(self, e)  # a lock until the start day, if early
             self.upserts.append(self.change(Action.CREATE, e, None, hash=wanted, lock_reason=early))
             return
-        if not self.may_adopt(e, person):
+        self.adopt(e, person, wanted, "matched by username")
+
+    def adopt(self, e: Employee, account: PlatformPerson, wanted: str, why: str) -> None:
+        """Adopt the platform's account for ``e`` (``why``: what names it theirs) where that
+        is safe (may_adopt), its lock brought in step with the record."""
+        if not self.may_adopt(e, account):
             return
-        before = held_before(person)
         self.upserts.append(
             self.change(
                 Action.UPDATE,
                 e,
                 None,
                 hash=wanted,
-                target_id=person.id,
-                reason="adopting the platform's account (matched by username)",
-                platform_before=before,
+                target_id=account.id,
+                reason=f"adopting the platform's account ({why})",
+                platform_before=held_before(account),
             )
         )
-        self.plan_lock_state(e, person.locked, None, target_id=person.id)
+        self.plan_lock_state(e, account.locked, None, target_id=account.id)
 
     def _taken(self, e: Employee) -> bool:
         """Whether an account syncd or the platform holds may be this person's (re-key,

@@ -209,7 +209,7 @@ def weigh(
         message = (
             f"username {e.username} was synced for source id {holder.source_id}, but the "
             f"platform's account under it (id {found.id}) is another and carries source id "
-            f"{e.id}: it is {e.id}'s, adopted at the next run; {holder.source_id} is let go of"
+            f"{e.id}: it is {e.id}'s, adopted for it; {holder.source_id} is let go of"
         )
         return False, Note("conflict", e.id, message), True
     locked = holder.locked or (found is not None and found.locked)

@@ -74,11 +74,11 @@ def test_an_account_the_evidence_gives_another_is_never_adopted(
     mark=st.one_of(st.none(), STAFF_IDS, st.just(HIRE.id), OTHER_IDS),
     policy=st.sampled_from(["lock", "remove", "lock_then_remove"]),
     made_again=st.booleans(),
-    hired=st.booleans(),
+    hired=st.sampled_from([None, State.ACTIVE, State.DEPARTED]),
 )
-@example(mark=HIRE.id, policy="lock", made_again=True, hired=True)  # drawn once (2026-12-04)
+@example(mark=HIRE.id, policy="lock", made_again=True, hired=State.ACTIVE)  # drawn once (12-04)
 def test_a_leaver_is_never_locked_or_removed_through_an_account_that_names_another(
-    mark: str | None, policy: str, made_again: bool, hired: bool
+    mark: str | None, policy: str, made_again: bool, hired: State | None
 ) -> None:
     # Issue 32 (campaign seed 136): a state database restored from before a leaver's
     # username went to a new hire removed the new hire's account for the old record
@@ -90,15 +90,18 @@ def test_a_leaver_is_never_locked_or_removed_through_an_account_that_names_anoth
     record = view.changed["carol"]
     account = record.id + 100 if made_again else record.id
     view = replace(view, changed={"carol": replace(record, id=account, extension_id=mark)})
-    source = [*STAFF[:2], HIRE] if hired else STAFF[:2]
+    source = [*STAFF[:2], HIRE._replace(state=hired)] if hired else STAFF[:2]
     p = plan(directory(COMPANY, source), snapshot, view, Policy(leaver_policy=policy), NOW)
     acted = [c.action.value for c in p.changes if c.key == "e3" or c.display == carol.username]
     if mark == HIRE.id and hired and made_again:
         # The account under carol's username is another than hers and names the hire the
         # source now has under it: it is the hire's, and carol's is gone from the platform.
-        # syncd lets go of its record of her (no platform write) and says so; nobody keeps
-        # or loses access.
-        assert acted == ["forget"]
+        # syncd lets go of its record of her (no platform write) and says so, and the hire
+        # adopts the account in the same run, locked there if the hire left (campaign seed
+        # 6220: it stayed active for that run); nobody keeps or loses access.
+        assert acted == ["update", *(["lock"] if hired is State.DEPARTED else []), "forget"]
+        for adopted in [c for c in p.changes if c.display == carol.username and c.key != "e3"]:
+            assert (adopted.key, adopted.target_id) == (HIRE.id, account), adopted
         told = f"carol is now {HIRE.id}'s account"
         assert any(n.key == "e3" and told in n.message for n in p.notes)
         assert [n for n in p.notes if n.kind == ACCESS_KEPT] == []

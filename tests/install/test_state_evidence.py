@@ -71,7 +71,7 @@ def test_a_restore_and_a_recycled_username_never_hand_the_former_holders_account
     assert any("E7" in n.key for n in plan_of(result).notes if n.kind == "conflict")
 
 
-@pytest.mark.parametrize("fate", ["stays", "leaves"])
+@pytest.mark.parametrize("fate", ["stays", "departs", "leaves"])
 @pytest.mark.parametrize("copy", ["database", "directory"])
 def test_a_restore_holding_a_removed_leavers_username_finds_the_new_holders_account(
     world: World, tmp_path: Path, copy: str, fate: str
@@ -83,7 +83,9 @@ def test_a_restore_holding_a_removed_leavers_username_finds_the_new_holders_acco
     (exit 1), and, had E7 left too, E7 active for ever. If E7 stays, the source names the
     account's mark under its username: it is E7's. If E7 left, it is an account the
     database never knew: the run stops, and after `syncd state rebuild` it is removed as
-    a leaver's. Either way fay, whose username names another's account, is forgotten."""
+    a leaver's. If E7 is read departed, the account is theirs and locked in the first run
+    (the identity campaign, seed 6220: it was left active for that run). Either way fay,
+    whose username names another's account, is forgotten."""
     world.sync_settings.update(leaver_policy="remove")
     world.company.employees.append(employee("E6", "fay", "D2"))
     assert world.sync().exit_code == EXIT_OK
@@ -101,18 +103,21 @@ def test_a_restore_holding_a_removed_leavers_username_finds_the_new_holders_acco
         assert "person fay (extension_id E7)" in (stopped.error or "")
         assert world.writes() == before
         assert cli(world, "state", "rebuild") == EXIT_OK
+    if fate == "departs":
+        world.company.person("fay")["status"] = "departed"
 
-    for _ in range(2):  # E7's account is adopted by the run after E6 is let go of
-        result = world.sync()
-        assert result.exit_code == EXIT_OK, result.error
-        assert not [n for n in plan_of(result).notes if n.kind == ACCESS_KEPT]
+    result = world.sync()  # E7's account is adopted in the run that lets E6 go
+    assert result.exit_code == EXIT_OK, result.error
+    assert not [n for n in plan_of(result).notes if n.kind == ACCESS_KEPT]
 
     fay = world.platform().people.get("fay")
-    assert fay == (None if fate == "leaves" else ("Fay Newhire", "E7", "D3", (), False))
+    locked = fate == "departs"
+    assert fay == (None if fate == "leaves" else ("Fay Newhire", "E7", "D3", (), locked))
     assert world.query("SELECT source_id FROM employees WHERE source_id IN ('E6', 'E7')") == (
         [] if fate == "leaves" else [("E7",)]
     )
     assert plan_of(world.sync()).changes == ()
+    assert world.platform().people.get("fay") == fay
 
 
 # ---------------------------------------------------------------- a restore and a number handed on
