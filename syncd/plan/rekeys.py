@@ -307,11 +307,12 @@ def claimed_missing(holder: SyncedEmployee, row: Employee, seen: Evidence) -> No
     )
 
 
-def claimed_elsewhere(
+def claimed_while_read(
     e: Employee, holder: SyncedEmployee, row: Employee, seen: Evidence, *, departed: bool
 ) -> Note:
-    """The note for a row under the holder's id, with another username, that leaves the
-    holder's account as it is because an active row under another id may be its person's:
+    """The note for a holder whose id is read (claimed_missing's, for one that is not): a
+    row under it, with another username, leaves the holder's account as it is because an
+    active row under another id may be its person's:
     a departed row does not lock it, an active one (``username_change =
     "remove_and_create"``) neither removes nor replaces it."""
     state = "is departed and gives" if departed else "gives"

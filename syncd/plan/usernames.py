@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from syncd.model import Employee, Kind, State
 from syncd.plan.actions import Action
-from syncd.plan.rekeys import claimed_elsewhere, evidence
+from syncd.plan.rekeys import claimed_while_read, evidence
 from syncd.plan.values import Note, SyncedEmployee, matches_any
 from syncd.spelling import difference, look_alike, shown_pair
 
@@ -84,7 +84,7 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
     if (found := planner.claimed(synced)) is not None:
         # An active row under another id may be this account's person (rows under each
         # other's ids): replacing the account would remove theirs.
-        planner.notes.append(claimed_elsewhere(e, synced, *found, departed=False))
+        planner.notes.append(claimed_while_read(e, synced, *found, departed=False))
         return
     if planner.rejected_holds(synced, f"has a row giving the username {e.username}", None):
         return  # a rejected row under another id may be this account's person
@@ -124,7 +124,7 @@ def _spared(planner: EmployeePlanner, e: Employee, synced: SyncedEmployee) -> bo
     namesake's row is not evidence), the account's person is weighed as anyone missing
     is, and a rejected row may be theirs."""
     if (found := planner.claimed(synced)) is not None:
-        planner.notes.append(claimed_elsewhere(e, synced, *found, departed=True))
+        planner.notes.append(claimed_while_read(e, synced, *found, departed=True))
         planner.departed_kept += 1
         return True
     written = planner.snapshot.written(Kind.EMPLOYEE, synced.source_id)
