@@ -4,8 +4,8 @@
   platform account holding a person's value is theirs, unless its name, mobile or work
   number shows another person (``syncd.plan.rekeys.adoption_conflict``: a match column
   shifted by a row); a value two hold is a conflict.
-- Evidence over memory (``marked_for``): an account under a username syncd holds for
-  another record that carries this record's source id is this record's.
+- Evidence over memory (``syncd.plan.rekeys.marked_for``): an account under a username
+  syncd holds for another record that carries this record's source id is this record's.
 - Evidence over memory (``claimed_elsewhere``): an account whose ``extension_id`` names
   another source record (a former holder of a recycled username, hired and gone while the
   state database was restored from a backup; another installation's person on a shared
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from syncd.model import Employee, match_index, match_value
 from syncd.plan.actions import Action
 from syncd.plan.unique_values import UNIQUE
-from syncd.plan.values import Note, PlatformPerson, PlatformView, SyncedEmployee
+from syncd.plan.values import Note, PlatformEmployee, PlatformPerson
 
 if TYPE_CHECKING:
     from syncd.plan.employees import EmployeePlanner
@@ -79,20 +79,8 @@ def adopted_by_key(planner: EmployeePlanner, e: Employee) -> bool:
     return True
 
 
-def marked_for(e: Employee, holder: SyncedEmployee, view: PlatformView) -> PlatformPerson | None:
-    """The platform's account under the username syncd holds for ``holder`` when, read
-    because it changed there, it is another account than syncd wrote and carries ``e``'s
-    source id (a state database put back from before it was made for ``e``): ``e``'s by
-    its own evidence, adopted in this run (``holder`` is let go of: rekeys.weigh), so a
-    departed ``e`` is locked now, not a run later. None otherwise."""
-    found = view.changed.get(holder.username)
-    if (
-        found is None
-        or holder.username in view.deleted
-        or found.extension_id != e.id
-        or not holder.another_account(found.id, e.id)
-    ):
-        return None
+def platform_person(found: PlatformEmployee) -> PlatformPerson:
+    """An account read because it changed on the platform, as adoption weighs one."""
     fields = found.fields
     return PlatformPerson(
         found.id,

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from syncd.model import Directory, Employee, Kind, RejectedRow, State
 from syncd.plan import rekeys
 from syncd.plan.actions import Action
-from syncd.plan.adoption import adopted_by_key, claimed_elsewhere, held_before, marked_for
+from syncd.plan.adoption import adopted_by_key, claimed_elsewhere, held_before, platform_person
 from syncd.plan.drift import PeopleDrift
 from syncd.plan.fields import employee_hasher
 from syncd.plan.holds import Holds, hold_message
@@ -461,8 +461,8 @@ class EmployeePlanner:
                     self.released.add(holder.source_id)
                 return
             if not self._rekey(e, holder):
-                if (account := marked_for(e, holder, self.view)) is not None:
-                    self.adopt(e, account, wanted, f"it carries source id {e.id}")
+                if (marked := rekeys.marked_for(e, holder, self.view)) is not None:
+                    self.adopt(e, platform_person(marked), wanted, f"it carries source id {e.id}")
                 return
             # That source id is gone and this one took its place: the same account, re-keyed.
             self.upserts.append(

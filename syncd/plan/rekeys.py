@@ -36,6 +36,7 @@ from typing import Any
 from syncd.model import IDENTIFYING, Employee, Kind, RejectedRow, State, match_value
 from syncd.plan.values import (
     Note,
+    PlatformEmployee,
     PlatformPerson,
     PlatformView,
     Snapshot,
@@ -204,20 +205,32 @@ def weigh(
             "gets a new account at the next run"
         )
         return False, Note("conflict", e.id, message), True
-    found = view.changed.get(holder.username)
-    if found is not None and found.extension_id == e.id and holder.another_account(found.id, e.id):
+    if (marked := marked_for(e, holder, view)) is not None:
         message = (
             f"username {e.username} was synced for source id {holder.source_id}, but the "
-            f"platform's account under it (id {found.id}) is another and carries source id "
+            f"platform's account under it (id {marked.id}) is another and carries source id "
             f"{e.id}: it is {e.id}'s, adopted for it; {holder.source_id} is let go of"
         )
         return False, Note("conflict", e.id, message), True
+    found = view.changed.get(holder.username)
     locked = holder.locked or (found is not None and found.locked)
     verdict, seen = judge(e, snapshot.written(Kind.EMPLOYEE, holder.source_id), locked)
     if verdict is Verdict.REKEY:
         return True, None, False
     message = conflict_message(e, holder.source_id, verdict, seen, locked)
     return False, Note("conflict", e.id, message), verdict is Verdict.LEAVER
+
+
+def marked_for(e: Employee, holder: SyncedEmployee, view: PlatformView) -> PlatformEmployee | None:
+    """The platform's account under the username syncd holds for ``holder`` when, read
+    because it changed there, it is another account than syncd wrote and carries ``e``'s
+    source id (a state database put back from before it was made for ``e``): ``e``'s by
+    its own evidence, adopted in the run that lets ``holder`` go (weigh), so a departed
+    ``e`` is locked then, not a run later. None otherwise (deleted there included)."""
+    found = view.changed.get(holder.username)
+    if found is None or holder.username in view.deleted or found.extension_id != e.id:
+        return None
+    return found if holder.another_account(found.id, e.id) else None
 
 
 def weigh_rejected(
