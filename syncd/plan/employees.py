@@ -614,16 +614,25 @@ class EmployeePlanner:
         rows = self._rejected.get(look_alike(synced.username))
         if not rows:
             return False
-        held = self._rejected_weighed.get(synced.source_id)
-        if held is None:
-            held, note = rekeys.weigh_rejected(synced, rows, self.snapshot, absent)
-            self._rejected_weighed[synced.source_id] = held
-            if note is not None:
-                self.notes.append(note)
-            if note is not None and held and not synced.locked:
-                self.departed_kept += tally == "departed"
-                self.kept_for_rows += tally == "missing"
+        weighed = self._rejected_weighed.get(synced.source_id)
+        if weighed is not None:
+            return weighed
+        held, note = rekeys.weigh_rejected(synced, rows, self.snapshot, absent)
+        self._rejected_weighed[synced.source_id] = held
+        if note is None:
+            return held
+        self.notes.append(note)
+        if held and not synced.locked:
+            self._count_kept(tally)
         return held
+
+    def _count_kept(self, tally: Literal["missing", "departed"] | None) -> None:
+        """One more active account kept for a rejected row, for the note that sums up
+        ``tally``'s kind of leaver (none: nobody would have been let go)."""
+        if tally == "departed":
+            self.departed_kept += 1
+        elif tally == "missing":
+            self.kept_for_rows += 1
 
     def claimed_holds(self, synced: SyncedEmployee) -> bool:
         """Whether an active record of another source id syncd holds, that now gives this
