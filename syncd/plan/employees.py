@@ -214,6 +214,22 @@ class EmployeePlanner:
         self._plan_update(e, synced, wanted, found)
         self.plan_lock_state(e, synced.locked, synced, found)
 
+    def keep_under_old_username(self, e: Employee, synced: SyncedEmployee) -> None:
+        """A departed person's account, kept under the username syncd wrote though the row
+        gives another (the platform cannot rename an account, and nobody departed gets a
+        new one): planned as anyone synced is, under that username. So it is locked, and
+        its other fields follow the row: a mobile or an e-mail address the row gave up
+        is freed for whoever the source gives it now, rather than held by a locked account
+        for good. Only where the row bears the name syncd wrote: a row that gives another
+        username and another name may be anyone's under a wrong id (a misplaced id, an HR
+        number handed on), so nothing of it is written, and the account is only locked."""
+        kept = e._replace(username=synced.username)
+        seen = rekeys.evidence(e, self.snapshot.written(Kind.EMPLOYEE, synced.source_id))
+        if "name" not in seen.agree:
+            self.plan_lock_state(kept, synced.locked, synced)
+            return
+        self._plan_synced(kept, synced)
+
     def hold(self, e: Employee, synced: SyncedEmployee) -> None:
         """An update whose record shows another person (syncd.plan.holds): not made; the
         person syncd wrote is a leaver, as if missing from the source, unless another

@@ -3,7 +3,6 @@ username the source changed is a conflict, or their old account is replaced."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from syncd.model import Employee, Kind, State
@@ -35,11 +34,13 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
         if not synced.locked and _spared(planner, e, synced):
             return
         planner.notes.append(
-            Note("skipped", e.id, f"{changed}: departed, so the old account stays, locked")
+            Note(
+                "skipped",
+                e.id,
+                f"{changed}: departed, so the old account stays under its username, locked",
+            )
         )
-        if not synced.locked:
-            lock = planner.change(Action.LOCK, e, synced, reason="departed in the source")
-            planner.locks.append(replace(lock, display=synced.username))
+        planner.keep_under_old_username(e, synced)
         return
     holder = planner.synced_holder(e.username)
     if holder is not None and holder.source_id != e.id:
