@@ -9,8 +9,10 @@ each runs, the CPU time of the measured process and of the emulator is read from
 it ran before the emulator got busy (the first interval in which the emulator used more
 than a fifth of a CPU: for syncd, reading, planning and journaling the plan); and, from
 then on, the share of a CPU each process used. The sync's main thread's CPU is printed
-too (``benchmarks.main_thread``). A sampling interval's shares are a busy process's
-(1.0: a whole CPU), the machine's CPUs shared by both.
+too (``benchmarks.main_thread``), and its steps as its run recorded them (the summary's
+``steps_ms``: reading, planning, journaling the plan, sending, reading back). A sampling
+interval's shares are a busy process's (1.0: a whole CPU), the machine's CPUs shared by
+both.
 
 Last, the whole run's CPU, the process's (``wait4``) and the emulator's, and what it
 implies: both together on this machine's CPUs cannot take less wall time than their sum
@@ -20,8 +22,10 @@ divided by the number of CPUs, however well the work overlaps. Not part of ``mak
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import sqlite3
 import tempfile
 import time
 from collections.abc import Sequence
@@ -102,6 +106,14 @@ def _follow(command: Sequence[str | Path], emulator: Emulator, log: Path, every:
     return Timeline(wall, shares, every, cpu)
 
 
+def _steps(database: Path) -> str:
+    """Where the sync's wall time went, step by step (its run's ``steps_ms``)."""
+    with contextlib.closing(sqlite3.connect(database)) as conn:
+        (summary,) = conn.execute("SELECT summary FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+    taken = json.loads(summary).get("steps_ms") or {}
+    return ", ".join(f"{step} {ms / 1000:.2f} s" for step, ms in taken.items())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--people", type=int, default=100_000)
@@ -123,6 +135,7 @@ def main() -> None:
             sync = [*python_child("benchmarks.main_thread"), "sync", "--yes", "--config"]
             synced = _follow([*sync, settings], emulator, work / "sync.log", args.every)
             told = main_thread.found((work / "sync.log").read_text(encoding="utf-8"))
+            steps = _steps(work / "state" / "syncd.db")
             emulator.reset(data=True)
             push = python_child(
                 "benchmarks.push_loop", emulator.base_url, app_token(emulator.client),
@@ -131,6 +144,7 @@ def main() -> None:
             pushed_run = _follow(push, emulator, work / "push.log", args.every)
     print(synced.report("syncd sync, initial"))
     print(f"  its main thread's CPU: {told:.2f} s" if told is not None else "  (main thread: ?)")
+    print(f"  its steps, as its run recorded them: {steps}")
     print(pushed_run.report("push loop (whole process: loading its bodies too)"))
 
 

@@ -39,6 +39,7 @@ from syncd.report.wording import (
     readable,
     shown,
     source_line,
+    steps_line,
     totals_line,
     when,
 )
@@ -155,6 +156,7 @@ def _summary(r: RunReport) -> list[tuple[str, str]]:
         ("started", when(run.started_at)),
         ("finished", when(run.finished_at)),
         ("took", duration(run.duration_ms)),
+        ("steps", steps_line(r.stats) or "—"),
         ("host", f"{run.host or '—'} (pid {run.pid if run.pid is not None else '—'})"),
         ("result", totals_line(r.totals)),
     ]

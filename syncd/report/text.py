@@ -20,6 +20,7 @@ from syncd.report.wording import (
     readable,
     shown,
     source_line,
+    steps_line,
     totals_line,
     when,
 )
@@ -55,6 +56,8 @@ def _text_header(r: RunReport) -> list[str]:
         f"  host      {p(run.host or '—')} (pid {run.pid if run.pid is not None else '—'})",
         f"  result    {totals_line(r.totals)}",
     ]
+    if steps := steps_line(r.stats):
+        lines.append(f"  steps     {p(steps)}")
     if r.stats.get("calls") is not None:
         lines.append(f"  platform  {p(platform_line(r.stats))}")
     if r.error and not r.blocked_by:  # a block's reasons are the guards, listed below

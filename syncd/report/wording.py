@@ -244,6 +244,26 @@ def platform_line(stats: Mapping[str, Any]) -> str:
     )
 
 
+def steps_line(stats: Mapping[str, Any]) -> str | None:
+    """Where a run's time went, step by step ("read 0.7 s, plan 0.7 s, send 3.0 s"),
+    leaving out the steps under a twentieth of a second; None when none is left (a run
+    recorded before steps were timed has none)."""
+    taken = stats.get("steps_ms")
+    if not isinstance(taken, Mapping):
+        return None
+    shown = [
+        f"{step} {_seconds(ms)}"
+        for step, ms in taken.items()
+        if isinstance(step, str) and isinstance(ms, int) and ms >= 50
+    ]
+    return ", ".join(shown) or None
+
+
+def _seconds(ms: int) -> str:
+    """Seconds with a tenth, as a step's time reads beside the others; minutes past one."""
+    return f"{ms / 1000:.1f} s" if ms < 60_000 else duration(ms)
+
+
 def count_lines(counts: Iterable[Count]) -> list[tuple[tuple[str, str], str]]:
     """((kind, action), "9 ok, 3 failed"), in the order changes are applied."""
     grouped: dict[tuple[str, str], list[str]] = {}

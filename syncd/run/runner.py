@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from syncd import snapshot as store
 from syncd._gc import collection_paused
-from syncd.clock import now_ms
+from syncd.clock import Stopwatch, now_ms
 from syncd.config import Settings, platform_of
 from syncd.errors import (
     EXIT_BLOCKED,
@@ -165,6 +165,7 @@ class _Run:
         self.on_planned = on_planned
         self.policy = policy_of(settings)
         self.started = now_ms()
+        self.steps = Stopwatch()  # the summary's steps_ms: where the run's time went
         self.summary: dict[str, Any] = {}
         self.recovery_note: str | None = None
         read = "full" if source_kind(settings) != "ldap" else request.read
@@ -218,6 +219,7 @@ class _Run:
         deliver it; remember a run that planned nothing."""
         rebuild.check_binding(self.state, self.settings)  # before anything is read there
         recovered = self._recover(client)
+        self.steps.lap("recover")
         # A state database made, restored or lost since it was last compared with the
         # platform is compared on this read (which is then made in full): rebuild.py.
         unchecked = not self.state.checked()
@@ -226,6 +228,7 @@ class _Run:
         memorable = not (recovered or self.request.saved or self.request.save_plan or unchecked)
         digest = unchanged.source_digest(self.settings) if memorable else None
         snapshot, view, read = self._gather(client, digest, unchecked)
+        self.steps.lap("read")
         # After the platform's reads (the slow part): a standby whose dry run was
         # abandoned (it took the lease meanwhile) plans no more.
         self._step("planning")
@@ -235,10 +238,13 @@ class _Run:
         else:
             directory = read
             snapshot, view = self._continuity(client, view, snapshot, directory, unchecked)
+            self.steps.lap("read")
             self._step("planning")  # the continuity check may have read the platform again
             the_plan = self._plan(snapshot, view, directory)
             the_plan, guards = self._guard(the_plan, snapshot, directory)
+        self.steps.lap("plan")
         self._record(the_plan, guards)
+        self.steps.lap("journal")
         if self._may_deliver(guards):
             self._deliver(client, the_plan, snapshot, view, directory)
         if digest is not None and directory is not None:
@@ -533,6 +539,7 @@ class _Run:
         )
         self.result.applied = applied
         self._record_applied(the_plan, snapshot, directory, applied)
+        self.steps.lap("send")
         if applied.error is not None:
             raise applied.error
         self.result.outcome, self.result.exit_code = delivery.outcome_of(applied)
@@ -543,6 +550,7 @@ class _Run:
         delivery.advance(
             self.settings, self.state, client, applied, the_plan, snapshot, view, directory
         )
+        self.steps.lap("read back")
 
     def _record_applied(
         self,
@@ -581,6 +589,7 @@ class _Run:
         self.result.finished_at = finished = now_ms()
         self.summary["error"] = self.result.error
         self.summary["duration_ms"] = finished - self.started
+        self.summary["steps_ms"] = self.steps.taken
         self.state.finish_run(
             self.run_id,
             outcome=self.result.outcome,

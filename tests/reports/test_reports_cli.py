@@ -192,6 +192,35 @@ def test_json_is_the_full_record_and_reads_back(runs: Runs) -> None:
     }
 
 
+def test_each_run_tells_where_its_time_went_step_by_step(runs: Runs) -> None:
+    with db(runs) as conn:
+        stored = dict(conn.execute("SELECT id, summary FROM runs").fetchall())
+    summaries = {run_id: json.loads(text) for run_id, text in stored.items()}
+    planned_only = ["recover", "read", "plan", "journal"]
+    sent = [*planned_only, "send", "read back"]
+    # 1 partial and 3 ok were sent; 2 is a dry run, 4 blocked by a guard: neither sent.
+    expected = {1: sent, 2: planned_only, 3: sent, 4: planned_only}
+    assert {n: list(s["steps_ms"]) for n, s in summaries.items()} == expected
+    for summary in summaries.values():
+        steps = summary["steps_ms"].values()
+        assert all(isinstance(ms, int) and ms >= 0 for ms in steps)
+        assert sum(steps) <= summary["duration_ms"] + 1  # both whole ms, each rounded down
+    data = json.loads(invoke(runs, "reports", "show", "3", "--format", "json").output)
+    assert data["stats"]["steps_ms"] == summaries[3]["steps_ms"]
+
+    # As a person reads it: the steps that took a twentieth of a second or more.
+    summaries[3]["steps_ms"] = {"recover": 0, "read": 1234, "plan": 49, "send": 61_000}
+    with db(runs) as conn:
+        conn.execute("UPDATE runs SET summary = ? WHERE id = 3", (json.dumps(summaries[3]),))
+    text = invoke(runs, "reports", "show", "3").output
+    assert "\n  steps     read 1.2 s, send 1 min 1 s\n" in text
+    # A run recorded before steps were timed has no such line.
+    del summaries[1]["steps_ms"]
+    with db(runs) as conn:
+        conn.execute("UPDATE runs SET summary = ? WHERE id = 1", (json.dumps(summaries[1]),))
+    assert "\n  steps " not in invoke(runs, "reports", "show", "1").output
+
+
 def test_the_chart_keeps_the_real_runs_among_many_dry_runs(runs: Runs) -> None:
     columns = "trigger, mode, read, source, started_at, finished_at, outcome, exit_code, summary"
     with db(runs) as conn:  # a --check every five minutes: 40 dry runs after the real ones

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import dataclasses
 import io
 import itertools
 import json
@@ -211,6 +212,16 @@ def test_text_report_reads_as_documented() -> None:
     assert "\nfailures\n  2 × mobile already used by another employee\n" in output
     assert "  result    1 created, 2 failed\n" in output
     assert "  update (1)\n" in output and "        name: v → v" not in output  # no change
+
+
+def test_the_steps_a_run_took_read_the_same_in_text_and_html() -> None:
+    report = dataclasses.replace(
+        build(["v"] * FIELDS),
+        stats={"steps_ms": {"recover": 3, "read": 650, "plan": 700, "send": 3_040}},
+    )
+    shown = "read 0.7 s, plan 0.7 s, send 3.0 s"  # under a twentieth of a second: left out
+    assert f"\n  steps     {shown}\n" in render_text(report)
+    assert f"<dt>steps</dt><dd>{shown}</dd>" in rpt.render(report, "html")
 
 
 def test_notification_is_short_and_points_to_the_report() -> None:
