@@ -43,6 +43,9 @@ def render_text(report: RunReport, limit: int | None = None) -> str:
     return redact("\n".join(lines).rstrip("\n") + "\n")
 
 
+LABEL = " " * 12  # the width of a header line's label ("  steps     ")
+
+
 def _text_header(r: RunReport) -> list[str]:
     run = r.run
     p = printable
@@ -56,8 +59,9 @@ def _text_header(r: RunReport) -> list[str]:
         f"  host      {p(run.host or '—')} (pid {run.pid if run.pid is not None else '—'})",
         f"  result    {totals_line(r.totals)}",
     ]
-    if steps := steps_line(r.stats):
-        lines.append(f"  steps     {p(steps)}")
+    if steps := steps_line(r.stats):  # six steps and their times: wrapped to 80 columns
+        parts = _between_steps(p(steps), 80 - len(LABEL))
+        lines += [("  steps     " if n == 0 else LABEL) + part for n, part in enumerate(parts)]
     if r.stats.get("calls") is not None:
         lines.append(f"  platform  {p(platform_line(r.stats))}")
     if r.error and not r.blocked_by:  # a block's reasons are the guards, listed below
@@ -65,6 +69,19 @@ def _text_header(r: RunReport) -> list[str]:
     if r.counts:
         lines.append("  counts")
         lines += [f"    {p(k)} {p(a)}: {p(o)}" for (k, a), o in count_lines(r.counts)]
+    return lines
+
+
+def _between_steps(steps: str, width: int) -> list[str]:
+    """``steps`` ("read 0.7 s, plan 0.7 s, …") as lines of at most ``width``, broken only
+    between two steps, so a step's time is never cut in two."""
+    lines = [""]
+    for part in steps.split(", "):
+        if lines[-1] and len(lines[-1]) + len(part) + 3 > width:  # ", " now, "," at the end
+            lines[-1] += ","
+            lines.append(part)
+        else:
+            lines[-1] += f", {part}" if lines[-1] else part
     return lines
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import itertools
 import json
 import re
 import sqlite3
@@ -209,11 +210,26 @@ def test_each_run_tells_where_its_time_went_step_by_step(runs: Runs) -> None:
     assert data["stats"]["steps_ms"] == summaries[3]["steps_ms"]
 
     # As a person reads it: the steps that took a twentieth of a second or more.
-    summaries[3]["steps_ms"] = {"recover": 0, "read": 1234, "plan": 49, "send": 61_000}
+    summaries[3]["steps_ms"] = {"recover": 49, "read": 1234, "plan": 50, "send": 61_000}
     with db(runs) as conn:
         conn.execute("UPDATE runs SET summary = ? WHERE id = 3", (json.dumps(summaries[3]),))
     text = invoke(runs, "reports", "show", "3").output
-    assert "\n  steps     read 1.2 s, send 1 min 1 s\n" in text
+    assert "\n  steps     read 1.2 s, plan 0.1 s, send 1 min 1 s\n" in text
+    # Every step slow: the line is wrapped within 80 columns, aligned under its first part.
+    steps = ["recover", "read", "plan", "journal", "send", "read back"]
+    summaries[3]["steps_ms"] = dict.fromkeys(steps, 61_000)
+    with db(runs) as conn:
+        conn.execute("UPDATE runs SET summary = ? WHERE id = 3", (json.dumps(summaries[3]),))
+    lines = invoke(runs, "reports", "show", "3").output.splitlines()
+    first = next(n for n, line in enumerate(lines) if line.startswith("  steps     "))
+    shown = [
+        lines[first],
+        *itertools.takewhile(lambda x: x.startswith(" " * 12), lines[first + 1 :]),
+    ]
+    assert len(shown) > 1 and all(len(line) <= 80 for line in shown)
+    assert " ".join(line.strip() for line in shown) == "steps     " + ", ".join(
+        f"{step} 1 min 1 s" for step in steps
+    )  # broken between steps only
     # A run recorded before steps were timed has no such line.
     del summaries[1]["steps_ms"]
     with db(runs) as conn:
