@@ -223,6 +223,8 @@ class EmployeePlanner:
         for good. Only where the row bears the name syncd wrote: a row that gives another
         username and another name may be anyone's under a wrong id (a misplaced id, an HR
         number handed on), so nothing of it is written, and the account is only locked."""
+        if self.not_theirs_now(synced):
+            return  # nothing is sent through another record's account, not even a lock
         kept = e._replace(username=synced.username)
         seen = rekeys.evidence(e, self.snapshot.written(Kind.EMPLOYEE, synced.source_id))
         if "name" not in seen.agree:
@@ -717,6 +719,13 @@ class EmployeePlanner:
             if s is None or key != look_alike(s.username):
                 claims[key] = (*claims.get(key, ()), e)
         return claims
+
+    def not_theirs_now(self, synced: SyncedEmployee) -> bool:
+        """``_not_theirs`` of the account under the person's username, where the read found
+        it changed on the platform: asked before that account is replaced for a username
+        the source changed, which would remove it."""
+        found = self.drift.found(synced) if self.view.changed else None
+        return found is not None and self._not_theirs(synced, found)
 
     def _not_theirs(self, synced: SyncedEmployee, found: PlatformEmployee) -> bool:
         """Whether the platform's account under a person's username is, by the evidence, not

@@ -82,6 +82,8 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
             )
         )
         return
+    if planner.not_theirs_now(synced):
+        return  # the account under the old username is another record's, by the platform
     if (found := planner.claimed(synced)) is not None:
         # An active row under another id may be this account's person (rows under each
         # other's ids): replacing the account would remove theirs.

@@ -410,6 +410,36 @@ def test_an_account_from_before_a_rename_the_restored_state_never_knew_stops_the
     assert plan_of(world.sync()).changes == ()
 
 
+@pytest.mark.parametrize("policy", ["conflict", "remove_and_create"])
+def test_a_rename_removes_no_account_the_platform_shows_is_another_records(
+    world: World, policy: str
+) -> None:
+    """Found by the --long identity campaign (seed 7100, a state rolled back to before
+    the account went to a returning person): syncd remembers ann's account as E1's, but
+    on the platform it carries E9 now, another person's, whom the source lists under that
+    username; and E1 is renamed in the source. Under remove_and_create the rename removed
+    the account: E9's, active. Memory is not evidence: nothing is sent through an account
+    that carries another record's source id, and a conflict says why."""
+    world.sync_settings.update(username_change=policy)
+    assert world.sync().exit_code == EXIT_OK
+    admin = AnotherAdmin(world.emulator)
+    admin.edit("ann", extension_id="E9", name="Gil Other")  # another program's doing
+    (account,) = [e for e in world.emulator.state()["employees"] if e["username"] == "ann"]
+    world.company.person("ann")["username"] = "ann.b"
+    world.company.employees.append(employee("E9", "ann", "D2", name="Gil Other"))
+    before = world.writes()
+
+    result = world.sync()  # before: under remove_and_create, the account removed
+
+    people = {e["username"]: e for e in world.emulator.state()["employees"]}
+    assert (people["ann"]["id"], people["ann"]["locked"]) == (account["id"], False)
+    assert "ann.b" not in people
+    assert world.writes() == before
+    notes = [n for n in plan_of(result).notes if n.key == "E1"]
+    if policy == "remove_and_create":
+        assert any("carries source id E9" in n.message for n in notes), notes
+
+
 def test_a_rolled_back_state_directory_takes_back_the_account_its_record_carries(
     world: World, tmp_path: Path
 ) -> None:
