@@ -227,8 +227,9 @@ class EmployeePlanner:
             return  # nothing is sent through another record's account, not even a lock
         kept = e._replace(username=synced.username)
         seen = rekeys.evidence(e, self.snapshot.written(Kind.EMPLOYEE, synced.source_id))
-        if "name" not in seen.agree:
-            self.plan_lock_state(kept, synced.locked, synced)
+        if "name" not in seen.agree:  # locked again too, if unlocked on the platform
+            found = self.drift.found(synced) if self.view.changed else None
+            self.plan_lock_state(kept, synced.locked, synced, found)
             return
         self._plan_synced(kept, synced)
 

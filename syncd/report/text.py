@@ -56,12 +56,10 @@ def _text_header(r: RunReport) -> list[str]:
         f"  read      {p(source_line(r.source))}",
         f"  started   {when(run.started_at)}   finished {when(run.finished_at)}   "
         f"took {duration(run.duration_ms)}",
+        *_steps_lines(r),
         f"  host      {p(run.host or '—')} (pid {run.pid if run.pid is not None else '—'})",
         f"  result    {totals_line(r.totals)}",
     ]
-    if steps := steps_line(r.stats):  # six steps and their times: wrapped to 80 columns
-        parts = _between_steps(p(steps), 80 - len(LABEL))
-        lines += [("  steps     " if n == 0 else LABEL) + part for n, part in enumerate(parts)]
     if r.stats.get("calls") is not None:
         lines.append(f"  platform  {p(platform_line(r.stats))}")
     if r.error and not r.blocked_by:  # a block's reasons are the guards, listed below
@@ -70,6 +68,14 @@ def _text_header(r: RunReport) -> list[str]:
         lines.append("  counts")
         lines += [f"    {p(k)} {p(a)}: {p(o)}" for (k, a), o in count_lines(r.counts)]
     return lines
+
+
+def _steps_lines(r: RunReport) -> list[str]:
+    """Where the run's time went (none for a run recorded before steps were timed): six
+    steps and their times, wrapped to 80 columns."""
+    steps = steps_line(r.stats)
+    parts = _between_steps(printable(steps), 80 - len(LABEL)) if steps else []
+    return [("  steps     " if n == 0 else LABEL) + part for n, part in enumerate(parts)]
 
 
 def _between_steps(steps: str, width: int) -> list[str]:
