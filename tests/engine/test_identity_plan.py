@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +19,7 @@ from tests.engine.plan_world import (
     STAFF,
     actions,
     by_action,
+    changed_there,
     dept,
     directory,
     empty_view,
@@ -170,6 +172,26 @@ def test_a_changed_username_is_a_conflict_by_default() -> None:
     replace = Policy(username_change="remove_and_create")
     p = plan(directory(COMPANY, renamed), snapshot, view, replace, NOW)
     assert actions(p) == [("employee", "remove", "e3"), ("employee", "create", "e3")]
+
+
+@pytest.mark.parametrize("name", ["Carol", "Carol Other"])
+@pytest.mark.parametrize("unlocked_there", [False, True])
+def test_a_leaver_renamed_keeps_her_old_account_locked_whatever_her_rows_name(
+    name: str, unlocked_there: bool
+) -> None:
+    """A departed row that gives a new username: the old account stays under its username
+    and is locked (nobody departed gets a new one), again if someone unlocked it on the
+    platform; her other fields are written to it only where the row bears her name."""
+    carol = person("e3", "carol", "sales", name="Carol", mobile="13800000003")
+    snapshot, view = synced(directory(COMPANY, [*STAFF[:2], carol]), locked={"e3": NOW})
+    if unlocked_there:
+        view = changed_there(view, snapshot, "carol", locked=False)
+    left = carol._replace(username="carol.left", name=name, mobile="13900000003")
+    left = left._replace(state=State.DEPARTED)
+    p = plan(directory(COMPANY, [*STAFF[:2], left]), snapshot, view, Policy(), NOW)
+    done = [(c.action, c.display) for c in p.changes if c.key == "e3"]
+    update = [(Action.UPDATE, "carol")] if name == "Carol" else []
+    assert done == update + ([(Action.LOCK, "carol")] if unlocked_there else [])
 
 
 def test_a_new_source_id_for_a_known_username_is_the_same_account_rekeyed() -> None:
