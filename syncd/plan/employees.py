@@ -80,7 +80,7 @@ class EmployeePlanner:
         self.replaced: list[Change] = []  # old accounts of changed usernames, removed first
         self.never_synced_departed = 0
         # People the source says have left whose usernames' accounts are not theirs
-        # (_not_theirs): neither locked nor removed, so they keep their access.
+        # (not_theirs): neither locked nor removed, so they keep their access.
         self.access_kept = 0
         # People missing from the source kept active for a rejected row that may be theirs
         # (rejected_holds): they may have left, and keep their access until it is fixed.
@@ -156,7 +156,7 @@ class EmployeePlanner:
             if synced.matched_by is not None:
                 # Adopted by another key: the account keeps the platform's username.
                 e = e._replace(username=synced.username)
-            self._plan_synced(e, synced)
+            self.plan_synced(e, synced)
         self._plan_leavers()
         self._plan_unread_drift()
         self.dates.unread(self)
@@ -177,7 +177,7 @@ class EmployeePlanner:
             )
         return self.replaced, self.upserts, self.unlocks, self.locks, self.removes, self.forgets
 
-    def _plan_synced(self, e: Employee, synced: SyncedEmployee) -> None:
+    def plan_synced(self, e: Employee, synced: SyncedEmployee) -> None:
         if synced.username != e.username and nfc(synced.username) == e.username:
             # The same username, synced in another normalization (NFD): the same account,
             # which keeps its spelling, since the platform matches usernames exactly.
@@ -197,7 +197,7 @@ class EmployeePlanner:
             self._deleted_on_platform(e, synced)
             return
         found = self.drift.found(synced) if view.changed else None
-        if found is not None and self._not_theirs(synced, found):
+        if found is not None and self.not_theirs(synced, found):
             return
         wanted = self.hash(e)
         if (
@@ -213,25 +213,6 @@ class EmployeePlanner:
             return
         self._plan_update(e, synced, wanted, found)
         self.plan_lock_state(e, synced.locked, synced, found)
-
-    def keep_under_old_username(self, e: Employee, synced: SyncedEmployee) -> None:
-        """A departed person's account, kept under the username syncd wrote though the row
-        gives another (the platform cannot rename an account, and nobody departed gets a
-        new one): planned as anyone synced is, under that username. So it is locked, and
-        its other fields follow the row: a mobile or an e-mail address the row gave up
-        is freed for whoever the source gives it now, rather than held by a locked account
-        for good. Only where the row bears the name syncd wrote: a row that gives another
-        username and another name may be anyone's under a wrong id (a misplaced id, an HR
-        number handed on), so nothing of it is written, and the account is only locked."""
-        if self.not_theirs_now(synced):
-            return  # nothing is sent through another record's account, not even a lock
-        kept = e._replace(username=synced.username)
-        seen = rekeys.evidence(e, self.snapshot.written(Kind.EMPLOYEE, synced.source_id))
-        if "name" not in seen.agree:  # locked again too, if unlocked on the platform
-            found = self.drift.found(synced) if self.view.changed else None
-            self.plan_lock_state(kept, synced.locked, synced, found)
-            return
-        self._plan_synced(kept, synced)
 
     def hold(self, e: Employee, synced: SyncedEmployee) -> None:
         """An update whose record shows another person (syncd.plan.holds): not made; the
@@ -414,7 +395,7 @@ class EmployeePlanner:
             if unread is None:
                 continue
             e, synced = unread
-            if self._not_theirs(synced, found):
+            if self.not_theirs(synced, found):
                 continue
             self._plan_update(e, synced, synced.hash, found)
             if synced.locked and not found.locked:
@@ -721,14 +702,7 @@ class EmployeePlanner:
                 claims[key] = (*claims.get(key, ()), e)
         return claims
 
-    def not_theirs_now(self, synced: SyncedEmployee) -> bool:
-        """``_not_theirs`` of the account under the person's username, where the read found
-        it changed on the platform: asked before that account is replaced for a username
-        the source changed, which would remove it."""
-        found = self.drift.found(synced) if self.view.changed else None
-        return found is not None and self._not_theirs(synced, found)
-
-    def _not_theirs(self, synced: SyncedEmployee, found: PlatformEmployee) -> bool:
+    def not_theirs(self, synced: SyncedEmployee, found: PlatformEmployee) -> bool:
         """Whether the platform's account under a person's username is, by the evidence, not
         the account syncd holds for them: it carries another record's source id (a state
         database restored from before the username went to someone else, another
@@ -777,7 +751,7 @@ class EmployeePlanner:
 
     def _someone_elses(self, synced: SyncedEmployee, found: PlatformEmployee) -> str | None:
         """What shows the account found under a person's username is someone else's, or None
-        (see _not_theirs)."""
+        (see not_theirs)."""
         if found.extension_id == synced.source_id:
             return None
         if found.extension_id is not None:
@@ -813,7 +787,7 @@ class EmployeePlanner:
             why = f"{gone}; {synced.username} is now {holder}'s account"
             self._forget(synced, why)
             return
-        if found is not None and self._not_theirs(synced, found):
+        if found is not None and self.not_theirs(synced, found):
             return
         if self.view.changed:
             self.weighed.add(synced.username)

@@ -40,7 +40,7 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
                 f"{changed}: departed, so the old account stays under its username, locked",
             )
         )
-        planner.keep_under_old_username(e, synced)
+        _keep_under_old_username(planner, e, synced)
         return
     holder = planner.synced_holder(e.username)
     if holder is not None and holder.source_id != e.id:
@@ -82,7 +82,7 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
             )
         )
         return
-    if planner.not_theirs_now(synced):
+    if _not_theirs_now(planner, synced):
         return  # the account under the old username is another record's, by the platform
     if (found := planner.claimed(synced)) is not None:
         # An active row under another id may be this account's person (rows under each
@@ -117,6 +117,34 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
             reason=f"username changed from {shown_pair(synced.username, e.username)[0]}",
         )
     )
+
+
+def _keep_under_old_username(planner: EmployeePlanner, e: Employee, synced: SyncedEmployee) -> None:
+    """A departed person's account, kept under the username syncd wrote though the row
+    gives another (the platform cannot rename an account, and nobody departed gets a new
+    one): planned as anyone synced is, under that username. So it is locked, and its other
+    fields follow the row: a mobile or an e-mail address the row gave up is freed for
+    whoever the source gives it now, rather than held by a locked account for good. Only
+    where the row bears the name syncd wrote: a row that gives another username and
+    another name may be anyone's under a wrong id (a misplaced id, an HR number handed
+    on), so nothing of it is written, and the account is only locked (again, if unlocked
+    on the platform)."""
+    if _not_theirs_now(planner, synced):
+        return  # nothing is sent through another record's account, not even a lock
+    kept = e._replace(username=synced.username)
+    if "name" not in evidence(e, planner.snapshot.written(Kind.EMPLOYEE, synced.source_id)).agree:
+        found = planner.drift.found(synced) if planner.view.changed else None
+        planner.plan_lock_state(kept, synced.locked, synced, found)
+        return
+    planner.plan_synced(kept, synced)
+
+
+def _not_theirs_now(planner: EmployeePlanner, synced: SyncedEmployee) -> bool:
+    """``EmployeePlanner.not_theirs`` of the account under the person's old username, where
+    the read found it changed on the platform: asked before anything is sent through it
+    for a username the source changed (a replacement would remove it)."""
+    found = planner.drift.found(synced) if planner.view.changed else None
+    return found is not None and planner.not_theirs(synced, found)
 
 
 def _spared(planner: EmployeePlanner, e: Employee, synced: SyncedEmployee) -> bool:

@@ -425,7 +425,8 @@ def _left_and_kept(n: int) -> str:
 
 
 def access_kept(n: int) -> str:
-    """Why people the source says have left are neither locked nor removed (_not_theirs)."""
+    """Why people the source says have left are neither locked nor removed
+    (EmployeePlanner.not_theirs)."""
     return (
         f"{_left_and_kept(n)}: the accounts under their usernames are not the ones syncd "
         "holds for them (the conflicts above), so nothing is locked or removed through them "
