@@ -29,7 +29,9 @@ class History:
     company: Company
     policy: str
     serial: int = 100  # for new ids, names, usernames and mobiles, never reused
-    rejected: set[str] = field(default_factory=set)  # usernames whose rows are broken now
+    # Usernames whose rows are broken now, with the name each row had before: mended, a row
+    # gets it back (a name of its own would show another person: seed 2576).
+    rejected: dict[str, str] = field(default_factory=dict)
     leavers: set[str] = field(default_factory=set)  # synced people gone from the source
     foreign_people: set[str] = field(default_factory=set)
     deleted: set[str] = field(default_factory=set)  # source ids whose account the admin deleted
@@ -88,7 +90,7 @@ def first_company(rng: random.Random) -> Company:
 def change_source(h: History) -> None:
     for row in h.people():  # last round's broken rows are mended
         if row["username"] in h.rejected:
-            row["name"] = row["username"].title()
+            row["name"] = h.rejected[row["username"]]
     h.rejected.clear()
     h.touched.clear()
     for _ in range(h.rng.randint(2, 6)):
@@ -154,8 +156,8 @@ def break_row(h: History) -> None:
     row = h.rng.choice(h.people())
     if row["id"] in h.touched:
         return
+    h.rejected.setdefault(row["username"], row["name"])  # broken twice: the first name kept
     row["name"] = ""
-    h.rejected.add(row["username"])
 
 
 def rename_user(h: History) -> None:
