@@ -82,7 +82,8 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
             )
         )
         return
-    if _not_theirs_now(planner, synced):
+    shown = planner.drift.found(synced)
+    if shown is not None and planner.not_theirs(synced, shown):
         return  # the account under the old username is another record's, by the platform
     if (found := planner.claimed(synced)) is not None:
         # An active row under another id may be this account's person (rows under each
@@ -129,22 +130,14 @@ def _keep_under_old_username(planner: EmployeePlanner, e: Employee, synced: Sync
     another name may be anyone's under a wrong id (a misplaced id, an HR number handed
     on), so nothing of it is written, and the account is only locked (again, if unlocked
     on the platform)."""
-    if _not_theirs_now(planner, synced):
+    found = planner.drift.found(synced)
+    if found is not None and planner.not_theirs(synced, found):
         return  # nothing is sent through another record's account, not even a lock
     kept = e._replace(username=synced.username)
     if "name" not in evidence(e, planner.snapshot.written(Kind.EMPLOYEE, synced.source_id)).agree:
-        found = planner.drift.found(synced) if planner.view.changed else None
         planner.plan_lock_state(kept, synced.locked, synced, found)
         return
     planner.plan_synced(kept, synced)
-
-
-def _not_theirs_now(planner: EmployeePlanner, synced: SyncedEmployee) -> bool:
-    """``EmployeePlanner.not_theirs`` of the account under the person's old username, where
-    the read found it changed on the platform: asked before anything is sent through it
-    for a username the source changed (a replacement would remove it)."""
-    found = planner.drift.found(synced) if planner.view.changed else None
-    return found is not None and planner.not_theirs(synced, found)
 
 
 def _spared(planner: EmployeePlanner, e: Employee, synced: SyncedEmployee) -> bool:
