@@ -22,10 +22,10 @@ divided by the number of CPUs, however well the work overlaps. Not part of ``mak
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import sqlite3
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -50,6 +50,7 @@ from benchmarks.results import cpus
 
 TICKS = os.sysconf("SC_CLK_TCK")
 BUSY = 0.2  # the emulator is busy once it uses more than this share of a CPU
+STEPS = ("recover", "read", "plan", "journal", "send", "read back")  # a run's, in order
 PLATFORM = Platform("", 200, 4)  # batch size and concurrency, the benchmark's defaults
 
 
@@ -106,12 +107,15 @@ def _follow(command: Sequence[str | Path], emulator: Emulator, log: Path, every:
     return Timeline(wall, shares, every, cpu)
 
 
-def _steps(database: Path) -> str:
-    """Where the sync's wall time went, step by step (its run's ``steps_ms``)."""
-    with contextlib.closing(sqlite3.connect(database)) as conn:
-        (summary,) = conn.execute("SELECT summary FROM runs ORDER BY id DESC LIMIT 1").fetchone()
-    taken = json.loads(summary).get("steps_ms") or {}
-    return ", ".join(f"{step} {ms / 1000:.2f} s" for step, ms in taken.items())
+def _steps(settings: Path) -> str:
+    """Where the sync's wall time went, step by step: ``stats.steps_ms`` of ``syncd reports
+    show latest --output json`` (``--failed-only``: not the 100,000 items it applied)."""
+    command = [sys.executable, "-c", "from syncd.cli import main; main()", "reports", "show"]
+    command += ["latest", "--output", "json", "--failed-only", "--config", str(settings)]
+    shown = subprocess.run(command, capture_output=True, check=True, text=True).stdout
+    taken = json.loads(shown)["stats"].get("steps_ms") or {}  # keys sorted, as all its JSON
+    ordered = sorted(taken.items(), key=lambda step: STEPS.index(step[0]))
+    return ", ".join(f"{step} {ms / 1000:.2f} s" for step, ms in ordered)
 
 
 def main() -> None:
@@ -135,7 +139,7 @@ def main() -> None:
             sync = [*python_child("benchmarks.main_thread"), "sync", "--yes", "--config"]
             synced = _follow([*sync, settings], emulator, work / "sync.log", args.every)
             told = main_thread.found((work / "sync.log").read_text(encoding="utf-8"))
-            steps = _steps(work / "state" / "syncd.db")
+            steps = _steps(settings)
             emulator.reset(data=True)
             push = python_child(
                 "benchmarks.push_loop", emulator.base_url, app_token(emulator.client),
