@@ -224,8 +224,9 @@ class Draft:
     extended_fields: Mapping[str, str]
     scheduled: tuple[Scheduled, ...]  # future changes (effective dates): shown, not done
     dates: Mapping[str, tuple[str | None, str | None]]  # recorded after the run (Plan.dates)
-    # Records whose username the source changed, left a conflict, with the username of the
-    # account under their key: weighed as the updates are (syncd.plan.holds).
+    # Records whose username the source changed (a conflict, or the old account replaced),
+    # with the username of the account under their key: weighed as the updates are
+    # (syncd.plan.holds).
     username_changes: tuple[tuple[Employee, str], ...] = ()
 
     def unwritten(self) -> list[str]:

@@ -17,7 +17,7 @@ from syncd.plan.actions import Action
 from syncd.plan.adoption import adopted_by_key, claimed_elsewhere, held_before, platform_person
 from syncd.plan.drift import PeopleDrift
 from syncd.plan.fields import employee_hasher
-from syncd.plan.holds import Holds, hold_message
+from syncd.plan.holds import Holds, hold, someone_else_back
 from syncd.plan.messages import department_names, unsure_rows
 from syncd.plan.schedule import EffectiveDates
 from syncd.plan.usernames import username_changed
@@ -41,9 +41,6 @@ from syncd.plan.values import (
 )
 from syncd.spelling import difference, look_alike, look_alikes, nfc, shown_pair
 
-# Why the person syncd wrote under a key is a leaver though the key is read (syncd.plan.holds).
-ANOTHER_PERSON = "their source id now names another person"
-SHOWN_ANOTHER = "has a row under its id showing another person"  # as a note says it
 # When an account's lock agrees with the source, as (state read, locked as syncd knows
 # it, locked on the platform): locked in both for someone departed, unlocked in both for
 # someone active. Any other triple is a lock or an unlock to plan. A set, asked without
@@ -93,7 +90,7 @@ class EmployeePlanner:
         self.locks: list[Change] = []
         self.removes: list[Change] = []
         self._by_username: dict[str, SyncedEmployee] | None = None  # made when first needed
-        self._holders: dict[str, tuple[Employee, ...]] | None = None  # (_source_holders)
+        self._holders: dict[str, tuple[Employee, ...]] | None = None  # (source_holders)
         self.drift = PeopleDrift(snapshot, view)
         self.hash = employee_hasher(policy.extended_fields)
         self.names = department_names(directory, snapshot, view.root_name)
@@ -206,34 +203,15 @@ class EmployeePlanner:
             and (e.state, synced.locked, synced.locked) in LOCK_IN_STEP
         ):
             return  # as a rule: nothing changed, in the source or on the platform
-        if synced.locked and wanted != synced.hash and self._someone_else_back(e, synced):
+        if synced.locked and wanted != synced.hash and someone_else_back(self, e, synced):
             return
         if e.id in self.held:
-            self.hold(e, synced)
+            hold(self, e, synced)
             return
         self._plan_update(e, synced, wanted, found)
         self.plan_lock_state(e, synced.locked, synced, found)
 
-    def hold(self, e: Employee, synced: SyncedEmployee) -> None:
-        """An update whose record shows another person (syncd.plan.holds): not made; the
-        person syncd wrote is a leaver, as if missing from the source, unless another
-        record holds their username and may be them under a new key (a re-key's verdict
-        other than a leaver's: syncd.plan.rekeys), whose own conflict says why, or a
-        rejected row does (rejected_holds)."""
-        self.weighed.add(synced.username)
-        self.untouched.add(e.id)
-        self.notes.append(Note("conflict", e.id, hold_message(e, self.held[e.id])))
-        written = self.held_written[e.id]
-        claims = self._source_holders().get(look_alike(synced.username), ())
-        if any(
-            rekeys.judge(other, written, synced.locked)[0] is not rekeys.Verdict.LEAVER
-            for other in claims
-            if other.id != e.id
-        ) or self.rejected_holds(synced, SHOWN_ANOTHER):
-            return
-        self._plan_leaver(synced, ANOTHER_PERSON)
-
-    def _source_holders(self) -> dict[str, tuple[Employee, ...]]:
+    def source_holders(self) -> dict[str, tuple[Employee, ...]]:
         """The source's records by the look-alike key of their username: made when a hold
         first needs it."""
         if self._holders is None:
@@ -242,36 +220,6 @@ class EmployeePlanner:
                 key = look_alike(other.username)
                 self._holders[key] = (*self._holders.get(key, ()), other)
         return self._holders
-
-    def _someone_else_back(self, e: Employee, synced: SyncedEmployee) -> bool:
-        """Whether a person syncd holds locked is read active again with a record that shows
-        another person than the one syncd wrote (the name differs, and a mobile or work
-        number differs or none agrees: syncd.plan.rekeys; a join key that is the work
-        number agrees by construction): a recycled source id, an HR number given to a new
-        hire. Their account is neither unlocked nor rewritten, and the person syncd wrote
-        goes on as a leaver (removed when the leaver policy says); a conflict note says why.
-        ``sync.same_person`` names those who are the same person after all, and the account
-        read now bearing the record's name (``rekeys.named_there``) beats what syncd
-        remembers writing."""
-        if e.state is not State.ACTIVE or e.id in self.policy.same_person:
-            return False
-        seen = rekeys.evidence(e, self.snapshot.written(Kind.EMPLOYEE, synced.source_id))
-        if not seen.not_the_one_written or rekeys.named_there(e, synced.username, self.view):
-            return False
-        self.untouched.add(e.id)
-        self.notes.append(
-            Note(
-                "conflict",
-                e.id,
-                f"{e.username}: source id {e.id} is active in the source again, but its record "
-                f"shows another person than the one syncd wrote for it ({seen.describe()}): "
-                "a source id given to someone else? Their account stays locked and unchanged, "
-                "a leaver's under the leaver policy; the record gets an account of its own once "
-                "that one is removed, or deleted on the platform",
-            )
-        )
-        self._plan_leaver(synced, ANOTHER_PERSON)
-        return True
 
     def unweighed_since(self) -> int | None:
         """The earliest change on the platform to one of syncd's people that was not weighed
@@ -595,7 +543,7 @@ class EmployeePlanner:
                 continue
             if excluded and matches_any(synced.username, excluded):
                 continue
-            self._plan_leaver(synced)
+            self.plan_leaver(synced)
 
     def rejected_holds(
         self,
@@ -776,7 +724,7 @@ class EmployeePlanner:
             look_alike(e.username) for e in self.directory.employees.values() if e.id not in synced
         }
 
-    def _plan_leaver(self, synced: SyncedEmployee, gone: str = "missing from the source") -> None:
+    def plan_leaver(self, synced: SyncedEmployee, gone: str = "missing from the source") -> None:
         """Lock or remove a person gone from the source as the leaver policy says (``gone``:
         why they are, the changes' reason)."""
         found = self.drift.found(synced)

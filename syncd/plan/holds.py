@@ -36,12 +36,21 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from syncd.model import Employee
+from syncd.model import Employee, Kind, State
 from syncd.plan.actions import Action
-from syncd.plan.rekeys import Evidence, evidence, named_there
-from syncd.plan.values import Change, Note, PlatformView
+from syncd.plan.messages import unsure_rows
+from syncd.plan.rekeys import Evidence, Verdict, evidence, judge, named_there
+from syncd.plan.values import Change, Note, PlatformView, SyncedEmployee
+from syncd.spelling import look_alike
+
+if TYPE_CHECKING:
+    from syncd.plan.employees import EmployeePlanner
+
+# Why the person syncd wrote under a key is a leaver though the key is read.
+ANOTHER_PERSON = "their source id now names another person"
+SHOWN_ANOTHER = "has a row under its id showing another person"  # as a note says it
 
 
 @dataclass(frozen=True)
@@ -63,7 +72,8 @@ def holds_of(
     complete: bool,
 ) -> Holds:
     """The updates, and the ``username_changes`` (record, username of the account under its
-    key) left a conflict, whose record shows another person than syncd wrote under its key
+    key: a conflict, or a replacement), whose record shows another person than syncd wrote
+    under its key
     (re-keys are weighed on their own: ``rekeys.weigh``), unless the platform's account
     read now (``view``: ``rekeys.named_there``) bears the record's name, or ``accepted``
     (``sync.same_person``) names it; and, for a ``complete`` read, a note for each
@@ -104,7 +114,80 @@ def _needless(key: str) -> Note:
     )
 
 
-def hold_message(e: Employee, found: Evidence) -> str:
+def hold(planner: EmployeePlanner, e: Employee, synced: SyncedEmployee) -> None:
+    """An update whose record shows another person: not made; the person syncd wrote is a
+    leaver, as if missing from the source, unless another record holds their username and
+    may be them under a new key (a re-key's verdict other than a leaver's:
+    syncd.plan.rekeys), whose own conflict says why, or a rejected row does
+    (``EmployeePlanner.rejected_holds``), or rows the read rejected may hide theirs."""
+    planner.weighed.add(synced.username)
+    planner.untouched.add(e.id)
+    planner.notes.append(Note("conflict", e.id, _hold_message(e, planner.held[e.id])))
+    written = planner.held_written[e.id]
+    claims = planner.source_holders().get(look_alike(synced.username), ())
+    if any(
+        judge(other, written, synced.locked)[0] is not Verdict.LEAVER
+        for other in claims
+        if other.id != e.id
+    ) or planner.rejected_holds(synced, SHOWN_ANOTHER):
+        return
+    if not may_be_hidden(planner, e, synced):
+        planner.plan_leaver(synced, ANOTHER_PERSON)
+
+
+def someone_else_back(planner: EmployeePlanner, e: Employee, synced: SyncedEmployee) -> bool:
+    """Whether a person syncd holds locked is read active again with a record that shows
+    another person than the one syncd wrote (the name differs, and a mobile or work number
+    differs or none agrees: syncd.plan.rekeys; a join key that is the work number agrees by
+    construction): a recycled source id, an HR number given to a new hire. Their account is
+    neither unlocked nor rewritten, and the person syncd wrote goes on as a leaver (removed
+    when the leaver policy says), unless rows the read rejected may hide theirs; a conflict
+    note says why. ``sync.same_person`` names those who are the same person after all, and
+    the account read now bearing the record's name (``rekeys.named_there``) beats what
+    syncd remembers writing."""
+    if e.state is not State.ACTIVE or e.id in planner.policy.same_person:
+        return False
+    seen = evidence(e, planner.snapshot.written(Kind.EMPLOYEE, synced.source_id))
+    if not seen.not_the_one_written or named_there(e, synced.username, planner.view):
+        return False
+    planner.untouched.add(e.id)
+    planner.notes.append(
+        Note(
+            "conflict",
+            e.id,
+            f"{e.username}: source id {e.id} is active in the source again, but its record "
+            f"shows another person than the one syncd wrote for it ({seen.describe()}): "
+            "a source id given to someone else? Their account stays locked and unchanged, "
+            "a leaver's under the leaver policy; the record gets an account of its own once "
+            "that one is removed, or deleted on the platform",
+        )
+    )
+    if not may_be_hidden(planner, e, synced):
+        planner.plan_leaver(synced, ANOTHER_PERSON)
+    return True
+
+
+def may_be_hidden(planner: EmployeePlanner, e: Employee, synced: SyncedEmployee) -> bool:
+    """Whether the read cannot say who is missing (``Directory.leavers_known``: rows it
+    rejected may hide anyone's), so that the person syncd wrote under ``e``'s source id,
+    which shows another person now, is no leaver: their row may be among those hidden.
+    Their account then stays as it is, and a note says why."""
+    hidden = planner.directory.leavers_unknown_because()
+    if hidden:
+        planner.notes.append(
+            Note(
+                "skipped",
+                e.id,
+                f"{synced.username}: not treated as a leaver though source id {e.id} shows "
+                f"another person: rejected rows may hide their row ({unsure_rows(hidden)}), "
+                "and nobody absent from this read is treated as gone; their account stays "
+                "as it is",
+            )
+        )
+    return bool(hidden)
+
+
+def _hold_message(e: Employee, found: Evidence) -> str:
     """The conflict note of a held update."""
     return (
         f"{e.username}: the source's record under {e.id} shows another person than the one "

@@ -63,7 +63,7 @@ def weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set
     # Hires made before their start: unlocked on the day as written, read or not (schedule).
     found.update(k for k in snapshot.start_dates if k in synced)
     # People held locked and read active again: are they the person syncd wrote? (a source
-    # id given to someone else is no return: EmployeePlanner._someone_else_back)
+    # id given to someone else is no return: syncd.plan.holds.someone_else_back)
     people = directory.employees
     found.update(
         s.source_id

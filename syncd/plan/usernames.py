@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from syncd.model import Employee, Kind, State
 from syncd.plan.actions import Action
+from syncd.plan.holds import hold, may_be_hidden
 from syncd.plan.rekeys import claimed_while_read, evidence
 from syncd.plan.values import Note, SyncedEmployee, matches_any
 from syncd.spelling import difference, look_alike, shown_pair
@@ -68,11 +69,12 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
             )
         )
         return
+    if e.id in planner.held:
+        hold(planner, e, synced)  # another person given the key: syncd.plan.holds
+        return
+    # Weighed as the updates are: a record showing another person is no rename.
+    planner.username_changes.append((e, synced.username))
     if planner.policy.username_change != "remove_and_create":
-        if e.id in planner.held:
-            planner.hold(e, synced)  # another person given the key: syncd.plan.holds
-            return
-        planner.username_changes.append((e, synced.username))
         planner.notes.append(
             Note(
                 "conflict",
@@ -146,14 +148,17 @@ def _spared(planner: EmployeePlanner, e: Employee, synced: SyncedEmployee) -> bo
     under each other's ids); or, unless the row shows the person syncd wrote there by a
     re-key's evidence (the name and a mobile or work number agree, none differs: a
     namesake's row is not evidence), the account's person is weighed as anyone missing
-    is, and a rejected row may be theirs."""
+    is: a rejected row may be theirs, or rows rejected may hide anyone's."""
     if (found := planner.claimed(synced)) is not None:
         planner.notes.append(claimed_while_read(e, synced, *found, departed=True))
         planner.departed_kept += 1
         return True
     written = planner.snapshot.written(Kind.EMPLOYEE, synced.source_id)
-    return not evidence(e, written).same_person and planner.rejected_holds(
-        synced, f"has a departed row giving the username {e.username}", "departed"
+    return not evidence(e, written).same_person and (
+        planner.rejected_holds(
+            synced, f"has a departed row giving the username {e.username}", "departed"
+        )
+        or may_be_hidden(planner, e, synced)
     )
 
 

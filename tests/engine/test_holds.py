@@ -18,7 +18,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from syncd.model import Employee, Kind, Photo, Position, State
+from syncd.model import Employee, Kind, Photo, Position, RejectedRow, State
 from syncd.plan import (
     Action,
     Limits,
@@ -165,6 +165,51 @@ def test_a_holder_another_record_may_be_under_a_new_key_is_nobodys_leaver(
     )
     assert any("shows another person" in n.message for n in p.notes if n.key == "e3")
     assert any(n.key == "e9" and n.kind == "conflict" for n in p.notes) is not carol, p.notes
+
+
+# Rows a read rejected: one that may hide others (a broken quote, a lost line break), one
+# that names nobody, and one that names its own person (dave, e7) and hides nothing.
+REJECTED = {
+    "hides rows": RejectedRow("employees.csv:9", "quoting is malformed", may_hide_rows=True),
+    "names nobody": RejectedRow("employees.csv:9", "the row has no id"),
+    "names its person": RejectedRow("employees.csv:9", "bad date", key="e7", username="dave"),
+}
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    username=st.sampled_from(["carol", "zed"]),
+    departed=st.booleans(),
+    locked=st.booleans(),
+    rejected=st.sampled_from(sorted(REJECTED)),
+    leavers=st.sampled_from(["lock", "remove", "lock_then_remove"]),
+    renames=st.sampled_from(["conflict", "remove_and_create"]),
+)
+def test_a_key_handed_on_while_rows_may_be_hidden_makes_nobody_a_leaver(
+    username: str, departed: bool, locked: bool, rejected: str, leavers: str, renames: str
+) -> None:
+    """Carol's source id shows another person (Zed: his name and mobile; her username or
+    his; active or departed; Carol's account active or locked), and the read rejected a row.
+    Carol is a leaver as if missing from the source, so only where a missing person would
+    be one: where every rejected row names its own person and hides none. Where one may
+    hide rows (Carol's among them) or names nobody, her account stays as it is, whatever
+    the policies (found by the identity suite, seed 7156: an active person removed while
+    her row was inside a broken quote)."""
+    zed = CAROL._replace(username=username, name="Zed Newcomer", mobile="13999999999")
+    zed = zed._replace(state=State.DEPARTED if departed else State.ACTIVE)
+    snapshot, view = synced(directory(COMPANY, KNOWN), locked={"e3": NOW} if locked else None)
+    read = directory(COMPANY, [*STAFF[:2], zed], rejected=[REJECTED[rejected]])
+    policy = Policy(leaver_policy=leavers, username_change=renames)
+    p = plan(read, snapshot, view, policy, NOW)
+
+    gone = {c.action for c in p.changes if c.display == "carol"} & {Action.LOCK, Action.REMOVE}
+    if rejected != "names its person":
+        assert not [c for c in p.changes if c.display == "carol"], p.changes
+        told = any("not treated as a leaver" in n.message for n in p.notes)
+        assert told or locked, p.notes  # locked already, a departed row's rename may say none
+    elif not locked:
+        assert gone, p.changes  # the test's other side: a leaver where leavers are known
+    assert not [c for c in p.changes if c.action is Action.CREATE], p.changes
 
 
 def read_there(
