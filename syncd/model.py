@@ -195,11 +195,17 @@ class Directory:
         return self.complete and not self.leavers_unknown_because()
 
     def leavers_unknown_because(self) -> tuple[RejectedRow, ...]:
-        """The rejected employee rows that keep this read from saying who is gone."""
-        return tuple(
+        """The rejected employee rows that keep this read from saying who is gone, and one
+        for each part of the source it did not read (``unread``: who it holds is unknown,
+        as a join of several sources says too)."""
+        rows = tuple(
             r
             for r in self.rejected
             if r.kind is Kind.EMPLOYEE and (r.may_hide_rows or not (r.key or r.username))
+        )
+        return rows + tuple(
+            RejectedRow(self.source or part, f"{part} was not read", may_hide_rows=True)
+            for part in self.unread
         )
 
     def names(self, source_id: str, username: str) -> bool:

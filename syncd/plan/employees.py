@@ -516,8 +516,9 @@ class EmployeePlanner:
                         "leavers",
                         "",
                         "leavers not looked for and departments not deleted: some rejected rows "
-                        f"could not be identified or may hide other rows ({why}), so nobody and "
-                        "no department absent from this read is treated as gone",
+                        "could not be identified or may hide other rows, or a part of the "
+                        f"source was not read ({why}), so nobody and no department absent from "
+                        "this read is treated as gone",
                     )
                 )
             return

@@ -169,9 +169,10 @@ def someone_else_back(planner: EmployeePlanner, e: Employee, synced: SyncedEmplo
 
 def may_be_hidden(planner: EmployeePlanner, e: Employee, synced: SyncedEmployee) -> bool:
     """Whether the read cannot say who is missing (``Directory.leavers_known``: rows it
-    rejected may hide anyone's), so that the person syncd wrote under ``e``'s source id,
-    which shows another person now, is no leaver: their row may be among those hidden.
-    Their account then stays as it is, and a note says why."""
+    rejected may hide anyone's, a part of the source was not read), so that the person
+    syncd wrote under ``e``'s source id, which shows another person now, is no leaver:
+    their row may be among those hidden. Their account then stays as it is, and a note
+    says why."""
     hidden = planner.directory.leavers_unknown_because()
     if hidden:
         planner.notes.append(
@@ -179,9 +180,9 @@ def may_be_hidden(planner: EmployeePlanner, e: Employee, synced: SyncedEmployee)
                 "skipped",
                 e.id,
                 f"{synced.username}: not treated as a leaver though source id {e.id} shows "
-                f"another person: rejected rows may hide their row ({unsure_rows(hidden)}), "
-                "and nobody absent from this read is treated as gone; their account stays "
-                "as it is",
+                "another person: rejected rows, or a part of the source not read, may hold "
+                f"their row ({unsure_rows(hidden)}), and nobody absent from this read is "
+                "treated as gone; their account stays as it is",
             )
         )
     return bool(hidden)

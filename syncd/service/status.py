@@ -38,7 +38,7 @@ from syncd.config import Settings
 from syncd.errors import DaemonNotRunning, SyncdError, Unhealthy
 from syncd.run.lock import FileLock, holder, lock_holder
 from syncd.service.cluster import print_cluster, read_cluster
-from syncd.sources.set_aside import LEAVERS_UNKNOWN, UNNAMED
+from syncd.sources.set_aside import LEAVERS_UNKNOWN, UNNAMED, leavers_unknown
 
 run_log = logging.getLogger("syncd.run")  # what a run did, for the daemon and the shell alike
 
@@ -268,8 +268,7 @@ def _last_run_problem(found: Status) -> SyncdError | None:
     if found.leavers_unknown:
         return Unhealthy(
             f"the last run, {last.id}, could not look for leavers: "
-            f"{found.leavers_unknown.get('first')}: someone missing from the source keeps their "
-            f"access until the rows are fixed (syncd reports show {last.id})"
+            f"{leavers_unknown(found.leavers_unknown)} (syncd reports show {last.id})"
         )
     return None
 

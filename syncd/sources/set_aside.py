@@ -38,17 +38,34 @@ def counts(directory: Directory, *, people_held: bool = False) -> dict[str, Any]
     """What the run's summary keeps of the rows set aside (nothing when none were);
     ``people_held``: whether syncd holds people a read could find gone."""
     rows = [r for r in directory.rejected if r.kind is not Kind.PHOTO]
-    if not rows:
-        return {}
+    unsure = directory.leavers_unknown_because() if directory.complete and people_held else ()
+    found: dict[str, Any] = {SET_ASIDE: len(rows)} if rows else {}
     unnamed = Counter(_short(r.status) for r in rows if r.status is not None)
-    found: dict[str, Any] = {SET_ASIDE: len(rows)}
     if unnamed:
         found[UNNAMED] = dict(sorted(unnamed.items()))
-    unsure = directory.leavers_unknown_because() if directory.complete and people_held else ()
-    if unsure:
+    if unsure:  # a part of the source not read too (Directory.unread), with no row rejected
         first = _short(unsure_rows(unsure, shown=1), 200)
-        found[LEAVERS_UNKNOWN] = {"rows": len(unsure), "first": first}
+        unread = len(directory.unread)
+        found[LEAVERS_UNKNOWN] = {"rows": len(unsure) - unread, "unread": unread, "first": first}
     return found
+
+
+def leavers_unknown(unsure: Mapping[str, Any]) -> str:
+    """Why a run could not look for leavers (its summary's LEAVERS_UNKNOWN), and until when
+    someone missing keeps their access: "1 rejected row may hide other rows or name nobody
+    (employees.csv:7: …)", or "1 part of the source was not read (…)"."""
+    n, unread = int(unsure.get("rows") or 0), int(unsure.get("unread") or 0)
+    why = []
+    if n:
+        why.append(f"{n:,} rejected row{'' if n == 1 else 's'} may hide other rows or name nobody")
+    if unread:
+        were = "part of the source was" if unread == 1 else "parts of the source were"
+        why.append(f"{unread:,} {were} not read")
+    until = "the rows are fixed" if not unread else "the source is read whole"
+    return (
+        f"{' and '.join(why)} ({unsure.get('first')}): someone missing from the source keeps "
+        f"their access until {until}"
+    )
 
 
 def _short(value: str, limit: int = 60) -> str:
@@ -70,12 +87,7 @@ def problems(source: Mapping[str, Any]) -> list[str]:
         )
     unsure: Mapping[str, Any] = source.get(LEAVERS_UNKNOWN) or {}
     if unsure:
-        n = int(unsure.get("rows") or 0)
-        told.append(
-            f"leavers not looked for: {n:,} rejected row{'' if n == 1 else 's'} may hide other "
-            f"rows or name nobody ({unsure.get('first')}): someone missing from the source "
-            "keeps their access until the rows are fixed"
-        )
+        told.append(f"leavers not looked for: {leavers_unknown(unsure)}")
     set_aside = int(source.get(SET_ASIDE) or 0)
     kept = int(source.get("employees") or 0) + int(source.get("departments") or 0)
     # An incremental read holds only what changed: its share says nothing of the source.

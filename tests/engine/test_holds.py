@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -167,12 +168,16 @@ def test_a_holder_another_record_may_be_under_a_new_key_is_nobodys_leaver(
     assert any(n.key == "e9" and n.kind == "conflict" for n in p.notes) is not carol, p.notes
 
 
-# Rows a read rejected: one that may hide others (a broken quote, a lost line break), one
-# that names nobody, and one that names its own person (dave, e7) and hides nothing.
-REJECTED = {
-    "hides rows": RejectedRow("employees.csv:9", "quoting is malformed", may_hide_rows=True),
-    "names nobody": RejectedRow("employees.csv:9", "the row has no id"),
-    "names its person": RejectedRow("employees.csv:9", "bad date", key="e7", username="dave"),
+# What a read could not take: a row that may hide others (a broken quote, a lost line
+# break), one that names nobody, a part of the source not read (an AD domain), and a row
+# that names its own person (dave, e7) and hides nothing.
+REJECTED: dict[str, dict[str, Any]] = {
+    "hides rows": {"rejected": [RejectedRow("employees.csv:9", "bad quote", may_hide_rows=True)]},
+    "names nobody": {"rejected": [RejectedRow("employees.csv:9", "the row has no id")]},
+    "a part not read": {"unread": ["the domain emea.acme.example"]},
+    "names its person": {
+        "rejected": [RejectedRow("employees.csv:9", "bad", key="e7", username="dave")]
+    },
 }
 
 
@@ -189,16 +194,17 @@ def test_a_key_handed_on_while_rows_may_be_hidden_makes_nobody_a_leaver(
     username: str, departed: bool, locked: bool, rejected: str, leavers: str, renames: str
 ) -> None:
     """Carol's source id shows another person (Zed: his name and mobile; her username or
-    his; active or departed; Carol's account active or locked), and the read rejected a row.
-    Carol is a leaver as if missing from the source, so only where a missing person would
-    be one: where every rejected row names its own person and hides none. Where one may
-    hide rows (Carol's among them) or names nobody, her account stays as it is, whatever
+    his; active or departed; Carol's account active or locked), and the read could not take
+    everything. Carol is a leaver as if missing from the source, so only where a missing
+    person would be one: where every rejected row names its own person and hides none.
+    Where one may hide rows (Carol's among them), names nobody, or a part of the source was
+    not read, her account stays as it is, whatever
     the policies (found by the identity suite, seed 7156: an active person removed while
     her row was inside a broken quote)."""
     zed = CAROL._replace(username=username, name="Zed Newcomer", mobile="13999999999")
     zed = zed._replace(state=State.DEPARTED if departed else State.ACTIVE)
     snapshot, view = synced(directory(COMPANY, KNOWN), locked={"e3": NOW} if locked else None)
-    read = directory(COMPANY, [*STAFF[:2], zed], rejected=[REJECTED[rejected]])
+    read = directory(COMPANY, [*STAFF[:2], zed], **REJECTED[rejected])
     policy = Policy(leaver_policy=leavers, username_change=renames)
     p = plan(read, snapshot, view, policy, NOW)
 

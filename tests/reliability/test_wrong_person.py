@@ -67,7 +67,8 @@ def test_two_rows_joined_by_a_lost_line_break_make_nobody_a_leaver(
     assert (result.outcome, result.exit_code) == ("partial", EXIT_PARTIAL), result.error
     assert str(result.error).startswith("leavers not looked for: 1 rejected row may hide")
     problem = str(read_status(synced.settings()).problem)
-    assert f"the last run, {result.run_id}, could not look for leavers: employees.csv:" in problem
+    said = f"the last run, {result.run_id}, could not look for leavers: 1 rejected row may hide"
+    assert said in problem and "(employees.csv:" in problem, problem
     no_lock_or_removal(synced, result)
     after = synced.platform()
     assert set(after.people) == set(before.people)

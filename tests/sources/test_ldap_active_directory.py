@@ -18,9 +18,11 @@ import pytest
 
 from syncd.config import LdapSource
 from syncd.model import Directory, Employee, State
+from syncd.plan import Action, Policy, plan
 from syncd.sources import active_directory as ad
 from syncd.sources import set_aside
 from syncd.sources.ldap import Shape, read_ldap
+from tests.engine.plan_world import NOW, synced
 from tests.support.slapd import Slapd, running_slapd
 
 SettingsFactory = Callable[..., LdapSource]
@@ -330,6 +332,29 @@ def test_a_child_domain_not_read_is_a_warning_naming_it(
     assert warning.startswith("the domain child.acme.example was not read: ")
     assert "set source.ldap.global_catalog" in warning
     assert warning in caplog.text
+
+
+def test_a_child_domain_no_longer_read_makes_nobody_a_leaver(
+    slapd: Slapd, ad_base: str, catalog: Slapd, ldap_settings: SettingsFactory
+) -> None:
+    """Ivy, of the child domain, synced while the Global Catalog was set; then it is not
+    (the setting taken out, a settings file put back): the domain is not read, and who it
+    holds is unknown. Nobody is a leaver, Ivy is not locked, and the run says why (partial),
+    as a join of several sources does for a source's part not read."""
+    child_domain(slapd, ad_base, catalog.url)
+    before = read_ldap(ldap_settings(flavor="active_directory", global_catalog=catalog.url))
+    snapshot, view = synced(before)
+
+    now = read_ldap(ldap_settings(flavor="active_directory"))
+    p = plan(now, snapshot, view, Policy(leaver_policy="remove"), NOW)
+
+    assert "ivy" not in people(now), people(now)
+    assert not [c for c in p.changes if c.display == "ivy" or c.action is Action.REMOVE]
+    (note,) = [n.message for n in p.notes if n.kind == "leavers"]
+    assert "the domain child.acme.example was not read" in note, note
+    read = {"employees": len(now.employees), "departments": len(now.departments)}
+    (told,) = set_aside.problems({**read, **set_aside.counts(now, people_held=True)})
+    assert told.startswith("leavers not looked for: 1 part of the source was not read"), told
 
 
 def test_a_child_domain_is_read_through_the_global_catalog(

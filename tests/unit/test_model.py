@@ -81,5 +81,7 @@ def test_leavers_are_known_only_from_a_complete_read_whose_rejects_are_identifie
     assert build_directory([], [], rejected=[identified]).leavers_known
     assert not build_directory([], [], rejected=[identified], complete=False).leavers_known
     assert not build_directory([], [], rejected=[anonymous]).leavers_known
+    # A part of the source not read (an AD domain referred elsewhere): who it holds is unknown.
+    assert not build_directory([], [], unread=["the domain b"]).leavers_known
     protected = build_directory([], [], rejected=[identified]).rejected_keys(Kind.EMPLOYEE)
     assert protected == frozenset({"9"})
