@@ -397,8 +397,10 @@ def _retried(
     staff: EmployeePlanner, snapshot: Snapshot, view: PlatformView, upserts: list[Change]
 ) -> list[Change]:
     """Updates of people whose known problem's value the holder gave up: as the source
-    wants them, or, when the read did not return them, as syncd wrote them with the value."""
-    found = []
+    wants them (a departed person's locked account too: its fields follow the row), or,
+    when the read did not return them and they are no leaver, as syncd wrote them with the
+    value. Never for a record the planner left untouched (a key showing another person
+    now, a conflict): the value would be written with that record onto the account."""
     # A holder's update that gives the value up frees it: weighed with what syncd wrote.
     holders = {p.holder_key for known in snapshot.problems.values() for p in known}
     weighed = [
@@ -407,26 +409,37 @@ def _retried(
         else c
         for c in upserts
     ]
+    found = []
     for source_id, known in retries(snapshot.problems, view.released, weighed).items():
         synced = snapshot.employees.get(source_id)
-        if synced is None or synced.locked or synced.username in view.deleted:
-            continue
-        excluded = staff.policy.exclude_usernames
-        if excluded and matches_any(synced.username, excluded):
-            continue
-        what = ", ".join(f"{p.field} {p.value}" for p in known)
-        reason = f"{what} no longer held by another account: set again"
-        e: Employee | None = staff.directory.employees.get(source_id)
-        if e is not None:
-            if synced.matched_by is None and e.username != synced.username:
-                continue  # a username change: planned on its own
-            e = e._replace(username=synced.username)
-            found.append(staff.change(Action.UPDATE, e, synced, hash=staff.hash(e), reason=reason))
-            continue
-        if staff.directory.complete:
-            continue  # gone from the source: a leaver
-        written = staff.drift.as_written(synced, staff.policy.extended_fields)
-        if written is not None:
-            e = with_values(written, {p.field: p.value for p in known})
-            found.append(staff.change(Action.UPDATE, e, synced, hash=synced.hash, reason=reason))
+        if synced is not None and (change := _retry(staff, view, synced, known)) is not None:
+            found.append(change)
     return found
+
+
+def _retry(
+    staff: EmployeePlanner, view: PlatformView, synced: SyncedEmployee, known: list[KnownProblem]
+) -> Change | None:
+    """One person's update with the values let go (``_retried``), if any is due."""
+    excluded = staff.policy.exclude_usernames
+    if (
+        synced.source_id in staff.untouched
+        or synced.username in view.deleted
+        or (excluded and matches_any(synced.username, excluded))
+    ):
+        return None
+    what = ", ".join(f"{p.field} {p.value}" for p in known)
+    reason = f"{what} no longer held by another account: set again"
+    e: Employee | None = staff.directory.employees.get(synced.source_id)
+    if e is not None:
+        if synced.matched_by is None and e.username != synced.username:
+            return None  # a username change: planned on its own
+        e = e._replace(username=synced.username)
+        return staff.change(Action.UPDATE, e, synced, hash=staff.hash(e), reason=reason)
+    if staff.directory.complete or synced.locked:
+        return None  # gone from the source, or held locked as gone: a leaver
+    written = staff.drift.as_written(synced, staff.policy.extended_fields)
+    if written is None:
+        return None
+    e = with_values(written, {p.field: p.value for p in known})
+    return staff.change(Action.UPDATE, e, synced, hash=synced.hash, reason=reason)
