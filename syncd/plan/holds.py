@@ -14,11 +14,14 @@ where both have one) is held: the account is neither rewritten nor given to anyo
 conflict note names the key and what differs. The person syncd wrote is gone from the
 source as surely as if their key were missing, so they are a leaver (locked, then removed,
 as the leaver policy says: a re-key's rule, ``syncd.plan.rekeys``), counted at the removal
-guard; the record gets an account of its own once theirs is removed, or deleted on the
-platform. A name corrected alone, or with a mobile added where there was none, is an
-update as before. Where it is the same person (their name and mobile corrected at once),
-``sync.same_person`` lists their key and the update is made (their account unlocked, if
-the hold locked it).
+guard, but only where a missing person would be one: not while the read cannot say who is
+missing (rows that may hide theirs, a part of the source not read: ``may_be_hidden``).
+The record gets an account of its own once theirs is removed, or deleted on the
+platform. The same holds under either ``username_change``: a record showing another
+person under a new username is no rename. A name corrected alone, or with a mobile
+added where there was none, is an update as before. Where it is the same person (their
+name and mobile corrected at once), ``sync.same_person`` lists their key and the update
+is made (their account unlocked, if the hold locked it).
 
 Memory is not evidence on its own: where the platform's account, read because it changed
 there since the last run or followed by a state database put back from before it was made
