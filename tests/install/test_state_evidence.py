@@ -137,18 +137,21 @@ def test_a_restore_from_before_a_number_was_handed_on_leaves_the_new_holder_in(
     world: World, tmp_path: Path, copy: str
 ) -> None:
     """Found by the identity campaign (seed 2092): fay (E6) is synced and the state
-    copied; fay leaves, HR gives E6 to gil, and syncd replaces the account
-    (remove_and_create): fay's removed, gil's made carrying E6. The copy is put back. The
-    database followed E6 to gil's account but kept the fields it wrote for fay there, so
-    gil's record looked like another person's under fay's key, and gil, active, would be
-    removed as the leaver fay is. The account bears gil's name: evidence beats memory."""
+    copied; fay leaves, HR gives E6 to gil: fay is a leaver (removed), and gil's account
+    is made carrying E6 the run after (a record showing another person under a key is no
+    rename, whatever username_change says). The copy is put back. The database followed
+    E6 to gil's account but kept the fields it wrote for fay there, so gil's record looked
+    like another person's under fay's key, and gil, active, would be removed as the
+    leaver fay is. The account bears gil's name: evidence beats memory."""
     world.sync_settings.update(leaver_policy="remove", username_change="remove_and_create")
     world.company.employees.append(employee("E6", "fay", "D2"))
     assert world.sync().exit_code == EXIT_OK
     backup = copy_state(world, tmp_path)
     fay_handed_on(world, "gil")
     assert world.sync().exit_code == EXIT_OK
-    assert "fay" not in world.platform().people
+    assert "fay" not in world.platform().people and "gil" not in world.platform().people
+    assert world.sync().exit_code == EXIT_OK
+    assert "gil" in world.platform().people
     put_copy_back(world, tmp_path, copy, backup)
 
     for _ in range(2):
