@@ -380,6 +380,7 @@ class DepartmentPlanner:
         removed = {c.key for c in people if c.action in (Action.REMOVE, Action.FORGET)}
         moved = _moved(people)
         changed = self._changed_places()
+        adopted = self._adopted_out(gone, people, moved)
         found: dict[str, str] = {}
         for source_id, d in gone.items():
             node_id = d.node_id
@@ -393,10 +394,34 @@ class DepartmentPlanner:
                 k for k in ours if k not in removed and source_id in moved.get(k, {source_id})
             )
             node = self.view.nodes.get(node_id)
-            others = max(0, node.employees - len(ours)) if node and node.employees else 0
+            counted = len(ours) + adopted.get(node_id, 0)
+            others = max(0, node.employees - counted) if node and node.employees else 0
             said = self._who_stays(staying, others)
             if said:
                 found[source_id] = said
+        return found
+
+    def _adopted_out(
+        self,
+        gone: Mapping[str, SyncedDepartment],
+        people: Sequence[Change],
+        moved: Mapping[str, set[str | None]],
+    ) -> dict[int, int]:
+        """Accounts this run adopts (``EmployeePlanner.adopt``) out of gone departments'
+        nodes, by node: counted in the node's employees, yet none of syncd's until this
+        run, which moves them where the source says."""
+        nodes = {d.node_id: source_id for source_id, d in gone.items()}
+        accounts = {p.id: p for p in self.view.people.values() if p.nodes}
+        found: dict[int, int] = {}
+        for c in people:
+            account = accounts.get(c.target_id) if c.target_id is not None else None
+            if account is None or c.action is not Action.UPDATE or c.previous_key is not None:
+                continue  # not an adoption: a re-key's account is syncd's (``placed``)
+            if c.key in self.snapshot.employees:
+                continue
+            for node_id in account.nodes:
+                if node_id in nodes and nodes[node_id] not in moved.get(c.key, {nodes[node_id]}):
+                    found[node_id] = found.get(node_id, 0) + 1
         return found
 
     def _still_there(self, source_id: str) -> bool:

@@ -161,6 +161,9 @@ class PlatformPerson:
     # program's): evidence of whose it is.
     extension_id: str | None = None
     name: str | None = None  # compared with the source's before an account is adopted
+    # The nodes its positions are in, as the look-up answered (none told: unknown): an
+    # account adopted out of a department gone from the source leaves it empty.
+    nodes: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -292,6 +292,7 @@ def _platform_person(record: EmployeeRecord) -> PlatformPerson:
         record.sn,
         record.extension_id or None,
         record.name,
+        tuple(p.org_id for p in record.positions if p.org_id is not None),
     )
 
 
