@@ -76,11 +76,10 @@ def holds_of(
 ) -> Holds:
     """The updates, and the ``username_changes`` (record, username of the account under its
     key: a conflict, or a replacement), whose record shows another person than syncd wrote
-    under its key
-    (re-keys are weighed on their own: ``rekeys.weigh``), unless the platform's account
-    read now (``view``: ``rekeys.named_there``) bears the record's name, or ``accepted``
-    (``sync.same_person``) names it; and, for a ``complete`` read, a note for each
-    accepted key that spared no update: left there, it would take a record showing
+    under its key (re-keys are weighed on their own: ``rekeys.weigh``), unless the
+    platform's account read now (``view``: ``rekeys.named_there``) bears the record's name,
+    or ``accepted`` (``sync.same_person``) names it; and, for a ``complete`` read, a note for
+    each accepted key that spared no update: left there, it would take a record showing
     another person under that key later for the person syncd wrote."""
     held: dict[str, Evidence] = {}
     withheld: list[Change] = []

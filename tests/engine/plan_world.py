@@ -58,6 +58,9 @@ STAFF = [
     person("e2", "bob", "be", mobile="13800000002"),
     person("e3", "carol", "sales"),
 ]
+# Carol with every unique value a record can carry: the person the hold and retry tests move
+CAROL = STAFF[2]._replace(mobile="13800000003", sn="S3", email="carol@acme.example")
+KNOWN = [*STAFF[:2], CAROL]
 
 
 def synced(

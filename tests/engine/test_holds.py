@@ -35,7 +35,9 @@ from syncd.plan import (
 )
 from syncd.plan.rekeys import IDENTIFIERS, compared
 from tests.engine.plan_world import (
+    CAROL,
     COMPANY,
+    KNOWN,
     NOW,
     STAFF,
     changed_there,
@@ -45,8 +47,6 @@ from tests.engine.plan_world import (
 )
 from tests.support.examples import examples
 
-CAROL = STAFF[2]._replace(mobile="13800000003", sn="S3", email="carol@acme.example")
-KNOWN = [*STAFF[:2], CAROL]
 EDITED, RECORD = "Carol Edited", "the record's name"
 THERE = [None, EDITED, RECORD]  # the account unchanged on the platform, or read as it is now
 

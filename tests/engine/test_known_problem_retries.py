@@ -16,8 +16,7 @@ from hypothesis import strategies as st
 
 from syncd.model import Employee, State
 from syncd.plan import Action, KnownProblem, Policy, plan
-from tests.engine.plan_world import COMPANY, NOW, STAFF, directory, synced
-from tests.engine.test_holds import CAROL, KNOWN
+from tests.engine.plan_world import CAROL, COMPANY, KNOWN, NOW, STAFF, directory, synced
 from tests.support.examples import examples
 
 REFUSED = KnownProblem("e3", "email", CAROL.email or "", "guest", None)
