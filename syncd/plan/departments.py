@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import chain
 
 from syncd.model import Department, Directory, Employee, Kind, serial_no
 from syncd.plan.actions import Action
@@ -407,11 +408,12 @@ class DepartmentPlanner:
         people: Sequence[Change],
         moved: Mapping[str, set[str | None]],
     ) -> dict[int, int]:
-        """Accounts this run adopts (``EmployeePlanner.adopt``) out of gone departments'
-        nodes, by node: counted in the node's employees, yet none of syncd's until this
-        run, which moves them where the source says."""
+        """Accounts this run adopts (by username or ``sync.match_by``) out of gone
+        departments' nodes, by node: counted in the node's employees, yet none of syncd's
+        until this run, which moves them where the source says."""
         nodes = {d.node_id: source_id for source_id, d in gone.items()}
-        accounts = {p.id: p for p in self.view.people.values() if p.nodes}
+        looked_up = chain(self.view.people.values(), *self.view.by_key.values())
+        accounts = {p.id: p for p in looked_up if p.nodes}
         found: dict[int, int] = {}
         for c in people:
             account = accounts.get(c.target_id) if c.target_id is not None else None
