@@ -113,8 +113,9 @@ def emulator(emulator_server: RunningEmulator) -> RunningEmulator:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The convergence and identity suites' figures (scenarios, events, ...), when they ran."""
+    """The convergence, identity and forest suites' figures (scenarios, events, ...), when
+    they ran."""
     for name, module in list(sys.modules.items()):
-        if name.endswith(("test_convergence_suite", "test_identity_suite")):
+        if name.endswith(("test_convergence_suite", "test_identity_suite", "test_ad_forest")):
             for line in module.summary():
                 terminalreporter.write_line(line)
