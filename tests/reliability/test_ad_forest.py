@@ -283,17 +283,10 @@ def summary() -> list[str]:
 
 
 @pytest.mark.servers
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize(
+    "seed", [*SEEDS, *(pytest.param(seed, marks=pytest.mark.long) for seed in LONG_SEEDS)]
+)
 def test_nobody_wrongly_out_of_a_forest(
-    rig: Rig, controller: Slapd, catalog: Slapd, seed: int
-) -> None:
-    run_forest(rig, controller, catalog, seed)
-
-
-@pytest.mark.servers
-@pytest.mark.long
-@pytest.mark.parametrize("seed", LONG_SEEDS)
-def test_more_of_nobody_wrongly_out_of_a_forest(
     rig: Rig, controller: Slapd, catalog: Slapd, seed: int
 ) -> None:
     run_forest(rig, controller, catalog, seed)
