@@ -203,7 +203,12 @@ class Directory:
             for r in self.rejected
             if r.kind is Kind.EMPLOYEE and (r.may_hide_rows or not (r.key or r.username))
         )
-        return rows + tuple(
+        return rows + self.not_read()
+
+    def not_read(self) -> tuple[RejectedRow, ...]:
+        """A row for each part of the source this read did not read: whoever it holds, left
+        or departed, is unknown, on a complete read or an incremental one."""
+        return tuple(
             RejectedRow(self.source or part, f"{part} was not read", may_hide_rows=True)
             for part in self.unread
         )

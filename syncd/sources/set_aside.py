@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from syncd.model import Directory, Kind
+from syncd.model import Directory, Kind, RejectedRow
 from syncd.plan import Note
 from syncd.plan.messages import unsure_rows
 from syncd.sources._text import shown
@@ -38,7 +38,7 @@ def counts(directory: Directory, *, people_held: bool = False) -> dict[str, Any]
     """What the run's summary keeps of the rows set aside (nothing when none were);
     ``people_held``: whether syncd holds people a read could find gone."""
     rows = [r for r in directory.rejected if r.kind is not Kind.PHOTO]
-    unsure = directory.leavers_unknown_because() if directory.complete and people_held else ()
+    unsure = _unsure(directory) if people_held else ()
     found: dict[str, Any] = {SET_ASIDE: len(rows)} if rows else {}
     unnamed = Counter(_short(r.status) for r in rows if r.status is not None)
     if unnamed:
@@ -48,6 +48,12 @@ def counts(directory: Directory, *, people_held: bool = False) -> dict[str, Any]
         unread = len(directory.unread)
         found[LEAVERS_UNKNOWN] = {"rows": len(unsure) - unread, "unread": unread, "first": first}
     return found
+
+
+def _unsure(directory: Directory) -> tuple[RejectedRow, ...]:
+    """What keeps a read from saying who left: on an incremental read, which looks for no
+    leavers, a part not read still hides who left or departed there."""
+    return directory.leavers_unknown_because() if directory.complete else directory.not_read()
 
 
 def leavers_unknown(unsure: Mapping[str, Any]) -> str:

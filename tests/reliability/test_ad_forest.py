@@ -9,13 +9,17 @@ state (active; departed, ``userAccountControl`` 514; gone, the entry deleted). E
 draws HR's events (hires in either domain, leavers, departures, returns, moves from one
 domain to the other, which keep the ``objectGUID`` as AD's do) and how the catalog is
 set: named, not named (a settings file put back from before it was, the key taken out),
-or named while it is down. Then syncd runs with one of the leaver policies, and the
-platform is checked over HTTP after every run:
+or named while it is down. Then syncd runs with one of the leaver policies, a full read
+or, from the third round, an incremental one (``uSNChanged`` since the last mark: the
+child domain read in full through the catalog, which publishes no mark of its own), and
+the platform is checked over HTTP after every run:
 
 - nobody active is locked or removed: an account of theirs that was unlocked stays, the
   same account, unlocked;
 - nobody departed or gone gains access: no account of theirs is unlocked or made;
-- a run that read the whole forest and ended 0 leaves every active person with an
+- a run that did not read the child domain does not end 0: who left or departed there is
+  unknown, and the run says so (partial), full or incremental;
+- a full read of the whole forest that ended 0 leaves every active person with an
   unlocked account and nobody else with one (the forest's state reached, not just no
   harm done).
 
@@ -51,6 +55,7 @@ AD_SCHEMA = Path(__file__).resolve().parents[1] / "data" / "ldap" / "ad-lite.sch
 Domain = Literal["root", "child"]
 State = Literal["active", "departed", "gone"]
 Catalog = Literal["named", "not named", "down"]
+Read = Literal["full", "incremental"]
 AFTER: dict[str, State] = {"leave": "gone", "depart": "departed", "return": "active"}
 _bases = itertools.count(1)
 FIGURES: Counter[str] = Counter()
@@ -100,6 +105,7 @@ class Forest:
     base: str
     people: list[Person] = field(default_factory=list)
     held: dict[int, tuple[Domain, State]] = field(default_factory=dict)  # what slapd holds
+    usn: int = 100  # the entries' uSNChanged, counted as a controller counts its changes
 
     def unit(self, domain: Domain) -> str:
         return f"ou=Staff,{self.base}" if domain == "root" else f"ou=Field,dc=child,{self.base}"
@@ -141,10 +147,12 @@ class Forest:
                 servers[was[0]].modify(f"dn: {self.dn(p, was[0])}\nchangetype: delete\n")
             if now is not None:
                 control = 514 if p.state == "departed" else 512
+                self.usn += 1
                 servers[p.domain].add_ldif(
                     f"dn: {self.dn(p, p.domain)}\nobjectClass: user\ncn: Person {p.n}\n"
                     f"sn: P{p.n}\nsAMAccountName: {p.username}\nobjectGUID:: {p.guid}\n"
                     f"objectCategory: person\nuserAccountControl: {control}\n"
+                    f"uSNChanged: {self.usn}\n"
                 )
                 self.held[p.n] = now
             else:
@@ -247,20 +255,23 @@ def run_forest(rig: Rig, controller: Slapd, catalog: Slapd, seed: int) -> None:
         rig.source_lines = source_lines(
             controller, base, None if setting == "not named" else catalog
         )
+        read: Read = "incremental" if round_no > 1 and rng.random() < 0.3 else "full"
         before = accounts(rig)
         try:
-            result = run_sync(rig.settings(), RunRequest())
+            result = run_sync(rig.settings(), RunRequest(read=read))
         finally:
             catalog.start()
         after = accounts(rig)
-        FIGURES[f"runs: catalog {setting}, exit {result.exit_code}"] += 1
+        FIGURES[f"runs: {read}, catalog {setting}, exit {result.exit_code}"] += 1
         history.append(
-            f"round {round_no}: {', '.join(events)}; catalog {setting}: "
+            f"round {round_no}: {', '.join(events)}; {read} read, catalog {setting}: "
             f"exit {result.exit_code} ({result.outcome}{': ' if result.error else ''}"
             f"{result.error or ''})"
         )
         found = harm(forest, before, after)
-        if setting == "named" and result.exit_code == EXIT_OK:
+        if setting == "not named" and result.exit_code == EXIT_OK:
+            found.append(("told ok", "a run that did not read the child domain ended 0"))
+        if (read, setting, result.exit_code) == ("full", "named", EXIT_OK):
             found += unreached(forest, after)
         violations += [f"round {round_no}: {kind}: {what}" for kind, what in found]
         FIGURES.update(f"violation: {kind}" for kind, _ in found)

@@ -66,7 +66,7 @@ def beginnings(
     # So does a part of the source not read (an AD domain): who it holds is unknown.
     if full and people_held and unsure:
         found.append(f"leavers not looked for: {n} rejected row{'' if n == 1 else 's'} may hide")
-    elif full and people_held and unread:
+    elif people_held and unread:  # an incremental read too: who left or departed there
         found.append(f"leavers not looked for: {len(unread)} part")
     if full and aside > kept:
         found.append(f"most of the source was set aside: {aside:,} of ")
