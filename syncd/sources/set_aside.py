@@ -10,7 +10,9 @@ that rejects 149 rows of 150) is partial too, with a line that says so. And a co
 with rows that may hide other rows, or name nobody (a footer line, a row cut in two),
 cannot say who left: nobody missing from it is made a leaver, so a
 leaver keeps their access. When syncd holds people that run is partial too, every run
-while it lasts, naming the first rows to fix.
+while it lasts, naming the first rows to fix. So is a read, complete or incremental, that
+left a part of the source unread (an Active Directory domain: ``Directory.unread``): who
+left or departed there is not seen.
 
 The counts are kept in the run's summary (``source``), so a run that does not read an
 unchanged source judges it as the run that read it did.
