@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import partial
 from typing import Literal, NamedTuple
@@ -157,6 +157,9 @@ class RejectedRow:
     # (syncd.plan.rekeys.weigh_rejected); and its e-mail and extra attributes
     # (``extra.<name>``), should a join be keyed on one (KEPT_OF_A_ROW).
     identifiers: tuple[tuple[str, str], ...] = ()
+    # A row set aside only because another row, under another id, gives its username: the
+    # record as read, kept should it be the username's holder (``Directory.holders_kept``).
+    record: Employee | None = None
 
 
 @dataclass(frozen=True)
@@ -220,6 +223,31 @@ class Directory:
         account from before the source renamed them."""
         e = self.employees.get(source_id)
         return e is not None and look_alike(e.username) == look_alike(username)
+
+    def holders_kept(self, holds: Callable[[str], str | None]) -> Directory:
+        """The read with the holder's row kept among rows set aside because they give one
+        username under other ids: the row whose id and username are the pair syncd holds
+        (``holds``: the username syncd holds for a source id, None for none) is that
+        person's, whoever else the read gives the username to (a namesake in another
+        domain of a forest, a new hire given a username still in use), as Entra Connect
+        keeps a duplicated value on the object that held it. Set aside, the holder's
+        changes (a departure) would wait as long as the other row lasts. The other rows
+        stay set aside; so does every row of a username two such rows give (look-alike
+        spellings both synced), and every row of a username a row gives without an id, or
+        that may hide rows: it may be the holder's own row."""
+        kept: dict[str, Employee] = {}
+        for rows in self.rejected_by_username().values():
+            holders = [
+                r.record
+                for r in rows
+                if r.record is not None and nfc(holds(r.record.id) or "") == r.record.username
+            ]
+            if len(holders) == 1 and all(r.key and not r.may_hide_rows for r in rows):
+                kept[holders[0].id] = holders[0]
+        if not kept:
+            return self
+        rejected = tuple(r for r in self.rejected if r.record is None or r.record.id not in kept)
+        return replace(self, employees={**self.employees, **kept}, rejected=rejected)
 
     def rejected_by_username(self) -> dict[str, tuple[RejectedRow, ...]]:
         """The rejected employee rows that name a username, by its look-alike key."""
@@ -494,7 +522,11 @@ def _valid_employees(
     kept: dict[str, Employee] = {}
     for where, read in items:
         e = _employee_in_nfc(read)
-        reason = _employee_problem(e, ids, usernames, departments, plain)
+        reason = _employee_problem(e, ids, departments, plain)
+        shared = None
+        if reason is None and usernames and (folded := look_alike(e.username)) in usernames:
+            reason = f"username {e.username!r} is used by {usernames[folded]} people"
+            shared = e  # its only problem: kept if it is the username's holder
         if reason:
             identifiers = row_identifiers(partial(getattr, e), e.extra)
             rejected.append(
@@ -505,6 +537,7 @@ def _valid_employees(
                     _kept_key(e.id),
                     _kept_key(e.username),
                     identifiers=identifiers,
+                    record=shared,
                 )
             )
         else:
@@ -538,12 +571,12 @@ def _repeated(values: list[str]) -> dict[str, int]:
 def _employee_problem(
     e: Employee,
     ids: Mapping[str, int],
-    usernames: Mapping[str, int],
     departments: Mapping[str, Department],
     plain: bool = False,
 ) -> str | None:
-    """Why the person is rejected, or None. ``plain``: every id and username read is
-    printable ASCII, so none holds a control, an invisible or a look-alike character."""
+    """Why the person is rejected, a username another row gives aside, or None. ``plain``:
+    every id and username read is printable ASCII, so none holds a control, an invisible or
+    a look-alike character."""
     if not e.id:
         return "employee has no id"
     if not e.username or not e.username.strip():
@@ -556,8 +589,6 @@ def _employee_problem(
         return f"employee id {e.id!r} appears {ids[key]} times"
     if not plain and (unseen := _unseen_in_keys(e)) is not None:
         return unseen
-    if usernames and (folded := look_alike(e.username)) in usernames:
-        return f"username {e.username!r} is used by {usernames[folded]} people"
     if len(e.positions) > 1 and sum(p.primary for p in e.positions) > 1:
         return f"employee {e.username!r} has more than one primary position"
     for p in e.positions:

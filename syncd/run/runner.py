@@ -10,7 +10,7 @@ import gc
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -38,6 +38,7 @@ from syncd.plan import (
     Planning,
     PlatformView,
     Snapshot,
+    SyncedEmployee,
     check_guards,
     departures,
 )
@@ -379,7 +380,7 @@ class _Run:
             if unchanged.view_digest(view) == memo.view:
                 return head, view, memo
         with collection_paused(freeze=True):
-            directory = self._read(head)
+            directory = self._read(head, held.employees)
             snapshot = self.state.people_for(
                 head, directory, read, everyone=whole, loaded=held.everyone()
             )
@@ -467,7 +468,9 @@ class _Run:
             raise _StoppedEarly
         self.progress.step(doing, read)
 
-    def _read(self, snapshot: Snapshot) -> Directory:
+    def _read(self, snapshot: Snapshot, held: Mapping[str, SyncedEmployee]) -> Directory:
+        """The source's directory, a username's holder kept among the rows that give it
+        (``Directory.holders_kept``: ``held``, syncd's people as the database answers)."""
         since = None
         if self.request.read == "incremental" and source_kind(self.settings) == "ldap":
             since = cursors.source_mark(self.state)
@@ -478,7 +481,7 @@ class _Run:
             count=lambda n: self._step("reading the source", n),
             # Several sources are joined knowing what syncd last wrote of everyone.
             synced=self.state.with_people(snapshot).employees if self.settings.joined else None,
-        )
+        ).holders_kept(lambda key: (e := held.get(key)) and e.username)
         self.result.directory = directory
         self.summary["source"] = {
             "kind": source_kind(self.settings),

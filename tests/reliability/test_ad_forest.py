@@ -34,6 +34,7 @@ from __future__ import annotations
 import base64
 import itertools
 import random
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -56,6 +57,7 @@ Domain = Literal["root", "child"]
 State = Literal["active", "departed", "gone"]
 Catalog = Literal["named", "not named", "down"]
 Read = Literal["full", "incremental"]
+EVENTS = ["hire", "hire", "leave", "depart", "return", "move", "move", "namesake"]
 AFTER: dict[str, State] = {"leave": "gone", "depart": "departed", "return": "active"}
 _bases = itertools.count(1)
 FIGURES: Counter[str] = Counter()
@@ -87,14 +89,24 @@ class Person:
     n: int
     domain: Domain
     state: State = "active"
+    username: str = ""  # p01, p02, ...; or a namesake's
+    namesake: bool = False  # another person of the forest has or had this username
 
-    @property
-    def username(self) -> str:
-        return f"p{self.n:02d}"
+    def __post_init__(self) -> None:
+        self.username = self.username or f"p{self.n:02d}"
 
     @property
     def guid(self) -> str:
-        return base64.b64encode(bytes([self.n]) * 16).decode()
+        return base64.b64encode(self.raw_guid).decode()
+
+    @property
+    def source_id(self) -> str:
+        """The objectGUID as syncd shows it, and marks the account with."""
+        return str(uuid.UUID(bytes_le=self.raw_guid))
+
+    @property
+    def raw_guid(self) -> bytes:
+        return bytes([self.n]) * 16
 
 
 @dataclass
@@ -117,10 +129,16 @@ class Forest:
         """This round's events, applied to the truth."""
         done: list[str] = []
         for _ in range(self.rng.choice([1, 1, 2, 3])):
-            kind = self.rng.choice(["hire", "hire", "leave", "depart", "return", "move", "move"])
+            kind = self.rng.choice(EVENTS)
             wanted = {"depart": "active", "return": "departed"}.get(kind)
             some = [p for p in self.people if p.state != "gone" and wanted in (None, p.state)]
-            if kind == "hire" or not some:
+            if kind == "namesake":  # sAMAccountName is unique within a domain only
+                twin = self.rng.choice(self.people)
+                other: Domain = "child" if twin.domain == "root" else "root"
+                p = Person(len(self.people) + 1, other, username=twin.username, namesake=True)
+                twin.namesake = True
+                self.people.append(p)
+            elif kind == "hire" or not some:
                 p = Person(len(self.people) + 1, self.rng.choice(["root", "child"]))
                 self.people.append(p)
                 kind = "hire"
@@ -202,34 +220,50 @@ def source_lines(controller: Slapd, base: str, catalog: Slapd | None) -> list[st
     ]
 
 
-Accounts = dict[str, tuple[int, bool]]  # username: (platform id, locked)
+@dataclass(frozen=True)
+class Account:
+    id: int  # the platform's
+    username: str
+    locked: bool
 
 
-def accounts(rig: Rig) -> Accounts:
-    return {e["username"]: (e["id"], bool(e["locked"])) for e in rig.emulator.state()["employees"]}
+def accounts(rig: Rig) -> dict[str, Account]:
+    """The platform's accounts by the source id they carry (syncd's mark)."""
+    return {
+        e["extension_id"]: Account(e["id"], e["username"], bool(e["locked"]))
+        for e in rig.emulator.state()["employees"]
+    }
 
 
 Found = list[tuple[str, str]]  # (kind, what happened)
 
 
-def harm(forest: Forest, before: Accounts, after: Accounts) -> Found:
-    """What no run may do, whatever it read."""
+def harm(forest: Forest, before: dict[str, Account], after: dict[str, Account]) -> Found:
+    """What no run may do, whatever it read: by the person each account is marked for."""
     found = []
     for p in forest.people:
-        had, has = before.get(p.username), after.get(p.username)
-        if p.state == "active" and had is not None and not had[1] and has != had:
+        had, has = before.get(p.source_id), after.get(p.source_id)
+        if p.state == "active" and had is not None and not had.locked and has != had:
             found.append(("wrongly out", f"{p.username}, active in {p.domain}: {had} -> {has}"))
-        if p.state != "active" and has is not None and not has[1] and had != has:
+        if p.state != "active" and has is not None and not has.locked and had != has:
             found.append(("wrongly in", f"{p.username}, {p.state}: {had} -> {has}"))
+    ids = {a.id: mark for mark, a in before.items()}
+    for mark, a in after.items():
+        if ids.get(a.id, mark) != mark:
+            found.append(("handed on", f"account {a.id} ({a.username}): {ids[a.id]} -> {mark}"))
     return found
 
 
-def unreached(forest: Forest, after: Accounts) -> Found:
-    """Where a whole read that ended 0 left the platform short of the forest's state."""
+def unreached(forest: Forest, after: dict[str, Account]) -> Found:
+    """Where a whole read that ended 0 left the platform short of the forest's state. A
+    namesake without an account is not: their username is another person's, a conflict
+    until that person gives it up; one with an account is theirs to keep in step."""
     found = []
     for p in forest.people:
-        has = after.get(p.username)
-        if (has is not None and not has[1]) is not (p.state == "active"):
+        has = after.get(p.source_id)
+        if p.namesake and has is None:
+            continue
+        if (has is not None and not has.locked) is not (p.state == "active"):
             found.append(("not reached", f"{p.username}, {p.state} in {p.domain}: {has}"))
     return found
 

@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TypeVar
 
-from syncd.model import Department, Employee, Kind, Position, RejectedRow, build_directory
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from syncd.model import (
+    Department,
+    Employee,
+    Kind,
+    Position,
+    RejectedRow,
+    State,
+    build_directory,
+)
+from tests.support.examples import examples
 
 T = TypeVar("T")
 
@@ -85,3 +98,57 @@ def test_leavers_are_known_only_from_a_complete_read_whose_rejects_are_identifie
     assert not build_directory([], [], unread=["the domain b"]).leavers_known
     protected = build_directory([], [], rejected=[identified]).rejected_keys(Kind.EMPLOYEE)
     assert protected == frozenset({"9"})
+
+
+# The people a read may give one username: the one syncd holds it for (id "h"), one syncd
+# holds it for in another letter case ("h2": the platform tells "Ann" from "ann"), others
+# under ids of their own, a row without an id, and a row that may hide others.
+SHARERS = ["holder", "holder in another case", "namesake", "namesake 2", "no id", "hiding"]
+
+
+@settings(max_examples=examples(300))
+@given(
+    sharers=st.lists(st.sampled_from(SHARERS), max_size=4, unique=True),
+    departed=st.booleans(),
+    held_h=st.sampled_from(["ann", "Ann", None]),
+    held_h2=st.sampled_from(["Ann", None]),
+)
+def test_the_usernames_holder_keeps_their_row_among_rows_that_give_it(
+    sharers: list[str], departed: bool, held_h: str | None, held_h2: str | None
+) -> None:
+    """A row set aside only because rows under other ids give its username is kept when its
+    id and username are the pair syncd holds (found by the forest suite: a departed holder
+    kept an unlocked account, exit 0, while a namesake in another domain was read); never
+    when another row giving it has no id or may hide rows (it may be the holder's own), nor
+    when two such rows are held in look-alike spellings."""
+    rows = {
+        "holder": Employee("h", "ann", "Ann", state=State.DEPARTED if departed else State.ACTIVE),
+        "holder in another case": Employee("h2", "Ann", "Ann Twin"),
+        "namesake": Employee("n1", "ann", "Ann Other"),
+        "namesake 2": Employee("n2", "ANN", "Ann Third"),
+    }
+    read = located([rows[s] for s in sharers if s in rows])
+    broken = [s for s in sharers if s not in rows]
+    rejected = [
+        RejectedRow(f"f.csv:{n}", "cut", key=None if s == "no id" else "x9", username="ann")
+        for n, s in enumerate(broken, 90)
+    ]
+    rejected = [
+        replace(r, may_hide_rows=s == "hiding") for r, s in zip(rejected, broken, strict=True)
+    ]
+    held = {"h": held_h, "h2": held_h2}
+    d = build_directory([], read, rejected=rejected, one_read=True)
+
+    kept = d.holders_kept(held.get)
+
+    holders = [s for s in sharers if s in rows and held.get(rows[s].id) == rows[s].username]
+    rescued = set()
+    if len(sharers) > 1 and not broken and len(holders) == 1:
+        rescued = {rows[holders[0]].id}
+    assert set(kept.employees) - set(d.employees) == rescued
+    for key in rescued:
+        assert kept.employees[key] == rows[holders[0]]  # the record as read: its state too
+    still = {r.where for r in kept.rejected}
+    assert still | {w for w, e in read if e.id in rescued} == {r.where for r in d.rejected}
+    assert not still & {w for w, e in read if e.id in rescued}
+    assert d.holders_kept(lambda key: None) is d  # nothing held: nothing kept
