@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import TypeVar
 
 from hypothesis import given, settings
@@ -102,13 +101,33 @@ def test_leavers_are_known_only_from_a_complete_read_whose_rejects_are_identifie
 
 # The people a read may give one username: the one syncd holds it for (id "h"), one syncd
 # holds it for in another letter case ("h2": the platform tells "Ann" from "ann"), others
-# under ids of their own, a row without an id, and a row that may hide others.
-SHARERS = ["holder", "holder in another case", "namesake", "namesake 2", "no id", "hiding"]
+# under ids of their own, and rows set aside already: one without an id, one that may hide
+# others.
+NAMED = {
+    "holder": Employee("h", "ann", "Ann"),
+    "holder in another case": Employee("h2", "Ann", "Ann Twin"),
+    "namesake": Employee("n1", "ann", "Ann Other"),
+    "namesake 2": Employee("n2", "ANN", "Ann Third"),
+}
+BROKEN = {
+    "no id": RejectedRow("f.csv:90", "cut", username="ann"),
+    "hiding": RejectedRow("f.csv:91", "cut", key="x9", username="ann", may_hide_rows=True),
+}
+
+
+def the_holder(sharers: list[str], held: dict[str, str | None]) -> Employee | None:
+    """The row kept, by the rule: the one row whose id and username syncd holds, among rows
+    that all have ids and hide nothing."""
+    holders = [
+        NAMED[s] for s in sharers if s in NAMED and held.get(NAMED[s].id) == NAMED[s].username
+    ]
+    broken = set(sharers) & set(BROKEN)
+    return holders[0] if len(sharers) > 1 and not broken and len(holders) == 1 else None
 
 
 @settings(max_examples=examples(300))
 @given(
-    sharers=st.lists(st.sampled_from(SHARERS), max_size=4, unique=True),
+    sharers=st.lists(st.sampled_from([*NAMED, *BROKEN]), max_size=4, unique=True),
     departed=st.booleans(),
     held_h=st.sampled_from(["ann", "Ann", None]),
     held_h2=st.sampled_from(["Ann", None]),
@@ -121,34 +140,17 @@ def test_the_usernames_holder_keeps_their_row_among_rows_that_give_it(
     kept an unlocked account, exit 0, while a namesake in another domain was read); never
     when another row giving it has no id or may hide rows (it may be the holder's own), nor
     when two such rows are held in look-alike spellings."""
-    rows = {
-        "holder": Employee("h", "ann", "Ann", state=State.DEPARTED if departed else State.ACTIVE),
-        "holder in another case": Employee("h2", "Ann", "Ann Twin"),
-        "namesake": Employee("n1", "ann", "Ann Other"),
-        "namesake 2": Employee("n2", "ANN", "Ann Third"),
-    }
-    read = located([rows[s] for s in sharers if s in rows])
-    broken = [s for s in sharers if s not in rows]
-    rejected = [
-        RejectedRow(f"f.csv:{n}", "cut", key=None if s == "no id" else "x9", username="ann")
-        for n, s in enumerate(broken, 90)
-    ]
-    rejected = [
-        replace(r, may_hide_rows=s == "hiding") for r, s in zip(rejected, broken, strict=True)
-    ]
+    state = State.DEPARTED if departed else State.ACTIVE
+    read = located([NAMED[s]._replace(state=state) for s in sharers if s in NAMED])
+    rejected = [BROKEN[s] for s in sharers if s in BROKEN]
     held = {"h": held_h, "h2": held_h2}
     d = build_directory([], read, rejected=rejected, one_read=True)
 
     kept = d.holders_kept(held.get)
 
-    holders = [s for s in sharers if s in rows and held.get(rows[s].id) == rows[s].username]
-    rescued = set()
-    if len(sharers) > 1 and not broken and len(holders) == 1:
-        rescued = {rows[holders[0]].id}
-    assert set(kept.employees) - set(d.employees) == rescued
-    for key in rescued:
-        assert kept.employees[key] == rows[holders[0]]  # the record as read: its state too
-    still = {r.where for r in kept.rejected}
-    assert still | {w for w, e in read if e.id in rescued} == {r.where for r in d.rejected}
-    assert not still & {w for w, e in read if e.id in rescued}
+    holder = the_holder(sharers, held)
+    rescued = {w: e for w, e in read if holder is not None and e.id == holder.id}
+    assert set(kept.employees) - set(d.employees) == {e.id for e in rescued.values()}
+    assert all(kept.employees[e.id] == e for e in rescued.values())  # as read: state too
+    assert {r.where for r in kept.rejected} == {r.where for r in d.rejected} - set(rescued)
     assert d.holders_kept(lambda key: None) is d  # nothing held: nothing kept
