@@ -372,6 +372,7 @@ def build_directory(
     one_read: bool = False,
     unread: Iterable[str] = (),
     status_read: bool = True,
+    synced_names: Mapping[str, str] | None = None,
 ) -> Directory:
     """Validate what a source read: each item comes with where it was read (file:line or DN).
 
@@ -389,9 +390,14 @@ def build_directory(
     it: every copy is set aside, whatever else is wrong with any of them (a departed
     person's row rejected for an unknown status must not leave their other row, which says
     active, to unlock them). A join's rejected rows come from other sources: not copies.
+
+    ``synced_names``: the name syncd last wrote for each department it holds, by id. Of
+    sibling departments whose names look alike, the one syncd holds under that very name
+    is kept, with everyone in it (a look-alike department made beside it is set aside, not
+    every person of both: their departures would wait as long as it lasts).
     """
     out_rejected = list(rejected)
-    good_departments = _valid_departments(list(departments), out_rejected)
+    good_departments = _valid_departments(list(departments), out_rejected, synced_names or {})
     copies = _rejected_copies(out_rejected) if one_read else ([], [])
     good_employees = _valid_employees(list(employees), good_departments, out_rejected, copies)
     return Directory(
@@ -409,7 +415,9 @@ def build_directory(
 
 
 def _valid_departments(
-    items: list[tuple[str, Department]], rejected: list[RejectedRow]
+    items: list[tuple[str, Department]],
+    rejected: list[RejectedRow],
+    synced_names: Mapping[str, str],
 ) -> dict[str, Department]:
     def reject(where: str, d: Department, reason: str) -> None:
         rejected.append(RejectedRow(where, reason, Kind.DEPARTMENT, _kept_key(d.id)))
@@ -419,26 +427,8 @@ def _valid_departments(
     by_id: dict[str, Department] = {}
     where_of: dict[str, str] = {}
     for where, d in items:
-        if not d.id:
-            reject(where, d, "department has no id")
-        elif hidden := controls(d.id):
-            reject(where, d, f"department id {d.id!r} contains {', '.join(hidden)}")
-        elif not d.name or not d.name.strip():
-            reject(where, d, f"department {d.id!r} has no name")
-        elif hidden := controls(d.name):
-            reject(where, d, f"department name {d.name!r} contains {', '.join(hidden)}")
-        elif PATH_SEPARATOR in d.name:
-            reject(
-                where, d, f"department name {d.name!r} contains '/', the platform's path separator"
-            )
-        elif d.name.strip() in (".", ".."):
-            reject(
-                where, d, f"department name {d.name!r} is not a name: it means a place in a path"
-            )
-        elif hidden := invisible(d.name, allowed=JOINERS):
-            reject(where, d, f"department name {d.name!r} contains {', '.join(hidden)}")
-        elif counts[d.id] > 1:
-            reject(where, d, f"department id {d.id!r} appears {counts[d.id]} times")
+        if reason := _department_problem(d, counts):
+            reject(where, d, reason)
         else:
             by_id[d.id] = d
             where_of[d.id] = where
@@ -447,16 +437,13 @@ def _valid_departments(
     children: dict[str | None, list[str]] = defaultdict(list)
     for d in by_id.values():
         children[d.parent_id].append(d.id)
-    # Names that look alike are the same name: NFC, any letter case, invisible characters.
-    siblings_named: dict[tuple[str | None, str], int] = Counter(
-        (d.parent_id, look_alike(d.name)) for d in by_id.values()
-    )
+    twins = _twins(by_id.values(), synced_names)
     kept: dict[str, Department] = {}
     ambiguous: set[str] = set()
     stack: list[str] = list(children[None])
     while stack:
         current = by_id[stack.pop()]
-        if siblings_named[(current.parent_id, look_alike(current.name))] > 1:
+        if current.id in twins:
             ambiguous.add(current.id)
             reject(
                 where_of[current.id],
@@ -472,6 +459,42 @@ def _valid_departments(
         if d.id not in kept and d.id not in ambiguous:
             reject(where_of[d.id], d, _why_unreachable(d, by_id, ambiguous))
     return kept
+
+
+def _department_problem(d: Department, counts: Mapping[str, int]) -> str | None:
+    """Why the department is rejected on its own, or None."""
+    if not d.id:
+        return "department has no id"
+    if hidden := controls(d.id):
+        return f"department id {d.id!r} contains {', '.join(hidden)}"
+    if not d.name or not d.name.strip():
+        return f"department {d.id!r} has no name"
+    if hidden := controls(d.name):
+        return f"department name {d.name!r} contains {', '.join(hidden)}"
+    if PATH_SEPARATOR in d.name:
+        return f"department name {d.name!r} contains '/', the platform's path separator"
+    if d.name.strip() in (".", ".."):
+        return f"department name {d.name!r} is not a name: it means a place in a path"
+    if hidden := invisible(d.name, allowed=JOINERS):
+        return f"department name {d.name!r} contains {', '.join(hidden)}"
+    if counts[d.id] > 1:
+        return f"department id {d.id!r} appears {counts[d.id]} times"
+    return None
+
+
+def _twins(departments: Iterable[Department], synced_names: Mapping[str, str]) -> set[str]:
+    """The departments whose name looks like a sibling's (NFC, any letter case, invisible
+    characters): the name path is ambiguous. Not the one syncd holds under that very name,
+    when only one is: the department it was."""
+    named: dict[tuple[str | None, str], list[Department]] = defaultdict(list)
+    for d in departments:
+        named[(d.parent_id, look_alike(d.name))].append(d)
+    twins: set[str] = set()
+    for siblings in named.values():
+        if len(siblings) > 1:
+            held = [d.id for d in siblings if nfc(synced_names.get(d.id) or "") == d.name]
+            twins.update(d.id for d in siblings if held != [d.id])
+    return twins
 
 
 def _why_unreachable(d: Department, by_id: Mapping[str, Department], ambiguous: set[str]) -> str:

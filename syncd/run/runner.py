@@ -481,6 +481,9 @@ class _Run:
             count=lambda n: self._step("reading the source", n),
             # Several sources are joined knowing what syncd last wrote of everyone.
             synced=self.state.with_people(snapshot).employees if self.settings.joined else None,
+            synced_names={
+                k: d.name_path.rsplit("/", 1)[-1] for k, d in snapshot.departments.items()
+            },
         ).holders_kept(lambda key: (e := held.get(key)) and e.username)
         self.result.directory = directory
         self.summary["source"] = {

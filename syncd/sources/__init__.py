@@ -35,18 +35,27 @@ def read_directory(
     since: str | None = None,
     trace: Tracer | None = None,
     count: Count | None = None,
+    synced_names: Mapping[str, str] | None = None,
 ) -> Directory:
     """Read the configured source, by its mapping rules, with people's photos when enabled.
 
     ``since`` asks an LDAP source for changes after that mark; ``trace`` is told of every
-    person read (the preview); ``count`` how many were read so far, now and then.
+    person read (the preview); ``count`` how many were read so far, now and then;
+    ``synced_names``: the name syncd last wrote for each department, by id (a look-alike
+    sibling made beside one is set aside, not the department: ``build_directory``).
     """
     photos = settings.photos if settings.photos.enabled else None
     if settings.kind == "csv":
         from syncd.sources.csv import read_csv
 
         assert settings.csv is not None
-        directory = read_csv(settings.csv, mapping=settings.mapping, trace=trace, count=count)
+        directory = read_csv(
+            settings.csv,
+            mapping=settings.mapping,
+            trace=trace,
+            count=count,
+            synced_names=synced_names,
+        )
         if photos is None:
             return directory
         from syncd.sources.photos import with_photo_files
@@ -62,6 +71,7 @@ def read_directory(
         trace=trace,
         photos=photos,
         count=count,
+        synced_names=synced_names,
     )
 
 
@@ -94,14 +104,16 @@ def read_source(
     since: str | None = None,
     count: Count | None = None,
     synced: Mapping[str, SyncedEmployee] | None = None,
+    synced_names: Mapping[str, str] | None = None,
 ) -> Directory:
     """The settings' source read: [source] as it is, or every [[sources]] entry joined
-    (``synced``: the snapshot's people, see syncd.plan.join.join).
+    (``synced``: the snapshot's people, see syncd.plan.join.join; ``synced_names``: see
+    ``read_directory``).
 
     Several sources are read in full each time (``since`` applies to one LDAP source)."""
     if settings.source is not None:
-        return read_directory(settings.source, since=since, count=count)
-    return read_joined(settings, count=count, synced=synced).directory
+        return read_directory(settings.source, since=since, count=count, synced_names=synced_names)
+    return read_joined(settings, count=count, synced=synced, synced_names=synced_names).directory
 
 
 def read_joined(
@@ -111,6 +123,7 @@ def read_joined(
     traces: Mapping[str, Tracer] | None = None,
     explain: bool = False,
     synced: Mapping[str, SyncedEmployee] | None = None,
+    synced_names: Mapping[str, str] | None = None,
 ) -> Joined:
     """Each [[sources]] entry read as it would be alone, then joined (syncd.plan.join).
 
@@ -129,7 +142,12 @@ def read_joined(
                 count(before + n)
 
         try:
-            directory = read_directory(source, trace=(traces or {}).get(source.name), count=counted)
+            directory = read_directory(
+                source,
+                trace=(traces or {}).get(source.name),
+                count=counted,
+                synced_names=synced_names,
+            )
         except SourceError as exc:
             raise SourceError(f"source {source.name!r}: {exc}") from exc
         done += len(directory.employees)

@@ -17,6 +17,7 @@ from syncd.model import (
     State,
     build_directory,
 )
+from syncd.spelling import look_alike
 from tests.support.examples import examples
 
 T = TypeVar("T")
@@ -154,3 +155,42 @@ def test_the_usernames_holder_keeps_their_row_among_rows_that_give_it(
     assert all(kept.employees[e.id] == e for e in rescued.values())  # as read: state too
     assert {r.where for r in kept.rejected} == {r.where for r in d.rejected} - set(rescued)
     assert d.holders_kept(lambda key: None) is d  # nothing held: nothing kept
+
+
+SPELLINGS = ["Sales", "sales", "SALES", "\uff33\uff41\uff4c\uff45\uff53", "Ops"]
+
+
+@settings(max_examples=examples(300))
+@given(
+    names=st.lists(st.sampled_from(SPELLINGS), min_size=1, max_size=4),
+    synced=st.lists(st.sampled_from([*SPELLINGS, None]), min_size=4, max_size=4),
+)
+def test_a_look_alike_department_beside_a_synced_one_sets_aside_only_itself(
+    names: list[str], synced: list[str | None]
+) -> None:
+    """Sibling departments whose names look alike are set aside with everyone in them,
+    but the one syncd holds under that very name, when only one is: a department made
+    beside it never holds up its people (their departures)."""
+    siblings = [Department(f"s{i}", name, "top") for i, name in enumerate(names)]
+    departments = [
+        Department("top", "Top"),
+        *siblings,
+        *(Department(f"c{i}", "Team", f"s{i}") for i in range(len(names))),
+    ]
+    people = [
+        Employee(f"e{i}", f"u{i}", "P", (Position(f"c{i}", primary=True),))
+        for i in range(len(names))
+    ]
+    held = {f"s{i}": name for i, name in enumerate(synced) if name is not None}
+
+    d = build_directory(located(departments), located(people), synced_names=held)
+
+    def kept(s: Department) -> bool:
+        group = [x for x in siblings if look_alike(x.name) == look_alike(s.name)]
+        holders = [x for x in group if held.get(x.id) == x.name]
+        return len(group) == 1 or holders == [s]
+
+    expected = {s.id for s in siblings if kept(s)}
+    assert {k for k in d.departments if k.startswith("s")} == expected
+    assert {k for k in d.departments if k.startswith("c")} == {f"c{k[1:]}" for k in expected}
+    assert set(d.employees) == {f"e{k[1:]}" for k in expected}  # nobody held up

@@ -14,6 +14,7 @@ file that cannot be read is never taken for an empty one.
 from __future__ import annotations
 
 import csv
+from collections.abc import Mapping
 
 from syncd._gc import collection_paused
 from syncd.config import CsvSource
@@ -37,11 +38,13 @@ def read_csv(
     mapping: SourceMapping | None = None,
     trace: Tracer | None = None,
     count: Count | None = None,
+    synced_names: Mapping[str, str] | None = None,
 ) -> Directory:
     """Read the configured CSV files into a complete Directory, or raise SourceError.
 
     ``mapping``: the rules (source.mapping); ``trace`` is told of every person read;
-    ``count`` how many rows were read so far, now and then.
+    ``count`` how many rows were read so far, now and then; ``synced_names``: see
+    ``build_directory``.
     """
     for key in ("path_separator", "positions_separator"):
         if not getattr(settings, key):
@@ -52,10 +55,12 @@ def read_csv(
     # What a read returns lives on: frozen, the collector never goes over it (it
     # took a pass over every value made as soon as it was enabled again: 0.1 s at 100,000).
     with collection_paused(freeze=True):
-        return _read(settings, _Mapping(rules, trace, count))
+        return _read(settings, _Mapping(rules, trace, count), synced_names)
 
 
-def _read(settings: CsvSource, mapping: _Mapping) -> Directory:
+def _read(
+    settings: CsvSource, mapping: _Mapping, synced_names: Mapping[str, str] | None
+) -> Directory:
     if settings.layout == "two_files":
         assert settings.departments is not None  # the settings validator requires it
         departments = _read_file(
@@ -96,4 +101,5 @@ def _read(settings: CsvSource, mapping: _Mapping) -> Directory:
         warnings=problems,
         one_read=True,
         status_read=people.status_read,
+        synced_names=synced_names,
     )

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
@@ -58,12 +58,13 @@ def read_ldap(
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     count: Count | None = None,
     photos: PhotoSettings | None = None,
+    synced_names: Mapping[str, str] | None = None,
 ) -> Directory:
     """A Directory of the OU tree (or department paths) and the people under ``users_base``.
 
     ``mapping``: the rules (source.mapping); ``trace`` is told of every person read;
     ``clock`` says when "now" is for account expiry; ``count`` how many people were read;
-    ``photos``: read people's photos.
+    ``photos``: read people's photos; ``synced_names``: see ``build_directory``.
     """
     password = settings.bind_password.get_secret_value() if settings.bind_password else None
     register_secret(password)
@@ -80,7 +81,7 @@ def read_ldap(
                 settings,
                 shape,
                 since,
-                _Read(clock().replace(microsecond=0), trace, count, photos),
+                _Read(clock().replace(microsecond=0), trace, count, photos, synced_names),
             )
     finally:
         forest.close()
@@ -92,6 +93,7 @@ class _Read:
     trace: Tracer | None
     count: Count | None = None
     photos: PhotoSettings | None = None
+    synced_names: Mapping[str, str] | None = None  # see build_directory
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,7 @@ def _read(
         one_read=True,
         unread=forest.unread,
         status_read=_reads_status(settings, shape),
+        synced_names=read.synced_names,
     )
     log.info(
         "read %s from %s: %d departments, %d people, %d rejected, %d left out, mark %s",
