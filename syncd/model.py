@@ -224,10 +224,10 @@ class Directory:
         e = self.employees.get(source_id)
         return e is not None and look_alike(e.username) == look_alike(username)
 
-    def holders_kept(self, holds: Callable[[str], str | None]) -> Directory:
+    def holders_kept(self, holds: Mapping[str, str]) -> Directory:
         """The read with the holder's row kept among rows set aside because they give one
         username under other ids: the row whose id and username are the pair syncd holds
-        (``holds``: the username syncd holds for a source id, None for none) is that
+        (``holds``: the username syncd holds for each of ``shared_keys()``) is that
         person's, whoever else the read gives the username to (a namesake in another
         domain of a forest, a new hire given a username still in use), as Entra Connect
         keeps a duplicated value on the object that held it. Set aside, the holder's
@@ -240,7 +240,7 @@ class Directory:
             holders = [
                 r.record
                 for r in rows
-                if r.record is not None and nfc(holds(r.record.id) or "") == r.record.username
+                if r.record is not None and nfc(holds.get(r.record.id) or "") == r.record.username
             ]
             if len(holders) == 1 and all(r.key and not r.may_hide_rows for r in rows):
                 kept[holders[0].id] = holders[0]
@@ -248,6 +248,11 @@ class Directory:
             return self
         rejected = tuple(r for r in self.rejected if r.record is None or r.record.id not in kept)
         return replace(self, employees={**self.employees, **kept}, rejected=rejected)
+
+    def shared_keys(self) -> list[str]:
+        """The ids of the rows set aside only because another row gives their username:
+        whose username syncd holds for them is what ``holders_kept`` asks."""
+        return [r.record.id for r in self.rejected if r.record is not None]
 
     def rejected_by_username(self) -> dict[str, tuple[RejectedRow, ...]]:
         """The rejected employee rows that name a username, by its look-alike key."""

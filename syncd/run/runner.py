@@ -475,7 +475,7 @@ class _Run:
         if self.request.read == "incremental" and source_kind(self.settings) == "ldap":
             since = cursors.source_mark(self.state)
         self._step("reading the source")
-        directory = read_source(
+        read = read_source(
             self.settings,
             since=since,
             count=lambda n: self._step("reading the source", n),
@@ -484,7 +484,10 @@ class _Run:
             synced_names={
                 k: d.name_path.rsplit("/", 1)[-1] for k, d in snapshot.departments.items()
             },
-        ).holders_kept(lambda key: (e := held.get(key)) and e.username)
+        )
+        # Asked of the database here, for the few rows concerned: the directory stays a value.
+        holds = {k: e.username for k in read.shared_keys() if (e := held.get(k)) is not None}
+        directory = read.holders_kept(holds)
         self.result.directory = directory
         self.summary["source"] = {
             "kind": source_kind(self.settings),
