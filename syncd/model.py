@@ -160,6 +160,10 @@ class RejectedRow:
     # A row set aside only because another row, under another id, gives its username: the
     # record as read, kept should it be the username's holder (``Directory.holders_kept``).
     record: Employee | None = None
+    # A row set aside only for where it places its person (a department unknown or set
+    # aside, two primary positions): the record as read, so that a departure it says is not
+    # held up by a department (``Directory.departed_unplaced``).
+    unplaced: Employee | None = None
 
 
 @dataclass(frozen=True)
@@ -248,6 +252,17 @@ class Directory:
             return self
         rejected = tuple(r for r in self.rejected if r.record is None or r.record.id not in kept)
         return replace(self, employees={**self.employees, **kept}, rejected=rejected)
+
+    def departed_unplaced(self) -> dict[str, Employee]:
+        """The records, by id, of rows set aside only for where they place their person
+        that say the person departed: their id and username appear in no other row, so the
+        row is that person's, and a lock needs no department (the planner locks the one
+        syncd holds under that very id and username, where they are)."""
+        return {
+            e.id: e
+            for r in self.rejected
+            if (e := r.unplaced) is not None and e.state is State.DEPARTED
+        }
 
     def shared_keys(self) -> list[str]:
         """The ids of the rows set aside only because another row gives their username:
@@ -395,6 +410,11 @@ def build_directory(
     it: every copy is set aside, whatever else is wrong with any of them (a departed
     person's row rejected for an unknown status must not leave their other row, which says
     active, to unlock them). A join's rejected rows come from other sources: not copies.
+
+    A row rejected only for where it places its person (an unknown or rejected department,
+    two primary positions) whose id and username no other row gives carries its record
+    (``RejectedRow.unplaced``): a departure it says is not held up by a department
+    (``Directory.departed_unplaced``, syncd.plan.unplaced).
 
     ``synced_names``: the name syncd last wrote for each department it holds, by id. Of
     sibling departments whose names look alike, the one syncd holds under that very name
@@ -550,10 +570,14 @@ def _valid_employees(
     kept: dict[str, Employee] = {}
     for where, read in items:
         e = _employee_in_nfc(read)
-        reason = _employee_problem(e, ids, departments, plain)
-        shared = None
-        if reason is None and usernames and (folded := look_alike(e.username)) in usernames:
-            reason = f"username {e.username!r} is used by {usernames[folded]} people"
+        reason = _employee_problem(e, ids, plain)
+        given_twice = reason is None and bool(usernames) and look_alike(e.username) in usernames
+        shared = unplaced = None
+        if reason is None and (reason := _placement_problem(e, departments)):
+            unplaced = None if given_twice else e  # only where it places them is wrong
+        elif given_twice:
+            given = usernames[look_alike(e.username)]
+            reason = f"username {e.username!r} is used by {given} people"
             shared = e  # its only problem: kept if it is the username's holder
         if reason:
             identifiers = row_identifiers(partial(getattr, e), e.extra)
@@ -566,6 +590,7 @@ def _valid_employees(
                     _kept_key(e.username),
                     identifiers=identifiers,
                     record=shared,
+                    unplaced=unplaced,
                 )
             )
         else:
@@ -596,15 +621,10 @@ def _repeated(values: list[str]) -> dict[str, int]:
     return {value: n for value, n in Counter(values).items() if n > 1}
 
 
-def _employee_problem(
-    e: Employee,
-    ids: Mapping[str, int],
-    departments: Mapping[str, Department],
-    plain: bool = False,
-) -> str | None:
-    """Why the person is rejected, a username another row gives aside, or None. ``plain``:
-    every id and username read is printable ASCII, so none holds a control, an invisible or
-    a look-alike character."""
+def _employee_problem(e: Employee, ids: Mapping[str, int], plain: bool = False) -> str | None:
+    """Why the row does not name one person plainly (where it places them, and a username
+    another row gives, aside), or None. ``plain``: every id and username read is printable
+    ASCII, so none holds a control, an invisible or a look-alike character."""
     if not e.id:
         return "employee has no id"
     if not e.username or not e.username.strip():
@@ -617,6 +637,11 @@ def _employee_problem(
         return f"employee id {e.id!r} appears {ids[key]} times"
     if not plain and (unseen := _unseen_in_keys(e)) is not None:
         return unseen
+    return None
+
+
+def _placement_problem(e: Employee, departments: Mapping[str, Department]) -> str | None:
+    """Why the person cannot be placed as the row says, or None."""
     if len(e.positions) > 1 and sum(p.primary for p in e.positions) > 1:
         return f"employee {e.username!r} has more than one primary position"
     for p in e.positions:

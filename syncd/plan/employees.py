@@ -20,6 +20,7 @@ from syncd.plan.fields import employee_hasher
 from syncd.plan.holds import Holds, hold, someone_else_back
 from syncd.plan.messages import department_names, unsure_rows
 from syncd.plan.schedule import EffectiveDates
+from syncd.plan.unplaced import lock_unplaced
 from syncd.plan.usernames import username_changed
 from syncd.plan.values import (
     ACCESS_KEPT,
@@ -155,6 +156,7 @@ class EmployeePlanner:
                 e = e._replace(username=synced.username)
             self.plan_synced(e, synced)
         self._plan_leavers()
+        lock_unplaced(self)
         self._plan_unread_drift()
         self.dates.unread(self)
         if self.access_kept:

@@ -6,6 +6,8 @@ run; a status value syncd does not know rejects its row and grants nobody access
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from syncd.cli import run_cli
@@ -525,3 +527,62 @@ def test_a_look_alike_department_made_beside_a_synced_one_holds_up_nobody_in_it(
     assert view["cat"][1] is False and "ivy" not in view  # ivy waits for the twin's fix
     set_aside = {r["key"] for r in rejected(rig, result.run_id)}
     assert set_aside == {"D9", "E9"}, set_aside
+
+
+def _sales_given_twice(rig: Rig) -> None:
+    rig.company.departments.append({"id": "D4", "name": "Sales", "parent_id": "D1"})
+
+
+def _sales_under_an_unknown_parent(rig: Rig) -> None:
+    rig.company.departments[3]["parent_id"] = "D99"
+
+
+def _sales_named_with_a_slash(rig: Rig) -> None:
+    rig.company.departments[3]["name"] = "Sales/EMEA"
+
+
+def _sales_its_own_parent(rig: Rig) -> None:
+    rig.company.departments[3]["parent_id"] = "D4"
+
+
+def _dan_placed_in_an_unknown_department(rig: Rig) -> None:
+    rig.company.person("dan")["department"] = "D77"
+
+
+@pytest.mark.parametrize(
+    "breakage",
+    [
+        _sales_given_twice,
+        _sales_under_an_unknown_parent,
+        _sales_named_with_a_slash,
+        _sales_its_own_parent,
+        _dan_placed_in_an_unknown_department,
+    ],
+)
+def test_a_department_set_aside_never_holds_up_a_departure(
+    rig: Rig, breakage: Callable[[Rig], None]
+) -> None:
+    """dan leaves in the export that breaks Sales (its id given twice, an unknown parent, a
+    '/' in its name, a cycle) or places him in a department nobody knows: his row is set
+    aside for where it places him, yet it is his (his id and username, given by no other
+    row), so he is locked where he is. cat, active with a position in Sales, is kept as she
+    is. Found reading the holder rule: both copies of a department given twice and everyone
+    in them were set aside, dan kept an unlocked account, and the run ended 0."""
+    rig.sync_settings.update(max_removal_ratio=1.0)  # dan's lock: one of a company of five
+    assert rig.sync().exit_code == EXIT_OK
+    breakage(rig)
+    rig.company.person("dan")["status"] = "departed"
+
+    result = rig.sync()
+
+    assert result.exit_code == EXIT_OK, result.error
+    view = rig.admin_view()
+    assert view["dan"] == ("Sales", True)  # locked, where he was
+    assert view["cat"] == ("Backend", False)
+    assert "E4" in {r["key"] for r in rejected(rig, result.run_id)}  # still set aside
+    assert result.plan is not None
+    assert [c.message for c in result.plan.changes if c.action in REMOVING] == [
+        "lock employee dan: departed in the source; their row is set aside for where it places them"
+    ]
+    again = rig.sync()  # locked: in step, nothing more
+    assert again.exit_code == EXIT_OK and again.plan is not None and again.plan.changes == ()

@@ -1,0 +1,94 @@
+"""Departures in rows set aside for where they place their people.
+
+A row is set aside when it places its person where the platform cannot follow: in a
+department nobody knows, or one set aside itself (its id given twice, a '/' in its name,
+an unknown parent, a cycle, any of these above it), or in two primary positions. Such a
+row still names its person: when no other row gives its id or username
+(``Directory.departed_unplaced``), a departure it says needs no department. The person
+syncd holds under that very id and username is locked where they are, and nothing else is
+written for them until the row is read whole: a department set aside never holds up a
+departure, as Entra Connect disables an account whatever else of it failed to export.
+
+A row that gives another username than the account under its id locks nobody (which account
+is the person's is the question a rename answers, ``syncd.plan.usernames``, and the row is
+not read whole): while such a person's account is unlocked the run says they keep their
+access, and is partial.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from syncd.plan.actions import Action
+from syncd.plan.values import (
+    ACCESS_KEPT,
+    DEPARTED,
+    Note,
+    PlatformEmployee,
+    SyncedEmployee,
+    matches_any,
+    people,
+)
+from syncd.spelling import nfc
+
+if TYPE_CHECKING:
+    from syncd.plan.employees import EmployeePlanner
+
+REASON = "departed in the source; their row is set aside for where it places them"
+
+
+def lock_unplaced(planner: EmployeePlanner) -> None:
+    """Lock the people the source says departed in rows set aside only for where they
+    place them; tell who keeps access because such a row gives another username."""
+    kept = 0
+    held = planner.snapshot.employees
+    for e in planner.directory.departed_unplaced().values():
+        synced = held.get(e.id)
+        if synced is None:
+            continue
+        found = planner.drift.found(synced) if planner.view.changed else None
+        if nfc(synced.username) != e.username:
+            kept += not (synced.locked if found is None else found.locked)
+            continue
+        _lock(planner, synced, found)
+    if kept:
+        planner.notes.append(Note(ACCESS_KEPT, "", renamed_kept(kept)))
+
+
+def _lock(planner: EmployeePlanner, synced: SyncedEmployee, found: PlatformEmployee | None) -> None:
+    """Lock this person (again, when unlocked on the platform: ``found``, their account as
+    it is there when it changed), unless the account is not theirs, gone, or one syncd
+    leaves alone."""
+    excluded = planner.policy.exclude_usernames
+    if (excluded and matches_any(synced.username, excluded)) or planner.drift.gone(synced):
+        return
+    if found is not None and planner.not_theirs(synced, found):
+        return
+    if synced.locked and (found is None or found.locked):
+        return
+    reason = REASON
+    if synced.locked:
+        reason += "; unlocked on the platform"
+        planner.notes.append(
+            Note(
+                "drift",
+                synced.source_id,
+                f"{synced.username} was unlocked on the platform; locking again",
+            )
+        )
+    planner.locks.append(
+        planner.change(Action.LOCK, None, synced, reason=reason, lock_reason=DEPARTED)
+    )
+
+
+def renamed_kept(n: int) -> str:
+    """Why departed rows set aside for where they place their people lock nobody when they
+    give another username than the account under the id."""
+    has, keeps, rows = (
+        ("has", "keeps", "its row is") if n == 1 else ("have", "keep", "their rows are")
+    )
+    return (
+        f"{people(n)} the source says {has} left {keeps} their access: {rows} set aside for "
+        "where it places them and gives another username than the account under the id, so "
+        "nothing is locked until the row is fixed"
+    )

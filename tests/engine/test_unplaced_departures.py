@@ -1,0 +1,199 @@
+"""A departure is never held up by where a row places its person (syncd.plan.employees).
+
+A row set aside only because its department is unknown or set aside (its id given twice, a
+'/' in its name, an unknown parent, a cycle, any of these above it) or because it gives two
+primary positions still names its person: when no other row gives its id or username and it
+says the person departed, the person syncd holds under that id and username is locked where
+they are, and nothing else is written for them. Rows set aside for who they name (an id or a
+username given by another row) keep their people as they are.
+
+Generated: which departments break and how, where each person is placed, their status, which
+rows are copied under the same id or username, and who was locked before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from syncd.model import Department, Directory, Employee, Kind, Position, RejectedRow, State
+from syncd.plan import (
+    ACCESS_KEPT,
+    REMOVING,
+    Action,
+    Plan,
+    PlatformView,
+    Policy,
+    Snapshot,
+    plan,
+)
+from syncd.plan.guards import departures
+from syncd.plan.unplaced import renamed_kept
+from tests.engine.plan_world import NOW, changed_there, dept, directory, synced
+from tests.support.examples import examples
+
+# The tree: rd > be, sales > ops. Each department is broken in the next read, or not.
+TREE = [
+    dept("rd", "R&D"),
+    dept("be", "Backend", "rd"),
+    dept("sales", "Sales"),
+    dept("ops", "Ops", "sales"),
+]
+PARENT = {d.id: d.parent_id for d in TREE}
+BREAKS = ["none", "twice", "slash", "unknown parent", "own parent"]
+
+
+def broken_tree(breaks: dict[str, str]) -> list[Department]:
+    out: list[Department] = []
+    for d in TREE:
+        how = breaks[d.id]
+        if how == "slash":
+            d = replace(d, name=f"{d.name}/EMEA")
+        elif how == "unknown parent":
+            d = replace(d, parent_id="nowhere")
+        elif how == "own parent":
+            d = replace(d, parent_id=d.id)
+        out.append(d)
+        if how == "twice":
+            out.append(replace(d, name=f"{d.name} copy"))
+    return out
+
+
+def set_aside(department: str | None, breaks: dict[str, str]) -> bool:
+    """Whether a position in this department is unplaceable: it or a department above it
+    broke (None: a department nobody knows)."""
+    while department is not None:
+        if department not in PARENT or breaks[department] != "none":
+            return True
+        department = PARENT[department]
+    return False
+
+
+@dataclass(frozen=True)
+class Fate:
+    """One person's next row: status, placement, copies, and whether they were locked."""
+
+    departed: bool
+    place: str  # a department of TREE, "unknown", or "two primaries"
+    copy: str  # "none", "id" (another row under their id), "username" (under another id)
+    was_locked: bool
+    renamed: bool  # the row gives another username than the account under the id
+    unlocked_there: bool  # someone unlocked their account on the platform (if locked)
+    marked_else: bool  # the account under their username carries another source id
+
+    def positions(self, home: str) -> tuple[Position, ...]:
+        if self.place == "two primaries":
+            return (Position(home, primary=True), Position("rd", primary=True))
+        return (Position("nowhere" if self.place == "unknown" else self.place, primary=True),)
+
+    def row_set_aside(self, home: str, breaks: dict[str, str]) -> bool:
+        """Whether the row is set aside: copied, or placed where nobody can follow."""
+        if self.copy != "none" or self.place in ("unknown", "two primaries"):
+            return True
+        return any(set_aside(p.department_id, breaks) for p in self.positions(home))
+
+    @property
+    def leaving(self) -> bool:
+        """The row alone says they departed, and their account is unlocked somewhere."""
+        unlocked = not self.was_locked or self.unlocked_there
+        return self.departed and self.copy == "none" and unlocked
+
+    @property
+    def seen_there(self) -> bool:
+        """Whether the platform's account under their username changed since the last run."""
+        return self.marked_else or (self.was_locked and self.unlocked_there)
+
+
+fates = st.builds(
+    Fate,
+    departed=st.booleans(),
+    place=st.sampled_from([*PARENT, "unknown", "two primaries"]),
+    copy=st.sampled_from(["none", "none", "id", "username"]),
+    was_locked=st.booleans(),
+    renamed=st.booleans(),
+    unlocked_there=st.booleans(),
+    marked_else=st.booleans(),
+)
+
+
+def rows_of(e: Employee, f: Fate, home: str) -> list[Employee]:
+    """The person's next row, and the row that copies its id or username, if any."""
+    state = State.DEPARTED if f.departed else State.ACTIVE
+    username = f"{e.username}.new" if f.renamed else e.username
+    n = e.id[1:]
+    rows = [e._replace(username=username, state=state, positions=f.positions(home))]
+    elsewhere = (Position("rd", primary=True),)
+    if f.copy == "id":
+        rows.append(Employee(e.id, f"other{n}", f"Other {n}", elsewhere))
+    elif f.copy == "username":
+        rows.append(Employee(f"n{n}", username, f"Namesake {n}", elsewhere))
+    return rows
+
+
+def held_up(
+    p: Plan, read: Directory, e: Employee, f: Fate, home: str, breaks: dict[str, str]
+) -> bool:
+    """Check what the plan does to one person; whether their departure waits, told."""
+    changes = [c for c in p.changes if c.kind is Kind.EMPLOYEE and c.key == e.id]
+    set_aside_row = f.row_set_aside(home, breaks)
+    if f.renamed and not set_aside_row:
+        return False  # a rename read whole: syncd.plan.usernames
+    if set_aside_row:  # at most a lock: never moved, updated or unlocked
+        assert all(c.action is Action.LOCK for c in changes), changes
+        assert e.id not in read.employees
+    removing = [c.action for c in changes if c.action in REMOVING]
+    # Nothing is sent through an account carrying another's source id; nor for a renamed
+    # row, as which account its person holds is unsaid: nobody locked, and told.
+    locks = f.leaving and not (f.marked_else or f.renamed)
+    assert removing == ([Action.LOCK] if locks else []), changes
+    return f.leaving and f.renamed
+
+
+def platform_after(
+    view: PlatformView, snapshot: Snapshot, cast: list[tuple[Employee, Fate, str]]
+) -> PlatformView:
+    """The view with the accounts changed there: unlocked, or marked with another id."""
+    for e, f, _ in cast:
+        if f.seen_there:
+            locked = f.was_locked and not f.unlocked_there
+            there = changed_there(view, snapshot, e.username, locked=locked)
+            found = replace(
+                there.changed[e.username], extension_id="someone else" if f.marked_else else e.id
+            )
+            view = replace(there, changed={**there.changed, e.username: found})
+    return view
+
+
+@settings(max_examples=examples(300))
+@given(
+    breaks=st.fixed_dictionaries({d: st.sampled_from(BREAKS) for d in PARENT}),
+    people=st.lists(fates, min_size=1, max_size=6),
+    hidden=st.booleans(),
+)
+def test_a_departure_is_never_held_up_by_where_its_row_places_the_person(
+    breaks: dict[str, str], people: list[Fate], hidden: bool
+) -> None:
+    homes = [list(PARENT)[n % len(PARENT)] for n in range(len(people))]
+    staff = [
+        Employee(f"e{n}", f"u{n}", f"Person {n}", (Position(home, primary=True),))
+        for n, home in enumerate(homes)
+    ]
+    cast = list(zip(staff, people, homes, strict=True))
+    locked = {e.id: NOW - 1 for e, f, _ in cast if f.was_locked}
+    snapshot, view = synced(directory(TREE, staff), locked=locked)
+    view = platform_after(view, snapshot, cast)
+    # A damaged row somewhere: nobody is a leaver this run, departures still are.
+    damaged = [RejectedRow("employees.csv:99", "cut", may_hide_rows=True)] if hidden else []
+    rows = [row for e, f, home in cast for row in rows_of(e, f, home)]
+    read = directory(broken_tree(breaks), rows, rejected=damaged, one_read=True)
+
+    p = plan(read, snapshot, view, Policy(), NOW)
+
+    waiting = sum(held_up(p, read, e, f, home, breaks) for e, f, home in cast)
+    said = [n.message for n in p.notes if n.kind == ACCESS_KEPT and "where it places" in n.message]
+    assert said == ([renamed_kept(waiting)] if waiting else [])
+    # Remembered as departed (the access-granted guard's memory), set aside or not.
+    left = {e.id for e, f, _ in cast if f.departed and f.copy == "none"}
+    assert set(departures(p, read, snapshot).departed) == left
