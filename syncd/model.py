@@ -160,10 +160,11 @@ class RejectedRow:
     # A row set aside only because another row, under another id, gives its username: the
     # record as read, kept should it be the username's holder (``Directory.holders_kept``).
     record: Employee | None = None
-    # A row set aside only for where it places its person (a department unknown or set
-    # aside, two primary positions): the record as read, so that a departure it says is not
-    # held up by a department (``Directory.departed_unplaced``).
-    unplaced: Employee | None = None
+    # The row says its person departed, under the id and username it gives (``key``,
+    # ``username``), and no other row gives either: set aside for another field (no name, a
+    # date that is not one, where it places them), its departure is not held up by it
+    # (``Directory.departed_aside``).
+    departed: bool = False
 
 
 @dataclass(frozen=True)
@@ -253,16 +254,13 @@ class Directory:
         rejected = tuple(r for r in self.rejected if r.record is None or r.record.id not in kept)
         return replace(self, employees={**self.employees, **kept}, rejected=rejected)
 
-    def departed_unplaced(self) -> dict[str, Employee]:
-        """The records, by id, of rows set aside only for where they place their person
-        that say the person departed: their id and username appear in no other row, so the
-        row is that person's, and a lock needs no department (the planner locks the one
-        syncd holds under that very id and username, where they are)."""
-        return {
-            e.id: e
-            for r in self.rejected
-            if (e := r.unplaced) is not None and e.state is State.DEPARTED
-        }
+    def departed_aside(self) -> dict[str, str]:
+        """The username, by source id, of each person a row set aside says departed: a row
+        that gives its id, username and status plainly, and no other row gives either, is
+        that person's, whatever else in it could not be read; a lock needs nothing else
+        (syncd.plan.departed_aside locks the one syncd holds under that very pair)."""
+        rows = (r for r in self.rejected if r.departed)
+        return {nfc(r.key): nfc(r.username) for r in rows if r.key and r.username}
 
     def shared_keys(self) -> list[str]:
         """The ids of the rows set aside only because another row gives their username:
@@ -411,10 +409,11 @@ def build_directory(
     person's row rejected for an unknown status must not leave their other row, which says
     active, to unlock them). A join's rejected rows come from other sources: not copies.
 
-    A row rejected only for where it places its person (an unknown or rejected department,
-    two primary positions) whose id and username no other row gives carries its record
-    (``RejectedRow.unplaced``): a departure it says is not held up by a department
-    (``Directory.departed_unplaced``, syncd.plan.unplaced).
+    A row rejected for no name or for where it places its person (an unknown or rejected
+    department, two primary positions), or that a reader set aside for a field that does not
+    say who the person is (``RejectedRow.departed``), keeps saying the person departed when
+    it does, and no other row gives its id or username: a departure is not held up by it
+    (``Directory.departed_aside``, syncd.plan.departed_aside).
 
     ``synced_names``: the name syncd last wrote for each department it holds, by id. Of
     sibling departments whose names look alike, the one syncd holds under that very name
@@ -571,13 +570,11 @@ def _valid_employees(
     for where, read in items:
         e = _employee_in_nfc(read)
         reason = _employee_problem(e, ids, plain)
-        given_twice = reason is None and bool(usernames) and look_alike(e.username) in usernames
-        shared = unplaced = None
-        if reason is None and (reason := _placement_problem(e, departments)):
-            unplaced = None if given_twice else e  # only where it places them is wrong
-        elif given_twice:
-            given = usernames[look_alike(e.username)]
-            reason = f"username {e.username!r} is used by {given} people"
+        shared, departed = None, False
+        if reason is None and (reason := _record_problem(e, departments)):
+            departed = e.state is State.DEPARTED  # who they are and that they left: read
+        elif reason is None and usernames and (folded := look_alike(e.username)) in usernames:
+            reason = f"username {e.username!r} is used by {usernames[folded]} people"
             shared = e  # its only problem: kept if it is the username's holder
         if reason:
             identifiers = row_identifiers(partial(getattr, e), e.extra)
@@ -590,12 +587,28 @@ def _valid_employees(
                     _kept_key(e.username),
                     identifiers=identifiers,
                     record=shared,
-                    unplaced=unplaced,
+                    departed=departed,
                 )
             )
         else:
             kept[e.id] = e
+    for n, row in enumerate(rejected):
+        if row.departed and not _names_alone(row, ids, usernames):
+            rejected[n] = replace(row, departed=False)
     return kept
+
+
+def _names_alone(row: RejectedRow, ids: Mapping[str, int], usernames: Mapping[str, int]) -> bool:
+    """Whether the row gives an id and a username no other row gives (``ids``,
+    ``usernames``: the look-alike keys given more than once), in plain characters."""
+    key, username = row.key, row.username
+    if not key or not username or row.may_hide_rows:
+        return False
+    if controls(key) or controls(username) or invisible(key) or invisible(username):
+        return False
+    if mixed_scripts(username):
+        return False
+    return look_alike(key) not in ids and look_alike(username) not in usernames
 
 
 def _kept_key(text: str) -> str | None:
@@ -622,15 +635,13 @@ def _repeated(values: list[str]) -> dict[str, int]:
 
 
 def _employee_problem(e: Employee, ids: Mapping[str, int], plain: bool = False) -> str | None:
-    """Why the row does not name one person plainly (where it places them, and a username
-    another row gives, aside), or None. ``plain``: every id and username read is printable
-    ASCII, so none holds a control, an invisible or a look-alike character."""
+    """Why the row does not name one person plainly (a username another row gives aside),
+    or None. ``plain``: every id and username read is printable ASCII, so none holds a
+    control, an invisible or a look-alike character."""
     if not e.id:
         return "employee has no id"
     if not e.username or not e.username.strip():
         return f"employee {e.id!r} has no username"
-    if not e.name or not e.name.strip():
-        return f"employee {e.username!r} has no name"
     if not plain and (hidden := _controls_in_keys(e)) is not None:
         return hidden
     if ids and (key := look_alike(e.id)) in ids:
@@ -640,8 +651,11 @@ def _employee_problem(e: Employee, ids: Mapping[str, int], plain: bool = False) 
     return None
 
 
-def _placement_problem(e: Employee, departments: Mapping[str, Department]) -> str | None:
-    """Why the person cannot be placed as the row says, or None."""
+def _record_problem(e: Employee, departments: Mapping[str, Department]) -> str | None:
+    """Why the person the row names cannot be written as it says (no name, or where it
+    places them), or None."""
+    if not e.name or not e.name.strip():
+        return f"employee {e.username!r} has no name"
     if len(e.positions) > 1 and sum(p.primary for p in e.positions) > 1:
         return f"employee {e.username!r} has more than one primary position"
     for p in e.positions:

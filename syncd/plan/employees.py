@@ -15,12 +15,12 @@ from syncd.model import Directory, Employee, Kind, RejectedRow, State
 from syncd.plan import rekeys
 from syncd.plan.actions import Action
 from syncd.plan.adoption import adopted_by_key, claimed_elsewhere, held_before, platform_person
+from syncd.plan.departed_aside import lock_departed_aside
 from syncd.plan.drift import PeopleDrift
 from syncd.plan.fields import employee_hasher
 from syncd.plan.holds import Holds, hold, someone_else_back
 from syncd.plan.messages import department_names, unsure_rows
 from syncd.plan.schedule import EffectiveDates
-from syncd.plan.unplaced import lock_unplaced
 from syncd.plan.usernames import username_changed
 from syncd.plan.values import (
     ACCESS_KEPT,
@@ -156,7 +156,7 @@ class EmployeePlanner:
                 e = e._replace(username=synced.username)
             self.plan_synced(e, synced)
         self._plan_leavers()
-        lock_unplaced(self)
+        lock_departed_aside(self)
         self._plan_unread_drift()
         self.dates.unread(self)
         if self.access_kept:

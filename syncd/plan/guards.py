@@ -305,8 +305,8 @@ def departures(p: Plan, directory: Directory, snapshot: Snapshot) -> Departures:
                 departed.append(key)
         elif key in kept:
             returned.append(key)
-    # Read departed in rows set aside for where they place them: locked all the same.
-    departed.extend(key for key in directory.departed_unplaced() if key not in kept)
+    # Read departed in rows set aside for what does not say who they are: locked all the same.
+    departed.extend(key for key in directory.departed_aside() if key not in kept)
     let_go: list[str] = []
     deleted: list[str] = []
     for c in p.changes:

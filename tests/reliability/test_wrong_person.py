@@ -549,6 +549,10 @@ def _dan_placed_in_an_unknown_department(rig: Rig) -> None:
     rig.company.person("dan")["department"] = "D77"
 
 
+def _dan_without_a_name(rig: Rig) -> None:
+    rig.company.person("dan")["name"] = ""  # some HR systems blank a leaver's name
+
+
 @pytest.mark.parametrize(
     "breakage",
     [
@@ -557,17 +561,18 @@ def _dan_placed_in_an_unknown_department(rig: Rig) -> None:
         _sales_named_with_a_slash,
         _sales_its_own_parent,
         _dan_placed_in_an_unknown_department,
+        _dan_without_a_name,
     ],
 )
-def test_a_department_set_aside_never_holds_up_a_departure(
+def test_a_row_set_aside_for_another_field_never_holds_up_a_departure(
     rig: Rig, breakage: Callable[[Rig], None]
 ) -> None:
     """dan leaves in the export that breaks Sales (its id given twice, an unknown parent, a
-    '/' in its name, a cycle) or places him in a department nobody knows: his row is set
-    aside for where it places him, yet it is his (his id and username, given by no other
-    row), so he is locked where he is. cat, active with a position in Sales, is kept as she
-    is. Found reading the holder rule: both copies of a department given twice and everyone
-    in them were set aside, dan kept an unlocked account, and the run ended 0."""
+    '/' in its name, a cycle), places him in a department nobody knows, or blanks his name:
+    his row is set aside, yet it is his (his id and username, given by no other row), so he
+    is locked where he is. cat, active with a position in Sales, is kept as she is. Found
+    reading the holder rule: both copies of a department given twice and everyone in them
+    were set aside, dan kept an unlocked account, and the run ended 0."""
     rig.sync_settings.update(max_removal_ratio=1.0)  # dan's lock: one of a company of five
     assert rig.sync().exit_code == EXIT_OK
     breakage(rig)
@@ -582,7 +587,7 @@ def test_a_department_set_aside_never_holds_up_a_departure(
     assert "E4" in {r["key"] for r in rejected(rig, result.run_id)}  # still set aside
     assert result.plan is not None
     assert [c.message for c in result.plan.changes if c.action in REMOVING] == [
-        "lock employee dan: departed in the source; their row is set aside for where it places them"
+        "lock employee dan: departed in the source; their row is set aside for another field"
     ]
     again = rig.sync()  # locked: in step, nothing more
     assert again.exit_code == EXIT_OK and again.plan is not None and again.plan.changes == ()

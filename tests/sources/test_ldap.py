@@ -10,6 +10,7 @@ import pytest
 
 from syncd.config import CsvSource, LdapSource
 from syncd.errors import ConfigError, SourceError
+from syncd.mapping import SourceMapping
 from syncd.model import Directory, Employee, Kind, State
 from syncd.sources.csv import read_csv
 from syncd.sources.ldap import read_ldap
@@ -272,6 +273,49 @@ def test_optional_fields_mapped_by_settings(
     )
     (row,) = directory.rejected
     assert row.username == "otto" and "birthday '1990-02-30' is not a date" in row.reason
+
+
+def _person(base: str, uid: str, ou: str = "", **more: str) -> str:
+    where = f"uid={uid},{ou + ',' if ou else ''}{base}"
+    lines = [f"dn: {where}", "objectClass: inetOrgPerson", f"uid: {uid}", f"cn: {uid.title()}"]
+    lines += ["sn: X", *(f"{attribute}: {value}" for attribute, value in more.items())]
+    return "\n".join(lines) + "\n\n"
+
+
+def test_an_entry_set_aside_for_a_value_it_cannot_give_still_says_who_left(
+    slapd: Slapd, ldap_base: str, ldap_settings: SettingsFactory
+) -> None:
+    """Entries set aside for a birthday that is not a date: olga's says she left, and no
+    other entry gives her uid, so she is marked departed (RejectedRow.departed: the planner
+    locks her account, syncd.plan.departed_aside); otto's says he is active; pia's uid is
+    given by another entry too, so hers names nobody for sure; and with mapping rules, who
+    an entry names is not read plainly."""
+    left, bad = {"employeeType": "departed"}, {"carLicense": "1990-02-30"}
+    slapd.add_ldif(
+        f"dn: ou=Elsewhere,{ldap_base}\nobjectClass: organizationalUnit\nou: Elsewhere\n\n"
+        + _person(ldap_base, "olga", **left, **bad)
+        + _person(ldap_base, "otto", **bad)
+        + _person(ldap_base, "pia", **left, **bad)
+        + _person(ldap_base, "pia", "ou=Elsewhere", **left)
+    )
+    settings = ldap_settings(
+        attributes={"birthday": "carLicense"}, departed_filter="(employeeType=departed)"
+    )
+
+    directory = read_ldap(settings)
+
+    marks = sorted((r.where.split(",")[0], r.departed) for r in directory.rejected)
+    assert marks == [
+        ("uid=olga", True),
+        ("uid=otto", False),
+        ("uid=pia", False),
+        ("uid=pia", False),
+    ]
+    (olga,) = [r for r in directory.rejected if r.departed]
+    assert directory.departed_aside() == {str(olga.key): "olga"}
+    ruled = SourceMapping.model_validate({"fields": {"username": "{uid}"}})
+    aside = read_ldap(settings, mapping=ruled).rejected
+    assert len(aside) == 4 and not any(r.departed for r in aside)
 
 
 def test_a_value_that_cannot_be_used_rejects_that_person_only(

@@ -90,6 +90,9 @@ class _Rows:
     ) -> None:
         columns, reader = self._columns, self._reader
         key, username = columns.trusted(cells, reader.id), columns.trusted(cells, reader.username)
+        departed = False
+        if isinstance(reason, _DepartedAside):  # as read (and mapped): the person who left
+            key, username, departed = reason.key, reason.username, True
         self.rejected.append(
             RejectedRow(
                 where,
@@ -100,6 +103,7 @@ class _Rows:
                 hides,
                 status=status,
                 identifiers=reader.identifiers(cells),
+                departed=departed,
             )
         )
 
@@ -138,13 +142,22 @@ class _Rows:
         """A record with the wrong number of fields; the one before it too, when this one
         may be its end (its last field may be cut short)."""
         last, columns = self._last, self._columns
-        if last is not None and last[2] and len(cells) < columns.min_width:
-            head = f"{self._name}:{last[0]}"
-            if self.items and self.items[-1][0] == head and columns.split(last[1], cells):
-                self.items.pop()  # read as a person, but its last field may be cut short
-                self.reject(head, split_head(line), last[1][:-1], hides=True)
+        if last is not None and len(cells) < columns.min_width and columns.split(last[1], cells):
+            self._cut_short(last, line)
         self.reject(f"{self._name}:{line}", misfit, cells, hides=True)
         self._last = (line, cells, False)
+
+    def _cut_short(self, last: tuple[int, list[str], bool], line: int) -> None:
+        """The record before a misfit that may be its end, set aside as a row that may hide
+        others: read as a person, or set aside as departed, its last field may be cut short."""
+        head = f"{self._name}:{last[0]}"
+        if last[2] and self.items and self.items[-1][0] == head:
+            self.items.pop()
+        elif self.rejected and self.rejected[-1].where == head and self.rejected[-1].departed:
+            self.rejected.pop()
+        else:
+            return
+        self.reject(head, split_head(line), last[1][:-1], hides=True)
 
 
 def _header_spellings(labels: list[str]) -> frozenset[str]:
@@ -152,6 +165,20 @@ def _header_spellings(labels: list[str]) -> frozenset[str]:
     file) may give its id cell: such a row is looked at closely (repeats_header)."""
     spelled = ((label, label.casefold(), label.upper(), label.title()) for label in labels if label)
     return frozenset(bom + cell for cells in spelled for cell in cells for bom in ("", "\ufeff"))
+
+
+class _DepartedAside(str):
+    """Why a row is rejected when it gives an id, a username and a departed status, and a
+    field that does not say who the person is cannot be read (no name, a date that is not
+    one): the reason, with the id and username (RejectedRow.departed)."""
+
+    key: str
+    username: str
+
+    def __new__(cls, reason: str, key: str, username: str) -> _DepartedAside:
+        made = super().__new__(cls, reason)
+        made.key, made.username = key, username
+        return made
 
 
 class _UnnamedStatus(str):
@@ -342,12 +369,12 @@ class _EmployeeReader:
         if not username:
             return self._columns.missing(at.username)
         if not name:
-            return self._columns.missing(at.name)
+            return self._aside(self._columns.missing(at.name), values, at)
         optional = _NONE_GIVEN
         if any(at.optional(values)):  # as a rule, none
             given = self._optional(values, at)
             if isinstance(given, str):
-                return given
+                return self._aside(given, values, at)
             optional = given
         birthday, sort_order, senior, start_date, end_date = optional
         state = State.ACTIVE
@@ -389,6 +416,15 @@ class _EmployeeReader:
             start_date,  # start_date
             end_date,  # end_date
         )
+
+    def _aside(self, reason: str, values: list[str], at: _EmployeeIndexes) -> str:
+        """Why a row that gives an id and a username is rejected; marked (_DepartedAside)
+        when its status says the person departed: that much of it is read."""
+        if self._status_read:
+            status = values[at.status]
+            if (self._state_of.get(status) or self._state(status, at.status)) is State.DEPARTED:
+                return _DepartedAside(reason, values[at.id], values[at.username])
+        return reason
 
     def _optional(self, values: list[str], at: _EmployeeIndexes) -> _Optional | str:
         """Birthday, sort order, senior flag, start and end dates, or why one of them is

@@ -129,6 +129,7 @@ class PeopleReader:
                     username,
                     status=status,
                     identifiers=self._identifiers(dn, values),
+                    departed=status is None and self._departed_anyway(values),
                 )
             )
             if self.trace is not None:
@@ -188,9 +189,7 @@ class PeopleReader:
         employee_id = self._id_of(values)
         several = picked.departments if picked is not None else None
         positions, title = self._placed(dn, values, several)
-        departed = employee_id in self.departed or (
-            self._account_checked and (self._disabled(values) or self._expired(values))
-        )
+        departed = self._departed(employee_id, values)
         gender, birthday, sort_order, senior = (
             self._rare_fields(values) if self._rare_mapped else (None, None, None, False)
         )
@@ -325,6 +324,25 @@ class PeopleReader:
             if raw := values[slot]:
                 return entry_id(raw, guid=self.shape.guid_ids)
         return ""
+
+    def _departed(self, employee_id: str, values: Plain) -> bool:
+        """Whether the entry says its person departed: named by the departed filter's search,
+        or an Active Directory account disabled or expired."""
+        return employee_id in self.departed or (
+            self._account_checked and (self._disabled(values) or self._expired(values))
+        )
+
+    def _departed_anyway(self, values: Values) -> bool:
+        """Whether an entry set aside for a value it cannot give says its person departed,
+        read from its own attributes (RejectedRow.departed). Not when mapping rules or
+        several values decide what the entry gives: then who it names is not read plainly."""
+        if self.shape.rules is not None or isinstance(values, WithSeveral):
+            return False
+        plain = cast(Plain, values)
+        try:
+            return self._departed(self._id_of(plain), plain)
+        except ValueError:  # the status or the id cannot be read either
+            return False
 
     def _disabled(self, values: Plain) -> bool:
         slot = self.shape.account_control_slot

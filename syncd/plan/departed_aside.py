@@ -1,17 +1,18 @@
-"""Departures in rows set aside for where they place their people.
+"""Departures in rows set aside: never held up by what else the row could not give.
 
-A row is set aside when it places its person where the platform cannot follow: in a
-department nobody knows, or one set aside itself (its id given twice, a '/' in its name,
-an unknown parent, a cycle, any of these above it), or in two primary positions. Such a
-row still names its person: when no other row gives its id or username
-(``Directory.departed_unplaced``), a departure it says needs no department. The person
-syncd holds under that very id and username is locked where they are, and nothing else is
-written for them until the row is read whole: a department set aside never holds up a
-departure, as Entra Connect disables an account whatever else of it failed to export.
+A row is set aside for many reasons. Some say nothing of who the person is or whether they
+left: no name, a birthday or an end date that is not a date, a department nobody knows or
+one set aside itself (its id given twice, a '/' in its name, an unknown parent, a cycle),
+two primary positions. When such a row gives its id, username and status plainly and no
+other row gives that id or username (``Directory.departed_aside``), its person is the one
+syncd holds under that very id and username, and a departure it says needs nothing else:
+that person is locked where they are, and nothing else is written for them until the row
+is read whole, as Entra Connect disables an account whatever else of it failed to export.
+HR typing a leaving date that does not exist never keeps a former employee signed in.
 
-A row that gives another username than the account under its id locks nobody (which account
-is the person's is the question a rename answers, ``syncd.plan.usernames``, and the row is
-not read whole): while such a person's account is unlocked the run says they keep their
+A row that gives another username than the account under its id locks nobody (which
+account is the person's is the question a rename answers, ``syncd.plan.usernames``, and
+the row is not read whole): while that account is unlocked the run says they keep their
 access, and is partial.
 """
 
@@ -34,20 +35,20 @@ from syncd.spelling import nfc
 if TYPE_CHECKING:
     from syncd.plan.employees import EmployeePlanner
 
-REASON = "departed in the source; their row is set aside for where it places them"
+REASON = "departed in the source; their row is set aside for another field"
 
 
-def lock_unplaced(planner: EmployeePlanner) -> None:
-    """Lock the people the source says departed in rows set aside only for where they
-    place them; tell who keeps access because such a row gives another username."""
+def lock_departed_aside(planner: EmployeePlanner) -> None:
+    """Lock the people the source says departed in rows set aside for what does not say
+    who they are; tell who keeps access because such a row gives another username."""
     kept = 0
     held = planner.snapshot.employees
-    for e in planner.directory.departed_unplaced().values():
-        synced = held.get(e.id)
+    for key, username in planner.directory.departed_aside().items():
+        synced = held.get(key)
         if synced is None:
             continue
         found = planner.drift.found(synced) if planner.view.changed else None
-        if nfc(synced.username) != e.username:
+        if nfc(synced.username) != username:
             kept += not (synced.locked if found is None else found.locked)
             continue
         _lock(planner, synced, found)
@@ -82,13 +83,13 @@ def _lock(planner: EmployeePlanner, synced: SyncedEmployee, found: PlatformEmplo
 
 
 def renamed_kept(n: int) -> str:
-    """Why departed rows set aside for where they place their people lock nobody when they
-    give another username than the account under the id."""
+    """Why departed rows set aside lock nobody when they give another username than the
+    account under the id."""
     has, keeps, rows = (
         ("has", "keeps", "its row is") if n == 1 else ("have", "keep", "their rows are")
     )
     return (
-        f"{people(n)} the source says {has} left {keeps} their access: {rows} set aside for "
-        "where it places them and gives another username than the account under the id, so "
-        "nothing is locked until the row is fixed"
+        f"{people(n)} the source says {has} left {keeps} their access: {rows} set aside and "
+        "gives another username than the account under the id, so nothing is locked until "
+        "the row is fixed"
     )

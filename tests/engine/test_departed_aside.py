@@ -1,14 +1,17 @@
-"""A departure is never held up by where a row places its person (syncd.plan.employees).
+"""A departure is never held up by a row set aside for what does not say who the person is
+(syncd.plan.departed_aside).
 
-A row set aside only because its department is unknown or set aside (its id given twice, a
-'/' in its name, an unknown parent, a cycle, any of these above it) or because it gives two
-primary positions still names its person: when no other row gives its id or username and it
-says the person departed, the person syncd holds under that id and username is locked where
-they are, and nothing else is written for them. Rows set aside for who they name (an id or a
-username given by another row) keep their people as they are.
+A row set aside only because it gives no name, or because its department is unknown or set
+aside (its id given twice, a '/' in its name, an unknown parent, a cycle, any of these above
+it), or because it gives two primary positions, still names its person: when no other row
+gives its id or username and it says the person departed, the person syncd holds under that
+id and username is locked where they are, and nothing else is written for them. Rows set
+aside for who they name (an id or a username given by another row) keep their people as
+they are. (The CSV reader's own reasons, a date that is not one: tests/sources.)
 
-Generated: which departments break and how, where each person is placed, their status, which
-rows are copied under the same id or username, and who was locked before.
+Generated: which departments break and how, where each person is placed, their name and
+status, which rows are copied under the same id or username, who was locked before, and
+what changed on the platform since.
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ from syncd.plan import (
     Snapshot,
     plan,
 )
+from syncd.plan.departed_aside import renamed_kept
 from syncd.plan.guards import departures
-from syncd.plan.unplaced import renamed_kept
 from tests.engine.plan_world import NOW, changed_there, dept, directory, synced
 from tests.support.examples import examples
 
@@ -82,6 +85,7 @@ class Fate:
     renamed: bool  # the row gives another username than the account under the id
     unlocked_there: bool  # someone unlocked their account on the platform (if locked)
     marked_else: bool  # the account under their username carries another source id
+    nameless: bool  # the row gives no name
 
     def positions(self, home: str) -> tuple[Position, ...]:
         if self.place == "two primaries":
@@ -90,7 +94,7 @@ class Fate:
 
     def row_set_aside(self, home: str, breaks: dict[str, str]) -> bool:
         """Whether the row is set aside: copied, or placed where nobody can follow."""
-        if self.copy != "none" or self.place in ("unknown", "two primaries"):
+        if self.copy != "none" or self.nameless or self.place in ("unknown", "two primaries"):
             return True
         return any(set_aside(p.department_id, breaks) for p in self.positions(home))
 
@@ -115,6 +119,7 @@ fates = st.builds(
     renamed=st.booleans(),
     unlocked_there=st.booleans(),
     marked_else=st.booleans(),
+    nameless=st.booleans(),
 )
 
 
@@ -123,7 +128,8 @@ def rows_of(e: Employee, f: Fate, home: str) -> list[Employee]:
     state = State.DEPARTED if f.departed else State.ACTIVE
     username = f"{e.username}.new" if f.renamed else e.username
     n = e.id[1:]
-    rows = [e._replace(username=username, state=state, positions=f.positions(home))]
+    name = "" if f.nameless else e.name
+    rows = [e._replace(username=username, name=name, state=state, positions=f.positions(home))]
     elsewhere = (Position("rd", primary=True),)
     if f.copy == "id":
         rows.append(Employee(e.id, f"other{n}", f"Other {n}", elsewhere))
@@ -192,7 +198,11 @@ def test_a_departure_is_never_held_up_by_where_its_row_places_the_person(
     p = plan(read, snapshot, view, Policy(), NOW)
 
     waiting = sum(held_up(p, read, e, f, home, breaks) for e, f, home in cast)
-    said = [n.message for n in p.notes if n.kind == ACCESS_KEPT and "where it places" in n.message]
+    said = [
+        n.message
+        for n in p.notes
+        if n.kind == ACCESS_KEPT and "set aside and gives another" in n.message
+    ]
     assert said == ([renamed_kept(waiting)] if waiting else [])
     # Remembered as departed (the access-granted guard's memory), set aside or not.
     left = {e.id for e, f, _ in cast if f.departed and f.copy == "none"}

@@ -1,0 +1,122 @@
+"""A CSV row set aside for a field that does not say who the person is still says they left.
+
+A row that gives an id, a username and a departed status, and is set aside for something
+else (no name, a birthday, sort order, senior flag or end date that cannot be read, a
+department nobody knows), is marked departed (``Directory.departed_aside``) when no other
+row gives its id or username, so the planner locks the person it names
+(syncd.plan.departed_aside). Never for a status nobody named, a row another row copies, or
+a row whose last field a misfit below it may have cut.
+
+Generated: each row's status and what is wrong with it, against real files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from syncd.config.source import CsvEmployeeColumns
+from tests.sources.csv_support import read
+from tests.support.examples import examples
+
+HEADER = "id,username,name,department,birthday,sort_order,senior,end_date,status\n"
+GOOD = {"birthday": "1990-01-05", "sort_order": "3", "senior": "no", "end_date": ""}
+# A field that does not say who the person is, and a value of it that cannot be read.
+FAULTS = {
+    "no name": ("name", ""),
+    "birthday": ("birthday", "1990-02-30"),
+    "sort order": ("sort_order", "1.5"),
+    "senior": ("senior", "maybe"),
+    "end date": ("end_date", "2026-11-31"),
+    "department": ("department", "D77"),
+}
+STATUSES = ["active", "departed", "on a boat"]  # the last in neither list
+# An id and username as given: plainly, or in characters that cannot be told apart on screen.
+SPELLINGS = {
+    "plain": ("E{n}", "u{n}"),
+    "invisible in the id": ("E\u200b{n}", "u{n}"),
+    "control in the username": ("E{n}", "u\x07{n}"),
+    "mixed scripts": ("E{n}", "\u0430u{n}"),  # a Cyrillic a
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    status: str
+    fault: str  # a key of FAULTS, "none", "id copied" or "username copied"
+    spelling: str = "plain"  # a key of SPELLINGS
+
+    def keys(self, n: int) -> tuple[str, str]:
+        key, username = SPELLINGS[self.spelling]
+        return key.format(n=n), username.format(n=n)
+
+
+def lines(rows: list[Row]) -> list[str]:
+    out = []
+    for n, row in enumerate(rows):
+        key, username = row.keys(n)
+        cells = {"id": key, "username": username, "name": f"Person {n}", "department": "D2"}
+        cells |= GOOD | {"status": row.status}
+        if row.fault in FAULTS:
+            column, value = FAULTS[row.fault]
+            cells[column] = value
+        out.append(",".join(cells[c] for c in HEADER.strip().split(",")))
+        if row.fault == "id copied":
+            out.append(f"{key},other{n},Other {n},D2,,,,,active")
+        elif row.fault == "username copied":
+            out.append(f"X{n},{username},Namesake {n},D2,,,,,active")
+    return out
+
+
+@settings(max_examples=examples(200))
+@given(
+    rows=st.lists(
+        st.builds(
+            Row,
+            status=st.sampled_from(STATUSES),
+            fault=st.sampled_from(["none", "id copied", "username copied", *FAULTS]),
+            spelling=st.sampled_from(["plain", "plain", *SPELLINGS]),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    cut_after=st.none() | st.integers(0, 7),
+)
+def test_a_row_set_aside_for_another_field_still_says_who_left(
+    rows: list[Row], cut_after: int | None
+) -> None:
+    text = lines(rows)
+    before = after = None
+    if cut_after is not None and cut_after < len(text):
+        # A short record after a row: its end, maybe (a line break in its last field). The
+        # row before may be cut short; the row after may be the short record's own end.
+        before = text[cut_after].split(",")[0]
+        after = text[cut_after + 1].split(",")[0] if cut_after + 1 < len(text) else None
+        text.insert(cut_after + 1, "ed")
+    with TemporaryDirectory() as folder:
+        directory = read(
+            Path(folder),
+            HEADER + "\n".join(text) + "\n",
+            active_values=["active"],
+            departed_values=["departed"],
+            columns=CsvEmployeeColumns(end_date="end_date"),
+        )
+
+    expected = dict(
+        row.keys(n)
+        for n, row in enumerate(rows)
+        if row.status == "departed"
+        and row.fault in FAULTS
+        and row.spelling == "plain"
+        and row.keys(n)[0] != before
+    )
+    found = directory.departed_aside()
+    assert {k: v for k, v in found.items() if k != after} == {
+        k: v for k, v in expected.items() if k != after
+    }
+    assert found.items() <= expected.items()
+    assert not set(found) & set(directory.employees)
