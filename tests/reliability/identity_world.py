@@ -311,6 +311,10 @@ class Export:
     layout: Literal["two_files", "paths"]
     line_end: str
     vocabulary: tuple[str, str] = (ACTIVE, DEPARTED)
+    # The last write's rows whose name was blanked (HR blanking a leaver's name), by id:
+    # each row's line as written before any other damage; and the employees text written.
+    blanked: dict[str, str] = field(default_factory=dict)
+    written: str = ""
 
     def write(self, *, damaged: bool = True) -> tuple[str, str]:
         """The employees file's text and the departments file's."""
@@ -338,13 +342,14 @@ class Export:
             + [[u.id, spelled_units.get(u.id, u.name), u.parent] for u in t.units],
             self.line_end,
         )
-        if not damaged:
-            return _plain(rows, self.line_end), departments
-        return self._damaged(rows), departments
+        self.blanked = {}
+        self.written = _plain(rows, self.line_end) if not damaged else self._damaged(rows)
+        return self.written, departments
 
     def _damaged(self, rows: list[list[str]]) -> str:
         t, rng = self.truth, self.truth.rng
         self._mistype_an_id(rows)
+        self._blank_a_name(rows)
         cells = [[_cell(value) for value in row] for row in rows]
         ids = [row[0] for row in rows]
         for _ in range(rng.choice([0, 0, 1, 2])):
@@ -394,6 +399,21 @@ class Export:
         t.event("id mistyped", f"row of {rows[n][0]} ({rows[n][1]}) under {wrong}")
         rows[n][0] = wrong
         t.handed_on.add(wrong)
+
+    def _blank_a_name(self, rows: list[list[str]]) -> None:
+        """Now and then a row without its name (some HR systems blank a leaver's name): set
+        aside, it still says who left. Drawn from a generator of its own, as ids are
+        mistyped, so every other draw of a seed stays as it was."""
+        side = random.Random(hash(self.truth.rng.getstate()[1]) + 1)
+        if side.random() < 0.6 or len(rows) < 2:
+            return
+        # Most often the row of someone who left this round: their account is still active.
+        left = {line.split()[1] for line in self.truth.log if line.startswith("depart: ")}
+        fresh = [n for n in range(1, len(rows)) if rows[n][0] in left]
+        n = side.choice(fresh) if fresh and side.random() < 0.8 else side.randrange(1, len(rows))
+        rows[n][2] = ""
+        self.truth.event("name blanked", f"row of {rows[n][0]} ({rows[n][1]})")
+        self.blanked[rows[n][0]] = ",".join(_cell(value) for value in rows[n])
 
 
 def _cell(value: str) -> str:
