@@ -569,11 +569,13 @@ def _valid_employees(
     kept: dict[str, Employee] = {}
     for where, read in items:
         e = _employee_in_nfc(read)
-        reason = _employee_problem(e, ids, plain)
-        shared, departed = None, False
-        if reason is None and (reason := _record_problem(e, departments)):
-            departed = e.state is State.DEPARTED  # who they are and that they left: read
-        elif reason is None and usernames and (folded := look_alike(e.username)) in usernames:
+        reason, shared = _employee_problem(e, plain), None
+        # Who they are and that they left are read: one departure, if every row giving
+        # their id or username gives both alike and says so (_departures_alike).
+        departed = reason is None and e.state is State.DEPARTED
+        if reason is None:
+            reason = _repeated_id(e, ids) or _record_problem(e, departments)
+        if reason is None and usernames and (folded := look_alike(e.username)) in usernames:
             reason = f"username {e.username!r} is used by {usernames[folded]} people"
             shared = e  # its only problem: kept if it is the username's holder
         if reason:
@@ -592,23 +594,37 @@ def _valid_employees(
             )
         else:
             kept[e.id] = e
-    for n, row in enumerate(rejected):
-        if row.departed and not _names_alone(row, ids, usernames):
-            rejected[n] = replace(row, departed=False)
+    _departures_alike(rejected)
     return kept
 
 
-def _names_alone(row: RejectedRow, ids: Mapping[str, int], usernames: Mapping[str, int]) -> bool:
-    """Whether the row gives an id and a username no other row gives (``ids``,
-    ``usernames``: the look-alike keys given more than once), in plain characters."""
+def _departures_alike(rejected: list[RejectedRow]) -> None:
+    """Keep a rejected row's ``departed`` only where every rejected row that gives its id or
+    its username (in any spelling) gives that very id and username, in plain characters,
+    and says the person departed: copies of one departure (an export with a line per
+    position) are one departure. The rows kept give neither (the read's copies are all set
+    aside), and a row that may hide others is never marked departed."""
+    if not any(row.departed for row in rejected):
+        return  # as a rule
+    named: dict[str, list[RejectedRow]] = defaultdict(list)
+    for row in rejected:
+        if row.kind is Kind.EMPLOYEE:
+            for text in {look_alike(t) for t in (row.key, row.username) if t}:
+                named[text].append(row)
+    for n, row in enumerate(rejected):
+        if row.departed and not _one_departure(row, named):
+            rejected[n] = replace(row, departed=False)
+
+
+def _one_departure(row: RejectedRow, named: Mapping[str, list[RejectedRow]]) -> bool:
+    """Whether every row that names this row's id or username says what it says."""
     key, username = row.key, row.username
-    if not key or not username or row.may_hide_rows:
-        return False
-    if controls(key) or controls(username) or invisible(key) or invisible(username):
+    if not key or not username or controls(key + username) or invisible(key + username):
         return False
     if mixed_scripts(username):
         return False
-    return look_alike(key) not in ids and look_alike(username) not in usernames
+    rows = named[look_alike(key)] + named[look_alike(username)]
+    return all(r.departed and r.key == key and r.username == username for r in rows)
 
 
 def _kept_key(text: str) -> str | None:
@@ -634,20 +650,26 @@ def _repeated(values: list[str]) -> dict[str, int]:
     return {value: n for value, n in Counter(values).items() if n > 1}
 
 
-def _employee_problem(e: Employee, ids: Mapping[str, int], plain: bool = False) -> str | None:
-    """Why the row does not name one person plainly (a username another row gives aside),
-    or None. ``plain``: every id and username read is printable ASCII, so none holds a
-    control, an invisible or a look-alike character."""
+def _employee_problem(e: Employee, plain: bool = False) -> str | None:
+    """Why the row does not name a person plainly (an id or a username other rows give
+    aside), or None. ``plain``: every id and username read is printable ASCII, so none holds
+    a control, an invisible or a look-alike character."""
     if not e.id:
         return "employee has no id"
     if not e.username or not e.username.strip():
         return f"employee {e.id!r} has no username"
     if not plain and (hidden := _controls_in_keys(e)) is not None:
         return hidden
-    if ids and (key := look_alike(e.id)) in ids:
-        return f"employee id {e.id!r} appears {ids[key]} times"
     if not plain and (unseen := _unseen_in_keys(e)) is not None:
         return unseen
+    return None
+
+
+def _repeated_id(e: Employee, ids: Mapping[str, int]) -> str | None:
+    """Why the row is one of several that give its id (``ids``: the look-alike keys given
+    more than once), or None."""
+    if ids and (key := look_alike(e.id)) in ids:
+        return f"employee id {e.id!r} appears {ids[key]} times"
     return None
 
 

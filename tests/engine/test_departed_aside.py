@@ -3,11 +3,12 @@
 
 A row set aside only because it gives no name, or because its department is unknown or set
 aside (its id given twice, a '/' in its name, an unknown parent, a cycle, any of these above
-it), or because it gives two primary positions, still names its person: when no other row
-gives its id or username and it says the person departed, the person syncd holds under that
-id and username is locked where they are, and nothing else is written for them. Rows set
-aside for who they name (an id or a username given by another row) keep their people as
-they are. (The CSV reader's own reasons, a date that is not one: tests/sources.)
+it), or because it gives two primary positions, still names its person: when it says the person
+departed and every other row that gives its id or username gives both alike and says so too
+(an export with a line per position), the person syncd holds under that id and username is
+locked where they are, and nothing else is written for them. Rows set aside for who they
+name (an id or a username another person's row gives) keep their people as they are. (The
+CSV reader's own reasons, a date that is not one: tests/sources.)
 
 Generated: which departments break and how, where each person is placed, their name and
 status, which rows are copied under the same id or username, who was locked before, and
@@ -80,7 +81,10 @@ class Fate:
 
     departed: bool
     place: str  # a department of TREE, "unknown", or "two primaries"
-    copy: str  # "none", "id" (another row under their id), "username" (under another id)
+    # "none"; "alike" (their row again, placed elsewhere: an export with a line per
+    # position); "unlike" (the same, with the other status); "id" (another person's row
+    # under their id, with the same status); "username" (under another id)
+    copy: str
     was_locked: bool
     renamed: bool  # the row gives another username than the account under the id
     unlocked_there: bool  # someone unlocked their account on the platform (if locked)
@@ -102,7 +106,7 @@ class Fate:
     def leaving(self) -> bool:
         """The row alone says they departed, and their account is unlocked somewhere."""
         unlocked = not self.was_locked or self.unlocked_there
-        return self.departed and self.copy == "none" and unlocked
+        return self.departed and self.copy in ("none", "alike") and unlocked
 
     @property
     def seen_there(self) -> bool:
@@ -114,7 +118,7 @@ fates = st.builds(
     Fate,
     departed=st.booleans(),
     place=st.sampled_from([*PARENT, "unknown", "two primaries"]),
-    copy=st.sampled_from(["none", "none", "id", "username"]),
+    copy=st.sampled_from(["none", "none", "alike", "unlike", "id", "username"]),
     was_locked=st.booleans(),
     renamed=st.booleans(),
     unlocked_there=st.booleans(),
@@ -131,10 +135,15 @@ def rows_of(e: Employee, f: Fate, home: str) -> list[Employee]:
     name = "" if f.nameless else e.name
     rows = [e._replace(username=username, name=name, state=state, positions=f.positions(home))]
     elsewhere = (Position("rd", primary=True),)
-    if f.copy == "id":
-        rows.append(Employee(e.id, f"other{n}", f"Other {n}", elsewhere))
+    if f.copy in ("alike", "unlike"):
+        flipped = State.ACTIVE if f.departed else State.DEPARTED
+        rows.append(
+            rows[0]._replace(positions=elsewhere, state=state if f.copy == "alike" else flipped)
+        )
+    elif f.copy == "id":
+        rows.append(Employee(e.id, f"other{n}", f"Other {n}", elsewhere, state=state))
     elif f.copy == "username":
-        rows.append(Employee(f"n{n}", username, f"Namesake {n}", elsewhere))
+        rows.append(Employee(f"n{n}", username, f"Namesake {n}", elsewhere, state=state))
     return rows
 
 
@@ -205,5 +214,5 @@ def test_a_departure_is_never_held_up_by_where_its_row_places_the_person(
     ]
     assert said == ([renamed_kept(waiting)] if waiting else [])
     # Remembered as departed (the access-granted guard's memory), set aside or not.
-    left = {e.id for e, f, _ in cast if f.departed and f.copy == "none"}
+    left = {e.id for e, f, _ in cast if f.departed and f.copy in ("none", "alike")}
     assert set(departures(p, read, snapshot).departed) == left

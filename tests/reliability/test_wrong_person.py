@@ -553,6 +553,10 @@ def _dan_without_a_name(rig: Rig) -> None:
     rig.company.person("dan")["name"] = ""  # some HR systems blank a leaver's name
 
 
+def _dan_on_a_line_per_position(rig: Rig) -> None:
+    rig.company.employees.append(rig.company.person("dan") | {"department": "D2"})
+
+
 @pytest.mark.parametrize(
     "breakage",
     [
@@ -562,21 +566,25 @@ def _dan_without_a_name(rig: Rig) -> None:
         _sales_its_own_parent,
         _dan_placed_in_an_unknown_department,
         _dan_without_a_name,
+        _dan_on_a_line_per_position,
     ],
 )
 def test_a_row_set_aside_for_another_field_never_holds_up_a_departure(
     rig: Rig, breakage: Callable[[Rig], None]
 ) -> None:
     """dan leaves in the export that breaks Sales (its id given twice, an unknown parent, a
-    '/' in its name, a cycle), places him in a department nobody knows, or blanks his name:
-    his row is set aside, yet it is his (his id and username, given by no other row), so he
-    is locked where he is. cat, active with a position in Sales, is kept as she is. Found
-    reading the holder rule: both copies of a department given twice and everyone in them
-    were set aside, dan kept an unlocked account, and the run ended 0."""
+    '/' in its name, a cycle), places him in a department nobody knows, blanks his name, or
+    gives him a line per position: his rows are set aside, yet they are his (his id and
+    username, given alike by every row that gives either), so he is locked where he is.
+    cat, active with a position in Sales, is kept as she is. Found reading the holder rule:
+    both copies of a department given twice and everyone in them were set aside, dan kept
+    an unlocked account, and the run ended 0."""
     rig.sync_settings.update(max_removal_ratio=1.0)  # dan's lock: one of a company of five
     assert rig.sync().exit_code == EXIT_OK
     breakage(rig)
-    rig.company.person("dan")["status"] = "departed"
+    for row in rig.company.employees:
+        if row["username"] == "dan":
+            row["status"] = "departed"
 
     result = rig.sync()
 

@@ -47,7 +47,10 @@ SPELLINGS = {
 @dataclass(frozen=True)
 class Row:
     status: str
-    fault: str  # a key of FAULTS, "none", "id copied" or "username copied"
+    # A key of FAULTS, "none", "copied alike" (the row again, another department: a line per
+    # position), "copied unlike" (the same, with another status), "id copied" (another
+    # person under its id, with the same status) or "username copied"
+    fault: str
     spelling: str = "plain"  # a key of SPELLINGS
 
     def keys(self, n: int) -> tuple[str, str]:
@@ -65,10 +68,15 @@ def lines(rows: list[Row]) -> list[str]:
             column, value = FAULTS[row.fault]
             cells[column] = value
         out.append(",".join(cells[c] for c in HEADER.strip().split(",")))
+        if row.fault.startswith("copied"):  # alike, or with another status
+            again = cells | {"department": "D1"}
+            if row.fault == "copied unlike":
+                again["status"] = "active" if row.status == "departed" else "departed"
+            out.append(",".join(again[c] for c in HEADER.strip().split(",")))
         if row.fault == "id copied":
-            out.append(f"{key},other{n},Other {n},D2,,,,,active")
+            out.append(f"{key},other{n},Other {n},D2,,,,,{row.status}")  # departed too, maybe
         elif row.fault == "username copied":
-            out.append(f"X{n},{username},Namesake {n},D2,,,,,active")
+            out.append(f"X{n},{username},Namesake {n},D2,,,,,{row.status}")
     return out
 
 
@@ -78,7 +86,9 @@ def lines(rows: list[Row]) -> list[str]:
         st.builds(
             Row,
             status=st.sampled_from(STATUSES),
-            fault=st.sampled_from(["none", "id copied", "username copied", *FAULTS]),
+            fault=st.sampled_from(
+                ["none", "copied alike", "copied unlike", "id copied", "username copied", *FAULTS]
+            ),
             spelling=st.sampled_from(["plain", "plain", *SPELLINGS]),
         ),
         min_size=1,
@@ -110,7 +120,7 @@ def test_a_row_set_aside_for_another_field_still_says_who_left(
         row.keys(n)
         for n, row in enumerate(rows)
         if row.status == "departed"
-        and row.fault in FAULTS
+        and row.fault in (*FAULTS, "copied alike")
         and row.spelling == "plain"
         and row.keys(n)[0] != before
     )
