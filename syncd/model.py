@@ -161,9 +161,10 @@ class RejectedRow:
     # record as read, kept should it be the username's holder (``Directory.holders_kept``).
     record: Employee | None = None
     # The row says its person departed, under the id and username it gives (``key``,
-    # ``username``), and no other row gives either: set aside for another field (no name, a
-    # date that is not one, where it places them), its departure is not held up by it
-    # (``Directory.departed_aside``).
+    # ``username``), and every row that gives either gives both alike and says so too: set
+    # aside for another field (no name, a date that is not one, where it places them, a
+    # line per position), its departure is not held up by it (``Directory.departed_aside``).
+    # Never set on a row that may hide others.
     departed: bool = False
 
 
@@ -255,10 +256,11 @@ class Directory:
         return replace(self, employees={**self.employees, **kept}, rejected=rejected)
 
     def departed_aside(self) -> dict[str, str]:
-        """The username, by source id, of each person a row set aside says departed: a row
-        that gives its id, username and status plainly, and no other row gives either, is
-        that person's, whatever else in it could not be read; a lock needs nothing else
-        (syncd.plan.departed_aside locks the one syncd holds under that very pair)."""
+        """The username, by source id, of each person rows set aside say departed: rows
+        that give an id, username and status plainly, which every row giving that id or
+        username gives alike, are that person's, whatever else in them could not be read; a
+        lock needs nothing else (syncd.plan.departed_aside locks the one syncd holds under
+        that very pair)."""
         rows = (r for r in self.rejected if r.departed)
         return {nfc(r.key): nfc(r.username) for r in rows if r.key and r.username}
 
@@ -409,11 +411,12 @@ def build_directory(
     person's row rejected for an unknown status must not leave their other row, which says
     active, to unlock them). A join's rejected rows come from other sources: not copies.
 
-    A row rejected for no name or for where it places its person (an unknown or rejected
-    department, two primary positions), or that a reader set aside for a field that does not
-    say who the person is (``RejectedRow.departed``), keeps saying the person departed when
-    it does, and no other row gives its id or username: a departure is not held up by it
-    (``Directory.departed_aside``, syncd.plan.departed_aside).
+    A row rejected for no name, for where it places its person (an unknown or rejected
+    department, two primary positions) or as a copy, or that a reader set aside for a field
+    that does not say who the person is, keeps saying the person departed when it does
+    (``RejectedRow.departed``) and every row giving its id or username gives both alike and
+    says so too: a departure is not held up by it (``Directory.departed_aside``,
+    syncd.plan.departed_aside).
 
     ``synced_names``: the name syncd last wrote for each department it holds, by id. Of
     sibling departments whose names look alike, the one syncd holds under that very name

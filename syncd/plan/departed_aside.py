@@ -3,12 +3,14 @@
 A row is set aside for many reasons. Some say nothing of who the person is or whether they
 left: no name, a birthday or an end date that is not a date, a department nobody knows or
 one set aside itself (its id given twice, a '/' in its name, an unknown parent, a cycle),
-two primary positions. When such a row gives its id, username and status plainly and no
-other row gives that id or username (``Directory.departed_aside``), its person is the one
-syncd holds under that very id and username, and a departure it says needs nothing else:
-that person is locked where they are, and nothing else is written for them until the row
-is read whole, as Entra Connect disables an account whatever else of it failed to export.
-HR typing a leaving date that does not exist never keeps a former employee signed in.
+two primary positions, the row given again (an export with a line per position). When
+such a row gives its id, username and status plainly, and every row that gives that id or
+username gives both alike and says so too (``Directory.departed_aside``), its person is
+the one syncd holds under that very id and username, and a departure it says needs
+nothing else: that person is locked where they are, and nothing else is written for them
+until the row is read whole, as Entra Connect disables an account whatever else of it
+failed to export. HR typing a leaving date that does not exist never keeps a former
+employee signed in.
 
 A row that gives another username than the account under its id locks nobody (which
 account is the person's is the question a rename answers, ``syncd.plan.usernames``, and
