@@ -572,16 +572,14 @@ def _valid_employees(
     kept: dict[str, Employee] = {}
     for where, read in items:
         e = _employee_in_nfc(read)
-        reason, shared = _employee_problem(e, plain), None
-        # Who they are and that they left are read: one departure, if every row giving
-        # their id or username gives both alike and says so (_departures_alike).
-        departed = reason is None and e.state is State.DEPARTED
-        if reason is None:
-            reason = _repeated_id(e, ids) or _record_problem(e, departments)
+        reason, shared = _employee_problem(e, ids, departments, plain), None
         if reason is None and usernames and (folded := look_alike(e.username)) in usernames:
             reason = f"username {e.username!r} is used by {usernames[folded]} people"
             shared = e  # its only problem: kept if it is the username's holder
         if reason:
+            # Who they are and that they left are read: one departure, if every row giving
+            # their id or username gives both alike and says so (_departures_alike).
+            departed = isinstance(reason, _Named) and e.state is State.DEPARTED
             identifiers = row_identifiers(partial(getattr, e), e.extra)
             rejected.append(
                 RejectedRow(
@@ -653,10 +651,21 @@ def _repeated(values: list[str]) -> dict[str, int]:
     return {value: n for value, n in Counter(values).items() if n > 1}
 
 
-def _employee_problem(e: Employee, plain: bool = False) -> str | None:
-    """Why the row does not name a person plainly (an id or a username other rows give
-    aside), or None. ``plain``: every id and username read is printable ASCII, so none holds
-    a control, an invisible or a look-alike character."""
+class _Named(str):
+    """Why a row that names its person plainly is set aside: one of several that give its
+    id, no name, or where it places them. It still says whether they left. (A row whose
+    username another id gives is not: its rows name two people.)"""
+
+
+def _employee_problem(
+    e: Employee,
+    ids: Mapping[str, int],
+    departments: Mapping[str, Department],
+    plain: bool = False,
+) -> str | None:
+    """Why the person is rejected (``_Named`` when the row names them plainly), a username
+    another row gives aside, or None. ``plain``: every id and username read is printable
+    ASCII, so none holds a control, an invisible or a look-alike character."""
     if not e.id:
         return "employee has no id"
     if not e.username or not e.username.strip():
@@ -665,27 +674,15 @@ def _employee_problem(e: Employee, plain: bool = False) -> str | None:
         return hidden
     if not plain and (unseen := _unseen_in_keys(e)) is not None:
         return unseen
-    return None
-
-
-def _repeated_id(e: Employee, ids: Mapping[str, int]) -> str | None:
-    """Why the row is one of several that give its id (``ids``: the look-alike keys given
-    more than once), or None."""
     if ids and (key := look_alike(e.id)) in ids:
-        return f"employee id {e.id!r} appears {ids[key]} times"
-    return None
-
-
-def _record_problem(e: Employee, departments: Mapping[str, Department]) -> str | None:
-    """Why the person the row names cannot be written as it says (no name, or where it
-    places them), or None."""
+        return _Named(f"employee id {e.id!r} appears {ids[key]} times")
     if not e.name or not e.name.strip():
-        return f"employee {e.username!r} has no name"
+        return _Named(f"employee {e.username!r} has no name")
     if len(e.positions) > 1 and sum(p.primary for p in e.positions) > 1:
-        return f"employee {e.username!r} has more than one primary position"
+        return _Named(f"employee {e.username!r} has more than one primary position")
     for p in e.positions:
         if p.department_id is not None and p.department_id not in departments:
-            return (
+            return _Named(
                 f"employee {e.username!r} is placed in department {p.department_id!r}, "
                 "which is unknown or was rejected"
             )
