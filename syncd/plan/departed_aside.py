@@ -30,7 +30,7 @@ from syncd.plan.values import (
     PlatformEmployee,
     SyncedEmployee,
     matches_any,
-    people,
+    renamed_kept,
 )
 from syncd.spelling import nfc
 
@@ -72,26 +72,7 @@ def _lock(planner: EmployeePlanner, synced: SyncedEmployee, found: PlatformEmplo
     reason = REASON
     if synced.locked:
         reason += "; unlocked on the platform"
-        planner.notes.append(
-            Note(
-                "drift",
-                synced.source_id,
-                f"{synced.username} was unlocked on the platform; locking again",
-            )
-        )
+        planner.relocking(synced.source_id, synced.username)
     planner.locks.append(
         planner.change(Action.LOCK, None, synced, reason=reason, lock_reason=DEPARTED)
-    )
-
-
-def renamed_kept(n: int) -> str:
-    """Why departed rows set aside lock nobody when they give another username than the
-    account under the id."""
-    has, keeps, rows = (
-        ("has", "keeps", "its row is") if n == 1 else ("have", "keep", "their rows are")
-    )
-    return (
-        f"{people(n)} the source says {has} left {keeps} their access: {rows} set aside and "
-        "gives another username than the account under the id, so nothing is locked until "
-        "the row is fixed"
     )

@@ -280,7 +280,7 @@ class EmployeePlanner:
             kw.setdefault("lock_reason", why)
             if locked:
                 reason += "; unlocked on the platform"
-                self._drift_note(e.id, f"{e.username} was unlocked on the platform; locking again")
+                self.relocking(e.id, e.username)
             self.locks.append(self.change(Action.LOCK, e, synced, reason=reason, **kw))
         else:
             reason = self.dates.unlock_reasons.get(e.id, "active in the source again")
@@ -291,6 +291,11 @@ class EmployeePlanner:
 
     def _drift_note(self, key: str, message: str) -> None:
         self.notes.append(Note("drift", key, message))
+
+    def relocking(self, key: str, username: str) -> None:
+        """Tell that an account syncd holds locked was unlocked on the platform and is
+        locked again."""
+        self._drift_note(key, f"{username} was unlocked on the platform; locking again")
 
     def _deleted_on_platform(self, e: Employee, synced: SyncedEmployee) -> None:
         """Someone else deleted the account: made again if active, else let go of."""
@@ -350,7 +355,7 @@ class EmployeePlanner:
             self._plan_update(e, synced, synced.hash, found)
             if synced.locked and not found.locked:
                 record = e if e.state is State.DEPARTED else None
-                self._drift_note(e.id, f"{e.username} was unlocked on the platform; locking again")
+                self.relocking(e.id, e.username)
                 reason = "unlocked on the platform"
                 self.locks.append(self.change(Action.LOCK, record, synced, reason=reason))
             elif found.locked and not synced.locked:
@@ -749,9 +754,7 @@ class EmployeePlanner:
         if synced.locked and found is not None and not found.locked and policy != "remove":
             # Unlocked on the platform while syncd holds them locked as gone: lock again
             # (the grace period still runs from the first lock).
-            self._drift_note(
-                synced.source_id, f"{synced.username} was unlocked on the platform; locking again"
-            )
+            self.relocking(synced.source_id, synced.username)
             reason = f"{gone}; unlocked on the platform"
             self.locks.append(self.change(Action.LOCK, None, synced, reason=reason))
             return

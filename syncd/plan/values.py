@@ -459,6 +459,16 @@ def departed_rows_kept(n: int) -> str:
     )
 
 
+def renamed_kept(n: int) -> str:
+    """Why departed rows set aside lock nobody when they give another username than the
+    account under the id (syncd.plan.departed_aside)."""
+    rows = "its row is" if n == 1 else "their rows are"
+    return (
+        f"{_left_and_kept(n)}: {rows} set aside and gives another username than the account "
+        "under the id, so nothing is locked until the row is fixed"
+    )
+
+
 def matches_any(value: str, patterns: Sequence[str]) -> bool:
     """Whether ``value`` matches one of the shell patterns, in any letter case."""
     folded = value.casefold()

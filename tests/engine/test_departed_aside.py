@@ -33,8 +33,8 @@ from syncd.plan import (
     Snapshot,
     plan,
 )
-from syncd.plan.departed_aside import renamed_kept
 from syncd.plan.guards import departures
+from syncd.plan.values import renamed_kept
 from tests.engine.plan_world import NOW, changed_there, dept, directory, synced
 from tests.support.examples import examples
 

@@ -420,10 +420,8 @@ class _EmployeeReader:
     def _aside(self, reason: str, values: list[str], at: _EmployeeIndexes) -> str:
         """Why a row that gives an id and a username is rejected; marked (_DepartedAside)
         when its status says the person departed: that much of it is read."""
-        if self._status_read:
-            status = values[at.status]
-            if (self._state_of.get(status) or self._state(status, at.status)) is State.DEPARTED:
-                return _DepartedAside(reason, values[at.id], values[at.username])
+        if self._status_read and self._state(values[at.status], at.status) is State.DEPARTED:
+            return _DepartedAside(reason, values[at.id], values[at.username])
         return reason
 
     def _optional(self, values: list[str], at: _EmployeeIndexes) -> _Optional | str:
