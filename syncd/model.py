@@ -578,7 +578,7 @@ def _valid_employees(
             shared = e  # its only problem: kept if it is the username's holder
         if reason:
             # Who they are and that they left are read: one departure, if every row giving
-            # their id or username gives both alike and says so (_departures_alike).
+            # their id or username gives both alike and says so (departures_alike).
             departed = isinstance(reason, _Named) and e.state is State.DEPARTED
             identifiers = row_identifiers(partial(getattr, e), e.extra)
             rejected.append(
@@ -595,11 +595,11 @@ def _valid_employees(
             )
         else:
             kept[e.id] = e
-    _departures_alike(rejected)
+    departures_alike(rejected)
     return kept
 
 
-def _departures_alike(rejected: list[RejectedRow]) -> None:
+def departures_alike(rejected: list[RejectedRow]) -> None:
     """Keep a rejected row's ``departed`` only where every rejected row that gives its id or
     its username (in any spelling) gives that very id and username, in plain characters,
     and says the person departed: copies of one departure (an export with a line per

@@ -14,12 +14,19 @@ is kept as they are on the platform (``Directory.rejected_keys``): two records o
 source with the same key, a record without a key, a person a required source lacks (under
 ``wait``: but someone the sources that have them call departed is taken, to be locked, or
 is a leaver when their place or name is gone with the source that lacks them), a person
-another source rejected. A read that could not say who is gone (not complete, a row
-that may hide others, a part not read: ``Directory.unread``) makes the joined read say so
-too: nobody becomes a leaver for want of a source. A warning (a department head outside
-their department) is told, never a partial read. A source none of whose records holds the
-key is a settings mistake, not data: ``KeyNotHeld`` (the settings' reader names the
-setting).
+another source rejected. A read that could not say who is gone (not complete, a row that
+may hide others, a part not read: ``Directory.unread``) makes the joined read say so too:
+nobody becomes a leaver for want of a source. A warning (a department head outside their
+department) is told, never a partial read. A source none of whose records holds the key
+is a settings mistake, not data: ``KeyNotHeld`` (the settings' reader names the setting).
+
+A departure is never held up by a row set aside for what does not say who the person is
+(``RejectedRow.departed``: no name, a date that is not one, a department nobody knows).
+Such a row stands for its source's record in deciding their status: when the source that
+decides it says departed, and nothing else set aside or joined names the key or the
+username the join gives them (``departures_alike``), they are left out of the joined read
+and the row is marked departed under that pair, so the planner locks the account syncd
+holds under it and writes nothing else for them (syncd.plan.departed_aside).
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from syncd.model import (
     RejectedRow,
     State,
     build_directory,
+    departures_alike,
     match_value,
 )
 from syncd.plan.guards import cannot_tell_departed
@@ -49,6 +57,7 @@ from syncd.spelling import look_alike
 FIELDS = tuple(f for f in Employee._fields if f != "id")
 _INDEX = {name: i for i, name in enumerate(Employee._fields)}
 _MATCHED = frozenset({"username", "email", "mobile", "sn"})
+_STATE, _USERNAME = _INDEX["state"], FIELDS.index("username")
 _STRIP: tuple[str, ...] = ("strip",)
 
 Slots = list[Employee | None]  # one record per source, None where the source lacks them
@@ -167,6 +176,7 @@ def join(
         joining.pair(i, reads[i])
     for k, slots in joining.people.items():
         joining.take(k, slots)
+    joining.departed_alone()
     return Joined(
         joining.directory(),
         joining.departments_from,
@@ -210,6 +220,10 @@ class _Joining:
         self.held: set[str] = set()  # keys set aside: duplicates
         self.held_usernames: set[str] = set()  # usernames rejected by a source: kept as they are
         self.merged: list[tuple[str, Employee]] = []
+        # Joined key -> (source, index in rejected) of each row a source set aside for a
+        # field that does not say who the person is, saying they departed.
+        self.departures: dict[str, list[tuple[int, int]]] = {}
+        self.departing: dict[str, tuple[str, list[int]]] = {}  # key -> username, rows to mark
         self.origins: dict[str, dict[str, str]] = {}
         self.members: dict[str, dict[str, str]] = {}
         self.waiting = 0
@@ -218,7 +232,11 @@ class _Joining:
 
     def pair(self, i: int, read: SourceRead) -> None:
         """One source's rejected rows carried, and its records put in their slot by key."""
+        start = len(self.rejected)
         _carried(read, self.rejected, self.held_usernames)
+        for n, row in enumerate(read.directory.rejected, start):
+            if row.departed and (k := self.rejected[n].key):
+                self.departures.setdefault(k, []).append((i, n))
         twice = _indexed(read, i, len(self.reads), self.people, self.rejected)
         for k, found in twice.items():
             self.held.add(k)
@@ -241,6 +259,8 @@ class _Joining:
             self.members[k] = {self.names[i]: e.id for i, e in enumerate(slots) if e is not None}
         if self.held and k in self.held:
             return
+        if self.departures and k in self.departures and self._departing(k, slots):
+            return  # departed in a row set aside: locked where they are, nothing else
         employee = self._merged(k, slots)
         if employee.state is State.DEPARTED and self._unplaced(employee, slots):
             return  # a leaver: departed, and what would say who they are is gone
@@ -294,6 +314,38 @@ class _Joining:
             )
         return None
 
+    def _departing(self, k: str, slots: Slots) -> bool:
+        """Whether a person some source's rows set aside say departed is departed: the
+        source that decides their status (those rows standing for that source's record)
+        says so. Then the rows are to be marked with the username the join gives them."""
+        rows = self.departures[k]
+        aside = {i for i, _ in rows}
+        if any(slots[i] is not None for i in aside):
+            return False  # the key names a record of that source too: whose is unclear
+        found = tuple(e is not None or i in aside for i, e in enumerate(slots))
+        deciding = self.precedence.candidates(_STATE, found)
+        if not deciding:
+            return False
+        first = slots[deciding[0]]
+        if first is not None and first.state is not State.DEPARTED:
+            return False
+        username = self._username(k, slots, {i: self.rejected[n].username for i, n in rows})
+        if not username:
+            return False
+        self.departing[k] = (username, [n for _, n in rows])
+        return True
+
+    def _username(self, k: str, slots: Slots, aside: Mapping[int, str | None]) -> str | None:
+        """The username the join gives a person, rows set aside standing for their source's
+        record: by precedence, else the one syncd synced them with."""
+        for s in self.orders[_USERNAME]:
+            record = slots[s]
+            username = record.username if record is not None else aside.get(s)
+            if username:
+                return username
+        known = self.synced.get(k) if self.synced is not None else None
+        return known.username if known is not None else None
+
     def _status_unknown(self, k: str, slots: Slots) -> bool:
         """Whether syncd holds the person locked as departed and none of the sources that
         have them reads a status."""
@@ -322,10 +374,17 @@ class _Joining:
             gave["username"] = "the state database (as synced)"
         return gave
 
+    def departed_alone(self) -> None:
+        """The departures of people no source has a record of, only rows set aside."""
+        nobody: Slots = [None] * len(self.reads)
+        for k in self.departures.keys() - self.people.keys() - self.held:
+            self._departing(k, nobody)
+
     # ------------------------------------------------------------ the result
 
     def directory(self) -> Directory:
         """The joined Directory: the tree, the people joined, every row set aside."""
+        self._mark_departures()
         reads, merged = self.reads, self.merged
         complete = all(r.directory.complete for r in reads)
         source = " + ".join(f"{r.name}={r.directory.source}" for r in reads)
@@ -356,6 +415,20 @@ class _Joining:
             )
             directory = replace(directory, blind=blind)
         return self._named(directory)
+
+    def _mark_departures(self) -> None:
+        """Each departing person's rows marked departed under the joined key and username,
+        where no one joined has that username and every row set aside that gives the key
+        or the username gives both alike and says departed (``departures_alike``): else
+        they are kept as they are, as any person a row set aside names."""
+        if not self.departing:
+            return
+        usernames = {look_alike(e.username) for _, e in self.merged if e.username}
+        for username, rows in self.departing.values():
+            if look_alike(username) not in usernames:
+                for n in rows:
+                    self.rejected[n] = replace(self.rejected[n], username=username, departed=True)
+        departures_alike(self.rejected)
 
     def _blind(self) -> tuple[str, ...]:
         """The sources that decide status and should say who is departed, but this read

@@ -1,0 +1,116 @@
+"""A leaver whose HR row is set aside for another field, in a join of two real CSV exports,
+synced into the emulator over HTTP.
+
+HR's export decides status and place; a directory's export of accounts gives the usernames;
+they are joined on the work number or the e-mail. HR marks someone departed in a row it
+cannot read whole (a birthday that does not exist, no name, a department nobody knows). The
+row still says who left and under which key: the account the join holds under that key is
+locked where it is, as with one source (syncd.plan.departed_aside). Where the directory
+decides status and still has the account active, nobody is locked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import pytest
+
+from syncd.config import load_settings
+from syncd.emulator import RunningEmulator
+from syncd.run.runner import RunRequest, RunResult, run_sync
+from tests.support.settings import csv_source_lines, emulator_platform
+
+DEPARTMENTS = "id,name,parent_id\nD1,Head Office,\n"
+# Enough people that one leaver stays under the removal guard's threshold.
+NAMES = {"1": "Ann Lee", "2": "Bob Stone", **{str(n): f"Person {n}" for n in range(3, 13)}}
+# What breaks the leaver's HR row, as (field, value): none of it says who they are.
+FAULTS = {
+    "a birthday that does not exist": ("birthday", "1990-02-30"),
+    "no name": ("name", ""),
+    "a department nobody knows": ("department", "D77"),
+}
+# The join key as HR spells it and as the directory does.
+KEYS = {"sn": ("E00{}", " E00{}"), "email": ("p{}@corp.example", "P{}@Corp.Example")}
+
+Key = Literal["sn", "email"]
+
+
+def hr_row(n: str, status: str, key: Key, fault: str | None = None) -> str:
+    fields = {"name": NAMES[n], "department": "D1", "birthday": "1990-01-05"}
+    if fault is not None:
+        field, value = FAULTS[fault]
+        fields[field] = value
+    joined = KEYS[key][0].format(n)
+    return f"{n},{fields['name']},{fields['department']},{status},{joined},{fields['birthday']}"
+
+
+def write(
+    folder: Path,
+    emulator: RunningEmulator,
+    key: Key,
+    hr: list[str],
+    ad: list[str],
+) -> Path:
+    (folder / "departments.csv").write_text(DEPARTMENTS, encoding="utf-8")
+    header = "emp_no,name,department,status,key,birthday"
+    (folder / "hr.csv").write_text("\n".join([header, *hr]) + "\n", encoding="utf-8")
+    (folder / "ad.csv").write_text("\n".join(["guid,login,key", *ad]) + "\n", encoding="utf-8")
+    hr_columns = {"id": "emp_no", "username": "emp_no", "birthday": "birthday", key: "key"}
+    ad_columns = {"id": "guid", "username": "login", "name": "login", "department": "login"}
+    lines = [
+        f'state_dir = "{folder / "state"}"',
+        *csv_source_lines("hr", folder / "hr.csv", hr_columns, folder / "departments.csv"),
+        *csv_source_lines("ad", folder / "ad.csv", {**ad_columns, key: "key"}),
+        "[join]",
+        f'key = "{key}"',
+        "[join.precedence]",
+        'name = ["hr"]',
+        'department = ["hr"]',
+        'status = ["hr"]',
+        'username = ["ad"]',
+        *emulator_platform(emulator),
+    ]
+    path = folder / "syncd.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def ad_row(n: str, key: Key) -> str:
+    return f"G{n},user{n},{KEYS[key][1].format(n)}"
+
+
+def sync(path: Path) -> RunResult:
+    return run_sync(load_settings(path), RunRequest())
+
+
+def locked(emulator: RunningEmulator) -> dict[str, bool]:
+    return {e["username"]: bool(e["locked"]) for e in emulator.state()["employees"]}
+
+
+@pytest.mark.parametrize("key", list(KEYS))
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_a_leavers_hr_row_set_aside_for_another_field_still_locks_them(
+    tmp_path: Path, emulator: RunningEmulator, key: Key, fault: str
+) -> None:
+    ad = [ad_row(n, key) for n in NAMES]
+    path = write(tmp_path, emulator, key, [hr_row(n, "active", key) for n in NAMES], ad)
+    first = sync(path)
+    assert first.outcome == "ok", first.error
+    assert not any(locked(emulator).values())
+
+    # Bob leaves; HR's row for him is broken in a field that does not say who he is. His
+    # directory account is still there (disabling it is the next step of the process).
+    hr = [
+        hr_row(n, "departed", key, fault) if n == "2" else hr_row(n, "active", key) for n in NAMES
+    ]
+    write(tmp_path, emulator, key, hr, ad)
+    second = sync(path)
+
+    assert second.directory is not None
+    (row,) = [r for r in second.directory.rejected if r.where.startswith("hr: ")]
+    assert row.departed, row
+    assert {u for u, was in locked(emulator).items() if was} == {"user2"}, second.error
+    employees = {e["username"]: e for e in emulator.state()["employees"]}
+    assert employees["user2"]["name"] == "Bob Stone"  # nothing else is written for him

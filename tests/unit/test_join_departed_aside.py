@@ -1,0 +1,200 @@
+"""A departure in a row set aside, joined from several sources and judged by the real planner.
+
+A source sets aside a person's row for a field that does not say who they are (a date that
+is not one, no name, a department nobody knows) and says in it they departed
+(``RejectedRow.departed``). The other sources have that person's record, active or
+departed, with or without a status, under the same or another username, or lack them;
+another source may set aside its own row for them too. Whatever the precedence, the person
+is locked exactly when the source that decides their status says they departed (the row
+standing for its record), the username the join gives them is the one syncd holds, and no
+other row set aside names them; nothing else is written for them, and nobody else changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from syncd.model import Kind, RejectedRow, State
+from syncd.plan import ACCESS_KEPT, Plan, Policy, plan
+from syncd.plan.actions import Action
+from syncd.plan.join import JoinRules, SourceRead, join
+from tests.engine.plan_world import NOW, synced
+from tests.support.examples import examples
+from tests.unit.test_join_plan import KEYS, NAMES, JoinField, phone, whole
+
+Role = Literal[
+    "record active", "record departed", "row departed", "row active", "both", "absent"
+]  # fmt: skip
+# "both": the source's record, active, and beside it a row set aside under the same key
+# saying departed (two people of that source share the key: whose departure is unclear).
+SAYS_DEPARTED = ("record departed", "row departed", "both")  # these sources read a status
+ROLES: list[Role] = [
+    "record active", "record departed", "row departed", "row active", "both", "absent"
+]  # fmt: skip
+
+
+def aside(
+    source: str, field: JoinField, key: str, username: str | None, departed: bool
+) -> RejectedRow:
+    """``source``'s row for the person of ``key``, set aside for a date that is not one."""
+    kept = {
+        "sn": key,
+        "mobile": phone(key, "+86-138-0000-{}"),
+        "email": f"{key.upper()}@Example.COM",
+        "extra.ad": f"{key} ",
+    }.get(field)
+    return RejectedRow(
+        f"{source}.csv:7",
+        "column 'birthday': '1990-02-30' is not a date",
+        Kind.EMPLOYEE,
+        key if field == "id" else f"{source}-x",
+        username,
+        identifiers=(("name", "Person"), *(((field, kept),) if kept else ())),
+        departed=departed,
+    )
+
+
+@dataclass(frozen=True)
+class Scenario:
+    count: int  # sources
+    field: JoinField  # where the join key is
+    roles: list[Role]  # what each source has of person 2
+    statuses: list[bool]  # whether each source reads a status
+    usernames: list[str | None]  # the username each source gives person 2
+    # Person 3 is given person 2's username in every source, and person 2 none: the join
+    # gives person 2 the one syncd holds, and person 3 joins under it too.
+    recycled: bool
+
+
+@st.composite
+def scenario(draw: st.DrawFn) -> Scenario:
+    count = draw(st.integers(2, 3))
+    field: JoinField = draw(st.sampled_from(["sn", "mobile", "email", "id", "extra.ad"]))
+    roles: list[Role] = draw(st.lists(st.sampled_from(ROLES), min_size=count, max_size=count))
+    if not {"row departed", "both"} & set(roles):
+        roles[draw(st.integers(0, count - 1))] = "row departed"
+    # Whether each source reads a status: one that says someone departed does.
+    statuses = [r in SAYS_DEPARTED or draw(st.integers(0, 3)) > 0 for r in roles]
+    # The username each source gives them: the synced one, another (renamed there), someone
+    # else's (user3, who is joined under it), none.
+    names = ["user2", "user2", "user2x", "user3", None]
+    recycled = draw(st.integers(0, 5)) == 0
+    usernames = [None if recycled else draw(st.sampled_from(names)) for _ in roles]
+    return Scenario(count, field, roles, statuses, usernames, recycled)
+
+
+def expected(
+    names: tuple[str, ...], rules: JoinRules, case: Scenario
+) -> tuple[Role | None, Role | None, str]:
+    """What the source deciding status has of them, rows set aside counted and not (None:
+    no source that has them reads a status), and the username the join gives them
+    (records' and rows' alike, by precedence; else the one synced)."""
+    order = [names.index(s) for s in rules.precedence["state"]]
+    roles, statuses, usernames = case.roles, case.statuses, case.usernames
+
+    def decider(present: list[bool]) -> Role | None:
+        deciding = [s for s in order if present[s] and statuses[s]] or [
+            s for s in range(len(names)) if present[s] and statuses[s]
+        ]
+        return roles[deciding[0]] if deciding else None
+
+    present = [r != "absent" for r in roles]
+    records = [r.startswith("record") or r == "both" for r in roles]
+    given = [s for s in (names.index(n) for n in rules.precedence["username"]) if present[s]]
+    username = next((u for s in given if (u := usernames[s])), "user2")
+    return decider(present), decider(records), username
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    case=scenario(),
+    state_order=st.permutations(range(3)),
+    username_order=st.permutations(range(3)),
+    missing=st.sampled_from(["wait", "partial"]),
+)
+def test_a_departure_in_a_row_set_aside_is_decided_as_the_record_would_be(
+    case: Scenario,
+    state_order: list[int],
+    username_order: list[int],
+    missing: Literal["wait", "partial"],
+) -> None:
+    count = case.count
+    names = tuple(NAMES[:count])
+    rules = JoinRules(
+        {
+            "positions": ("hr",),
+            "state": tuple(names[i] for i in state_order if i < count),
+            "username": tuple(names[i] for i in username_order if i < count),
+        },
+        missing,
+    )
+    reads = [
+        replace(r, directory=replace(r.directory, status_read=case.statuses[i]))
+        for i, r in enumerate(whole(count, case.field))
+    ]
+    before = join(reads, rules).directory
+    snapshot, view = synced(before)
+    person = next(k for k, e in before.employees.items() if e.username == "user2")
+
+    now = join(
+        [broken(r, case, n) for n, r in enumerate(reads)],
+        rules,
+        synced=snapshot.employees,
+    ).directory
+    result = plan(now, snapshot, view, Policy(leaver_policy="lock"), NOW)
+    judge(result, person, case, expected(names, rules, case))
+
+
+def judge(
+    result: Plan,
+    person: str,
+    case: Scenario,
+    expected: tuple[Role | None, Role | None, str],
+) -> None:
+    """What the plan does to person 2 (``person``) and everyone else, by the oracle."""
+    decider, by_records, username = expected
+    departed = decider in ("record departed", "row departed")  # "both": its record decides
+    # Whose departure it is is clear: no other row set aside for them says otherwise, no
+    # record of the source beside its row, nobody else joined under that username.
+    clear = not ({"row active", "both"} & set(case.roles) or case.recycled or username == "user3")
+    theirs = [c for c in result.changes if c.key == person]
+    if departed and clear and username == "user2":
+        assert [(c.action, c.lock_reason) for c in theirs] == [(Action.LOCK, "departed")]
+    elif departed and clear:  # under another username than the account's: told, not done
+        assert theirs == [] and any(n.kind == ACCESS_KEPT for n in result.notes)
+    elif by_records != "record departed":  # else, records read whole say they left
+        assert all(c.action is not Action.LOCK for c in theirs), theirs
+    assert all(c.action is not Action.REMOVE for c in theirs)
+    judge_others(result, person, case)
+
+
+def judge_others(result: Plan, person: str, case: Scenario) -> None:
+    """Nobody else changes; a recycled username's new holder is never locked nor removed."""
+    others = [c for c in result.changes if c.key != person and c.kind is Kind.EMPLOYEE]
+    if case.recycled:  # person 3 renamed, or kept as they are: never locked nor removed
+        assert all(c.action not in (Action.LOCK, Action.REMOVE) for c in others)
+    else:
+        assert others == []
+
+
+def broken(read: SourceRead, case: Scenario, n: int) -> SourceRead:
+    """Source ``n``'s read with person 2's record as ``case`` says."""
+    role, username = case.roles[n], case.usernames[n]
+    people = dict(read.directory.employees)
+    (record,) = [e for e in people.values() if e.username == "user2"]
+    del people[record.id]
+    if case.recycled:
+        (third,) = [e for e in people.values() if e.username == "user3"]
+        people[third.id] = third._replace(username="user2")
+    rejected = read.directory.rejected
+    if role.startswith("record") or role == "both":
+        state = State.DEPARTED if role == "record departed" else State.ACTIVE
+        people[record.id] = record._replace(username=username or "", state=state)
+    if role.startswith("row") or role == "both":
+        row = aside(read.name, case.field, KEYS[2], username, role != "row active")
+        rejected = (*rejected, row)
+    return replace(read, directory=replace(read.directory, employees=people, rejected=rejected))
