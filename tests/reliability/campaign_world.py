@@ -27,6 +27,7 @@ from .identity_world import (
     Truth,
     Unit,
     fold,
+    side_random,
     variant,
 )
 
@@ -43,6 +44,8 @@ class Staff(Truth):
     offset: int = 0
     directory: dict[int, Directory] = field(default_factory=dict)  # several sources only
     heads: dict[str, str] = field(default_factory=dict)  # unit id -> the head's HR id
+    # The HR rows the last HR export wrote without their name (several sources), by HR id.
+    blanked: set[str] = field(default_factory=set)
 
     def hire(self, username: str | None = None) -> Person:
         p = super().hire(username)
@@ -289,7 +292,25 @@ def hr_file(t: Staff, vocabulary: tuple[str, str] = (ACTIVE, DEPARTED)) -> str:
     rows += [
         [p.hr_id, p.name, p.unit, p.mobile, status_value(p.status, vocabulary)] for p in t.present()
     ]
+    blank_a_name(t, rows)
     return table(rows)
+
+
+def blank_a_name(t: Staff, rows: list[list[str]]) -> None:
+    """Now and then an HR row without its name (some HR systems blank a leaver's): set
+    aside, it still says who left, and the join locks them. Drawn from a generator of its
+    own, so every other draw of a seed stays as it was."""
+    side = side_random(t.rng, 2)
+    t.blanked = set()
+    if side.random() < 0.6 or len(rows) < 2:
+        return
+    # Most often the row of someone who left this round: their account is still active.
+    left = {line.split()[1] for line in t.log if line.startswith("depart: ")}
+    fresh = [n for n in range(1, len(rows)) if rows[n][0] in left]
+    n = side.choice(fresh) if fresh and side.random() < 0.8 else side.randrange(1, len(rows))
+    rows[n][1] = ""
+    t.event("name blanked", f"HR row of {rows[n][0]}")
+    t.blanked.add(rows[n][0])
 
 
 def directory_file(t: Staff) -> str:

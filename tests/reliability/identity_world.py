@@ -391,7 +391,7 @@ class Export:
         gone = sorted({p.hr_id for p in t.with_status("gone")} - held)
         if not gone or len(rows) < 2:
             return
-        side = _side(t.rng, 0)
+        side = side_random(t.rng, 0)
         if side.random() < 0.8:
             return
         n = side.randrange(1, len(rows))
@@ -404,7 +404,7 @@ class Export:
         """Now and then a row without its name (some HR systems blank a leaver's name): set
         aside, it still says who left. Drawn from a generator of its own, as ids are
         mistyped, so every other draw of a seed stays as it was."""
-        side = _side(self.truth.rng, 1)
+        side = side_random(self.truth.rng, 1)
         if side.random() < 0.6 or len(rows) < 2:
             return
         # Most often the row of someone who left this round: their account is still active.
@@ -416,7 +416,7 @@ class Export:
         self.blanked[rows[n][0]] = ",".join(_cell(value) for value in rows[n])
 
 
-def _side(rng: random.Random, salt: int) -> random.Random:
+def side_random(rng: random.Random, salt: int) -> random.Random:
     """A generator of its own, made from ``rng``'s state without drawing from it: the same in
     every process (a Random's state is ints; hypothesis's stand-in gives a state id)."""
     state = rng.getstate()

@@ -79,6 +79,7 @@ from .campaign_world import (
     Standing,
     departments_file,
     directory_file,
+    directory_taken,
     first_directory,
     first_staff,
     hr_file,
@@ -462,6 +463,7 @@ def check(c: Campaign, ran: Installation, exit_code: int | None) -> None:
     check_twins(c, now)
     if exit_code in (0, 1) and ran.complete():
         check_leavers_locked(c, ran, now, exit_code)
+        check_blanked(c, ran, now, exit_code)
     if exit_code == 0:
         check_statuses_named(c, ran)
     c.accounts = now
@@ -570,6 +572,28 @@ def check_leavers_locked(
                 f"account {account.id} {account.username!r} after a run of {ran.name} "
                 f"(exit {exit_code})",
             )
+
+
+def check_blanked(c: Campaign, ran: Installation, now: dict[int, Account], exit_code: int) -> None:
+    """After a run that read a complete source: a person HR says departed in a row whole but
+    for its blanked name keeps no active account under their username, unless another
+    directory account holds that login (which account is theirs is then unclear:
+    syncd.plan.join keeps them as they are). The row set aside still decides their status."""
+    staff = ran.staff
+    if not ran.several or ran.vocabulary[1] != DEPARTED:
+        return
+    for hr_id in staff.blanked:
+        p = next(p for p in staff.people if p.hr_id == hr_id)
+        if p.status != "departed" or directory_taken(staff, p.username, p.key):
+            continue
+        for account in now.values():
+            if account.holder == p.key and account.username == p.username and not account.locked:
+                c.violation(
+                    "departed HR row set aside for its name, account still active",
+                    str(p.key),
+                    f"{c.who(p.key)}'s account {account.id} {account.username!r} after a run "
+                    f"of {ran.name} (exit {exit_code})",
+                )
 
 
 def check_twins(c: Campaign, accounts: dict[int, Account]) -> None:
