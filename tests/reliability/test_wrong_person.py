@@ -132,12 +132,17 @@ def departed_company(rig: Rig) -> Rig:
     return rig
 
 
-def test_a_renamed_departed_value_unlocks_and_creates_nobody(rig: Rig) -> None:
+@pytest.mark.parametrize("blanked", [False, True])
+def test_a_renamed_departed_value_unlocks_and_creates_nobody(rig: Rig, blanked: bool) -> None:
+    """``blanked``: the leavers' names blanked too (as some HR systems do): the status value
+    nobody named is told first, whatever else their rows lack."""
     departed_company(rig)
     before = rig.platform()
     for person in rig.company.employees:
         if person["status"] == "departed":
             person["status"] = "已离职"  # HR's new spelling, not in departed_values
+            if blanked:
+                person["name"] = ""
     result = rig.sync()
 
     # Loud until the settings name the value (issue 32): partial, not ok.
@@ -154,7 +159,7 @@ def test_a_renamed_departed_value_unlocks_and_creates_nobody(rig: Rig) -> None:
     assert reasons["E30"] == (
         "column 'status': '已离职' is neither in source.csv.active_values nor in "
         "source.csv.departed_values"
-    )
+    ) + ("; column 'name' is empty, and it is required" if blanked else "")
 
 
 def test_an_emptied_status_column_grants_nobody_access(rig: Rig) -> None:

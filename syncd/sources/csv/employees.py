@@ -419,9 +419,15 @@ class _EmployeeReader:
 
     def _aside(self, reason: str, values: list[str], at: _EmployeeIndexes) -> str:
         """Why a row that gives an id and a username is rejected; marked (_DepartedAside)
-        when its status says the person departed: that much of it is read."""
-        if self._status_read and self._state(values[at.status], at.status) is State.DEPARTED:
+        when its status says the person departed: that much of it is read. A status in
+        neither list is told first (_UnnamedStatus): it stays loud, whatever else is wrong."""
+        if not self._status_read:
+            return reason
+        state = self._state(values[at.status], at.status)
+        if state is State.DEPARTED:
             return _DepartedAside(reason, values[at.id], values[at.username])
+        if isinstance(state, _UnnamedStatus):
+            return _UnnamedStatus(f"{state}; {reason}", state.value)
         return reason
 
     def _optional(self, values: list[str], at: _EmployeeIndexes) -> _Optional | str:
