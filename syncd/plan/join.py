@@ -34,6 +34,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from operator import itemgetter
 from typing import Literal
 
@@ -47,6 +48,7 @@ from syncd.model import (
     build_directory,
     departures_alike,
     match_value,
+    row_identifiers,
 )
 from syncd.plan.guards import cannot_tell_departed
 from syncd.plan.precedence import Precedence
@@ -266,12 +268,15 @@ class _Joining:
             return  # a leaver: departed, and what would say who they are is gone
         why = self._set_aside(k, employee, slots)
         if why is not None:
+            # Its name and numbers as joined: what tells this person from a leaver whose
+            # username they were given (syncd.plan.rekeys.weigh_rejected).
             self.rejected.append(
                 RejectedRow(
                     _where(k, slots, self.names),
                     why,
                     key=k,
                     username=employee.username or _any_username(slots),
+                    identifiers=row_identifiers(partial(getattr, employee), employee.extra),
                 )
             )
             return
