@@ -240,6 +240,18 @@ def forget_head(t: Staff, p: Person) -> None:
             del t.heads[unit_id]
 
 
+def shadowed(t: Staff, p: Person) -> bool:
+    """Whether another person whose HR row the last export wrote without its name holds
+    ``p``'s login in the directory (any spelling): whether the two are one person under a
+    new number cannot be told (the re-key rule needs both names), so syncd keeps ``p`` as
+    they are and says so (a partial run)."""
+    return any(
+        q.hr_id in t.blanked and q.key != p.key and q.key in t.directory
+        for q in t.people
+        if fold(q.username) == fold(p.username)
+    )
+
+
 def directory_taken(t: Staff, username: str, key: int | None) -> bool:
     """Whether a directory account other than ``key``'s holds ``username`` (any spelling)."""
     return any(

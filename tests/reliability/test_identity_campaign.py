@@ -85,6 +85,7 @@ from .campaign_world import (
     first_directory,
     first_staff,
     hr_file,
+    shadowed,
     standing,
     statuses_written,
 )
@@ -559,7 +560,8 @@ def check_leavers_locked(
     c: Campaign, ran: Installation, now: dict[int, Account], exit_code: int
 ) -> None:
     """After a run that read a complete source: nobody departed in every source that holds
-    them (or gone from every one) keeps an active account."""
+    them (or gone from every one) keeps an active account, but in a partial run one whose
+    login a nameless HR row's person holds (``shadowed``)."""
     active_accounts: dict[int, Account] = {
         a.holder: a for a in now.values() if a.holder is not None and not a.locked
     }
@@ -567,6 +569,8 @@ def check_leavers_locked(
         status, must_lock = standing(ran.staff, p, several=ran.several)
         account = active_accounts.get(p.key)
         if must_lock and account is not None:
+            if exit_code == 1 and shadowed(ran.staff, p):
+                continue  # kept as they are, and the run says so
             c.violation(
                 "departed everywhere, still active after a complete read",
                 str(p.key),
