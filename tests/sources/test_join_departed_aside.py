@@ -19,7 +19,7 @@ import pytest
 from syncd.config import load_settings
 from syncd.emulator import RunningEmulator
 from syncd.run.runner import RunRequest, RunResult, run_sync
-from tests.support.settings import csv_source_lines, emulator_platform
+from tests.support.settings import joined_settings
 
 DEPARTMENTS = "id,name,parent_id\nD1,Head Office,\n"
 # Enough people that one leaver stays under the removal guard's threshold.
@@ -58,23 +58,7 @@ def write(
     (folder / "ad.csv").write_text("\n".join(["guid,login,key", *ad]) + "\n", encoding="utf-8")
     hr_columns = {"id": "emp_no", "username": "emp_no", "birthday": "birthday", key: "key"}
     ad_columns = {"id": "guid", "username": "login", "name": "login", "department": "login"}
-    lines = [
-        f'state_dir = "{folder / "state"}"',
-        *csv_source_lines("hr", folder / "hr.csv", hr_columns, folder / "departments.csv"),
-        *csv_source_lines("ad", folder / "ad.csv", {**ad_columns, key: "key"}),
-        "[join]",
-        f'key = "{key}"',
-        "[join.precedence]",
-        'name = ["hr"]',
-        'department = ["hr"]',
-        'status = ["hr"]',
-        'username = ["ad"]',
-        *emulator_platform(emulator),
-    ]
-    path = folder / "syncd.toml"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    path.chmod(0o600)
-    return path
+    return joined_settings(folder, emulator, key, (hr_columns, {**ad_columns, key: "key"}))
 
 
 def ad_row(n: str, key: Key) -> str:

@@ -72,6 +72,34 @@ def csv_source_lines(
     ]
 
 
+def joined_settings(
+    folder: Path,
+    emulator: RunningEmulator,
+    key: str,
+    columns: tuple[Mapping[str, str], Mapping[str, str]],
+    more: Sequence[str] = (),
+) -> Path:
+    """Settings of whole runs from HR's export (``hr.csv`` with ``departments.csv``: it
+    decides names, departments and status) joined on ``key`` with a directory's export of
+    accounts (``ad.csv``, in the paths layout: it decides usernames); ``columns``: each
+    source's, ``more`` added to both."""
+    hr, ad = columns
+    lines = [
+        f'state_dir = "{folder / "state"}"',
+        *csv_source_lines("hr", folder / "hr.csv", hr, folder / "departments.csv", more),
+        *csv_source_lines("ad", folder / "ad.csv", ad, more=more),
+        "[join]",
+        f'key = "{key}"',
+        "[join.precedence]",
+        'name = ["hr"]',
+        'department = ["hr"]',
+        'status = ["hr"]',
+        'username = ["ad"]',
+        *emulator_platform(emulator),
+    ]
+    return write_settings(folder, "\n".join(lines) + "\n")
+
+
 def emulator_platform(emulator: RunningEmulator) -> list[str]:
     """The [platform] section's lines for whole runs against the emulator (quick retries)."""
     return [
