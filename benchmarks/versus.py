@@ -1,7 +1,7 @@
 """The initial sync of this checkout's syncd against another's, alternated pair by pair.
 
     .venv/bin/python -m benchmarks.versus --before DIR [--people 100000] [--pairs 4]
-                                          [--resync] [--instructions]
+                                          [--resync] [--instructions [--simulate]]
 
 ``DIR`` holds another syncd package (``git archive c427ab5 | tar -x -C DIR``). Each run
 is an initial sync of the same generated company from CSV into a fresh ``syncd emulator``
@@ -13,7 +13,10 @@ with their range. ``--resync``: no-change re-syncs that read the files and plan
 after its initial sync and first re-sync. ``--instructions``: each measured run under
 valgrind's callgrind, its instructions counted rather than its time taken (the same count
 on a loaded machine, so one pair tells; a run takes about 50 times as long: meant for
-``--resync``); printed with their ratio. Not part of ``make bench``.
+``--resync``); printed with their ratio. ``--simulate`` (with ``--instructions``): callgrind
+also simulates the caches and the branch predictor, and the first-level misses (instruction
+and data), last-level misses and mispredicted branches are printed with their ratios too:
+what a count of instructions cannot show of two codes' time. Not part of ``make bench``.
 """
 
 from __future__ import annotations
@@ -46,6 +49,14 @@ from benchmarks.harness import (
 RUN = "from syncd.cli import main; main()"
 # Instructions counted, their output discarded: valgrind reports the total on stderr.
 CALLGRIND = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+SIMULATED = ["--cache-sim=yes", "--branch-sim=yes"]
+# What --simulate prints of callgrind's summary, each its first figure (the total).
+EVENTS = {
+    "I1 misses": r"I1  misses:\s+([\d,]+)",
+    "D1 misses": r"D1  misses:\s+([\d,]+)",
+    "LL misses": r"LL misses:\s+([\d,]+)",
+    "mispredicts": r"Mispredicts:\s+([\d,]+)",
+}
 
 
 @dataclass
@@ -127,6 +138,11 @@ def main() -> None:
         action="store_true",
         help="count the instructions of each run under valgrind's callgrind, not its time",
     )
+    parser.add_argument(
+        "--simulate",
+        action="store_true",
+        help="with --instructions: simulate the caches and branch predictor too",
+    )
     args = parser.parse_args()
     compile_bytecode()  # each code's bytecode compiled first, as pip would
     compileall.compile_dir(args.before / "syncd", quiet=1)
@@ -134,7 +150,7 @@ def main() -> None:
         work = Path(temporary)
         employees, departments = write_two_files(make_company(args.people), work / "data")
         source = csv_source(employees, departments)
-        prefix = tuple(CALLGRIND) if args.instructions else ()
+        prefix = tuple(CALLGRIND + SIMULATED * args.simulate) if args.instructions else ()
         codes = [
             Code("this", ROOT, work, source, prefix),
             Code("before", args.before.resolve(), work, source, prefix),
@@ -144,21 +160,34 @@ def main() -> None:
             if args.resync
             else (initial_syncs(codes if n % 2 == 0 else codes[::-1], n) for n in range(args.pairs))
         )
-        cpu, wall, counted = [], [], []
+        ratios: dict[str, list[float]] = {}
         for pair, runs in enumerate(measured):
             for name, m in runs.items():
                 print(f"pair {pair + 1} {name:6}  cpu {m.cpu:6.2f} s  wall {m.wall:6.2f} s", end="")
-                print(f"  {instructions(m):,} instructions" if args.instructions else "")
-            cpu.append(runs["this"].cpu / runs["before"].cpu)
-            wall.append(runs["this"].wall / runs["before"].wall)
-            if args.instructions:
-                counted.append(instructions(runs["this"]) / instructions(runs["before"]))
-    named = [("instructions", counted)] if args.instructions else [("CPU", cpu), ("wall", wall)]
-    for what, ratios in named:
+                counts = figures(m, args) if args.instructions else {}
+                print("".join(f"  {n:,.0f} {what}" for what, n in counts.items()))
+            this, before = figures(runs["this"], args), figures(runs["before"], args)
+            for what in this:
+                ratios.setdefault(what, []).append(this[what] / before[what])
+    for what, found in ratios.items():
         print(
-            f"{what} this/before: {statistics.median(ratios):.2f}x "
-            f"({min(ratios):.2f}-{max(ratios):.2f}), {len(ratios)} pairs"
+            f"{what} this/before: {statistics.median(found):.3f}x "
+            f"({min(found):.3f}-{max(found):.3f}), {len(found)} pairs"
         )
+
+
+def figures(m: Measured, args: argparse.Namespace) -> dict[str, float]:
+    """What is compared of a run: its CPU and wall time, or what callgrind counted (its
+    instructions, and with ``--simulate`` its misses and mispredicted branches)."""
+    if not args.instructions:
+        return {"CPU": m.cpu, "wall": m.wall}
+    found = {"instructions": float(instructions(m))}
+    for what, pattern in EVENTS.items() if args.simulate else ():
+        counts = re.findall(pattern, m.output)
+        if not counts:
+            raise SystemExit(f"no {what} in the run's output:\n{m.output[-2000:]}")
+        found[what] = float(counts[-1].replace(",", ""))
+    return found
 
 
 def instructions(m: Measured) -> int:
