@@ -198,7 +198,8 @@ class _Joining:
         explain: bool,
         synced: Mapping[str, SyncedEmployee] | None,
     ) -> None:
-        self.reads, self.explain, self.synced = reads, explain, synced
+        self.reads, self.explain = reads, explain
+        self.synced: Mapping[str, SyncedEmployee] = synced if synced is not None else {}
         self.names = names = tuple(r.name for r in reads)
         self.orders = tuple(
             tuple(names.index(s) for s in rules.precedence.get(f, names)) for f in FIELDS
@@ -236,6 +237,7 @@ class _Joining:
         """One source's rejected rows carried, and its records put in their slot by key."""
         start = len(self.rejected)
         _carried(read, self.rejected, self.held_usernames)
+        # _carried appends one row for each of the source's, in order: the n-th is its copy.
         for n, row in enumerate(read.directory.rejected, start):
             if row.departed and (k := self.rejected[n].key):
                 self.departures.setdefault(k, []).append((i, n))
@@ -288,7 +290,7 @@ class _Joining:
         """The person by precedence, with the username syncd synced them with when no
         source gives one (their account deleted in the directory)."""
         employee = self.precedence.merge(k, slots) if None in slots else self.everywhere(k, *slots)
-        if not employee.username and self.synced is not None and (known := self.synced.get(k)):
+        if not employee.username and (known := self.synced.get(k)):
             employee = employee._replace(username=known.username)
         return employee
 
@@ -348,13 +350,13 @@ class _Joining:
             username = record.username if record is not None else aside.get(s)
             if username:
                 return username
-        known = self.synced.get(k) if self.synced is not None else None
+        known = self.synced.get(k)
         return known.username if known is not None else None
 
     def _status_unknown(self, k: str, slots: Slots) -> bool:
         """Whether syncd holds the person locked as departed and none of the sources that
         have them reads a status."""
-        known = self.synced.get(k) if self.synced is not None else None
+        known = self.synced.get(k)
         if known is None or not known.locked or known.lock_reason != DEPARTED:
             return False
         return not any(self.statuses[i] for i, e in enumerate(slots) if e is not None)
@@ -382,7 +384,7 @@ class _Joining:
     def departed_alone(self) -> None:
         """The departures of people no source has a record of, only rows set aside."""
         nobody: Slots = [None] * len(self.reads)
-        for k in self.departures.keys() - self.people.keys() - self.held:
+        for k in self.departures.keys() - self.people.keys():
             self._departing(k, nobody)
 
     # ------------------------------------------------------------ the result
