@@ -27,7 +27,7 @@ from .identity_world import (
     Truth,
     Unit,
     fold,
-    side_random,
+    row_to_blank,
     variant,
 )
 
@@ -309,17 +309,12 @@ def hr_file(t: Staff, vocabulary: tuple[str, str] = (ACTIVE, DEPARTED)) -> str:
 
 
 def blank_a_name(t: Staff, rows: list[list[str]]) -> None:
-    """Now and then an HR row without its name (some HR systems blank a leaver's): set
-    aside, it still says who left, and the join locks them. Drawn from a generator of its
-    own, so every other draw of a seed stays as it was."""
-    side = side_random(t.rng, 2)
+    """Now and then an HR row without its name (``row_to_blank``): set aside, it still
+    says who left, and the join locks them."""
     t.blanked = set()
-    if side.random() < 0.6 or len(rows) < 2:
+    n = row_to_blank(t, rows, 2)
+    if n is None:
         return
-    # Most often the row of someone who left this round: their account is still active.
-    left = {line.split()[1] for line in t.log if line.startswith("depart: ")}
-    fresh = [n for n in range(1, len(rows)) if rows[n][0] in left]
-    n = side.choice(fresh) if fresh and side.random() < 0.8 else side.randrange(1, len(rows))
     rows[n][1] = ""
     t.event("name blanked", f"HR row of {rows[n][0]}")
     t.blanked.add(rows[n][0])

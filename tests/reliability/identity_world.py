@@ -391,7 +391,7 @@ class Export:
         gone = sorted({p.hr_id for p in t.with_status("gone")} - held)
         if not gone or len(rows) < 2:
             return
-        side = side_random(t.rng, 0)
+        side = _side(t.rng, 0)
         if side.random() < 0.8:
             return
         n = side.randrange(1, len(rows))
@@ -404,19 +404,28 @@ class Export:
         """Now and then a row without its name (some HR systems blank a leaver's name): set
         aside, it still says who left. Drawn from a generator of its own, as ids are
         mistyped, so every other draw of a seed stays as it was."""
-        side = side_random(self.truth.rng, 1)
-        if side.random() < 0.6 or len(rows) < 2:
+        n = row_to_blank(self.truth, rows, 1)
+        if n is None:
             return
-        # Most often the row of someone who left this round: their account is still active.
-        left = {line.split()[1] for line in self.truth.log if line.startswith("depart: ")}
-        fresh = [n for n in range(1, len(rows)) if rows[n][0] in left]
-        n = side.choice(fresh) if fresh and side.random() < 0.8 else side.randrange(1, len(rows))
         rows[n][2] = ""
         self.truth.event("name blanked", f"row of {rows[n][0]} ({rows[n][1]})")
         self.blanked[rows[n][0]] = ",".join(_cell(value) for value in rows[n])
 
 
-def side_random(rng: random.Random, salt: int) -> random.Random:
+def row_to_blank(t: Truth, rows: list[list[str]], salt: int) -> int | None:
+    """Now and then the row (under the header, its id first) whose name an export blanks,
+    as some HR systems blank a leaver's: most often the row of someone who left this round
+    (their account is still active); None this time. Drawn from a generator of its own
+    (``salt``), so every other draw of a seed stays as it was."""
+    side = _side(t.rng, salt)
+    if side.random() < 0.6 or len(rows) < 2:
+        return None
+    left = {line.split()[1] for line in t.log if line.startswith("depart: ")}
+    fresh = [n for n in range(1, len(rows)) if rows[n][0] in left]
+    return side.choice(fresh) if fresh and side.random() < 0.8 else side.randrange(1, len(rows))
+
+
+def _side(rng: random.Random, salt: int) -> random.Random:
     """A generator of its own, made from ``rng``'s state without drawing from it: the same in
     every process (a Random's state is ints; hypothesis's stand-in gives a state id)."""
     state = rng.getstate()
