@@ -13,7 +13,7 @@ other row set aside names them; nothing else is written for them, and nobody els
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, get_args
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,7 +24,7 @@ from syncd.plan.actions import Action
 from syncd.plan.join import JoinRules, SourceRead, join
 from tests.engine.plan_world import NOW, synced
 from tests.support.examples import examples
-from tests.unit.test_join_plan import KEYS, NAMES, JoinField, phone, whole
+from tests.unit.test_join_plan import KEYS, NAMES, JoinField, rejected_row, whole
 
 Role = Literal[
     "record active", "record departed", "row departed", "row active", "both", "absent"
@@ -32,30 +32,16 @@ Role = Literal[
 # "both": the source's record, active, and beside it a row set aside under the same key
 # saying departed (two people of that source share the key: whose departure is unclear).
 SAYS_DEPARTED = ("record departed", "row departed", "both")  # these sources read a status
-ROLES: list[Role] = [
-    "record active", "record departed", "row departed", "row active", "both", "absent"
-]  # fmt: skip
+ROLES: list[Role] = list(get_args(Role))
 
 
 def aside(
     source: str, field: JoinField, key: str, username: str | None, departed: bool
 ) -> RejectedRow:
     """``source``'s row for the person of ``key``, set aside for a date that is not one."""
-    kept = {
-        "sn": key,
-        "mobile": phone(key, "+86-138-0000-{}"),
-        "email": f"{key.upper()}@Example.COM",
-        "extra.ad": f"{key} ",
-    }.get(field)
-    return RejectedRow(
-        f"{source}.csv:7",
-        "column 'birthday': '1990-02-30' is not a date",
-        Kind.EMPLOYEE,
-        key if field == "id" else f"{source}-x",
-        username,
-        identifiers=(("name", "Person"), *(((field, kept),) if kept else ())),
-        departed=departed,
-    )
+    row = rejected_row(f"{source}.csv:7", field, key, username or "", "Person")
+    reason = "column 'birthday': '1990-02-30' is not a date"
+    return replace(row, reason=reason, username=username, departed=departed)
 
 
 @dataclass(frozen=True)
