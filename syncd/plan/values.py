@@ -462,10 +462,10 @@ def departed_rows_kept(n: int) -> str:
 def renamed_kept(n: int) -> str:
     """Why departed rows set aside lock nobody when they give another username than the
     account under the id (syncd.plan.departed_aside)."""
-    rows = "its row is" if n == 1 else "their rows are"
+    rows = "its row is set aside and gives" if n == 1 else "their rows are set aside and give"
     return (
-        f"{_left_and_kept(n)}: {rows} set aside and gives another username than the account "
-        "under the id, so nothing is locked until the row is fixed"
+        f"{_left_and_kept(n)}: {rows} another username than the account under the id, so "
+        "nothing is locked until the row is fixed"
     )
 
 

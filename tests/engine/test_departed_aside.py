@@ -210,7 +210,7 @@ def test_a_departure_is_never_held_up_by_where_its_row_places_the_person(
     said = [
         n.message
         for n in p.notes
-        if n.kind == ACCESS_KEPT and "set aside and gives another" in n.message
+        if n.kind == ACCESS_KEPT and "another username than the account" in n.message
     ]
     assert said == ([renamed_kept(waiting)] if waiting else [])
     # Remembered as departed (the access-granted guard's memory), set aside or not.
