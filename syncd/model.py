@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import partial
@@ -599,33 +599,46 @@ def _valid_employees(
     return kept
 
 
-def departures_alike(rejected: list[RejectedRow]) -> None:
+def departures_alike(rejected: list[RejectedRow], silent: Collection[int] = ()) -> None:
     """Keep a rejected row's ``departed`` only where every rejected row that gives its id or
     its username (in any spelling) gives that very id and username, in plain characters,
     and says the person departed: copies of one departure (an export with a line per
     position) are one departure. The rows kept give neither (the read's copies are all set
-    aside), and a row that may hide others is never marked departed."""
+    aside), and a row that may hide others is never marked departed. ``silent``: the
+    indices of rows whose source reads no status (a join's): giving that very id and
+    username, they say nothing against it."""
     if not any(row.departed for row in rejected):
         return  # as a rule
-    named: dict[str, list[RejectedRow]] = defaultdict(list)
-    for row in rejected:
+    named: dict[str, list[int]] = defaultdict(list)
+    for n, row in enumerate(rejected):
         if row.kind is Kind.EMPLOYEE:
             for text in {look_alike(t) for t in (row.key, row.username) if t}:
-                named[text].append(row)
+                named[text].append(n)
+    agree = [row.departed or n in silent for n, row in enumerate(rejected)]
     for n, row in enumerate(rejected):
-        if row.departed and not _one_departure(row, named):
+        if row.departed and not _one_departure(
+            row, [(rejected[m], agree[m]) for m in _naming(row, named)]
+        ):
             rejected[n] = replace(row, departed=False)
 
 
-def _one_departure(row: RejectedRow, named: Mapping[str, list[RejectedRow]]) -> bool:
-    """Whether every row that names this row's id or username says what it says."""
+def _naming(row: RejectedRow, named: Mapping[str, list[int]]) -> list[int]:
+    """The rows that name this row's id or its username (in any spelling)."""
+    return [
+        *named.get(look_alike(row.key or ""), ()),
+        *named.get(look_alike(row.username or ""), ()),
+    ]
+
+
+def _one_departure(row: RejectedRow, rows: list[tuple[RejectedRow, bool]]) -> bool:
+    """Whether every row that names this row's id or username (each with whether it says
+    the person departed, or says nothing of it) gives the same pair and says so."""
     key, username = row.key, row.username
     if not key or not username or controls(key + username) or invisible(key + username):
         return False
     if mixed_scripts(username):
         return False
-    rows = named[look_alike(key)] + named[look_alike(username)]
-    return all(r.departed and r.key == key and r.username == username for r in rows)
+    return all(agrees and r.key == key and r.username == username for r, agrees in rows)
 
 
 def _kept_key(text: str) -> str | None:

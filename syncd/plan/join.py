@@ -24,9 +24,11 @@ A departure is never held up by a row set aside for what does not say who the pe
 (``RejectedRow.departed``: no name, a date that is not one, a department nobody knows).
 Such a row stands for its source's record in deciding their status: when the source that
 decides it says departed, and nothing else set aside or joined names the key or the
-username the join gives them (``departures_alike``), they are left out of the joined read
-and the row is marked departed under that pair, so the planner locks the account syncd
-holds under it and writes nothing else for them (syncd.plan.departed_aside).
+username the join gives them (``departures_alike``; a row set aside by a source that reads
+no status, giving that very pair, stands for its record too and says nothing against it),
+they are left out of the joined read and the row is marked departed under that pair, so the
+planner locks the account syncd holds under it and writes nothing else for them
+(syncd.plan.departed_aside).
 """
 
 from __future__ import annotations
@@ -224,8 +226,10 @@ class _Joining:
         self.held_usernames: set[str] = set()  # usernames rejected by a source: kept as they are
         self.merged: list[tuple[str, Employee]] = []
         # Joined key -> (source, index in rejected) of each row a source set aside for a
-        # field that does not say who the person is, saying they departed.
+        # field that does not say who the person is, saying they departed; and of each row
+        # set aside by a source that reads no status (it says nothing of it).
         self.departures: dict[str, list[tuple[int, int]]] = {}
+        self.silent: dict[str, list[tuple[int, int]]] = {}
         self.departing: dict[str, tuple[str, list[int]]] = {}  # key -> username, rows to mark
         self.origins: dict[str, dict[str, str]] = {}
         self.members: dict[str, dict[str, str]] = {}
@@ -239,8 +243,11 @@ class _Joining:
         _carried(read, self.rejected, self.held_usernames)
         # _carried appends one row for each of the source's, in order: the n-th is its copy.
         for n, row in enumerate(read.directory.rejected, start):
-            if row.departed and (k := self.rejected[n].key):
-                self.departures.setdefault(k, []).append((i, n))
+            if (k := self.rejected[n].key) and row.kind is Kind.EMPLOYEE:
+                if row.departed:
+                    self.departures.setdefault(k, []).append((i, n))
+                elif not self.statuses[i]:
+                    self.silent.setdefault(k, []).append((i, n))
         twice = _indexed(read, i, len(self.reads), self.people, self.rejected)
         for k, found in twice.items():
             self.held.add(k)
@@ -326,7 +333,8 @@ class _Joining:
         source that decides their status (those rows standing for that source's record)
         says so. Then the rows are to be marked with the username the join gives them."""
         rows = self.departures[k]
-        aside = {i for i, _ in rows}
+        quiet = self.silent.get(k, [])  # rows of sources without a status: no say in it
+        aside = {i for i, _ in (*rows, *quiet)}
         if any(slots[i] is not None for i in aside):
             return False  # the key names a record of that source too: whose is unclear
         found = tuple(e is not None or i in aside for i, e in enumerate(slots))
@@ -336,7 +344,8 @@ class _Joining:
         first = slots[deciding[0]]
         if first is not None and first.state is not State.DEPARTED:
             return False
-        username = self._username(k, slots, {i: self.rejected[n].username for i, n in rows})
+        given = {i: self.rejected[n].username for i, n in (*rows, *quiet)}
+        username = self._username(k, slots, given)
         if not username:
             return False
         self.departing[k] = (username, [n for _, n in rows])
@@ -435,7 +444,7 @@ class _Joining:
             if look_alike(username) not in usernames:
                 for n in rows:
                     self.rejected[n] = replace(self.rejected[n], username=username, departed=True)
-        departures_alike(self.rejected)
+        departures_alike(self.rejected, {n for rows in self.silent.values() for _, n in rows})
 
     def _blind(self) -> tuple[str, ...]:
         """The sources that decide status and should say who is departed, but this read

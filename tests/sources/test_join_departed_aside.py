@@ -5,8 +5,8 @@ HR's export decides status and place; a directory's export of accounts gives the
 they are joined on the work number or the e-mail. HR marks someone departed in a row it
 cannot read whole (a birthday that does not exist, no name, a department nobody knows). The
 row still says who left and under which key: the account the join holds under that key is
-locked where it is, as with one source (syncd.plan.departed_aside). Where the directory
-decides status and still has the account active, nobody is locked.
+locked where it is, as with one source (syncd.plan.departed_aside). The directory reads no
+status: its row for them set aside too says nothing against it.
 """
 
 from __future__ import annotations
@@ -55,14 +55,16 @@ def write(
     (folder / "departments.csv").write_text(DEPARTMENTS, encoding="utf-8")
     header = "emp_no,name,department,status,key,birthday"
     (folder / "hr.csv").write_text("\n".join([header, *hr]) + "\n", encoding="utf-8")
-    (folder / "ad.csv").write_text("\n".join(["guid,login,key", *ad]) + "\n", encoding="utf-8")
+    ad_header = "guid,login,key,born"
+    (folder / "ad.csv").write_text("\n".join([ad_header, *ad]) + "\n", encoding="utf-8")
     hr_columns = {"id": "emp_no", "username": "emp_no", "birthday": "birthday", key: "key"}
     ad_columns = {"id": "guid", "username": "login", "name": "login", "department": "login"}
-    return joined_settings(folder, emulator, key, (hr_columns, {**ad_columns, key: "key"}))
+    ad_columns |= {"birthday": "born", key: "key"}
+    return joined_settings(folder, emulator, key, (hr_columns, ad_columns))
 
 
-def ad_row(n: str, key: Key) -> str:
-    return f"G{n},user{n},{KEYS[key][1].format(n)}"
+def ad_row(n: str, key: Key, born: str = "1990-01-05") -> str:
+    return f"G{n},user{n},{KEYS[key][1].format(n)},{born}"
 
 
 def sync(path: Path) -> RunResult:
@@ -75,8 +77,9 @@ def locked(emulator: RunningEmulator) -> dict[str, bool]:
 
 @pytest.mark.parametrize("key", list(KEYS))
 @pytest.mark.parametrize("fault", list(FAULTS))
+@pytest.mark.parametrize("ad_aside", [False, True], ids=["ad-whole", "ad-aside"])
 def test_a_leavers_hr_row_set_aside_for_another_field_still_locks_them(
-    tmp_path: Path, emulator: RunningEmulator, key: Key, fault: str
+    tmp_path: Path, emulator: RunningEmulator, key: Key, fault: str, ad_aside: bool
 ) -> None:
     ad = [ad_row(n, key) for n in NAMES]
     path = write(tmp_path, emulator, key, [hr_row(n, "active", key) for n in NAMES], ad)
@@ -85,10 +88,13 @@ def test_a_leavers_hr_row_set_aside_for_another_field_still_locks_them(
     assert not any(locked(emulator).values())
 
     # Bob leaves; HR's row for him is broken in a field that does not say who he is. His
-    # directory account is still there (disabling it is the next step of the process).
+    # directory account is still there (disabling it is the next step of the process), its
+    # row maybe set aside too, for a date that is not one (found 2026-12-06: kept active).
     hr = [
         hr_row(n, "departed", key, fault) if n == "2" else hr_row(n, "active", key) for n in NAMES
     ]
+    if ad_aside:
+        ad = [ad_row(n, key, "1990-02-30") if n == "2" else ad_row(n, key) for n in NAMES]
     write(tmp_path, emulator, key, hr, ad)
     second = sync(path)
 

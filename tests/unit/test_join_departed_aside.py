@@ -27,10 +27,11 @@ from tests.support.examples import examples
 from tests.unit.test_join_plan import KEYS, NAMES, JoinField, rejected_row, whole
 
 Role = Literal[
-    "record active", "record departed", "row departed", "row active", "both", "absent"
+    "record active", "record departed", "row departed", "row active", "both", "twice", "absent"
 ]  # fmt: skip
 # "both": the source's record, active, and beside it a row set aside under the same key
-# saying departed (two people of that source share the key: whose departure is unclear).
+# saying departed (two people of that source share the key: whose departure is unclear);
+# "twice": the same, the row saying nothing of a departure.
 SAYS_DEPARTED = ("record departed", "row departed", "both")  # these sources read a status
 ROLES: list[Role] = list(get_args(Role))
 
@@ -89,7 +90,7 @@ def expected(
         return roles[deciding[0]] if deciding else None
 
     present = [r != "absent" for r in roles]
-    records = [r.startswith("record") or r == "both" for r in roles]
+    records = [r.startswith("record") or r in ("both", "twice") for r in roles]
     given = [s for s in (names.index(n) for n in rules.precedence["username"]) if present[s]]
     username = next((u for s in given if (u := usernames[s])), "user2")
     return decider(present), decider(records), username
@@ -144,9 +145,15 @@ def judge(
     """What the plan does to person 2 (``person``) and everyone else, by the oracle."""
     decider, by_records, username = expected
     departed = decider in ("record departed", "row departed")  # "both": its record decides
-    # Whose departure it is is clear: no other row set aside for them says otherwise, no
-    # record of the source beside its row, nobody else joined under that username.
-    clear = not ({"row active", "both"} & set(case.roles) or case.recycled or username == "user3")
+    # Whose departure it is is clear: no other row set aside for them says otherwise (one
+    # of a source that reads no status says nothing of it, when it gives that username),
+    # no record of the source beside its row, nobody else joined under that username.
+    contrary = any(
+        role == "row active" and (case.statuses[n] or case.usernames[n] != username)
+        for n, role in enumerate(case.roles)
+    )
+    twice = {"both", "twice"} & set(case.roles)
+    clear = not (twice or contrary or case.recycled or username == "user3")
     theirs = [c for c in result.changes if c.key == person]
     if departed and clear and username == "user2":
         assert [(c.action, c.lock_reason) for c in theirs] == [(Action.LOCK, "departed")]
@@ -177,10 +184,11 @@ def broken(read: SourceRead, case: Scenario, n: int) -> SourceRead:
         (third,) = [e for e in people.values() if e.username == "user3"]
         people[third.id] = third._replace(username="user2")
     rejected = read.directory.rejected
-    if role.startswith("record") or role == "both":
+    if role.startswith("record") or role in ("both", "twice"):
         state = State.DEPARTED if role == "record departed" else State.ACTIVE
         people[record.id] = record._replace(username=username or "", state=state)
-    if role.startswith("row") or role == "both":
-        row = aside(read.name, case.field, KEYS[2], username, role != "row active")
+    if role.startswith("row") or role in ("both", "twice"):
+        says = role in ("row departed", "both")
+        row = aside(read.name, case.field, KEYS[2], username, says)
         rejected = (*rejected, row)
     return replace(read, directory=replace(read.directory, employees=people, rejected=rejected))
