@@ -605,8 +605,8 @@ def departures_alike(rejected: list[RejectedRow], silent: Collection[int] = ()) 
     and says the person departed: copies of one departure (an export with a line per
     position) are one departure. The rows kept give neither (the read's copies are all set
     aside), and a row that may hide others is never marked departed. ``silent``: the
-    indices of rows whose source reads no status (a join's): giving that very id and
-    username, they say nothing against it."""
+    indices of rows that have no say in whether the person left (a join's, from sources
+    that do not decide it): giving that very id and username, they say nothing against it."""
     if not any(row.departed for row in rejected):
         return  # as a rule
     named: dict[str, list[int]] = defaultdict(list)

@@ -24,11 +24,11 @@ A departure is never held up by a row set aside for what does not say who the pe
 (``RejectedRow.departed``: no name, a date that is not one, a department nobody knows).
 Such a row stands for its source's record in deciding their status: when the source that
 decides it says departed, and nothing else set aside or joined names the key or the
-username the join gives them (``departures_alike``; a row set aside by a source that reads
-no status, giving that very pair, stands for its record too and says nothing against it),
-they are left out of the joined read and the row is marked departed under that pair, so the
-planner locks the account syncd holds under it and writes nothing else for them
-(syncd.plan.departed_aside).
+username the join gives them (``departures_alike``; a row another source that does not
+decide their status sets aside, giving that very pair, stands for its record too and is
+outranked as it would be), they are left out of the joined read and the row is marked
+departed under that pair, so the planner locks the account syncd holds under it and writes
+nothing else for them (syncd.plan.departed_aside).
 """
 
 from __future__ import annotations
@@ -226,10 +226,11 @@ class _Joining:
         self.held_usernames: set[str] = set()  # usernames rejected by a source: kept as they are
         self.merged: list[tuple[str, Employee]] = []
         # Joined key -> (source, index in rejected) of each row a source set aside for a
-        # field that does not say who the person is, saying they departed; and of each row
-        # set aside by a source that reads no status (it says nothing of it).
+        # field that does not say who the person is, saying they departed; and of every
+        # other row set aside under the key.
         self.departures: dict[str, list[tuple[int, int]]] = {}
-        self.silent: dict[str, list[tuple[int, int]]] = {}
+        self.aside: dict[str, list[tuple[int, int]]] = {}
+        self.outranked: set[int] = set()  # rows of sources that do not decide: no say in it
         self.departing: dict[str, tuple[str, list[int]]] = {}  # key -> username, rows to mark
         self.origins: dict[str, dict[str, str]] = {}
         self.members: dict[str, dict[str, str]] = {}
@@ -244,10 +245,8 @@ class _Joining:
         # _carried appends one row for each of the source's, in order: the n-th is its copy.
         for n, row in enumerate(read.directory.rejected, start):
             if (k := self.rejected[n].key) and row.kind is Kind.EMPLOYEE:
-                if row.departed:
-                    self.departures.setdefault(k, []).append((i, n))
-                elif not self.statuses[i]:
-                    self.silent.setdefault(k, []).append((i, n))
+                rows = self.departures if row.departed else self.aside
+                rows.setdefault(k, []).append((i, n))
         twice = _indexed(read, i, len(self.reads), self.people, self.rejected)
         for k, found in twice.items():
             self.held.add(k)
@@ -332,23 +331,27 @@ class _Joining:
         """Whether a person some source's rows set aside say departed is departed: the
         source that decides their status (those rows standing for that source's record)
         says so. Then the rows are to be marked with the username the join gives them."""
-        rows = self.departures[k]
-        quiet = self.silent.get(k, [])  # rows of sources without a status: no say in it
-        aside = {i for i, _ in (*rows, *quiet)}
+        rows, others = self.departures[k], self.aside.get(k, [])
+        aside = {i for i, _ in (*rows, *others)}
         if any(slots[i] is not None for i in aside):
             return False  # the key names a record of that source too: whose is unclear
         found = tuple(e is not None or i in aside for i, e in enumerate(slots))
         deciding = self.precedence.candidates(_STATE, found)
         if not deciding:
             return False
-        first = slots[deciding[0]]
+        decider, first = deciding[0], slots[deciding[0]]
         if first is not None and first.state is not State.DEPARTED:
             return False
-        given = {i: self.rejected[n].username for i, n in (*rows, *quiet)}
+        if any(i == decider for i, _ in others):
+            return False  # its own rows do not all say so (active, or a status not named)
+        given = {i: self.rejected[n].username for i, n in (*rows, *others)}
         username = self._username(k, slots, given)
         if not username:
             return False
         self.departing[k] = (username, [n for _, n in rows])
+        # The other sources' rows are outranked, as their records would be: they only need
+        # to give that very key and username (departures_alike).
+        self.outranked.update(n for _, n in others)
         return True
 
     def _username(self, k: str, slots: Slots, aside: Mapping[int, str | None]) -> str | None:
@@ -444,7 +447,7 @@ class _Joining:
             if look_alike(username) not in usernames:
                 for n in rows:
                     self.rejected[n] = replace(self.rejected[n], username=username, departed=True)
-        departures_alike(self.rejected, {n for rows in self.silent.values() for _, n in rows})
+        departures_alike(self.rejected, self.outranked)
 
     def _blind(self) -> tuple[str, ...]:
         """The sources that decide status and should say who is departed, but this read

@@ -5,8 +5,8 @@ HR's export decides status and place; a directory's export of accounts gives the
 they are joined on the work number or the e-mail. HR marks someone departed in a row it
 cannot read whole (a birthday that does not exist, no name, a department nobody knows). The
 row still says who left and under which key: the account the join holds under that key is
-locked where it is, as with one source (syncd.plan.departed_aside). The directory reads no
-status: its row for them set aside too says nothing against it.
+locked where it is, as with one source (syncd.plan.departed_aside). The directory does not
+decide status (it reads none): its row for them set aside too says nothing against it.
 """
 
 from __future__ import annotations

@@ -145,12 +145,11 @@ def judge(
     """What the plan does to person 2 (``person``) and everyone else, by the oracle."""
     decider, by_records, username = expected
     departed = decider in ("record departed", "row departed")  # "both": its record decides
-    # Whose departure it is is clear: no other row set aside for them says otherwise (one
-    # of a source that reads no status says nothing of it, when it gives that username),
-    # no record of the source beside its row, nobody else joined under that username.
+    # Whose departure it is is clear: no row set aside for them gives another username (a
+    # row of a source that does not decide their status is outranked, as its record would
+    # be), no record of the source beside its row, nobody else joined under that username.
     contrary = any(
-        role == "row active" and (case.statuses[n] or case.usernames[n] != username)
-        for n, role in enumerate(case.roles)
+        role == "row active" and case.usernames[n] != username for n, role in enumerate(case.roles)
     )
     twice = {"both", "twice"} & set(case.roles)
     clear = not (twice or contrary or case.recycled or username == "user3")
