@@ -28,6 +28,7 @@ from .identity_world import (
     Unit,
     fold,
     row_to_blank,
+    side_random,
     variant,
 )
 
@@ -326,7 +327,24 @@ def directory_file(t: Staff) -> str:
     for p in t.people:
         if (account := t.directory.get(p.key)) is not None:
             rows.append([f"g-{p.hr_id}", p.username, p.email, p.hr_id, account, ""])
+    misplace_a_row(t, rows)
     return table(rows)
+
+
+def misplace_a_row(t: Staff, rows: list[list[str]]) -> None:
+    """Now and then the directory places an account in a department named ``..``: its row
+    is set aside for where it places the person, which does not say who they are. Most
+    often the account of someone whose HR row lost its name this export: HR decides their
+    status, so the directory's row is outranked, as its record would be, and a leaver
+    among them is still locked. Drawn from a generator of its own (every other draw of a
+    seed stays as it was)."""
+    side = side_random(t.rng, 3)
+    if side.random() < 0.7 or len(rows) < 2:
+        return
+    blanked = [n for n in range(1, len(rows)) if rows[n][3] in t.blanked]
+    n = side.choice(blanked) if blanked and side.random() < 0.8 else side.randrange(1, len(rows))
+    rows[n][5] = ".."
+    t.event("account misplaced", f"directory row of {rows[n][3]} in department '..'")
 
 
 def departments_file(t: Staff, *, heads: bool) -> str:

@@ -391,7 +391,7 @@ class Export:
         gone = sorted({p.hr_id for p in t.with_status("gone")} - held)
         if not gone or len(rows) < 2:
             return
-        side = _side(t.rng, 0)
+        side = side_random(t.rng, 0)
         if side.random() < 0.8:
             return
         n = side.randrange(1, len(rows))
@@ -417,7 +417,7 @@ def row_to_blank(t: Truth, rows: list[list[str]], salt: int) -> int | None:
     as some HR systems blank a leaver's: most often the row of someone who left this round
     (their account is still active); None this time. Drawn from a generator of its own
     (``salt``), so every other draw of a seed stays as it was."""
-    side = _side(t.rng, salt)
+    side = side_random(t.rng, salt)
     if side.random() < 0.6 or len(rows) < 2:
         return None
     left = {line.split()[1] for line in t.log if line.startswith("depart: ")}
@@ -425,7 +425,7 @@ def row_to_blank(t: Truth, rows: list[list[str]], salt: int) -> int | None:
     return side.choice(fresh) if fresh and side.random() < 0.8 else side.randrange(1, len(rows))
 
 
-def _side(rng: random.Random, salt: int) -> random.Random:
+def side_random(rng: random.Random, salt: int) -> random.Random:
     """A generator of its own, made from ``rng``'s state without drawing from it: the same in
     every process (a Random's state is ints; hypothesis's stand-in gives a state id)."""
     state = rng.getstate()

@@ -28,8 +28,10 @@ its own:
 - **several sources**: an HR export (no usernames) and a directory's export of accounts
   (login, mail, enabled or disabled) joined on the employee number, with hires whose
   account comes later, HR rows removed while the account stays, accounts disabled or
-  deleted, logins recycled, departments naming heads placed in other departments, and now
-  and then an HR row without its name (most often of someone who left that round).
+  deleted, logins recycled, departments naming heads placed in other departments, now
+  and then an HR row without its name (most often of someone who left that round), and
+  now and then a directory row placed in a department named ``..`` (set aside; most
+  often the account of the person whose HR row lost its name).
 
 After every run, on the platform read over HTTP (an account's holder read from its
 ``extension_id``, else, or where that id was handed on, its name and mobile):
@@ -42,7 +44,8 @@ After every run, on the platform read over HTTP (an account's holder read from i
 - a person departed in every source that holds them (gone from every source included) has
   no active account after a run that read a complete source and was not blocked (exit 0
   or 1); nor has one HR says departed in a row whole but for its blanked name, under their
-  username, unless another directory account holds their login (syncd.plan.join);
+  username, unless another directory account holds their login (syncd.plan.join), their
+  directory row set aside or not (HR decides: the directory's row is outranked);
 - no run exits 0 while its source holds a status value the settings do not name;
 - two installations: a run of one never changes, locks, removes or takes an account of
   the other's people;
