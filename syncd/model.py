@@ -609,36 +609,27 @@ def departures_alike(rejected: list[RejectedRow], silent: Collection[int] = ()) 
     that do not decide it): giving that very id and username, they say nothing against it."""
     if not any(row.departed for row in rejected):
         return  # as a rule
-    named: dict[str, list[int]] = defaultdict(list)
+    named: dict[str, list[tuple[RejectedRow, bool]]] = defaultdict(list)
     for n, row in enumerate(rejected):
         if row.kind is Kind.EMPLOYEE:
+            says = row.departed or n in silent
             for text in {look_alike(t) for t in (row.key, row.username) if t}:
-                named[text].append(n)
-    agree = [row.departed or n in silent for n, row in enumerate(rejected)]
+                named[text].append((row, says))
     for n, row in enumerate(rejected):
-        if row.departed and not _one_departure(
-            row, [(rejected[m], agree[m]) for m in _naming(row, named)]
-        ):
+        if row.departed and not _one_departure(row, named):
             rejected[n] = replace(row, departed=False)
 
 
-def _naming(row: RejectedRow, named: Mapping[str, list[int]]) -> list[int]:
-    """The rows that name this row's id or its username (in any spelling)."""
-    return [
-        *named.get(look_alike(row.key or ""), ()),
-        *named.get(look_alike(row.username or ""), ()),
-    ]
-
-
-def _one_departure(row: RejectedRow, rows: list[tuple[RejectedRow, bool]]) -> bool:
+def _one_departure(row: RejectedRow, named: Mapping[str, list[tuple[RejectedRow, bool]]]) -> bool:
     """Whether every row that names this row's id or username (each with whether it says
-    the person departed, or says nothing of it) gives the same pair and says so."""
+    the person departed, or has no say in it) gives the same pair and says so."""
     key, username = row.key, row.username
     if not key or not username or controls(key + username) or invisible(key + username):
         return False
     if mixed_scripts(username):
         return False
-    return all(agrees and r.key == key and r.username == username for r, agrees in rows)
+    rows = named[look_alike(key)] + named[look_alike(username)]
+    return all(says and r.key == key and r.username == username for r, says in rows)
 
 
 def _kept_key(text: str) -> str | None:
