@@ -166,6 +166,10 @@ class RejectedRow:
     # line per position), its departure is not held up by it (``Directory.departed_aside``).
     # Never set on a row that may hide others.
     departed: bool = False
+    # The row says its person departed, but other rows that give its id or username do not
+    # say it alike (``departures_alike``), or a join cannot tell whose it is: nothing is
+    # locked for it, and the run says the person keeps their access (a partial run).
+    departure_held: bool = False
 
 
 @dataclass(frozen=True)
@@ -263,6 +267,11 @@ class Directory:
         that very pair)."""
         rows = (r for r in self.rejected if r.departed)
         return {nfc(r.key): nfc(r.username) for r in rows if r.key and r.username}
+
+    def departures_held(self) -> dict[str, str | None]:
+        """The username (None: none given), by source id, of each person a row set aside
+        says departed whose departure is held up (``RejectedRow.departure_held``)."""
+        return {r.key: r.username for r in self.rejected if r.departure_held and r.key}
 
     def shared_keys(self) -> list[str]:
         """The ids of the rows set aside only because another row gives their username:
@@ -617,7 +626,7 @@ def departures_alike(rejected: list[RejectedRow], silent: Collection[int] = ()) 
                 named[text].append((row, says))
     for n, row in enumerate(rejected):
         if row.departed and not _one_departure(row, named):
-            rejected[n] = replace(row, departed=False)
+            rejected[n] = replace(row, departed=False, departure_held=True)
 
 
 def _one_departure(row: RejectedRow, named: Mapping[str, list[tuple[RejectedRow, bool]]]) -> bool:

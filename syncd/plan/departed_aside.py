@@ -12,6 +12,10 @@ until the row is read whole, as Entra Connect disables an account whatever else 
 failed to export. HR typing a leaving date that does not exist never keeps a former
 employee signed in.
 
+Rows that name the person and disagree (one says they left, another under the same id or
+username does not, or gives another id or username) lock nobody either: the run says the
+person keeps their access, and is partial, until the source agrees with itself.
+
 A row that gives another username than the account under its id locks nobody (which
 account is the person's is the question a rename answers, ``syncd.plan.usernames``, and
 the row is not read whole): while that account is unlocked the run says they keep their
@@ -29,6 +33,7 @@ from syncd.plan.values import (
     Note,
     PlatformEmployee,
     SyncedEmployee,
+    departures_held,
     matches_any,
     renamed_kept,
 )
@@ -56,6 +61,21 @@ def lock_departed_aside(planner: EmployeePlanner) -> None:
         _lock(planner, synced, found)
     if kept:
         planner.notes.append(Note(ACCESS_KEPT, "", renamed_kept(kept)))
+    held_up = _held_up(planner)
+    if held_up:
+        planner.notes.append(Note(ACCESS_KEPT, "", departures_held(held_up)))
+
+
+def _held_up(planner: EmployeePlanner) -> int:
+    """The people syncd holds unlocked whom a row set aside says departed, their departure
+    held up because the rows that name them disagree (``RejectedRow.departure_held``)."""
+    held, locking = planner.snapshot.employees, {c.key for c in planner.locks}
+    count = 0
+    for key in planner.directory.departures_held():
+        synced = held.get(key)
+        if synced is not None and not synced.locked and key not in locking:
+            count += 1
+    return count
 
 
 def _lock(planner: EmployeePlanner, synced: SyncedEmployee, found: PlatformEmployee | None) -> None:

@@ -34,7 +34,7 @@ nothing else for them (syncd.plan.departed_aside).
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from operator import itemgetter
@@ -332,22 +332,23 @@ class _Joining:
         source that decides their status (those rows standing for that source's record)
         says so. Then the rows are to be marked with the username the join gives them."""
         rows, others = self.departures[k], self.aside.get(k, [])
-        aside = {i for i, _ in (*rows, *others)}
-        if any(slots[i] is not None for i in aside):
-            return False  # the key names a record of that source too: whose is unclear
+        aside, held = {i for i, _ in (*rows, *others)}, [n for _, n in rows]
         found = tuple(e is not None or i in aside for i, e in enumerate(slots))
         deciding = self.precedence.candidates(_STATE, found)
         if not deciding:
             return False
         decider, first = deciding[0], slots[deciding[0]]
-        if first is not None and first.state is not State.DEPARTED:
-            return False
-        if any(i == decider for i, _ in others):
-            return False  # its own rows do not all say so (active, or a status not named)
+        says = {i for i, _ in rows}  # the sources whose rows say they departed
+        if decider not in says and (first is None or first.state is not State.DEPARTED):
+            return False  # the source that decides does not say they have left
+        if any(slots[i] is not None for i in aside) or decider in {i for i, _ in others}:
+            # The key names a record of a source beside its row (whose row is it?), or the
+            # deciding source's own rows do not all say so: held up, and said.
+            return self._hold(held)
         given = {i: self.rejected[n].username for i, n in (*rows, *others)}
         username = self._username(k, slots, given)
         if not username:
-            return False
+            return self._hold(held)
         self.departing[k] = (username, [n for _, n in rows])
         # The other sources' rows are outranked, as their records would be: they only need
         # to give that very key and username (departures_alike).
@@ -444,10 +445,19 @@ class _Joining:
             return
         usernames = {look_alike(e.username) for _, e in self.merged if e.username}
         for username, rows in self.departing.values():
-            if look_alike(username) not in usernames:
-                for n in rows:
-                    self.rejected[n] = replace(self.rejected[n], username=username, departed=True)
+            if look_alike(username) in usernames:
+                self._hold(rows)  # someone joined has that username: whose account is it?
+                continue
+            for n in rows:
+                self.rejected[n] = replace(self.rejected[n], username=username, departed=True)
         departures_alike(self.rejected, self.outranked)
+
+    def _hold(self, rows: Iterable[int]) -> Literal[False]:
+        """These rows say their person departed, and the join cannot tell whose departure
+        it is: held up, and said (``RejectedRow.departure_held``). False: not departing."""
+        for n in rows:
+            self.rejected[n] = replace(self.rejected[n], departure_held=True)
+        return False
 
     def _blind(self) -> tuple[str, ...]:
         """The sources that decide status and should say who is departed, but this read
@@ -568,6 +578,7 @@ def _carried(read: SourceRead, rejected: list[RejectedRow], held_usernames: set[
                 hides,
                 status=row.status,  # a status value nobody named stays loud when joined
                 identifiers=row.identifiers,
+                departure_held=row.departure_held,  # the source's own rows disagreed
             )
         )
     for part in d.unread:  # a domain not read: who it holds is unknown

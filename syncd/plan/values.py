@@ -459,6 +459,16 @@ def departed_rows_kept(n: int) -> str:
     )
 
 
+def departures_held(n: int) -> str:
+    """Why departed rows set aside lock nobody when other rows that name the person disagree
+    (syncd.model.departures_alike, syncd.plan.join)."""
+    rows = "a row set aside says" if n == 1 else "rows set aside say"
+    return (
+        f"{_left_and_kept(n)}: {rows} so, but other rows that name them disagree (the rows "
+        "above), so nothing is locked until the source agrees with itself"
+    )
+
+
 def renamed_kept(n: int) -> str:
     """Why departed rows set aside lock nobody when they give another username than the
     account under the id (syncd.plan.departed_aside)."""

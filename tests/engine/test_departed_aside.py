@@ -7,7 +7,8 @@ it), or because it gives two primary positions, still names its person: when it 
 departed and every other row that gives its id or username gives both alike and says so too
 (an export with a line per position), the person syncd holds under that id and username is
 locked where they are, and nothing else is written for them. Rows set aside for who they
-name (an id or a username another person's row gives) keep their people as they are. (The
+name (an id or a username another person's row gives) keep their people as they are; when
+one says its person left, the plan says they keep their access (a partial run). (The
 CSV reader's own reasons, a date that is not one: tests/sources.)
 
 Generated: which departments break and how, where each person is placed, their name and
@@ -34,7 +35,7 @@ from syncd.plan import (
     plan,
 )
 from syncd.plan.guards import departures
-from syncd.plan.values import renamed_kept
+from syncd.plan.values import departures_held, renamed_kept
 from tests.engine.plan_world import NOW, changed_there, dept, directory, synced
 from tests.support.examples import examples
 
@@ -166,6 +167,18 @@ def held_up(
     return f.leaving and f.renamed
 
 
+def disagreeing(f: Fate, home: str, breaks: dict[str, str]) -> bool:
+    """Whether a row says the person left and another row under their id or username does
+    not say it alike (``departures_alike``): the departure is held up. A row whose only
+    fault is a username another id gives says nothing of a departure."""
+    if f.copy == "unlike":
+        return True  # one of the two says they left, whichever is theirs
+    if not f.departed or f.copy not in ("id", "username"):
+        return False
+    placed = any(set_aside(p.department_id, breaks) for p in f.positions(home))
+    return f.copy == "id" or f.nameless or placed or f.place == "two primaries"
+
+
 def platform_after(
     view: PlatformView, snapshot: Snapshot, cast: list[tuple[Employee, Fate, str]]
 ) -> PlatformView:
@@ -213,6 +226,11 @@ def test_a_departure_is_never_held_up_by_where_its_row_places_the_person(
         if n.kind == ACCESS_KEPT and "another username than the account" in n.message
     ]
     assert said == ([renamed_kept(waiting)] if waiting else [])
+    # Rows under one id that disagree (one says they left, the other not, or names someone
+    # else): nobody is locked for them, and an unlocked account kept so is said.
+    disagree = sum(disagreeing(f, home, breaks) for _, f, home in cast if not f.was_locked)
+    told = [n.message for n in p.notes if n.kind == ACCESS_KEPT and "disagree" in n.message]
+    assert told == ([departures_held(disagree)] if disagree else [])
     # Remembered as departed (the access-granted guard's memory), set aside or not.
     left = {e.id for e, f, _ in cast if f.departed and f.copy in ("none", "alike")}
     assert set(departures(p, read, snapshot).departed) == left

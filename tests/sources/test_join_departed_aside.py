@@ -104,3 +104,25 @@ def test_a_leavers_hr_row_set_aside_for_another_field_still_locks_them(
     assert {u for u, was in locked(emulator).items() if was} == {"user2"}, second.error
     employees = {e["username"]: e for e in emulator.state()["employees"]}
     assert employees["user2"]["name"] == "Bob Stone"  # nothing else is written for him
+
+
+@pytest.mark.parametrize("key", list(KEYS))
+def test_a_leaver_whose_hr_rows_disagree_keeps_access_and_the_run_says_so(
+    tmp_path: Path, emulator: RunningEmulator, key: Key
+) -> None:
+    """HR gives Bob twice: a row saying he left, without his name, and one saying he is
+    active. Which is true is not syncd's to guess: nothing is locked, and the run is
+    partial, saying a leaver keeps their access (found 2026-12-06: kept, exit 0)."""
+    ad = [ad_row(n, key) for n in NAMES]
+    path = write(tmp_path, emulator, key, [hr_row(n, "active", key) for n in NAMES], ad)
+    assert sync(path).outcome == "ok"
+
+    hr = [hr_row(n, "active", key) for n in NAMES]
+    hr.append(hr_row("2", "departed", key, "no name"))
+    write(tmp_path, emulator, key, hr, ad)
+    second = sync(path)
+
+    assert not any(locked(emulator).values())
+    assert second.outcome == "partial" and second.exit_code == 1
+    assert second.error is not None and "keeps their access" in second.error
+    assert "other rows that name them disagree" in second.error

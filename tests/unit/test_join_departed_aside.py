@@ -22,6 +22,7 @@ from syncd.model import Kind, RejectedRow, State
 from syncd.plan import ACCESS_KEPT, Plan, Policy, plan
 from syncd.plan.actions import Action
 from syncd.plan.join import JoinRules, SourceRead, join
+from syncd.plan.values import departures_held
 from tests.engine.plan_world import NOW, synced
 from tests.support.examples import examples
 from tests.unit.test_join_plan import KEYS, NAMES, JoinField, rejected_row, whole
@@ -154,12 +155,19 @@ def judge(
     twice = {"both", "twice"} & set(case.roles)
     clear = not (twice or contrary or case.recycled or username == "user3")
     theirs = [c for c in result.changes if c.key == person]
+    told = any(n.kind == ACCESS_KEPT for n in result.notes)
+    held_up = [n for n in result.notes if n.message == departures_held(1)]
     if departed and clear and username == "user2":
         assert [(c.action, c.lock_reason) for c in theirs] == [(Action.LOCK, "departed")]
     elif departed and clear:  # under another username than the account's: told, not done
-        assert theirs == [] and any(n.kind == ACCESS_KEPT for n in result.notes)
+        assert theirs == [] and told
     elif by_records != "record departed":  # else, records read whole say they left
         assert all(c.action is not Action.LOCK for c in theirs), theirs
+    if (departed or decider == "both") and not any(c.action is Action.LOCK for c in theirs):
+        # Held up (whose rows are they? the deciding source disagrees with itself): said.
+        assert told, result.notes
+    elif decider != "both":  # the deciding source does not say they left: nothing held up
+        assert held_up == [], result.notes
     assert all(c.action is not Action.REMOVE for c in theirs)
     judge_others(result, person, case)
 
