@@ -22,13 +22,18 @@ is a settings mistake, not data: ``KeyNotHeld`` (the settings' reader names the 
 
 A departure is never held up by a row set aside for what does not say who the person is
 (``RejectedRow.departed``: no name, a date that is not one, a department nobody knows).
-Such a row stands for its source's record in deciding their status: when the source that
-decides it says departed, and nothing else set aside or joined names the key or the
-username the join gives them (``departures_alike``; a row another source that does not
-decide their status sets aside, giving that very pair, stands for its record too and is
-outranked as it would be), they are left out of the joined read and the row is marked
-departed under that pair, so the planner locks the account syncd holds under it and writes
-nothing else for them (syncd.plan.departed_aside).
+Every row set aside under a person's key stands for its source's record in deciding their
+status. When the source that decides it says departed (in such a row, or in its record),
+and nothing else set aside or joined names the key or the username the join gives them
+otherwise (``departures_alike``: the rows of sources that do not decide their status are
+outranked, as their records would be, and need only give that very pair), they are left
+out of the joined read and the rows are marked departed under that pair: the planner
+locks the account syncd holds under it and writes nothing else for them
+(syncd.plan.departed_aside). When the deciding source's rows do not all say so, nobody
+else's word locks them: kept as they are. When whose rows they are is unclear (a record
+of the same source under the key, the username joined to someone else or given by a row
+whose key cannot be read), they are kept as they are and the run says a leaver keeps
+their access (``RejectedRow.departure_held``: partial).
 """
 
 from __future__ import annotations
@@ -223,7 +228,10 @@ class _Joining:
         self.rejected: list[RejectedRow] = []
         self.people: dict[str, Slots] = {}  # key -> one record per source
         self.held: set[str] = set()  # keys set aside: duplicates
-        self.held_usernames: set[str] = set()  # usernames rejected by a source: kept as they are
+        # Usernames a source rejected a row of, by look-alike key: (source, key, username)
+        # of each such row. Whose record it is is unclear: kept as they are, but a leaver.
+        self.held_usernames: dict[str, list[tuple[int, str | None, str]]] = {}
+        self.held_up: set[str] = set()  # keys whose departure such rows hold up: said
         self.merged: list[tuple[str, Employee]] = []
         # Joined key -> (source, index in rejected) of each row a source set aside for a
         # field that does not say who the person is, saying they departed; and of every
@@ -241,10 +249,16 @@ class _Joining:
     def pair(self, i: int, read: SourceRead) -> None:
         """One source's rejected rows carried, and its records put in their slot by key."""
         start = len(self.rejected)
-        _carried(read, self.rejected, self.held_usernames)
+        _carried(read, self.rejected)
         # _carried appends one row for each of the source's, in order: the n-th is its copy.
         for n, row in enumerate(read.directory.rejected, start):
-            if (k := self.rejected[n].key) and row.kind is Kind.EMPLOYEE:
+            if row.kind is not Kind.EMPLOYEE:
+                continue
+            k = self.rejected[n].key
+            if row.username:
+                named = self.held_usernames.setdefault(look_alike(row.username), [])
+                named.append((i, k, row.username))
+            if k:
                 rows = self.departures if row.departed else self.aside
                 rows.setdefault(k, []).append((i, n))
         twice = _indexed(read, i, len(self.reads), self.people, self.rejected)
@@ -269,8 +283,8 @@ class _Joining:
             self.members[k] = {self.names[i]: e.id for i, e in enumerate(slots) if e is not None}
         if self.held and k in self.held:
             return
-        if self.departures and k in self.departures and self._departing(k, slots):
-            return  # departed in a row set aside: locked where they are, nothing else
+        if (k in self.departures or k in self.aside) and self._departing(k, slots):
+            return  # departed, a row set aside under the key: locked where they are
         employee = self._merged(k, slots)
         if employee.state is State.DEPARTED and self._unplaced(employee, slots):
             return  # a leaver: departed, and what would say who they are is gone
@@ -285,6 +299,7 @@ class _Joining:
                     key=k,
                     username=employee.username or _any_username(slots),
                     identifiers=row_identifiers(partial(getattr, employee), employee.extra),
+                    departure_held=k in self.held_up,
                 )
             )
             return
@@ -319,37 +334,80 @@ class _Joining:
                 f"waiting for source {', '.join(map(repr, lacking))}: "
                 "join.missing = wait syncs a person once every required source has them"
             )
-        held = self.held_usernames
-        if held and employee.username and look_alike(employee.username) in held:
+        if employee.state is State.DEPARTED and self._decided_by_row(k, slots):
+            return (
+                "the source that decides their status set aside its rows for them, and not "
+                "all say they left: kept as they are until they are read whole"
+            )
+        if self.held_usernames and self._held_by_rows(k, employee, slots):
             return (
                 f"another source rejected a record of {employee.username!r}: kept as they "
                 "are until every source reads them"
             )
         return None
 
-    def _departing(self, k: str, slots: Slots) -> bool:
-        """Whether a person some source's rows set aside say departed is departed: the
-        source that decides their status (those rows standing for that source's record)
-        says so. Then the rows are to be marked with the username the join gives them."""
-        rows, others = self.departures[k], self.aside.get(k, [])
-        aside, held = {i for i, _ in (*rows, *others)}, [n for _, n in rows]
+    def _held_by_rows(self, k: str, employee: Employee, slots: Slots) -> bool:
+        """Whether rows a source set aside give this person's username (whose record is
+        it?): they are kept as they are, and a leaver kept so is said (``held_up``). Rows
+        under their own key are weighed first (``_departing``, ``_decided_by_row``)."""
+        rows = self.held_usernames.get(look_alike(employee.username or ""))
+        if not rows:
+            return False
+        if employee.state is State.DEPARTED:
+            self.held_up.add(k)
+        return True
+
+    def _says_departed(self, k: str, slots: Slots) -> bool:
+        """Whether the source that decides the person's status says they left, in its
+        record or in its rows set aside under their key."""
+        decider = self._decider(k, slots)
+        if decider is None:
+            return False
+        if decider in {i for i, _ in self.departures.get(k, ())}:
+            return True
+        first = slots[decider]
+        return first is not None and first.state is State.DEPARTED
+
+    def _decided_by_row(self, k: str, slots: Slots) -> bool:
+        """Whether the source that decides the person's status has only rows set aside for
+        them, and one says nothing of a departure (whoever else says so is outranked)."""
+        decider = self._decider(k, slots)
+        if decider is None or slots[decider] is not None:
+            return False
+        return decider in {i for i, _ in self.aside.get(k, ())}
+
+    def _aside_sources(self, k: str) -> set[int]:
+        """The sources that set aside a row under this key."""
+        return {i for i, _ in (*self.departures.get(k, ()), *self.aside.get(k, ()))}
+
+    def _decider(self, k: str, slots: Slots) -> int | None:
+        """The source that decides the person's status, rows set aside under their key
+        standing for their sources' records (None: no source that has them reads one)."""
+        aside = self._aside_sources(k)
         found = tuple(e is not None or i in aside for i, e in enumerate(slots))
         deciding = self.precedence.candidates(_STATE, found)
-        if not deciding:
+        return deciding[0] if deciding else None
+
+    def _departing(self, k: str, slots: Slots) -> bool:
+        """Whether a person with rows set aside under their key is departed: the source
+        that decides their status (those rows standing for their sources' records) says
+        so, in a row or a record. Then the rows are to be marked with the username the join
+        gives them: those that say so, else (a departure read whole) those set aside."""
+        if not self._says_departed(k, slots):
             return False
-        decider, first = deciding[0], slots[deciding[0]]
-        says = {i for i, _ in rows}  # the sources whose rows say they departed
-        if decider not in says and (first is None or first.state is not State.DEPARTED):
-            return False  # the source that decides does not say they have left
-        if any(slots[i] is not None for i in aside) or decider in {i for i, _ in others}:
+        rows, others = self.departures.get(k, []), self.aside.get(k, [])
+        marked = [n for _, n in rows or others]
+        decider = self._decider(k, slots)
+        beside = any(slots[i] is not None for i in self._aside_sources(k))
+        if beside or decider in {i for i, _ in others}:
             # The key names a record of a source beside its row (whose row is it?), or the
             # deciding source's own rows do not all say so: held up, and said.
-            return self._hold(held)
+            return self._hold(marked)
         given = {i: self.rejected[n].username for i, n in (*rows, *others)}
         username = self._username(k, slots, given)
         if not username:
-            return self._hold(held)
-        self.departing[k] = (username, [n for _, n in rows])
+            return self._hold(marked)
+        self.departing[k] = (username, marked)
         # The other sources' rows are outranked, as their records would be: they only need
         # to give that very key and username (departures_alike).
         self.outranked.update(n for _, n in others)
@@ -556,7 +614,7 @@ def _where(key: str | None, slots: Sequence[Employee | None], names: tuple[str, 
     return f"{found}: key {key!r}"
 
 
-def _carried(read: SourceRead, rejected: list[RejectedRow], held_usernames: set[str]) -> None:
+def _carried(read: SourceRead, rejected: list[RejectedRow]) -> None:
     """A source's own rejected rows, named by the source; a read that could not say who is
     gone (a row that may hide others, a part not read) makes the joined read say it too.
     Warnings are told (Directory.warnings), never taken for a partial read."""
@@ -565,8 +623,6 @@ def _carried(read: SourceRead, rejected: list[RejectedRow], held_usernames: set[
         # A department's id is the tree's; a person's row names the joined id its join key
         # gives (rekeys.weigh_rejected tells a leaver from the new hire given their username).
         key = row.key if row.kind is not Kind.EMPLOYEE else _joined_key(row, read)
-        if row.kind is Kind.EMPLOYEE and row.username:
-            held_usernames.add(look_alike(row.username))
         hides = row.may_hide_rows or (row.kind is Kind.EMPLOYEE and not (key or row.username))
         rejected.append(
             RejectedRow(

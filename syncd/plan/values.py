@@ -462,10 +462,10 @@ def departed_rows_kept(n: int) -> str:
 def departures_held(n: int) -> str:
     """Why departed rows set aside lock nobody when other rows that name the person disagree
     (syncd.model.departures_alike, syncd.plan.join)."""
-    rows = "a row set aside says" if n == 1 else "rows set aside say"
     return (
-        f"{_left_and_kept(n)}: {rows} so, but other rows that name them disagree (the rows "
-        "above), so nothing is locked until the source agrees with itself"
+        f"{_left_and_kept(n)}: rows set aside that name them disagree about who they are "
+        "or whether they left (the rows above), so nothing is locked until the source "
+        "agrees with itself"
     )
 
 

@@ -179,6 +179,11 @@ def disagreeing(f: Fate, home: str, breaks: dict[str, str]) -> bool:
     return f.copy == "id" or f.nameless or placed or f.place == "two primaries"
 
 
+def said(p: Plan, words: str) -> list[str]:
+    """The plan's notes that someone who left keeps their access, with these words."""
+    return [n.message for n in p.notes if n.kind == ACCESS_KEPT and words in n.message]
+
+
 def platform_after(
     view: PlatformView, snapshot: Snapshot, cast: list[tuple[Employee, Fate, str]]
 ) -> PlatformView:
@@ -220,17 +225,13 @@ def test_a_departure_is_never_held_up_by_where_its_row_places_the_person(
     p = plan(read, snapshot, view, Policy(), NOW)
 
     waiting = sum(held_up(p, read, e, f, home, breaks) for e, f, home in cast)
-    said = [
-        n.message
-        for n in p.notes
-        if n.kind == ACCESS_KEPT and "another username than the account" in n.message
-    ]
-    assert said == ([renamed_kept(waiting)] if waiting else [])
+    assert said(p, "another username than the account") == (
+        [renamed_kept(waiting)] if waiting else []
+    )
     # Rows under one id that disagree (one says they left, the other not, or names someone
     # else): nobody is locked for them, and an unlocked account kept so is said.
     disagree = sum(disagreeing(f, home, breaks) for _, f, home in cast if not f.was_locked)
-    told = [n.message for n in p.notes if n.kind == ACCESS_KEPT and "disagree" in n.message]
-    assert told == ([departures_held(disagree)] if disagree else [])
+    assert said(p, "disagree") == ([departures_held(disagree)] if disagree else [])
     # Remembered as departed (the access-granted guard's memory), set aside or not.
     left = {e.id for e, f, _ in cast if f.departed and f.copy in ("none", "alike")}
     assert set(departures(p, read, snapshot).departed) == left

@@ -125,4 +125,23 @@ def test_a_leaver_whose_hr_rows_disagree_keeps_access_and_the_run_says_so(
     assert not any(locked(emulator).values())
     assert second.outcome == "partial" and second.exit_code == 1
     assert second.error is not None and "keeps their access" in second.error
-    assert "other rows that name them disagree" in second.error
+    assert "rows set aside that name them disagree" in second.error
+
+
+@pytest.mark.parametrize("key", list(KEYS))
+def test_a_leaver_hr_reads_whole_is_locked_whatever_the_directory_sets_aside(
+    tmp_path: Path, emulator: RunningEmulator, key: Key
+) -> None:
+    """HR says Bob left, in a row read whole; the directory sets aside its row for him (a
+    date that is not one). The directory does not decide status: he is locked (found
+    2026-12-06: kept active, exit 0, "another source rejected a record")."""
+    ad = [ad_row(n, key) for n in NAMES]
+    path = write(tmp_path, emulator, key, [hr_row(n, "active", key) for n in NAMES], ad)
+    assert sync(path).outcome == "ok"
+
+    hr = [hr_row(n, "departed" if n == "2" else "active", key) for n in NAMES]
+    ad = [ad_row(n, key, "1990-02-30") if n == "2" else ad_row(n, key) for n in NAMES]
+    write(tmp_path, emulator, key, hr, ad)
+    second = sync(path)
+
+    assert {u for u, was in locked(emulator).items() if was} == {"user2"}, second.error
