@@ -228,10 +228,8 @@ class _Joining:
         self.rejected: list[RejectedRow] = []
         self.people: dict[str, Slots] = {}  # key -> one record per source
         self.held: set[str] = set()  # keys set aside: duplicates
-        # Usernames a source rejected a row of, by look-alike key: (source, key, username)
-        # of each such row. Whose record it is is unclear: kept as they are, but a leaver.
-        self.held_usernames: dict[str, list[tuple[int, str | None, str]]] = {}
-        self.held_up: set[str] = set()  # keys whose departure such rows hold up: said
+        self.held_usernames: set[str] = set()  # usernames rejected by a source: kept as they are
+        self.held_up: set[str] = set()  # keys of leavers kept so: said
         self.merged: list[tuple[str, Employee]] = []
         # Joined key -> (source, index in rejected) of each row a source set aside for a
         # field that does not say who the person is, saying they departed; and of every
@@ -256,8 +254,7 @@ class _Joining:
                 continue
             k = self.rejected[n].key
             if row.username:
-                named = self.held_usernames.setdefault(look_alike(row.username), [])
-                named.append((i, k, row.username))
+                self.held_usernames.add(look_alike(row.username))
             if k:
                 rows = self.departures if row.departed else self.aside
                 rows.setdefault(k, []).append((i, n))
@@ -350,8 +347,7 @@ class _Joining:
         """Whether rows a source set aside give this person's username (whose record is
         it?): they are kept as they are, and a leaver kept so is said (``held_up``). Rows
         under their own key are weighed first (``_departing``, ``_decided_by_row``)."""
-        rows = self.held_usernames.get(look_alike(employee.username or ""))
-        if not rows:
+        if not employee.username or look_alike(employee.username) not in self.held_usernames:
             return False
         if employee.state is State.DEPARTED:
             self.held_up.add(k)
