@@ -268,10 +268,10 @@ class Directory:
         rows = (r for r in self.rejected if r.departed)
         return {nfc(r.key): nfc(r.username) for r in rows if r.key and r.username}
 
-    def departures_held(self) -> dict[str, str | None]:
-        """The username (None: none given), by source id, of each person a row set aside
-        says departed whose departure is held up (``RejectedRow.departure_held``)."""
-        return {r.key: r.username for r in self.rejected if r.departure_held and r.key}
+    def departures_held(self) -> set[str]:
+        """The source ids of the people rows set aside say departed whose departure is held
+        up (``RejectedRow.departure_held``)."""
+        return {r.key for r in self.rejected if r.departure_held and r.key}
 
     def shared_keys(self) -> list[str]:
         """The ids of the rows set aside only because another row gives their username:

@@ -70,12 +70,10 @@ def _held_up(planner: EmployeePlanner) -> int:
     """The people syncd holds unlocked whom a row set aside says departed, their departure
     held up because the rows that name them disagree (``RejectedRow.departure_held``)."""
     held, locking = planner.snapshot.employees, {c.key for c in planner.locks}
-    count = 0
-    for key in planner.directory.departures_held():
-        synced = held.get(key)
-        if synced is not None and not synced.locked and key not in locking:
-            count += 1
-    return count
+    return sum(
+        (synced := held.get(key)) is not None and not synced.locked and key not in locking
+        for key in planner.directory.departures_held()
+    )
 
 
 def _lock(planner: EmployeePlanner, synced: SyncedEmployee, found: PlatformEmployee | None) -> None:
