@@ -229,7 +229,6 @@ class _Joining:
         self.people: dict[str, Slots] = {}  # key -> one record per source
         self.held: set[str] = set()  # keys set aside: duplicates
         self.held_usernames: set[str] = set()  # usernames rejected by a source: kept as they are
-        self.held_up: set[str] = set()  # keys of leavers kept so: said
         self.merged: list[tuple[str, Employee]] = []
         # Joined key -> (source, index in rejected) of each row a source set aside for a
         # field that does not say who the person is, saying they departed; and of every
@@ -285,8 +284,9 @@ class _Joining:
         employee = self._merged(k, slots)
         if employee.state is State.DEPARTED and self._unplaced(employee, slots):
             return  # a leaver: departed, and what would say who they are is gone
-        why = self._set_aside(k, employee, slots)
-        if why is not None:
+        aside = self._set_aside(k, employee, slots)
+        if aside is not None:
+            why, held = aside
             # Its name and numbers as joined: what tells this person from a leaver whose
             # username they were given (syncd.plan.rekeys.weigh_rejected).
             self.rejected.append(
@@ -296,7 +296,7 @@ class _Joining:
                     key=k,
                     username=employee.username or _any_username(slots),
                     identifiers=row_identifiers(partial(getattr, employee), employee.extra),
-                    departure_held=k in self.held_up,
+                    departure_held=held,
                 )
             )
             return
@@ -312,15 +312,16 @@ class _Joining:
             employee = employee._replace(username=known.username)
         return employee
 
-    def _set_aside(self, k: str, employee: Employee, slots: Slots) -> str | None:
-        """Why a merged person is kept as they are rather than joined; None: joined."""
+    def _set_aside(self, k: str, employee: Employee, slots: Slots) -> tuple[str, bool] | None:
+        """Why a merged person is kept as they are rather than joined, and whether a
+        departure is held up so (said: ``RejectedRow.departure_held``); None: joined."""
         if self._status_unknown(k, slots):
             # A source without a status never makes anyone active: read by such sources
             # alone (join.missing = partial, their HR row gone), they would be.
             return (
                 "a read called them departed, and no source that has them now reads a status: "
                 "kept as they are until one does"
-            )
+            ), False
         lacking = self._lacking(employee, slots)
         if lacking:
             # Neither created nor changed, nor a leaver: kept as they are until every
@@ -330,35 +331,26 @@ class _Joining:
             return (
                 f"waiting for source {', '.join(map(repr, lacking))}: "
                 "join.missing = wait syncs a person once every required source has them"
-            )
-        if employee.state is State.DEPARTED and self._decided_by_row(k, slots):
+            ), False
+        departed = employee.state is State.DEPARTED
+        if departed and self._decided_by_row(k, slots):
             return (
                 "the source that decides their status set aside its rows for them, and not "
                 "all say they left: kept as they are until they are read whole"
-            )
-        if self.held_usernames and self._held_by_rows(k, employee, slots):
+            ), False
+        username, held = employee.username, self.held_usernames
+        if held and username and look_alike(username) in held:  # as a rule, none held
+            # Whose record is it? Rows under their own key were weighed first
+            # (_departing, _decided_by_row): a leaver kept so is said.
             return (
-                f"another source rejected a record of {employee.username!r}: kept as they "
-                "are until every source reads them"
-            )
+                f"another source rejected a record of {username!r}: kept as they are until "
+                "every source reads them"
+            ), departed
         return None
 
-    def _held_by_rows(self, k: str, employee: Employee, slots: Slots) -> bool:
-        """Whether rows a source set aside give this person's username (whose record is
-        it?): they are kept as they are, and a leaver kept so is said (``held_up``). Rows
-        under their own key are weighed first (``_departing``, ``_decided_by_row``)."""
-        if not employee.username or look_alike(employee.username) not in self.held_usernames:
-            return False
-        if employee.state is State.DEPARTED:
-            self.held_up.add(k)
-        return True
-
-    def _says_departed(self, k: str, slots: Slots) -> bool:
+    def _says_departed(self, k: str, slots: Slots, decider: int) -> bool:
         """Whether the source that decides the person's status says they left, in its
         record or in its rows set aside under their key."""
-        decider = self._decider(k, slots)
-        if decider is None:
-            return False
         if decider in {i for i, _ in self.departures.get(k, ())}:
             return True
         first = slots[decider]
@@ -389,20 +381,20 @@ class _Joining:
         that decides their status (those rows standing for their sources' records) says
         so, in a row or a record. Then the rows are to be marked with the username the join
         gives them: those that say so, else (a departure read whole) those set aside."""
-        if not self._says_departed(k, slots):
+        decider = self._decider(k, slots)
+        if decider is None or not self._says_departed(k, slots, decider):
             return False
         rows, others = self.departures.get(k, []), self.aside.get(k, [])
         marked = [n for _, n in rows or others]
-        decider = self._decider(k, slots)
         beside = any(slots[i] is not None for i in self._aside_sources(k))
-        if beside or decider in {i for i, _ in others}:
-            # The key names a record of a source beside its row (whose row is it?), or the
-            # deciding source's own rows do not all say so: held up, and said.
-            return self._hold(marked)
         given = {i: self.rejected[n].username for i, n in (*rows, *others)}
         username = self._username(k, slots, given)
-        if not username:
-            return self._hold(marked)
+        if beside or decider in {i for i, _ in others} or not username:
+            # The key names a record of a source beside its row (whose row is it?), the
+            # deciding source's own rows do not all say so, or nobody gives a username:
+            # held up, and said.
+            self._hold(marked)
+            return False
         self.departing[k] = (username, marked)
         # The other sources' rows are outranked, as their records would be: they only need
         # to give that very key and username (departures_alike).
@@ -499,19 +491,18 @@ class _Joining:
             return
         usernames = {look_alike(e.username) for _, e in self.merged if e.username}
         for username, rows in self.departing.values():
-            if look_alike(username) in usernames:
-                self._hold(rows)  # someone joined has that username: whose account is it?
+            if look_alike(username) in usernames:  # someone joined has it: whose account?
+                self._hold(rows)
                 continue
             for n in rows:
                 self.rejected[n] = replace(self.rejected[n], username=username, departed=True)
         departures_alike(self.rejected, self.outranked)
 
-    def _hold(self, rows: Iterable[int]) -> Literal[False]:
+    def _hold(self, rows: Iterable[int]) -> None:
         """These rows say their person departed, and the join cannot tell whose departure
-        it is: held up, and said (``RejectedRow.departure_held``). False: not departing."""
+        it is: held up, and said (``RejectedRow.departure_held``)."""
         for n in rows:
             self.rejected[n] = replace(self.rejected[n], departure_held=True)
-        return False
 
     def _blind(self) -> tuple[str, ...]:
         """The sources that decide status and should say who is departed, but this read
