@@ -27,6 +27,7 @@ from .identity_world import (
     Truth,
     Unit,
     fold,
+    preferred_row,
     row_to_blank,
     side_random,
     variant,
@@ -341,8 +342,7 @@ def misplace_a_row(t: Staff, rows: list[list[str]]) -> None:
     side = side_random(t.rng, 3)
     if side.random() < 0.7 or len(rows) < 2:
         return
-    blanked = [n for n in range(1, len(rows)) if rows[n][3] in t.blanked]
-    n = side.choice(blanked) if blanked and side.random() < 0.8 else side.randrange(1, len(rows))
+    n = preferred_row(side, rows, [n for n in range(1, len(rows)) if rows[n][3] in t.blanked])
     rows[n][5] = ".."
     t.event("account misplaced", f"directory row of {rows[n][3]} in department '..'")
 

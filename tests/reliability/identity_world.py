@@ -421,8 +421,14 @@ def row_to_blank(t: Truth, rows: list[list[str]], salt: int) -> int | None:
     if side.random() < 0.6 or len(rows) < 2:
         return None
     left = {line.split()[1] for line in t.log if line.startswith("depart: ")}
-    fresh = [n for n in range(1, len(rows)) if rows[n][0] in left]
-    return side.choice(fresh) if fresh and side.random() < 0.8 else side.randrange(1, len(rows))
+    return preferred_row(side, rows, [n for n in range(1, len(rows)) if rows[n][0] in left])
+
+
+def preferred_row(side: random.Random, rows: list[list[str]], preferred: list[int]) -> int:
+    """Most often one of the ``preferred`` rows (if any), else any row under the header."""
+    if preferred and side.random() < 0.8:
+        return side.choice(preferred)
+    return side.randrange(1, len(rows))
 
 
 def side_random(rng: random.Random, salt: int) -> random.Random:
