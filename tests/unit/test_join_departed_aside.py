@@ -4,10 +4,14 @@ A source sets aside a person's row for a field that does not say who they are (a
 is not one, no name, a department nobody knows) and says in it they departed
 (``RejectedRow.departed``). The other sources have that person's record, active or
 departed, with or without a status, under the same or another username, or lack them;
-another source may set aside its own row for them too. Whatever the precedence, the person
-is locked exactly when the source that decides their status says they departed (the row
-standing for its record), the username the join gives them is the one syncd holds, and no
-other row set aside names them; nothing else is written for them, and nobody else changes.
+another source may set aside its own row for them too, or a row whose key cannot be read
+may give their username. Whatever the precedence, the person is locked exactly when the
+source that decides their status says they departed (rows set aside standing for their
+records), the username the join gives them is the one syncd holds, and no other row set
+aside names them otherwise; nothing else is written for them, and nobody else changes. A
+leaver not locked is said (a partial run). Sometimes no row says anyone left: then the
+records decide, and a leaver is locked or said, and nobody the deciding source does not
+call departed is locked, whatever another source's row set aside.
 """
 
 from __future__ import annotations
@@ -34,9 +38,24 @@ Role = Literal[
 # "both": the source's record, active, and beside it a row set aside under the same key
 # saying departed (two people of that source share the key: whose departure is unclear);
 # "twice": the same, the row saying nothing of a departure; "split": two rows set aside,
-# one saying departed, one not (whose?); "elsewhere": a row set aside
-# whose join key cannot be read, giving their username (whose is it?).
+# one saying departed, one not (whose?); "elsewhere": a row set aside whose join key
+# cannot be read, giving their username (whose is it?).
 SAYS_DEPARTED = ("record departed", "row departed", "both", "split")  # these read a status
+# What each role gives of person 2: a record (in that state), and rows set aside under
+# their key (each saying they departed, or not).
+RECORD = {
+    "record active": State.ACTIVE,
+    "record departed": State.DEPARTED,
+    "both": State.ACTIVE,
+    "twice": State.ACTIVE,
+}
+ROWS = {
+    "row departed": (True,),
+    "row active": (False,),
+    "both": (True,),
+    "twice": (False,),
+    "split": (True, False),
+}
 ROLES: list[Role] = list(get_args(Role))
 
 
@@ -226,19 +245,10 @@ def broken(read: SourceRead, case: Scenario, n: int) -> SourceRead:
     if case.recycled:
         (third,) = [e for e in people.values() if e.username == "user3"]
         people[third.id] = third._replace(username="user2")
-    rejected = read.directory.rejected
-    if role.startswith("record") or role in ("both", "twice"):
-        state = State.DEPARTED if role == "record departed" else State.ACTIVE
-        people[record.id] = record._replace(username=username or "", state=state)
-    if role.startswith("row") or role in ("both", "twice"):
-        says = role in ("row departed", "both")
-        row = aside(read.name, case.field, KEYS[2], username, says)
-        rejected = (*rejected, row)
-    if role == "split":
-        rejected = (
-            *rejected,
-            *(aside(read.name, case.field, KEYS[2], username, s) for s in (True, False)),
-        )
+    if role in RECORD:
+        people[record.id] = record._replace(username=username or "", state=RECORD[role])
+    rows = [aside(read.name, case.field, KEYS[2], username, says) for says in ROWS.get(role, ())]
     if role == "elsewhere":
-        rejected = (*rejected, aside(read.name, case.field, None, username or "user2", False))
+        rows.append(aside(read.name, case.field, None, username or "user2", False))
+    rejected = (*read.directory.rejected, *rows)
     return replace(read, directory=replace(read.directory, employees=people, rejected=rejected))
