@@ -60,7 +60,7 @@ from syncd.model import (
 from syncd.plan.guards import cannot_tell_departed
 from syncd.plan.precedence import Precedence
 from syncd.plan.values import DEPARTED, SyncedEmployee
-from syncd.spelling import look_alike
+from syncd.spelling import look_alike, nfc
 
 # The fields taken by precedence: every field but the id (the key is the joined id).
 FIELDS = tuple(f for f in Employee._fields if f != "id")
@@ -484,19 +484,41 @@ class _Joining:
 
     def _mark_departures(self) -> None:
         """Each departing person's rows marked departed under the joined key and username,
-        where no one joined has that username and every row set aside that gives the key
-        or the username gives both alike and says departed (``departures_alike``): else
-        they are kept as they are, as any person a row set aside names."""
+        where every row set aside that gives the key or the username gives both alike and
+        says departed (``departures_alike``): else they are kept as they are, as any person
+        a row set aside names. Someone joined under that username holds it up (whose
+        account is it?), unless it is the account syncd holds under the key: then they are
+        set aside, as ``Directory.holders_kept`` sets aside a record that gives a
+        username syncd holds for another (a login recycled for a new hire)."""
         if not self.departing:
             return
-        usernames = {look_alike(e.username) for _, e in self.merged if e.username}
-        for username, rows in self.departing.values():
-            if look_alike(username) in usernames:  # someone joined has it: whose account?
-                self._hold(rows)
-                continue
+        claimed = {look_alike(e.username) for _, e in self.merged if e.username}
+        for k, (username, rows) in self.departing.items():
+            if look_alike(username) in claimed:
+                known = self.synced.get(k)
+                if known is None or nfc(known.username) != username:
+                    self._hold(rows)
+                    continue
+                self._claimants_aside(k, username)
             for n in rows:
                 self.rejected[n] = replace(self.rejected[n], username=username, departed=True)
         departures_alike(self.rejected, self.outranked)
+
+    def _claimants_aside(self, k: str, username: str) -> None:
+        """The people joined under ``username``, the account syncd holds for the leaver of
+        key ``k``, set aside: kept as they are while it is the leaver's."""
+        folded = look_alike(username)
+        kept: list[tuple[str, Employee]] = []
+        for key, e in self.merged:
+            if e.username and look_alike(e.username) == folded:
+                why = (
+                    f"username {e.username!r} is the account syncd holds for {k!r}, who left: "
+                    "kept as they are while it is theirs"
+                )
+                self.rejected.append(RejectedRow(key, why, key=key))
+            else:
+                kept.append((key, e))
+        self.merged = kept
 
     def _hold(self, rows: Iterable[int]) -> None:
         """These rows say their person departed, and the join cannot tell whose departure

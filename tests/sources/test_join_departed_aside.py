@@ -145,3 +145,45 @@ def test_a_leaver_hr_reads_whole_is_locked_whatever_the_directory_sets_aside(
     second = sync(path)
 
     assert {u for u, was in locked(emulator).items() if was} == {"user2"}, second.error
+
+
+@pytest.mark.parametrize(
+    ("bob", "locks"),
+    [
+        (None, True),  # his account deleted in the directory
+        ("G2,,{key},1990-01-05", True),  # his row there has lost its login: set aside
+        ("G2,user2,{key},1990-02-30", False),  # the login given to him too, in a broken row
+        ("G2,user2,{key},1990-01-05", False),  # the login given to him too
+    ],
+    ids=["deleted", "login-blank", "login-twice-broken", "login-twice"],
+)
+def test_a_leaver_whose_login_the_directory_gives_a_new_hire_is_locked_or_said(
+    tmp_path: Path, emulator: RunningEmulator, bob: str | None, locks: bool
+) -> None:
+    """HR says Bob left; the directory gives his login, user2, to Carl, a new hire. The
+    account syncd holds under Bob's key is his: locked, and Carl waits for a login of his
+    own (found 2026-12-06: kept active and said when the directory set aside a row for Bob
+    without a login). Where the directory gives user2 to Bob as well, whose login it is
+    the directory does not say: nothing is locked, and the run says he keeps access."""
+    key: Key = "sn"
+    ad = [ad_row(n, key) for n in NAMES]
+    path = write(tmp_path, emulator, key, [hr_row(n, "active", key) for n in NAMES], ad)
+    assert sync(path).outcome == "ok"
+
+    hr = [hr_row(n, "departed" if n == "2" else "active", key) for n in NAMES]
+    hr.append("13,Carl New,D1,active,E0013,1990-01-05")
+    ad = [ad_row(n, key) for n in NAMES if n != "2"] + ["G13,user2,E0013,1990-01-05"]
+    if bob is not None:
+        ad.append(bob.format(key=KEYS[key][1].format("2")))
+    write(tmp_path, emulator, key, hr, ad)
+    second = sync(path)
+
+    was_locked = {u for u, was in locked(emulator).items() if was}
+    employees = {e["username"]: e for e in emulator.state()["employees"]}
+    assert employees["user2"]["name"] == "Bob Stone"  # not handed to Carl
+    assert "Carl New" not in {e["name"] for e in employees.values()}
+    if locks:
+        assert was_locked == {"user2"} and second.outcome == "ok", second.error
+    else:
+        assert was_locked == set() and second.outcome == "partial", second.error
+        assert second.error is not None and "keeps their access" in second.error

@@ -99,8 +99,7 @@ def scenario(draw: st.DrawFn) -> Scenario:
     # The username each source gives them: the synced one, another (renamed there), someone
     # else's (user3, who is joined under it), none.
     names = ["user2", "user2", "user2x", "user3", None]
-    # (A login recycled while no row says they left is a question of records read whole.)
-    recycled = draw(st.integers(0, 5)) == 0 and bool({"row departed", "both", "split"} & set(roles))
+    recycled = draw(st.integers(0, 5)) == 0
     usernames = [None if recycled else draw(st.sampled_from(names)) for _ in roles]
     return Scenario(count, field, roles, statuses, usernames, recycled)
 
@@ -150,13 +149,24 @@ def test_a_departure_in_a_row_set_aside_is_decided_as_the_record_would_be(
     ]
     before = join(reads, rules).directory
     snapshot, view = synced(before)
-    person = next(k for k, e in before.employees.items() if e.username == "user2")
+    keys = {e.username: k for k, e in before.employees.items()}
+    person, third = keys["user2"], keys["user3"]
 
     now = join(
         [broken(r, case, n) for n, r in enumerate(reads)],
         rules,
         synced=snapshot.employees,
     ).directory
+    # As the runner does: a username's holder kept among the rows that give it.
+    holds = {k: e.username for k in now.shared_keys() if (e := snapshot.employees.get(k))}
+    now = now.holders_kept(holds)
+    # Nobody else is set aside: person 3 may be when given person 2's login, or when a row
+    # set aside for person 2 gives person 3's (whose row is it?).
+    aside = before.employees.keys() - now.employees.keys()
+    named = case.recycled or any(
+        u == "user3" and (r in ROWS or r == "elsewhere") for r, u in zip(case.roles, case.usernames)
+    )
+    assert aside <= {person, third} if named else aside <= {person}
     result = plan(now, snapshot, view, Policy(leaver_policy="lock"), NOW)
     judge(result, person, case, expected(names, rules, case))
 
@@ -185,6 +195,10 @@ def judge(
         locked = any(c.action is Action.LOCK for c in theirs)
         departed = decider == "record departed"
         assert (locked or told(result)) if departed else not locked, (theirs, result.notes)
+        if departed and case.recycled and "elsewhere" not in case.roles:
+            # Their login given to person 3, the account syncd holds for them: locked
+            # (found 2026-12-06: held up when another source set aside its row for them).
+            assert locked, (theirs, result.notes)
 
 
 def judge_rows(
