@@ -14,11 +14,14 @@ is kept as they are on the platform (``Directory.rejected_keys``): two records o
 source with the same key, a record without a key, a person a required source lacks (under
 ``wait``: but someone the sources that have them call departed is taken, to be locked, or
 is a leaver when their place or name is gone with the source that lacks them), a person
-another source rejected. A read that could not say who is gone (not complete, a row that
-may hide others, a part not read: ``Directory.unread``) makes the joined read say so too:
-nobody becomes a leaver for want of a source. A warning (a department head outside their
-department) is told, never a partial read. A source none of whose records holds the key
-is a settings mistake, not data: ``KeyNotHeld`` (the settings' reader names the setting).
+another source rejected. A record a source sets aside only because another gives its
+username is kept when its key and username are the pair syncd holds
+(``Directory.holders_kept``, as for one source). A read that could not say who is gone
+(not complete, a row that may hide others, a part not read: ``Directory.unread``) makes
+the joined read say so too: nobody becomes a leaver for want of a source. A warning (a
+department head outside their department) is told, never a partial read. A source none of
+whose records holds the key is a settings mistake, not data: ``KeyNotHeld`` (the
+settings' reader names the setting).
 
 A departure is never held up by a row set aside for what does not say who the person is
 (``RejectedRow.departed``: no name, a date that is not one, a department nobody knows).
@@ -245,6 +248,7 @@ class _Joining:
 
     def pair(self, i: int, read: SourceRead) -> None:
         """One source's rejected rows carried, and its records put in their slot by key."""
+        read, holders = self._holders_kept(read)
         start = len(self.rejected)
         _carried(read, self.rejected)
         # _carried appends one row for each of the source's, in order: the n-th is its copy.
@@ -252,8 +256,8 @@ class _Joining:
             if row.kind is not Kind.EMPLOYEE:
                 continue
             k = self.rejected[n].key
-            if row.username:
-                self.held_usernames.add(look_alike(row.username))
+            if row.username and (folded := look_alike(row.username)) not in holders:
+                self.held_usernames.add(folded)
             if k:
                 rows = self.departures if row.departed else self.aside
                 rows.setdefault(k, []).append((i, n))
@@ -270,6 +274,27 @@ class _Joining:
                     username=found[0].username,
                 )
             )
+
+    def _holders_kept(self, read: SourceRead) -> tuple[SourceRead, set[str]]:
+        """The read with a username's holder kept among its records set aside because
+        another gives that username too (``Directory.holders_kept``: the record whose join
+        key and username are the pair syncd holds is that person's, as with one source: a
+        login a directory gives a new hire while the leaver's account is still there); and
+        the usernames so kept (look-alike keys): the other rows that give them are not the
+        holder's, and hold nobody up."""
+        synced, key, steps = self.synced, read.key, read.normalize
+        records = (r.record for r in read.directory.rejected if synced and r.record is not None)
+        holds = {
+            e.id: known.username
+            for e in records
+            if (known := synced.get(key_value(e, key, steps) or "")) is not None
+        }
+        if not holds:
+            return read, set()
+        kept = read.directory.holders_kept(holds)
+        people = kept.employees
+        usernames = {look_alike(people[i].username) for i in holds if i in people}
+        return replace(read, directory=kept), usernames
 
     # ------------------------------------------------------------ merging
 
@@ -382,7 +407,13 @@ class _Joining:
         so, in a row or a record. Then the rows are to be marked with the username the join
         gives them: those that say so, else (a departure read whole) those set aside."""
         decider = self._decider(k, slots)
-        if decider is None or not self._says_departed(k, slots, decider):
+        if decider is None:
+            return False
+        if not self._says_departed(k, slots, decider):
+            # Another source's departure, held up by its own rows that disagree, is
+            # outranked as its record would be: nobody who left keeps access by it.
+            named = (*self.departures.get(k, ()), *self.aside.get(k, ()))
+            self._unhold(n for i, n in named if i != decider)
             return False
         rows, others = self.departures.get(k, []), self.aside.get(k, [])
         marked = [n for _, n in rows or others]
@@ -443,7 +474,7 @@ class _Joining:
     def departed_alone(self) -> None:
         """The departures of people no source has a record of, only rows set aside."""
         nobody: Slots = [None] * len(self.reads)
-        for k in self.departures.keys() - self.people.keys():
+        for k in (self.departures.keys() | self.aside.keys()) - self.people.keys():
             self._departing(k, nobody)
 
     # ------------------------------------------------------------ the result
@@ -525,6 +556,12 @@ class _Joining:
         it is: held up, and said (``RejectedRow.departure_held``)."""
         for n in rows:
             self.rejected[n] = replace(self.rejected[n], departure_held=True)
+
+    def _unhold(self, rows: Iterable[int]) -> None:
+        """These rows' departure is no longer said to be held up: outranked."""
+        for n in rows:
+            if self.rejected[n].departure_held:
+                self.rejected[n] = replace(self.rejected[n], departure_held=False)
 
     def _blind(self) -> tuple[str, ...]:
         """The sources that decide status and should say who is departed, but this read

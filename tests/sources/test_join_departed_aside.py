@@ -153,7 +153,7 @@ def test_a_leaver_hr_reads_whole_is_locked_whatever_the_directory_sets_aside(
         (None, True),  # his account deleted in the directory
         ("G2,,{key},1990-01-05", True),  # his row there has lost its login: set aside
         ("G2,user2,{key},1990-02-30", False),  # the login given to him too, in a broken row
-        ("G2,user2,{key},1990-01-05", False),  # the login given to him too
+        ("G2,user2,{key},1990-01-05", True),  # the login given to him too: he holds it
     ],
     ids=["deleted", "login-blank", "login-twice-broken", "login-twice"],
 )
