@@ -589,6 +589,10 @@ def _valid_employees(
             # Who they are and that they left are read: one departure, if every row giving
             # their id or username gives both alike and says so (departures_alike).
             departed = isinstance(reason, _Named) and e.state is State.DEPARTED
+            # Set aside for a username another id gives too, and not its holder's row
+            # (Directory.holders_kept): whose account it names is unsaid, so a departure
+            # in it is held up, and said.
+            held = shared is not None and e.state is State.DEPARTED
             identifiers = row_identifiers(partial(getattr, e), e.extra)
             rejected.append(
                 RejectedRow(
@@ -600,6 +604,7 @@ def _valid_employees(
                     identifiers=identifiers,
                     record=shared,
                     departed=departed,
+                    departure_held=held,
                 )
             )
         else:

@@ -8,8 +8,10 @@ departed and every other row that gives its id or username gives both alike and 
 (an export with a line per position), the person syncd holds under that id and username is
 locked where they are, and nothing else is written for them. Rows set aside for who they
 name (an id or a username another person's row gives) keep their people as they are; when
-one says its person left, the plan says they keep their access (a partial run). (The
-CSV reader's own reasons, a date that is not one: tests/sources.)
+one says its person left, the plan says they keep their access (a partial run); but the
+row under the id and username syncd holds is that account's holder's, kept as the runner
+keeps it (``Directory.holders_kept``). (The CSV reader's own reasons, a date that is not
+one: tests/sources.)
 
 Generated: which departments break and how, where each person is placed, their name and
 status, which rows are copied under the same id or username, who was locked before, and
@@ -36,6 +38,7 @@ from syncd.plan import (
 )
 from syncd.plan.guards import departures
 from syncd.plan.values import departures_held, renamed_kept
+from tests.engine.company import World, employee
 from tests.engine.plan_world import NOW, changed_there, dept, directory, synced
 from tests.support.examples import examples
 
@@ -97,17 +100,28 @@ class Fate:
             return (Position(home, primary=True), Position("rd", primary=True))
         return (Position("nowhere" if self.place == "unknown" else self.place, primary=True),)
 
-    def row_set_aside(self, home: str, breaks: dict[str, str]) -> bool:
-        """Whether the row is set aside: copied, or placed where nobody can follow."""
-        if self.copy != "none" or self.nameless or self.place in ("unknown", "two primaries"):
+    def faulty(self, home: str, breaks: dict[str, str]) -> bool:
+        """Whether the row gives no name, or places them where nobody can follow."""
+        if self.nameless or self.place in ("unknown", "two primaries"):
             return True
         return any(set_aside(p.department_id, breaks) for p in self.positions(home))
 
-    @property
-    def leaving(self) -> bool:
+    def holder(self, home: str, breaks: dict[str, str]) -> bool:
+        """Whether the row is kept among those that give its username: the username syncd
+        holds under its id is its only fault (Directory.holders_kept, as the runner does)."""
+        return self.copy == "username" and not self.renamed and not self.faulty(home, breaks)
+
+    def row_set_aside(self, home: str, breaks: dict[str, str]) -> bool:
+        """Whether the row is set aside: copied (not as the username's holder), or placed
+        where nobody can follow."""
+        copied = self.copy != "none" and not self.holder(home, breaks)
+        return copied or self.faulty(home, breaks)
+
+    def leaving(self, home: str, breaks: dict[str, str]) -> bool:
         """The row alone says they departed, and their account is unlocked somewhere."""
         unlocked = not self.was_locked or self.unlocked_there
-        return self.departed and self.copy in ("none", "alike") and unlocked
+        alone = self.copy in ("none", "alike") or self.holder(home, breaks)
+        return self.departed and alone and unlocked
 
     @property
     def seen_there(self) -> bool:
@@ -162,21 +176,21 @@ def held_up(
     removing = [c.action for c in changes if c.action in REMOVING]
     # Nothing is sent through an account carrying another's source id; nor for a renamed
     # row, as which account its person holds is unsaid: nobody locked, and told.
-    locks = f.leaving and not (f.marked_else or f.renamed)
+    leaving = f.leaving(home, breaks)
+    locks = leaving and not (f.marked_else or f.renamed)
     assert removing == ([Action.LOCK] if locks else []), changes
-    return f.leaving and f.renamed
+    return leaving and f.renamed
 
 
 def disagreeing(f: Fate, home: str, breaks: dict[str, str]) -> bool:
     """Whether a row says the person left and another row under their id or username does
-    not say it alike (``departures_alike``): the departure is held up. A row whose only
-    fault is a username another id gives says nothing of a departure."""
+    not say it alike (``departures_alike``), or another id gives their username and it
+    is not the one syncd holds for them (whose account is it?): the departure is held up."""
     if f.copy == "unlike":
         return True  # one of the two says they left, whichever is theirs
     if not f.departed or f.copy not in ("id", "username"):
         return False
-    placed = any(set_aside(p.department_id, breaks) for p in f.positions(home))
-    return f.copy == "id" or f.nameless or placed or f.place == "two primaries"
+    return f.copy == "id" or f.renamed or f.faulty(home, breaks)
 
 
 def said(p: Plan, words: str) -> list[str]:
@@ -221,6 +235,9 @@ def test_a_departure_is_never_held_up_by_where_its_row_places_the_person(
     damaged = [RejectedRow("employees.csv:99", "cut", may_hide_rows=True)] if hidden else []
     rows = [row for e, f, home in cast for row in rows_of(e, f, home)]
     read = directory(broken_tree(breaks), rows, rejected=damaged, one_read=True)
+    # As the runner does: a username's holder kept among the rows that give it.
+    holds = {k: s.username for k in read.shared_keys() if (s := snapshot.employees.get(k))}
+    read = read.holders_kept(holds)
 
     p = plan(read, snapshot, view, Policy(), NOW)
 
@@ -233,5 +250,29 @@ def test_a_departure_is_never_held_up_by_where_its_row_places_the_person(
     disagree = sum(disagreeing(f, home, breaks) for _, f, home in cast if not f.was_locked)
     assert said(p, "disagree") == ([departures_held(disagree)] if disagree else [])
     # Remembered as departed (the access-granted guard's memory), set aside or not.
-    left = {e.id for e, f, _ in cast if f.departed and f.copy in ("none", "alike")}
+    left = {
+        e.id
+        for e, f, home in cast
+        if f.departed and (f.copy in ("none", "alike") or f.holder(home, breaks))
+    }
     assert set(departures(p, read, snapshot).departed) == left
+
+
+def test_a_leaver_whose_row_gives_another_persons_username_is_said(world: World) -> None:
+    """HR marks Bob departed and, in the same row, gives him Cat's username: both rows are
+    set aside (a username used by 2 people), Cat's kept as its holder's. Whose account
+    Bob's row names is unsaid: nothing is locked, and the run says a leaver keeps access
+    (found 2026-12-06: exit 0, Bob active, nothing said)."""
+    # Enough people that one set aside stays under the guard against a source gone empty.
+    world.company.employees += [employee(f"E{n}", f"p{n}", "D1") for n in range(6, 20)]
+    assert world.sync().outcome == "ok"
+    bob = world.company.person("bob")
+    bob.update(status="departed", username="cat")
+
+    result = world.sync()
+    assert result.outcome == "partial" and result.exit_code == 1
+    assert result.error is not None and departures_held(1) in result.error
+    people = world.platform().people
+    assert not people["bob"][4] and not people["cat"][4]  # neither locked
+    # Cat's row is the holder's: kept and read; Bob's stays set aside.
+    assert result.directory is not None and "E3" in result.directory.employees

@@ -60,12 +60,14 @@ ROLES: list[Role] = list(get_args(Role))
 
 
 def aside(
-    source: str, field: JoinField, key: str | None, username: str | None, departed: bool
+    source: str, field: JoinField, key: str | None, username: str | None, departed: bool, n: int
 ) -> RejectedRow:
-    """``source``'s row for the person of ``key``, set aside for a date that is not one."""
-    row = rejected_row(f"{source}.csv:7", field, key, username or "", "Person")
+    """``source``'s ``n``-th row for the person of ``key``, set aside for a date that is not
+    one; its own id is the key when the join is on ids, else one of its own."""
+    row = rejected_row(f"{source}.csv:{7 + n}", field, key, username or "", "Person")
     reason = "column 'birthday': '1990-02-30' is not a date"
-    return replace(row, reason=reason, username=username, departed=departed)
+    own = row.key if field == "id" else f"{source}-row-{n}"
+    return replace(row, reason=reason, key=own, username=username, departed=departed)
 
 
 @dataclass(frozen=True)
@@ -274,9 +276,10 @@ def broken(read: SourceRead, case: Scenario, n: int) -> SourceRead:
         people[third.id] = third._replace(username="user2")
     if role in RECORD:
         people[record.id] = record._replace(username=username or "", state=RECORD[role])
-    rows = [aside(read.name, case.field, KEYS[2], username, says) for says in ROWS.get(role, ())]
+    says = ROWS.get(role, ())
+    rows = [aside(read.name, case.field, KEYS[2], username, d, n) for n, d in enumerate(says)]
     if role == "elsewhere":
-        rows.append(aside(read.name, case.field, None, username or "user2", False))
+        rows.append(aside(read.name, case.field, None, username or "user2", False, 2))
     rejected = (*read.directory.rejected, *rows)
     if case.recycled and username:  # two people of the source given one login: read so
         items = [(f"{read.name}.csv:{n}", e) for n, e in enumerate(people.values())]
