@@ -537,7 +537,8 @@ class _Joining:
 
     def _claimants_aside(self, k: str, username: str) -> None:
         """The people joined under ``username``, the account syncd holds for the leaver of
-        key ``k``, set aside: kept as they are while it is the leaver's."""
+        key ``k``, set aside: kept as they are while it is the leaver's (one who left too
+        keeps their own account: held up, and said)."""
         folded = look_alike(username)
         kept: list[tuple[str, Employee]] = []
         for key, e in self.merged:
@@ -546,7 +547,8 @@ class _Joining:
                     f"username {e.username!r} is the account syncd holds for {k!r}, who left: "
                     "kept as they are while it is theirs"
                 )
-                self.rejected.append(RejectedRow(key, why, key=key))
+                held = e.state is State.DEPARTED
+                self.rejected.append(RejectedRow(key, why, key=key, departure_held=held))
             else:
                 kept.append((key, e))
         self.merged = kept

@@ -80,6 +80,7 @@ class Scenario:
     # Person 3 is given person 2's username in every source, and person 2 keeps it in every
     # record and row or has none: syncd holds it for person 2, whose it stays.
     recycled: bool
+    third_left: bool = False  # person 3, given person 2's login, left too (where read)
 
 
 @st.composite
@@ -105,7 +106,8 @@ def scenario(draw: st.DrawFn) -> Scenario:
     if recycled:  # person 2 keeps it where a source has them (given twice), or has none
         names = [draw(st.sampled_from(["user2", None]))]
     usernames = [draw(st.sampled_from(names)) for _ in roles]
-    return Scenario(count, field, roles, statuses, usernames, recycled)
+    third_left = recycled and any(statuses) and draw(st.integers(0, 2)) == 0
+    return Scenario(count, field, roles, statuses, usernames, recycled, third_left)
 
 
 def expected(names: tuple[str, ...], rules: JoinRules, case: Scenario) -> tuple[Role | None, str]:
@@ -173,7 +175,7 @@ def test_a_departure_in_a_row_set_aside_is_decided_as_the_record_would_be(
     )
     assert aside <= {person, third} if named else aside <= {person}
     result = plan(now, snapshot, view, Policy(leaver_policy="lock"), NOW)
-    judge(result, person, case, expected(names, rules, case))
+    judge(result, (person, third), case, expected(names, rules, case))
 
 
 UNCLEAR = ("both", "split")  # a deciding source that says two things under the key
@@ -181,15 +183,16 @@ UNCLEAR = ("both", "split")  # a deciding source that says two things under the 
 
 def judge(
     result: Plan,
-    person: str,
+    people: tuple[str, str],
     case: Scenario,
     expected: tuple[Role | None, str],
 ) -> None:
-    """What the plan does to person 2 (``person``) and everyone else, by the oracle."""
-    decider, username = expected
+    """What the plan does to person 2 and 3 (``people``: their keys) and everyone else, by
+    the oracle."""
+    (person, third), (decider, username) = people, expected
     theirs = [c for c in result.changes if c.key == person]
     assert all(c.action is not Action.REMOVE for c in theirs)
-    judge_others(result, person, case)
+    judge_others(result, person, third, case)
     if {"row departed", *UNCLEAR} & set(case.roles):
         judge_rows(result, theirs, case, decider, username)
     elif "user3" not in case.usernames:
@@ -233,7 +236,7 @@ def judge_rows(
     if (departed or decider in UNCLEAR) and not locked:
         # Held up (whose rows are they? the deciding source disagrees with itself): said.
         assert told(result), result.notes
-    elif decider not in UNCLEAR:  # the deciding source does not say they left: none held
+    elif decider not in UNCLEAR and not case.third_left:  # they did not leave: none held
         assert [n for n in result.notes if n.message == departures_held(1)] == []
 
 
@@ -256,10 +259,15 @@ def clear(case: Scenario, username: str) -> bool:
     return not (twice or contrary or case.recycled or username == "user3")
 
 
-def judge_others(result: Plan, person: str, case: Scenario) -> None:
-    """Nobody else changes; a recycled username's new holder is never locked nor removed."""
+def judge_others(result: Plan, person: str, third: str, case: Scenario) -> None:
+    """Nobody else changes; a recycled username's new holder is never locked nor removed,
+    unless they left too: then only their own account is locked, or the run says they keep
+    access."""
     others = [c for c in result.changes if c.key != person and c.kind is Kind.EMPLOYEE]
-    if case.recycled:  # person 3 renamed, or kept as they are: never locked nor removed
+    if case.third_left:
+        assert all(c.key == third and c.action is Action.LOCK for c in others), others
+        assert others or told(result), result.notes
+    elif case.recycled:  # person 3 renamed, or kept as they are: never locked nor removed
         assert all(c.action not in (Action.LOCK, Action.REMOVE) for c in others)
     else:
         assert others == []
@@ -273,7 +281,10 @@ def broken(read: SourceRead, case: Scenario, n: int) -> SourceRead:
     del people[record.id]
     if case.recycled:
         (third,) = [e for e in people.values() if e.username == "user3"]
-        people[third.id] = third._replace(username="user2")
+        left = case.third_left and case.statuses[n]
+        people[third.id] = third._replace(
+            username="user2", state=State.DEPARTED if left else State.ACTIVE
+        )
     if role in RECORD:
         people[record.id] = record._replace(username=username or "", state=RECORD[role])
     says = ROWS.get(role, ())
