@@ -613,21 +613,27 @@ def _valid_employees(
     return kept
 
 
-def departures_alike(rejected: list[RejectedRow], silent: Collection[int] = ()) -> None:
+def departures_alike(
+    rejected: list[RejectedRow], silent: Collection[int] = (), apart: Collection[int] = ()
+) -> None:
     """Keep a rejected row's ``departed`` only where every rejected row that gives its id or
     its username (in any spelling) gives that very id and username, in plain characters,
     and says the person departed: copies of one departure (an export with a line per
     position) are one departure. The rows kept give neither (the read's copies are all set
     aside), and a row that may hide others is never marked departed. ``silent``: the
     indices of rows that have no say in whether the person left (a join's, from sources
-    that do not decide it): giving that very id and username, they say nothing against it."""
+    that do not decide it): giving that very id and username, they say nothing against it.
+    ``apart``: the indices of rows known to be another person's, whatever username they
+    give (a join's, under another key, giving the username syncd holds for a leaver):
+    named by their id only."""
     if not any(row.departed for row in rejected):
         return  # as a rule
     named: dict[str, list[tuple[RejectedRow, bool]]] = defaultdict(list)
     for n, row in enumerate(rejected):
         if row.kind is Kind.EMPLOYEE:
             says = row.departed or n in silent
-            for text in {look_alike(t) for t in (row.key, row.username) if t}:
+            given = (row.key,) if n in apart else (row.key, row.username)
+            for text in {look_alike(t) for t in given if t}:
                 named[text].append((row, says))
     for n, row in enumerate(rejected):
         if row.departed and not _one_departure(row, named):

@@ -36,7 +36,9 @@ locks the account syncd holds under it and writes nothing else for them
 else's word locks them: kept as they are. When whose rows they are is unclear (a record
 of the same source under the key, the username joined to someone else or given by a row
 whose key cannot be read), they are kept as they are and the run says a leaver keeps
-their access (``RejectedRow.departure_held``: partial).
+their access (``RejectedRow.departure_held``: partial). But a username syncd holds under
+the leaver's key is theirs, whoever else is joined under it or a row under another key
+gives it (a login recycled for a new hire): the account is locked, and the others wait.
 """
 
 from __future__ import annotations
@@ -232,6 +234,7 @@ class _Joining:
         self.people: dict[str, Slots] = {}  # key -> one record per source
         self.held: set[str] = set()  # keys set aside: duplicates
         self.held_usernames: set[str] = set()  # usernames rejected by a source: kept as they are
+        self.keyless_usernames: set[str] = set()  # those given by a row without a join key
         self.merged: list[tuple[str, Employee]] = []
         # Joined key -> (source, index in rejected) of each row a source set aside for a
         # field that does not say who the person is, saying they departed; and of every
@@ -258,6 +261,8 @@ class _Joining:
             k = self.rejected[n].key
             if row.username and (folded := look_alike(row.username)) not in holders:
                 self.held_usernames.add(folded)
+                if not k:
+                    self.keyless_usernames.add(folded)
             if k:
                 rows = self.departures if row.departed else self.aside
                 rows.setdefault(k, []).append((i, n))
@@ -364,7 +369,12 @@ class _Joining:
                 "all say they left: kept as they are until they are read whole"
             ), False
         username, held = employee.username, self.held_usernames
-        if held and username and look_alike(username) in held:  # as a rule, none held
+        if held and username and (folded := look_alike(username)) in held:  # as a rule, none
+            if departed and self._holds(k, username) and folded not in self.keyless_usernames:
+                # A leaver under the account syncd holds for their key: locked, whoever else
+                # a row set aside under another key gives the username to (a new hire, in a
+                # spelling refused).
+                return None
             # Whose record is it? Rows under their own key were weighed first
             # (_departing, _decided_by_row): a leaver kept so is said.
             return (
@@ -524,16 +534,31 @@ class _Joining:
         if not self.departing:
             return
         claimed = {look_alike(e.username) for _, e in self.merged if e.username}
+        held: dict[str, str] = {}  # username (look-alike) -> the key syncd holds it for
         for k, (username, rows) in self.departing.items():
+            holds = self._holds(k, username)
+            if holds:
+                held[look_alike(username)] = k
             if look_alike(username) in claimed:
-                known = self.synced.get(k)
-                if known is None or nfc(known.username) != username:
+                if not holds:
                     self._hold(rows)
                     continue
                 self._claimants_aside(k, username)
             for n in rows:
                 self.rejected[n] = replace(self.rejected[n], username=username, departed=True)
-        departures_alike(self.rejected, self.outranked)
+        # Rows under another key that give such a username are that key's person's, not the
+        # leaver's (a new hire given their login): they hold nobody's departure up.
+        apart = [
+            n
+            for n, r in enumerate(self.rejected)
+            if held and r.key and r.username and held.get(look_alike(r.username), r.key) != r.key
+        ]
+        departures_alike(self.rejected, self.outranked, apart)
+
+    def _holds(self, k: str, username: str) -> bool:
+        """Whether ``username`` is the one syncd holds for the person of key ``k``."""
+        known = self.synced.get(k)
+        return known is not None and nfc(known.username) == username
 
     def _claimants_aside(self, k: str, username: str) -> None:
         """The people joined under ``username``, the account syncd holds for the leaver of

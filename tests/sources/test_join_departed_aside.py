@@ -35,6 +35,12 @@ KEYS = {"sn": ("E00{}", " E00{}"), "email": ("p{}@corp.example", "P{}@Corp.Examp
 
 Key = Literal["sn", "email"]
 
+# The directory's row for Carl, a new hire given Bob's login: whole, set aside for a date
+# that is not one; and a row giving that login without a key (whose is it?).
+CARL = "G13,user2,E0013,1990-01-05"
+BROKEN_CARL = "G13,user2,E0013,1990-02-30"
+KEYLESS = "G99,user2,,1990-01-05"
+
 
 def hr_row(n: str, status: str, key: Key, fault: str | None = None) -> str:
     fields = {"name": NAMES[n], "department": "D1", "birthday": "1990-01-05"}
@@ -148,23 +154,26 @@ def test_a_leaver_hr_reads_whole_is_locked_whatever_the_directory_sets_aside(
 
 
 @pytest.mark.parametrize(
-    ("bob", "locks"),
+    ("bob", "carl", "locks"),
     [
-        (None, True),  # his account deleted in the directory
-        ("G2,,{key},1990-01-05", True),  # his row there has lost its login: set aside
-        ("G2,user2,{key},1990-02-30", False),  # the login given to him too, in a broken row
-        ("G2,user2,{key},1990-01-05", True),  # the login given to him too: he holds it
+        (None, CARL, True),  # his account deleted in the directory
+        (None, BROKEN_CARL, True),  # and Carl's row set aside (a date that is not one)
+        ("G2,,{key},1990-01-05", CARL, True),  # his row there has lost its login
+        ("G2,user2,{key},1990-02-30", CARL, True),  # the login given to him too, broken
+        ("G2,user2,{key},1990-01-05", CARL, True),  # the login given to him too: he holds it
+        ("G2,user2,,1990-01-05", CARL, False),  # a row giving it without a key: whose?
     ],
-    ids=["deleted", "login-blank", "login-twice-broken", "login-twice"],
+    ids=["deleted", "carl-aside", "login-blank", "login-twice-broken", "login-twice", "keyless"],
 )
-def test_a_leaver_whose_login_the_directory_gives_a_new_hire_is_locked_or_said(
-    tmp_path: Path, emulator: RunningEmulator, bob: str | None, locks: bool
+def test_a_leaver_whose_login_the_directory_gives_a_new_hire_is_locked(
+    tmp_path: Path, emulator: RunningEmulator, bob: str | None, carl: str, locks: bool
 ) -> None:
-    """HR says Bob left; the directory gives his login, user2, to Carl, a new hire. The
-    account syncd holds under Bob's key is his: locked, and Carl waits for a login of his
-    own (found 2026-12-06: kept active and said when the directory set aside a row for Bob
-    without a login). Where the directory gives user2 to Bob as well, whose login it is
-    the directory does not say: nothing is locked, and the run says he keeps access."""
+    """HR says Bob left, in a row read whole; the directory gives his login, user2, to
+    Carl, a new hire. The account syncd holds under Bob's key is his: locked, whatever the
+    directory still has of him under his key, and Carl waits for a login of his own
+    (found 2026-12-06: kept active, the run partial, when the directory had a row for Bob
+    set aside, or gave user2 to him too). A row giving user2 without a key may be anyone's
+    (Bob's, saying he is back?): nothing is locked, and the run says he keeps access."""
     key: Key = "sn"
     ad = [ad_row(n, key) for n in NAMES]
     path = write(tmp_path, emulator, key, [hr_row(n, "active", key) for n in NAMES], ad)
@@ -172,7 +181,7 @@ def test_a_leaver_whose_login_the_directory_gives_a_new_hire_is_locked_or_said(
 
     hr = [hr_row(n, "departed" if n == "2" else "active", key) for n in NAMES]
     hr.append("13,Carl New,D1,active,E0013,1990-01-05")
-    ad = [ad_row(n, key) for n in NAMES if n != "2"] + ["G13,user2,E0013,1990-01-05"]
+    ad = [ad_row(n, key) for n in NAMES if n != "2"] + [carl]
     if bob is not None:
         ad.append(bob.format(key=KEYS[key][1].format("2")))
     write(tmp_path, emulator, key, hr, ad)
@@ -187,3 +196,59 @@ def test_a_leaver_whose_login_the_directory_gives_a_new_hire_is_locked_or_said(
     else:
         assert was_locked == set() and second.outcome == "partial", second.error
         assert second.error is not None and "keeps their access" in second.error
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+@pytest.mark.parametrize(("carl", "locks"), [(BROKEN_CARL, True), (KEYLESS, False)])
+def test_a_leaver_in_a_row_set_aside_is_locked_whoever_has_their_login_now(
+    tmp_path: Path, emulator: RunningEmulator, fault: str, carl: str, locks: bool
+) -> None:
+    """HR says Bob left in a row set aside for a field that does not say who he is; the
+    directory has deleted his account and given user2 to Carl, in a row it sets aside (a
+    date that is not one). Carl's row is under Carl's key: it is not Bob's, and the
+    account syncd holds under Bob's key is locked (found 2026-12-06: kept active, the run
+    partial). A row that gives user2 without a key may be Bob's: held up, and said."""
+    key: Key = "sn"
+    ad = [ad_row(n, key) for n in NAMES]
+    path = write(tmp_path, emulator, key, [hr_row(n, "active", key) for n in NAMES], ad)
+    assert sync(path).outcome == "ok"
+
+    hr = [
+        hr_row(n, "departed", key, fault) if n == "2" else hr_row(n, "active", key) for n in NAMES
+    ]
+    hr.append("13,Carl New,D1,active,E0013,1990-01-05")
+    ad = [ad_row(n, key) for n in NAMES if n != "2"] + [carl]
+    write(tmp_path, emulator, key, hr, ad)
+    second = sync(path)
+
+    was_locked = {u for u, was in locked(emulator).items() if was}
+    assert was_locked == ({"user2"} if locks else set()), second.error
+    assert locks or (second.error is not None and "keeps their access" in second.error)
+    employees = {e["username"]: e for e in emulator.state()["employees"]}
+    assert employees["user2"]["name"] == "Bob Stone"
+    assert "Carl New" not in {e["name"] for e in employees.values()}
+
+
+def test_an_active_person_whose_login_the_directory_gives_a_new_hire_too_keeps_it(
+    tmp_path: Path, emulator: RunningEmulator
+) -> None:
+    """The directory gives Bob's login, user2, to Carl too. Its record under Bob's key is
+    the holder's (the pair syncd holds), kept as one source keeps it: Bob's change in HR
+    is written, and Carl waits, set aside (before, Bob was set aside with Carl and kept as
+    he was)."""
+    key: Key = "sn"
+    ad = [ad_row(n, key) for n in NAMES]
+    path = write(tmp_path, emulator, key, [hr_row(n, "active", key) for n in NAMES], ad)
+    assert sync(path).outcome == "ok"
+
+    hr = [hr_row(n, "active", key) for n in NAMES if n != "2"]
+    hr += ["2,Robert Stone,D1,active,E002,1990-01-05", "13,Carl New,D1,active,E0013,1990-01-05"]
+    write(tmp_path, emulator, key, hr, [*ad, "G13,user2,E0013,1990-01-05"])
+    second = sync(path)
+
+    employees = {e["username"]: e for e in emulator.state()["employees"]}
+    assert employees["user2"]["name"] == "Robert Stone", second.error
+    assert not any(locked(emulator).values())
+    assert "Carl New" not in {e["name"] for e in employees.values()}
+    assert second.directory is not None
+    assert [r.key for r in second.directory.rejected if "user2" in r.reason] == ["E0013"]
