@@ -546,6 +546,11 @@ class _Joining:
                 self._claimants_aside(k, username)
             for n in rows:
                 self.rejected[n] = replace(self.rejected[n], username=username, departed=True)
+            for _, n in self.aside.get(k, ()):
+                # Outranked and giving no username (a login left empty): it says nothing
+                # against the pair (departures_alike), as a record that gave none would not.
+                if n in self.outranked and not self.rejected[n].username:
+                    self.rejected[n] = replace(self.rejected[n], username=username)
         # Rows under another key that give such a username are that key's person's, not the
         # leaver's (a new hire given their login): they hold nobody's departure up.
         apart = [
