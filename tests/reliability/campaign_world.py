@@ -197,11 +197,22 @@ def move_hr(t: Staff) -> None:
 
 def recycle_login(t: Staff) -> None:
     """A new hire gets the login of someone HR let go, whose directory account is deleted
-    first (a directory holds a login once)."""
-    let_go = [p for p in t.people if p.status != "active" and not t.taken(p.username)]
-    if not let_go:
+    first (a directory holds a login once). Now and then (a generator of its own) of
+    someone HR still lists as departed, most often since this round (their account not
+    locked yet): HR gives no logins, so only the directory tells."""
+    side = side_random(t.rng, 6)
+    listed = [
+        p
+        for p in t.with_status("departed")
+        if not any(fold(q.username) == fold(p.username) and q.key != p.key for q in t.people)
+    ]
+    fresh = [p for p in listed if p.hr_id in departed_this_round(t)]
+    if listed and side.random() < (0.7 if fresh else 0.3):
+        old = side.choice(fresh or listed)
+    elif let_go := [p for p in t.people if p.status != "active" and not t.taken(p.username)]:
+        old = t.rng.choice(let_go)
+    else:
         return
-    old = t.rng.choice(let_go)
     if old.key in t.directory:
         del t.directory[old.key]
         t.event("record missing from a source", f"{old.hr_id}: directory account deleted")
@@ -252,6 +263,11 @@ def shadowed(t: Staff, p: Person) -> bool:
         for q in t.people
         if fold(q.username) == fold(p.username)
     )
+
+
+def departed_this_round(t: Staff) -> set[str]:
+    """The HR numbers of the people HR marked departed this round."""
+    return {line.split()[1] for line in t.log if line.startswith("depart: ")}
 
 
 def directory_taken(t: Staff, username: str, key: int | None) -> bool:
@@ -329,7 +345,30 @@ def directory_file(t: Staff) -> str:
         if (account := t.directory.get(p.key)) is not None:
             rows.append([f"g-{p.hr_id}", p.username, p.email, p.hr_id, account, ""])
     misplace_a_row(t, rows)
+    export_a_deleted_account(t, rows)
     return table(rows)
+
+
+def export_a_deleted_account(t: Staff, rows: list[list[str]]) -> None:
+    """Now and then the export still lists the deleted account of someone HR has as
+    departed whose login a new hire now holds, its login cleared (as a directory keeps a
+    deleted object with its attributes stripped): its row is set aside, and the account
+    syncd holds under their number is still theirs, to be locked. Drawn from a generator
+    of its own (every other draw of a seed stays as it was)."""
+    side = side_random(t.rng, 5)
+    ghosts = [
+        p
+        for p in t.people
+        if p.status == "departed"
+        and p.key not in t.directory
+        and directory_taken(t, p.username, p.key)
+    ]
+    # Most often someone who left this round: their account is not locked yet.
+    fresh = [p for p in ghosts if p.hr_id in departed_this_round(t)]
+    if ghosts and side.random() < (0.8 if fresh else 0.3):
+        p = side.choice(fresh or ghosts)
+        rows.append([f"g-{p.hr_id}", "", p.email, p.hr_id, "disabled", ""])
+        t.event("deleted account exported", f"directory row of {p.hr_id} without its login")
 
 
 def misplace_a_row(t: Staff, rows: list[list[str]]) -> None:
