@@ -528,37 +528,39 @@ class _Joining:
         where every row set aside that gives the key or the username gives both alike and
         says departed (``departures_alike``): else they are kept as they are, as any person
         a row set aside names. Someone joined under that username holds it up (whose
-        account is it?), unless it is the account syncd holds under the key: then they are
-        set aside, as ``Directory.holders_kept`` sets aside a record that gives a
-        username syncd holds for another (a login recycled for a new hire)."""
+        account is it?), unless it is the account syncd holds under the key: then the
+        username is theirs, as ``Directory.holders_kept`` keeps it for its holder (a login
+        recycled for a new hire): whoever is joined under it is set aside, and rows under
+        another key that give it are that key's person's, holding nobody up."""
         if not self.departing:
             return
         claimed = {look_alike(e.username) for _, e in self.merged if e.username}
-        held: dict[str, str] = {}  # username (look-alike) -> the key syncd holds it for
+        holders: dict[str, str] = {}  # username (look-alike) -> the leaver syncd holds it for
         for k, (username, rows) in self.departing.items():
-            holds = self._holds(k, username)
-            if holds:
-                held[look_alike(username)] = k
-            if look_alike(username) in claimed:
-                if not holds:
-                    self._hold(rows)
-                    continue
-                self._claimants_aside(k, username)
-            for n in rows:
-                self.rejected[n] = replace(self.rejected[n], username=username, departed=True)
-            for _, n in self.aside.get(k, ()):
-                # Outranked and giving no username (a login left empty): it says nothing
-                # against the pair (departures_alike), as a record that gave none would not.
-                if n in self.outranked and not self.rejected[n].username:
-                    self.rejected[n] = replace(self.rejected[n], username=username)
-        # Rows under another key that give such a username are that key's person's, not the
-        # leaver's (a new hire given their login): they hold nobody's departure up.
+            if self._holds(k, username):
+                holders[look_alike(username)] = k
+                if look_alike(username) in claimed:
+                    self._claimants_aside(k, username)
+            elif look_alike(username) in claimed:
+                self._hold(rows)
+                continue
+            self._mark(k, username, rows)
         apart = [
             n
             for n, r in enumerate(self.rejected)
-            if held and r.key and r.username and held.get(look_alike(r.username), r.key) != r.key
+            if r.key and r.username and holders.get(look_alike(r.username), r.key) != r.key
         ]
         departures_alike(self.rejected, self.outranked, apart)
+
+    def _mark(self, k: str, username: str, rows: Iterable[int]) -> None:
+        """A departing person's rows marked departed under ``username``; their outranked
+        rows that give no username (a login left empty) take it, as a record that gave
+        none: they say nothing against the pair (``departures_alike``)."""
+        for n in rows:
+            self.rejected[n] = replace(self.rejected[n], username=username, departed=True)
+        for _, n in self.aside.get(k, ()):
+            if n in self.outranked and not self.rejected[n].username:
+                self.rejected[n] = replace(self.rejected[n], username=username)
 
     def _holds(self, k: str, username: str) -> bool:
         """Whether ``username`` is the one syncd holds for the person of key ``k``."""
