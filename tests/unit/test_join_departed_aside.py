@@ -11,7 +11,11 @@ records), the username the join gives them is the one syncd holds, and no other 
 aside names them otherwise; nothing else is written for them, and nobody else changes. A
 leaver not locked is said (a partial run). Sometimes no row says anyone left: then the
 records decide, and a leaver is locked or said, and nobody the deciding source does not
-call departed is locked, whatever another source's row set aside.
+call departed is locked, whatever another source's row set aside. Sometimes person 2's
+login is given to person 3 in every source (person 2 keeping it or giving none; person 3
+maybe leaving too), each source's people validated as a read is: the login stays person
+2's, a leaver is locked under it unless a row says otherwise of whose it is, and person 3
+is never locked nor removed under it.
 """
 
 from __future__ import annotations
@@ -134,8 +138,8 @@ def expected(names: tuple[str, ...], rules: JoinRules, case: Scenario) -> tuple[
     missing=st.sampled_from(["wait", "partial"]),
 )
 # Found 2026-12-06: person 2 has only rows set aside; the second source's departure, held
-# up by its own rows (person 3 given the login there too), was said though the deciding
-# source says person 2 has not left.
+# up by its own rows that disagree (one says they left, one not), was said though the
+# deciding source says person 2 has not left.
 @example(
     case=Scenario(2, "sn", ["row active", "split"], [True, True], ["user2"] * 2, True),
     state_order=[0, 1, 2],
