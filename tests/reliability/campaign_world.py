@@ -26,6 +26,7 @@ from .identity_world import (
     Status,
     Truth,
     Unit,
+    departed_this_round,
     fold,
     preferred_row,
     row_to_blank,
@@ -263,11 +264,6 @@ def shadowed(t: Staff, p: Person) -> bool:
         for q in t.people
         if fold(q.username) == fold(p.username)
     )
-
-
-def departed_this_round(t: Staff) -> set[str]:
-    """The HR numbers of the people HR marked departed this round."""
-    return {line.split()[1] for line in t.log if line.startswith("depart: ")}
 
 
 def directory_taken(t: Staff, username: str, key: int | None) -> bool:

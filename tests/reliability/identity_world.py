@@ -420,8 +420,13 @@ def row_to_blank(t: Truth, rows: list[list[str]], salt: int) -> int | None:
     side = side_random(t.rng, salt)
     if side.random() < 0.6 or len(rows) < 2:
         return None
-    left = {line.split()[1] for line in t.log if line.startswith("depart: ")}
+    left = departed_this_round(t)
     return preferred_row(side, rows, [n for n in range(1, len(rows)) if rows[n][0] in left])
+
+
+def departed_this_round(t: Truth) -> set[str]:
+    """The HR ids of the people this round's events made departed."""
+    return {line.split()[1] for line in t.log if line.startswith("depart: ")}
 
 
 def preferred_row(side: random.Random, rows: list[list[str]], preferred: list[int]) -> int:
