@@ -259,6 +259,17 @@ class Directory:
         rejected = tuple(r for r in self.rejected if r.record is None or r.record.id not in kept)
         return replace(self, employees={**self.employees, **kept}, rejected=rejected)
 
+    def leavers_held(self, holds: Mapping[str, str]) -> Directory:
+        """The read with each departure held up only by rows under other ids that give the
+        username syncd holds for the leaver (``holds``: the username syncd holds for each
+        of ``departures_held()``) going ahead: that username is theirs, whoever else the
+        read gives it to (HR giving a leaver's login to a new hire in the same export), as
+        ``holders_kept`` keeps it for its holder. One source's read: a join decides its
+        own, knowing syncd's people (syncd.plan.join)."""
+        rejected = list(self.rejected)
+        marked = _leavers_held(rejected, holds)
+        return self if marked is rejected else replace(self, rejected=tuple(marked))
+
     def departed_aside(self) -> dict[str, str]:
         """The username, by source id, of each person rows set aside say departed: rows
         that give an id, username and status plainly, which every row giving that id or
@@ -638,6 +649,40 @@ def departures_alike(
     for n, row in enumerate(rejected):
         if row.departed and not _one_departure(row, named):
             rejected[n] = replace(row, departed=False, departure_held=True)
+
+
+def _leavers_held(rejected: list[RejectedRow], holds: Mapping[str, str]) -> list[RejectedRow]:
+    """The rows with a departure held up under the very id and username syncd holds
+    (``holds``: the username syncd holds for each id asked) marked departed again, and
+    checked as ``departures_alike`` checks them, with the rows under other ids that give
+    that username named by their id only: they are another person's (HR giving a leaver's
+    login to a new hire in the same export), whatever username they give. A row without
+    an id, or that may hide others, still holds the departure up: it may be the leaver's
+    own; so does every row of a username syncd holds for two such leavers in look-alike
+    spellings."""
+    pairs = {
+        (look_alike(r.username), r.key)
+        for r in rejected
+        if r.departure_held and r.key and r.username and nfc(holds.get(r.key) or "") == r.username
+    }
+    spelled = Counter(folded for folded, _ in pairs)
+    holders = {folded: key for folded, key in pairs if spelled[folded] == 1}
+    if not holders:
+        return rejected
+    rows = [
+        replace(r, departed=True, departure_held=False)
+        if r.departure_held and r.username and holders.get(look_alike(r.username)) == r.key
+        else r
+        for r in rejected
+    ]
+    apart = [
+        n
+        for n, r in enumerate(rows)
+        if r.key and r.username and not r.may_hide_rows
+        and holders.get(look_alike(r.username), r.key) != r.key
+    ]  # fmt: skip
+    departures_alike(rows, apart=apart)
+    return rows
 
 
 def _one_departure(row: RejectedRow, named: Mapping[str, list[tuple[RejectedRow, bool]]]) -> bool:

@@ -470,7 +470,9 @@ class _Run:
 
     def _read(self, snapshot: Snapshot, held: Mapping[str, SyncedEmployee]) -> Directory:
         """The source's directory, a username's holder kept among the rows that give it
-        (``Directory.holders_kept``: ``held``, syncd's people as the database answers)."""
+        (``Directory.holders_kept``: ``held``, syncd's people as the database answers), and
+        a leaver's departure theirs whoever else a row gives their username
+        (``Directory.leavers_held``)."""
         since = None
         if self.request.read == "incremental" and source_kind(self.settings) == "ldap":
             since = cursors.source_mark(self.state)
@@ -488,6 +490,9 @@ class _Run:
         # Asked of the database here, for the few rows concerned: the directory stays a value.
         holds = {k: e.username for k in read.shared_keys() if (e := held.get(k)) is not None}
         directory = read.holders_kept(holds)
+        if not self.settings.joined:  # a join decides its own, knowing syncd's people
+            left = {k: e.username for k in directory.departures_held() if (e := held.get(k))}
+            directory = directory.leavers_held(left)
         self.result.directory = directory
         self.summary["source"] = {
             "kind": source_kind(self.settings),

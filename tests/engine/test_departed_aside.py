@@ -106,10 +106,17 @@ class Fate:
             return True
         return any(set_aside(p.department_id, breaks) for p in self.positions(home))
 
+    @property
+    def holds_pair(self) -> bool:
+        """Whether another id's row gives the username syncd holds under their id: theirs,
+        whoever else the row gives it to (Directory.holders_kept, leavers_held: as the
+        runner does)."""
+        return self.copy == "username" and not self.renamed
+
     def holder(self, home: str, breaks: dict[str, str]) -> bool:
         """Whether the row is kept among those that give its username: the username syncd
-        holds under its id is its only fault (Directory.holders_kept, as the runner does)."""
-        return self.copy == "username" and not self.renamed and not self.faulty(home, breaks)
+        holds under its id is its only fault."""
+        return self.holds_pair and not self.faulty(home, breaks)
 
     def row_set_aside(self, home: str, breaks: dict[str, str]) -> bool:
         """Whether the row is set aside: copied (not as the username's holder), or placed
@@ -120,7 +127,7 @@ class Fate:
     def leaving(self, home: str, breaks: dict[str, str]) -> bool:
         """The row alone says they departed, and their account is unlocked somewhere."""
         unlocked = not self.was_locked or self.unlocked_there
-        alone = self.copy in ("none", "alike") or self.holder(home, breaks)
+        alone = self.copy in ("none", "alike") or self.holds_pair
         return self.departed and alone and unlocked
 
     @property
@@ -182,15 +189,23 @@ def held_up(
     return leaving and f.renamed
 
 
-def disagreeing(f: Fate, home: str, breaks: dict[str, str]) -> bool:
+def disagreeing(f: Fate) -> bool:
     """Whether a row says the person left and another row under their id or username does
     not say it alike (``departures_alike``), or another id gives their username and it
-    is not the one syncd holds for them (whose account is it?): the departure is held up."""
+    is not the one syncd holds for them (whose account is it?): the departure is held up.
+    (Another id's row giving the username syncd holds for them is another person's, be
+    their own row set aside for where it places them or not: ``Directory.leavers_held``.)"""
     if f.copy == "unlike":
         return True  # one of the two says they left, whichever is theirs
     if not f.departed or f.copy not in ("id", "username"):
         return False
-    return f.copy == "id" or f.renamed or f.faulty(home, breaks)
+    return f.copy == "id" or f.renamed
+
+
+def left(cast: list[tuple[Employee, Fate, str]]) -> set[str]:
+    """Who the read says left: a row alone, or under the username syncd holds for them."""
+    alone = {e.id for e, f, _ in cast if f.copy in ("none", "alike") or f.holds_pair}
+    return {e.id for e, f, _ in cast if f.departed and e.id in alone}
 
 
 def said(p: Plan, words: str) -> list[str]:
@@ -236,8 +251,9 @@ def test_a_departure_is_never_held_up_by_where_its_row_places_the_person(
     rows = [row for e, f, home in cast for row in rows_of(e, f, home)]
     read = directory(broken_tree(breaks), rows, rejected=damaged, one_read=True)
     # As the runner does: a username's holder kept among the rows that give it.
-    holds = {k: s.username for k in read.shared_keys() if (s := snapshot.employees.get(k))}
-    read = read.holders_kept(holds)
+    held = snapshot.employees
+    read = read.holders_kept({k: s.username for k in read.shared_keys() if (s := held.get(k))})
+    read = read.leavers_held({k: s.username for k in read.departures_held() if (s := held.get(k))})
 
     p = plan(read, snapshot, view, Policy(), NOW)
 
@@ -247,15 +263,10 @@ def test_a_departure_is_never_held_up_by_where_its_row_places_the_person(
     )
     # Rows under one id that disagree (one says they left, the other not, or names someone
     # else): nobody is locked for them, and an unlocked account kept so is said.
-    disagree = sum(disagreeing(f, home, breaks) for _, f, home in cast if not f.was_locked)
+    disagree = sum(disagreeing(f) for _, f, _ in cast if not f.was_locked)
     assert said(p, "disagree") == ([departures_held(disagree)] if disagree else [])
     # Remembered as departed (the access-granted guard's memory), set aside or not.
-    left = {
-        e.id
-        for e, f, home in cast
-        if f.departed and (f.copy in ("none", "alike") or f.holder(home, breaks))
-    }
-    assert set(departures(p, read, snapshot).departed) == left
+    assert set(departures(p, read, snapshot).departed) == left(cast)
 
 
 def test_a_leaver_whose_row_gives_another_persons_username_is_said(world: World) -> None:
@@ -276,3 +287,22 @@ def test_a_leaver_whose_row_gives_another_persons_username_is_said(world: World)
     assert not people["bob"][4] and not people["cat"][4]  # neither locked
     # Cat's row is the holder's: kept and read; Bob's stays set aside.
     assert result.directory is not None and "E3" in result.directory.employees
+
+
+def test_a_leaver_whose_login_the_export_gives_a_new_hire_is_locked(world: World) -> None:
+    """HR marks Bob departed in a row set aside for where it places him (a department
+    nobody knows) and, in the same export, gives his login to Carl, a new hire: the
+    username is the one syncd holds under Bob's id, so the departure is his and he is
+    locked; Carl's row waits, set aside (found 2026-12-06: Bob kept active, a partial run
+    saying a leaver keeps access)."""
+    world.company.employees += [employee(f"E{n}", f"p{n}", "D1") for n in range(6, 20)]
+    assert world.sync().outcome == "ok"
+    world.company.person("bob").update(status="departed", department="D77")
+    world.company.employees.append(employee("E30", "bob", "D2", name="Carl"))
+
+    result = world.sync()
+    people = world.platform().people
+    assert people["bob"][4]  # locked
+    assert result.directory is not None and "E30" not in result.directory.employees
+    assert result.error is None or departures_held(1) not in result.error
+    assert world.query("SELECT locked FROM employees WHERE source_id = 'E2'") == [(1,)]

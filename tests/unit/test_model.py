@@ -157,6 +157,64 @@ def test_the_usernames_holder_keeps_their_row_among_rows_that_give_it(
     assert d.holders_kept({}) is d  # nothing held: nothing kept
 
 
+# Rows beside a leaver's (id "h", username "ann", set aside for want of a name, saying they
+# departed): under their id, alike or not; under other ids, giving their username in any
+# case; set aside already, without an id or hiding others.
+LEAVER = Employee("h", "ann", "", state=State.DEPARTED)
+BESIDE = {
+    "copy alike": [LEAVER],
+    "copy active": [LEAVER._replace(name="Ann", state=State.ACTIVE)],
+    "copy renamed": [LEAVER._replace(username="bob")],
+    "new hire": [Employee("n1", "ann", "Carl")],
+    "new hire who left": [Employee("n2", "ANN", "Dora", state=State.DEPARTED)],
+    "new hire set aside": [Employee("n3", "Ann", "")],
+    "another leaver": [Employee("h2", "Ann", "", state=State.DEPARTED)],
+}
+DISAGREE = {"copy active", "copy renamed"}
+
+
+def leavers_gone(beside: list[str], held: dict[str, str | None]) -> dict[str, str]:
+    """The rule: the leavers whose departure goes ahead, by id, with their username."""
+    others = [b for b in beside if b not in BESIDE or not b.startswith("copy")]
+    plain = not set(beside) & set(BROKEN)
+    if held["h"] == "ann" and held["h2"] == "Ann":
+        return {}  # two leavers syncd holds look-alike usernames for: whose is each row?
+    gone = {"h2": "Ann"} if held["h2"] == "Ann" and plain else {}
+    if not set(beside) & DISAGREE and (not others or (held["h"] == "ann" and plain)):
+        gone["h"] = "ann"
+    return gone
+
+
+@settings(max_examples=examples(300))
+@given(
+    beside=st.lists(st.sampled_from([*BESIDE, *BROKEN]), max_size=4, unique=True),
+    held_h=st.sampled_from(["ann", "Ann", None]),
+    held_h2=st.sampled_from(["Ann", None]),
+)
+def test_a_leavers_departure_is_theirs_whoever_else_a_row_gives_their_login(
+    beside: list[str], held_h: str | None, held_h2: str | None
+) -> None:
+    """A departure held up because rows under other ids give the leaver's username goes
+    ahead when that username, exactly, is the one syncd holds under the leaver's id (HR
+    giving a leaver's login to a new hire in the same export): the other rows are another
+    person's (``Directory.leavers_held``). Never when rows under the leaver's id
+    disagree, nor when a row giving the username has no id or may hide rows (it may be
+    the leaver's own), nor for two leavers syncd holds in look-alike spellings of it (h2:
+    "Ann")."""
+    read = located([LEAVER, *(e for b in beside for e in BESIDE.get(b, ()))])
+    rejected = [BROKEN[b] for b in beside if b in BROKEN]
+    d = build_directory([], read, rejected=rejected, one_read=True)
+    held = {"h": held_h, "h2": held_h2 if "another leaver" in beside else None}
+
+    kept = d.leavers_held({k: v for k in d.departures_held() if (v := held.get(k)) is not None})
+
+    gone = leavers_gone(beside, held)
+    assert kept.departed_aside() == gone
+    assert ("h" in kept.departures_held()) is ("h" not in gone)
+    assert ("n2" in kept.departures_held()) is ("new hire who left" in beside)
+    assert set(kept.employees) == set()  # the new hires wait, set aside
+
+
 SPELLINGS = ["Sales", "sales", "SALES", "\uff33\uff41\uff4c\uff45\uff53", "Ops"]
 
 
