@@ -234,6 +234,20 @@ class Directory:
         e = self.employees.get(source_id)
         return e is not None and look_alike(e.username) == look_alike(username)
 
+    def as_held(self, holding: Callable[[str], str | None], *, joined: bool) -> Directory:
+        """The read with what syncd holds weighed in (``holding``: the username syncd holds
+        for a source id, or None), asked only of the few rows concerned: each username's
+        holder kept among the rows that give it (``holders_kept``) and, for one source,
+        each leaver's departure theirs whoever else a row gives their username
+        (``leavers_held``). A join (``joined``) has decided its leavers' departures itself,
+        knowing syncd's people (syncd.plan.join)."""
+
+        def asked(keys: Iterable[str]) -> dict[str, str]:
+            return {k: username for k in keys if (username := holding(k)) is not None}
+
+        read = self.holders_kept(asked(self.shared_keys()))
+        return read if joined else read.leavers_held(asked(read.departures_held()))
+
     def holders_kept(self, holds: Mapping[str, str]) -> Directory:
         """The read with the holder's row kept among rows set aside because they give one
         username under other ids: the row whose id and username are the pair syncd holds
@@ -264,8 +278,7 @@ class Directory:
         username syncd holds for the leaver (``holds``: the username syncd holds for each
         of ``departures_held()``) going ahead: that username is theirs, whoever else the
         read gives it to (HR giving a leaver's login to a new hire in the same export), as
-        ``holders_kept`` keeps it for its holder. One source's read: a join decides its
-        own, knowing syncd's people (syncd.plan.join)."""
+        ``holders_kept`` keeps it for its holder."""
         rejected = list(self.rejected)
         marked = _leavers_held(rejected, holds)
         return self if marked is rejected else replace(self, rejected=tuple(marked))

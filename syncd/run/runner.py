@@ -469,10 +469,8 @@ class _Run:
         self.progress.step(doing, read)
 
     def _read(self, snapshot: Snapshot, held: Mapping[str, SyncedEmployee]) -> Directory:
-        """The source's directory, a username's holder kept among the rows that give it
-        (``Directory.holders_kept``: ``held``, syncd's people as the database answers), and
-        a leaver's departure theirs whoever else a row gives their username
-        (``Directory.leavers_held``)."""
+        """The source's directory, with what syncd holds weighed in (``Directory.as_held``:
+        ``held``, syncd's people as the database answers)."""
         since = None
         if self.request.read == "incremental" and source_kind(self.settings) == "ldap":
             since = cursors.source_mark(self.state)
@@ -488,11 +486,10 @@ class _Run:
             },
         )
         # Asked of the database here, for the few rows concerned: the directory stays a value.
-        holds = {k: e.username for k in read.shared_keys() if (e := held.get(k)) is not None}
-        directory = read.holders_kept(holds)
-        if not self.settings.joined:  # a join decides its own, knowing syncd's people
-            left = {k: e.username for k in directory.departures_held() if (e := held.get(k))}
-            directory = directory.leavers_held(left)
+        directory = read.as_held(
+            lambda k: None if (e := held.get(k)) is None else e.username,
+            joined=self.settings.joined,
+        )
         self.result.directory = directory
         self.summary["source"] = {
             "kind": source_kind(self.settings),

@@ -109,8 +109,7 @@ class Fate:
     @property
     def holds_pair(self) -> bool:
         """Whether another id's row gives the username syncd holds under their id: theirs,
-        whoever else the row gives it to (Directory.holders_kept, leavers_held: as the
-        runner does)."""
+        whoever else the row gives it to (Directory.as_held, as the runner does)."""
         return self.copy == "username" and not self.renamed
 
     def holder(self, home: str, breaks: dict[str, str]) -> bool:
@@ -250,10 +249,9 @@ def test_a_departure_is_never_held_up_by_where_its_row_places_the_person(
     damaged = [RejectedRow("employees.csv:99", "cut", may_hide_rows=True)] if hidden else []
     rows = [row for e, f, home in cast for row in rows_of(e, f, home)]
     read = directory(broken_tree(breaks), rows, rejected=damaged, one_read=True)
-    # As the runner does: a username's holder kept among the rows that give it.
+    # As the runner does: what syncd holds weighed in.
     held = snapshot.employees
-    read = read.holders_kept({k: s.username for k in read.shared_keys() if (s := held.get(k))})
-    read = read.leavers_held({k: s.username for k in read.departures_held() if (s := held.get(k))})
+    read = read.as_held(lambda k: (s := held.get(k)) and s.username, joined=False)
 
     p = plan(read, snapshot, view, Policy(), NOW)
 

@@ -176,9 +176,9 @@ def test_a_departure_in_a_row_set_aside_is_decided_as_the_record_would_be(
         rules,
         synced=snapshot.employees,
     ).directory
-    # As the runner does: a username's holder kept among the rows that give it.
-    holds = {k: e.username for k in now.shared_keys() if (e := snapshot.employees.get(k))}
-    now = now.holders_kept(holds)
+    # As the runner does: what syncd holds weighed in.
+    held = snapshot.employees
+    now = now.as_held(lambda k: (e := held.get(k)) and e.username, joined=True)
     # Nobody else is set aside: person 3 may be when given person 2's login, or when a row
     # set aside for person 2 gives person 3's (whose row is it?).
     aside = before.employees.keys() - now.employees.keys()
