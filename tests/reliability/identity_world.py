@@ -3,7 +3,8 @@
 ``Truth`` is the company as it really is, kept apart from what syncd reads: people by a
 key of their own (never reused), each active, departed or gone, with the HR id they truly
 have. Its events are HR's: hires, leavers, departures, returns, moves, and a leaver's
-username recycled for a new hire. ``Export`` writes the truth as an HR system's CSV
+username recycled for a new hire (now and then while HR still lists the leaver as
+departed, so that two rows give it). ``Export`` writes the truth as an HR system's CSV
 export gets written in real life, then damages the text: lines joined (a lost line
 break), blank lines and rows cut in two (doubled line breaks), quoting broken, the status
 vocabulary changed, usernames and department names spelled in NFD, another letter case
@@ -254,8 +255,12 @@ def _a_leaver(t: Truth, free: list[Person]) -> Person | None:
 
 
 def recycle(t: Truth) -> None:
-    """A new hire gets a leaver's username (dropped before, or in this very export)."""
-    old = _a_leaver(t, [p for p in t.with_status("gone") if not t.taken(p.username)])
+    """A new hire gets a leaver's username (dropped before, or in this very export); now
+    and then (a generator of its own) the username of someone HR still lists as departed,
+    most often since this round (their account not locked yet): both rows give it."""
+    old = _still_listed(t) or _a_leaver(
+        t, [p for p in t.with_status("gone") if not t.taken(p.username)]
+    )
     if old is None:
         return
     username, kind = old.username, "same spelling"
@@ -263,6 +268,22 @@ def recycle(t: Truth) -> None:
         username, kind = variant(t.rng, old.username)
     p = t.hire(username)
     t.event("recycled username", f"{p.hr_id} hired as {username!r} ({kind}), {old.hr_id}'s")
+
+
+def _still_listed(t: Truth) -> Person | None:
+    """Now and then someone HR still lists as departed, whose username nobody else has,
+    most often one who left this round; else None, drawing nothing from the round's
+    generator."""
+    side = side_random(t.rng, 7)
+    listed = [
+        p
+        for p in t.with_status("departed")
+        if not any(fold(q.username) == fold(p.username) and q.key != p.key for q in t.present())
+    ]
+    fresh = [p for p in listed if p.hr_id in departed_this_round(t)]
+    if listed and side.random() < (0.8 if fresh else 0.3):
+        return side.choice(fresh or listed)
+    return None
 
 
 def hand_on_number(t: Truth) -> None:
@@ -312,8 +333,11 @@ class Export:
     line_end: str
     vocabulary: tuple[str, str] = (ACTIVE, DEPARTED)
     # The last write's rows whose name was blanked (HR blanking a leaver's name), by id:
-    # each row's line as written before any other damage; and the employees text written.
+    # each row's line as written before any other damage, and the lines of the other rows
+    # that give its username in any spelling (a new hire given it); and the employees
+    # text written.
     blanked: dict[str, str] = field(default_factory=dict)
+    sharing: dict[str, list[str]] = field(default_factory=dict)
     written: str = ""
 
     def write(self, *, damaged: bool = True) -> tuple[str, str]:
@@ -342,7 +366,7 @@ class Export:
             + [[u.id, spelled_units.get(u.id, u.name), u.parent] for u in t.units],
             self.line_end,
         )
-        self.blanked = {}
+        self.blanked, self.sharing = {}, {}
         self.written = _plain(rows, self.line_end) if not damaged else self._damaged(rows)
         return self.written, departments
 
@@ -410,6 +434,11 @@ class Export:
         rows[n][2] = ""
         self.truth.event("name blanked", f"row of {rows[n][0]} ({rows[n][1]})")
         self.blanked[rows[n][0]] = ",".join(_cell(value) for value in rows[n])
+        self.sharing[rows[n][0]] = [
+            ",".join(_cell(value) for value in row)
+            for m, row in enumerate(rows[1:], 1)
+            if m != n and fold(row[1]) == fold(rows[n][1])
+        ]
 
 
 def row_to_blank(t: Truth, rows: list[list[str]], salt: int) -> int | None:

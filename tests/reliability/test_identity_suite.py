@@ -5,7 +5,8 @@ kept apart from syncd (who is active, departed or gone, by the person), written 
 round as a CSV export (layout two_files or paths) damaged the way real exports are, or
 into a real slapd with multi-valued attributes whose value order changes. A first sync
 puts the company into the emulator; then each round draws HR's events (hires, leavers,
-departures, returns, moves, a leaver's username recycled for a new hire, a leaver's HR
+departures, returns, moves, a leaver's username recycled for a new hire (now and then
+while HR still lists the leaver, their row's name blanked or not), a leaver's HR
 number handed on to a new hire, with or without their username), writes the
 source with its damage (lines joined or cut, blank lines, broken quoting, a new status
 vocabulary, usernames and department names in NFD, another case or with invisible
@@ -238,13 +239,16 @@ def check_blanked(s: Scenario, exit_code: int) -> None:
     """After a run that was not stopped: a departed person whose row came whole but for its
     blanked name, between rows read whole, under their username (in any normalization),
     keeps no active account under it (syncd.plan.departed_aside: a row set aside for its
-    name still says who left)."""
+    name still says who left), also when a new hire's row, read whole, gives that
+    username (syncd.model.Directory.leavers_held)."""
     export = s.export
     if export is None or exit_code not in (0, 1) or export.vocabulary[1] != DEPARTED:
         return
     for hr_id, line in export.blanked.items():
         p = next(p for p in s.truth.people if p.hr_id == hr_id)
-        if p.status != "departed" or not read_whole(export.written, line, export.line_end):
+        lines = [line, *export.sharing.get(hr_id, ())]
+        whole = all(read_whole(export.written, text, export.line_end) for text in lines)
+        if p.status != "departed" or not whole:
             continue
         if nfc(next(csv.reader([line]))[1]) != nfc(p.username):
             continue  # a username in another letter case or with a hidden character: a rename
