@@ -79,7 +79,7 @@ def _held_up(planner: EmployeePlanner) -> int:
 def _lock(planner: EmployeePlanner, synced: SyncedEmployee, found: PlatformEmployee | None) -> None:
     """Lock this person (again, when unlocked on the platform: ``found``, their account as
     it is there when it changed), unless the account is not theirs, gone, or one syncd
-    leaves alone."""
+    leaves alone, or a row under another id may be theirs under a new id."""
     excluded = planner.policy.exclude_usernames
     if (excluded and matches_any(synced.username, excluded)) or planner.drift.gone(synced):
         return
@@ -87,6 +87,8 @@ def _lock(planner: EmployeePlanner, synced: SyncedEmployee, found: PlatformEmplo
         return
     if synced.locked and (found is None or found.locked):
         return
+    if planner.renumbered(synced, synced.locked if found is None else found.locked):
+        return  # a row under another id may be theirs under a new id: said
     reason = REASON
     if synced.locked:
         reason += "; unlocked on the platform"

@@ -39,6 +39,7 @@ from syncd.plan.values import (
     kept_for_rows,
     matches_any,
     people,
+    renumbered_kept,
 )
 from syncd.spelling import difference, look_alike, look_alikes, nfc, shown_pair
 
@@ -86,6 +87,9 @@ class EmployeePlanner:
         # Departed rows under the ids of people an active row may show elsewhere: nobody
         # locked for them (usernames.username_changed), so whoever they are keeps access.
         self.departed_kept = 0
+        # Departed records whose username a row under another id gives, maybe theirs under
+        # a new id (renumbered): nobody locked for them, so they keep access.
+        self.renumbered_kept = 0
         self.upserts: list[Change] = []
         self.unlocks: list[Change] = []
         self.locks: list[Change] = []
@@ -165,6 +169,8 @@ class EmployeePlanner:
             self.notes.append(Note(ACCESS_KEPT, "", kept_for_rows(self.kept_for_rows)))
         if self.departed_kept:
             self.notes.append(Note(ACCESS_KEPT, "", departed_rows_kept(self.departed_kept)))
+        if self.renumbered_kept:
+            self.notes.append(Note(ACCESS_KEPT, "", renumbered_kept(self.renumbered_kept)))
         if self.never_synced_departed:
             self.notes.append(
                 Note(
@@ -274,6 +280,8 @@ class EmployeePlanner:
         when the person changed on the platform, what the platform holds now."""
         there = locked if found is None else found.locked
         if (e.state, locked, there) in LOCK_IN_STEP:
+            return
+        if e.state is State.DEPARTED and synced is not None and self.renumbered(synced, there):
             return
         if e.state is State.DEPARTED:
             reason, why = self.dates.lock_reason(e.id) or ("departed in the source", None)
@@ -580,6 +588,25 @@ class EmployeePlanner:
         self.notes.append(note)
         if held and not synced.locked:
             self._count_kept(tally)
+        return held
+
+    def renumbered(self, synced: SyncedEmployee, locked_there: bool) -> bool:
+        """Whether a row set aside under another id that gives this leaver's username may be
+        theirs under a new id (HR numbering a person anew and leaving the old record
+        departed: a contractor made an employee, a rehire): unless its name, mobile and
+        work number show two people (rekeys.weigh_rejected), nothing is locked for the
+        departure, and while the account is unlocked (``locked_there``: on the platform)
+        the run says so. Weighed once."""
+        if self._rejected is None:
+            self._rejected = self.directory.rejected_by_username()
+        rows = self._rejected.get(look_alike(synced.username), ())
+        others = tuple(r for r in rows if r.key != synced.source_id)
+        if not others:
+            return False
+        held, note = rekeys.weigh_rejected(synced, others, self.snapshot, "departed")
+        if held and note is not None:
+            self.notes.append(note)
+            self.renumbered_kept += not locked_there
         return held
 
     def _count_kept(self, tally: Literal["missing", "departed"] | None) -> None:

@@ -9,7 +9,8 @@ their values (tried again as written; freed by the holder's update), and, when a
 complete read names a new source id (a rejected row's included) or gives a record syncd
 holds another username, the people it no longer names (one may hold that username: a
 re-key needs the name and a mobile or work number to agree, and a row under another
-record's id may be theirs); and
+record's id may be theirs); those it says departed whose username a rejected row gives
+(the person's own under a new id?); and
 the departments the source changed, the platform's read lists (drift) or the source no
 longer names (deleted). The fields a change shows as its ``before`` are loaded after the
 draft (``Draft.unwritten``). A record asked about and not loaded is a bug, said as one
@@ -24,6 +25,7 @@ from syncd.model import Directory, Kind, State
 from syncd.plan import in_synced_spelling
 from syncd.plan.fields import department_hash
 from syncd.plan.values import PlatformView, Snapshot
+from syncd.spelling import look_alike
 
 _LOCKED = attrgetter("locked")
 
@@ -70,6 +72,7 @@ def weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set
         for s in filter(_LOCKED, synced.values())  # the few locked, picked out in C
         if (e := people.get(s.source_id)) is not None and e.state is State.ACTIVE
     )
+    found.update(_renumbered(directory, snapshot))
     # People the read gives another username: a row under another's id (rekeys.claiming_row)?
     renamed = _renamed(directory, snapshot)
     found.update(renamed)
@@ -85,6 +88,22 @@ def weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set
         # superset of the holders of those usernames, found without spelling each.
         found.update(synced.keys() - directory.employees.keys())
     return found
+
+
+def _renumbered(directory: Directory, snapshot: Snapshot) -> list[str]:
+    """The people the read says departed whose username a rejected row gives: one under
+    another id may be theirs under a new id (EmployeePlanner.renumbered)."""
+    given = {
+        look_alike(r.username)
+        for r in directory.rejected
+        if r.kind is Kind.EMPLOYEE and r.key and r.username
+    }
+    if not given:
+        return []  # as a rule
+    synced = snapshot.employees
+    people = directory.employees.items()
+    leaving = [*directory.departed_aside(), *(k for k, e in people if e.state is State.DEPARTED)]
+    return [k for k in leaving if (s := synced.get(k)) and look_alike(s.username) in given]
 
 
 def _new_ids(directory: Directory, snapshot: Snapshot) -> bool:

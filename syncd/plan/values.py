@@ -459,6 +459,20 @@ def departed_rows_kept(n: int) -> str:
     )
 
 
+def renumbered_kept(n: int) -> str:
+    """Why a departed record locks nobody while a row set aside under another id gives its
+    username and may be the person's under a new id (EmployeePlanner.renumbered)."""
+    rows = (
+        "a row set aside under another id gives"
+        if n == 1
+        else "rows set aside under other ids give"
+    )
+    return (
+        f"{_left_and_kept(n)}: {rows} their username and may be theirs under a new id (the "
+        "conflicts above), so nothing is locked until the source tells them apart"
+    )
+
+
 def departures_held(n: int) -> str:
     """Why departed rows set aside lock nobody when other rows that name the person disagree
     (syncd.model.departures_alike, syncd.plan.join)."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -37,7 +38,7 @@ from syncd.plan import (
     plan,
 )
 from syncd.plan.guards import departures
-from syncd.plan.values import departures_held, renamed_kept
+from syncd.plan.values import departures_held, renamed_kept, renumbered_kept
 from tests.engine.company import World, employee
 from tests.engine.plan_world import NOW, changed_there, dept, directory, synced
 from tests.support.examples import examples
@@ -94,6 +95,9 @@ class Fate:
     unlocked_there: bool  # someone unlocked their account on the platform (if locked)
     marked_else: bool  # the account under their username carries another source id
     nameless: bool  # the row gives no name
+    # The row under another id that gives their username (copy "username") gives their
+    # name too: it may be them under a new id (HR numbering them anew).
+    own_name: bool = False
 
     def positions(self, home: str) -> tuple[Position, ...]:
         if self.place == "two primaries":
@@ -130,6 +134,17 @@ class Fate:
         return self.departed and alone and unlocked
 
     @property
+    def renumbered(self) -> bool:
+        """Whether a row under another id that gives the username syncd holds for them may
+        be theirs under a new id: nothing is locked for their departure, and it is said."""
+        return self.holds_pair and self.own_name
+
+    def kept_renumbered(self, home: str, breaks: dict[str, str]) -> bool:
+        """Whether they left, keep an unlocked account of theirs, and are not locked for a
+        row that may be theirs under a new id (said)."""
+        return self.leaving(home, breaks) and self.renumbered and not self.marked_else
+
+    @property
     def seen_there(self) -> bool:
         """Whether the platform's account under their username changed since the last run."""
         return self.marked_else or (self.was_locked and self.unlocked_there)
@@ -145,6 +160,7 @@ fates = st.builds(
     unlocked_there=st.booleans(),
     marked_else=st.booleans(),
     nameless=st.booleans(),
+    own_name=st.booleans(),
 )
 
 
@@ -164,7 +180,8 @@ def rows_of(e: Employee, f: Fate, home: str) -> list[Employee]:
     elif f.copy == "id":
         rows.append(Employee(e.id, f"other{n}", f"Other {n}", elsewhere, state=state))
     elif f.copy == "username":
-        rows.append(Employee(f"n{n}", username, f"Namesake {n}", elsewhere, state=state))
+        name = e.name if f.own_name else f"Namesake {n}"
+        rows.append(Employee(f"n{n}", username, name, elsewhere, state=state))
     return rows
 
 
@@ -183,7 +200,7 @@ def held_up(
     # Nothing is sent through an account carrying another's source id; nor for a renamed
     # row, as which account its person holds is unsaid: nobody locked, and told.
     leaving = f.leaving(home, breaks)
-    locks = leaving and not (f.marked_else or f.renamed)
+    locks = leaving and not (f.marked_else or f.renamed or f.renumbered)
     assert removing == ([Action.LOCK] if locks else []), changes
     return leaving and f.renamed
 
@@ -263,6 +280,9 @@ def test_a_departure_is_never_held_up_by_where_its_row_places_the_person(
     # else): nobody is locked for them, and an unlocked account kept so is said.
     disagree = sum(disagreeing(f) for _, f, _ in cast if not f.was_locked)
     assert said(p, "disagree") == ([departures_held(disagree)] if disagree else [])
+    # A row under another id giving their username and name: theirs under a new id?
+    renumbered = sum(f.kept_renumbered(home, breaks) for _, f, home in cast)
+    assert said(p, "under a new id") == ([renumbered_kept(renumbered)] if renumbered else [])
     # Remembered as departed (the access-granted guard's memory), set aside or not.
     assert set(departures(p, read, snapshot).departed) == left(cast)
 
@@ -304,3 +324,25 @@ def test_a_leaver_whose_login_the_export_gives_a_new_hire_is_locked(world: World
     assert result.directory is not None and "E30" not in result.directory.employees
     assert result.error is None or departures_held(1) not in result.error
     assert world.query("SELECT locked FROM employees WHERE source_id = 'E2'") == [(1,)]
+
+
+@pytest.mark.parametrize("old_row", ["read whole", "set aside"])
+def test_a_person_numbered_anew_with_the_old_record_departed_keeps_their_access(
+    world: World, old_row: str
+) -> None:
+    """HR gives Bob a new number (a contractor made an employee) and leaves his old record
+    in the export, departed, under the same username: the new row may be Bob's, so his
+    account is not locked, the new row waits set aside, and the run says so (found
+    2026-12-06: Bob locked, exit 0). His old row read whole or set aside for where it
+    places him alike."""
+    world.company.employees += [employee(f"E{n}", f"p{n}", "D1") for n in range(6, 20)]
+    assert world.sync().outcome == "ok"
+    bob = world.company.person("bob")
+    world.company.employees.append(dict(bob, id="E30"))  # his name, mobile and e-mail
+    bob.update(status="departed", department="D77" if old_row == "set aside" else "D2")
+
+    result = world.sync()
+    assert not world.platform().people["bob"][4]  # not locked
+    assert result.outcome == "partial" and result.error is not None
+    assert renumbered_kept(1) in result.error
+    assert result.directory is not None and "E30" not in result.directory.employees
