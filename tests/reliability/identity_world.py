@@ -132,6 +132,9 @@ class Truth:
     log: list[str] = field(default_factory=list)  # this round's events, as told in failures
     counts: dict[str, int] = field(default_factory=dict)  # events of the scenario, by kind
     handed_on: set[str] = field(default_factory=set)  # HR ids given to one person after another
+    # The old HR ids of people HR numbered anew whose old record an export still lists,
+    # departed (a contractor made an employee): old id -> the person's key.
+    old_records: dict[str, int] = field(default_factory=dict)
 
     def event(self, kind: str, text: str) -> None:
         self.log.append(f"{kind}: {text}")
@@ -338,6 +341,9 @@ class Export:
     # text written.
     blanked: dict[str, str] = field(default_factory=dict)
     sharing: dict[str, list[str]] = field(default_factory=dict)
+    # The last write's own rows of people numbered anew whose old record it lists, by the
+    # person's key: each row's line as written before any other damage.
+    renumbered: dict[int, str] = field(default_factory=dict)
     written: str = ""
 
     def write(self, *, damaged: bool = True) -> tuple[str, str]:
@@ -353,7 +359,15 @@ class Export:
             unit = rng.choice(t.units)
             spelled_units[unit.id], kind = variant(rng, unit.name)
             t.event("department variant", f"{unit.id} as {spelled_units[unit.id]!r} ({kind})")
+        if damaged:
+            self._renumber_someone()
         rows = [list(COLUMNS)]
+        for old, key in sorted(t.old_records.items()):  # before the person's own row
+            p = next(p for p in t.people if p.key == key)
+            department = "/".join(t.path(p.unit)) if self.layout == "paths" else p.unit
+            rows.append(
+                [old, p.username, p.name, department, p.email, p.mobile, self.vocabulary[1]]
+            )
         for p in t.present():
             department = p.unit
             if self.layout == "paths":
@@ -366,7 +380,7 @@ class Export:
             + [[u.id, spelled_units.get(u.id, u.name), u.parent] for u in t.units],
             self.line_end,
         )
-        self.blanked, self.sharing = {}, {}
+        self.blanked, self.sharing, self.renumbered = {}, {}, {}
         self.written = _plain(rows, self.line_end) if not damaged else self._damaged(rows)
         return self.written, departments
 
@@ -374,6 +388,12 @@ class Export:
         t, rng = self.truth, self.truth.rng
         self._mistype_an_id(rows)
         self._blank_a_name(rows)
+        anew = {p.hr_id: p.key for p in t.people if p.key in t.old_records.values()}
+        self.renumbered = {
+            anew[row[0]]: ",".join(_cell(value) for value in row)
+            for row in rows[1:]
+            if row[0] in anew
+        }
         cells = [[_cell(value) for value in row] for row in rows]
         ids = [row[0] for row in rows]
         for _ in range(rng.choice([0, 0, 1, 2])):
@@ -400,6 +420,30 @@ class Export:
             who.insert(n, "(blank)")
             t.event("blank line", f"at line {n + 1}")
         return "".join(line + self.line_end for line in lines)
+
+    def _renumber_someone(self) -> None:
+        """Now and then HR numbers an active person anew (a contractor made an employee, a
+        rehire) and the export keeps their old record, departed, under the same username,
+        name and mobile, for a round or more; the old record goes when its person is gone
+        or, now and then, by itself. Drawn from a generator of its own (the truth's draws
+        stay as they were): the same person's account, whichever number shows it."""
+        t = self.truth
+        side = side_random(t.rng, 8)
+        present = {p.key for p in t.present()}
+        for old, key in list(t.old_records.items()):
+            if key not in present or side.random() < 0.3:
+                del t.old_records[old]
+                t.event("old record dropped", f"{old} of {key}")
+        active = [p for p in t.with_status("active") if p.key not in t.old_records.values()]
+        if not active or side.random() < 0.85:
+            return
+        p = side.choice(active)
+        old, p.hr_id = p.hr_id, f"N{p.key}"
+        if old == p.hr_id or old in t.old_records:
+            p.hr_id = old
+            return
+        t.old_records[old] = p.key
+        t.event("numbered anew", f"{old} {p.username} now {p.hr_id}, the old record departed")
 
     def _mistype_an_id(self, rows: list[list[str]]) -> None:
         """Now and then a row under the HR number of someone gone (a typo, or a line break
