@@ -596,7 +596,7 @@ class EmployeePlanner:
         departed: a contractor made an employee, a rehire): unless its name, mobile and
         work number show two people (rekeys.weigh_rejected), nothing is locked for the
         departure, and while the account is unlocked (``locked_there``: on the platform)
-        the run says so. Weighed once."""
+        the run says so."""
         if self._rejected is None:
             self._rejected = self.directory.rejected_by_username()
         rows = self._rejected.get(look_alike(synced.username), ())
