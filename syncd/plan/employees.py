@@ -573,9 +573,7 @@ class EmployeePlanner:
         departed row under their id that gives another username, a row there showing
         another person or giving another username). An active account kept is counted
         (``tally``) for the note that sums them up: a leaver's note, missing or departed."""
-        if self._rejected is None:
-            self._rejected = self.directory.rejected_by_username()
-        rows = self._rejected.get(look_alike(synced.username))
+        rows = self._rejected_giving(synced.username)
         if not rows:
             return False
         weighed = self._rejected_weighed.get(synced.source_id)
@@ -590,6 +588,12 @@ class EmployeePlanner:
             self._count_kept(tally)
         return held
 
+    def _rejected_giving(self, username: str) -> tuple[RejectedRow, ...]:
+        """The rejected rows that give this username, in any spelling (indexed once)."""
+        if self._rejected is None:
+            self._rejected = self.directory.rejected_by_username()
+        return self._rejected.get(look_alike(username), ())
+
     def renumbered(self, synced: SyncedEmployee, locked_there: bool) -> bool:
         """Whether a row set aside under another id that gives this leaver's username may be
         theirs under a new id (HR numbering a person anew and leaving the old record
@@ -597,9 +601,7 @@ class EmployeePlanner:
         work number show two people (rekeys.weigh_rejected), nothing is locked for the
         departure, and while the account is unlocked (``locked_there``: on the platform)
         the run says so."""
-        if self._rejected is None:
-            self._rejected = self.directory.rejected_by_username()
-        rows = self._rejected.get(look_alike(synced.username), ())
+        rows = self._rejected_giving(synced.username)
         others = tuple(r for r in rows if r.key != synced.source_id)
         if not others:
             return False
