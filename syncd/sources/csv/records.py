@@ -140,7 +140,7 @@ class _Table:
 
     def _multi_line(self, line: int, record: list[str], cells: list[str]) -> _Broken | None:
         """Why a record over several lines is not one row's alone, or None when it is."""
-        row_like = self._row_inside(record)
+        row_like = self._row_inside(line, record)
         if row_like is not None:
             return _swallowed(line, len(record), row_like, cells)
         for index in self.key_columns:
@@ -153,16 +153,23 @@ class _Table:
                 )
         return None
 
-    def _row_inside(self, record: list[str]) -> int | None:
-        """Which line after a multi-line record's first reads as a row of its own (has the
-        header's named columns), if any: its quoted field may have swallowed other rows."""
+    def _row_inside(self, line: int, record: list[str]) -> str | None:
+        """Which lines after a multi-line record's first read as a row of their own (have
+        the header's named columns), if any: its quoted field may have swallowed other rows.
+
+        A line alone, or the lines after the first taken together: a swallowed row with a
+        line break of its own (its quote lost as well) has the header's width over two."""
         if not self.named_width:
             return None
+        together = 1
         for n, text in enumerate(record[1:], 1):
             cells = lenient_cells(text, self.delimiter)
             if len(cells) >= self.named_width and any(cell.strip() for cell in cells):
-                return n
-        return None
+                return f"line {line + n} reads as a row of its own"
+            together += len(cells) - 1
+        if together < self.named_width:
+            return None
+        return f"lines {line + 1} to {line + len(record) - 1} read as a row"
 
     def _unparsed(self, problem: str) -> _Broken:
         """Skip to the true end of a record the reader gave up on, and say why it is unusable.
@@ -206,11 +213,10 @@ def _ends_quoted(text: str, delimiter: str) -> bool:
     return text.endswith('"') and ends_inside_quotes(text[:-1], delimiter)
 
 
-def _swallowed(line: int, lines: int, row_like: int, cells: list[str]) -> _Broken:
+def _swallowed(line: int, lines: int, row_like: str, cells: list[str]) -> _Broken:
     reason = (
-        f"the record spans lines {line} to {line + lines - 1}, and line {line + row_like} "
-        "reads as a row of its own: a quote may be missing or stray, so the record may hold "
-        "other people's rows"
+        f"the record spans lines {line} to {line + lines - 1}, and {row_like}: a quote may be "
+        "missing or stray, so the record may hold other people's rows"
     )
     return _Broken(reason, _before_line_breaks(cells))
 
