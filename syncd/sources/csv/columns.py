@@ -211,3 +211,10 @@ def split_head(tail_line: int) -> str:
         f"the row may be cut short by a stray line break (line {tail_line} would complete it): "
         "its last field cannot be trusted"
     )
+
+
+def after_short(short_line: int) -> str:
+    return (
+        f"the row follows the short row on line {short_line} and may be its end, every cell "
+        "shifted by a quote lost as well: it is nobody's row alone"
+    )

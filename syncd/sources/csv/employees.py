@@ -31,7 +31,14 @@ from syncd.sources._text import (
     split_list,
 )
 from syncd.sources._trace import Count, Outcome, Tracer, counted
-from syncd.sources.csv.columns import _Columns, _is_blank, _resolved, split_head, split_tail
+from syncd.sources.csv.columns import (
+    _Columns,
+    _is_blank,
+    _resolved,
+    after_short,
+    split_head,
+    split_tail,
+)
 from syncd.sources.csv.departments import _DepartmentIds
 from syncd.sources.csv.records import _REPEATED_HEADER, _Broken, _Table
 
@@ -79,6 +86,9 @@ class _Rows:
         # The last record with text, for a row a stray line break split in two: its line, its
         # cells, and whether it was read as a person (None after a record that did not parse).
         self._last: tuple[int, list[str], bool] | None = None
+        # The line of the last record with text when it had fewer fields than the header: the
+        # record after it may be its end even when the two joined do not fit the header.
+        self._short: int | None = None
 
     def reject(
         self,
@@ -112,10 +122,11 @@ class _Rows:
         where, columns, last = f"{self._name}:{line}", self._columns, self._last
         if isinstance(cells, _Broken):
             self.reject(where, columns.reason(cells), cells.cells, columns.hides_rows(cells))
-            self._last = None
+            self._last = self._short = None
             return
         if not cells or (not cells[0].strip() and _is_blank(cells)):
             return
+        short, self._short = self._short, None
         if last is not None and len(last[1]) < columns.min_width and columns.split(last[1], cells):
             # The end of a short row: even when it fits, its cells are shifted (a row cut
             # after its first character reads as a whole row with another id).
@@ -126,6 +137,12 @@ class _Rows:
             misfit := columns.misfit(cells)
         ) is not None:
             self._misfit(line, cells, misfit)
+            return
+        if short is not None:
+            # A quote lost in the row as well can give its end the header's width, every cell
+            # shifted: "E7," then 'a,"a, a",D7,a,a, a,active' reads as someone with id "a".
+            self.reject(where, after_short(short), None, hides=True)
+            self._last = (line, cells, False)
             return
         employee = self._reader.employee(cells, where)
         if isinstance(employee, Employee):
@@ -146,6 +163,7 @@ class _Rows:
             self._cut_short(last, line)
         self.reject(f"{self._name}:{line}", misfit, cells, hides=True)
         self._last = (line, cells, False)
+        self._short = line if len(cells) < columns.min_width else None
 
     def _cut_short(self, last: tuple[int, list[str], bool], line: int) -> None:
         """The record before a misfit that may be its end, set aside as a row that may hide
