@@ -287,6 +287,27 @@ def exports(draw: st.DrawFn) -> tuple[str, list[Person]]:
     return out.getvalue(), people
 
 
+def read_export(text: str) -> Directory:
+    """An export's text read as the CSV source reads its employees file."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "employees.csv"
+        path.write_bytes(text.encode("utf-8"))
+        return read_csv(CsvSource(layout="paths", employees=path))
+
+
+def assert_nobody_gone_or_someone_else(
+    text: str, directory: Directory, people: list[Person]
+) -> None:
+    """Nobody in the export is a leaver of its damaged read, and nobody read is someone
+    else or in another state."""
+    by_id = {p.id: p for p in people}
+    assert nobody_absent_is_a_leaver(directory, list(by_id)), (text, directory.rejected)
+    for key, employee in directory.employees.items():
+        assert key in by_id, (text, employee)
+        assert by_id[key].username == employee.username, (text, employee)
+        assert employee.state is by_id[key].state, (text, employee)
+
+
 DAMAGE = ["join", "split", "drop quote", "add quote", "double line break", "cut"]
 
 
@@ -331,10 +352,7 @@ def test_no_person_of_a_damaged_export_is_a_leaver_or_someone_else(
 ) -> None:
     text, people = export
     text = damaged(text, how, at)
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "employees.csv"
-        path.write_bytes(text.encode("utf-8"))
-        directory = read_csv(CsvSource(layout="paths", employees=path))
+    directory = read_export(text)
     event("leavers known" if directory.leavers_known else "leavers unknown")
     by_id = {p.id: p for p in people}
     by_username = {p.username: p for p in people}
@@ -374,16 +392,8 @@ def test_no_person_of_an_export_that_lost_two_quotes_is_a_leaver_or_someone_else
         return
     for at in sorted({quotes[n % len(quotes)] for n in lost}, reverse=True):
         text = text[:at] + text[at + 1 :]
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "employees.csv"
-        path.write_bytes(text.encode("utf-8"))
-        directory = read_csv(CsvSource(layout="paths", employees=path))
-    by_id = {p.id: p for p in people}
-    assert nobody_absent_is_a_leaver(directory, list(by_id)), (text, directory.rejected)
-    for key, employee in directory.employees.items():
-        assert key in by_id, (text, employee)
-        assert by_id[key].username == employee.username, (text, employee)
-        assert employee.state is by_id[key].state, (text, employee)
+    directory = read_export(text)
+    assert_nobody_gone_or_someone_else(text, directory, people)
 
 
 # A row split after its id's delimiter, and a value after the split written without its
@@ -402,10 +412,7 @@ def test_the_end_of_a_short_row_is_nobodys_though_its_width_is_the_headers(
         return  # no value with a comma in the rest of this row
     bare = quoted.group(1).replace('""', '"')
     text = text[:at] + "\n" + text[at : quoted.start()] + bare + text[quoted.end() :]
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "employees.csv"
-        path.write_bytes(text.encode("utf-8"))
-        directory = read_csv(CsvSource(layout="paths", employees=path))
+    directory = read_export(text)
     by_id = {p.id: p for p in people}
     assert nobody_absent_is_a_leaver(directory, list(by_id)), (text, directory.rejected)
     for key, employee in directory.employees.items():
