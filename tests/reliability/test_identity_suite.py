@@ -33,6 +33,7 @@ the end of the session.
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import random
 from collections import Counter
@@ -280,16 +281,23 @@ def check_blanked(s: Scenario, exit_code: int) -> None:
 
 def read_whole(text: str, line: str, line_end: str) -> bool:
     """Whether ``line`` is in ``text`` once, as a line of its own, outside any quoted field
-    (a quote opened rows above and never closed swallows it: seed 9510), between lines
-    that are each one whole record (or the header, or the end): no damage reaches it."""
+    (a quote opened rows above swallows it: seed 9510; also when a later quote opened above
+    makes their count even, seed 11148), between lines that are each one whole record (or
+    the header, or the end): no damage reaches it."""
     lines = [x for x in text.split(line_end) if x]  # blank lines are skipped by the reader
     if lines.count(line) != 1:
         return False
     n = lines.index(line)
-    if "".join(lines[:n]).count('"') % 2:  # inside a field a quote opened above
-        return False
+    above, through = records(lines[:n]), records(lines[: n + 1])
+    if len(through) != len(above) + 1 or through[-1] != records([line])[0]:
+        return False  # parsed, the line is not a record of its own: a quoted field holds it
     near = lines[n - 1 : n] + lines[n + 1 : n + 2]
     return all(len(next(csv.reader([x]), [])) == len(COLUMNS) for x in near)
+
+
+def records(lines: list[str]) -> list[list[str]]:
+    """The records the csv module reads from these lines (a quoted field may span lines)."""
+    return list(csv.reader(io.StringIO("\n".join(lines))))
 
 
 def check_twins(s: Scenario, accounts: dict[int, Account]) -> None:
