@@ -97,6 +97,28 @@ def test_a_row_cut_before_its_last_character_is_not_read_with_its_last_field_cut
     assert not directory.leavers_known
 
 
+@pytest.mark.parametrize(
+    ("tail", "why"),
+    [
+        ('f",User 2,Head Office,user2,E2\n', "starts with a field that ends in a stray quote"),
+        ("f,User 2,Head Office,user2,E2\n", "short row on line 4 is not completed"),
+    ],
+)
+def test_a_row_that_may_be_the_start_of_a_field_that_lost_its_opening_quote_is_nobodys(
+    tail: str, why: str
+) -> None:
+    # 'active,"a,b,c,d,e<LF>f",User 2,...' without its opening quote (or both quotes): the
+    # title's first line reads as a row of the header's width, someone with the id "e".
+    header = "status,job_title,name,department,username,id\n"
+    text = header + "active,,User 1,Head Office,user1,E1\nactive,a,b,c,d,e\n" + tail
+    directory = read_export(text)
+    assert set(directory.employees) == {"E1"}
+    head = next(r for r in directory.rejected if r.where == "employees.csv:3")
+    assert (head.key, head.username, head.may_hide_rows) == (None, None, True)
+    assert why in head.reason and "this row's cells cannot be trusted" in head.reason
+    assert not directory.leavers_known
+
+
 def test_text_in_a_column_the_header_does_not_name_is_another_row(tmp_path: Path) -> None:
     # Trailing unnamed header columns hold a second row whole: the row has no more fields
     # than the header, yet it is two rows joined.
@@ -276,13 +298,18 @@ def exports(draw: st.DrawFn) -> tuple[str, list[Person]]:
     quoting = draw(st.sampled_from(quotings))
     out = io.StringIO(newline="")
     writer = csv.writer(out, lineterminator=end, quoting=quoting)
-    writer.writerow(["id", "username", "name", "department", "job_title", "status"])
+    order = draw(st.permutations(range(6)))  # the columns in any order
+
+    def write(cells: list[str]) -> None:
+        writer.writerow([cells[i] for i in order])
+
+    write(["id", "username", "name", "department", "job_title", "status"])
     people = []
     for n in range(1, count + 1):
         status = draw(st.sampled_from(sorted(STATUS)))
         title = draw(st.sampled_from(TITLES))
         department = draw(st.sampled_from(["Head Office", "Head Office/R&D", "Sales"]))
-        writer.writerow([f"E{n}", f"user{n}", f"User {n}", department, title, status])
+        write([f"E{n}", f"user{n}", f"User {n}", department, title, status])
         people.append(Person(f"E{n}", f"user{n}", STATUS[status]))
     return out.getvalue(), people
 
@@ -307,6 +334,15 @@ def assert_nobody_gone_or_someone_else(
         assert by_id[key].username == employee.username, (text, employee)
         assert employee.state is by_id[key].state, (text, employee)
 
+
+# Status first and a title over two lines whose first holds as many commas as the columns
+# after it: without its quotes, that line reads as a row of the header's width.
+FREE_TEXT_FIRST = (
+    "status,job_title,name,department,username,id\n"
+    "active,,User 1,Head Office,user1,E1\n"
+    'active,"a,b,c,d,e\nf",User 2,Head Office,user2,E2\n'
+)
+FREE_TEXT_PEOPLE = [Person(f"E{n}", f"user{n}", State.ACTIVE) for n in (1, 2)]
 
 DAMAGE = ["join", "split", "drop quote", "add quote", "double line break", "cut"]
 
@@ -335,8 +371,7 @@ def damaged(text: str, how: str, at: int) -> str:
     if how == "add quote":
         return text[:at] + '"' + text[at:]
     # A cut at a line's end leaves a shorter file, whole: only the shrink guard can see it.
-    # So does one just before it when the last field is quoted (a file may end so).
-    while at < len(text) and (text[at - 1] == "\n" or text[at] in "\r\n"):
+    while at < len(text) and text[at - 1] == "\n":
         at += 1
     return text[:at]  # cut
 
@@ -347,6 +382,21 @@ def damaged(text: str, how: str, at: int) -> str:
 # planner's rules (a re-key is taken only when unambiguous, the guards) are what is left.
 @settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(export=exports(), how=st.sampled_from(DAMAGE), at=st.integers(0, 10_000))
+@example(  # the opening quote of a title over two lines, status first: "active,a,b,c,d,e"
+    export=(FREE_TEXT_FIRST, FREE_TEXT_PEOPLE),
+    how="drop quote",
+    at=FREE_TEXT_FIRST.index('"a') - 46,
+)
+@example(  # cut between the two quotes of '""': '"The "' looks closed
+    export=(
+        '"id","username","name","department","status","job_title"\n'
+        '"E1","user1","User 1","Sales","active","The ""Boss"""\n'
+        '"E2","user2","User 2","Sales","active",""\n',
+        [Person(f"E{n}", f"user{n}", State.ACTIVE) for n in (1, 2)],
+    ),
+    how="cut",
+    at=len('"E1","user1","User 1","Sales","active","The "'),
+)
 def test_no_person_of_a_damaged_export_is_a_leaver_or_someone_else(
     export: tuple[str, list[Person]], how: str, at: int
 ) -> None:
@@ -372,6 +422,7 @@ def test_no_person_of_a_damaged_export_is_a_leaver_or_someone_else(
 # then 'line two",active'): the lines after the record's first, taken together, do.
 @settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(export=exports(), lost=st.lists(st.integers(0, 1_000), min_size=2, max_size=2, unique=True))
+@example(export=(FREE_TEXT_FIRST, FREE_TEXT_PEOPLE), lost=[0, 1])  # "active,a,b,c,d,e"
 @example(  # the second and third quotes: after "QA" and before "Line one"
     export=(
         "id,username,name,department,job_title,status\n"
@@ -396,7 +447,7 @@ def test_no_person_of_an_export_that_lost_two_quotes_is_a_leaver_or_someone_else
     assert_nobody_gone_or_someone_else(text, directory, people)
 
 
-# A row split after its id's delimiter, and a value after the split written without its
+# A row split after its first delimiter, and a value after the split written without its
 # quotes: the end has the header's width again ("E3," then "user3,User, 3,Sales,,active"
 # reads as someone with id "user3" and username "User"). Only its being next to a short
 # row gives it away: it is set aside, as a row that completes the short one would be.
@@ -406,7 +457,8 @@ def test_the_end_of_a_short_row_is_nobodys_though_its_width_is_the_headers(
     export: tuple[str, list[Person]], row: int
 ) -> None:
     text, people = export
-    at = text.index(",", text.index(f"E{row % len(people) + 1}")) + 1  # after the id's comma
+    start = text.rindex("\n", 0, text.index(f"E{row % len(people) + 1}")) + 1
+    at = text.index(",", start) + 1  # after the row's first delimiter
     quoted = re.compile(r'"((?:[^"\n]|"")*,(?:[^"\n]|"")*)"').search(text, at)
     if quoted is None or "\n" in text[at : quoted.start()]:
         return  # no value with a comma in the rest of this row

@@ -218,3 +218,19 @@ def after_short(short_line: int) -> str:
         f"the row follows the short row on line {short_line} and may be its end, every cell "
         "shifted by a quote lost as well: it is nobody's row alone"
     )
+
+
+def before_short(short_line: int) -> str:
+    return (
+        f"the short row on line {short_line} is not completed by the row after it, so it may "
+        "be the end of a field begun here whose opening quote was lost: this row's cells "
+        "cannot be trusted"
+    )
+
+
+def quote_closed_after(line: int) -> str:
+    return (
+        f"the record on line {line} starts with a field that ends in a stray quote, so it may "
+        "be the end of a field begun here whose opening quote was lost: this row's cells "
+        "cannot be trusted"
+    )

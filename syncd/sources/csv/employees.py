@@ -36,6 +36,8 @@ from syncd.sources.csv.columns import (
     _is_blank,
     _resolved,
     after_short,
+    before_short,
+    quote_closed_after,
     split_head,
     split_tail,
 )
@@ -70,6 +72,7 @@ def _read_employees(
     rows = _Rows(table, columns, reader)
     for line, cells in counted(table.rows, mapping.count):
         rows.sort(line, cells)
+    rows.end()
     return _EmployeesRead(
         rows.items, rows.rejected, department_of.departments(), reader.filtered, reader.status_read
     )
@@ -89,6 +92,10 @@ class _Rows:
         # The line of the last record with text when it had fewer fields than the header: the
         # record after it may be its end even when the two joined do not fit the header.
         self._short: int | None = None
+        # The record read before that short row, and where its rejection goes among those
+        # before it: unless the record after the short row completes it, the short row may be
+        # the end of a field whose opening quote was lost, begun in this one (_Held).
+        self._held: _Held | None = None
 
     def reject(
         self,
@@ -121,6 +128,9 @@ class _Rows:
         """One record: a person, a rejected row, or nothing (a blank line)."""
         where, columns, last = f"{self._name}:{line}", self._columns, self._last
         if isinstance(cells, _Broken):
+            self._release(completed=False)
+            if last is not None and cells.cells and _closes_a_field(cells.cells[0]):
+                self._set_aside(_Held(last, len(self.rejected)), quote_closed_after(line))
             self.reject(where, columns.reason(cells), cells.cells, columns.hides_rows(cells))
             self._last = self._short = None
             return
@@ -130,9 +140,11 @@ class _Rows:
         if last is not None and len(last[1]) < columns.min_width and columns.split(last[1], cells):
             # The end of a short row: even when it fits, its cells are shifted (a row cut
             # after its first character reads as a whole row with another id).
+            self._release(completed=True)
             self.reject(where, split_tail(last[0]), None, hides=True)
             self._last = (line, cells, False)
             return
+        self._release(completed=False)
         if (len(cells) != columns.width or columns.unnamed_tail) and (
             misfit := columns.misfit(cells)
         ) is not None:
@@ -159,23 +171,57 @@ class _Rows:
         """A record with the wrong number of fields; the one before it too, when this one
         may be its end (its last field may be cut short)."""
         last, columns = self._last, self._columns
-        if last is not None and len(cells) < columns.min_width and columns.split(last[1], cells):
-            self._cut_short(last, line)
+        short = len(cells) < columns.min_width
+        if last is not None and short:
+            if columns.split(last[1], cells):
+                self._set_aside(_Held(last, len(self.rejected)), split_head(line))
+            else:
+                self._held = _Held(last, len(self.rejected), line)
         self.reject(f"{self._name}:{line}", misfit, cells, hides=True)
         self._last = (line, cells, False)
-        self._short = line if len(cells) < columns.min_width else None
+        self._short = line if short else None
 
-    def _cut_short(self, last: tuple[int, list[str], bool], line: int) -> None:
-        """The record before a misfit that may be its end, set aside as a row that may hide
-        others: read as a person, or set aside as departed, its last field may be cut short."""
-        head = f"{self._name}:{last[0]}"
-        if last[2] and self.items and self.items[-1][0] == head:
+    def _release(self, *, completed: bool) -> None:
+        """The record held before a short row: kept when the record after the short row
+        completes it (a row a stray line break split), else set aside."""
+        held, self._held = self._held, None
+        if held is not None and not completed:
+            self._set_aside(held, before_short(held.short))
+
+    def end(self) -> None:
+        """After the last record: a short row at the file's end is completed by nothing."""
+        self._release(completed=False)
+
+    def _set_aside(self, held: _Held, reason: str) -> None:
+        """A record read as a person, or set aside as departed, set aside again as a row
+        that may hide others (its last field may be cut short, its cells shifted)."""
+        (line, cells, read), at = held.last, held.at
+        head = f"{self._name}:{line}"
+        if read and self.items and self.items[-1][0] == head:
             self.items.pop()
-        elif self.rejected and self.rejected[-1].where == head and self.rejected[-1].departed:
-            self.rejected.pop()
+        elif at and self.rejected[at - 1].where == head and self.rejected[at - 1].departed:
+            at -= 1
+            del self.rejected[at]
         else:
             return
-        self.reject(head, split_head(line), last[1][:-1], hides=True)
+        self.reject(head, reason, cells[:-1], hides=True)
+        self.rejected.insert(at, self.rejected.pop())  # in the order of the file's lines
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """A record before a row that may show it is not whole: the record (its line, cells,
+    and whether it was read as a person), and how many rows were rejected up to it."""
+
+    last: tuple[int, list[str], bool]
+    at: int
+    short: int = 0  # the line of the short row after it, if that is what it is held for
+
+
+def _closes_a_field(cell: str) -> bool:
+    """Whether a record's first cell ends in a quote it never opened: the end of a quoted
+    field whose opening quote was lost, begun in the record before it."""
+    return cell.endswith('"') and not cell.startswith('"')
 
 
 def _header_spellings(labels: list[str]) -> frozenset[str]:

@@ -128,10 +128,9 @@ class _Table:
             return _Broken(f"the row {_NUL_REASON}", cells, nul=True, fields=whole)
         if self.named_width and not text.endswith(self._line_ends):
             # Only a file's last line lacks its line end: the file may have been cut there,
-            # even inside the last field, unless a closing quote ends it.
-            if len(cells) < self.named_width:
-                return _Broken(_CUT_SHORT, None)
-            return cells if _ends_quoted(text, self.delimiter) else _Broken(_NO_LINE_END, None)
+            # even inside the last field; also after a quote, which may have been the first
+            # of two standing for one ('"The ""Boss"""' cut to '"The "').
+            return _Broken(_CUT_SHORT if len(cells) < self.named_width else _NO_LINE_END, None)
         if suspect is not None:
             return suspect
         if '"' in text and has_bare_quote(text, self.delimiter):
@@ -206,11 +205,6 @@ class _Table:
         if too_long:  # its person is named, but the field may have swallowed other rows
             return _Broken(problem, _leading_cells(self._record[0], self.delimiter))
         return _Broken(f"{problem}; the record spans lines that may belong to other rows", None)
-
-
-def _ends_quoted(text: str, delimiter: str) -> bool:
-    """Whether a record's text ends with the quote that closes its last, quoted, field."""
-    return text.endswith('"') and ends_inside_quotes(text[:-1], delimiter)
 
 
 def _swallowed(line: int, lines: int, row_like: str, cells: list[str]) -> _Broken:
