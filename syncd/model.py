@@ -170,6 +170,9 @@ class RejectedRow:
     # say it alike (``departures_alike``), or a join cannot tell whose it is: nothing is
     # locked for it, and the run says the person keeps their access (a partial run).
     departure_held: bool = False
+    # A row that may hide others: the cells of its text as far as they can be told apart,
+    # any of which may be a hidden row's username (``Directory.rejected_by_username``).
+    mentions: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -303,12 +306,20 @@ class Directory:
         return [r.record.id for r in self.rejected if r.record is not None]
 
     def rejected_by_username(self) -> dict[str, tuple[RejectedRow, ...]]:
-        """The rejected employee rows that name a username, by its look-alike key."""
+        """The rejected employee rows that name a username, by its look-alike key; and the
+        rows that may hide others, under each text in them (``mentions``), as rows that give
+        that username with no id: a hidden row there may be its holder's under a new id
+        (numbered anew, the old record departed), so the departure waits for the evidence."""
         rows: dict[str, tuple[RejectedRow, ...]] = {}
         for row in self.rejected:
-            if row.kind is Kind.EMPLOYEE and row.username:
-                folded = look_alike(row.username)
-                rows[folded] = (*rows.get(folded, ()), row)
+            if row.kind is not Kind.EMPLOYEE:
+                continue
+            own = look_alike(row.username) if row.username else None
+            if own is not None:
+                rows[own] = (*rows.get(own, ()), row)
+            for folded in {look_alike(text) for text in row.mentions} - {own}:
+                hidden = replace(row, key=None, username=None, identifiers=(), record=None)
+                rows[folded] = (*rows.get(folded, ()), hidden)
         return rows
 
     def rejected_keys(self, kind: Kind) -> frozenset[str]:

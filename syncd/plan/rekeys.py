@@ -256,11 +256,15 @@ def weigh_rejected(
         return True, None
     unnamed = next((row for row in rows if row.key is None), None)
     if unnamed is not None:
+        gives = (
+            "may hide other rows and its text gives its username"
+            if unnamed.may_hide_rows and not unnamed.username
+            else "gives its username with no id to say whose row it is"
+        )
         message = (
             f"source id {holder.source_id} ({holder.username}) {absent}, "
-            f"and rejected row {unnamed.where} gives its username with no id to say whose row "
-            f"it is: it may be theirs, so {holder.source_id} is kept as it is until the row "
-            "is fixed"
+            f"and rejected row {unnamed.where} {gives}: it may be theirs, so "
+            f"{holder.source_id} is kept as it is until the row is fixed"
         )
         return True, Note("conflict", holder.source_id, message)
     before = snapshot.written(Kind.EMPLOYEE, holder.source_id)

@@ -13,14 +13,18 @@ employee is unlocked (nobody's row is theirs)."""
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from syncd.config import CsvSource
 from syncd.model import Directory, Employee, Kind, RejectedRow, State
 from syncd.plan import ACCESS_KEPT, Action, Plan, Planning, PlatformView, Policy, Snapshot
 from syncd.plan.needs import weighed
+from syncd.sources.csv import read_csv
 from tests.engine.plan_world import COMPANY, NOW, changed_there, directory, person, synced
 from tests.support.examples import examples
 
@@ -284,3 +288,54 @@ def test_a_namesakes_departed_row_locks_nobody_a_row_set_aside_may_show() -> Non
     assert not p.changes, p.changes
     kept = [n.message for n in p.notes if n.kind == ACCESS_KEPT]
     assert len(kept) == 1 and kept[0].startswith("1 person the source says has left keeps"), kept
+
+
+# ---------------------------------------------------------------- a new id in a damaged row
+
+DAMAGE = {  # how the row of a person numbered anew is hidden in the record before it
+    "joined": lambda before, row: before.rstrip("\n") + row,  # a line break lost
+    "swallowed": lambda before, row: before.replace(",rd,", ',"rd,', 1) + row,  # never closed
+    "closed below": lambda before, row: before.replace(",rd,", ',"rd,', 1) + row[:-1] + '"\n',
+}
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(
+    count=st.integers(2, 5),
+    at=st.integers(0, 10),
+    how=st.sampled_from(sorted(DAMAGE)),
+    same=st.booleans(),
+    departed_first=st.booleans(),
+)
+def test_a_departure_waits_while_a_row_that_may_hide_others_gives_its_username(
+    count: int, at: int, how: str, same: bool, departed_first: bool
+) -> None:
+    # HR numbers e9 anew as n9 and leaves the old record departed; n9's row is damaged so
+    # that it may hide others. Its text gives e9's username: the row may be theirs, so e9
+    # keeps their access until it is fixed. Another username there: e9 is locked, as a
+    # departure in a clean row goes ahead whatever other rows hide.
+    staff = [person(f"e{n}", f"user{n}", "rd", mobile=f"1380000000{n}") for n in range(1, count)]
+    e9 = person("e9", "noël9", "rd", name="Noël Wang 9", mobile="13800000009")
+    snapshot, view = synced(directory(COMPANY, [*staff, e9]))
+    username = e9.username if same else "zoë99"
+    rows = [f"{p.id},{p.username},{p.name},rd,{p.mobile},active\n" for p in staff]
+    new = f"n9,{username},{e9.name},rd,{e9.mobile},active\n"
+    where = at % len(rows)
+    rows[where] = DAMAGE[how](rows[where], new)
+    departed = f"e9,{e9.username},{e9.name},rd,{e9.mobile},departed\n"
+    first = departed_first or how == "swallowed"  # after a quote never closed, it is not read
+    rows = [departed, *rows] if first else [*rows, departed]
+    with tempfile.TemporaryDirectory() as folder:
+        employees, departments = Path(folder, "employees.csv"), Path(folder, "departments.csv")
+        employees.write_text("id,username,name,department,mobile,status\n" + "".join(rows))
+        departments.write_text("id,name,parent_id\nrd,R&D,\nbe,Backend,rd\nsales,Sales,\n")
+        d = read_csv(CsvSource(employees=employees, departments=departments))
+    assert "n9" not in d.employees and not d.leavers_known, d.rejected
+    p = planned_as_the_runner_does(d, snapshot, view, Policy())
+    let_go = [c for c in p.changes if c.action in (Action.LOCK, Action.REMOVE)]
+    if same:
+        assert let_go == [], (rows, p.changes)
+        kept = [n.message for n in p.notes if n.key == "e9"]
+        assert any("its text gives its username: it may be theirs" in m for m in kept), p.notes
+    else:
+        assert [c.key for c in let_go] == ["e9"], (rows, p.changes)

@@ -42,7 +42,7 @@ from syncd.sources.csv.columns import (
     split_tail,
 )
 from syncd.sources.csv.departments import _DepartmentIds
-from syncd.sources.csv.records import _REPEATED_HEADER, _Broken, _Table
+from syncd.sources.csv.records import _REPEATED_HEADER, _Broken, _Table, mentioned
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +104,10 @@ class _Rows:
         cells: list[str] | None,
         hides: bool = False,
         status: str | None = None,
+        seen: list[str] | None = None,
     ) -> None:
+        """Set a row aside; one that may hide others with the texts in it (``seen``: its
+        cells, when they are not to name its person)."""
         columns, reader = self._columns, self._reader
         key, username = columns.trusted(cells, reader.id), columns.trusted(cells, reader.username)
         departed = False
@@ -121,6 +124,7 @@ class _Rows:
                 status=status,
                 identifiers=reader.identifiers(cells),
                 departed=departed,
+                mentions=mentioned(seen or cells or ()) if hides else frozenset(),
             )
         )
 
@@ -131,7 +135,8 @@ class _Rows:
             self._release(completed=False)
             if last is not None and cells.cells and _closes_a_field(cells.cells[0]):
                 self._set_aside(_Held(last, len(self.rejected)), quote_closed_after(line))
-            self.reject(where, columns.reason(cells), cells.cells, columns.hides_rows(cells))
+            hides = columns.hides_rows(cells)
+            self.reject(where, columns.reason(cells), cells.cells, hides, seen=[*cells.mentions])
             self._last = self._short = None
             return
         if not cells or (not cells[0].strip() and _is_blank(cells)):
@@ -141,7 +146,7 @@ class _Rows:
             # The end of a short row: even when it fits, its cells are shifted (a row cut
             # after its first character reads as a whole row with another id).
             self._release(completed=True)
-            self.reject(where, split_tail(last[0]), None, hides=True)
+            self.reject(where, split_tail(last[0]), None, hides=True, seen=cells)
             self._last = (line, cells, False)
             return
         self._release(completed=False)
@@ -153,7 +158,7 @@ class _Rows:
         if short is not None:
             # A quote lost in the row as well can give its end the header's width, every cell
             # shifted: "E7," then 'a,"a, a",D7,a,a, a,active' reads as someone with id "a".
-            self.reject(where, after_short(short), None, hides=True)
+            self.reject(where, after_short(short), None, hides=True, seen=cells)
             self._last = (line, cells, False)
             return
         employee = self._reader.employee(cells, where)
@@ -204,7 +209,7 @@ class _Rows:
             del self.rejected[at]
         else:
             return
-        self.reject(head, reason, cells[:-1], hides=True)
+        self.reject(head, reason, cells[:-1], hides=True, seen=cells)
         self.rejected.insert(at, self.rejected.pop())  # in the order of the file's lines
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import csv
 import itertools
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -28,6 +28,7 @@ FALLBACK_ENCODING = "gb18030"  # what Excel in China writes; GBK and GB2312 are 
 UTF8_EVIDENCE = 2
 _PREFIX_CHARS = 4096  # how much of an unparseable line is read again to name its person
 _SHOWN_HEADER_CELLS = 40
+_MENTIONED_CHARS = 256  # the longest text of a row that may hide others kept as a mention
 _DECODE_CHUNK = 1 << 20
 _SNIFFED_CHARS = 65536  # of the header line: names are short, a broken header may not be
 _REPEATED_HEADER = "the row repeats the header (were two exports joined into one file?)"
@@ -57,6 +58,7 @@ class _Broken:
     # Its cells, read leniently, when its text is surely one record's alone (one line, or
     # lines none of which reads as a row of its own); None when it may hold other rows.
     fields: list[str] | None = None
+    mentions: frozenset[str] = frozenset()  # the texts in it (RejectedRow.mentions)
 
 
 class _Table:
@@ -106,16 +108,22 @@ class _Table:
             except StopIteration:
                 return
             except csv.Error as exc:
-                yield line, self._unparsed(str(exc))
+                yield line, self._mentioning(self._unparsed(str(exc)))
             else:
                 text = record[0] if len(record) == 1 else "".join(record)
                 # As a rule a row is one line, ends with its line end, has no quote and no
                 # NUL: then its cells are the row's; anything else is looked at closely.
                 if len(record) > 1 or '"' in text or "\x00" in text or not text.endswith(ends):
-                    yield line, self._looked_at(line, record, text, cells)
+                    yield line, self._mentioning(self._looked_at(line, record, text, cells))
                 else:
                     yield line, cells
             line += len(record)
+
+    def _mentioning(self, found: list[str] | _Broken) -> list[str] | _Broken:
+        """A broken record with the texts its lines hold (RejectedRow.mentions)."""
+        if not isinstance(found, _Broken):
+            return found
+        return replace(found, mentions=mentioned("".join(self._record).split(self.delimiter)))
 
     def _looked_at(
         self, line: int, record: list[str], text: str, cells: list[str]
@@ -205,6 +213,17 @@ class _Table:
         if too_long:  # its person is named, but the field may have swallowed other rows
             return _Broken(problem, _leading_cells(self._record[0], self.delimiter))
         return _Broken(f"{problem}; the record spans lines that may belong to other rows", None)
+
+
+def mentioned(cells: Iterable[str]) -> frozenset[str]:
+    """The texts of a record that may hide other rows: each line of each cell, trimmed of
+    spaces and quotes, any of which may be a hidden row's username (short ones only)."""
+    return frozenset(
+        text
+        for cell in cells
+        for part in cell.splitlines()
+        if 0 < len(text := part.strip().strip('"').strip()) <= _MENTIONED_CHARS
+    )
 
 
 def _swallowed(line: int, lines: int, row_like: str, cells: list[str]) -> _Broken:
