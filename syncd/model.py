@@ -317,8 +317,10 @@ class Directory:
             own = look_alike(row.username) if row.username else None
             if own is not None:
                 rows[own] = (*rows.get(own, ()), row)
+            if not row.mentions:
+                continue
+            hidden = replace(row, key=None, username=None, identifiers=(), record=None)
             for folded in {look_alike(text) for text in row.mentions} - {own}:
-                hidden = replace(row, key=None, username=None, identifiers=(), record=None)
                 rows[folded] = (*rows.get(folded, ()), hidden)
         return rows
 
