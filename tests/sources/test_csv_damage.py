@@ -469,3 +469,53 @@ def test_the_end_of_a_short_row_is_nobodys_though_its_width_is_the_headers(
     assert nobody_absent_is_a_leaver(directory, list(by_id)), (text, directory.rejected)
     for key, employee in directory.employees.items():
         assert key in by_id and by_id[key].username == employee.username, (text, employee)
+
+
+# ---------------------------------------------------------------- generated damage: departments
+
+DEPARTMENT_NAMES = ["Sales", "R&D, East", 'The "Lab"', "Line one\nline two", "a,b\nc"]
+
+
+@st.composite
+def department_exports(draw: st.DrawFn) -> tuple[str, dict[str, str | None]]:
+    """A valid departments file, its columns in any order, and each department's parent."""
+    out = io.StringIO(newline="")
+    quotings: list[Literal[0, 1]] = [csv.QUOTE_MINIMAL, csv.QUOTE_ALL]
+    end = draw(st.sampled_from(["\n", "\r\n"]))
+    writer = csv.writer(out, lineterminator=end, quoting=draw(st.sampled_from(quotings)))
+    order = draw(st.permutations(range(3)))
+    writer.writerow([["id", "name", "parent_id"][i] for i in order])
+    parents: dict[str, str | None] = {}
+    for n in range(1, draw(st.integers(2, 7)) + 1):
+        parent = f"D{draw(st.integers(1, n - 1))}" if n > 1 else None
+        name = f"{draw(st.sampled_from(DEPARTMENT_NAMES))} {n}"
+        writer.writerow([[f"D{n}", name, parent or ""][i] for i in order])
+        parents[f"D{n}"] = parent
+    return out.getvalue(), parents
+
+
+def assert_no_department_made_up_or_moved(text: str, parents: dict[str, str | None]) -> None:
+    """Each department read is one of the file's, under the parent the file gives it (a
+    name may read damaged within its own field: a line break or a quote lost there)."""
+    with tempfile.TemporaryDirectory() as folder:
+        employees = Path(folder, "employees.csv")
+        employees.write_text("id,username,name,department\nE1,user1,User 1,D1\n")
+        departments = Path(folder, "departments.csv")
+        departments.write_bytes(text.encode("utf-8"))
+        directory = read_csv(CsvSource(employees=employees, departments=departments))
+    for key, department in directory.departments.items():
+        assert key in parents and department.parent_id == parents[key], (text, department)
+
+
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(export=department_exports(), how=st.sampled_from(DAMAGE), at=st.integers(0, 10_000))
+@example(  # the name's opening quote: "D1,a,b" reads as a department "b" named "a"
+    export=('parent_id,name,id\n,Sales 1,D1\nD1,"a,b\nc 2",D2\n', {"D1": None, "D2": "D1"}),
+    how="drop quote",
+    at=0,
+)
+def test_no_department_of_a_damaged_file_is_made_up_or_moved(
+    export: tuple[str, dict[str, str | None]], how: str, at: int
+) -> None:
+    text, parents = export
+    assert_no_department_made_up_or_moved(damaged(text, how, at), parents)

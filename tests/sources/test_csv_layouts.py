@@ -81,8 +81,8 @@ def test_department_rows_with_bad_cells_are_rejected_with_the_column(tmp_path: P
         "D2,R&D,D1,first\n"
         ",Nameless,D1,3\n"
         "D4,,D1,4\n"
-        "D5,Sales,D1\n"
         "D6,Support,D1,99999999999\n"
+        "D5,Sales,D1\n"  # last: a row after a short one is set aside with it
     )
     directory = read(tmp_path, HEADER + "E1,alice,Alice,D1\n", departments)
     assert set(directory.departments) == {"D1"}
@@ -90,8 +90,8 @@ def test_department_rows_with_bad_cells_are_rejected_with_the_column(tmp_path: P
         "departments.csv:3": ("D2", "column 'sort_order': 'first' is not a whole number"),
         "departments.csv:4": (None, "column 'id' is empty, and it is required"),
         "departments.csv:5": ("D4", "column 'name' is empty, and it is required"),
-        "departments.csv:6": ("D5", "the row has 3 fields where the header has 4"),
-        "departments.csv:7": ("D6", "'99999999999' is not a whole number (from -2147483648"),
+        "departments.csv:6": ("D6", "'99999999999' is not a whole number (from -2147483648"),
+        "departments.csv:7": ("D5", "the row has 3 fields where the header has 4"),
     }
     for where, (key, reason) in expected.items():
         row = rejected_at(directory, where)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from syncd.config import CsvDepartmentColumns
@@ -13,15 +14,9 @@ from syncd.model import (
 from syncd.sources._text import (
     parse_int32,
 )
-from syncd.sources.csv.columns import (
-    _cell,
-    _Columns,
-    _is_blank,
-    _resolved,
-    split_head,
-    split_tail,
-)
-from syncd.sources.csv.records import _REPEATED_HEADER, _Broken, _Table
+from syncd.sources.csv.columns import _cell, _Columns, _resolved
+from syncd.sources.csv.records import _REPEATED_HEADER, _Table
+from syncd.sources.csv.rows import Rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,49 +29,29 @@ class _DepartmentsRead:
 def _read_departments(table: _Table, settings: CsvDepartmentColumns) -> _DepartmentsRead:
     columns = _Columns(table)
     at = _resolved(columns, settings, "source.csv.department_columns", ("id", "name", "parent_id"))
-    items: list[tuple[str, Department]] = []
-    rejected: list[RejectedRow] = []
     heads: dict[str, str] = {}
 
-    def reject(where: str, reason: str, cells: list[str] | None, hides: bool = False) -> None:
-        key = columns.trusted(cells, at["id"])
-        rejected.append(RejectedRow(where, reason, Kind.DEPARTMENT, key, may_hide_rows=hides))
+    def read(cells: list[str], where: str) -> Department | str:
+        if columns.repeats_header(cells, where):
+            return _REPEATED_HEADER
+        department = _department(cells, at, columns)
+        if isinstance(department, Department) and (head := _cell(cells, at["head"])) is not None:
+            heads[department.id] = head
+        return department
 
-    last: tuple[int, list[str]] | None = None  # the last record with text, as for employees
+    def rejected(
+        where: str, reason: str, cells: list[str] | None, hides: bool, seen: Collection[str]
+    ) -> RejectedRow:
+        key = columns.trusted(cells, at["id"])
+        return RejectedRow(where, reason, Kind.DEPARTMENT, key, may_hide_rows=hides)
+
+    rows = Rows(table.name, columns, read, rejected)
     for line, cells in table.rows:
-        where = table.where(line)
-        if isinstance(cells, _Broken):
-            reject(where, columns.reason(cells), cells.cells, columns.hides_rows(cells))
-            last = None
-            continue
-        if _is_blank(cells):
-            continue
-        before, last = last, (line, cells)
-        if (
-            before is not None
-            and len(before[1]) < columns.min_width
-            and columns.split(before[1], cells)
-        ):
-            reject(where, split_tail(before[0]), None, hides=True)
-            continue
-        if (misfit := columns.misfit(cells)) is not None:
-            if before is not None and len(cells) < columns.min_width and items:
-                head = table.where(before[0])
-                if items[-1][0] == head and columns.split(before[1], cells):
-                    items.pop()
-                    reject(head, split_head(line), before[1][:-1], hides=True)
-            reject(where, misfit, cells, hides=True)
-        elif columns.repeats_header(cells, where):
-            reject(where, _REPEATED_HEADER, cells)
-        else:
-            department = _department(cells, at, columns)
-            if isinstance(department, Department):
-                items.append((where, department))
-                if (head_id := _cell(cells, at["head"])) is not None:
-                    heads[department.id] = head_id
-            else:
-                reject(where, department, cells)
-    return _DepartmentsRead(items, rejected, heads)
+        rows.sort(line, cells)
+    rows.end()
+    kept = {department.id for _, department in rows.items}  # a row read, then set aside
+    heads = {key: head for key, head in heads.items() if key in kept}
+    return _DepartmentsRead(rows.items, rows.rejected, heads)
 
 
 def _department(cells: list[str], at: dict[str, int | None], columns: _Columns) -> Department | str:

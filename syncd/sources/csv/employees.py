@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -31,18 +31,10 @@ from syncd.sources._text import (
     split_list,
 )
 from syncd.sources._trace import Count, Outcome, Tracer, counted
-from syncd.sources.csv.columns import (
-    _Columns,
-    _is_blank,
-    _resolved,
-    after_short,
-    before_short,
-    quote_closed_after,
-    split_head,
-    split_tail,
-)
+from syncd.sources.csv.columns import _Columns, _resolved
 from syncd.sources.csv.departments import _DepartmentIds
-from syncd.sources.csv.records import _REPEATED_HEADER, _Broken, _Table, mentioned
+from syncd.sources.csv.records import _REPEATED_HEADER, _Table, mentioned
+from syncd.sources.csv.rows import Rejection, Rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +61,8 @@ def _read_employees(
 ) -> _EmployeesRead:
     columns = _Columns(table)
     reader = _EmployeeReader(columns, settings, department_of, mapping)
-    rows = _Rows(table, columns, reader)
+    table.key_columns = tuple(i for i in (reader.id, reader.username) if i is not None)
+    rows = Rows(table.name, columns, reader.employee, _rejection(columns, reader))
     for line, cells in counted(table.rows, mapping.count):
         rows.sort(line, cells)
     rows.end()
@@ -78,155 +71,32 @@ def _read_employees(
     )
 
 
-class _Rows:
-    """The employees file's records, each read as a person or set aside with its reason."""
+def _rejection(columns: _Columns, reader: _EmployeeReader) -> Rejection:
+    """How a row of the employees file is set aside: with the id and username it gives,
+    where its cells can be trusted (as read, when it says its person departed), and the
+    status that no list names, when that is why."""
 
-    def __init__(self, table: _Table, columns: _Columns, reader: _EmployeeReader) -> None:
-        self.items: list[tuple[str, Employee]] = []
-        self.rejected: list[RejectedRow] = []
-        self._columns, self._reader, self._name = columns, reader, table.name
-        table.key_columns = tuple(i for i in (reader.id, reader.username) if i is not None)
-        # The last record with text, for a row a stray line break split in two: its line, its
-        # cells, and whether it was read as a person (None after a record that did not parse).
-        self._last: tuple[int, list[str], bool] | None = None
-        # The line of the last record with text when it had fewer fields than the header: the
-        # record after it may be its end even when the two joined do not fit the header.
-        self._short: int | None = None
-        # The record read before that short row, and where its rejection goes among those
-        # before it: unless the record after the short row completes it, the short row may be
-        # the end of a field whose opening quote was lost, begun in this one (_Held).
-        self._held: _Held | None = None
-
-    def reject(
-        self,
-        where: str,
-        reason: str,
-        cells: list[str] | None,
-        hides: bool = False,
-        status: str | None = None,
-        seen: list[str] | None = None,
-    ) -> None:
-        """Set a row aside; one that may hide others with the texts in it (``seen``: its
-        cells, when they are not to name its person)."""
-        columns, reader = self._columns, self._reader
+    def rejected(
+        where: str, reason: str, cells: list[str] | None, hides: bool, seen: Collection[str]
+    ) -> RejectedRow:
         key, username = columns.trusted(cells, reader.id), columns.trusted(cells, reader.username)
-        departed = False
-        if isinstance(reason, _DepartedAside):  # as read (and mapped): the person who left
-            key, username, departed = reason.key, reason.username, True
-        self.rejected.append(
-            RejectedRow(
-                where,
-                reason,
-                Kind.EMPLOYEE,
-                key,
-                username,
-                hides,
-                status=status,
-                identifiers=reader.identifiers(cells),
-                departed=departed,
-                mentions=mentioned(seen or cells or ()) if hides else frozenset(),
-            )
+        departed = isinstance(reason, _DepartedAside)  # as read (and mapped): who left
+        if isinstance(reason, _DepartedAside):
+            key, username = reason.key, reason.username
+        return RejectedRow(
+            where,
+            reason,
+            Kind.EMPLOYEE,
+            key,
+            username,
+            hides,
+            status=reason.value if isinstance(reason, _UnnamedStatus) else None,
+            identifiers=reader.identifiers(cells),
+            departed=departed,
+            mentions=mentioned(seen) if hides else frozenset(),
         )
 
-    def sort(self, line: int, cells: list[str] | _Broken) -> None:
-        """One record: a person, a rejected row, or nothing (a blank line)."""
-        where, columns, last = f"{self._name}:{line}", self._columns, self._last
-        if isinstance(cells, _Broken):
-            self._release(completed=False)
-            if last is not None and cells.cells and _closes_a_field(cells.cells[0]):
-                self._set_aside(_Held(last, len(self.rejected)), quote_closed_after(line))
-            hides = columns.hides_rows(cells)
-            self.reject(where, columns.reason(cells), cells.cells, hides, seen=[*cells.mentions])
-            self._last = self._short = None
-            return
-        if not cells or (not cells[0].strip() and _is_blank(cells)):
-            return
-        short, self._short = self._short, None
-        if last is not None and len(last[1]) < columns.min_width and columns.split(last[1], cells):
-            # The end of a short row: even when it fits, its cells are shifted (a row cut
-            # after its first character reads as a whole row with another id).
-            self._release(completed=True)
-            self.reject(where, split_tail(last[0]), None, hides=True, seen=cells)
-            self._last = (line, cells, False)
-            return
-        self._release(completed=False)
-        if (len(cells) != columns.width or columns.unnamed_tail) and (
-            misfit := columns.misfit(cells)
-        ) is not None:
-            self._misfit(line, cells, misfit)
-            return
-        if short is not None:
-            # A quote lost in the row as well can give its end the header's width, every cell
-            # shifted: "E7," then 'a,"a, a",D7,a,a, a,active' reads as someone with id "a".
-            self.reject(where, after_short(short), None, hides=True, seen=cells)
-            self._last = (line, cells, False)
-            return
-        employee = self._reader.employee(cells, where)
-        if isinstance(employee, Employee):
-            self.items.append((where, employee))
-            self._last = (line, cells, True)
-            return
-        if isinstance(employee, _UnnamedStatus):
-            self.reject(where, employee, cells, status=employee.value)
-        elif employee is not None:
-            self.reject(where, employee, cells)
-        self._last = (line, cells, False)
-
-    def _misfit(self, line: int, cells: list[str], misfit: str) -> None:
-        """A record with the wrong number of fields; the one before it too, when this one
-        may be its end (its last field may be cut short)."""
-        last, columns = self._last, self._columns
-        short = len(cells) < columns.min_width
-        if last is not None and short:
-            if columns.split(last[1], cells):
-                self._set_aside(_Held(last, len(self.rejected)), split_head(line))
-            else:
-                self._held = _Held(last, len(self.rejected), line)
-        self.reject(f"{self._name}:{line}", misfit, cells, hides=True)
-        self._last = (line, cells, False)
-        self._short = line if short else None
-
-    def _release(self, *, completed: bool) -> None:
-        """The record held before a short row: kept when the record after the short row
-        completes it (a row a stray line break split), else set aside."""
-        held, self._held = self._held, None
-        if held is not None and not completed:
-            self._set_aside(held, before_short(held.short))
-
-    def end(self) -> None:
-        """After the last record: a short row at the file's end is completed by nothing."""
-        self._release(completed=False)
-
-    def _set_aside(self, held: _Held, reason: str) -> None:
-        """A record read as a person, or set aside as departed, set aside again as a row
-        that may hide others (its last field may be cut short, its cells shifted)."""
-        (line, cells, read), at = held.last, held.at
-        head = f"{self._name}:{line}"
-        if read and self.items and self.items[-1][0] == head:
-            self.items.pop()
-        elif at and self.rejected[at - 1].where == head and self.rejected[at - 1].departed:
-            at -= 1
-            del self.rejected[at]
-        else:
-            return
-        self.reject(head, reason, cells[:-1], hides=True, seen=cells)
-        self.rejected.insert(at, self.rejected.pop())  # in the order of the file's lines
-
-
-@dataclass(frozen=True, slots=True)
-class _Held:
-    """A record before a row that may show it is not whole: the record (its line, cells,
-    and whether it was read as a person), and how many rows were rejected up to it."""
-
-    last: tuple[int, list[str], bool]
-    at: int
-    short: int = 0  # the line of the short row after it, if that is what it is held for
-
-
-def _closes_a_field(cell: str) -> bool:
-    """Whether a record's first cell ends in a quote it never opened: the end of a quoted
-    field whose opening quote was lost, begun in the record before it."""
-    return cell.endswith('"') and not cell.startswith('"')
+    return rejected
 
 
 def _header_spellings(labels: list[str]) -> frozenset[str]:
