@@ -715,6 +715,7 @@ def _carried(read: SourceRead, rejected: list[RejectedRow]) -> None:
                 status=row.status,  # a status value nobody named stays loud when joined
                 identifiers=row.identifiers,
                 departure_held=row.departure_held,  # the source's own rows disagreed
+                mentions=row.mentions,  # the texts of a row that may hide others
             )
         )
     for part in d.unread:  # a domain not read: who it holds is unknown

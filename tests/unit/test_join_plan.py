@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -279,3 +280,28 @@ def test_a_person_the_join_sets_aside_under_a_leavers_username_is_weighed_like_a
     else:
         assert went, [n.message for n in result.notes]
     assert [c for c in result.changes if c.key not in (gone, "k9")] == []
+
+
+@pytest.mark.parametrize("text", ["user3", "someone"])
+def test_a_row_that_may_hide_others_holds_a_departure_whose_username_it_gives(text: str) -> None:
+    """Both sources say person 3 departed, in records read whole; one also sets aside a row
+    that may hide others (a quote never closed). When its text gives person 3's username,
+    their row under a new id may be in it: the departure waits, and the run says so. Any
+    other text: the departure goes ahead."""
+    rules = JoinRules({"positions": ("hr",), "username": ("ad", "hr")}, "wait")
+    before = join(whole(2), rules).directory
+    snapshot, view = synced(before)
+    hidden = RejectedRow("ad.csv:9", "a quote never closed", may_hide_rows=True)
+    reads = [
+        source_read(s, [record(s, n, 0, key, n == 3) for n, key in enumerate(KEYS)])
+        for s in NAMES[:2]
+    ]
+    ad = reads[1].directory
+    reads[1] = replace(
+        reads[1], directory=replace(ad, rejected=(replace(hidden, mentions=frozenset({text})),))
+    )
+    now = join(reads, rules, synced=snapshot.employees)
+    result = plan(now.directory, snapshot, view, Policy(leaver_policy="lock"), NOW)
+    gone = next(i for i, e in before.employees.items() if e.username == "user3")
+    went = [c.key for c in result.changes if c.action in REMOVING]
+    assert went == ([] if text == "user3" else [gone]), result.notes
