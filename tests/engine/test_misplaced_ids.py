@@ -327,7 +327,7 @@ def test_a_departure_waits_while_a_row_that_may_hide_others_gives_its_username(
     rows = [departed, *rows] if first else [*rows, departed]
     with tempfile.TemporaryDirectory() as folder:
         employees, departments = Path(folder, "employees.csv"), Path(folder, "departments.csv")
-        employees.write_text("id,username,name,department,mobile,status\n" + "".join(rows))
+        employees.write_text("id,username,name,department,mobile,status\n" + "".join(rows), "utf-8")
         departments.write_text("id,name,parent_id\nrd,R&D,\nbe,Backend,rd\nsales,Sales,\n")
         d = read_csv(CsvSource(employees=employees, departments=departments))
     assert "n9" not in d.employees and not d.leavers_known, d.rejected

@@ -13,15 +13,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from syncd.model import RejectedRow
-from syncd.sources.csv.columns import (
-    _Columns,
-    _is_blank,
-    after_short,
-    before_short,
-    quote_closed_after,
-    split_head,
-    split_tail,
-)
+from syncd.sources.csv.columns import _Columns, _is_blank
 from syncd.sources.csv.records import _Broken
 
 T = TypeVar("T")
@@ -167,3 +159,43 @@ def _closes_a_field(cell: str) -> bool:
     """Whether a record's first cell ends in a quote it never opened: the end of a quoted
     field whose opening quote was lost, begun in the record before it."""
     return cell.endswith('"') and not cell.startswith('"')
+
+
+# Why a row beside a damaged one is set aside.
+
+
+def split_tail(head_line: int) -> str:
+    return (
+        f"the row may be the end of the short row on line {head_line}, split from it by a "
+        "stray line break: it is nobody's row alone"
+    )
+
+
+def split_head(tail_line: int) -> str:
+    return (
+        f"the row may be cut short by a stray line break (line {tail_line} would complete it): "
+        "its last field cannot be trusted"
+    )
+
+
+def after_short(short_line: int) -> str:
+    return (
+        f"the row follows the short row on line {short_line} and may be its end, every cell "
+        "shifted by a quote lost as well: it is nobody's row alone"
+    )
+
+
+def before_short(short_line: int) -> str:
+    return _begun_here(f"the short row on line {short_line} is not completed by the row after it")
+
+
+def quote_closed_after(line: int) -> str:
+    return _begun_here(f"the record on line {line} starts with a field that ends in a stray quote")
+
+
+def _begun_here(what: str) -> str:
+    """The row before ``what``: it may be where a field whose opening quote was lost began."""
+    return (
+        f"{what}, so it may be the end of a field begun here whose opening quote was lost: "
+        "this row's cells cannot be trusted"
+    )
