@@ -198,6 +198,10 @@ class Directory:
     # A join's sources that decide status but cannot tell who is departed this read (each
     # "name: why"): the joined read cannot either, whatever the other sources say.
     blind: tuple[str, ...] = ()
+    # Where a line break moved across a row's edge reads a username changed: "start" when
+    # the username is the first field of its rows, "end" when the last (a CSV file's
+    # columns; none for a source without lines). syncd.plan.usernames weighs such changes.
+    username_edges: frozenset[str] = frozenset()
     _paths: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -439,6 +443,7 @@ def build_directory(
     unread: Iterable[str] = (),
     status_read: bool = True,
     synced_names: Mapping[str, str] | None = None,
+    username_edges: frozenset[str] = frozenset(),
 ) -> Directory:
     """Validate what a source read: each item comes with where it was read (file:line or DN).
 
@@ -484,6 +489,7 @@ def build_directory(
         warnings=tuple(warnings),
         unread=tuple(unread),
         status_read=status_read,
+        username_edges=username_edges,
     )
 
 

@@ -521,7 +521,9 @@ class _Joining:
                 status_read=status_read,
             )
             directory = replace(directory, blind=blind)
-        return self._named(directory)
+        # A username any source reads from a row's edge may be changed by a moved line break.
+        edges = frozenset[str]().union(*(r.directory.username_edges for r in reads))
+        return self._named(replace(directory, username_edges=edges) if edges else directory)
 
     def _mark_departures(self) -> None:
         """Each departing person's rows marked departed under the joined key and username,

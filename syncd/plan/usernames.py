@@ -84,6 +84,22 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
             )
         )
         return
+    if edge := _moved_edge(synced.username, e.username, planner.directory.username_edges):
+        # A line break moved across the row's edge reads its first or last field so: the
+        # row is still its person's, the username is not (the row before or after it took
+        # or gave the rest).
+        planner.notes.append(
+            Note(
+                "conflict",
+                e.id,
+                f"{changed}, which is the old one with characters cut or added at its {edge}, "
+                f"and the username is the {FIELD[edge]} field of its row: a line break moved "
+                "across the row's edge reads it so. The old account is not replaced on this "
+                "row's word and is left alone (if the change is real, delete the old account "
+                "on the platform: an account is then made under the new username)",
+            )
+        )
+        return
     shown = planner.drift.found(synced)
     if shown is not None and planner.not_theirs(synced, shown):
         return  # the account under the old username is another record's, by the platform
@@ -120,6 +136,22 @@ def username_changed(planner: EmployeePlanner, e: Employee, synced: SyncedEmploy
             reason=f"username changed from {shown_pair(synced.username, e.username)[0]}",
         )
     )
+
+
+FIELD = {"start": "first", "end": "last"}  # the username's field at each edge of its row
+
+
+def _moved_edge(old: str, new: str, edges: frozenset[str]) -> str | None:
+    """The edge of its rows a username is at (``Directory.username_edges``) where the new
+    one is the old with characters cut or added (in any letter case or normalization), as
+    a moved line break reads it: "user2" as "ser2" or "activeuser2" at the start, as
+    "use" or "user2E" at the end. None as a rule."""
+    if not edges:
+        return None
+    short, long = sorted((look_alike(old), look_alike(new)), key=len)
+    if "start" in edges and long.endswith(short):
+        return "start"
+    return "end" if "end" in edges and long.startswith(short) else None
 
 
 def _keep_under_old_username(planner: EmployeePlanner, e: Employee, synced: SyncedEmployee) -> None:

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from syncd.model import Department, Directory, Employee, Kind, Position, RejectedRow, State
-from syncd.plan import ACCESS_KEPT, REMOVING, Policy, plan
+from syncd.plan import ACCESS_KEPT, REMOVING, Action, Policy, plan
 from syncd.plan.join import JoinRules, KeyNotHeld, SourceRead, join
 from tests.engine.plan_world import NOW, synced
 from tests.support.examples import examples
@@ -305,3 +305,26 @@ def test_a_row_that_may_hide_others_holds_a_departure_whose_username_it_gives(te
     gone = next(i for i, e in before.employees.items() if e.username == "user3")
     went = [c.key for c in result.changes if c.action in REMOVING]
     assert went == ([] if text == "user3" else [gone]), result.notes
+
+
+@pytest.mark.parametrize("edges", [frozenset(), frozenset({"start"})])
+def test_a_username_a_source_reads_at_a_rows_edge_is_not_replaced_for_a_moved_line_break(
+    edges: frozenset[str],
+) -> None:
+    """HR and AD joined, AD's usernames first: its file has the username as each row's
+    first field, and a line break moved across the edge of person 3's row reads "user3"
+    as "ser3". Under remove_and_create the account is not replaced (a conflict says why).
+    Where no source reads usernames at a row's edge, it is replaced, as the setting asks."""
+    rules = JoinRules({"positions": ("hr",), "username": ("ad", "hr")}, "wait")
+    snapshot, view = synced(join(whole(2), rules).directory)
+    reads = whole(2)
+    ad = reads[1].directory
+    people = {
+        k: e._replace(username=e.username.replace("user3", "ser3")) for k, e in ad.employees.items()
+    }
+    reads[1] = replace(reads[1], directory=replace(ad, employees=people, username_edges=edges))
+    joined = join(reads, rules, synced=snapshot.employees).directory
+    assert joined.username_edges == edges
+    result = plan(joined, snapshot, view, Policy(username_change="remove_and_create"), NOW)
+    replaced = [(c.action, c.display) for c in result.changes]
+    assert replaced == ([] if edges else [(Action.REMOVE, "user3"), (Action.CREATE, "ser3")])

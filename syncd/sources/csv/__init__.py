@@ -102,4 +102,5 @@ def _read(
         one_read=True,
         status_read=people.status_read,
         synced_names=synced_names,
+        username_edges=people.username_edges,
     )

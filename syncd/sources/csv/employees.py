@@ -44,6 +44,7 @@ class _EmployeesRead:
     departments: list[tuple[str, Department]]  # layout paths: those on the paths read
     filtered: int  # rows the row filter left out
     status_read: bool = True  # the file has the status column (else everyone reads as active)
+    username_edges: frozenset[str] = frozenset()  # Directory.username_edges
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +68,22 @@ def _read_employees(
         rows.sort(line, cells)
     rows.end()
     return _EmployeesRead(
-        rows.items, rows.rejected, department_of.departments(), reader.filtered, reader.status_read
+        rows.items,
+        rows.rejected,
+        department_of.departments(),
+        reader.filtered,
+        reader.status_read,
+        _edges(reader.username, columns),
     )
+
+
+def _edges(username: int | None, columns: _Columns) -> frozenset[str]:
+    """Which edges of a row the username column is at (Directory.username_edges): a header
+    that ends in columns without a name has two last columns, its last named one and its
+    last."""
+    start = {"start"} if username == 0 else set()
+    end = {"end"} if username in (columns.min_width - 1, columns.width - 1) else set()
+    return frozenset(start | end)
 
 
 def _rejection(columns: _Columns, reader: _EmployeeReader) -> Rejection:

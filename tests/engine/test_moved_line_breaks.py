@@ -1,0 +1,91 @@
+"""A line break moved across the edge of a row: the end of one row's last field starts the
+next row's first ("active" then "user2" read as "activ" and "euser2"), or the start of the
+next row's first field ends the row before ("E1" then "user2" read as "E1us" and "er2").
+Both rows keep the header's width and read well; each is still one person's, with a field
+at its edge changed. Whatever the columns' order, the edge and how far the break moved,
+planned as the runner plans with ``username_change = "remove_and_create"`` (the setting
+under which a changed username replaces an account): nobody is locked, removed or given a
+new account, and a username changed this way is a conflict that says why."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from syncd.config import CsvSource
+from syncd.plan import Action, Policy
+from syncd.sources.csv import read_csv
+from tests.engine.plan_world import COMPANY, directory, person, synced
+from tests.engine.test_misplaced_ids import planned_as_the_runner_does
+from tests.support.examples import examples
+
+COLUMNS = ["id", "username", "name", "department", "mobile", "status"]
+USERNAMES = ["user{}", "noël{}", "j.smith{}", "{}wang", "li.na.{}"]
+REPLACE = Policy(username_change="remove_and_create")
+
+
+@st.composite
+def moved_breaks(draw: st.DrawFn) -> tuple[list[list[str]], str]:
+    """A company's rows (columns in any order, header first) and the export's text with
+    one line break between two rows moved by a few characters, left or right, never past
+    the field at the edge (each row keeps the header's width)."""
+    order = draw(st.permutations(range(len(COLUMNS))))
+    count = draw(st.integers(2, 6))
+    shapes = draw(st.lists(st.sampled_from(USERNAMES), min_size=count, max_size=count))
+    rows = [[COLUMNS[i] for i in order]]
+    for n, shape in enumerate(shapes, 1):
+        cells = [f"e{n}", shape.format(n), f"Person {n}", "rd", f"1380000{n:04d}", "active"]
+        rows.append([cells[i] for i in order])
+    lines = [",".join(cells) for cells in rows]
+    k = draw(st.integers(1, count - 1))  # the break after row k (the header is row 0)
+    if draw(st.booleans()):  # left: the end of row k's last field starts row k + 1
+        d = draw(st.integers(1, len(rows[k][-1])))
+        lines[k], lines[k + 1] = lines[k][:-d], lines[k][-d:] + lines[k + 1]
+    else:  # right: the start of row k + 1's first field ends row k
+        d = draw(st.integers(1, len(rows[k + 1][0])))
+        lines[k], lines[k + 1] = lines[k] + lines[k + 1][:d], lines[k + 1][d:]
+    return rows, "".join(f"{line}\n" for line in lines)
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(moved_breaks())
+def test_a_moved_line_break_locks_removes_or_replaces_nobody(
+    export: tuple[list[list[str]], str],
+) -> None:
+    rows, text = export
+    header = rows[0]
+    people = [
+        person(
+            cells[header.index("id")],
+            cells[header.index("username")],
+            name=cells[header.index("name")],
+            mobile=cells[header.index("mobile")],
+        )
+        for cells in rows[1:]
+    ]
+    snapshot, view = synced(directory(COMPANY, people), policy=REPLACE)
+    with tempfile.TemporaryDirectory() as folder:
+        employees, departments = Path(folder, "employees.csv"), Path(folder, "departments.csv")
+        employees.write_text(text, "utf-8")
+        departments.write_text("id,name,parent_id\nrd,R&D,\nbe,Backend,rd\nsales,Sales,\n")
+        d = read_csv(CsvSource(employees=employees, departments=departments))
+    p = planned_as_the_runner_does(d, snapshot, view, REPLACE)
+    harm = [c for c in p.changes if c.action in (Action.LOCK, Action.REMOVE, Action.CREATE)]
+    assert harm == [], (text, harm, p.notes)
+    for e in d.employees.values():
+        held = snapshot.employees.get(e.id)
+        if held is None or held.username == e.username:
+            continue
+        said = [n.message for n in p.notes if n.key == e.id and n.kind == "conflict"]
+        assert said, (text, e, p.notes)
+        if any("line break moved across the row's edge" in m for m in said):
+            # What the note advises when the change is real: the old account deleted on the
+            # platform, an account is made under the new username.
+            gone = replace(view, deleted=frozenset({held.username}))
+            p = planned_as_the_runner_does(d, snapshot, gone, REPLACE)
+            made = [c.display for c in p.changes if c.action is Action.CREATE]
+            assert made == [e.username], (text, p.changes)
