@@ -4,8 +4,9 @@ next row's first field ends the row before ("E1" then "user2" read as "E1us" and
 Both rows keep the header's width and read well; each is still one person's, with a field
 at its edge changed. Whatever the columns' order, the edge and how far the break moved,
 planned as the runner plans with ``username_change = "remove_and_create"`` (the setting
-under which a changed username replaces an account): nobody is locked, removed or given a
-new account, and a username changed this way is a conflict that says why."""
+under which a changed username replaces an account): nobody active is locked or removed,
+nobody departed unlocked, nobody given a new account, and a username changed this way is a
+conflict that says why."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from syncd.config import CsvSource
+from syncd.model import State
 from syncd.plan import Action, Policy
 from syncd.sources.csv import read_csv
-from tests.engine.plan_world import COMPANY, directory, person, synced
+from tests.engine.plan_world import COMPANY, NOW, directory, person, synced
 from tests.engine.test_misplaced_ids import planned_as_the_runner_does
 from tests.support.examples import examples
 
@@ -38,7 +40,8 @@ def moved_breaks(draw: st.DrawFn) -> tuple[list[list[str]], str]:
     shapes = draw(st.lists(st.sampled_from(USERNAMES), min_size=count, max_size=count))
     rows = [[COLUMNS[i] for i in order]]
     for n, shape in enumerate(shapes, 1):
-        cells = [f"e{n}", shape.format(n), f"Person {n}", "rd", f"1380000{n:04d}", "active"]
+        status = draw(st.sampled_from(["active", "active", "departed"]))
+        cells = [f"e{n}", shape.format(n), f"Person {n}", "rd", f"1380000{n:04d}", status]
         rows.append([cells[i] for i in order])
     lines = [",".join(cells) for cells in rows]
     k = draw(st.integers(1, count - 1))  # the break after row k (the header is row 0)
@@ -64,22 +67,30 @@ def test_a_moved_line_break_locks_removes_or_replaces_nobody(
             cells[header.index("username")],
             name=cells[header.index("name")],
             mobile=cells[header.index("mobile")],
+            state=State.ACTIVE if cells[header.index("status")] == "active" else State.DEPARTED,
         )
         for cells in rows[1:]
     ]
-    snapshot, view = synced(directory(COMPANY, people), policy=REPLACE)
+    locked = {e.id: NOW for e in people if e.state is State.DEPARTED}
+    snapshot, view = synced(directory(COMPANY, people), locked=locked, policy=REPLACE)
+    active = {e.username for e in people if e.state is State.ACTIVE}
     with tempfile.TemporaryDirectory() as folder:
         employees, departments = Path(folder, "employees.csv"), Path(folder, "departments.csv")
         employees.write_text(text, "utf-8")
         departments.write_text("id,name,parent_id\nrd,R&D,\nbe,Backend,rd\nsales,Sales,\n")
         d = read_csv(CsvSource(employees=employees, departments=departments))
     p = planned_as_the_runner_does(d, snapshot, view, REPLACE)
-    harm = [c for c in p.changes if c.action in (Action.LOCK, Action.REMOVE, Action.CREATE)]
+    harm = [
+        c
+        for c in p.changes
+        if c.action in (Action.CREATE, Action.UNLOCK)
+        or (c.action in (Action.LOCK, Action.REMOVE) and c.display in active)
+    ]
     assert harm == [], (text, harm, p.notes)
     for e in d.employees.values():
         held = snapshot.employees.get(e.id)
-        if held is None or held.username == e.username:
-            continue
+        if held is None or held.username == e.username or e.state is State.DEPARTED:
+            continue  # a departed row's old account stays, locked, whatever it gives
         said = [n.message for n in p.notes if n.key == e.id and n.kind == "conflict"]
         assert said, (text, e, p.notes)
         if any("line break moved across the row's edge" in m for m in said):
