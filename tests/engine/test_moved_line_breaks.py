@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from syncd.config import CsvSource
-from syncd.model import State
-from syncd.plan import Action, Policy
+from syncd.model import Directory, Employee, State
+from syncd.plan import Action, Plan, PlatformView, Policy, Snapshot
 from syncd.sources.csv import read_csv
 from tests.engine.plan_world import COMPANY, NOW, directory, person, synced
 from tests.engine.test_misplaced_ids import planned_as_the_runner_does
@@ -54,14 +54,10 @@ def moved_breaks(draw: st.DrawFn) -> tuple[list[list[str]], str]:
     return rows, "".join(f"{line}\n" for line in lines)
 
 
-@settings(max_examples=examples(400), deadline=None)
-@given(moved_breaks())
-def test_a_moved_line_break_locks_removes_or_replaces_nobody(
-    export: tuple[list[list[str]], str],
-) -> None:
-    rows, text = export
+def written(rows: list[list[str]]) -> list[Employee]:
+    """The people of the rows as written, before the break moved."""
     header = rows[0]
-    people = [
+    return [
         person(
             cells[header.index("id")],
             cells[header.index("username")],
@@ -71,14 +67,27 @@ def test_a_moved_line_break_locks_removes_or_replaces_nobody(
         )
         for cells in rows[1:]
     ]
-    locked = {e.id: NOW for e in people if e.state is State.DEPARTED}
-    snapshot, view = synced(directory(COMPANY, people), locked=locked, policy=REPLACE)
-    active = {e.username for e in people if e.state is State.ACTIVE}
+
+
+def read_text(text: str) -> Directory:
     with tempfile.TemporaryDirectory() as folder:
         employees, departments = Path(folder, "employees.csv"), Path(folder, "departments.csv")
         employees.write_text(text, "utf-8")
         departments.write_text("id,name,parent_id\nrd,R&D,\nbe,Backend,rd\nsales,Sales,\n")
-        d = read_csv(CsvSource(employees=employees, departments=departments))
+        return read_csv(CsvSource(employees=employees, departments=departments))
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(moved_breaks())
+def test_a_moved_line_break_locks_removes_or_replaces_nobody(
+    export: tuple[list[list[str]], str],
+) -> None:
+    rows, text = export
+    people = written(rows)
+    locked = {e.id: NOW for e in people if e.state is State.DEPARTED}
+    snapshot, view = synced(directory(COMPANY, people), locked=locked, policy=REPLACE)
+    active = {e.username for e in people if e.state is State.ACTIVE}
+    d = read_text(text)
     p = planned_as_the_runner_does(d, snapshot, view, REPLACE)
     harm = [
         c
@@ -87,6 +96,14 @@ def test_a_moved_line_break_locks_removes_or_replaces_nobody(
         or (c.action in (Action.LOCK, Action.REMOVE) and c.display in active)
     ]
     assert harm == [], (text, harm, p.notes)
+    check_changed_usernames(d, snapshot, view, p, text)
+
+
+def check_changed_usernames(
+    d: Directory, snapshot: Snapshot, view: PlatformView, p: Plan, text: str
+) -> None:
+    """Each active row read with another username than its account's is a conflict; one
+    for a moved line break says so, and what it advises makes the new account."""
     for e in d.employees.values():
         held = snapshot.employees.get(e.id)
         if held is None or held.username == e.username or e.state is State.DEPARTED:
