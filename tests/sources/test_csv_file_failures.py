@@ -8,10 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from syncd.config import CsvSource
+from syncd.errors import SourceError
 from syncd.sources.csv import files as csv_files
-from tests.sources.csv_support import HEADER, fails, read, write
+from syncd.sources.csv import read_csv
+from tests.sources.csv_support import HEADER, fails, read, settings_for, write
+from tests.support.examples import examples
 
 
 def test_missing_employees_file(tmp_path: Path) -> None:
@@ -85,3 +90,57 @@ def test_a_read_error_midway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         fails(CsvSource(layout="paths", employees=path))
         == f"{path}: reading failed: Input/output error"
     )
+
+
+# What another program may do to an export while syncd reads it: the file's text after.
+WRITES = {
+    "a row appended": lambda text: text + "E9999,late,Late Comer,D1\n",
+    "a row begun": lambda text: text + "E9999,la",
+    "cut at a line's end": lambda text: text[: text.index("\n", len(text) // 2) + 1],
+    "cut inside a line": lambda text: text[: len(text) // 2],
+    "written anew, longer": lambda text: text + text[len(HEADER) :].replace("user", "new"),
+    "written anew, shorter": lambda text: text[: len(text) // 3].rsplit("\n", 1)[0] + "\n",
+}
+
+
+@settings(max_examples=examples(24), deadline=None)
+@given(rows=st.integers(1001, 2500), write_how=st.sampled_from(sorted(WRITES)))
+def test_a_file_written_to_while_it_is_read_is_not_used(
+    tmp_path_factory: pytest.TempPathFactory, rows: int, write_how: str
+) -> None:
+    """Another program writes to the employees file in place while syncd reads it (when
+    the read tells its first count, after 1,000 rows): whatever was read of it may be cut
+    short at a line's end, where nothing in the text shows it (everyone past the cut would
+    read as a leaver). The read fails, naming the file; nothing of it is used."""
+    text = HEADER + "".join(f"E{n},user{n},User {n},D1\n" for n in range(rows))
+    source = settings_for(tmp_path_factory.mktemp("export"), text)
+    path = source.employees
+    written: list[int] = []
+
+    def count(_: int) -> None:
+        if not written:
+            written.append(path.write_bytes(WRITES[write_how](text).encode()))
+
+    with pytest.raises(SourceError) as caught:
+        read_csv(source, count=count)
+    assert written
+    assert str(caught.value).startswith(f"{path}: the file changed while it was read ("), (
+        caught.value
+    )
+
+
+def test_a_file_replaced_by_a_rename_while_it_is_read_is_read_whole(tmp_path: Path) -> None:
+    """The export written under another name and renamed over the old one while syncd reads
+    it (as the error above advises): the read goes on with the old file, whole."""
+    text = HEADER + "".join(f"E{n},user{n},User {n},D1\n" for n in range(1500))
+    source = settings_for(tmp_path, text)
+    path = source.employees
+    renamed: list[str] = []
+
+    def count(_: int) -> None:
+        if not renamed:
+            new = write(tmp_path / "employees.csv.new", HEADER + "E1,user1,User 1,D1\n")
+            renamed.append(str(new.replace(path)))
+
+    directory = read_csv(source, count=count)
+    assert renamed and len(directory.employees) == 1500

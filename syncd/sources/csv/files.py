@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import os
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -115,13 +116,31 @@ def _consume(path: Path, encoding: str, delimiter: str, consume: Callable[[_Tabl
     try:
         # newline="": the csv module handles line ends itself, quoted newlines included.
         with open(path, encoding=encoding, newline="") as fh:
-            return consume(_Table(path, fh, delimiter))
+            opened = os.fstat(fh.fileno())
+            found = consume(_Table(path, fh, delimiter))
+            _unchanged(path, opened, os.fstat(fh.fileno()))
+            return found
     except PermissionError as exc:
         raise SourceError(f"{path}: cannot be read (permission denied)") from exc
     except IsADirectoryError as exc:
         raise SourceError(f"{path}: is a directory, not a CSV file") from exc
     except OSError as exc:
         raise SourceError(f"{path}: reading failed: {exc.strerror or exc}") from exc
+
+
+def _unchanged(path: Path, opened: os.stat_result, read: os.stat_result) -> None:
+    """A file another program wrote to while it was read (an export still being written, a
+    copy still arriving) may have been read cut short at a line's end, where nothing in its
+    text shows it: its people past the cut would read as leavers. Its size or modification
+    time when read to its end must be those it had when opened."""
+    if (opened.st_size, opened.st_mtime_ns) == (read.st_size, read.st_mtime_ns):
+        return
+    raise SourceError(
+        f"{path}: the file changed while it was read ({opened.st_size} bytes when opened, "
+        f"{read.st_size} when read to its end): another program may still be writing it, so "
+        "what was read may be cut short, and nothing of it is used. Run again once it is "
+        "complete; have the program that writes it write another name and rename it when done"
+    )
 
 
 @dataclass(frozen=True, slots=True)
