@@ -14,6 +14,7 @@ from syncd.plan import (
     Change,
     Limits,
     Plan,
+    Planning,
     PlatformEmployee,
     PlatformNode,
     PlatformPerson,
@@ -28,6 +29,7 @@ from syncd.plan import (
     employee_fields,
     employee_hash,
 )
+from syncd.plan.needs import weighed
 
 ROOT = 1
 NOW = 1_800_000_000_000
@@ -138,3 +140,16 @@ def changed_there(
 def guards(p: Plan, d: Directory, s: Snapshot, **limits: Any) -> dict[str, Any]:
     """The guards' decisions on a plan, by name, under these limits."""
     return {g.name: g for g in check_guards(p, d, s, Limits(**limits))}
+
+
+def planned_as_the_runner_does(
+    d: Directory, snapshot: Snapshot, view: PlatformView, policy: Policy
+) -> Plan:
+    """Planned with only the written fields ``weighed`` names loaded first, as the runner
+    does (a record weighed and not loaded raises FieldsNotLoaded), the others given when
+    the plan asks for them."""
+    first = replace(snapshot, fields_of=frozenset(weighed(d, snapshot, view)))
+    planning = Planning(d, first, view, policy, NOW)
+    while (wanted := planning.wanted()) is not None:
+        planning.give({k: snapshot.written(Kind.EMPLOYEE, k) for k in wanted})
+    return planning.plan()

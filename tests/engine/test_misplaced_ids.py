@@ -21,11 +21,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from syncd.config import CsvSource
-from syncd.model import Directory, Employee, Kind, RejectedRow, State
-from syncd.plan import ACCESS_KEPT, Action, Plan, Planning, PlatformView, Policy, Snapshot
-from syncd.plan.needs import weighed
+from syncd.model import Employee, Kind, RejectedRow, State
+from syncd.plan import ACCESS_KEPT, Action, Plan, Policy
 from syncd.sources.csv import read_csv
-from tests.engine.plan_world import COMPANY, NOW, changed_there, directory, person, synced
+from tests.engine.plan_world import (
+    COMPANY,
+    NOW,
+    changed_there,
+    directory,
+    person,
+    planned_as_the_runner_does,
+    synced,
+)
 from tests.support.examples import examples
 
 
@@ -92,19 +99,6 @@ def companies(draw: st.DrawFn) -> Company:
         )
         rejected.append((aside, n))
     return Company(people, records, former, rows, rejected)
-
-
-def planned_as_the_runner_does(
-    d: Directory, snapshot: Snapshot, view: PlatformView, policy: Policy
-) -> Plan:
-    """Planned with only the written fields ``weighed`` names loaded first, as the runner
-    does (a record weighed and not loaded raises FieldsNotLoaded), the others given when
-    the plan asks for them."""
-    first = replace(snapshot, fields_of=frozenset(weighed(d, snapshot, view)))
-    planning = Planning(d, first, view, policy, NOW)
-    while (wanted := planning.wanted()) is not None:
-        planning.give({k: snapshot.written(Kind.EMPLOYEE, k) for k in wanted})
-    return planning.plan()
 
 
 def shown(c: Company) -> set[int]:

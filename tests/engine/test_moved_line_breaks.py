@@ -21,8 +21,14 @@ from syncd.config import CsvSource
 from syncd.model import Directory, Employee, State
 from syncd.plan import Action, Plan, PlatformView, Policy, Snapshot
 from syncd.sources.csv import read_csv
-from tests.engine.plan_world import COMPANY, NOW, directory, person, synced
-from tests.engine.test_misplaced_ids import planned_as_the_runner_does
+from tests.engine.plan_world import (
+    COMPANY,
+    NOW,
+    directory,
+    person,
+    planned_as_the_runner_does,
+    synced,
+)
 from tests.support.examples import examples
 
 COLUMNS = ["id", "username", "name", "department", "mobile", "status"]
