@@ -202,6 +202,11 @@ class Directory:
     # the username is the first field of its rows, "end" when the last (a CSV file's
     # columns; none for a source without lines). syncd.plan.usernames weighs such changes.
     username_edges: frozenset[str] = frozenset()
+    # Rows whose status, first in the row, may be another of the other meaning with the
+    # lost end of the row before ("inactive" read where "…,Lin" + "active,…" was written):
+    # by source id, the row before's id, its last field's name and text as read, and the
+    # text that may be that field's lost end (a CSV file's; syncd.plan.moved_breaks).
+    moved_statuses: Mapping[str, tuple[str, str, str, str]] = field(default_factory=dict)
     _paths: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -444,6 +449,7 @@ def build_directory(
     status_read: bool = True,
     synced_names: Mapping[str, str] | None = None,
     username_edges: frozenset[str] = frozenset(),
+    moved_statuses: Mapping[str, tuple[str, str, str, str]] | None = None,
 ) -> Directory:
     """Validate what a source read: each item comes with where it was read (file:line or DN).
 
@@ -490,6 +496,7 @@ def build_directory(
         unread=tuple(unread),
         status_read=status_read,
         username_edges=username_edges,
+        moved_statuses=moved_statuses or {},
     )
 
 

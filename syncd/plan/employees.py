@@ -20,6 +20,7 @@ from syncd.plan.drift import PeopleDrift
 from syncd.plan.fields import employee_hasher
 from syncd.plan.holds import Holds, hold, someone_else_back
 from syncd.plan.messages import department_names, unsure_rows
+from syncd.plan.moved_breaks import spare_moved_statuses
 from syncd.plan.schedule import EffectiveDates
 from syncd.plan.usernames import username_changed
 from syncd.plan.values import (
@@ -161,6 +162,7 @@ class EmployeePlanner:
             self.plan_synced(e, synced)
         self._plan_leavers()
         lock_departed_aside(self)
+        spare_moved_statuses(self)
         self._plan_unread_drift()
         self.dates.unread(self)
         if self.access_kept:

@@ -2,8 +2,11 @@
 next row's first ("active" then "user2" read as "activ" and "euser2"), or the start of the
 next row's first field ends the row before ("E1" then "user2" read as "E1us" and "er2").
 Both rows keep the header's width and read well; each is still one person's, with a field
-at its edge changed. Whatever the columns' order, the edge and how far the break moved,
-planned as the runner plans with ``username_change = "remove_and_create"`` (the setting
+at its edge changed, and a status first in a row may read as another: "…,Lin" +
+"inactive,…" as "…,Linin" + "active,…" (a former employee back) and "…,Lin" + "active,…"
+as "…,L" + "inactive,…" (someone active gone). Whatever the columns' order, the edge, how
+far the break moved, the statuses (of the default vocabularies) and the names, planned as
+the runner plans with ``username_change = "remove_and_create"`` (the setting
 under which a changed username replaces an account): nobody active is locked or removed,
 nobody departed unlocked, nobody given a new account, and a username changed this way is a
 conflict that says why."""
@@ -14,7 +17,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from syncd.config import CsvSource
@@ -33,21 +36,38 @@ from tests.support.examples import examples
 
 COLUMNS = ["id", "username", "name", "department", "mobile", "status"]
 USERNAMES = ["user{}", "noël{}", "j.smith{}", "{}wang", "li.na.{}"]
+NAMES = ["Person {}", "Lin", "Qin {}", "Martin"]  # some end as a status value starts
+# Statuses of the default vocabularies: read first in a row, "active" may be what is left
+# of "inactive", and "inactive" may be "active" with the end of the row before ("…,Lin").
+STATUSES = {"active": State.ACTIVE, "在职": State.ACTIVE, "enabled": State.ACTIVE}
+STATUSES |= {"inactive": State.DEPARTED, "离职": State.DEPARTED, "departed": State.DEPARTED}
 REPLACE = Policy(username_change="remove_and_create")
 
 
+def status_first_name_last() -> st.SearchStrategy[list[int]]:
+    """Column orders with the status first and the name last: where a moved line break
+    can make one status another, and the row before show it."""
+    first, last = COLUMNS.index("status"), COLUMNS.index("name")
+    middle = [i for i in range(len(COLUMNS)) if i not in (first, last)]
+    return st.permutations(middle).map(lambda m: [first, *m, last])
+
+
 @st.composite
-def moved_breaks(draw: st.DrawFn) -> tuple[list[list[str]], str]:
-    """A company's rows (columns in any order, header first) and the export's text with
-    one line break between two rows moved by a few characters, left or right, never past
-    the field at the edge (each row keeps the header's width)."""
-    order = draw(st.permutations(range(len(COLUMNS))))
+def moved_breaks(
+    draw: st.DrawFn, statuses: list[str], orders: st.SearchStrategy[list[int]] | None = None
+) -> tuple[list[list[str]], str]:
+    """A company's rows (columns in any order, or one of ``orders``, header first, a status
+    of ``statuses`` each) and the export's text with one line break between two rows moved
+    by a few characters, left or right, never past the field at the edge (each row keeps
+    the header's width)."""
+    order = draw(st.permutations(range(len(COLUMNS))) if orders is None else orders)
     count = draw(st.integers(2, 6))
     shapes = draw(st.lists(st.sampled_from(USERNAMES), min_size=count, max_size=count))
     rows = [[COLUMNS[i] for i in order]]
     for n, shape in enumerate(shapes, 1):
-        status = draw(st.sampled_from(["active", "active", "departed"]))
-        cells = [f"e{n}", shape.format(n), f"Person {n}", "rd", f"1380000{n:04d}", status]
+        status = draw(st.sampled_from(statuses))
+        name = draw(st.sampled_from(NAMES)).format(n)
+        cells = [f"e{n}", shape.format(n), name, "rd", f"1380000{n:04d}", status]
         rows.append([cells[i] for i in order])
     lines = [",".join(cells) for cells in rows]
     k = draw(st.integers(1, count - 1))  # the break after row k (the header is row 0)
@@ -60,6 +80,17 @@ def moved_breaks(draw: st.DrawFn) -> tuple[list[list[str]], str]:
     return rows, "".join(f"{line}\n" for line in lines)
 
 
+def moved(statuses: list[str], edge: str) -> tuple[list[list[str]], str]:
+    """Two rows, status first and name last, the first named Lin, and the text between
+    "Lin" and the second's status as a moved line break leaves it (``edge``)."""
+    rows = [["status", "id", "username", "department", "mobile", "name"]]
+    rows += [
+        [s, f"e{n}", f"user{n}", "rd", f"1380000000{n}", "Lin"] for n, s in enumerate(statuses, 1)
+    ]
+    line = ",".join(rows[2][1:])
+    return rows, f"{','.join(rows[0])}\n{','.join(rows[1][:-1])},{edge},{line}\n"
+
+
 def written(rows: list[list[str]]) -> list[Employee]:
     """The people of the rows as written, before the break moved."""
     header = rows[0]
@@ -69,7 +100,7 @@ def written(rows: list[list[str]]) -> list[Employee]:
             cells[header.index("username")],
             name=cells[header.index("name")],
             mobile=cells[header.index("mobile")],
-            state=State.ACTIVE if cells[header.index("status")] == "active" else State.DEPARTED,
+            state=STATUSES[cells[header.index("status")]],
         )
         for cells in rows[1:]
     ]
@@ -84,7 +115,13 @@ def read_text(text: str) -> Directory:
 
 
 @settings(max_examples=examples(400), deadline=None)
-@given(moved_breaks())
+@given(
+    st.one_of(
+        moved_breaks(sorted(STATUSES)), moved_breaks(sorted(STATUSES), status_first_name_last())
+    )
+)
+@example(moved(["active", "active"], "L\ninactive"))  # someone active would be locked
+@example(moved(["active", "inactive"], "Linin\nactive"))  # a former employee unlocked
 def test_a_moved_line_break_locks_removes_or_replaces_nobody(
     export: tuple[list[list[str]], str],
 ) -> None:

@@ -103,4 +103,5 @@ def _read(
         status_read=people.status_read,
         synced_names=synced_names,
         username_edges=people.username_edges,
+        moved_statuses=people.moved_statuses,
     )

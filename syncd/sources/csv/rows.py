@@ -22,6 +22,9 @@ T = TypeVar("T")
 Read = Callable[[list[str], str], T | str | None]
 # The rejected row for (where, reason, cells, whether it may hide others, the texts in it).
 Rejection = Callable[[str, str, list[str] | None, bool, Collection[str]], RejectedRow]
+# Why a record cannot be read after the one before it (their cells), or None: a value a
+# line break moved across the rows' edge may have made another (syncd.sources.csv.employees).
+Seam = Callable[[list[str], list[str]], str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,10 +40,18 @@ class _Held:
 class Rows(Generic[T]):
     """A file's records, each read as an item or set aside with its reason."""
 
-    def __init__(self, name: str, columns: _Columns, read: Read[T], rejection: Rejection) -> None:
+    def __init__(
+        self,
+        name: str,
+        columns: _Columns,
+        read: Read[T],
+        rejection: Rejection,
+        seam: Seam | None = None,
+    ) -> None:
         self.items: list[tuple[str, T]] = []
         self.rejected: list[RejectedRow] = []
         self._name, self._columns, self._read, self._rejection = name, columns, read, rejection
+        self._seam = seam
         # The last record with text, for a row a stray line break split in two: its line, its
         # cells, and whether it was read as an item (None after a record that did not parse).
         self._last: tuple[int, list[str], bool] | None = None
@@ -91,6 +102,12 @@ class Rows(Generic[T]):
             # A quote lost in the row as well can give its end the header's width, every cell
             # shifted: "E7," then 'a,"a, a",D7,a,a, a,active' reads as someone with id "a".
             self.reject(where, after_short(short), None, hides=True, seen=cells)
+            self._last = (line, cells, False)
+            return
+        if self._seam is not None and last is not None and (moved := self._seam(last[1], cells)):
+            # Both rows: this one's first field and the last field of the one before.
+            self._set_aside(_Held(last, len(self.rejected)), moved_from(line))
+            self.reject(where, moved, cells)
             self._last = (line, cells, False)
             return
         item = self._read(cells, where)
@@ -191,6 +208,13 @@ def before_short(short_line: int) -> str:
 
 def quote_closed_after(line: int) -> str:
     return _begun_here(f"the record on line {line} starts with a field that ends in a stray quote")
+
+
+def moved_from(line: int) -> str:
+    return (
+        f"the row on line {line} starts with what may be the end of a value whose start a line "
+        "break moved onto this row: its last field cannot be trusted"
+    )
 
 
 def _begun_here(what: str) -> str:
