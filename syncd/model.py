@@ -76,6 +76,20 @@ class Photo:
     origin: str  # a file's path (CSV) or the entry's DN (LDAP)
 
 
+class MovedStatus(NamedTuple):
+    """A status first in its row that a line break moved across the edge with the row
+    before may have made of another of the other meaning: "…,Lin" + "inactive,…" read as
+    "…,Linin" + "active,…" (the row before ``gained`` the text "in"), "…,Lin" + "active,…"
+    as "…,L" + "inactive,…" (it lost it). What syncd wrote for the row before tells
+    (syncd.plan.moved_breaks)."""
+
+    before: str  # the source id of the row before
+    field: str  # its last field, a text syncd writes ("" for another: only if gained)
+    read: str  # that field as read
+    text: str  # the text the break may have moved, as written
+    gained: bool  # whether the row before may have gained it (else lost it)
+
+
 class Employee(NamedTuple):
     """A person as the source says they are.
 
@@ -202,11 +216,9 @@ class Directory:
     # the username is the first field of its rows, "end" when the last (a CSV file's
     # columns; none for a source without lines). syncd.plan.usernames weighs such changes.
     username_edges: frozenset[str] = frozenset()
-    # Rows whose status, first in the row, may be another of the other meaning with the
-    # lost end of the row before ("inactive" read where "…,Lin" + "active,…" was written):
-    # by source id, the row before's id, its last field's name and text as read, and the
-    # text that may be that field's lost end (a CSV file's; syncd.plan.moved_breaks).
-    moved_statuses: Mapping[str, tuple[str, str, str, str]] = field(default_factory=dict)
+    # Rows whose status, first in the row, a line break moved across the edge with the row
+    # before may have made another of the other meaning, by source id (a CSV file's).
+    moved_statuses: Mapping[str, MovedStatus] = field(default_factory=dict)
     _paths: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -449,7 +461,7 @@ def build_directory(
     status_read: bool = True,
     synced_names: Mapping[str, str] | None = None,
     username_edges: frozenset[str] = frozenset(),
-    moved_statuses: Mapping[str, tuple[str, str, str, str]] | None = None,
+    moved_statuses: Mapping[str, MovedStatus] | None = None,
 ) -> Directory:
     """Validate what a source read: each item comes with where it was read (file:line or DN).
 

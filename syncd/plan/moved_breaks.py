@@ -1,22 +1,23 @@
-"""Statuses a moved line break may have made: a departure that waits for the rows.
+"""Statuses a moved line break may have made: a lock or an unlock that waits for the rows.
 
 Where a CSV file has the status first in each row and one status value is another of the
 other meaning with text before it ("inactive" is "in" + "active"), a line break moved
-across the edge of two rows reads "…,Lin" + "active,…" as "…,L" + "inactive,…": someone
-active reads as departed, the row before as a name changed. The reader notes each row
-whose status may be such a value (``Directory.moved_statuses``: the row before's id, its
-last field as read and the text that may be its lost end); when what syncd wrote for that
-field is what the read gives with that text after it, the departure waits, and the run is
-partial and says why. (The other way, "…,Lin" + "inactive,…" read as "…,Linin" +
-"active,…", is the reader's to refuse: syncd.sources.csv.rows.)
+across the edge of two rows turns one into the other: "…,Lin" + "inactive,…" reads as
+"…,Linin" + "active,…" (a former employee back) and "…,Lin" + "active,…" as "…,L" +
+"inactive,…" (someone active gone); each row reads well. The reader notes each row whose
+status may be so (``Directory.moved_statuses``). Where what syncd wrote for the row
+before's last field is what the read gives with the text moved back ("Lin" written,
+"Linin" or "L" read), the unlock or the lock waits, and the run is partial and says why;
+an unlock waits too while syncd holds nobody under that row (nothing to tell by). A row
+before that reads as syncd wrote it ("Lin", then "active") shows nothing moved.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from syncd.model import Employee, Kind
-from syncd.plan.values import ACCESS_KEPT, Note
+from syncd.model import Employee, Kind, MovedStatus
+from syncd.plan.values import ACCESS_KEPT, Change, Note
 from syncd.spelling import nfc
 
 if TYPE_CHECKING:
@@ -24,38 +25,45 @@ if TYPE_CHECKING:
 
 
 def spare_moved_statuses(planner: EmployeePlanner) -> None:
-    """The locks planned for departed rows whose status may be what a moved line break
+    """The locks and unlocks planned for rows whose status may be what a moved line break
     made, taken back: each is said."""
-    moved = planner.directory.moved_statuses
-    if not moved:
+    if not planner.directory.moved_statuses:
         return  # as a rule
-    planner.locks = [
-        c
-        for c in planner.locks
-        if c.key not in moved
-        or not isinstance(c.record, Employee)
-        or not status_moved(planner, c.record)
-    ]
+    planner.locks = [c for c in planner.locks if not _waits(planner, c)]
+    planner.unlocks = [c for c in planner.unlocks if not _waits(planner, c)]
 
 
-def status_moved(planner: EmployeePlanner, e: Employee) -> bool:
-    """Whether this departed row's status may be another's with the lost end of the row
-    before: then a note says why nothing is locked."""
-    found = planner.directory.moved_statuses.get(e.id)
-    if found is None or found[0] not in planner.snapshot.employees:
+def _waits(planner: EmployeePlanner, change: Change) -> bool:
+    found = planner.directory.moved_statuses.get(change.key)
+    if found is None or not isinstance(change.record, Employee):
         return False
-    before, field, read, lost = found
-    written = (planner.snapshot.written(Kind.EMPLOYEE, before) or {}).get(field)
-    if written is None or written != nfc(read.strip() + lost):
+    why = _moved(planner, found)
+    if why is None:
         return False
+    what = "unlock" if found.gained else "lock"
     planner.notes.append(
         Note(
             ACCESS_KEPT,
-            e.id,
-            f"{e.username}: the row's status may be another with the end of the row before "
-            f"(source id {before}'s {field}, written {written!r}, read {read.strip()!r} "
-            f"without {lost!r}): a line break moved across the rows' edge reads them so; the "
-            "departure waits until the rows read as syncd wrote them",
+            change.key,
+            f"{change.record.username}: the row's status may be another's that a line break "
+            f"moved across the edge with the row before made so ({why}): the {what} waits "
+            "until the rows read as syncd wrote them",
         )
     )
     return True
+
+
+def _moved(planner: EmployeePlanner, found: MovedStatus) -> str | None:
+    """Why the row before shows the text moved, or None when it reads as syncd wrote it."""
+    before, field, read, text, gained = found
+    if not field:  # a last field syncd does not write (the id, the department): no evidence
+        return f"the row before ends with {text!r} in a field syncd does not write"
+    if before not in planner.snapshot.employees:
+        # Nothing to tell by: a former employee's access waits, a departure goes ahead.
+        return f"source id {before} is not synced yet" if gained else None
+    written = (planner.snapshot.written(Kind.EMPLOYEE, before) or {}).get(field)
+    was = read[: len(read) - len(text)] if gained else read + text
+    if written is None or written != nfc(was):
+        return None
+    how = f"with {text!r} after it" if gained else f"without its last {text!r}"
+    return f"source id {before}'s {field} is read {read!r} {how}, written {written!r}"

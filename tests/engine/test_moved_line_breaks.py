@@ -17,6 +17,7 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -42,6 +43,15 @@ NAMES = ["Person {}", "Lin", "Qin {}", "Martin"]  # some end as a status value s
 STATUSES = {"active": State.ACTIVE, "在职": State.ACTIVE, "enabled": State.ACTIVE}
 STATUSES |= {"inactive": State.DEPARTED, "离职": State.DEPARTED, "departed": State.DEPARTED}
 REPLACE = Policy(username_change="remove_and_create")
+ID_LAST = (
+    [
+        ["status", "username", "name", "department", "mobile", "id"],
+        ["active", "user1", "Person 1", "rd", "13800000001", "e1"],
+        ["inactive", "user2", "Person 2", "rd", "13800000002", "e2"],
+    ],
+    "status,username,name,department,mobile,id\n"
+    "active,user1,Person 1,rd,13800000001,e1in\nactive,user2,Person 2,rd,13800000002,e2\n",
+)
 
 
 def status_first_name_last() -> st.SearchStrategy[list[int]]:
@@ -122,6 +132,7 @@ def read_text(text: str) -> Directory:
 )
 @example(moved(["active", "active"], "L\ninactive"))  # someone active would be locked
 @example(moved(["active", "inactive"], "Linin\nactive"))  # a former employee unlocked
+@example(ID_LAST)  # the same, the "in" gone to an id: nothing syncd wrote can tell
 def test_a_moved_line_break_locks_removes_or_replaces_nobody(
     export: tuple[list[list[str]], str],
 ) -> None:
@@ -160,3 +171,40 @@ def check_changed_usernames(
             p = planned_as_the_runner_does(d, snapshot, gone, REPLACE)
             made = [c.display for c in p.changes if c.action is Action.CREATE]
             assert made == [e.username], (text, p.changes)
+
+
+@pytest.mark.parametrize(
+    ("before", "now", "done"),
+    [("inactive", "active", Action.UNLOCK), ("active", "inactive", Action.LOCK)],
+)
+def test_a_status_after_a_row_that_reads_as_written_is_taken_as_it_reads(
+    before: str, now: str, done: Action
+) -> None:
+    """Lin's row reads as syncd wrote it, so nothing moved across its edge: the person after
+    her back in the export, or gone from it, is unlocked or locked as the status says."""
+    rows, _ = moved(["active", before], "")
+    people = written(rows)
+    locked = {e.id: NOW for e in people if e.state is State.DEPARTED}
+    snapshot, view = synced(directory(COMPANY, people), locked=locked, policy=REPLACE)
+    text = "".join(f"{','.join(cells)}\n" for cells in rows).replace(f"{before},e2", f"{now},e2")
+    p = planned_as_the_runner_does(read_text(text), snapshot, view, REPLACE)
+    assert [(c.action, c.key) for c in p.changes] == [(done, "e2")], (text, p.notes)
+
+
+@pytest.mark.parametrize("name", ["Lin", "Person 1"])
+def test_a_former_employee_back_after_a_new_hire_waits_only_if_the_hire_ends_as_a_status_did(
+    name: str,
+) -> None:
+    """e2 left ("inactive") and reads "active" again, after the row of e1, a new hire syncd
+    holds nothing for: nothing tells whether e1's name took the "in" of e2's status. Named
+    "Lin" it may have: the unlock waits (said). Any other name: e2 is back."""
+    rows, _ = moved(["active", "inactive"], "")
+    e2 = written(rows)[1]
+    snapshot, view = synced(directory(COMPANY, [e2]), locked={"e2": NOW}, policy=REPLACE)
+    text = "".join(f"{','.join(cells)}\n" for cells in rows).replace("inactive,e2", "active,e2")
+    p = planned_as_the_runner_does(
+        read_text(text.replace(",Lin\n", f",{name}\n", 1)), snapshot, view, REPLACE
+    )
+    unlocked = [c.key for c in p.changes if c.action is Action.UNLOCK]
+    assert unlocked == ([] if name == "Lin" else ["e2"]), (text, p.notes)
+    assert name != "Lin" or any(n.key == "e2" and "not synced yet" in n.message for n in p.notes)

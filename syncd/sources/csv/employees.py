@@ -14,6 +14,7 @@ from syncd.model import (
     Department,
     Employee,
     Kind,
+    MovedStatus,
     Position,
     RejectedRow,
     State,
@@ -34,7 +35,7 @@ from syncd.sources._trace import Count, Outcome, Tracer, counted
 from syncd.sources.csv.columns import _Columns, _resolved
 from syncd.sources.csv.departments import _DepartmentIds
 from syncd.sources.csv.records import _REPEATED_HEADER, _Table, mentioned
-from syncd.sources.csv.rows import Rejection, Rows, Seam
+from syncd.sources.csv.rows import Beside, Rejection, Rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +46,7 @@ class _EmployeesRead:
     filtered: int  # rows the row filter left out
     status_read: bool = True  # the file has the status column (else everyone reads as active)
     username_edges: frozenset[str] = frozenset()  # Directory.username_edges
-    moved_statuses: Mapping[str, tuple[str, str, str, str]] = field(default_factory=dict)
+    moved_statuses: Mapping[str, MovedStatus] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +65,7 @@ def _read_employees(
     columns = _Columns(table)
     reader = _EmployeeReader(columns, settings, department_of, mapping)
     table.key_columns = tuple(i for i in (reader.id, reader.username) if i is not None)
-    rows = Rows(table.name, columns, reader.employee, _rejection(columns, reader), reader.seam())
+    rows = Rows(table.name, columns, reader.employee, _rejection(columns, reader), reader.beside())
     for line, cells in counted(table.rows, mapping.count):
         rows.sort(line, cells)
     rows.end()
@@ -156,28 +157,21 @@ _NONE_GIVEN: _Optional = (None, None, False, None, None)
 _ABSENT = -1  # the index of a column the file lacks: it reads the "" appended to each row
 
 
-def _edge_statuses(
-    statuses: dict[str, State],
-) -> tuple[dict[str, list[tuple[str, str]]], dict[str, list[str]]]:
-    """For each status value, the values of the other meaning it ends, with what they start
-    with ("active" ends "inactive": the "in" may be on the row before); and the texts
-    before a value of the other meaning it ends with ("inactive" is "in" + "active": the
-    "in" may be the lost end of the row before)."""
-    ends_of: dict[str, list[tuple[str, str]]] = {}
-    added: dict[str, list[str]] = {}
+def _edge_statuses(statuses: dict[str, State]) -> dict[str, tuple[str, bool]]:
+    """Each status value that a line break moved across the edge of two rows can make of
+    another of the other meaning, with the text moved, and whether the row before gained
+    it: "active" is "inactive" whose "in" went to the row before (gained), "inactive" is
+    "active" with the lost end of the row before (not gained)."""
+    found: dict[str, tuple[str, bool]] = {}
     for value, state in statuses.items():
-        others = [o for o, meaning in statuses.items() if meaning is not state]
-        ends_of[value] = [
-            (o[: len(o) - len(value)], o)
-            for o in others
-            if len(o) > len(value) and o.endswith(value)
-        ]
-        added[value] = [
-            value[: len(value) - len(o)]
-            for o in others
-            if len(value) > len(o) and value.endswith(o)
-        ]
-    return ends_of, added
+        for other, meaning in statuses.items():
+            if meaning is state or len(other) == len(value):
+                continue
+            if other.endswith(value):
+                found.setdefault(value, (other[: len(other) - len(value)], True))
+            elif value.endswith(other):
+                found.setdefault(value, (value[: len(value) - len(other)], False))
+    return found
 
 
 # The text fields syncd writes as read: one last in a row may lose its end to the next.
@@ -271,16 +265,15 @@ class _EmployeeReader:
         self._state_of: dict[str, State | str] = {}  # status text as read -> its state, or why not
         # Read first in a row, a status value may be what a line break moved across the
         # rows' edge made of another of the other meaning (_edge_statuses).
-        self._ends_of, self._added = (
-            _edge_statuses(self._statuses) if at["status"] == 0 else ({}, {})
-        )
+        self._moves = _edge_statuses(self._statuses) if at["status"] == 0 else {}
         # The text field syncd writes that ends each row, if one does; and the rows whose
         # status may be another with that field's lost end before it: by source id, the
-        # row before's id, the field, its text as read, the text (syncd.plan.moved_breaks).
+        # row before's id, the field, its text as read, the text moved and whether that row
+        # gained it (syncd.plan.moved_breaks).
         self._last_field = {i: f for f, i in at.items() if f in _WRITTEN_TEXTS}.get(
             columns.width - 1
         )
-        self.moved_statuses: dict[str, tuple[str, str, str, str]] = {}
+        self.moved_statuses: dict[str, MovedStatus] = {}
         self._positions_separator = settings.positions_separator
         self._department_of = department_of.department_of
         # (department, title) -> the positions of one placed there alone: most people.
@@ -481,36 +474,32 @@ class _EmployeeReader:
             senior = flag
         return birthday, sort_order, senior
 
-    def seam(self) -> Seam | None:
-        """Where the status is the first field of a row and one status value ends another
-        of the other meaning: a line break moved across the rows' edge by the start of
-        "inactive" ("…,Lin" + "inactive,…" read as "…,Linin" + "active,…") gives a former
-        employee their access back. A row whose status is such an end, after a row whose
-        last field ends with the rest, cannot say which it is (Rows.sort)."""
-        if not any(self._ends_of.values()) and not any(self._added.values()):
-            return None  # as a rule: the status elsewhere, or no value ends another
-
-        def moved(before: list[str], cells: list[str]) -> str | None:
-            status = status_key(cells[0])
-            self._note_added(before, cells, self._added.get(status) or [])
-            for start, whole in self._ends_of.get(status, ()):
-                if status_key(before[-1]).endswith(start):
-                    return (
-                        f"the status {shown(cells[0])} may be the end of {shown(whole)}, whose "
-                        f"start {shown(start)} a line break moved across the rows' edge onto "
-                        "the row before (its last field ends so): the person is kept as they are"
-                    )
+    def beside(self) -> Beside | None:
+        """Where the status is the first field of a row and a moved line break can make one
+        status value another of the other meaning ("…,Lin" + "inactive,…" read as
+        "…,Linin" + "active,…", "…,Lin" + "active,…" as "…,L" + "inactive,…"): what notes
+        the rows whose status may be so, for the plan to weigh against what syncd wrote for
+        the row before (syncd.plan.moved_breaks). None as a rule."""
+        if not self._moves:
             return None
-
-        return moved
-
-    def _note_added(self, before: list[str], cells: list[str], starts: list[str]) -> None:
-        """A status that may be another with the lost end of the row before: the rows, the
-        field, the text, for the plan to weigh against what syncd wrote for that row."""
         index, field = self._at.id, self._last_field
-        if starts and field is not None and index < min(len(before), len(cells)):
-            lost = cells[0].strip()[: len(starts[0])]  # as written, in its letter case
-            self.moved_statuses[cells[index]] = (before[index], field, before[-1], lost)
+
+        def note(before: list[str], cells: list[str]) -> None:
+            found = self._moves.get(status_key(cells[0]))
+            if found is None or index >= min(len(before), len(cells)):
+                return
+            text, gained = found
+            last = before[-1].strip()
+            if gained and not status_key(last).endswith(text):
+                return  # the row before does not end with what the status lost
+            if not gained and field is None:
+                return  # nothing to tell a lost end by: the departure goes ahead
+            # The text as written, in its letter case.
+            moved = last[len(last) - len(text) :] if gained else cells[0].strip()[: len(text)]
+            moves = MovedStatus(before[index], field or "", last, moved, gained)
+            self.moved_statuses[cells[index]] = moves
+
+        return note
 
     def _state(self, status: str, index: int) -> State | str:
         """The state a status text not seen before in this read names, kept in _state_of,

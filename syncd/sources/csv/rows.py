@@ -22,9 +22,9 @@ T = TypeVar("T")
 Read = Callable[[list[str], str], T | str | None]
 # The rejected row for (where, reason, cells, whether it may hide others, the texts in it).
 Rejection = Callable[[str, str, list[str] | None, bool, Collection[str]], RejectedRow]
-# Why a record cannot be read after the one before it (their cells), or None: a value a
-# line break moved across the rows' edge may have made another (syncd.sources.csv.employees).
-Seam = Callable[[list[str], list[str]], str | None]
+# Told each record after the one before it (their cells), before it is read: a value a line
+# break moved across the rows' edge may have made another (syncd.sources.csv.employees).
+Beside = Callable[[list[str], list[str]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,12 +46,12 @@ class Rows(Generic[T]):
         columns: _Columns,
         read: Read[T],
         rejection: Rejection,
-        seam: Seam | None = None,
+        beside: Beside | None = None,
     ) -> None:
         self.items: list[tuple[str, T]] = []
         self.rejected: list[RejectedRow] = []
         self._name, self._columns, self._read, self._rejection = name, columns, read, rejection
-        self._seam = seam
+        self._beside = beside
         # The last record with text, for a row a stray line break split in two: its line, its
         # cells, and whether it was read as an item (None after a record that did not parse).
         self._last: tuple[int, list[str], bool] | None = None
@@ -104,12 +104,8 @@ class Rows(Generic[T]):
             self.reject(where, after_short(short), None, hides=True, seen=cells)
             self._last = (line, cells, False)
             return
-        if self._seam is not None and last is not None and (moved := self._seam(last[1], cells)):
-            # Both rows: this one's first field and the last field of the one before.
-            self._set_aside(_Held(last, len(self.rejected)), moved_from(line))
-            self.reject(where, moved, cells)
-            self._last = (line, cells, False)
-            return
+        if self._beside is not None and last is not None:
+            self._beside(last[1], cells)
         item = self._read(cells, where)
         if item is None or isinstance(item, str):
             if item is not None:
@@ -208,13 +204,6 @@ def before_short(short_line: int) -> str:
 
 def quote_closed_after(line: int) -> str:
     return _begun_here(f"the record on line {line} starts with a field that ends in a stray quote")
-
-
-def moved_from(line: int) -> str:
-    return (
-        f"the row on line {line} starts with what may be the end of a value whose start a line "
-        "break moved onto this row: its last field cannot be trusted"
-    )
 
 
 def _begun_here(what: str) -> str:
