@@ -8,8 +8,10 @@ across the edge of two rows turns one into the other: "…,Lin" + "inactive,…"
 status may be so (``Directory.moved_statuses``). Where what syncd wrote for the row
 before's last field is what the read gives with the text moved back ("Lin" written,
 "Linin" or "L" read), the unlock or the lock waits, and the run is partial and says why;
-an unlock waits too while syncd holds nobody under that row (nothing to tell by). A row
-before that reads as syncd wrote it ("Lin", then "active") shows nothing moved.
+an unlock waits too where nothing can tell (syncd holds nobody under that row, or its last
+field is one syncd does not write, such as the id). A row before that reads as syncd wrote
+it ("Lin", then "active") shows nothing moved. A join of several sources does not carry
+these notes (its keys are not the file's ids): there the status is taken as it reads.
 """
 
 from __future__ import annotations
