@@ -84,7 +84,9 @@ class MovedStatus(NamedTuple):
     (syncd.plan.moved_breaks)."""
 
     before: str  # the source id of the row before
-    field: str  # its last field, a text syncd writes ("" for another: only if gained)
+    # Its last field: a text syncd writes, "department" when read as none the departments
+    # file has and the text moved gives one back, "" for another (only if gained).
+    field: str
     read: str  # that field as read
     text: str  # the text the break may have moved, as written
     gained: bool  # whether the row before may have gained it (else lost it)

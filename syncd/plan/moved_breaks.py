@@ -9,7 +9,9 @@ status may be so (``Directory.moved_statuses``). Where what syncd wrote for the 
 before's last field is what the read gives with the text moved back ("Lin" written,
 "Linin" or "L" read), the unlock or the lock waits, and the run is partial and says why;
 an unlock waits too where nothing can tell (syncd holds nobody under that row, or its last
-field is one syncd does not write, such as the id). A row before that reads as syncd wrote
+field is one syncd does not write, such as the id); a lock waits where the row before
+reads with a department the file does not have that the text moved back makes one it has
+("adm" + "in": "admin", the department last). A row before that reads as syncd wrote
 it ("Lin", then "active") shows nothing moved. A join of several sources does not carry
 these notes (its keys are not the file's ids): there the status is taken as it reads.
 """
@@ -58,6 +60,8 @@ def _waits(planner: EmployeePlanner, change: Change) -> bool:
 def _moved(planner: EmployeePlanner, found: MovedStatus) -> str | None:
     """Why the row before shows the text moved, or None when it reads as syncd wrote it."""
     before, field, read, text, gained = found
+    if field == "department":  # read as none the departments file has, and not as written
+        return f"source id {before}'s department {read!r} is unknown, {read + text!r} is known"
     if not field:  # a last field syncd does not write (the id, the department): no evidence
         return f"the row before ends with {text!r} in a field syncd does not write"
     if before not in planner.snapshot.employees:

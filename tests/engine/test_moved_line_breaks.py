@@ -5,11 +5,11 @@ Both rows keep the header's width and read well; each is still one person's, wit
 at its edge changed, and a status first in a row may read as another: "…,Lin" +
 "inactive,…" as "…,Linin" + "active,…" (a former employee back) and "…,Lin" + "active,…"
 as "…,L" + "inactive,…" (someone active gone). Whatever the columns' order, the edge, how
-far the break moved, the statuses (of the default vocabularies) and the names, planned as
-the runner plans with ``username_change = "remove_and_create"`` (the setting
-under which a changed username replaces an account): nobody active is locked or removed,
-nobody departed unlocked, nobody given a new account, and a username changed this way is a
-conflict that says why."""
+far the break moved, the statuses (of the default vocabularies), the names and the
+departments (one ends as a status starts), planned as the runner plans with
+``username_change = "remove_and_create"`` (the setting under which a changed username
+replaces an account): nobody active is locked or removed, nobody departed unlocked, nobody
+given a new account, and a username changed this way is a conflict that says why."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from syncd.sources.csv import read_csv
 from tests.engine.plan_world import (
     COMPANY,
     NOW,
+    dept,
     directory,
     person,
     planned_as_the_runner_does,
@@ -38,6 +39,8 @@ from tests.support.examples import examples
 COLUMNS = ["id", "username", "name", "department", "mobile", "status"]
 USERNAMES = ["user{}", "noël{}", "j.smith{}", "{}wang", "li.na.{}"]
 NAMES = ["Person {}", "Lin", "Qin {}", "Martin"]  # some end as a status value starts
+# Departments, one whose id ends as a status value starts ("admin" and "adm" + "inactive").
+DEPARTMENTS = [*COMPANY, dept("admin", "Admin")]
 # Statuses of the default vocabularies: read first in a row, "active" may be what is left
 # of "inactive", and "inactive" may be "active" with the end of the row before ("…,Lin").
 STATUSES = {"active": State.ACTIVE, "在职": State.ACTIVE, "enabled": State.ACTIVE}
@@ -53,11 +56,21 @@ ID_LAST = (
     "active,user1,Person 1,rd,13800000001,e1in\nactive,user2,Person 2,rd,13800000002,e2\n",
 )
 
+DEPARTMENT_LAST = (
+    [
+        ["status", "id", "username", "name", "mobile", "department"],
+        ["active", "e1", "user1", "Person 1", "13800000001", "admin"],
+        ["active", "e2", "user2", "Person 2", "13800000002", "rd"],
+    ],
+    "status,id,username,name,mobile,department\n"
+    "active,e1,user1,Person 1,13800000001,adm\ninactive,e2,user2,Person 2,13800000002,rd\n",
+)
 
-def status_first_name_last() -> st.SearchStrategy[list[int]]:
-    """Column orders with the status first and the name last: where a moved line break
+
+def status_first(column: str) -> st.SearchStrategy[list[int]]:
+    """Column orders with the status first and ``column`` last: where a moved line break
     can make one status another, and the row before show it."""
-    first, last = COLUMNS.index("status"), COLUMNS.index("name")
+    first, last = COLUMNS.index("status"), COLUMNS.index(column)
     middle = [i for i in range(len(COLUMNS)) if i not in (first, last)]
     return st.permutations(middle).map(lambda m: [first, *m, last])
 
@@ -77,7 +90,8 @@ def moved_breaks(
     for n, shape in enumerate(shapes, 1):
         status = draw(st.sampled_from(statuses))
         name = draw(st.sampled_from(NAMES)).format(n)
-        cells = [f"e{n}", shape.format(n), name, "rd", f"1380000{n:04d}", status]
+        place = draw(st.sampled_from([d.id for d in DEPARTMENTS]))
+        cells = [f"e{n}", shape.format(n), name, place, f"1380000{n:04d}", status]
         rows.append([cells[i] for i in order])
     lines = [",".join(cells) for cells in rows]
     k = draw(st.integers(1, count - 1))  # the break after row k (the header is row 0)
@@ -108,6 +122,7 @@ def written(rows: list[list[str]]) -> list[Employee]:
         person(
             cells[header.index("id")],
             cells[header.index("username")],
+            cells[header.index("department")],
             name=cells[header.index("name")],
             mobile=cells[header.index("mobile")],
             state=STATUSES[cells[header.index("status")]],
@@ -120,26 +135,30 @@ def read_text(text: str) -> Directory:
     with tempfile.TemporaryDirectory() as folder:
         employees, departments = Path(folder, "employees.csv"), Path(folder, "departments.csv")
         employees.write_text(text, "utf-8")
-        departments.write_text("id,name,parent_id\nrd,R&D,\nbe,Backend,rd\nsales,Sales,\n")
+        lines = [f"{d.id},{d.name},{d.parent_id or ''}\n" for d in DEPARTMENTS]
+        departments.write_text("id,name,parent_id\n" + "".join(lines), "utf-8")
         return read_csv(CsvSource(employees=employees, departments=departments))
 
 
 @settings(max_examples=examples(400), deadline=None)
 @given(
     st.one_of(
-        moved_breaks(sorted(STATUSES)), moved_breaks(sorted(STATUSES), status_first_name_last())
+        moved_breaks(sorted(STATUSES)),
+        moved_breaks(["active", "inactive"], status_first("name")),
+        moved_breaks(["active", "inactive"], status_first("department")),
     )
 )
 @example(moved(["active", "active"], "L\ninactive"))  # someone active would be locked
 @example(moved(["active", "inactive"], "Linin\nactive"))  # a former employee unlocked
 @example(ID_LAST)  # the same, the "in" gone to an id: nothing syncd wrote can tell
+@example(DEPARTMENT_LAST)  # "admin" read "adm", a department the file does not have
 def test_a_moved_line_break_locks_removes_or_replaces_nobody(
     export: tuple[list[list[str]], str],
 ) -> None:
     rows, text = export
     people = written(rows)
     locked = {e.id: NOW for e in people if e.state is State.DEPARTED}
-    snapshot, view = synced(directory(COMPANY, people), locked=locked, policy=REPLACE)
+    snapshot, view = synced(directory(DEPARTMENTS, people), locked=locked, policy=REPLACE)
     active = {e.username for e in people if e.state is State.ACTIVE}
     d = read_text(text)
     p = planned_as_the_runner_does(d, snapshot, view, REPLACE)
@@ -185,7 +204,7 @@ def test_a_status_after_a_row_that_reads_as_written_is_taken_as_it_reads(
     rows, _ = moved(["active", before], "")
     people = written(rows)
     locked = {e.id: NOW for e in people if e.state is State.DEPARTED}
-    snapshot, view = synced(directory(COMPANY, people), locked=locked, policy=REPLACE)
+    snapshot, view = synced(directory(DEPARTMENTS, people), locked=locked, policy=REPLACE)
     text = "".join(f"{','.join(cells)}\n" for cells in rows).replace(f"{before},e2", f"{now},e2")
     p = planned_as_the_runner_does(read_text(text), snapshot, view, REPLACE)
     assert [(c.action, c.key) for c in p.changes] == [(done, "e2")], (text, p.notes)
@@ -200,7 +219,7 @@ def test_a_former_employee_back_after_a_new_hire_waits_only_if_the_hire_ends_as_
     "Lin" it may have: the unlock waits (said). Any other name: e2 is back."""
     rows, _ = moved(["active", "inactive"], "")
     e2 = written(rows)[1]
-    snapshot, view = synced(directory(COMPANY, [e2]), locked={"e2": NOW}, policy=REPLACE)
+    snapshot, view = synced(directory(DEPARTMENTS, [e2]), locked={"e2": NOW}, policy=REPLACE)
     text = "".join(f"{','.join(cells)}\n" for cells in rows).replace("inactive,e2", "active,e2")
     p = planned_as_the_runner_does(
         read_text(text.replace(",Lin\n", f",{name}\n", 1)), snapshot, view, REPLACE
@@ -208,3 +227,22 @@ def test_a_former_employee_back_after_a_new_hire_waits_only_if_the_hire_ends_as_
     unlocked = [c.key for c in p.changes if c.action is Action.UNLOCK]
     assert unlocked == ([] if name == "Lin" else ["e2"]), (text, p.notes)
     assert name != "Lin" or any(n.key == "e2" and "not synced yet" in n.message for n in p.notes)
+
+
+@pytest.mark.parametrize(
+    ("department", "locked"), [("admin", ["e2"]), ("adm", []), ("adx", ["e2"])]
+)
+def test_a_departure_after_a_department_read_short_of_one_the_file_has_waits(
+    department: str, locked: list[str]
+) -> None:
+    """The department last in each row and e2 read "inactive": after e1's "adm", a
+    department the file does not have while it has "admin", the "in" may be e1's lost end:
+    the lock waits (said). After "admin", nothing moved; after "adx", which nothing moved
+    across the edge makes a department: e2 is locked."""
+    rows, text = DEPARTMENT_LAST
+    snapshot, view = synced(directory(DEPARTMENTS, written(rows)), policy=REPLACE)
+    text = text.replace(",adm\n", f",{department}\n")
+    p = planned_as_the_runner_does(read_text(text), snapshot, view, REPLACE)
+    assert [c.key for c in p.changes if c.action is Action.LOCK] == locked, (text, p.notes)
+    said = [n.message for n in p.notes if n.key == "e2"]
+    assert locked or any("'adm' is unknown, 'admin' is known" in m for m in said), said

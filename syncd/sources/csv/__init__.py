@@ -69,11 +69,12 @@ def _read(
             settings,
             lambda table: _read_departments(table, settings.department_columns),
         )
+        ids = _DepartmentIds(frozenset(d.id for _, d in departments.items))
         people = _read_file(
             settings.employees,
             "source.csv.employees",
             settings,
-            lambda table: _read_employees(table, settings, _DepartmentIds(), mapping),
+            lambda table: _read_employees(table, settings, ids, mapping),
         )
         files = [settings.employees, settings.departments]
     else:

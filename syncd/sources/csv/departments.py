@@ -76,7 +76,11 @@ def _department(cells: list[str], at: dict[str, int | None], columns: _Columns) 
 
 
 class _DepartmentIds:
-    """Layout two_files: a department cell holds the department's id."""
+    """Layout two_files: a department cell holds the department's id (``ids``: those the
+    departments file gives)."""
+
+    def __init__(self, ids: frozenset[str] = frozenset()) -> None:
+        self.ids = ids
 
     def department_of(self, text: str | None, where: str) -> str | None:
         return text or None  # already trimmed

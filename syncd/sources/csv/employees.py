@@ -276,6 +276,8 @@ class _EmployeeReader:
         self.moved_statuses: dict[str, MovedStatus] = {}
         self._positions_separator = settings.positions_separator
         self._department_of = department_of.department_of
+        # Where the departments file's ids are known (layout two_files): a cell's department.
+        self._departments = department_of
         # (department, title) -> the positions of one placed there alone: most people.
         self._primary: dict[tuple[str | None, str | None], tuple[Position, ...]] = {}
         self._secondary: dict[str, Position] = {}
@@ -490,16 +492,30 @@ class _EmployeeReader:
                 return
             text, gained = found
             last = before[-1].strip()
-            if gained and not status_key(last).endswith(text):
-                return  # the row before does not end with what the status lost
-            if not gained and field is None:
-                return  # nothing to tell a lost end by: the departure goes ahead
-            # The text as written, in its letter case.
-            moved = last[len(last) - len(text) :] if gained else cells[0].strip()[: len(text)]
-            moves = MovedStatus(before[index], field or "", last, moved, gained)
-            self.moved_statuses[cells[index]] = moves
+            # The text moved as written, in its letter case, and the row before's last field
+            # when it is one that tells ("" for another: only an unlock waits then).
+            if gained:
+                if not status_key(last).endswith(text):
+                    return  # the row before does not end with what the status lost
+                moved, named = last[len(last) - len(text) :], field or ""
+            else:
+                moved = cells[0].strip()[: len(text)]
+                named = field or ("department" if self._lost_department(last, moved) else "")
+                if not named:
+                    return  # nothing to tell a lost end by: the departure goes ahead
+            self.moved_statuses[cells[index]] = MovedStatus(
+                before[index], named, last, moved, gained
+            )
 
         return note
+
+    def _lost_department(self, read: str, moved: str) -> bool:
+        """Whether the department cell ends the row and read as a department the file does
+        not have that the text moved gives back ("adm" + "in": "admin")."""
+        if not isinstance(self._departments, _DepartmentIds):
+            return False  # a path names a department whatever it reads
+        ids, last = self._departments.ids, self._at.department == self._columns.width - 1
+        return last and read not in ids and read + moved in ids
 
     def _state(self, status: str, index: int) -> State | str:
         """The state a status text not seen before in this read names, kept in _state_of,
