@@ -77,19 +77,22 @@ class Photo:
 
 
 class MovedStatus(NamedTuple):
-    """A status first in its row that a line break moved across the edge with the row
-    before may have made of another of the other meaning: "…,Lin" + "inactive,…" read as
+    """A status at its row's edge that a line break moved across the edge with the row
+    beside may have made of another of the other meaning: "…,Lin" + "inactive,…" read as
     "…,Linin" + "active,…" (the row before ``gained`` the text "in"), "…,Lin" + "active,…"
-    as "…,L" + "inactive,…" (it lost it). What syncd wrote for the row before tells
-    (syncd.plan.moved_breaks)."""
+    as "…,L" + "inactive,…" (it lost it); the status last, "…,Active - left" + "E2,…" as
+    "…,Active" + "- leftE2,…" (the row after gained "- left"). What syncd wrote for the
+    row beside tells (syncd.plan.moved_breaks)."""
 
-    before: str  # the source id of the row before
-    # Its last field: a text syncd writes, "department" when read as none the departments
-    # file has and the text moved gives one back, "" for another (only if gained).
+    beside: str  # the source id of the row beside
+    # Its field at the edge: a text syncd writes, "department" when read as none the
+    # departments file has and the text moved gives one back, "" for another (only if
+    # gained).
     field: str
     read: str  # that field as read
     text: str  # the text the break may have moved, as written
-    gained: bool  # whether the row before may have gained it (else lost it)
+    gained: bool  # whether the row beside may have gained it (else lost it)
+    after: bool = False  # the row beside is the one after (else the one before)
 
 
 class Employee(NamedTuple):

@@ -73,7 +73,7 @@ def weighed(directory: Directory, snapshot: Snapshot, view: PlatformView) -> set
         if (e := people.get(s.source_id)) is not None and e.state is State.ACTIVE
     )
     found.update(_renumbered(directory, snapshot))
-    found.update(_before_moved_statuses(directory, snapshot))
+    found.update(_beside_moved_statuses(directory, snapshot))
     # People the read gives another username: a row under another's id (rekeys.claiming_row)?
     renamed = _renamed(directory, snapshot)
     found.update(renamed)
@@ -118,11 +118,11 @@ def _new_ids(directory: Directory, snapshot: Snapshot) -> bool:
     )
 
 
-def _before_moved_statuses(directory: Directory, snapshot: Snapshot) -> list[str]:
-    """The people syncd holds whose rows come before statuses a moved line break may have
-    made (syncd.plan.moved_breaks): what syncd wrote for their last field tells."""
+def _beside_moved_statuses(directory: Directory, snapshot: Snapshot) -> list[str]:
+    """The people syncd holds whose rows are beside statuses a moved line break may have
+    made (syncd.plan.moved_breaks): what syncd wrote for their field at the edge tells."""
     synced = snapshot.employees
-    return [before for before, *_ in directory.moved_statuses.values() if before in synced]
+    return [beside for beside, *_ in directory.moved_statuses.values() if beside in synced]
 
 
 def _renamed(directory: Directory, snapshot: Snapshot) -> set[str]:

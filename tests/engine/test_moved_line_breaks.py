@@ -45,6 +45,10 @@ DEPARTMENTS = [*COMPANY, dept("admin", "Admin")]
 # of "inactive", and "inactive" may be "active" with the end of the row before ("…,Lin").
 STATUSES = {"active": State.ACTIVE, "在职": State.ACTIVE, "enabled": State.ACTIVE}
 STATUSES |= {"inactive": State.DEPARTED, "离职": State.DEPARTED, "departed": State.DEPARTED}
+# An HR system's vocabulary whose departed value is an active one with text after it: last in
+# a row, "Active - left" may read "Active", its end moved to the start of the row after.
+SUFFIXED = {"Active": State.ACTIVE, "On leave": State.ACTIVE, "Active - left": State.DEPARTED}
+SUFFIXED |= {"Left": State.DEPARTED}
 REPLACE = Policy(username_change="remove_and_create")
 ID_LAST = (
     [
@@ -65,6 +69,28 @@ DEPARTMENT_LAST = (
     "status,id,username,name,mobile,department\n"
     "active,e1,user1,Person 1,13800000001,adm\ninactive,e2,user2,Person 2,13800000002,rd\n",
 )
+
+
+def status_last_moved(first: str) -> tuple[list[list[str]], str]:
+    """Two rows, ``first`` their first column and the status last, e1 departed ("Active -
+    left") and e2 active, and the text as a line break moved left by " - left" leaves it."""
+    header = ["id", "username", "name", "department", "mobile"]
+    header = [first, *(c for c in header if c != first), "status"]
+    values = {"id": "e{}", "username": "user{}", "name": "Person {}", "department": "rd"}
+    values |= {"mobile": "1380000000{}"}
+    rows = [header]
+    rows += [
+        [values[c].format(n) for c in header[:-1]] + [s]
+        for n, s in ((1, "Active - left"), (2, "Active"))
+    ]
+    lines = [",".join(cells) for cells in rows]
+    return rows, f"{lines[0]}\n{lines[1][: -len(' - left')]}\n - left{lines[2]}\n"
+
+
+def status_last() -> st.SearchStrategy[list[int]]:
+    """Column orders with the status last."""
+    last = COLUMNS.index("status")
+    return st.permutations([i for i in range(len(COLUMNS)) if i != last]).map(lambda m: [*m, last])
 
 
 def status_first(column: str) -> st.SearchStrategy[list[int]]:
@@ -115,7 +141,7 @@ def moved(statuses: list[str], edge: str) -> tuple[list[list[str]], str]:
     return rows, f"{','.join(rows[0])}\n{','.join(rows[1][:-1])},{edge},{line}\n"
 
 
-def written(rows: list[list[str]]) -> list[Employee]:
+def written(rows: list[list[str]], vocabulary: dict[str, State] = STATUSES) -> list[Employee]:
     """The people of the rows as written, before the break moved."""
     header = rows[0]
     return [
@@ -125,19 +151,24 @@ def written(rows: list[list[str]]) -> list[Employee]:
             cells[header.index("department")],
             name=cells[header.index("name")],
             mobile=cells[header.index("mobile")],
-            state=STATUSES[cells[header.index("status")]],
+            state=vocabulary[cells[header.index("status")]],
         )
         for cells in rows[1:]
     ]
 
 
-def read_text(text: str) -> Directory:
+def read_text(text: str, vocabulary: dict[str, State] = STATUSES) -> Directory:
+    """The export read by the CSV source, with ``vocabulary``'s statuses (the defaults')."""
+    values = {
+        "active_values": [v for v, state in vocabulary.items() if state is State.ACTIVE],
+        "departed_values": [v for v, state in vocabulary.items() if state is State.DEPARTED],
+    }
     with tempfile.TemporaryDirectory() as folder:
         employees, departments = Path(folder, "employees.csv"), Path(folder, "departments.csv")
         employees.write_text(text, "utf-8")
         lines = [f"{d.id},{d.name},{d.parent_id or ''}\n" for d in DEPARTMENTS]
         departments.write_text("id,name,parent_id\n" + "".join(lines), "utf-8")
-        return read_csv(CsvSource(employees=employees, departments=departments))
+        return read_csv(CsvSource(employees=employees, departments=departments, **values))
 
 
 @settings(max_examples=examples(400), deadline=None)
@@ -155,12 +186,30 @@ def read_text(text: str) -> Directory:
 def test_a_moved_line_break_locks_removes_or_replaces_nobody(
     export: tuple[list[list[str]], str],
 ) -> None:
-    rows, text = export
-    people = written(rows)
+    check_moved_break(*export, STATUSES)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(moved_breaks(sorted(SUFFIXED), status_last()))
+@example(status_last_moved("id"))  # a former employee unlocked: nothing syncd wrote tells
+@example(status_last_moved("username"))  # the username after read "- leftuser2"
+@example(status_last_moved("mobile"))  # the mobile after read as written, with "- left"
+def test_a_moved_line_break_after_a_status_last_unlocks_nobody(
+    export: tuple[list[list[str]], str],
+) -> None:
+    """The same with the status last in each row and a vocabulary whose departed value is an
+    active one with text after it."""
+    check_moved_break(*export, SUFFIXED)
+
+
+def check_moved_break(rows: list[list[str]], text: str, vocabulary: dict[str, State]) -> None:
+    """Nobody active locked or removed, nobody departed unlocked, no account made; each
+    username changed is a conflict (check_changed_usernames)."""
+    people = written(rows, vocabulary)
     locked = {e.id: NOW for e in people if e.state is State.DEPARTED}
     snapshot, view = synced(directory(DEPARTMENTS, people), locked=locked, policy=REPLACE)
     active = {e.username for e in people if e.state is State.ACTIVE}
-    d = read_text(text)
+    d = read_text(text, vocabulary)
     p = planned_as_the_runner_does(d, snapshot, view, REPLACE)
     harm = [
         c

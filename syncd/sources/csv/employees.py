@@ -34,8 +34,9 @@ from syncd.sources._text import (
 from syncd.sources._trace import Count, Outcome, Tracer, counted
 from syncd.sources.csv.columns import _Columns, _resolved
 from syncd.sources.csv.departments import _DepartmentIds
+from syncd.sources.csv.moved_breaks import WRITTEN_TEXTS, StatusNotes, edge_statuses
 from syncd.sources.csv.records import _REPEATED_HEADER, _Table, mentioned
-from syncd.sources.csv.rows import Beside, Rejection, Rows
+from syncd.sources.csv.rows import Rejection, Rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +66,9 @@ def _read_employees(
     columns = _Columns(table)
     reader = _EmployeeReader(columns, settings, department_of, mapping)
     table.key_columns = tuple(i for i in (reader.id, reader.username) if i is not None)
-    rows = Rows(table.name, columns, reader.employee, _rejection(columns, reader), reader.beside())
+    notes = reader.status_notes
+    beside = None if notes is None else notes.beside
+    rows = Rows(table.name, columns, reader.employee, _rejection(columns, reader), beside)
     for line, cells in counted(table.rows, mapping.count):
         rows.sort(line, cells)
     rows.end()
@@ -76,7 +79,7 @@ def _read_employees(
         reader.filtered,
         reader.status_read,
         _edges(reader.username, columns),
-        reader.moved_statuses,
+        {} if notes is None else notes.found,
     )
 
 
@@ -117,6 +120,26 @@ def _rejection(columns: _Columns, reader: _EmployeeReader) -> Rejection:
     return rejected
 
 
+def _status_notes(
+    statuses: dict[str, State],
+    at: Mapping[str, int | None],
+    columns: _Columns,
+    department_of: _DepartmentIds | DepartmentPaths,
+) -> StatusNotes | None:
+    """What notes the rows whose status, first or last in its row, may be what a moved
+    line break made of another (syncd.sources.csv.moved_breaks); None as a rule: the
+    status elsewhere, or a vocabulary with no such pair."""
+    status, edges = at["status"], {0: True, columns.width - 1: False}
+    first = edges.get(status if status is not None else -1)
+    moves = {} if first is None else edge_statuses(statuses, first)
+    if first is None or not moves or at["id"] is None:
+        return None
+    beside = columns.width - 1 if first else 0  # the column at the edge of the row beside
+    field = next((f for f, i in at.items() if i == beside and f in WRITTEN_TEXTS), None)
+    ids = department_of.ids if isinstance(department_of, _DepartmentIds) else None
+    return StatusNotes(moves, first, at["id"], field, ids if at["department"] == beside else None)
+
+
 def _header_spellings(labels: list[str]) -> frozenset[str]:
     """The spellings of the header's names a header row again (two exports joined into one
     file) may give its id cell: such a row is looked at closely (repeats_header)."""
@@ -155,27 +178,6 @@ _Optional = tuple[str | None, int | None, bool, str | None, str | None]
 _NONE_GIVEN: _Optional = (None, None, False, None, None)
 
 _ABSENT = -1  # the index of a column the file lacks: it reads the "" appended to each row
-
-
-def _edge_statuses(statuses: dict[str, State]) -> dict[str, tuple[str, bool]]:
-    """Each status value that a line break moved across the edge of two rows can make of
-    another of the other meaning, with the text moved, and whether the row before gained
-    it: "active" is "inactive" whose "in" went to the row before (gained), "inactive" is
-    "active" with the lost end of the row before (not gained)."""
-    found: dict[str, tuple[str, bool]] = {}
-    for value, state in statuses.items():
-        for other, meaning in statuses.items():
-            if meaning is state or len(other) == len(value):
-                continue
-            if other.endswith(value):
-                found.setdefault(value, (other[: len(other) - len(value)], True))
-            elif value.endswith(other):
-                found.setdefault(value, (value[: len(value) - len(other)], False))
-    return found
-
-
-# The text fields syncd writes as read: one last in a row may lose its end to the next.
-_WRITTEN_TEXTS = ("username", "name", "en_name", "email", "mobile", "tel", "sn", "job_title")
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,21 +265,10 @@ class _EmployeeReader:
         }
         self._statuses.update((status_key(v), State.DEPARTED) for v in settings.departed_values)
         self._state_of: dict[str, State | str] = {}  # status text as read -> its state, or why not
-        # Read first in a row, a status value may be what a line break moved across the
-        # rows' edge made of another of the other meaning (_edge_statuses).
-        self._moves = _edge_statuses(self._statuses) if at["status"] == 0 else {}
-        # The text field syncd writes that ends each row, if one does; and the rows whose
-        # status may be another with that field's lost end before it: by source id, the
-        # row before's id, the field, its text as read, the text moved and whether that row
-        # gained it (syncd.plan.moved_breaks).
-        self._last_field = {i: f for f, i in at.items() if f in _WRITTEN_TEXTS}.get(
-            columns.width - 1
-        )
-        self.moved_statuses: dict[str, MovedStatus] = {}
+        # A status at a row's edge may be what a moved line break made of another.
+        self.status_notes = _status_notes(self._statuses, at, columns, department_of)
         self._positions_separator = settings.positions_separator
         self._department_of = department_of.department_of
-        # Where the departments file's ids are known (layout two_files): a cell's department.
-        self._departments = department_of
         # (department, title) -> the positions of one placed there alone: most people.
         self._primary: dict[tuple[str | None, str | None], tuple[Position, ...]] = {}
         self._secondary: dict[str, Position] = {}
@@ -475,47 +466,6 @@ class _EmployeeReader:
                 )
             senior = flag
         return birthday, sort_order, senior
-
-    def beside(self) -> Beside | None:
-        """Where the status is the first field of a row and a moved line break can make one
-        status value another of the other meaning ("…,Lin" + "inactive,…" read as
-        "…,Linin" + "active,…", "…,Lin" + "active,…" as "…,L" + "inactive,…"): what notes
-        the rows whose status may be so, for the plan to weigh against what syncd wrote for
-        the row before (syncd.plan.moved_breaks). None as a rule."""
-        if not self._moves:
-            return None
-        index, field = self._at.id, self._last_field
-
-        def note(before: list[str], cells: list[str]) -> None:
-            found = self._moves.get(status_key(cells[0]))
-            if found is None or index >= min(len(before), len(cells)):
-                return
-            text, gained = found
-            last = before[-1].strip()
-            # The text moved as written, in its letter case, and the row before's last field
-            # when it is one that tells ("" for another: only an unlock waits then).
-            if gained:
-                if not status_key(last).endswith(text):
-                    return  # the row before does not end with what the status lost
-                moved, named = last[len(last) - len(text) :], field or ""
-            else:
-                moved = cells[0].strip()[: len(text)]
-                named = field or ("department" if self._lost_department(last, moved) else "")
-                if not named:
-                    return  # nothing to tell a lost end by: the departure goes ahead
-            self.moved_statuses[cells[index]] = MovedStatus(
-                before[index], named, last, moved, gained
-            )
-
-        return note
-
-    def _lost_department(self, read: str, moved: str) -> bool:
-        """Whether the department cell ends the row and read as a department the file does
-        not have that the text moved gives back ("adm" + "in": "admin")."""
-        if not isinstance(self._departments, _DepartmentIds):
-            return False  # a path names a department whatever it reads
-        ids, last = self._departments.ids, self._at.department == self._columns.width - 1
-        return last and read not in ids and read + moved in ids
 
     def _state(self, status: str, index: int) -> State | str:
         """The state a status text not seen before in this read names, kept in _state_of,

@@ -23,7 +23,7 @@ Read = Callable[[list[str], str], T | str | None]
 # The rejected row for (where, reason, cells, whether it may hide others, the texts in it).
 Rejection = Callable[[str, str, list[str] | None, bool, Collection[str]], RejectedRow]
 # Told each record after the one before it (their cells), before it is read: a value a line
-# break moved across the rows' edge may have made another (syncd.sources.csv.employees).
+# break moved across the rows' edge may have made another (syncd.sources.csv.moved_breaks).
 Beside = Callable[[list[str], list[str]], None]
 
 

@@ -1,0 +1,96 @@
+"""Statuses a line break moved across two rows' edge may have made: what the reader notes.
+
+A status at a row's edge (its first column or its last) shares that edge with the row
+beside it, and some vocabularies hold a value that is another of the other meaning with
+text at that edge: in the defaults, "inactive" is "in" + "active" (status first); in one
+of an HR system's, "Active - left" is "Active" + " - left" (status last). A line break
+moved across the edge turns one into the other, and both rows read well: "…,Lin" +
+"inactive,…" reads as "…,Linin" + "active,…" (a former employee back), and "…,Active -
+left" + "E2,…" as "…,Active" + " - leftE2,…". The reader notes each row whose status may
+be so, with what the row beside shows at that edge (``MovedStatus``); the plan weighs it
+against what syncd wrote for that row (syncd.plan.moved_breaks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from syncd.config.source import status_key
+from syncd.model import MovedStatus, State
+
+# The text fields syncd writes as read: one at the edge of a row may lose text to the next.
+WRITTEN_TEXTS = ("username", "name", "en_name", "email", "mobile", "tel", "sn", "job_title")
+
+
+def edge_statuses(statuses: Mapping[str, State], first: bool) -> dict[str, tuple[str, bool]]:
+    """Each status value (as compared) that a moved line break can make of another of the
+    other meaning, with the text moved (as compared, trimmed) and whether the row beside
+    gained it. First in its row, a status's start moves to or from the row before:
+    "active" is "inactive" whose "in" the row before gained, "inactive" is "active" with
+    the row before's lost end. Last, its end moves to or from the row after."""
+    found: dict[str, tuple[str, bool]] = {}
+    for value, state in statuses.items():
+        for other, meaning in statuses.items():
+            if meaning is not state and len(other) != len(value):
+                moved = _moved_text(value, other, first)
+                if moved is not None:
+                    found.setdefault(value, moved)
+    return found
+
+
+def _moved_text(value: str, other: str, first: bool) -> tuple[str, bool] | None:
+    """The text between ``value`` read and ``other`` written, and whether the row beside
+    gained it (``value`` the shorter), when one is the other with text at the edge."""
+    shorter, longer = sorted((value, other), key=len)
+    if first and longer.endswith(shorter):
+        text = longer[: len(longer) - len(shorter)]
+    elif not first and longer.startswith(shorter):
+        text = longer[len(shorter) :]
+    else:
+        return None
+    return (text.strip(), len(value) < len(other)) if text.strip() else None
+
+
+@dataclass
+class StatusNotes:
+    """The rows of a file whose status, at a row's edge, may be what a moved line break
+    made (``found``: by source id). ``written``: the text field syncd writes at the edge
+    of the row beside (its last column for a status first, its first for a status last),
+    if one is; ``departments``: the departments file's ids, when a department is there."""
+
+    moves: dict[str, tuple[str, bool]]
+    first: bool  # the status is the first column (else the last)
+    id: int  # the id's column
+    written: str | None
+    departments: frozenset[str] | None
+    found: dict[str, MovedStatus] = field(default_factory=dict)
+
+    def beside(self, before: list[str], cells: list[str]) -> None:
+        """Told a record after the one before it (each the header's width)."""
+        after = not self.first  # the row beside is the one after (else the one before)
+        status, other = (before, cells) if after else (cells, before)
+        shown = status[-1 if after else 0].strip()
+        found = self.moves.get(status_key(shown))
+        if found is None or len(before) != len(cells) or self.id >= len(cells):
+            return
+        text, gained = found
+        edge = other[0 if after else -1].strip()
+        if gained:  # the row beside may have gained the text at its edge
+            moved = edge[: len(text)] if after else edge[len(edge) - len(text) :]
+            if status_key(moved) != text:
+                return  # it does not show it
+            named = self.written or ""
+        else:  # or lost it to the status: the text as written there, in its letter case
+            moved = shown[len(shown) - len(text) :] if after else shown[: len(text)]
+            named = self.written or ("department" if self._lost_department(edge, moved) else "")
+            if not named:
+                return  # nothing to tell a lost text by: the departure goes ahead
+        self.found[status[self.id]] = MovedStatus(other[self.id], named, edge, moved, gained, after)
+
+    def _lost_department(self, read: str, moved: str) -> bool:
+        """Whether the row beside names, at its edge, a department the file does not have
+        that the text moved gives back ("adm" + "in": "admin")."""
+        ids = self.departments
+        whole = read + moved if self.first else moved + read
+        return ids is not None and read not in ids and whole in ids
