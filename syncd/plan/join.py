@@ -55,6 +55,7 @@ from syncd.model import (
     Directory,
     Employee,
     Kind,
+    MovedStatus,
     RejectedRow,
     State,
     build_directory,
@@ -521,9 +522,33 @@ class _Joining:
                 status_read=status_read,
             )
             directory = replace(directory, blind=blind)
-        # A username any source reads from a row's edge may be changed by a moved line break.
+        # A username any source reads from a row's edge may be changed by a moved line break,
+        # and so may a status (syncd.plan.moved_breaks).
         edges = frozenset[str]().union(*(r.directory.username_edges for r in reads))
-        return self._named(replace(directory, username_edges=edges) if edges else directory)
+        moved = self._moved_statuses()
+        if edges or moved:
+            directory = replace(directory, username_edges=edges, moved_statuses=moved)
+        return self._named(directory)
+
+    def _moved_statuses(self) -> dict[str, MovedStatus]:
+        """The notes of statuses a moved line break may have made, each joined person's from
+        the source that decides their status, its ids made joined keys (the row beside's
+        too: one the join does not pair is named by its source, and syncd holds nobody so)."""
+        if not any(r.directory.moved_statuses for r in self.reads):
+            return {}  # as a rule
+        keys = {(i, e.id): k for k, slots in self.people.items() for i, e in _present(slots)}
+        found: dict[str, MovedStatus] = {}
+        for k, _ in self.merged:
+            slots = self.people[k]
+            decider = self._decider(k, slots)
+            record = None if decider is None else slots[decider]
+            if decider is None or record is None:
+                continue
+            note = self.reads[decider].directory.moved_statuses.get(record.id)
+            if note is not None:
+                beside = keys.get((decider, note.beside), f"{self.names[decider]}:{note.beside}")
+                found[k] = note._replace(beside=beside)
+        return found
 
     def _mark_departures(self) -> None:
         """Each departing person's rows marked departed under the joined key and username,
@@ -623,6 +648,11 @@ class _Joining:
             for r in directory.rejected
         )
         return replace(directory, rejected=named) if named != directory.rejected else directory
+
+
+def _present(slots: Slots) -> Iterable[tuple[int, Employee]]:
+    """Each source's record in the slots, with the source's index."""
+    return ((i, e) for i, e in enumerate(slots) if e is not None)
 
 
 def _key_held(read: SourceRead) -> None:

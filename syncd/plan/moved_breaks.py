@@ -14,8 +14,8 @@ where nothing can tell (syncd holds nobody under that row, or its field at the e
 syncd does not write, such as the id); a lock waits where the row beside reads with a
 department the file does not have that the text moved back makes one it has ("adm" +
 "in": "admin"). A row beside that reads as syncd wrote it ("Lin", then "active") shows
-nothing moved. A join of several sources does not carry these notes (its keys are not the
-file's ids): there the status is taken as it reads.
+nothing moved. A join of several sources carries the notes of the source that decides
+each person's status, under joined keys (syncd.plan.join).
 """
 
 from __future__ import annotations

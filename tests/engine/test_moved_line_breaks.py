@@ -16,6 +16,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
@@ -24,6 +25,7 @@ from hypothesis import strategies as st
 from syncd.config import CsvSource
 from syncd.model import Directory, Employee, State
 from syncd.plan import Action, Plan, PlatformView, Policy, Snapshot
+from syncd.plan.join import JoinRules, SourceRead, join
 from syncd.sources.csv import read_csv
 from tests.engine.plan_world import (
     COMPANY,
@@ -295,3 +297,39 @@ def test_a_departure_after_a_department_read_short_of_one_the_file_has_waits(
     assert [c.key for c in p.changes if c.action is Action.LOCK] == locked, (text, p.notes)
     said = [n.message for n in p.notes if n.key == "e2"]
     assert locked or any("'adm' is unknown, 'admin' is known" in m for m in said), said
+
+
+@pytest.mark.parametrize(
+    ("decides", "broken", "unlocked"),
+    [("hr", True, []), ("ad", True, ["user2"]), ("hr", False, ["user2"])],
+)
+def test_a_join_weighs_the_status_of_the_source_that_decides_it(
+    decides: str, broken: bool, unlocked: list[str]
+) -> None:
+    """HR's export (status first, name last) joined with AD by username: e2 left, and a
+    moved line break reads "…,Lin" + "inactive,…" as "…,Linin" + "active,…". Where HR
+    decides the status, the unlock waits, as with HR alone; where AD does and reads e2
+    active, HR's file has no say: e2 is unlocked. HR's e2 back after "Lin" read as written
+    (its row beside weighed under its joined key): unlocked."""
+    rows, text = moved(["active", "inactive"], "Linin\nactive")
+    before = "".join(f"{','.join(cells)}\n" for cells in rows)
+    if not broken:
+        text = before.replace("inactive,e2", "active,e2")
+    people = {f"ad{e.id}": e._replace(id=f"ad{e.id}") for e in written(rows)}
+    rules = JoinRules({"state": (decides, *({"hr", "ad"} - {decides}))})
+
+    def joined(hr: str, state: State, **kw: Any) -> Directory:
+        ad = {k: e._replace(state=state) if k == "ade2" else e for k, e in people.items()}
+        reads = [
+            SourceRead("hr", read_text(hr), key="username"),
+            SourceRead("ad", Directory({}, ad, status_read=True), key="username"),
+        ]
+        return join(reads, rules, **kw).directory
+
+    snapshot, view = synced(joined(before, State.DEPARTED), locked={"user2": NOW}, policy=REPLACE)
+    now = joined(
+        text, State.ACTIVE if decides == "ad" else State.DEPARTED, synced=snapshot.employees
+    )
+    p = planned_as_the_runner_does(now, snapshot, view, REPLACE)
+    done = [c.key for c in p.changes if c.action is Action.UNLOCK]
+    assert done == unlocked, (p.changes, p.notes)
