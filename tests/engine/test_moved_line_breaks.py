@@ -119,7 +119,8 @@ def moved_breaks(
         status = draw(st.sampled_from(statuses))
         name = draw(st.sampled_from(NAMES)).format(n)
         place = draw(st.sampled_from([d.id for d in DEPARTMENTS]))
-        cells = [f"e{n}", shape.format(n), name, place, f"1380000{n:04d}", status]
+        pad = draw(st.sampled_from(["", " "]))  # an id with spaces around it is read trimmed
+        cells = [f"{pad}e{n}{pad}", shape.format(n), name, place, f"1380000{n:04d}", status]
         rows.append([cells[i] for i in order])
     lines = [",".join(cells) for cells in rows]
     k = draw(st.integers(1, count - 1))  # the break after row k (the header is row 0)
@@ -143,12 +144,18 @@ def moved(statuses: list[str], edge: str) -> tuple[list[list[str]], str]:
     return rows, f"{','.join(rows[0])}\n{','.join(rows[1][:-1])},{edge},{line}\n"
 
 
+def spaced(export: tuple[list[list[str]], str]) -> tuple[list[list[str]], str]:
+    """The export with its ids written with spaces around them (read trimmed)."""
+    rows, text = export
+    return rows, text.replace(",e1,", ", e1 ,").replace(",e2,", ", e2 ,")
+
+
 def written(rows: list[list[str]], vocabulary: dict[str, State] = STATUSES) -> list[Employee]:
     """The people of the rows as written, before the break moved."""
     header = rows[0]
     return [
         person(
-            cells[header.index("id")],
+            cells[header.index("id")].strip(),
             cells[header.index("username")],
             cells[header.index("department")],
             name=cells[header.index("name")],
@@ -183,6 +190,8 @@ def read_text(text: str, vocabulary: dict[str, State] = STATUSES) -> Directory:
 )
 @example(moved(["active", "active"], "L\ninactive"))  # someone active would be locked
 @example(moved(["active", "inactive"], "Linin\nactive"))  # a former employee unlocked
+@example(spaced(moved(["active", "inactive"], "Linin\nactive")))  # ids " e1 ", " e2 "
+@example(spaced(moved(["active", "active"], "L\ninactive")))
 @example(ID_LAST)  # the same, the "in" gone to an id: nothing syncd wrote can tell
 @example(DEPARTMENT_LAST)  # "admin" read "adm", a department the file does not have
 def test_a_moved_line_break_locks_removes_or_replaces_nobody(

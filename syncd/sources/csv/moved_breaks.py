@@ -67,12 +67,16 @@ class StatusNotes:
     found: dict[str, MovedStatus] = field(default_factory=dict)
 
     def beside(self, before: list[str], cells: list[str]) -> None:
-        """Told a record after the one before it (each the header's width)."""
+        """Told a record after the one before it."""
         after = not self.first  # the row beside is the one after (else the one before)
         status, other = (before, cells) if after else (cells, before)
+        # The row after has the header's width; the row before may not (a short row read
+        # under a header whose last columns have no name): its last cell ends it all the same.
+        if self.id >= min(len(before), len(cells)) or (after and len(before) != len(cells)):
+            return
         shown = status[-1 if after else 0].strip()
         found = self.moves.get(status_key(shown))
-        if found is None or len(before) != len(cells) or self.id >= len(cells):
+        if found is None:
             return
         text, gained = found
         edge = other[0 if after else -1].strip()
@@ -86,7 +90,8 @@ class StatusNotes:
             named = self.written or ("department" if self._lost_department(edge, moved) else "")
             if not named:
                 return  # nothing to tell a lost text by: the departure goes ahead
-        self.found[status[self.id]] = MovedStatus(other[self.id], named, edge, moved, gained, after)
+        beside = other[self.id].strip()
+        self.found[status[self.id].strip()] = MovedStatus(beside, named, edge, moved, gained, after)
 
     def _lost_department(self, read: str, moved: str) -> bool:
         """Whether the row beside names, at its edge, a department the file does not have
