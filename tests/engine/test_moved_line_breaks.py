@@ -73,9 +73,11 @@ DEPARTMENT_LAST = (
 )
 
 
-def status_last_moved(first: str) -> tuple[list[list[str]], str]:
+def status_last_moved(first: str, tail: str = "") -> tuple[list[list[str]], str]:
     """Two rows, ``first`` their first column and the status last, e1 departed ("Active -
-    left") and e2 active, and the text as a line break moved left by " - left" leaves it."""
+    left") and e2 active, and the text as a line break moved left by " - left" leaves it.
+    ``tail``: what ends the header line (``","``: a last column without a name, which the
+    rows leave out)."""
     header = ["id", "username", "name", "department", "mobile"]
     header = [first, *(c for c in header if c != first), "status"]
     values = {"id": "e{}", "username": "user{}", "name": "Person {}", "department": "rd"}
@@ -86,7 +88,7 @@ def status_last_moved(first: str) -> tuple[list[list[str]], str]:
         for n, s in ((1, "Active - left"), (2, "Active"))
     ]
     lines = [",".join(cells) for cells in rows]
-    return rows, f"{lines[0]}\n{lines[1][: -len(' - left')]}\n - left{lines[2]}\n"
+    return rows, f"{lines[0]}{tail}\n{lines[1][: -len(' - left')]}\n - left{lines[2]}\n"
 
 
 def status_last() -> st.SearchStrategy[list[int]]:
@@ -205,6 +207,7 @@ def test_a_moved_line_break_locks_removes_or_replaces_nobody(
 @example(status_last_moved("id"))  # a former employee unlocked: nothing syncd wrote tells
 @example(status_last_moved("username"))  # the username after read "- leftuser2"
 @example(status_last_moved("mobile"))  # the mobile after read as written, with "- left"
+@example(status_last_moved("id", ","))  # the status the last named column, and the row's
 def test_a_moved_line_break_after_a_status_last_unlocks_nobody(
     export: tuple[list[list[str]], str],
 ) -> None:

@@ -129,15 +129,16 @@ def _status_notes(
     """What notes the rows whose status, first or last in its row, may be what a moved
     line break made of another (syncd.sources.csv.moved_breaks); None as a rule: the
     status elsewhere, or a vocabulary with no such pair."""
-    status, edges = at["status"], {0: True, columns.width - 1: False}
-    first = edges.get(status if status is not None else -1)
-    moves = {} if first is None else edge_statuses(statuses, first)
-    if first is None or not moves or at["id"] is None:
+    status, ends = at["status"], (columns.min_width - 1, columns.width - 1)
+    first = status == 0
+    edge = first or status in ends
+    moves = edge_statuses(statuses, first) if status is not None and edge else {}
+    if status is None or not moves or at["id"] is None:
         return None
     beside = columns.width - 1 if first else 0  # the column at the edge of the row beside
     field = next((f for f, i in at.items() if i == beside and f in WRITTEN_TEXTS), None)
     ids = department_of.ids if isinstance(department_of, _DepartmentIds) else None
-    return StatusNotes(moves, first, at["id"], field, ids if at["department"] == beside else None)
+    return StatusNotes(moves, status, at["id"], field, ids if at["department"] == beside else None)
 
 
 def _header_spellings(labels: list[str]) -> frozenset[str]:

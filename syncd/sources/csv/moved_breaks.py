@@ -60,21 +60,26 @@ class StatusNotes:
     if one is; ``departments``: the departments file's ids, when a department is there."""
 
     moves: dict[str, tuple[str, bool]]
-    first: bool  # the status is the first column (else the last)
+    status: int  # the status's column: the first, or the last (of those named, when the
+    # header ends in columns without a name: a row may end there)
     id: int  # the id's column
     written: str | None
     departments: frozenset[str] | None
     found: dict[str, MovedStatus] = field(default_factory=dict)
 
+    @property
+    def first(self) -> bool:
+        return self.status == 0
+
     def beside(self, before: list[str], cells: list[str]) -> None:
         """Told a record after the one before it."""
         after = not self.first  # the row beside is the one after (else the one before)
         status, other = (before, cells) if after else (cells, before)
-        # The row after has the header's width; the row before may not (a short row read
-        # under a header whose last columns have no name): its last cell ends it all the same.
-        if self.id >= min(len(before), len(cells)) or (after and len(before) != len(cells)):
+        # Either row may end early, under a header whose last columns have no name: a
+        # status last must end the row before.
+        if self.id >= min(len(before), len(cells)) or (after and len(before) != self.status + 1):
             return
-        shown = status[-1 if after else 0].strip()
+        shown = status[self.status].strip()
         found = self.moves.get(status_key(shown))
         if found is None:
             return
