@@ -110,9 +110,9 @@ def moved_breaks(
     draw: st.DrawFn, statuses: list[str], orders: st.SearchStrategy[list[int]] | None = None
 ) -> tuple[list[list[str]], str]:
     """A company's rows (columns in any order, or one of ``orders``, header first, a status
-    of ``statuses`` each) and the export's text with one line break between two rows moved
-    by a few characters, left or right, never past the field at the edge (each row keeps
-    the header's width)."""
+    of ``statuses`` each) and the export's text with one line break between two rows, or
+    the last one, moved by a few characters, left or right, never past the field at the
+    edge (each row keeps the header's width)."""
     order = draw(st.permutations(range(len(COLUMNS))) if orders is None else orders)
     count = draw(st.integers(2, 6))
     shapes = draw(st.lists(st.sampled_from(USERNAMES), min_size=count, max_size=count))
@@ -124,15 +124,16 @@ def moved_breaks(
         pad = draw(st.sampled_from(["", " "]))  # an id with spaces around it is read trimmed
         cells = [f"{pad}e{n}{pad}", shape.format(n), name, place, f"1380000{n:04d}", status]
         rows.append([cells[i] for i in order])
-    lines = [",".join(cells) for cells in rows]
-    k = draw(st.integers(1, count - 1))  # the break after row k (the header is row 0)
-    if draw(st.booleans()):  # left: the end of row k's last field starts row k + 1
+    lines = [",".join(cells) for cells in rows] + [""]  # the file ends with a line end
+    k = draw(st.integers(1, count))  # the break after row k (the header is row 0)
+    if k == count or draw(st.booleans()):  # left: the end of row k's last field starts row k + 1
         d = draw(st.integers(1, len(rows[k][-1])))
         lines[k], lines[k + 1] = lines[k][:-d], lines[k][-d:] + lines[k + 1]
     else:  # right: the start of row k + 1's first field ends row k
         d = draw(st.integers(1, len(rows[k + 1][0])))
         lines[k], lines[k + 1] = lines[k] + lines[k + 1][:d], lines[k + 1][d:]
-    return rows, "".join(f"{line}\n" for line in lines)
+    # After the last row, the moved text is a last line without a line end of its own.
+    return rows, "\n".join(lines)
 
 
 def moved(statuses: list[str], edge: str) -> tuple[list[list[str]], str]:
@@ -208,6 +209,12 @@ def test_a_moved_line_break_locks_removes_or_replaces_nobody(
 @example(status_last_moved("username"))  # the username after read "- leftuser2"
 @example(status_last_moved("mobile"))  # the mobile after read as written, with "- left"
 @example(status_last_moved("id", ","))  # the status the last named column, and the row's
+@example(
+    (
+        [COLUMNS, ["e1", "u1", "N 1", "rd", "13800000001", "Active - left"]],
+        ",".join(COLUMNS) + "\ne1,u1,N 1,rd,13800000001,Active\n - left",
+    )
+)  # the file's last line break moved: its last line "- left", without a line end
 def test_a_moved_line_break_after_a_status_last_unlocks_nobody(
     export: tuple[list[list[str]], str],
 ) -> None:

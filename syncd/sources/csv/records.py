@@ -137,8 +137,10 @@ class _Table:
         if self.named_width and not text.endswith(self._line_ends):
             # Only a file's last line lacks its line end: the file may have been cut there,
             # even inside the last field; also after a quote, which may have been the first
-            # of two standing for one ('"The ""Boss"""' cut to '"The "').
-            return _Broken(_CUT_SHORT if len(cells) < self.named_width else _NO_LINE_END, None)
+            # of two standing for one ('"The ""Boss"""' cut to '"The "'). Its cells, when
+            # they are one record's alone, may be the end of the row before (Rows._broken).
+            reason = _CUT_SHORT if len(cells) < self.named_width else _NO_LINE_END
+            return _Broken(reason, None, fields=cells if suspect is None else None)
         if suspect is not None:
             return suspect
         if '"' in text and has_bare_quote(text, self.delimiter):

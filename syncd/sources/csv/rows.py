@@ -117,11 +117,14 @@ class Rows(Generic[T]):
 
     def _broken(self, line: int, broken: _Broken) -> None:
         """A record that cannot be used; the one before it too, when this one starts with
-        the end of a field whose opening quote was lost."""
+        the end of a field whose opening quote was lost, or may be its end (the file's last
+        line, "- left" after "…,Active": a line break moved into its last field)."""
         last, columns = self._last, self._columns
         self._release(completed=False)
         if last is not None and broken.cells and _closes_a_field(broken.cells[0]):
             self._set_aside(_Held(last, len(self.rejected)), quote_closed_after(line))
+        elif last is not None and broken.fields and columns.split(last[1], broken.fields):
+            self._set_aside(_Held(last, len(self.rejected)), split_head(line))
         where, hides = f"{self._name}:{line}", columns.hides_rows(broken)
         self.reject(where, columns.reason(broken), broken.cells, hides, seen=broken.mentions)
         self._last = self._short = None
