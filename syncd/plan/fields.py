@@ -95,10 +95,6 @@ def extended_values(e: Employee, extended_fields: Mapping[str, str]) -> dict[str
     return dict(_extended(e, extended_fields))
 
 
-# repr() of the tuple of an employee's hashed values, filled in without making the tuple.
-_EMPLOYEE_TEXT = "(" + ", ".join(["%r"] * 12 + ["%s", "%r"]) + ")"
-
-
 # repr() of a Position, as its dataclass makes it, without the dataclass's guard against
 # recursion (a Position holds no containers): half the cost, for every person every run.
 _SHOWN = [f.name for f in fields(Position) if f.repr]
@@ -122,26 +118,18 @@ def employee_hash(
     already (see ``employee_hasher``), added to as it goes."""
     # The lock state is not hashed: it is kept, and changed, on its own. The text hashed
     # is exactly repr() of the values' tuple, as it always was (hashes stored in snapshots
-    # must not change); made this way it costs 40% less, once per person and run.
+    # must not change), written out as one f-string, once per person and run: no tuple
+    # made, and each set of positions written once (the dataclass repr costs twice as
+    # much).
     positions, memo = e.positions, {} if written is None else written
     shown = memo.get(positions)
     if shown is None:
         shown = memo[positions] = _positions_text(positions)
-    text = _EMPLOYEE_TEXT % (
-        e.username,
-        e.name,
-        e.en_name,
-        e.email,
-        e.mobile,
-        e.tel,
-        e.sn,
-        e.gender,
-        e.birthday,
-        e.job_title,
-        e.sort_order,
-        e.senior,
-        shown,
-        _extended(e, extended_fields) if e.extra and extended_fields else (),
+    extended = _extended(e, extended_fields) if e.extra and extended_fields else ()
+    text = (
+        f"({e.username!r}, {e.name!r}, {e.en_name!r}, {e.email!r}, {e.mobile!r}, {e.tel!r}, "
+        f"{e.sn!r}, {e.gender!r}, {e.birthday!r}, {e.job_title!r}, {e.sort_order!r}, "
+        f"{e.senior!r}, {shown}, {extended!r})"
     )
     if e.properties:  # appended only when there are some: other hashes stay as stored
         text += repr(e.properties)

@@ -7,11 +7,15 @@ test_removal_guard_plan.py."""
 
 from __future__ import annotations
 
+import hashlib
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from syncd.model import (
+    Employee,
     Kind,
+    Position,
     State,
     build_directory,
 )
@@ -25,6 +29,7 @@ from syncd.plan import (
     employee_hash,
     plan,
 )
+from syncd.plan.fields import employee_hasher
 from tests.engine.plan_world import (
     COMPANY,
     NOW,
@@ -201,6 +206,44 @@ def test_hash_follows_pushed_fields_but_not_the_lock_state() -> None:
     extra = person("e1", "alice", "rd", email="a@acme.example", extra=(("floor", "3"),))
     assert employee_hash(extra, {}) == employee_hash(a, {})  # unmapped extras are not pushed
     assert employee_hash(extra, {"floor": "extended1"}) != employee_hash(a, {"floor": "extended1"})
+
+
+TEXTS = st.one_of(st.none(), st.text(max_size=8))
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    st.tuples(*[st.text(min_size=1, max_size=8)] * 2, *[TEXTS] * 8),
+    st.one_of(st.none(), st.integers(-(2**31), 2**31 - 1)),
+    st.booleans(),
+    st.lists(st.tuples(TEXTS, TEXTS, st.booleans(), st.booleans()), max_size=3),
+    st.lists(st.tuples(st.text(max_size=4), st.text(max_size=4)), max_size=2),
+    st.lists(st.tuples(st.text(max_size=4), st.text(max_size=4)), max_size=2),
+)
+def test_employee_hashes_stay_as_stored_in_existing_snapshots(
+    texts: tuple[str | None, ...],
+    sort_order: int | None,
+    senior: bool,
+    places: list[tuple[str | None, str | None, bool, bool]],
+    properties: list[tuple[str, str]],
+    tags: list[tuple[str, str]],
+) -> None:
+    """The text hashed is exactly repr() of the tuple of the values written (and the
+    properties' and tags' reprs after it when there are some), as it always was."""
+    username, name, en_name, email, mobile, tel, sn, gender, birthday, title = texts
+    assert username is not None and name is not None
+    positions = tuple(Position(*p) for p in places)
+    e = Employee(
+        "e1", username, name, positions, en_name, email, mobile, tel, sn, gender, birthday,
+        title, sort_order, senior, State.ACTIVE, (("floor", "3"),), tuple(properties),
+        tags=tuple(tags),
+    )  # fmt: skip
+    values = (*texts, sort_order, senior, positions, (("extended1", "3"),))
+    text = repr(values) + (repr(e.properties) if properties else "")
+    text += "tags" + repr(e.tags) if tags else ""
+    expected = hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+    assert employee_hash(e, {"floor": "extended1"}) == expected
+    assert employee_hasher({"floor": "extended1"})(e) == expected
 
 
 def test_department_hashes_stay_as_stored_in_existing_snapshots() -> None:
