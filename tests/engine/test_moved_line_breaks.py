@@ -52,25 +52,29 @@ STATUSES |= {"inactive": State.DEPARTED, "离职": State.DEPARTED, "departed": S
 SUFFIXED = {"Active": State.ACTIVE, "On leave": State.ACTIVE, "Active - left": State.DEPARTED}
 SUFFIXED |= {"Left": State.DEPARTED}
 REPLACE = Policy(username_change="remove_and_create")
-ID_LAST = (
-    [
-        ["status", "username", "name", "department", "mobile", "id"],
-        ["active", "user1", "Person 1", "rd", "13800000001", "e1"],
-        ["inactive", "user2", "Person 2", "rd", "13800000002", "e2"],
-    ],
-    "status,username,name,department,mobile,id\n"
-    "active,user1,Person 1,rd,13800000001,e1in\nactive,user2,Person 2,rd,13800000002,e2\n",
-)
+# Each column's value in person n's row, for the rows written out here.
+VALUES = {"id": "e{}", "username": "user{}", "name": "Person {}", "department": "rd"}
+VALUES |= {"mobile": "1380000000{}"}
 
-DEPARTMENT_LAST = (
-    [
-        ["status", "id", "username", "name", "mobile", "department"],
-        ["active", "e1", "user1", "Person 1", "13800000001", "admin"],
-        ["active", "e2", "user2", "Person 2", "13800000002", "rd"],
-    ],
-    "status,id,username,name,mobile,department\n"
-    "active,e1,user1,Person 1,13800000001,adm\ninactive,e2,user2,Person 2,13800000002,rd\n",
-)
+
+def status_first_moved(
+    last: str, statuses: list[str], end: str, edge: str
+) -> tuple[list[list[str]], str]:
+    """Two rows, the status first (e1's and e2's ``statuses``) and ``last`` last (e1's
+    value there ``end``), and the text from e1's last field to e2's status as a moved line
+    break leaves it (``edge``)."""
+    header = ["status", *(c for c in VALUES if c != last), last]
+    rows = [header]
+    rows += [[s, *(VALUES[c].format(n) for c in header[1:])] for n, s in enumerate(statuses, 1)]
+    rows[1][-1] = end
+    first, second = (",".join(cells) for cells in rows[1:])
+    return rows, f"{','.join(header)}\n{first[: -len(end)]}{edge}{second[len(statuses[1]) :]}\n"
+
+
+# The "in" of e2's "inactive" gone to e1's id: nothing syncd wrote can tell.
+ID_LAST = status_first_moved("id", ["active", "inactive"], "e1", "e1in\nactive")
+# The "in" of e1's department "admin" gone to e2's "active": "adm", which the file lacks.
+DEPARTMENT_LAST = status_first_moved("department", ["active", "active"], "admin", "adm\ninactive")
 
 
 def status_last_moved(first: str, tail: str = "") -> tuple[list[list[str]], str]:
@@ -78,13 +82,10 @@ def status_last_moved(first: str, tail: str = "") -> tuple[list[list[str]], str]
     left") and e2 active, and the text as a line break moved left by " - left" leaves it.
     ``tail``: what ends the header line (``","``: a last column without a name, which the
     rows leave out)."""
-    header = ["id", "username", "name", "department", "mobile"]
-    header = [first, *(c for c in header if c != first), "status"]
-    values = {"id": "e{}", "username": "user{}", "name": "Person {}", "department": "rd"}
-    values |= {"mobile": "1380000000{}"}
+    header = [first, *(c for c in VALUES if c != first), "status"]
     rows = [header]
     rows += [
-        [values[c].format(n) for c in header[:-1]] + [s]
+        [*(VALUES[c].format(n) for c in header[:-1]), s]
         for n, s in ((1, "Active - left"), (2, "Active"))
     ]
     lines = [",".join(cells) for cells in rows]
