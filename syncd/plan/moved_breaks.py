@@ -67,8 +67,7 @@ def _moved(planner: EmployeePlanner, found: MovedStatus, unlock: bool) -> str | 
         whole = text + read if after else read + text
         return f"source id {beside}'s department {read!r} is unknown, {whole!r} is known"
     if not field:  # a field syncd does not write at the edge (the id): no evidence
-        edge = "starts" if after else "ends"
-        return f"the row beside {edge} with {text!r} in a field syncd does not write"
+        return _unwritten(text, gained, after)
     if beside not in planner.snapshot.employees:
         # Nothing to tell by: a former employee's access waits, a departure goes ahead.
         return f"source id {beside} is not synced yet" if unlock else None
@@ -78,6 +77,15 @@ def _moved(planner: EmployeePlanner, found: MovedStatus, unlock: bool) -> str | 
     where = "before" if after else "after"
     how = f"with {text!r} {where} it" if gained else f"without its {text!r} {where} it"
     return f"source id {beside}'s {field} is read {read!r} {how}, written {written!r}"
+
+
+def _unwritten(text: str, gained: bool, after: bool) -> str:
+    """Why a status beside a field syncd does not write waits: nothing tells."""
+    if gained:
+        edge = "starts" if after else "ends"
+        return f"the row beside {edge} with {text!r} in a field syncd does not write"
+    edge = "first" if after else "last"
+    return f"the row beside's {edge} field, which syncd does not write, may have lost {text!r}"
 
 
 def _without(read: str, text: str, gained: bool, after: bool) -> str:

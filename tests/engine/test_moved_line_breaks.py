@@ -49,8 +49,10 @@ STATUSES = {"active": State.ACTIVE, "在职": State.ACTIVE, "enabled": State.ACT
 STATUSES |= {"inactive": State.DEPARTED, "离职": State.DEPARTED, "departed": State.DEPARTED}
 # An HR system's vocabulary whose departed value is an active one with text after it: last in
 # a row, "Active - left" may read "Active", its end moved to the start of the row after.
+# And a departed code that is an active one without its last digit ("Left", "Left1"): last
+# in a row, "Left" may read "Left1" with the first digit of the row after.
 SUFFIXED = {"Active": State.ACTIVE, "On leave": State.ACTIVE, "Active - left": State.DEPARTED}
-SUFFIXED |= {"Left": State.DEPARTED}
+SUFFIXED |= {"Left": State.DEPARTED, "Left1": State.ACTIVE}
 REPLACE = Policy(username_change="remove_and_create")
 # Each column's value in person n's row, for the rows written out here.
 VALUES = {"id": "e{}", "username": "user{}", "name": "Person {}", "department": "rd"}
@@ -210,6 +212,16 @@ def test_a_moved_line_break_locks_removes_or_replaces_nobody(
 @example(status_last_moved("username"))  # the username after read "- leftuser2"
 @example(status_last_moved("mobile"))  # the mobile after read as written, with "- left"
 @example(status_last_moved("id", ","))  # the status the last named column, and the row's
+@example(
+    (
+        [
+            COLUMNS,
+            ["1", "u1", "N 1", "rd", "1381", "Left"],
+            ["12", "u2", "N 2", "rd", "1382", "Active"],
+        ],
+        ",".join(COLUMNS) + "\n1,u1,N 1,rd,1381,Left1\n2,u2,N 2,rd,1382,Active\n",
+    )
+)  # "Left" read "Left1" with the "1" of the id after: nothing syncd wrote tells
 @example(
     (
         [COLUMNS, ["e1", "u1", "N 1", "rd", "13800000001", "Active - left"]],

@@ -23,19 +23,23 @@ from syncd.model import MovedStatus, State
 WRITTEN_TEXTS = ("username", "name", "en_name", "email", "mobile", "tel", "sn", "job_title")
 
 
-def edge_statuses(statuses: Mapping[str, State], first: bool) -> dict[str, tuple[str, bool]]:
+# A status value's move: the text moved (as compared, trimmed), whether the row beside
+# gained it, and whether the value read makes the person active.
+Move = tuple[str, bool, bool]
+
+
+def edge_statuses(statuses: Mapping[str, State], first: bool) -> dict[str, Move]:
     """Each status value (as compared) that a moved line break can make of another of the
-    other meaning, with the text moved (as compared, trimmed) and whether the row beside
-    gained it. First in its row, a status's start moves to or from the row before:
-    "active" is "inactive" whose "in" the row before gained, "inactive" is "active" with
-    the row before's lost end. Last, its end moves to or from the row after."""
-    found: dict[str, tuple[str, bool]] = {}
+    other meaning, with its move. First in its row, a status's start moves to or from the
+    row before: "active" is "inactive" whose "in" the row before gained, "inactive" is
+    "active" with the row before's lost end. Last, its end moves to or from the row after."""
+    found: dict[str, Move] = {}
     for value, state in statuses.items():
         for other, meaning in statuses.items():
             if meaning is not state and len(other) != len(value):
                 moved = _moved_text(value, other, first)
                 if moved is not None:
-                    found.setdefault(value, moved)
+                    found.setdefault(value, (*moved, state is State.ACTIVE))
     return found
 
 
@@ -59,7 +63,7 @@ class StatusNotes:
     of the row beside (its last column for a status first, its first for a status last),
     if one is; ``departments``: the departments file's ids, when a department is there."""
 
-    moves: dict[str, tuple[str, bool]]
+    moves: dict[str, Move]
     status: int  # the status's column: the first, or the last (of those named, when the
     # header ends in columns without a name: a row may end there)
     id: int  # the id's column
@@ -83,7 +87,7 @@ class StatusNotes:
         found = self.moves.get(status_key(shown))
         if found is None:
             return
-        text, gained = found
+        text, gained, active = found
         edge = other[0 if after else -1].strip()
         if gained:  # the row beside may have gained the text at its edge
             moved = edge[: len(text)] if after else edge[len(edge) - len(text) :]
@@ -93,7 +97,7 @@ class StatusNotes:
         else:  # or lost it to the status: the text as written there, in its letter case
             moved = shown[len(shown) - len(text) :] if after else shown[: len(text)]
             named = self.written or ("department" if self._lost_department(edge, moved) else "")
-            if not named:
+            if not (named or active):
                 return  # nothing to tell a lost text by: the departure goes ahead
         beside = other[self.id].strip()
         self.found[status[self.id].strip()] = MovedStatus(beside, named, edge, moved, gained, after)
