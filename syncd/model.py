@@ -86,8 +86,8 @@ class MovedStatus(NamedTuple):
 
     beside: str  # the source id of the row beside
     # Its field at the edge: a text syncd writes, "department" when read as none the
-    # departments file has and the text moved gives one back, "" for another (only if
-    # gained).
+    # departments file has and the text moved gives one back, "" for another (nothing
+    # tells: only an unlock waits on it, or a change beside a field that shows the text).
     field: str
     read: str  # that field as read
     text: str  # the text the break may have moved, as written
