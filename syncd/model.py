@@ -92,7 +92,7 @@ class MovedStatus(NamedTuple):
     read: str  # that field as read
     text: str  # the text the break may have moved, as written
     gained: bool  # whether the row beside may have gained it (else lost it)
-    after: bool = False  # the row beside is the one after (else the one before)
+    after: bool  # the row beside is the one after (else the one before)
 
 
 class Employee(NamedTuple):

@@ -44,8 +44,8 @@ def _waits(planner: EmployeePlanner, change: Change) -> bool:
     found = planner.directory.moved_statuses.get(change.key)
     if found is None or not isinstance(change.record, Employee):
         return False
-    what = "unlock" if change.action is Action.UNLOCK else "lock"
-    why = _moved(planner, found, what == "unlock")
+    unlock = change.action is Action.UNLOCK
+    why = _moved(planner, found, unlock)
     if why is None:
         return False
     planner.notes.append(
@@ -54,7 +54,8 @@ def _waits(planner: EmployeePlanner, change: Change) -> bool:
             change.key,
             f"{change.record.username}: the row's status may be another's that a line break "
             f"moved across the edge with the row {'after' if found.after else 'before'} made "
-            f"so ({why}): the {what} waits until the rows read as syncd wrote them",
+            f"so ({why}): the {'unlock' if unlock else 'lock'} waits until the rows read as "
+            "syncd wrote them",
         )
     )
     return True
@@ -64,7 +65,7 @@ def _moved(planner: EmployeePlanner, found: MovedStatus, unlock: bool) -> str | 
     """Why the row beside shows the text moved, or None when it reads as syncd wrote it."""
     beside, field, read, text, gained, after = found
     if field == "department":  # read as none the departments file has, and not as written
-        whole = text + read if after else read + text
+        whole = _without(read, text, gained, after)
         return f"source id {beside}'s department {read!r} is unknown, {whole!r} is known"
     if not field:  # a field syncd does not write at the edge (the id): no evidence
         return _unwritten(text, gained, after)

@@ -79,7 +79,7 @@ class _DepartmentIds:
     """Layout two_files: a department cell holds the department's id (``ids``: those the
     departments file gives)."""
 
-    def __init__(self, ids: frozenset[str] = frozenset()) -> None:
+    def __init__(self, ids: frozenset[str]) -> None:
         self.ids = ids
 
     def department_of(self, text: str | None, where: str) -> str | None:

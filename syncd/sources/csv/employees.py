@@ -129,11 +129,12 @@ def _status_notes(
     """What notes the rows whose status, first or last in its row, may be what a moved
     line break made of another (syncd.sources.csv.moved_breaks); None as a rule: the
     status elsewhere, or a vocabulary with no such pair."""
-    status, ends = at["status"], (columns.min_width - 1, columns.width - 1)
+    status, ends = at["status"], (0, columns.min_width - 1, columns.width - 1)
+    if status not in ends or at["id"] is None:
+        return None
     first = status == 0
-    edge = first or status in ends
-    moves = edge_statuses(statuses, first) if status is not None and edge else {}
-    if status is None or not moves or at["id"] is None:
+    moves = edge_statuses(statuses, first)
+    if not moves:
         return None
     beside = columns.width - 1 if first else 0  # the column at the edge of the row beside
     field = next((f for f, i in at.items() if i == beside and f in WRITTEN_TEXTS), None)
