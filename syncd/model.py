@@ -76,6 +76,9 @@ class Photo:
     origin: str  # a file's path (CSV) or the entry's DN (LDAP)
 
 
+DEPARTMENT_PATH = "department path"  # MovedStatus.field: a department's path (layout paths)
+
+
 class MovedStatus(NamedTuple):
     """A status at its row's edge that a line break moved across the edge with the row
     beside may have made of another of the other meaning: "…,Lin" + "inactive,…" read as
@@ -85,11 +88,12 @@ class MovedStatus(NamedTuple):
     row beside tells (syncd.plan.moved_breaks)."""
 
     beside: str  # the source id of the row beside
-    # Its field at the edge: a text syncd writes, "department" when read as none the
-    # departments file has and the text moved gives one back, "" for another (nothing
+    # Its field at the edge: a text syncd writes, DEPARTMENT_PATH for a department's path
+    # (written as its first position's department, by id), "department" when read as none
+    # the departments file has and the text moved gives one back, "" for another (nothing
     # tells: only an unlock waits on it, or a change beside a field that shows the text).
     field: str
-    read: str  # that field as read
+    read: str  # that field as read (a path: its department's id)
     text: str  # the text the break may have moved, as written
     gained: bool  # whether the row beside may have gained it (else lost it)
     after: bool  # the row beside is the one after (else the one before)

@@ -8,10 +8,13 @@ edge of two rows turns one into the other: "…,Lin" + "inactive,…" reads as "
 (someone active gone), "…,Active - left" + "E2,…" as "…,Active" + "- leftE2,…"; each row
 reads well. The reader notes each row whose status may be so (``Directory.moved_statuses``,
 syncd.sources.csv.moved_breaks). Where what syncd wrote for the row beside's field at the
-edge is what the read gives with the text moved back ("Lin" written, "Linin" or "L" read),
-the unlock or the lock waits, and the run is partial and says why; an unlock waits too
-where nothing can tell (syncd holds nobody under that row, or its field at the edge is one
-syncd does not write, such as the id); a lock waits where the row beside reads with a
+edge (a department's path: the department of its first position) is what the read gives
+with the text moved back ("Lin" written, "Linin" or "L" read), the unlock or the lock
+waits, and the run is partial and says why; the row beside's own create or update waits
+with it (made, it would write the field as the break left it, and the next run would find
+the rows as syncd wrote them). An unlock waits too where nothing can tell (syncd holds
+nobody under that row, or its field at the edge is one syncd does not write, such as the
+id); a lock waits where the row beside reads with a
 department the file does not have that the text moved back makes one it has ("adm" +
 "in": "admin"). A row beside that reads as syncd wrote it ("Lin", then "active") shows
 nothing moved. A join of several sources carries the notes of the source that decides
@@ -20,9 +23,10 @@ each person's status, under joined keys (syncd.plan.join).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from syncd.model import Employee, Kind, MovedStatus
+from syncd.model import DEPARTMENT_PATH, Employee, Kind, MovedStatus
 from syncd.plan.actions import Action
 from syncd.plan.values import ACCESS_KEPT, Change, Note
 from syncd.spelling import nfc
@@ -33,14 +37,18 @@ if TYPE_CHECKING:
 
 def spare_moved_statuses(planner: EmployeePlanner) -> None:
     """The locks and unlocks planned for rows whose status may be what a moved line break
-    made, taken back: each is said."""
+    made, taken back, and the rows beside's own creates and updates with them: each is
+    said."""
     if not planner.directory.moved_statuses:
         return  # as a rule
-    planner.locks = [c for c in planner.locks if not _waits(planner, c)]
-    planner.unlocks = [c for c in planner.unlocks if not _waits(planner, c)]
+    beside: dict[str, str] = {}  # rows beside whose field at the edge may hold the move
+    planner.locks = [c for c in planner.locks if not _waits(planner, c, beside)]
+    planner.unlocks = [c for c in planner.unlocks if not _waits(planner, c, beside)]
+    if beside:
+        _hold_beside(planner, beside)
 
 
-def _waits(planner: EmployeePlanner, change: Change) -> bool:
+def _waits(planner: EmployeePlanner, change: Change, beside: dict[str, str]) -> bool:
     found = planner.directory.moved_statuses.get(change.key)
     if found is None or not isinstance(change.record, Employee):
         return False
@@ -48,6 +56,8 @@ def _waits(planner: EmployeePlanner, change: Change) -> bool:
     why = _moved(planner, found, unlock)
     if why is None:
         return False
+    if found.field not in ("", "department"):  # a field syncd writes, as read
+        beside[found.beside] = f"the {change.action.value} of {change.record.username}"
     planner.notes.append(
         Note(
             ACCESS_KEPT,
@@ -72,12 +82,44 @@ def _moved(planner: EmployeePlanner, found: MovedStatus, unlock: bool) -> str | 
     if beside not in planner.snapshot.employees:
         # Nothing to tell by: a former employee's access waits, a departure goes ahead.
         return f"source id {beside} is not synced yet" if unlock else None
-    written = (planner.snapshot.written(Kind.EMPLOYEE, beside) or {}).get(field)
+    written = _written(planner.snapshot.written(Kind.EMPLOYEE, beside) or {}, field)
     if written is None or written != nfc(_without(read, text, gained, after)):
         return None
     where = "before" if after else "after"
     how = f"with {text!r} {where} it" if gained else f"without its {text!r} {where} it"
     return f"source id {beside}'s {field} is read {read!r} {how}, written {written!r}"
+
+
+def _written(fields: Mapping[str, Any], field: str) -> Any:
+    """What syncd last wrote for the field: a text as written, a department's path as the
+    department of the first position (its primary, the department column's)."""
+    if field != DEPARTMENT_PATH:
+        return fields.get(field)
+    positions = fields.get("positions") or ()
+    first = next((p for p in positions if p.get("primary")), positions[0] if positions else {})
+    return first.get("department")
+
+
+def _hold_beside(planner: EmployeePlanner, beside: Mapping[str, str]) -> None:
+    """The creates and updates of the rows beside whose field at the edge may hold or
+    lack the text the status moved: made, they would write the field as the break left
+    it, and the next run would find the row as syncd wrote it, the lock or the unlock let
+    go. They wait with it (nothing sent through their accounts, not even a photo)."""
+    held = [c for c in planner.upserts if c.key in beside]
+    if not held:
+        return
+    planner.upserts = [c for c in planner.upserts if c.key not in beside]
+    for change in held:
+        planner.untouched.add(change.key)
+        planner.notes.append(
+            Note(
+                "conflict",
+                change.key,
+                f"{change.display}: the {change.action.value} waits with {beside[change.key]} "
+                "beside it: a line break moved across the edge of their rows may have moved "
+                "text between this row's field at the edge and that row's status",
+            )
+        )
 
 
 def _unwritten(text: str, gained: bool, after: bool) -> str:

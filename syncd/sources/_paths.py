@@ -31,10 +31,17 @@ class DepartmentPaths:
             found = self._ids[path] = self._add(path, where)
             return found
 
-    def _add(self, path: str, where: str) -> str | None:
+    def id_of(self, path: str) -> str:
+        """The id the path's last department has (or would have), without adding it."""
+        return self.separator.join(self._names(path))
+
+    def _names(self, path: str) -> tuple[str, ...]:
         # In NFC: "Café" exported composed on one row and decomposed on another is one
         # department, with one id (build_directory takes every id in NFC too).
-        names = tuple(nfc(name) for name in split_path(path, self.separator))
+        return tuple(nfc(name) for name in split_path(path, self.separator))
+
+    def _add(self, path: str, where: str) -> str | None:
+        names = self._names(path)
         department_id: str | None = None
         for depth, name in enumerate(names, start=1):
             parent_id = department_id

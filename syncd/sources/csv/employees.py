@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import itemgetter
 
 from syncd.config import CsvSource
 from syncd.config.source import status_key
 from syncd.mapping import RuleFailure, Rules, with_mapped
 from syncd.model import (
+    DEPARTMENT_PATH,
     Department,
     Employee,
     Kind,
@@ -138,8 +139,13 @@ def _status_notes(
         return None
     beside = columns.width - 1 if first else 0  # the column at the edge of the row beside
     field = next((f for f, i in at.items() if i == beside and f in WRITTEN_TEXTS), None)
-    ids = department_of.ids if isinstance(department_of, _DepartmentIds) else None
-    return StatusNotes(moves, status, at["id"], field, ids if at["department"] == beside else None)
+    notes = StatusNotes(moves, status, at["id"], field, None, None)
+    if at["department"] != beside:
+        return notes
+    if isinstance(department_of, _DepartmentIds):  # an id: the departments file tells
+        return replace(notes, departments=department_of.ids)
+    # A path, written as the department of the row's first position, by its id.
+    return replace(notes, written=DEPARTMENT_PATH, path_id=department_of.id_of)
 
 
 def _header_spellings(labels: list[str]) -> frozenset[str]:

@@ -13,7 +13,7 @@ against what syncd wrote for that row (syncd.plan.moved_breaks).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from syncd.config.source import status_key
@@ -61,7 +61,9 @@ class StatusNotes:
     """The rows of a file whose status, at a row's edge, may be what a moved line break
     made (``found``: by source id). ``written``: the text field syncd writes at the edge
     of the row beside (its last column for a status first, its first for a status last),
-    if one is; ``departments``: the departments file's ids, when a department is there."""
+    if one is; ``departments``: the departments file's ids, when a department id is there;
+    ``path_id``: a path's department id, when a department path is (``written`` then
+    DEPARTMENT_PATH: the row beside's field is compared by the department's id)."""
 
     moves: dict[str, Move]
     status: int  # the status's column: the first, or the last (of those named, when the
@@ -69,6 +71,7 @@ class StatusNotes:
     id: int  # the id's column
     written: str | None
     departments: frozenset[str] | None
+    path_id: Callable[[str], str] | None
     found: dict[str, MovedStatus] = field(default_factory=dict)
 
     @property
@@ -89,6 +92,8 @@ class StatusNotes:
             return
         text, gained, active = found
         edge = other[0 if after else -1].strip()
+        if self.path_id is not None:
+            edge = self.path_id(edge)
         if gained:  # the row beside may have gained the text at its edge
             moved = edge[: len(text)] if after else edge[len(edge) - len(text) :]
             if status_key(moved) != text:
