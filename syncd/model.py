@@ -88,12 +88,14 @@ class MovedStatus(NamedTuple):
     row beside tells (syncd.plan.moved_breaks)."""
 
     beside: str  # the source id of the row beside
-    # Its field at the edge: a text syncd writes, DEPARTMENT_PATH for a department's path
-    # (written as its first position's department, by id), "department" when read as none
-    # the departments file has and the text moved gives one back, "" for another (nothing
-    # tells: only an unlock waits on it, or a change beside a field that shows the text).
+    # Its field at the edge: a text syncd writes (an extra attribute's: "extra.<name>"),
+    # DEPARTMENT_PATH for a department's path (the department column's, or the positions'
+    # at the edge: written as a position's department, by id), "department" when read as
+    # none the departments file has and the text moved gives one back, "" for another
+    # (nothing tells: only an unlock waits on it, or a change beside a field that shows
+    # the text).
     field: str
-    read: str  # that field as read (a path: its department's id)
+    read: str  # that field as read (a path: its department's id; positions: the edge's)
     text: str  # the text the break may have moved, as written
     gained: bool  # whether the row beside may have gained it (else lost it)
     after: bool  # the row beside is the one after (else the one before)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from syncd.model import DEPARTMENT_PATH, Employee, Kind, MovedStatus
+from syncd.model import DEPARTMENT_PATH, EXTRA, Employee, Kind, MovedStatus
 from syncd.plan.actions import Action
 from syncd.plan.values import ACCESS_KEPT, Change, Note
 from syncd.spelling import nfc
@@ -77,27 +77,32 @@ def _moved(planner: EmployeePlanner, found: MovedStatus, unlock: bool) -> str | 
     if field == "department":  # read as none the departments file has, and not as written
         whole = _without(read, text, gained, after)
         return f"source id {beside}'s department {read!r} is unknown, {whole!r} is known"
+    if field.startswith(EXTRA) and field[len(EXTRA) :] not in planner.policy.extended_fields:
+        field = ""  # an extra attribute syncd does not write
     if not field:  # a field syncd does not write at the edge (the id): no evidence
         return _unwritten(text, gained, after)
     if beside not in planner.snapshot.employees:
         # Nothing to tell by: a former employee's access waits, a departure goes ahead.
         return f"source id {beside} is not synced yet" if unlock else None
-    written = _written(planner.snapshot.written(Kind.EMPLOYEE, beside) or {}, field)
-    if written is None or written != nfc(_without(read, text, gained, after)):
+    fields = planner.snapshot.written(Kind.EMPLOYEE, beside) or {}
+    written = _written(fields, field, planner.policy.extended_fields)
+    was = nfc(_without(read, text, gained, after))
+    if was not in written or read in written:
         return None
     where = "before" if after else "after"
     how = f"with {text!r} {where} it" if gained else f"without its {text!r} {where} it"
-    return f"source id {beside}'s {field} is read {read!r} {how}, written {written!r}"
+    return f"source id {beside}'s {field} is read {read!r} {how}, written {was!r}"
 
 
-def _written(fields: Mapping[str, Any], field: str) -> Any:
-    """What syncd last wrote for the field: a text as written, a department's path as the
-    department of the first position (its primary, the department column's)."""
-    if field != DEPARTMENT_PATH:
-        return fields.get(field)
-    positions = fields.get("positions") or ()
-    first = next((p for p in positions if p.get("primary")), positions[0] if positions else {})
-    return first.get("department")
+def _written(fields: Mapping[str, Any], field: str, extended: Mapping[str, str]) -> set[Any]:
+    """What syncd last wrote for the field ("" for none): a text as written; a department's
+    path as the departments of the positions, or none (the positions may have had no
+    department at the edge); an extra attribute as the extended field it maps to."""
+    if field == DEPARTMENT_PATH:
+        return {"", *(p.get("department") for p in fields.get("positions") or ())}
+    if field.startswith(EXTRA):
+        return {(fields.get("extended") or {}).get(extended[field[len(EXTRA) :]]) or ""}
+    return {fields.get(field) or ""}
 
 
 def _hold_beside(planner: EmployeePlanner, beside: Mapping[str, str]) -> None:

@@ -5,11 +5,13 @@ Both rows keep the header's width and read well; each is still one person's, wit
 at its edge changed, and a status first in a row may read as another: "…,Lin" +
 "inactive,…" as "…,Linin" + "active,…" (a former employee back) and "…,Lin" + "active,…"
 as "…,L" + "inactive,…" (someone active gone). Whatever the columns' order, the edge, how
-far the break moved, the statuses (of the default vocabularies), the names and the
-departments (one ends as a status starts), planned as the runner plans with
+far the break moved, the statuses (of the default vocabularies), the names, the
+departments and positions (by id or by path), an extra attribute (one of each ends as a
+status starts) and fields left empty, planned as the runner plans with
 ``username_change = "remove_and_create"`` (the setting under which a changed username
 replaces an account): nobody active is locked or removed, nobody departed unlocked, nobody
-given a new account, and a username changed this way is a conflict that says why."""
+given a new account, and a username changed this way is a conflict that says why; the
+same on the next run of the same export, once the first run's changes are made."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from syncd.config import CsvSource
-from syncd.model import Department, Directory, Employee, Kind, State
+from syncd.model import Department, Directory, Employee, Kind, Position, State
 from syncd.plan import Action, Plan, PlatformView, Policy, Snapshot
 from syncd.plan.join import JoinRules, SourceRead, join
 from syncd.sources.csv import read_csv
@@ -38,13 +40,16 @@ from tests.engine.plan_world import (
 )
 from tests.support.examples import examples
 
-COLUMNS = ["id", "username", "name", "department", "mobile", "status"]
+COLUMNS = ["id", "username", "name", "department", "positions", "mobile", "office", "status"]
+SHORT = ["id", "username", "name", "department", "mobile", "status"]  # the pinned rows' header
 USERNAMES = ["user{}", "noël{}", "j.smith{}", "{}wang", "li.na.{}"]
 NAMES = ["Person {}", "Lin", "Qin {}", "Martin"]  # some end as a status value starts
+# An extra attribute, written as an extended field: some end as a status value starts.
+OFFICES = ["Berlin", "HQ {}", "Lin", ""]
 # Departments, one whose id ends as a status value starts ("admin" and "adm" + "inactive").
 DEPARTMENTS = [*COMPANY, dept("admin", "Admin")]
 # Layout paths: the departments' paths, one whose last name ends as a status value starts.
-PATHS = ["rd", "Co/R&D", "Co / Admin", "Co/Admin/Lin", "Sales"]
+PATHS = ["rd", "Co/R&D", "Co / Admin", "Co/Admin/Lin", "sales"]
 # Statuses of the default vocabularies: read first in a row, "active" may be what is left
 # of "inactive", and "inactive" may be "active" with the end of the row before ("…,Lin").
 STATUSES = {"active": State.ACTIVE, "在职": State.ACTIVE, "enabled": State.ACTIVE}
@@ -55,10 +60,10 @@ STATUSES |= {"inactive": State.DEPARTED, "离职": State.DEPARTED, "departed": S
 # in a row, "Left" may read "Left1" with the first digit of the row after.
 SUFFIXED = {"Active": State.ACTIVE, "On leave": State.ACTIVE, "Active - left": State.DEPARTED}
 SUFFIXED |= {"Left": State.DEPARTED, "Left1": State.ACTIVE}
-REPLACE = Policy(username_change="remove_and_create")
+REPLACE = Policy(username_change="remove_and_create", extended_fields={"office": "office"})
 # Each column's value in person n's row, for the rows written out here.
 VALUES = {"id": "e{}", "username": "user{}", "name": "Person {}", "department": "rd"}
-VALUES |= {"mobile": "1380000000{}"}
+VALUES |= {"positions": "sales", "mobile": "1380000000{}", "office": "HQ {}"}
 
 
 def status_first_moved(
@@ -72,7 +77,10 @@ def status_first_moved(
     rows += [[s, *(VALUES[c].format(n) for c in header[1:])] for n, s in enumerate(statuses, 1)]
     rows[1][-1] = end
     first, second = (",".join(cells) for cells in rows[1:])
-    return rows, f"{','.join(header)}\n{first[: -len(end)]}{edge}{second[len(statuses[1]) :]}\n"
+    return (
+        rows,
+        f"{','.join(header)}\n{first[: len(first) - len(end)]}{edge}{second[len(statuses[1]) :]}\n",
+    )
 
 
 # The "in" of e2's "inactive" gone to e1's id: nothing syncd wrote can tell.
@@ -129,21 +137,29 @@ def moved_breaks(
     for n, shape in enumerate(shapes, 1):
         status = draw(st.sampled_from(statuses))
         name = draw(st.sampled_from(NAMES)).format(n)
-        place = draw(st.sampled_from(places or [d.id for d in DEPARTMENTS]))
+        ids = places or [d.id for d in DEPARTMENTS]
+        place = draw(st.sampled_from(ids))
+        others = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=2) | st.just([]))
+        office = draw(st.sampled_from(OFFICES)).format(n)
         pad = draw(st.sampled_from(["", " "]))  # an id with spaces around it is read trimmed
-        cells = [f"{pad}e{n}{pad}", shape.format(n), name, place, f"1380000{n:04d}", status]
+        cells = [f"{pad}e{n}{pad}", shape.format(n), name, place, ";".join(others)]
+        mobile = draw(st.sampled_from([f"1380000{n:04d}", ""]))  # a mobile may be left empty
+        cells += [mobile, office, status]
         rows.append([cells[i] for i in order])
     lines = [",".join(cells) for cells in rows] + [""]  # the file ends with a line end
     k = draw(st.integers(1, count))  # the break after row k (the header is row 0)
+    # Left: the end of row k's last field starts row k + 1; right: the start of row k + 1's
+    # first field ends row k. An empty field at the edge has nothing to move.
+    left = k == count or draw(st.booleans())
+    edge = len(rows[k][-1] if left else rows[k + 1][0])
+    if edge == 0:
+        return rows, "\n".join(lines)
     # Often by as much as one status is longer than another: where one may read as another.
     shifts = sorted({abs(len(a) - len(b)) for a in statuses for b in statuses} - {0})
-    if k == count or draw(st.booleans()):  # left: the end of row k's last field starts row k + 1
-        d = min(draw(st.integers(1, len(rows[k][-1])) | st.sampled_from(shifts)), len(rows[k][-1]))
+    d = min(draw(st.integers(1, edge) | st.sampled_from(shifts)), edge)
+    if left:
         lines[k], lines[k + 1] = lines[k][:-d], lines[k][-d:] + lines[k + 1]
-    else:  # right: the start of row k + 1's first field ends row k
-        d = min(
-            draw(st.integers(1, len(rows[k + 1][0])) | st.sampled_from(shifts)), len(rows[k + 1][0])
-        )
+    else:
         lines[k], lines[k + 1] = lines[k] + lines[k + 1][:d], lines[k + 1][d:]
     # After the last row, the moved text is a last line without a line end of its own.
     return rows, "\n".join(lines)
@@ -169,17 +185,25 @@ def spaced(export: tuple[list[list[str]], str]) -> tuple[list[list[str]], str]:
 def written(rows: list[list[str]], vocabulary: dict[str, State] = STATUSES) -> list[Employee]:
     """The people of the rows as written, before the break moved."""
     header = rows[0]
-    return [
-        person(
-            cells[header.index("id")].strip(),
-            cells[header.index("username")],
-            path_id(cells[header.index("department")]),
-            name=cells[header.index("name")],
-            mobile=cells[header.index("mobile")],
-            state=vocabulary[cells[header.index("status")]],
+
+    def cell(cells: list[str], column: str) -> str:
+        return cells[header.index(column)] if column in header else ""
+
+    people = []
+    for cells in rows[1:]:
+        e = person(
+            cell(cells, "id").strip(),
+            cell(cells, "username"),
+            path_id(cell(cells, "department")),
+            name=cell(cells, "name"),
+            mobile=cell(cells, "mobile") or None,
+            state=vocabulary[cell(cells, "status")],
+            extra=(("office", cell(cells, "office")),) if cell(cells, "office") else (),
         )
-        for cells in rows[1:]
-    ]
+        others = [path_id(d) for d in cell(cells, "positions").split(";") if d]
+        others = [d for d in dict.fromkeys(others) if d != e.positions[0].department_id]
+        people.append(e._replace(positions=(*e.positions, *map(Position, others))))
+    return people
 
 
 def path_id(path: str) -> str:
@@ -200,13 +224,15 @@ def read_text(
 ) -> Directory:
     """The export read by the CSV source, with ``vocabulary``'s statuses (the defaults'), in
     ``layout`` (``two_files``: with a departments file of DEPARTMENTS)."""
-    values = {
+    values: dict[str, Any] = {
         "active_values": [v for v, state in vocabulary.items() if state is State.ACTIVE],
         "departed_values": [v for v, state in vocabulary.items() if state is State.DEPARTED],
     }
     with tempfile.TemporaryDirectory() as folder:
         employees, departments = Path(folder, "employees.csv"), Path(folder, "departments.csv")
         employees.write_text(text, "utf-8")
+        if "office" in text.split("\n", 1)[0].split(","):  # the extra attribute, as written
+            values["extra_columns"] = {"office": "office"}
         if layout == "paths":
             return read_csv(CsvSource(employees=employees, layout="paths", **values))
         lines = [f"{d.id},{d.name},{d.parent_id or ''}\n" for d in DEPARTMENTS]
@@ -214,24 +240,36 @@ def read_text(
         return read_csv(CsvSource(employees=employees, departments=departments, **values))
 
 
-@settings(max_examples=examples(400), deadline=None)
-@given(
-    st.one_of(
-        moved_breaks(sorted(STATUSES)),
-        moved_breaks(["active", "inactive"], status_first("name")),
-        moved_breaks(["active", "inactive"], status_first("department")),
-    )
-)
+@settings(max_examples=examples(300), deadline=None)
+@given(moved_breaks(sorted(STATUSES)))
 @example(moved(["active", "active"], "L\ninactive"))  # someone active would be locked
 @example(moved(["active", "inactive"], "Linin\nactive"))  # a former employee unlocked
 @example(spaced(moved(["active", "inactive"], "Linin\nactive")))  # ids " e1 ", " e2 "
 @example(spaced(moved(["active", "active"], "L\ninactive")))
 @example(ID_LAST)  # the same, the "in" gone to an id: nothing syncd wrote can tell
 @example(DEPARTMENT_LAST)  # "admin" read "adm", a department the file does not have
+@example(status_first_moved("positions", ["active", "active"], "be;admin", "be;adm\ninactive"))
+@example(status_first_moved("office", ["active", "active"], "Berlin", "Berl\ninactive"))
+@example(status_first_moved("office", ["active", "inactive"], "Berlin", "Berlinin\nactive"))
+@example(status_first_moved("mobile", ["active", "inactive"], "", "in\nactive"))  # none written
 def test_a_moved_line_break_locks_removes_or_replaces_nobody(
     export: tuple[list[list[str]], str],
 ) -> None:
     check_moved_break(*export, STATUSES)
+
+
+@pytest.mark.parametrize("last", [c for c in COLUMNS if c not in ("id", "status")])
+@settings(max_examples=examples(150), deadline=None)
+@given(data=st.data())
+def test_a_moved_line_break_after_each_field_a_status_first_follows_harms_nobody(
+    last: str, data: st.DataObject
+) -> None:
+    """The same, the status first and each field in turn last (where the moved text
+    comes from or goes to), in each layout."""
+    layout = data.draw(st.sampled_from(["two_files", "paths"]))
+    places = PATHS if layout == "paths" else None
+    export = data.draw(moved_breaks(["active", "inactive"], status_first(last), places))
+    check_moved_break(*export, STATUSES, layout)
 
 
 # Layout paths, the department last: e1's "Co/Admin" read "Co/Adm", e2's "active" as
@@ -240,10 +278,17 @@ PATH_LAST = status_first_moved("department", ["active", "active"], "Co/Admin", "
 
 
 @settings(max_examples=examples(200), deadline=None)
-@given(moved_breaks(["active", "inactive"], status_first("department"), PATHS))
+@given(
+    st.one_of(
+        moved_breaks(["active", "inactive"], status_first("department"), PATHS),
+        moved_breaks(["active", "inactive"], status_first("positions"), PATHS),
+    )
+)
 @example(PATH_LAST)
 @example(status_first_moved("department", ["active", "active"], "Co / Admin", "Co / Adm\ninactive"))
 @example(status_first_moved("department", ["active", "inactive"], "Co/Admin", "Co/Adminin\nactive"))
+@example(status_first_moved("positions", ["active", "active"], "Co/Admin", "Co/Adm\ninactive"))
+@example(status_first_moved("positions", ["active", "inactive"], "", "in\nactive"))  # e1 had none
 def test_a_moved_line_break_after_a_department_path_locks_or_unlocks_nobody(
     export: tuple[list[list[str]], str],
 ) -> None:
@@ -260,17 +305,17 @@ def test_a_moved_line_break_after_a_department_path_locks_or_unlocks_nobody(
 @example(
     (
         [
-            COLUMNS,
+            SHORT,
             ["1", "u1", "N 1", "rd", "1381", "Left"],
             ["12", "u2", "N 2", "rd", "1382", "Active"],
         ],
-        ",".join(COLUMNS) + "\n1,u1,N 1,rd,1381,Left1\n2,u2,N 2,rd,1382,Active\n",
+        ",".join(SHORT) + "\n1,u1,N 1,rd,1381,Left1\n2,u2,N 2,rd,1382,Active\n",
     )
 )  # "Left" read "Left1" with the "1" of the id after: nothing syncd wrote tells
 @example(
     (
-        [COLUMNS, ["e1", "u1", "N 1", "rd", "13800000001", "Active - left"]],
-        ",".join(COLUMNS) + "\ne1,u1,N 1,rd,13800000001,Active\n - left",
+        [SHORT, ["e1", "u1", "N 1", "rd", "13800000001", "Active - left"]],
+        ",".join(SHORT) + "\ne1,u1,N 1,rd,13800000001,Active\n - left",
     )
 )  # the file's last line break moved: its last line "- left", without a line end
 def test_a_moved_line_break_after_a_status_last_unlocks_nobody(

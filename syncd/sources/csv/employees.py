@@ -12,6 +12,7 @@ from syncd.config.source import status_key
 from syncd.mapping import RuleFailure, Rules, with_mapped
 from syncd.model import (
     DEPARTMENT_PATH,
+    EXTRA,
     Department,
     Employee,
     Kind,
@@ -125,11 +126,14 @@ def _status_notes(
     statuses: dict[str, State],
     at: Mapping[str, int | None],
     columns: _Columns,
+    extras: list[tuple[str, int]],
     department_of: _DepartmentIds | DepartmentPaths,
+    separator: str,
 ) -> StatusNotes | None:
     """What notes the rows whose status, first or last in its row, may be what a moved
     line break made of another (syncd.sources.csv.moved_breaks); None as a rule: the
-    status elsewhere, or a vocabulary with no such pair."""
+    status elsewhere, or a vocabulary with no such pair. ``extras``: the extra attributes'
+    columns; ``separator``: the positions column's."""
     status, ends = at["status"], (0, columns.min_width - 1, columns.width - 1)
     if status not in ends or at["id"] is None:
         return None
@@ -139,12 +143,15 @@ def _status_notes(
         return None
     beside = columns.width - 1 if first else 0  # the column at the edge of the row beside
     field = next((f for f, i in at.items() if i == beside and f in WRITTEN_TEXTS), None)
-    notes = StatusNotes(moves, status, at["id"], field, None, None)
-    if at["department"] != beside:
+    field = field or next((EXTRA + a for a, i in extras if i == beside), None)
+    notes = StatusNotes(moves, status, at["id"], field, None, None, None)
+    if at["positions"] == beside:  # departments joined: the one at the edge
+        notes = replace(notes, split=separator)
+    elif at["department"] != beside:
         return notes
     if isinstance(department_of, _DepartmentIds):  # an id: the departments file tells
         return replace(notes, departments=department_of.ids)
-    # A path, written as the department of the row's first position, by its id.
+    # A path, written as the department of one of the row's positions, by its id.
     return replace(notes, written=DEPARTMENT_PATH, path_id=department_of.id_of)
 
 
@@ -274,7 +281,9 @@ class _EmployeeReader:
         self._statuses.update((status_key(v), State.DEPARTED) for v in settings.departed_values)
         self._state_of: dict[str, State | str] = {}  # status text as read -> its state, or why not
         # A status at a row's edge may be what a moved line break made of another.
-        self.status_notes = _status_notes(self._statuses, at, columns, department_of)
+        self.status_notes = _status_notes(
+            self._statuses, at, columns, self._extras, department_of, settings.positions_separator
+        )
         self._positions_separator = settings.positions_separator
         self._department_of = department_of.department_of
         # (department, title) -> the positions of one placed there alone: most people.

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from syncd.config.source import status_key
 from syncd.model import MovedStatus, State
+from syncd.sources._text import split_list
 
 # The text fields syncd writes as read: one at the edge of a row may lose text to the next.
 WRITTEN_TEXTS = ("username", "name", "en_name", "email", "mobile", "tel", "sn", "job_title")
@@ -61,9 +62,11 @@ class StatusNotes:
     """The rows of a file whose status, at a row's edge, may be what a moved line break
     made (``found``: by source id). ``written``: the text field syncd writes at the edge
     of the row beside (its last column for a status first, its first for a status last),
-    if one is; ``departments``: the departments file's ids, when a department id is there;
-    ``path_id``: a path's department id, when a department path is (``written`` then
-    DEPARTMENT_PATH: the row beside's field is compared by the department's id)."""
+    if one is (an extra attribute's: ``extra.<name>``); ``departments``: the departments
+    file's ids, when a department id is there; ``path_id``: a path's department id, when a
+    department path is (``written`` then DEPARTMENT_PATH: the row beside's field is
+    compared by the department's id); ``split``: the separator of the departments joined
+    in the positions column, when it is there (its item at the edge is weighed)."""
 
     moves: dict[str, Move]
     status: int  # the status's column: the first, or the last (of those named, when the
@@ -72,6 +75,7 @@ class StatusNotes:
     written: str | None
     departments: frozenset[str] | None
     path_id: Callable[[str], str] | None
+    split: str | None  # the separator, when the field at the edge is a list (positions)
     found: dict[str, MovedStatus] = field(default_factory=dict)
 
     @property
@@ -91,9 +95,7 @@ class StatusNotes:
         if found is None:
             return
         text, gained, active = found
-        edge = other[0 if after else -1].strip()
-        if self.path_id is not None:
-            edge = self.path_id(edge)
+        edge = self._edge(other[0 if after else -1].strip(), after)
         if gained:  # the row beside may have gained the text at its edge
             moved = edge[: len(text)] if after else edge[len(edge) - len(text) :]
             if status_key(moved) != text:
@@ -106,6 +108,13 @@ class StatusNotes:
                 return  # nothing to tell a lost text by: the departure goes ahead
         beside = other[self.id].strip()
         self.found[status[self.id].strip()] = MovedStatus(beside, named, edge, moved, gained, after)
+
+    def _edge(self, cell: str, after: bool) -> str:
+        """The row beside's field at the edge: of a list, its item there; of a path, its
+        department's id."""
+        if self.split is not None:
+            cell = (split_list(cell, self.split) or [""])[0 if after else -1]
+        return cell if self.path_id is None else self.path_id(cell)
 
     def _lost_department(self, read: str, moved: str) -> bool:
         """Whether the row beside names, at its edge, a department the file does not have
