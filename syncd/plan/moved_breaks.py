@@ -13,8 +13,8 @@ with the text moved back ("Lin" written, "Linin" or "L" read), the unlock or the
 waits, and the run is partial and says why; the row beside's own create or update waits
 with it (made, it would write the field as the break left it, and the next run would find
 the rows as syncd wrote them). An unlock waits too where nothing can tell (syncd holds
-nobody under that row, or its field at the edge is one syncd does not write, such as the
-id); a lock waits where the row beside reads with a
+nobody under that row, or its field at the edge is one syncd does not write as read: the
+id, a field a mapping rule makes); a lock waits where the row beside reads with a
 department the file does not have that the text moved back makes one it has ("adm" +
 "in": "admin"). A row beside that reads as syncd wrote it ("Lin", then "active") shows
 nothing moved. A join of several sources carries the notes of the source that decides
@@ -131,9 +131,9 @@ def _unwritten(text: str, gained: bool, after: bool) -> str:
     """Why a status beside a field syncd does not write waits: nothing tells."""
     if gained:
         edge = "starts" if after else "ends"
-        return f"the row beside {edge} with {text!r} in a field syncd does not write"
+        return f"the row beside {edge} with {text!r} in a field syncd does not write as read"
     edge = "first" if after else "last"
-    return f"the row beside's {edge} field, which syncd does not write, may have lost {text!r}"
+    return f"the row beside's {edge} field, not written as read, may have lost {text!r}"
 
 
 def _without(read: str, text: str, gained: bool, after: bool) -> str:

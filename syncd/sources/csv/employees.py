@@ -129,11 +129,14 @@ def _status_notes(
     extras: list[tuple[str, int]],
     department_of: _DepartmentIds | DepartmentPaths,
     separator: str,
+    reshaped: Collection[int | None],
 ) -> StatusNotes | None:
     """What notes the rows whose status, first or last in its row, may be what a moved
     line break made of another (syncd.sources.csv.moved_breaks); None as a rule: the
     status elsewhere, or a vocabulary with no such pair. ``extras``: the extra attributes'
-    columns; ``separator``: the positions column's."""
+    columns; ``separator``: the positions column's; ``reshaped``: the
+    columns a mapping rule reads, whose cells are not written as read (nothing tells by
+    them: as for a field syncd does not write)."""
     status, ends = at["status"], (0, columns.min_width - 1, columns.width - 1)
     if status not in ends or at["id"] is None:
         return None
@@ -144,6 +147,8 @@ def _status_notes(
     beside = columns.width - 1 if first else 0  # the column at the edge of the row beside
     field = next((f for f, i in at.items() if i == beside and f in WRITTEN_TEXTS), None)
     field = field or next((EXTRA + a for a, i in extras if i == beside), None)
+    if beside in reshaped:
+        field = None
     notes = StatusNotes(moves, status, at["id"], field, None, None, None)
     if at["positions"] == beside:  # departments joined: the one at the edge
         notes = replace(notes, split=separator)
@@ -259,6 +264,7 @@ class _EmployeeReader:
         self._own.update((a, i) for a, i in self._extras)
         self._ruled_at = self._at
         self._ruled: tuple[str, ...] = ()
+        reshaped: set[int | None] = set()  # columns a mapping rule reads: not written as read
         if mapping.rules is not None:
             self._ruled = tuple(mapping.rules.fields)
             # Rows laid out to the header's width, an empty cell, then the ruled values.
@@ -270,7 +276,9 @@ class _EmployeeReader:
                 **{f: ruled.get(f, width if i is None else i) for f, i in at.items()}
             )
             for attribute, setting in mapping.rules.attributes().items():
-                columns.find(attribute, setting, required=True)
+                reshaped.add(columns.find(attribute, setting, required=True))
+            ruled_own = (*self._ruled, *mapping.rules.extra)
+            reshaped.update(self._own[name] for name in ruled_own if name in self._own)
         if mapping.trace is not None:
             mapping.trace.start({f: (columns.label(i),) for f, i in self._own.items()})
         # Status is a closed vocabulary, when the file has the column.
@@ -282,7 +290,13 @@ class _EmployeeReader:
         self._state_of: dict[str, State | str] = {}  # status text as read -> its state, or why not
         # A status at a row's edge may be what a moved line break made of another.
         self.status_notes = _status_notes(
-            self._statuses, at, columns, self._extras, department_of, settings.positions_separator
+            self._statuses,
+            at,
+            columns,
+            self._extras,
+            department_of,
+            settings.positions_separator,
+            reshaped,
         )
         self._positions_separator = settings.positions_separator
         self._department_of = department_of.department_of
