@@ -342,7 +342,7 @@ class Mapped:
 
 
 @dataclass(frozen=True)
-class _Compiled:
+class CompiledRule:
     key: str  # the setting, for reasons: source.mapping.fields.name
     template: Template | None
     transforms: tuple[Simple | Replace | Lookup | Default, ...]
@@ -361,9 +361,9 @@ class Rules:
     """The mapping compiled for one read."""
 
     def __init__(self, mapping: SourceMapping) -> None:
-        def compiled(section: str, rules: dict[str, FieldRule]) -> dict[str, _Compiled]:
+        def compiled(section: str, rules: dict[str, FieldRule]) -> dict[str, CompiledRule]:
             return {
-                name: _Compiled(
+                name: CompiledRule(
                     f"{SETTING}.{section}.{name}",
                     Template.parse(rule.template) if rule.template is not None else None,
                     tuple(rule.transforms),

@@ -95,10 +95,23 @@ class MovedStatus(NamedTuple):
     # (nothing tells: only an unlock waits on it, or a change beside a field that shows
     # the text).
     field: str
-    read: str  # that field as read (a path: its department's id; positions: the edge's)
+    # That field as read, and as it reads with the text moved back ("L" and "Lin"), each
+    # as syncd writes it: a path by its department's id, of the positions the one at the
+    # edge, a field a mapping rule makes as the rule makes it.
+    read: str
+    was: str
     text: str  # the text the break may have moved, as written
     gained: bool  # whether the row beside may have gained it (else lost it)
     after: bool  # the row beside is the one after (else the one before)
+
+
+def moved_back(read: str, text: str, gained: bool, after: bool) -> str:
+    """A field at a row's edge as it was before a line break moved ``text`` across the
+    edge: what it gained taken off, what it lost put back, at its edge (its start in the
+    row after, its end in the row before)."""
+    if gained:
+        return read[len(text) :] if after else read[: len(read) - len(text)]
+    return text + read if after else read + text
 
 
 class Employee(NamedTuple):

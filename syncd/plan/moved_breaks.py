@@ -73,10 +73,9 @@ def _waits(planner: EmployeePlanner, change: Change, beside: dict[str, str]) -> 
 
 def _moved(planner: EmployeePlanner, found: MovedStatus, unlock: bool) -> str | None:
     """Why the row beside shows the text moved, or None when it reads as syncd wrote it."""
-    beside, field, read, text, gained, after = found
+    beside, field, read, was, text, gained, after = found
     if field == "department":  # read as none the departments file has, and not as written
-        whole = _without(read, text, gained, after)
-        return f"source id {beside}'s department {read!r} is unknown, {whole!r} is known"
+        return f"source id {beside}'s department {read!r} is unknown, {was!r} is known"
     if field.startswith(EXTRA) and field[len(EXTRA) :] not in planner.policy.extended_fields:
         field = ""  # an extra attribute syncd does not write
     if not field:  # a field syncd does not write at the edge (the id): no evidence
@@ -86,8 +85,7 @@ def _moved(planner: EmployeePlanner, found: MovedStatus, unlock: bool) -> str | 
         return f"source id {beside} is not synced yet" if unlock else None
     fields = planner.snapshot.written(Kind.EMPLOYEE, beside) or {}
     written = _written(fields, field, planner.policy.extended_fields)
-    was = nfc(_without(read, text, gained, after))
-    if was not in written or read in written:
+    if nfc(was) not in written or nfc(read) in written:
         return None
     where = "before" if after else "after"
     how = f"with {text!r} {where} it" if gained else f"without its {text!r} {where} it"
@@ -134,11 +132,3 @@ def _unwritten(text: str, gained: bool, after: bool) -> str:
         return f"the row beside {edge} with {text!r} in a field syncd does not write as read"
     edge = "first" if after else "last"
     return f"the row beside's {edge} field, not written as read, may have lost {text!r}"
-
-
-def _without(read: str, text: str, gained: bool, after: bool) -> str:
-    """The field as it was before the text moved: what it gained taken off, what it lost
-    put back, at its edge (its start in the row after, its end in the row before)."""
-    if gained:
-        return read[len(text) :] if after else read[: len(read) - len(text)]
-    return text + read if after else read + text

@@ -280,27 +280,45 @@ def test_a_moved_line_break_after_each_field_a_status_first_follows_harms_nobody
     check_moved_break(*export, STATUSES, layout)
 
 
-# Rules that make what syncd writes of a field or an extra attribute other than its cell.
+RAW_DIGITS = {"replace": ["\\D", ""]}
+# Rules that make what syncd writes of a field or an extra attribute other than its cell:
+# the mobile's digits alone, whatever text it gains.
 RULES = SourceMapping.model_validate(
-    {"fields": {"name": {"transforms": ["lower"]}}, "extra": {"office": "{office} office"}}
+    {
+        "fields": {"name": {"transforms": ["lower"]}, "mobile": {"transforms": [RAW_DIGITS]}},
+        "extra": {"office": "{office} office"},
+    }
 )
 
 
-@settings(max_examples=examples(150), deadline=None)
-@given(
-    st.one_of(
-        moved_breaks(["active", "inactive"], status_first("name")),
-        moved_breaks(["active", "inactive"], status_first("office")),
-    )
-)
-@example(status_first_moved("name", ["active", "inactive"], "Lin", "Linin\nactive"))  # "lin"
-@example(status_first_moved("office", ["active", "inactive"], "Berlin", "Berlinin\nactive"))
-def test_a_moved_line_break_beside_a_field_a_rule_makes_unlocks_nobody(
-    export: tuple[list[list[str]], str],
+@pytest.mark.parametrize("last", ["name", "mobile", "office"])
+@settings(max_examples=examples(100), deadline=None)
+@given(data=st.data())
+def test_a_moved_line_break_beside_a_field_a_rule_makes_harms_nobody(
+    last: str, data: st.DataObject
 ) -> None:
     """The same where a mapping rule makes what syncd writes of the field at the edge:
-    nothing can tell by it, so an unlock beside it waits."""
+    weighed as the rule makes it ("lin", "Berlin office"); where the rule makes the same
+    of it either way (the mobile's digits), nothing tells."""
+    export = data.draw(moved_breaks(["active", "inactive"], status_first(last)))
     check_moved_break(*export, STATUSES, mapping=RULES)
+
+
+@pytest.mark.parametrize(
+    ("last", "end", "edge"),
+    [
+        ("name", "Lin", "L\ninactive"),  # "lin" written: the lock waits
+        ("name", "Lin", "Linin\nactive"),  # the unlock waits
+        ("office", "Berlin", "Berl\ninactive"),  # "Berlin office" written
+        ("mobile", "13800000001", "13800000001in\nactive"),  # the same digits either way
+    ],
+)
+def test_a_field_a_rule_makes_is_weighed_as_the_rule_makes_it(
+    last: str, end: str, edge: str
+) -> None:
+    """Pinned: e1's field last, e2's status first, the text between as the break left it."""
+    states = ["active", "active" if edge.endswith("inactive") else "inactive"]
+    check_moved_break(*status_first_moved(last, states, end, edge), STATUSES, mapping=RULES)
 
 
 # Layout paths, the department last: e1's "Co/Admin" read "Co/Adm", e2's "active" as
@@ -367,15 +385,14 @@ def check_moved_break(
     """Nobody active locked or removed, nobody departed unlocked, no account made; each
     username changed is a conflict (check_changed_usernames). The same on the next run of
     the same export, once the first run's changes are made. With ``mapping``, the people
-    syncd wrote are the rows as written read by its rules, and only unlocks and accounts
-    made are looked at: a departure beside a field nothing tells by goes ahead."""
+    syncd wrote are the rows as written read by its rules."""
     people = written(rows, vocabulary)
     if mapping is not None:
         whole = "".join(f"{','.join(cells)}\n" for cells in rows)
         people = list(read_text(whole, vocabulary, layout, mapping).employees.values())
     departments = DEPARTMENTS if layout == "two_files" else path_departments(PATHS)
     locked = {e.id for e in people if e.state is State.DEPARTED}
-    active = {e.username for e in people if e.state is State.ACTIVE and mapping is None}
+    active = {e.username for e in people if e.state is State.ACTIVE}
     d = read_text(text, vocabulary, layout, mapping)
     for run in (1, 2):
         held = directory(departments, people)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from operator import itemgetter
 
 from syncd.config import CsvSource
 from syncd.config.source import status_key
-from syncd.mapping import RuleFailure, Rules, with_mapped
+from syncd.mapping import CompiledRule, RuleFailure, Rules, with_mapped
 from syncd.model import (
     DEPARTMENT_PATH,
     EXTRA,
@@ -129,14 +130,12 @@ def _status_notes(
     extras: list[tuple[str, int]],
     department_of: _DepartmentIds | DepartmentPaths,
     separator: str,
-    reshaped: Collection[int | None],
+    rules: Rules | None,
 ) -> StatusNotes | None:
     """What notes the rows whose status, first or last in its row, may be what a moved
     line break made of another (syncd.sources.csv.moved_breaks); None as a rule: the
     status elsewhere, or a vocabulary with no such pair. ``extras``: the extra attributes'
-    columns; ``separator``: the positions column's; ``reshaped``: the
-    columns a mapping rule reads, whose cells are not written as read (nothing tells by
-    them: as for a field syncd does not write)."""
+    columns; ``separator``: the positions column's; ``rules``: the mapping's, if any."""
     status, ends = at["status"], (0, columns.min_width - 1, columns.width - 1)
     if status not in ends or at["id"] is None:
         return None
@@ -147,9 +146,9 @@ def _status_notes(
     beside = columns.width - 1 if first else 0  # the column at the edge of the row beside
     field = next((f for f, i in at.items() if i == beside and f in WRITTEN_TEXTS), None)
     field = field or next((EXTRA + a for a, i in extras if i == beside), None)
-    if beside in reshaped:
-        field = None
-    notes = StatusNotes(moves, status, at["id"], field, None, None, None)
+    notes = StatusNotes(moves, status, at["id"], field, None, None, None, None)
+    if rules is not None:
+        notes = _ruled_notes(notes, rules, columns, beside)
     if at["positions"] == beside:  # departments joined: the one at the edge
         notes = replace(notes, split=separator)
     elif at["department"] != beside:
@@ -158,6 +157,30 @@ def _status_notes(
         return replace(notes, departments=department_of.ids)
     # A path, written as the department of one of the row's positions, by its id.
     return replace(notes, written=DEPARTMENT_PATH, path_id=department_of.id_of)
+
+
+def _ruled_notes(notes: StatusNotes, rules: Rules, columns: _Columns, edge: int) -> StatusNotes:
+    """The notes where a mapping rule makes what syncd writes of the field at the edge
+    from its cell: weighed by the rule's value (``StatusNotes.ruled``)."""
+    own = {EXTRA + name: rule for name, rule in rules.extra.items()}
+    rule = rules.fields.get(notes.written or "") or own.get(notes.written or "")
+    return (
+        notes if rule is None else replace(notes, ruled=partial(_rule_value, rule, columns, edge))
+    )
+
+
+def _rule_value(rule: CompiledRule, columns: _Columns, edge: int, cells: list[str]) -> str:
+    """What ``rule`` makes of a row (its cells, the field's own at ``edge``); "" for none,
+    or when it cannot make anything of it."""
+
+    def get(attribute: str) -> str | None:
+        index = columns.find(attribute, "", required=False)
+        return cells[index].strip() or None if index is not None and index < len(cells) else None
+
+    try:
+        return rule.value(get, cells[edge].strip() or None) or ""
+    except RuleFailure:
+        return ""
 
 
 def _header_spellings(labels: list[str]) -> frozenset[str]:
@@ -264,7 +287,6 @@ class _EmployeeReader:
         self._own.update((a, i) for a, i in self._extras)
         self._ruled_at = self._at
         self._ruled: tuple[str, ...] = ()
-        reshaped: set[int | None] = set()  # columns a mapping rule reads: not written as read
         if mapping.rules is not None:
             self._ruled = tuple(mapping.rules.fields)
             # Rows laid out to the header's width, an empty cell, then the ruled values.
@@ -276,9 +298,7 @@ class _EmployeeReader:
                 **{f: ruled.get(f, width if i is None else i) for f, i in at.items()}
             )
             for attribute, setting in mapping.rules.attributes().items():
-                reshaped.add(columns.find(attribute, setting, required=True))
-            ruled_own = (*self._ruled, *mapping.rules.extra)
-            reshaped.update(self._own[name] for name in ruled_own if name in self._own)
+                columns.find(attribute, setting, required=True)
         if mapping.trace is not None:
             mapping.trace.start({f: (columns.label(i),) for f, i in self._own.items()})
         # Status is a closed vocabulary, when the file has the column.
@@ -296,7 +316,7 @@ class _EmployeeReader:
             self._extras,
             department_of,
             settings.positions_separator,
-            reshaped,
+            mapping.rules,
         )
         self._positions_separator = settings.positions_separator
         self._department_of = department_of.department_of

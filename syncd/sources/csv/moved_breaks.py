@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from syncd.config.source import status_key
-from syncd.model import MovedStatus, State
+from syncd.model import MovedStatus, State, moved_back
 from syncd.sources._text import split_list
 
 # The text fields syncd writes as read: one at the edge of a row may lose text to the next.
@@ -66,7 +66,9 @@ class StatusNotes:
     file's ids, when a department id is there; ``path_id``: a path's department id, when a
     department path is (``written`` then DEPARTMENT_PATH: the row beside's field is
     compared by the department's id); ``split``: the separator of the departments joined
-    in the positions column, when it is there (its item at the edge is weighed)."""
+    in the positions column, when it is there (its item at the edge is weighed);
+    ``ruled``: when a mapping rule makes what syncd writes of the field at the edge, that
+    value of a row (its cells)."""
 
     moves: dict[str, Move]
     status: int  # the status's column: the first, or the last (of those named, when the
@@ -76,6 +78,7 @@ class StatusNotes:
     departments: frozenset[str] | None
     path_id: Callable[[str], str] | None
     split: str | None  # the separator, when the field at the edge is a list (positions)
+    ruled: Callable[[list[str]], str] | None
     found: dict[str, MovedStatus] = field(default_factory=dict)
 
     @property
@@ -95,30 +98,49 @@ class StatusNotes:
         if found is None:
             return
         text, gained, active = found
-        edge = self._edge(other[0 if after else -1].strip(), after)
-        if gained:  # the row beside may have gained the text at its edge
-            moved = edge[: len(text)] if after else edge[len(edge) - len(text) :]
-            if status_key(moved) != text:
-                return  # it does not show it
-            named = self.written or ""
-        else:  # or lost it to the status: the text as written there, in its letter case
-            moved = shown[len(shown) - len(text) :] if after else shown[: len(text)]
-            named = self.written or ("department" if self._lost_department(edge, moved) else "")
-            if not (named or active):
-                return  # nothing to tell a lost text by: the departure goes ahead
+        at = 0 if after else -1
+        cell = other[at].strip()
+        moved = _moved(shown, self._edge(cell, after), text, gained, after)
+        if moved is None:
+            return  # the row beside does not show the text it would have gained
+        restored = other.copy()
+        restored[at] = moved_back(cell, moved, gained, after)
+        read, was = self._value(other, after), self._value(restored, after)
+        named = self._named(read, was, gained)
+        if not (named or active or gained):
+            return  # nothing to tell a lost text by: the departure goes ahead
         beside = other[self.id].strip()
-        self.found[status[self.id].strip()] = MovedStatus(beside, named, edge, moved, gained, after)
+        self.found[status[self.id].strip()] = MovedStatus(
+            beside, named, read, was, moved, gained, after
+        )
+
+    def _value(self, cells: list[str], after: bool) -> str:
+        """The row beside's field at the edge as syncd writes it: a rule's value; of a
+        list, its item there; of a path, its department's id."""
+        if self.ruled is not None:
+            return self.ruled(cells)
+        return self._edge(cells[0 if after else -1].strip(), after)
 
     def _edge(self, cell: str, after: bool) -> str:
-        """The row beside's field at the edge: of a list, its item there; of a path, its
-        department's id."""
         if self.split is not None:
             cell = (split_list(cell, self.split) or [""])[0 if after else -1]
         return cell if self.path_id is None else self.path_id(cell)
 
-    def _lost_department(self, read: str, moved: str) -> bool:
-        """Whether the row beside names, at its edge, a department the file does not have
-        that the text moved gives back ("adm" + "in": "admin")."""
-        ids = self.departments
-        whole = read + moved if self.first else moved + read
-        return ids is not None and read not in ids and whole in ids
+    def _named(self, read: str, was: str, gained: bool) -> str:
+        """What the row beside's field at the edge is for the plan (MovedStatus.field)."""
+        if read == was:
+            return ""  # what syncd writes of it is the same either way: nothing tells
+        if self.written is not None:
+            return self.written
+        ids = self.departments  # a department the file lacks, one it has with the text back
+        lost = not gained and ids is not None and read not in ids and was in ids
+        return "department" if lost else ""
+
+
+def _moved(shown: str, edge: str, text: str, gained: bool, after: bool) -> str | None:
+    """The text the break moved, as written: where the row beside may have gained it, as
+    its field at the edge shows it (None when it does not); else as the status shows it."""
+    if not gained:
+        return shown[len(shown) - len(text) :] if after else shown[: len(text)]
+    moved = edge[: len(text)] if after else edge[len(edge) - len(text) :]
+    return moved if status_key(moved) == text else None
