@@ -8,7 +8,7 @@ edge of two rows turns one into the other: "…,Lin" + "inactive,…" reads as "
 (someone active gone), "…,Active - left" + "E2,…" as "…,Active" + "- leftE2,…"; each row
 reads well. The reader notes each row whose status may be so (``Directory.moved_statuses``,
 syncd.sources.csv.moved_breaks). Where what syncd wrote for the row beside's field at the
-edge (a department's path: the department of its first position) is what the read gives
+edge (a department's path: the departments of its positions) is what the read gives
 with the text moved back ("Lin" written, "Linin" or "L" read), the unlock or the lock
 waits, and the run is partial and says why; the row beside's own create or update waits
 with it (made, it would write the field as the break left it, and the next run would find

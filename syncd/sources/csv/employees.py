@@ -172,15 +172,21 @@ def _ruled_notes(notes: StatusNotes, rules: Rules, columns: _Columns, edge: int)
 def _rule_value(rule: CompiledRule, columns: _Columns, edge: int, cells: list[str]) -> str:
     """What ``rule`` makes of a row (its cells, the field's own at ``edge``); "" for none,
     or when it cannot make anything of it."""
+    values = [cell.strip() for cell in cells]
+    try:
+        return rule.value(_attributes(columns, values), values[edge] or None) or ""
+    except RuleFailure:
+        return ""
+
+
+def _attributes(columns: _Columns, values: list[str]) -> Callable[[str], str | None]:
+    """A row's attributes by name (its trimmed cells by column header), for the rules."""
 
     def get(attribute: str) -> str | None:
         index = columns.find(attribute, "", required=False)
-        return cells[index].strip() or None if index is not None and index < len(cells) else None
+        return values[index] or None if index is not None and index < len(values) else None
 
-    try:
-        return rule.value(get, cells[edge].strip() or None) or ""
-    except RuleFailure:
-        return ""
+    return get
 
 
 def _header_spellings(labels: list[str]) -> frozenset[str]:
@@ -352,11 +358,7 @@ class _EmployeeReader:
     def _mapped(self, values: list[str], where: str) -> Employee | str | None:
         """The row by the mapping rules (see syncd.mapping), told to the trace if any."""
         rules, trace, columns = self._mapping.rules, self._mapping.trace, self._columns
-
-        def get(attribute: str) -> str | None:
-            index = columns.find(attribute, "", required=False)
-            return values[index] or None if index is not None and index < len(values) else None
-
+        get = _attributes(columns, values)
         outcome: Employee | str | None
         if rules is None:
             outcome = self._employee(values, self._at, where)
