@@ -280,12 +280,12 @@ def test_a_moved_line_break_after_each_field_a_status_first_follows_harms_nobody
     check_moved_break(*export, STATUSES, layout)
 
 
-RAW_DIGITS = {"replace": ["\\D", ""]}
+DIGITS_ONLY = {"replace": ["\\D", ""]}
 # Rules that make what syncd writes of a field or an extra attribute other than its cell:
 # the mobile's digits alone, whatever text it gains.
 RULES = SourceMapping.model_validate(
     {
-        "fields": {"name": {"transforms": ["lower"]}, "mobile": {"transforms": [RAW_DIGITS]}},
+        "fields": {"name": {"transforms": ["lower"]}, "mobile": {"transforms": [DIGITS_ONLY]}},
         "extra": {"office": "{office} office"},
     }
 )
@@ -409,11 +409,11 @@ def check_moved_break(
         ]
         assert harm == [], (run, text, harm, p.notes)
         check_changed_usernames(d, snapshot, view, p, text)
-        people, locked = made(people, locked, d, p)
+        people, locked = applied(people, locked, d, p)
         departments = [*departments, *(x for x in d.departments.values() if x not in departments)]
 
 
-def made(
+def applied(
     people: list[Employee], locked: set[str], d: Directory, p: Plan
 ) -> tuple[list[Employee], set[str]]:
     """The people syncd holds, and who of them is locked, once ``p``'s changes are made:
