@@ -14,11 +14,11 @@ waits, and the run is partial and says why; the row beside's own create or updat
 with it (made, it would write the field as the break left it, and the next run would find
 the rows as syncd wrote them). An unlock waits too where nothing can tell (syncd holds
 nobody under that row, or its field at the edge is one syncd does not write as read: the
-id, a field a mapping rule makes the same of either way); a lock waits where the row beside reads with a
-department the file does not have that the text moved back makes one it has ("adm" +
-"in": "admin"). A row beside that reads as syncd wrote it ("Lin", then "active") shows
-nothing moved. A join of several sources carries the notes of the source that decides
-each person's status, under joined keys (syncd.plan.join).
+id, a field a mapping rule makes the same of either way); a lock waits where the row
+beside reads with a department the file does not have that the text moved back makes one
+it has ("adm" + "in": "admin"). A row beside that reads as syncd wrote it ("Lin", then
+"active") shows nothing moved. A join of several sources carries the notes of the source
+that decides each person's status, under joined keys (syncd.plan.join).
 """
 
 from __future__ import annotations
