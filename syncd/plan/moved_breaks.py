@@ -36,14 +36,19 @@ if TYPE_CHECKING:
 
 
 def spare_moved_statuses(planner: EmployeePlanner) -> None:
-    """The locks and unlocks planned for rows whose status may be what a moved line break
-    made, taken back, and the rows beside's own creates and updates with them: each is
-    said."""
+    """The locks, unlocks and accounts made planned for rows whose status may be what a
+    moved line break made, taken back, and the rows beside's own creates and updates with
+    them: each is said."""
     if not planner.directory.moved_statuses:
         return  # as a rule
     beside: dict[str, str] = {}  # rows beside whose field at the edge may hold the move
     planner.locks = [c for c in planner.locks if not _waits(planner, c, beside)]
     planner.unlocks = [c for c in planner.unlocks if not _waits(planner, c, beside)]
+    # An account made for someone syncd never synced, who may have left before it did.
+    made = [c for c in planner.upserts if c.action is Action.CREATE]
+    if waiting := {c.key for c in made if _waits(planner, c, beside)}:
+        planner.upserts = [c for c in planner.upserts if c.key not in waiting]
+        planner.untouched.update(waiting)
     if beside:
         _hold_beside(planner, beside)
 
@@ -52,20 +57,21 @@ def _waits(planner: EmployeePlanner, change: Change, beside: dict[str, str]) -> 
     found = planner.directory.moved_statuses.get(change.key)
     if found is None or not isinstance(change.record, Employee):
         return False
+    # An account made waits as a lock does, but for a row beside syncd holds nobody under:
+    # an initial sync would hold back everyone after a name that ends as a status starts.
     unlock = change.action is Action.UNLOCK
     why = _moved(planner, found, unlock)
     if why is None:
         return False
-    if found.field not in ("", "department"):  # a field syncd writes, as read
-        beside[found.beside] = f"the {change.action.value} of {change.record.username}"
+    beside[found.beside] = f"the {change.action.value} of {change.record.username}"
     planner.notes.append(
         Note(
             ACCESS_KEPT,
             change.key,
             f"{change.record.username}: the row's status may be another's that a line break "
             f"moved across the edge with the row {'after' if found.after else 'before'} made "
-            f"so ({why}): the {'unlock' if unlock else 'lock'} waits until the rows read as "
-            "syncd wrote them",
+            f"so ({why}): the {change.action.value} waits until the rows read as syncd "
+            "wrote them",
         )
     )
     return True
@@ -104,10 +110,12 @@ def _written(fields: Mapping[str, Any], field: str, extended: Mapping[str, str])
 
 
 def _hold_beside(planner: EmployeePlanner, beside: Mapping[str, str]) -> None:
-    """The creates and updates of the rows beside whose field at the edge may hold or
+    """The creates and updates of the rows beside, whose field at the edge may hold or
     lack the text the status moved: made, they would write the field as the break left
-    it, and the next run would find the row as syncd wrote it, the lock or the unlock let
-    go. They wait with it (nothing sent through their accounts, not even a photo)."""
+    it (and the next run would find the row as syncd wrote it, the lock or the unlock let
+    go), or make an account the row's true field says nobody should have (a row the row
+    filter leaves out: "contractor" read "contractorin"). They wait with it (nothing sent
+    through their accounts, not even a photo)."""
     held = [c for c in planner.upserts if c.key in beside]
     if not held:
         return

@@ -273,11 +273,12 @@ def test_a_moved_line_break_after_each_field_a_status_first_follows_harms_nobody
     last: str, data: st.DataObject
 ) -> None:
     """The same, the status first and each field in turn last (where the moved text
-    comes from or goes to), in each layout."""
+    comes from or goes to), in each layout, with or without accounts of those who left
+    before syncd first ran."""
     layout = data.draw(st.sampled_from(["two_files", "paths"]))
     places = PATHS if layout == "paths" else None
     export = data.draw(moved_breaks(["active", "inactive"], status_first(last), places))
-    check_moved_break(*export, STATUSES, layout)
+    check_moved_break(*export, STATUSES, layout, departed_synced=data.draw(st.booleans()))
 
 
 DIGITS_ONLY = {"replace": ["\\D", ""]}
@@ -381,15 +382,22 @@ def check_moved_break(
     vocabulary: dict[str, State],
     layout: str = "two_files",
     mapping: SourceMapping | None = None,
+    departed_synced: bool = True,
 ) -> None:
     """Nobody active locked or removed, nobody departed unlocked, no account made; each
     username changed is a conflict (check_changed_usernames). The same on the next run of
     the same export, once the first run's changes are made. With ``mapping``, the people
-    syncd wrote are the rows as written read by its rules."""
+    syncd wrote are the rows as written read by its rules. Not ``departed_synced``: those
+    who left beside a row of someone active had left before syncd first ran (no account
+    of theirs: none may be made; beside a row syncd holds nobody under, nothing tells, and
+    an account made goes ahead by design, as a lock does)."""
     people = written(rows, vocabulary)
     if mapping is not None:
         whole = "".join(f"{','.join(cells)}\n" for cells in rows)
         people = list(read_text(whole, vocabulary, layout, mapping).employees.values())
+    if not departed_synced:
+        gone = left_beside_someone_active(rows, vocabulary)
+        people = [e for e in people if e.id not in gone]
     departments = DEPARTMENTS if layout == "two_files" else path_departments(PATHS)
     locked = {e.id for e in people if e.state is State.DEPARTED}
     active = {e.username for e in people if e.state is State.ACTIVE}
@@ -411,6 +419,25 @@ def check_moved_break(
         check_changed_usernames(d, snapshot, view, p, text)
         people, locked = applied(people, locked, d, p)
         departments = [*departments, *(x for x in d.departments.values() if x not in departments)]
+
+
+def left_beside_someone_active(rows: list[list[str]], vocabulary: dict[str, State]) -> set[str]:
+    """The ids of the rows whose status says departed beside (before a status first, after
+    a status last) a row whose status says active, and who are beside nobody active
+    themselves (a row beside that syncd holds nobody under tells nothing of a departure,
+    which goes ahead by design)."""
+    header = rows[0]
+    at, step = header.index("status"), -1 if header.index("status") == 0 else 1
+    states = [vocabulary[cells[at]] for cells in rows[1:]] + [State.DEPARTED]
+    ids = [cells[header.index("id")].strip() for cells in rows[1:]]
+    return {
+        key
+        for n, key in enumerate(ids)
+        if states[n] is State.DEPARTED
+        and 0 <= n + step < len(ids)
+        and states[n + step] is State.ACTIVE
+        and states[n - step] is State.DEPARTED
+    }
 
 
 def applied(
@@ -490,6 +517,42 @@ def test_a_former_employee_back_after_a_new_hire_waits_only_if_the_hire_ends_as_
     made = [c.key for c in p.changes if c.action is Action.CREATE]
     assert made == ([] if name == "Lin" else ["e1"]), (text, p.notes)
     assert name != "Lin" or any(n.key == "e2" and "not synced yet" in n.message for n in p.notes)
+
+
+@pytest.mark.parametrize("name", ["Lin", "Person 1"])
+def test_an_account_for_someone_who_left_before_syncd_ran_waits_beside_a_row_showing_it(
+    name: str,
+) -> None:
+    """e2 left before syncd first ran (no account) and reads "active" after e1, "Lin"
+    written: read "Linin", the "in" of e2's "inactive" may be e1's: no account is made for
+    e2, and e1's update waits with it (said). After a name read as written, e2 is a hire."""
+    rows, _ = moved(["active", "inactive"], "")
+    e1 = written(rows)[0]
+    snapshot, view = synced(directory(DEPARTMENTS, [e1]), policy=REPLACE)
+    text = "".join(f"{','.join(cells)}\n" for cells in rows).replace("inactive,e2", "active,e2")
+    if name == "Lin":
+        text = text.replace(",Lin\nactive", ",Linin\nactive")
+    p = planned_as_the_runner_does(read_text(text), snapshot, view, REPLACE)
+    done = [(c.action, c.key) for c in p.changes]
+    assert done == ([] if name == "Lin" else [(Action.CREATE, "e2")]), (text, p.notes)
+    said = [n.message for n in p.notes if n.key in ("e1", "e2")]
+    assert name != "Lin" or any("the create waits" in m for m in said), said
+
+
+def test_a_row_the_filter_leaves_out_gets_no_account_for_a_status_beside_it() -> None:
+    """e1 is a contractor the row filter leaves out; e2 left. A moved line break reads
+    "…,contractorin" + "active,…": e1 no longer matches the filter, e2 reads as back.
+    Neither is done: e2's unlock waits (nothing tells by e1's type), and e1's account
+    with it."""
+    rules = SourceMapping.model_validate({"filter": {"exclude": {"type": ["contractor"]}}})
+    head = "status,id,username,name,department,type\n"
+    rows = "active,e1,user1,N1,rd,{}\n{},e2,user2,N2,rd,staff\n"
+    held = read_text(head + rows.format("contractor", "inactive"), mapping=rules)
+    snapshot, view = synced(held, locked={"e2": NOW}, policy=REPLACE)
+    d = read_text(head + rows.format("contractorin", "active"), mapping=rules)
+    p = planned_as_the_runner_does(d, snapshot, view, REPLACE)
+    assert p.changes == (), p.notes
+    assert [n.key for n in p.notes if "waits" in n.message] == ["e2", "e1"], p.notes
 
 
 @pytest.mark.parametrize(
