@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from syncd.model import DEPARTMENT_PATH, EXTRA, Employee, Kind, MovedStatus
 from syncd.plan.actions import Action
+from syncd.plan.fields import fields_departments
 from syncd.plan.values import ACCESS_KEPT, Change, Note
 from syncd.spelling import nfc
 
@@ -103,7 +104,7 @@ def _written(fields: Mapping[str, Any], field: str, extended: Mapping[str, str])
     path as the departments of the positions, or none (the positions may have had no
     department at the edge); an extra attribute as the extended field it maps to."""
     if field == DEPARTMENT_PATH:
-        return {"", *(p.get("department") for p in fields.get("positions") or ())}
+        return {"", *fields_departments(Kind.EMPLOYEE.value, fields)}
     if field.startswith(EXTRA):
         return {(fields.get("extended") or {}).get(extended[field[len(EXTRA) :]]) or ""}
     return {fields.get(field) or ""}
