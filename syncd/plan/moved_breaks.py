@@ -17,8 +17,11 @@ nobody under that row, or its field at the edge is one syncd does not write as r
 id, a field a mapping rule makes the same of either way); a lock waits where the row
 beside reads with a department the file does not have that the text moved back makes one
 it has ("adm" + "in": "admin"). A row beside that reads as syncd wrote it ("Lin", then
-"active") shows nothing moved. A join of several sources carries the notes of the source
-that decides each person's status, under joined keys (syncd.plan.join).
+"active") shows nothing moved. A row beside whose field shows the text moved waits
+whatever the status's own change (a departure the break hid, a status row the row filter
+leaves out), its departure too when the filter left it out as the break left the field.
+A join of several sources carries the notes of the source that decides each person's
+status, under joined keys (syncd.plan.join).
 """
 
 from __future__ import annotations
@@ -50,8 +53,20 @@ def spare_moved_statuses(planner: EmployeePlanner) -> None:
     if waiting := {c.key for c in made if _waits(planner, c, beside)}:
         planner.upserts = [c for c in planner.upserts if c.key not in waiting]
         planner.untouched.update(waiting)
+    _beside_moved(planner, beside)
     if beside:
         _hold_beside(planner, beside)
+
+
+def _beside_moved(planner: EmployeePlanner, beside: dict[str, str]) -> None:
+    """The rows beside a status whose field at the edge shows the text moved, whatever the
+    status's own change (none: its row as syncd holds it, or one the row filter leaves
+    out): their own changes wait too. Made, they would write the field as the break left
+    it, or the row filter would judge it so ("Berlin" read "- leftBerlin", left out: a
+    departure)."""
+    for key, found in planner.directory.moved_statuses.items():
+        if found.beside not in beside and _moved(planner, found, unlock=False) is not None:
+            beside[found.beside] = f"the status of source id {key}"
 
 
 def _waits(planner: EmployeePlanner, change: Change, beside: dict[str, str]) -> bool:
@@ -111,27 +126,45 @@ def _written(fields: Mapping[str, Any], field: str, extended: Mapping[str, str])
 
 
 def _hold_beside(planner: EmployeePlanner, beside: Mapping[str, str]) -> None:
-    """The creates and updates of the rows beside, whose field at the edge may hold or
-    lack the text the status moved: made, they would write the field as the break left
-    it (and the next run would find the row as syncd wrote it, the lock or the unlock let
-    go), or make an account the row's true field says nobody should have (a row the row
-    filter leaves out: "contractor" read "contractorin"). They wait with it (nothing sent
-    through their accounts, not even a photo)."""
+    """The changes of the rows beside, whose field at the edge may hold or lack the text
+    the status moved: a create or update would write the field as the break left it (and
+    the next run would find the row as syncd wrote it, the lock or the unlock let go), or
+    make an account the row's true field says nobody should have (a row the row filter
+    leaves out: "contractor" read "contractorin"); a departure, of someone active the row
+    filter leaves out as the break left the field ("Berlin" read "Berl"), would lock them.
+    They wait with it (nothing sent through their accounts, not even a photo)."""
     held = [c for c in planner.upserts if c.key in beside]
-    if not held:
+    gone = [
+        c
+        for c in (*planner.locks, *planner.removes)
+        if c.key in beside and _left_active(planner, c)
+    ]
+    if not (held or gone):
         return
     planner.upserts = [c for c in planner.upserts if c.key not in beside]
-    for change in held:
+    waiting = {id(c) for c in gone}
+    planner.locks = [c for c in planner.locks if id(c) not in waiting]
+    planner.removes = [c for c in planner.removes if id(c) not in waiting]
+    for change in (*held, *gone):
         planner.untouched.add(change.key)
         planner.notes.append(
             Note(
-                "conflict",
+                "conflict" if change.record is not None else ACCESS_KEPT,  # a departure
                 change.key,
                 f"{change.display}: the {change.action.value} waits with {beside[change.key]} "
                 "beside it: a line break moved across the edge of their rows may have moved "
                 "text between this row's field at the edge and that row's status",
             )
         )
+
+
+def _left_active(planner: EmployeePlanner, change: Change) -> bool:
+    """Whether a lock or removal is a departure of someone active: absent from the read (a
+    row filter may have left them out), their account not locked."""
+    if change.record is not None:
+        return False
+    synced = planner.snapshot.employees.get(change.key)
+    return synced is not None and not synced.locked
 
 
 def _unwritten(text: str, gained: bool, after: bool) -> str:

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from syncd.config import CsvSource
 from syncd.mapping import SourceMapping
 from syncd.model import Department, Directory, Employee, Kind, Position, State
-from syncd.plan import Action, Plan, PlatformView, Policy, Snapshot
+from syncd.plan import Action, Change, Plan, PlatformView, Policy, Snapshot
 from syncd.plan.join import JoinRules, SourceRead, join
 from syncd.sources.csv import read_csv
 from tests.engine.plan_world import (
@@ -105,10 +105,15 @@ def status_last_moved(first: str, tail: str = "") -> tuple[list[list[str]], str]
     return rows, f"{lines[0]}{tail}\n{lines[1][: -len(' - left')]}\n - left{lines[2]}\n"
 
 
-def status_last() -> st.SearchStrategy[list[int]]:
-    """Column orders with the status last."""
+def status_last(column: str | None = None) -> st.SearchStrategy[list[int]]:
+    """Column orders with the status last (and ``column`` first, if given)."""
     last = COLUMNS.index("status")
-    return st.permutations([i for i in range(len(COLUMNS)) if i != last]).map(lambda m: [*m, last])
+    if column is None:
+        rest = [i for i in range(len(COLUMNS)) if i != last]
+        return st.permutations(rest).map(lambda m: [*m, last])
+    first = COLUMNS.index(column)
+    middle = [i for i in range(len(COLUMNS)) if i not in (first, last)]
+    return st.permutations(middle).map(lambda m: [first, *m, last])
 
 
 def status_first(column: str) -> st.SearchStrategy[list[int]]:
@@ -278,16 +283,21 @@ def test_a_moved_line_break_after_each_field_a_status_first_follows_harms_nobody
     layout = data.draw(st.sampled_from(["two_files", "paths"]))
     places = PATHS if layout == "paths" else None
     export = data.draw(moved_breaks(["active", "inactive"], status_first(last), places))
-    check_moved_break(*export, STATUSES, layout, departed_synced=data.draw(st.booleans()))
+    departed_synced, changed = data.draw(st.booleans()), data.draw(changes(export[0]))
+    check_moved_break(*export, STATUSES, layout, departed_synced=departed_synced, changed=changed)
 
 
 DIGITS_ONLY = {"replace": ["\\D", ""]}
 # Rules that make what syncd writes of a field or an extra attribute other than its cell:
-# the mobile's digits alone, whatever text it gains.
+# the mobile's digits alone, whatever text it gains. And a row filter on the office: those
+# in "Lin" left out (contractors), those of the other offices let in; a field at the edge
+# judged as a moved line break left it would let in the one or leave out the other.
+OFFICE_FILTER = {"exclude": {"office": ["Lin"]}, "include": {"office": ["Berlin", "HQ *", ""]}}
 RULES = SourceMapping.model_validate(
     {
         "fields": {"name": {"transforms": ["lower"]}, "mobile": {"transforms": [DIGITS_ONLY]}},
         "extra": {"office": "{office} office"},
+        "filter": OFFICE_FILTER,
     }
 )
 
@@ -302,7 +312,18 @@ def test_a_moved_line_break_beside_a_field_a_rule_makes_harms_nobody(
     weighed as the rule makes it ("lin", "Berlin office"); where the rule makes the same
     of it either way (the mobile's digits), nothing tells."""
     export = data.draw(moved_breaks(["active", "inactive"], status_first(last)))
-    check_moved_break(*export, STATUSES, mapping=RULES)
+    check_moved_break(*export, STATUSES, mapping=RULES, changed=data.draw(changes(export[0])))
+
+
+@pytest.mark.parametrize("first", ["name", "mobile", "office"])
+@settings(max_examples=examples(100), deadline=None)
+@given(data=st.data())
+def test_a_moved_line_break_after_a_status_last_beside_a_field_a_rule_makes_harms_nobody(
+    first: str, data: st.DataObject
+) -> None:
+    """The same with the status last and the field a rule makes first in the row after."""
+    export = data.draw(moved_breaks(sorted(SUFFIXED), status_last(first)))
+    check_moved_break(*export, SUFFIXED, mapping=RULES, changed=data.draw(changes(export[0])))
 
 
 @pytest.mark.parametrize(
@@ -383,14 +404,48 @@ def check_moved_break(
     layout: str = "two_files",
     mapping: SourceMapping | None = None,
     departed_synced: bool = True,
+    changed: frozenset[str] = frozenset(),
 ) -> None:
-    """Nobody active locked or removed, nobody departed unlocked, no account made; each
-    username changed is a conflict (check_changed_usernames). The same on the next run of
-    the same export, once the first run's changes are made. With ``mapping``, the people
-    syncd wrote are the rows as written read by its rules. Not ``departed_synced``: those
-    who left beside a row of someone active had left before syncd first ran (no account
-    of theirs: none may be made; beside a row syncd holds nobody under, nothing tells, and
-    an account made goes ahead by design, as a lock does)."""
+    """Nobody active locked or removed, nobody departed unlocked, no account made, nobody
+    updated (syncd holds each row as written); each username changed is a conflict
+    (check_changed_usernames). The same on the next run of the same export, once the first
+    run's changes are made. With ``mapping``, the people syncd wrote are the rows as
+    written read by its rules (those its filter leaves out are nobody's: a lock beside
+    such a row goes ahead by design, nothing telling whether text moved). Not
+    ``departed_synced``: those who left beside a row of someone active had left before
+    syncd first ran (no account of theirs: none may be made; beside a row syncd holds
+    nobody under, nothing tells, and an account made goes ahead by design, as a lock
+    does). ``changed``: the ids whose status this export changes (syncd holds the other:
+    they left, or came back, since the last run)."""
+    people = held_people(rows, vocabulary, layout, mapping, departed_synced)
+    departments = DEPARTMENTS if layout == "two_files" else path_departments(PATHS)
+    active, departed = truly(rows, people)
+    people = [e._replace(state=OTHER[e.state]) if e.id in changed else e for e in people]
+    locked = {e.id for e in people if e.state is State.DEPARTED}
+    d = read_text(text, vocabulary, layout, mapping)
+    at_edge = rows[0].index("status") in (0, len(rows[0]) - 1)  # the break at a status
+    for run in (1, 2):
+        held = directory(departments, people)
+        snapshot, view = synced(held, locked=dict.fromkeys(locked, NOW), policy=REPLACE)
+        p = planned_as_the_runner_does(d, snapshot, view, REPLACE)
+        harm = [c for c in p.changes if harmful(c, active, departed)]
+        assert harm == [], (run, text, harm, p.notes)
+        # Syncd holds the rows as written: an update writes a field as the break left it.
+        updated = [c.key for c in p.changes if c.action is Action.UPDATE]
+        assert not (at_edge and updated), (run, text, updated, p.notes)
+        check_changed_usernames(d, snapshot, view, p, text)
+        people, locked = applied(people, locked, d, p)
+        departments = [*departments, *(x for x in d.departments.values() if x not in departments)]
+
+
+def held_people(
+    rows: list[list[str]],
+    vocabulary: dict[str, State],
+    layout: str,
+    mapping: SourceMapping | None,
+    departed_synced: bool,
+) -> list[Employee]:
+    """The people syncd holds for the rows as written (check_moved_break)."""
     people = written(rows, vocabulary)
     if mapping is not None:
         whole = "".join(f"{','.join(cells)}\n" for cells in rows)
@@ -398,27 +453,34 @@ def check_moved_break(
     if not departed_synced:
         gone = left_beside_someone_active(rows, vocabulary)
         people = [e for e in people if e.id not in gone]
-    departments = DEPARTMENTS if layout == "two_files" else path_departments(PATHS)
-    locked = {e.id for e in people if e.state is State.DEPARTED}
-    active = {e.username for e in people if e.state is State.ACTIVE}
-    d = read_text(text, vocabulary, layout, mapping)
-    for run in (1, 2):
-        held = directory(departments, people)
-        snapshot, view = synced(held, locked=dict.fromkeys(locked, NOW), policy=REPLACE)
-        p = planned_as_the_runner_does(d, snapshot, view, REPLACE)
-        harm = [
-            c
-            for c in p.changes
-            if c.kind is Kind.EMPLOYEE
-            and (
-                c.action in (Action.CREATE, Action.UNLOCK)
-                or (c.action in (Action.LOCK, Action.REMOVE) and c.display in active)
-            )
-        ]
-        assert harm == [], (run, text, harm, p.notes)
-        check_changed_usernames(d, snapshot, view, p, text)
-        people, locked = applied(people, locked, d, p)
-        departments = [*departments, *(x for x in d.departments.values() if x not in departments)]
+    return people
+
+
+def truly(rows: list[list[str]], people: list[Employee]) -> tuple[set[str], set[str]]:
+    """The usernames of those active (whom no lock may reach: but beside a row syncd holds
+    nobody under, where nothing tells) and of those departed, as the rows are written."""
+    unheld = beside_nobody(rows, {e.id for e in people})
+    active = {e.username for e in people if e.state is State.ACTIVE and e.id not in unheld}
+    return active, {e.username for e in people if e.state is State.DEPARTED}
+
+
+def harmful(c: Change, active: set[str], departed: set[str]) -> bool:
+    """Whether a change makes an account (everyone's is held), unlocks someone departed or
+    locks or removes someone active (by username)."""
+    return c.kind is Kind.EMPLOYEE and (
+        c.action is Action.CREATE
+        or (c.action is Action.UNLOCK and c.display in departed)
+        or (c.action in (Action.LOCK, Action.REMOVE) and c.display in active)
+    )
+
+
+OTHER = {State.ACTIVE: State.DEPARTED, State.DEPARTED: State.ACTIVE}
+
+
+def changes(rows: list[list[str]]) -> st.SearchStrategy[frozenset[str]]:
+    """Ids of ``rows`` whose status the export changes (syncd holds the other)."""
+    ids = [cells[rows[0].index("id")].strip() for cells in rows[1:]]
+    return st.frozensets(st.sampled_from(ids)) | st.just(frozenset())
 
 
 def left_beside_someone_active(rows: list[list[str]], vocabulary: dict[str, State]) -> set[str]:
@@ -437,6 +499,17 @@ def left_beside_someone_active(rows: list[list[str]], vocabulary: dict[str, Stat
         and 0 <= n + step < len(ids)
         and states[n + step] is State.ACTIVE
         and states[n - step] is State.DEPARTED
+    }
+
+
+def beside_nobody(rows: list[list[str]], held: set[str]) -> set[str]:
+    """The ids of the rows beside (before a status first, after a status last) a row whose
+    person syncd holds nothing for (``held``: the ids it holds)."""
+    header = rows[0]
+    step = -1 if header.index("status") == 0 else 1
+    ids = [cells[header.index("id")].strip() for cells in rows[1:]]
+    return {
+        key for n, key in enumerate(ids) if 0 <= n + step < len(ids) and ids[n + step] not in held
     }
 
 
@@ -608,3 +681,62 @@ def test_a_join_weighs_the_status_of_the_source_that_decides_it(
     p = planned_as_the_runner_does(now, snapshot, view, REPLACE)
     done = [c.key for c in p.changes if c.action is Action.UNLOCK]
     assert done == unlocked, (p.changes, p.notes)
+
+
+@pytest.mark.parametrize(
+    ("text", "aside", "key"),
+    [
+        # The status first: "…,Lin" + "active,…" read "…,Linac" + "tive,…".
+        ("status,id,name\nactive,e1,Linac\ntive,e2,N2\n", ["employees.csv:2"], "e1"),
+        ("status,id,name\nactive,e1,Li\nnactive,e2,N2\n", ["employees.csv:2"], "e1"),
+        ("status,name,id\nactive,N1,e1ac\ntive,N2,e2\n", ["employees.csv:2"], None),  # the id
+        # The status last: "…,Active" + "e2,…" read "…,Acti" + "vee2,…".
+        ("id,name,status\ne1,N1,Acti\nvee2,N2,Active\n", ["employees.csv:3"], None),
+        ("name,id,status\nN1,e1,Acti\nveN2,e2,Active\n", ["employees.csv:3"], "e2"),
+        # A status in neither list however the text across the edge is split: HR renamed it.
+        ("status,id,name\nactive,e1,Lin\nterminated,e2,N2\n", [], None),
+    ],
+)
+def test_a_status_left_in_neither_list_by_a_moved_line_break_sets_the_row_beside_aside(
+    text: str, aside: list[str], key: str | None
+) -> None:
+    """A line break moved across the edge leaves the status in neither list ("tive"): its
+    row is set aside, and so is the row beside, whose field at the edge the break changed
+    too ("Linac"), named by its other cells (its id, when the id is not at the edge)."""
+    # Each row with a username and a department in the middle, after its second column.
+    lines = [line.split(",") for line in text.splitlines()]
+    middle = [["username", "department"], *([f"user{n}", "rd"] for n in range(1, 3))]
+    text = "".join(
+        ",".join([*c[:2], *m, *c[2:]]) + "\n" for c, m in zip(lines, middle, strict=True)
+    )
+    read = read_text(text, STATUSES | {"Active": State.ACTIVE})
+    rows = {r.where: r for r in read.rejected}
+    beside = [w for w, r in rows.items() if "in neither list, but read" in r.reason]
+    assert beside == aside, rows
+    for where in aside:
+        assert rows[where].key == key and not rows[where].may_hide_rows, rows[where]
+        assert "a line break moved across the edge" in rows[where].reason
+    assert len(rows) == len(aside) + 1  # the status's own row, set aside as in neither list
+    assert list(rows) == sorted(rows, key=lambda where: int(where.rsplit(":", 1)[1]))
+
+
+@pytest.mark.parametrize("office", ["Berlin", "Lin"])
+def test_the_row_beside_a_status_moved_waits_whatever_the_status_s_own_change(
+    office: str,
+) -> None:
+    """e2 left this week (syncd holds her active), or is a contractor the row filter leaves
+    out (office "Lin"); the break reads "…,Person 1in" + "active,…": e2's status makes no
+    change, but e1's name shows the "in" moved (written "Person 1"): e1's update waits,
+    and says why, rather than writing "Person 1in"."""
+    rows = [["status", "id", "username", "department", "office", "name"]]
+    rows += [["active", "e1", "user1", "rd", "Berlin", "Person 1"]]
+    rows += [["inactive", "e2", "user2", "rd", office, "Person 2"]]
+    people = held_people(rows, STATUSES, "two_files", RULES, departed_synced=True)
+    people = [e._replace(state=State.ACTIVE) for e in people]  # as the last run read them
+    snapshot, view = synced(directory(DEPARTMENTS, people), policy=REPLACE)
+    text = "".join(f"{','.join(cells)}\n" for cells in rows)
+    text = text.replace("Person 1\ninactive", "Person 1in\nactive")
+    p = planned_as_the_runner_does(read_text(text, mapping=RULES), snapshot, view, REPLACE)
+    assert p.changes == (), p.changes
+    said = [n.message for n in p.notes if n.key == "e1"]
+    assert any("the update waits with the status of source id e2" in m for m in said), said

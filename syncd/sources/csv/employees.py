@@ -37,7 +37,12 @@ from syncd.sources._text import (
 from syncd.sources._trace import Count, Outcome, Tracer, counted
 from syncd.sources.csv.columns import _Columns, _resolved
 from syncd.sources.csv.departments import _DepartmentIds
-from syncd.sources.csv.moved_breaks import WRITTEN_TEXTS, StatusNotes, edge_statuses
+from syncd.sources.csv.moved_breaks import (
+    WRITTEN_TEXTS,
+    StatusAcross,
+    StatusNotes,
+    edge_statuses,
+)
 from syncd.sources.csv.records import _REPEATED_HEADER, _Table, mentioned
 from syncd.sources.csv.rows import Rejection, Rows
 
@@ -71,7 +76,8 @@ def _read_employees(
     table.key_columns = tuple(i for i in (reader.id, reader.username) if i is not None)
     notes = reader.status_notes
     beside = None if notes is None else notes.beside
-    rows = Rows(table.name, columns, reader.employee, _rejection(columns, reader), beside)
+    rejection = _rejection(columns, reader)
+    rows = Rows(table.name, columns, reader.employee, rejection, beside, reader.status_across)
     for line, cells in counted(table.rows, mapping.count):
         rows.sort(line, cells)
     rows.end()
@@ -314,7 +320,12 @@ class _EmployeeReader:
         }
         self._statuses.update((status_key(v), State.DEPARTED) for v in settings.departed_values)
         self._state_of: dict[str, State | str] = {}  # status text as read -> its state, or why not
-        # A status at a row's edge may be what a moved line break made of another.
+        # A status at a row's edge may be what a moved line break made of another, or left
+        # in neither list with the row beside changed.
+        status = at["status"]
+        self.status_across = None
+        if status in (0, columns.min_width - 1, columns.width - 1):
+            self.status_across = StatusAcross(self._statuses, status)
         self.status_notes = _status_notes(
             self._statuses,
             at,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from syncd.config.source import status_key
 from syncd.model import MovedStatus, State, moved_back
-from syncd.sources._text import split_list
+from syncd.sources._text import shown, split_list
 
 # The text fields syncd writes as read: one at the edge of a row may lose text to the next.
 WRITTEN_TEXTS = ("username", "name", "en_name", "email", "mobile", "tel", "sn", "job_title")
@@ -144,3 +144,41 @@ def _moved(shown: str, edge: str, text: str, gained: bool, after: bool) -> str |
         return shown[len(shown) - len(text) :] if after else shown[: len(text)]
     moved = edge[: len(text)] if after else edge[len(edge) - len(text) :]
     return moved if status_key(moved) == text else None
+
+
+@dataclass(frozen=True, slots=True)
+class StatusAcross:
+    """A status at a row's edge (``status``: its column, the first or the last) that is in
+    neither list, where the text across that edge with the row beside, split elsewhere,
+    gives a status of either list: a line break moved there may have changed the row
+    beside's field at the edge as well ("…,Lin" + "active,…" read as "…,Linac" +
+    "tive,…"). Read as it reads, that field would be written changed, or judged so by the
+    row filter (an account made for a row it leaves out, a person it keeps taken for a
+    leaver); the row beside is set aside instead (syncd.sources.csv.rows.Across)."""
+
+    statuses: Mapping[str, State]  # both lists, as compared (status_key)
+    status: int
+
+    @property
+    def first(self) -> bool:
+        return self.status == 0
+
+    def __call__(self, cells: list[str], beside: list[str], line: int) -> str | None:
+        if not self.first and len(cells) != self.status + 1:
+            return None  # the row ends before the status: it is not at the row's edge
+        value = cells[self.status]
+        if status_key(value) in self.statuses:
+            return None  # set aside for another field
+        edge = beside[-1] if self.first else beside[0]
+        joined, at = (edge + value, len(edge)) if self.first else (value + edge, len(value))
+        for split in range(len(joined) + 1):
+            status = joined[split:] if self.first else joined[:split]
+            if split != at and status_key(status) in self.statuses:
+                field = "last" if self.first else "first"
+                return (
+                    f"the status on line {line}, {shown(value)}, is in neither list, but read "
+                    f"with text across the rows' edge it is {shown(status.strip())}: a line "
+                    f"break moved across the edge may have changed this row's {field} field, "
+                    "which cannot be trusted"
+                )
+        return None

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from syncd.model import RejectedRow
 from syncd.sources.csv.columns import _Columns, _is_blank
 from syncd.sources.csv.records import _Broken
 
 T = TypeVar("T")
+
+# A record with text: its line, its cells, and what it was read as: an item (True), a row
+# set aside (False), or nothing (None: left out by a row filter).
+_Last = tuple[int, list[str], bool | None]
 
 # What a row reads as: an item, why it is set aside, or None (left out by a row filter).
 Read = Callable[[list[str], str], T | str | None]
@@ -27,12 +31,25 @@ Rejection = Callable[[str, str, list[str] | None, bool, Collection[str]], Reject
 Beside = Callable[[list[str], list[str]], None]
 
 
+class Across(Protocol):
+    """Told a row set aside (its cells) and the row beside it at its value's edge (the row
+    before when ``first``, else the row after), and the line of the row set aside: why the
+    row beside is set aside too, when a line break moved across their edge may have left
+    that value in neither list and changed the row beside's field there as well
+    (syncd.sources.csv.moved_breaks.StatusAcross); None when nothing says so."""
+
+    @property
+    def first(self) -> bool: ...
+
+    def __call__(self, cells: list[str], beside: list[str], line: int) -> str | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class _Held:
     """A record before a row that may show it is not whole: the record (its line, cells,
     and whether it was read as an item), and how many rows were rejected up to it."""
 
-    last: tuple[int, list[str], bool]
+    last: _Last
     at: int
     short: int = 0  # the line of the short row after it, if that is what it is held for
 
@@ -47,14 +64,17 @@ class Rows(Generic[T]):
         read: Read[T],
         rejection: Rejection,
         beside: Beside | None = None,
+        across: Across | None = None,
     ) -> None:
         self.items: list[tuple[str, T]] = []
         self.rejected: list[RejectedRow] = []
         self._name, self._columns, self._read, self._rejection = name, columns, read, rejection
-        self._beside = beside
-        # The last record with text, for a row a stray line break split in two: its line, its
-        # cells, and whether it was read as an item (None after a record that did not parse).
-        self._last: tuple[int, list[str], bool] | None = None
+        self._beside, self._across = beside, across
+        # The last record with text, for a row a stray line break split in two (None after a
+        # record that did not parse).
+        self._last: _Last | None = None
+        # A row set aside for its last value (``across``), until the record after it is told.
+        self._before: tuple[int, list[str]] | None = None
         # The line of the last record with text when it had fewer fields than the header: the
         # record after it may be its end even when the two joined do not fit the header.
         self._short: int | None = None
@@ -84,6 +104,7 @@ class Rows(Generic[T]):
         if not cells or (not cells[0].strip() and _is_blank(cells)):
             return
         short, self._short = self._short, None
+        before, self._before = self._before, None
         if last is not None and len(last[1]) < columns.min_width and columns.split(last[1], cells):
             # The end of a short row: even when it fits, its cells are shifted (a row cut
             # after its first character reads as a whole row with another id).
@@ -104,16 +125,63 @@ class Rows(Generic[T]):
             self.reject(where, after_short(short), None, hides=True, seen=cells)
             self._last = (line, cells, False)
             return
+        if before is not None and self._moved_after(before, line, cells):
+            return
         if self._beside is not None and last is not None:
             self._beside(last[1], cells)
+        self._take(line, cells, where)
+
+    def _take(self, line: int, cells: list[str], where: str) -> None:
+        """A record of the header's width that nothing beside it shows damaged: read."""
         item = self._read(cells, where)
         if item is None or isinstance(item, str):
+            at = len(self.rejected)
             if item is not None:
                 self.reject(where, item, cells)
-            self._last = (line, cells, False)
+            self._moved_before(line, cells, at)
+            self._last = (line, cells, False if item is not None else None)
             return
         self.items.append((where, item))
         self._last = (line, cells, True)
+
+    def _moved_before(self, line: int, cells: list[str], at: int) -> None:
+        """A row just set aside or left out: the row before it set aside too (its rejection
+        the ``at``-th), when ``across`` says a line break moved across their edge may have
+        changed its last field; or the row after, told when it comes."""
+        across, last = self._across, self._last
+        if across is None:
+            return
+        if not across.first:
+            self._before = (line, cells)
+            return
+        if last is None or last[2] is False:
+            return  # none, or set aside already
+        why = across(cells, last[1], line)
+        if why is None:
+            return
+        head = f"{self._name}:{last[0]}"
+        if last[2] and self.items and self.items[-1][0] == head:
+            self.items.pop()
+        self._aside_at_edge(head, why, last[1], -1)
+        self.rejected.insert(at, self.rejected.pop())  # in the order of the file's lines
+
+    def _moved_after(self, before: tuple[int, list[str]], line: int, cells: list[str]) -> bool:
+        """Whether this record is set aside as the row after one set aside for its last
+        value, which ``across`` says a line break moved across their edge may have made."""
+        assert self._across is not None
+        why = self._across(before[1], cells, before[0])
+        if why is None:
+            return False
+        self._aside_at_edge(f"{self._name}:{line}", why, cells, 0)
+        self._last = (line, cells, False)
+        return True
+
+    def _aside_at_edge(self, where: str, why: str, cells: list[str], edge: int) -> None:
+        """A row whose field at ``edge`` cannot be trusted, set aside as naming its record
+        by its other cells (that field left out, as if empty)."""
+        trusted = cells.copy()
+        trusted[edge] = ""
+        self.reject(where, why, trusted)
 
     def _broken(self, line: int, broken: _Broken) -> None:
         """A record that cannot be used; the one before it too, when this one starts with
@@ -127,7 +195,7 @@ class Rows(Generic[T]):
             self._set_aside(_Held(last, len(self.rejected)), split_head(line))
         where, hides = f"{self._name}:{line}", columns.hides_rows(broken)
         self.reject(where, columns.reason(broken), broken.cells, hides, seen=broken.mentions)
-        self._last = self._short = None
+        self._last = self._short = self._before = None
 
     def end(self) -> None:
         """After the last record: a short row at the file's end is completed by nothing."""
