@@ -81,11 +81,12 @@ DEPARTMENT_PATH = "department path"  # MovedStatus.field: a department's path (l
 
 class MovedStatus(NamedTuple):
     """A status at its row's edge that a line break moved across the edge with the row
-    beside may have made of another of the other meaning: "…,Lin" + "inactive,…" read as
-    "…,Linin" + "active,…" (the row before ``gained`` the text "in"), "…,Lin" + "active,…"
-    as "…,L" + "inactive,…" (it lost it); the status last, "…,Active - left" + "E2,…" as
-    "…,Active" + "- leftE2,…" (the row after gained "- left"). What syncd wrote for the
-    row beside tells (syncd.plan.moved_breaks)."""
+    beside may have made of another: "…,Lin" + "inactive,…" read as "…,Linin" +
+    "active,…" (the row before ``gained`` the text "in"), "…,Lin" + "active,…" as "…,L" +
+    "inactive,…" (it lost it); the status last, "…,Active - left" + "E2,…" as "…,Active"
+    + "- leftE2,…" (the row after gained "- left"); of the same meaning, "…,N" +
+    "已离职,…" as "…,N已" + "离职,…". What syncd wrote for the row beside tells
+    (syncd.plan.moved_breaks)."""
 
     beside: str  # the source id of the row beside
     # Its field at the edge: a text syncd writes (an extra attribute's: "extra.<name>"),
@@ -103,6 +104,9 @@ class MovedStatus(NamedTuple):
     text: str  # the text the break may have moved, as written
     gained: bool  # whether the row beside may have gained it (else lost it)
     after: bool  # the row beside is the one after (else the one before)
+    # The status it was means the same as the one read ("已离职" read "离职"): only the row
+    # beside is changed, and its changes wait on it; the status's own go ahead.
+    same: bool = False
 
 
 def moved_back(read: str, text: str, gained: bool, after: bool) -> str:

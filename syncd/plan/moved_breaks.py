@@ -71,8 +71,8 @@ def _beside_moved(planner: EmployeePlanner, beside: dict[str, str]) -> None:
 
 def _waits(planner: EmployeePlanner, change: Change, beside: dict[str, str]) -> bool:
     found = planner.directory.moved_statuses.get(change.key)
-    if found is None or not isinstance(change.record, Employee):
-        return False
+    if found is None or found.same or not isinstance(change.record, Employee):
+        return False  # a status that reads the same either way makes its own change
     # An account made waits as a lock does, but for a row beside syncd holds nobody under:
     # an initial sync would hold back everyone after a name that ends as a status starts.
     unlock = change.action is Action.UNLOCK
@@ -95,7 +95,7 @@ def _waits(planner: EmployeePlanner, change: Change, beside: dict[str, str]) -> 
 
 def _moved(planner: EmployeePlanner, found: MovedStatus, unlock: bool) -> str | None:
     """Why the row beside shows the text moved, or None when it reads as syncd wrote it."""
-    beside, field, read, was, text, gained, after = found
+    beside, field, read, was, text, gained, after, _ = found
     if field == "department":  # read as none the departments file has, and not as written
         return f"source id {beside}'s department {read!r} is unknown, {was!r} is known"
     if field.startswith(EXTRA) and field[len(EXTRA) :] not in planner.policy.extended_fields:

@@ -55,12 +55,17 @@ PATHS = ["rd", "Co/R&D", "Co / Admin", "Co/Admin/Lin", "sales"]
 # of "inactive", and "inactive" may be "active" with the end of the row before ("…,Lin").
 STATUSES = {"active": State.ACTIVE, "在职": State.ACTIVE, "enabled": State.ACTIVE}
 STATUSES |= {"inactive": State.DEPARTED, "离职": State.DEPARTED, "departed": State.DEPARTED}
+# And one that is another of the same meaning with text before it ("已" + "离职"): read so,
+# the status is right, the row before's last field is not.
+STATUSES |= {"已离职": State.DEPARTED}
 # An HR system's vocabulary whose departed value is an active one with text after it: last in
 # a row, "Active - left" may read "Active", its end moved to the start of the row after.
 # And a departed code that is an active one without its last digit ("Left", "Left1"): last
 # in a row, "Left" may read "Left1" with the first digit of the row after.
 SUFFIXED = {"Active": State.ACTIVE, "On leave": State.ACTIVE, "Active - left": State.DEPARTED}
 SUFFIXED |= {"Left": State.DEPARTED, "Left1": State.ACTIVE}
+# And an active value that is another active one with text after it: "Active" has two.
+SUFFIXED |= {"Active - remote": State.ACTIVE}
 REPLACE = Policy(username_change="remove_and_create", extended_fields={"office": "office"})
 # Each column's value in person n's row, for the rows written out here.
 VALUES = {"id": "e{}", "username": "user{}", "name": "Person {}", "department": "rd"}
@@ -160,8 +165,10 @@ def moved_breaks(
     edge = len(rows[k][-1] if left else rows[k + 1][0])
     if edge == 0:
         return rows, "\n".join(lines)
-    # Often by as much as one status is longer than another: where one may read as another.
-    shifts = sorted({abs(len(a) - len(b)) for a in statuses for b in statuses} - {0})
+    # Often by as much as the status at the edge, if one is, is longer or shorter than
+    # another: where one may read as another.
+    near = [c for c in (rows[k][-1], rows[k + 1][0] if k < count else "") if c in statuses]
+    shifts = sorted({abs(len(a) - len(b)) for a in near or statuses for b in statuses} - {0})
     d = min(draw(st.integers(1, edge) | st.sampled_from(shifts)), edge)
     if left:
         lines[k], lines[k + 1] = lines[k][:-d], lines[k][-d:] + lines[k + 1]
@@ -324,6 +331,26 @@ def test_a_moved_line_break_after_a_status_last_beside_a_field_a_rule_makes_harm
     """The same with the status last and the field a rule makes first in the row after."""
     export = data.draw(moved_breaks(sorted(SUFFIXED), status_last(first)))
     check_moved_break(*export, SUFFIXED, mapping=RULES, changed=data.draw(changes(export[0])))
+
+
+@pytest.mark.parametrize("field", ["name", "office"])
+@pytest.mark.parametrize("first", [True, False])
+@settings(max_examples=examples(100), deadline=None)
+@given(data=st.data())
+def test_a_moved_line_break_between_statuses_of_one_meaning_harms_nobody(
+    field: str, first: bool, data: st.DataObject
+) -> None:
+    """A status that is another of the same meaning with text at the edge ("已离职" is "已" +
+    "离职", "Active - remote" is "Active" + " - remote"), and the field beside it a rule
+    makes and the row filter judges: the status reads right either way, the row beside's
+    field does not ("Person 1已", " - remoteBerlin")."""
+    if first:
+        export = data.draw(moved_breaks(["active", "离职", "已离职"], status_first(field)))
+        vocabulary = STATUSES
+    else:
+        export = data.draw(moved_breaks(["Active", "Active - remote"], status_last(field)))
+        vocabulary = SUFFIXED
+    check_moved_break(*export, vocabulary, mapping=RULES, changed=data.draw(changes(export[0])))
 
 
 @pytest.mark.parametrize(
@@ -738,5 +765,22 @@ def test_the_row_beside_a_status_moved_waits_whatever_the_status_s_own_change(
     text = text.replace("Person 1\ninactive", "Person 1in\nactive")
     p = planned_as_the_runner_does(read_text(text, mapping=RULES), snapshot, view, REPLACE)
     assert p.changes == (), p.changes
+    said = [n.message for n in p.notes if n.key == "e1"]
+    assert any("the update waits with the status of source id e2" in m for m in said), said
+
+
+def test_a_departure_read_as_another_value_of_its_meaning_goes_ahead_and_the_row_before_waits() -> (
+    None
+):
+    """e2 left this week ("已离职"); the break reads "…,Person 1已" + "离职,…": the status is
+    right either way, and e2 is locked; e1's name shows the "已" moved (written "Person
+    1"): e1's update waits, and says why."""
+    rows = [["status", "id", "username", "department", "name"]]
+    rows += [["active", "e1", "user1", "rd", "Person 1"], ["已离职", "e2", "user2", "rd", "N2"]]
+    people = [e._replace(state=State.ACTIVE) for e in written(rows)]  # as the last run read
+    snapshot, view = synced(directory(DEPARTMENTS, people), policy=REPLACE)
+    text = "".join(f"{','.join(cells)}\n" for cells in rows).replace("1\n已", "1已\n")
+    p = planned_as_the_runner_does(read_text(text), snapshot, view, REPLACE)
+    assert [(c.action, c.key) for c in p.changes] == [(Action.LOCK, "e2")], p.notes
     said = [n.message for n in p.notes if n.key == "e1"]
     assert any("the update waits with the status of source id e2" in m for m in said), said

@@ -6,9 +6,11 @@ text at that edge: in the defaults, "inactive" is "in" + "active" (status first)
 of an HR system's, "Active - left" is "Active" + " - left" (status last). A line break
 moved across the edge turns one into the other, and both rows read well: "…,Lin" +
 "inactive,…" reads as "…,Linin" + "active,…" (a former employee back), and "…,Active -
-left" + "E2,…" as "…,Active" + " - leftE2,…". The reader notes each row whose status may
-be so, with what the row beside shows at that edge (``MovedStatus``); the plan weighs it
-against what syncd wrote for that row (syncd.plan.moved_breaks).
+left" + "E2,…" as "…,Active" + " - leftE2,…". One of the same meaning ("已离职" is "已" +
+"离职") reads the status right and the row beside wrong. The reader notes each row whose
+status may be so, with what the row beside shows at that edge (``MovedStatus``); the
+plan weighs it against what syncd wrote for that row (syncd.plan.moved_breaks). A break
+that leaves the status in neither list sets the row beside aside too (``StatusAcross``).
 """
 
 from __future__ import annotations
@@ -25,22 +27,28 @@ WRITTEN_TEXTS = ("username", "name", "en_name", "email", "mobile", "tel", "sn", 
 
 
 # A status value's move: the text moved (as compared, trimmed), whether the row beside
-# gained it, and whether the value read makes the person active.
-Move = tuple[str, bool, bool]
+# gained it, whether the value read makes the person active, and whether the value it was
+# means the same (then only the row beside is changed).
+Move = tuple[str, bool, bool, bool]
 
 
-def edge_statuses(statuses: Mapping[str, State], first: bool) -> dict[str, Move]:
-    """Each status value (as compared) that a moved line break can make of another of the
-    other meaning, with its move. First in its row, a status's start moves to or from the
-    row before: "active" is "inactive" whose "in" the row before gained, "inactive" is
-    "active" with the row before's lost end. Last, its end moves to or from the row after."""
-    found: dict[str, Move] = {}
+def edge_statuses(statuses: Mapping[str, State], first: bool) -> dict[str, list[Move]]:
+    """Each status value (as compared) that a moved line break can make of another, with
+    its moves, those from a value of the other meaning first. First in its row, a status's
+    start moves to or from the row before: "active" is "inactive" whose "in" the row before
+    gained, "inactive" is "active" with the row before's lost end; "离职" is "已离职" whose
+    "已" it gained (the status right, the row before not). Last, its end moves to or from
+    the row after."""
+    found: dict[str, list[Move]] = {}
     for value, state in statuses.items():
         for other, meaning in statuses.items():
-            if meaning is not state and len(other) != len(value):
-                moved = _moved_text(value, other, first)
-                if moved is not None:
-                    found.setdefault(value, (*moved, state is State.ACTIVE))
+            moved = _moved_text(value, other, first) if len(other) != len(value) else None
+            if moved is not None:
+                found.setdefault(value, []).append(
+                    (*moved, state is State.ACTIVE, meaning is state)
+                )
+    for moves in found.values():
+        moves.sort(key=lambda move: move[3])  # of the other meaning first
     return found
 
 
@@ -70,7 +78,7 @@ class StatusNotes:
     ``ruled``: when a mapping rule makes what syncd writes of the field at the edge, that
     value of a row (its cells)."""
 
-    moves: dict[str, Move]
+    moves: dict[str, list[Move]]
     status: int  # the status's column: the first, or the last (of those named, when the
     # header ends in columns without a name: a row may end there)
     id: int  # the id's column
@@ -94,25 +102,29 @@ class StatusNotes:
         if self.id >= min(len(before), len(cells)) or (after and len(before) != self.status + 1):
             return
         shown = status[self.status].strip()
-        found = self.moves.get(status_key(shown))
-        if found is None:
-            return
-        text, gained, active = found
+        for move in self.moves.get(status_key(shown), ()):
+            found = self._found(shown, other, move, after)
+            if found is not None:
+                self.found[status[self.id].strip()] = found
+                return
+
+    def _found(self, shown: str, other: list[str], move: Move, after: bool) -> MovedStatus | None:
+        """The status's note for ``move``, if the row beside (its cells: ``other``) shows
+        it, or nothing could."""
+        text, gained, active, same = move
         at = 0 if after else -1
         cell = other[at].strip()
         moved = _moved(shown, self._edge(cell, after), text, gained, after)
         if moved is None:
-            return  # the row beside does not show the text it would have gained
+            return None  # the row beside does not show the text it would have gained
         restored = other.copy()
         restored[at] = moved_back(cell, moved, gained, after)
         read, was = self._value(other, after), self._value(restored, after)
         named = self._named(read, was, gained)
         if not (named or active or gained):
-            return  # nothing to tell a lost text by: the departure goes ahead
+            return None  # nothing to tell a lost text by: the departure goes ahead
         beside = other[self.id].strip()
-        self.found[status[self.id].strip()] = MovedStatus(
-            beside, named, read, was, moved, gained, after
-        )
+        return MovedStatus(beside, named, read, was, moved, gained, after, same)
 
     def _value(self, cells: list[str], after: bool) -> str:
         """The row beside's field at the edge as syncd writes it: a rule's value; of a
