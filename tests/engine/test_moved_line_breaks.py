@@ -716,6 +716,12 @@ def test_a_join_weighs_the_status_of_the_source_that_decides_it(
         # The status first: "…,Lin" + "active,…" read "…,Linac" + "tive,…".
         ("status,id,name\nactive,e1,Linac\ntive,e2,N2\n", ["employees.csv:2"], "e1"),
         ("status,id,name\nactive,e1,Li\nnactive,e2,N2\n", ["employees.csv:2"], "e1"),
+        # A name of 100,000 characters: the text across the edge is weighed where a status fits.
+        (
+            "status,id,name\nactive,e1," + "L" * 100_000 + "ac\ntive,e2,N2\n",
+            ["employees.csv:2"],
+            "e1",
+        ),
         ("status,name,id\nactive,N1,e1ac\ntive,N2,e2\n", ["employees.csv:2"], None),  # the id
         # The status last: "…,Active" + "e2,…" read "…,Acti" + "vee2,…".
         ("id,name,status\ne1,N1,Acti\nvee2,N2,Active\n", ["employees.csv:3"], None),

@@ -181,11 +181,13 @@ class StatusAcross:
         value = cells[self.status]
         if status_key(value) in self.statuses:
             return None  # set aside for another field
-        edge = beside[-1] if self.first else beside[0]
-        joined, at = (edge + value, len(edge)) if self.first else (value + edge, len(value))
-        for split in range(len(joined) + 1):
-            status = joined[split:] if self.first else joined[:split]
-            if split != at and status_key(status) in self.statuses:
+        text = (beside[-1] + value if self.first else value + beside[0]).strip()
+        # Split anywhere, the status is the text's end (first in its row) or its start, no
+        # longer than a value in the lists can be written (NFC and case folding aside).
+        longest = 4 * max(map(len, self.statuses), default=0)
+        for size in range(min(len(text), longest) + 1):
+            status = text[len(text) - size :] if self.first else text[:size]
+            if status_key(status) in self.statuses:
                 field = "last" if self.first else "first"
                 return (
                     f"the status on line {line}, {shown(value)}, is in neither list, but read "
