@@ -637,13 +637,15 @@ def assert_told_once(h: History, rig: Rig) -> None:
     assert not refused, f"failed for a value another account holds: {refused}"
     if not h.restored:
         # A removed account's problems go with it (a rename under remove_and_create, a
-        # leaver back): the account made for the person after it is told its own.
+        # leaver back): the account made for the person after it is told its own. A removal
+        # a killed run sent is found done by the next (recovered: the account is gone).
         replaced = {
             r["key"]
             for r in rig.rows(
                 "SELECT key FROM run_items WHERE run_id > ? AND action = 'remove' "
-                "AND outcome = 'ok'",
+                "AND (outcome = 'ok' OR (outcome = 'recovered' AND error LIKE ?))",
                 h.last_run,
+                "%the account is gone from the platform%",
             )
         }
         again = {p for p in told & h.problems if p[0] not in replaced}
