@@ -775,9 +775,7 @@ def test_the_row_beside_a_status_moved_waits_whatever_the_status_s_own_change(
     assert any("the update waits with the status of source id e2" in m for m in said), said
 
 
-def test_a_departure_read_as_another_value_of_its_meaning_goes_ahead_and_the_row_before_waits() -> (
-    None
-):
+def test_a_status_read_as_another_of_its_meaning_makes_its_change_the_row_before_waits() -> None:
     """e2 left this week ("已离职"); the break reads "…,Person 1已" + "离职,…": the status is
     right either way, and e2 is locked; e1's name shows the "已" moved (written "Person
     1"): e1's update waits, and says why."""
