@@ -33,6 +33,8 @@ class _Columns:
         self.min_width = table.named_width
         # The header ends in columns without a name: a row's text there is not its own.
         self.unnamed_tail = self.min_width < self.width
+        # The columns a row may end at: its last named one, and the header's last.
+        self.last = (self.min_width - 1, self.width - 1)
         self.virtual: dict[int, str] = {}  # indexes past the header: what mapping rules made
 
     def find(self, column: str | None, setting: str, *, required: bool) -> int | None:

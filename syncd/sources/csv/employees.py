@@ -97,7 +97,7 @@ def _edges(username: int | None, columns: _Columns) -> frozenset[str]:
     that ends in columns without a name has two last columns, its last named one and its
     last."""
     start = {"start"} if username == 0 else set()
-    end = {"end"} if username in (columns.min_width - 1, columns.width - 1) else set()
+    end = {"end"} if username in columns.last else set()
     return frozenset(start | end)
 
 
@@ -142,8 +142,8 @@ def _status_notes(
     line break made of another (syncd.sources.csv.moved_breaks); None as a rule: the
     status elsewhere, or a vocabulary with no such pair. ``extras``: the extra attributes'
     columns; ``separator``: the positions column's; ``rules``: the mapping's, if any."""
-    status, ends = at["status"], (0, columns.min_width - 1, columns.width - 1)
-    if status not in ends or at["id"] is None:
+    status = at["status"]
+    if status not in (0, *columns.last) or at["id"] is None:
         return None
     first = status == 0
     moves = edge_statuses(statuses, first)
@@ -324,7 +324,7 @@ class _EmployeeReader:
         # in neither list with the row beside changed.
         status = at["status"]
         self.status_across = None
-        if status in (0, columns.min_width - 1, columns.width - 1):
+        if status in (0, *columns.last):
             self.status_across = StatusAcross(self._statuses, status)
         self.status_notes = _status_notes(
             self._statuses,
