@@ -506,8 +506,7 @@ OTHER = {State.ACTIVE: State.DEPARTED, State.DEPARTED: State.ACTIVE}
 
 def changes(rows: list[list[str]]) -> st.SearchStrategy[frozenset[str]]:
     """Ids of ``rows`` whose status the export changes (syncd holds the other)."""
-    ids = [cells[rows[0].index("id")].strip() for cells in rows[1:]]
-    return st.frozensets(st.sampled_from(ids)) | st.just(frozenset())
+    return st.frozensets(st.sampled_from(row_ids(rows))) | st.just(frozenset())
 
 
 def left_beside_someone_active(rows: list[list[str]], vocabulary: dict[str, State]) -> set[str]:
@@ -515,10 +514,8 @@ def left_beside_someone_active(rows: list[list[str]], vocabulary: dict[str, Stat
     a status last) a row whose status says active, and who are beside nobody active
     themselves (a row beside that syncd holds nobody under tells nothing of a departure,
     which goes ahead by design)."""
-    header = rows[0]
-    at, step = header.index("status"), -1 if header.index("status") == 0 else 1
+    at, step, ids = rows[0].index("status"), beside_step(rows), row_ids(rows)
     states = [vocabulary[cells[at]] for cells in rows[1:]] + [State.DEPARTED]
-    ids = [cells[header.index("id")].strip() for cells in rows[1:]]
     return {
         key
         for n, key in enumerate(ids)
@@ -532,12 +529,20 @@ def left_beside_someone_active(rows: list[list[str]], vocabulary: dict[str, Stat
 def beside_nobody(rows: list[list[str]], held: set[str]) -> set[str]:
     """The ids of the rows beside (before a status first, after a status last) a row whose
     person syncd holds nothing for (``held``: the ids it holds)."""
-    header = rows[0]
-    step = -1 if header.index("status") == 0 else 1
-    ids = [cells[header.index("id")].strip() for cells in rows[1:]]
+    step, ids = beside_step(rows), row_ids(rows)
     return {
         key for n, key in enumerate(ids) if 0 <= n + step < len(ids) and ids[n + step] not in held
     }
+
+
+def beside_step(rows: list[list[str]]) -> int:
+    """Where the row beside a row is: -1, the one before (the status first); 1, after."""
+    return -1 if rows[0].index("status") == 0 else 1
+
+
+def row_ids(rows: list[list[str]]) -> list[str]:
+    """The rows' ids as written, trimmed (as read)."""
+    return [cells[rows[0].index("id")].strip() for cells in rows[1:]]
 
 
 def applied(
