@@ -107,6 +107,10 @@ class MovedStatus(NamedTuple):
     # The status it was means the same as the one read ("已离职" read "离职"): only the row
     # beside is changed, and its changes wait on it; the status's own go ahead.
     same: bool = False
+    # The row beside's username and RejectedRow.identifiers as its cells give them: what a
+    # join keyed on one of them names its person by where the source has no record of
+    # that row (the row filter left it out).
+    names: tuple[tuple[str, str], ...] = ()
 
 
 def moved_back(read: str, text: str, gained: bool, after: bool) -> str:

@@ -531,23 +531,27 @@ class _Joining:
         return self._named(directory)
 
     def _moved_statuses(self) -> dict[str, MovedStatus]:
-        """The notes of statuses a moved line break may have made, each joined person's from
-        the source that decides their status, its ids made joined keys (the row beside's
-        too: one the join does not pair is named by its source, and syncd holds nobody so)."""
+        """The notes of statuses a moved line break may have made, the row beside's id made
+        its joined key: as the source's record of it gives it, or, the source having none
+        (its row filter left the row out), as the row's cells do (MovedStatus.names);
+        named by its source when neither can (syncd holds nobody so: nothing tells). A
+        note is under the joined key of the person whose status it weighs, where that
+        source decides it; any other is under its source's name and id, which no person's
+        change is: it holds only the row beside (a status row the row filter left out, or
+        one another source outranks, may still have moved text into the field beside)."""
         if not any(r.directory.moved_statuses for r in self.reads):
             return {}  # as a rule
         keys = {(i, e.id): k for k, slots in self.people.items() for i, e in _present(slots)}
         found: dict[str, MovedStatus] = {}
-        for k, _ in self.merged:
-            slots = self.people[k]
-            decider = self._decider(k, slots)
-            record = None if decider is None else slots[decider]
-            if decider is None or record is None:
-                continue
-            note = self.reads[decider].directory.moved_statuses.get(record.id)
-            if note is not None:
-                beside = keys.get((decider, note.beside), f"{self.names[decider]}:{note.beside}")
-                found[k] = note._replace(beside=beside)
+        for i, read in enumerate(self.reads):
+            for source_id, note in read.directory.moved_statuses.items():
+                beside = keys.get((i, note.beside)) or _named_key(note, read)
+                note = note._replace(beside=beside or f"{read.name}:{note.beside}")
+                k = keys.get((i, source_id))
+                if k is not None and self._decider(k, self.people[k]) == i:
+                    found[k] = note
+                else:
+                    found[f"{read.name}:{source_id}"] = note
         return found
 
     def _mark_departures(self) -> None:
@@ -772,6 +776,12 @@ def _joined_key(row: RejectedRow, read: SourceRead) -> str | None:
         raw = row.username
     else:
         raw = dict(row.identifiers).get(read.key)
+    return _compared(read.key, raw, read.normalize)
+
+
+def _named_key(note: MovedStatus, read: SourceRead) -> str | None:
+    """The joined id of the row beside a status, by its cells (MovedStatus.names)."""
+    raw = note.beside if read.key == "id" else dict(note.names).get(read.key)
     return _compared(read.key, raw, read.normalize)
 
 

@@ -95,7 +95,7 @@ def _waits(planner: EmployeePlanner, change: Change, beside: dict[str, str]) -> 
 
 def _moved(planner: EmployeePlanner, found: MovedStatus, unlock: bool) -> str | None:
     """Why the row beside shows the text moved, or None when it reads as syncd wrote it."""
-    beside, field, read, was, text, gained, after, _ = found
+    beside, field, read, was, text, gained, after = found[:7]
     if field == "department":  # read as none the departments file has, and not as written
         return f"source id {beside}'s department {read!r} is unknown, {was!r} is known"
     if field.startswith(EXTRA) and field[len(EXTRA) :] not in planner.policy.extended_fields:

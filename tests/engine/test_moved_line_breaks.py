@@ -309,6 +309,10 @@ RULES = SourceMapping.model_validate(
 )
 
 
+# A join of the export with a directory (by its key), or the export alone (None).
+JOINED = st.sampled_from([None, "id", "username"])
+
+
 @pytest.mark.parametrize("last", ["name", "mobile", "office"])
 @settings(max_examples=examples(100), deadline=None)
 @given(data=st.data())
@@ -319,7 +323,8 @@ def test_a_moved_line_break_beside_a_field_a_rule_makes_harms_nobody(
     weighed as the rule makes it ("lin", "Berlin office"); where the rule makes the same
     of it either way (the mobile's digits), nothing tells."""
     export = data.draw(moved_breaks(["active", "inactive"], status_first(last)))
-    check_moved_break(*export, STATUSES, mapping=RULES, changed=data.draw(changes(export[0])))
+    changed, joined = data.draw(changes(export[0])), data.draw(JOINED)
+    check_moved_break(*export, STATUSES, mapping=RULES, changed=changed, joined=joined)
 
 
 @pytest.mark.parametrize("first", ["name", "mobile", "office"])
@@ -330,7 +335,8 @@ def test_a_moved_line_break_after_a_status_last_beside_a_field_a_rule_makes_harm
 ) -> None:
     """The same with the status last and the field a rule makes first in the row after."""
     export = data.draw(moved_breaks(sorted(SUFFIXED), status_last(first)))
-    check_moved_break(*export, SUFFIXED, mapping=RULES, changed=data.draw(changes(export[0])))
+    changed, joined = data.draw(changes(export[0])), data.draw(JOINED)
+    check_moved_break(*export, SUFFIXED, mapping=RULES, changed=changed, joined=joined)
 
 
 @pytest.mark.parametrize("field", ["name", "office"])
@@ -350,7 +356,8 @@ def test_a_moved_line_break_between_statuses_of_one_meaning_harms_nobody(
     else:
         export = data.draw(moved_breaks(["Active", "Active - remote"], status_last(field)))
         vocabulary = SUFFIXED
-    check_moved_break(*export, vocabulary, mapping=RULES, changed=data.draw(changes(export[0])))
+    changed, joined = data.draw(changes(export[0])), data.draw(JOINED)
+    check_moved_break(*export, vocabulary, mapping=RULES, changed=changed, joined=joined)
 
 
 @pytest.mark.parametrize(
@@ -432,6 +439,7 @@ def check_moved_break(
     mapping: SourceMapping | None = None,
     departed_synced: bool = True,
     changed: frozenset[str] = frozenset(),
+    joined: str | None = None,
 ) -> None:
     """Nobody active locked or removed, nobody departed unlocked, no account made, nobody
     updated (syncd holds each row as written); each username changed is a conflict
@@ -443,17 +451,24 @@ def check_moved_break(
     syncd first ran (no account of theirs: none may be made; beside a row syncd holds
     nobody under, nothing tells, and an account made goes ahead by design, as a lock
     does). ``changed``: the ids whose status this export changes (syncd holds the other:
-    they left, or came back, since the last run)."""
+    they left, or came back, since the last run). ``joined``: the key the export is joined
+    by with a directory of the people syncd holds that says no status
+    (joined_with_a_directory): the people are held by that key."""
     people = held_people(rows, vocabulary, layout, mapping, departed_synced)
     departments = DEPARTMENTS if layout == "two_files" else path_departments(PATHS)
     active, departed = truly(rows, people)
     people = [e._replace(state=OTHER[e.state]) if e.id in changed else e for e in people]
+    if joined == "username":  # a person's joined id is the key
+        people = [e._replace(id=e.username) for e in people]
     locked = {e.id for e in people if e.state is State.DEPARTED}
-    d = read_text(text, vocabulary, layout, mapping)
+    d = read = read_text(text, vocabulary, layout, mapping)
+    directory_people = people
     at_edge = rows[0].index("status") in (0, len(rows[0]) - 1)  # the break at a status
     for run in (1, 2):
         held = directory(departments, people)
         snapshot, view = synced(held, locked=dict.fromkeys(locked, NOW), policy=REPLACE)
+        if joined is not None:
+            d = joined_with_a_directory(read, directory_people, joined, snapshot)
         p = planned_as_the_runner_does(d, snapshot, view, REPLACE)
         harm = [c for c in p.changes if harmful(c, active, departed)]
         assert harm == [], (run, text, harm, p.notes)
@@ -463,6 +478,20 @@ def check_moved_break(
         check_changed_usernames(d, snapshot, view, p, text)
         people, locked = applied(people, locked, d, p)
         departments = [*departments, *(x for x in d.departments.values() if x not in departments)]
+
+
+def joined_with_a_directory(
+    hr: Directory, people: list[Employee], key: str, snapshot: Snapshot
+) -> Directory:
+    """``hr``, the export, joined by ``key`` with a directory holding ``people`` that says
+    no status (the export decides it) and is not required (someone only the export has is
+    taken)."""
+    ad = Directory({}, {e.id: e for e in people}, status_read=False)
+    reads = [
+        SourceRead("hr", hr, key=key),
+        SourceRead("ad", ad, key=key, required=False, expects_status=False),
+    ]
+    return join(reads, JoinRules({"state": ("hr",)}), synced=snapshot.employees).directory
 
 
 def held_people(
@@ -713,6 +742,40 @@ def test_a_join_weighs_the_status_of_the_source_that_decides_it(
     p = planned_as_the_runner_does(now, snapshot, view, REPLACE)
     done = [c.key for c in p.changes if c.action is Action.UNLOCK]
     assert done == unlocked, (p.changes, p.notes)
+
+
+# The status row a contractor the row filter leaves out (office "Lin"): e2 left, and the
+# break reads "…,Person 1in" + "active,…".
+CONTRACTOR_BESIDE = (
+    [
+        ["status", "id", "username", "office", "department", "name"],
+        ["active", "e1", "user1", "Berlin", "rd", "Person 1"],
+        ["inactive", "e2", "user2", "Lin", "rd", "Person 2"],
+    ],
+    "status,id,username,office,department,name\n"
+    "active,e1,user1,Berlin,rd,Person 1in\nactive,e2,user2,Lin,rd,Person 2\n",
+)
+
+
+@pytest.mark.parametrize(
+    "export",
+    [
+        # e1's "Berlin" read "Berl", which the row filter leaves out; e2's "active" read
+        # "inactive": e2's lock waits (the join weighs the row beside, which the export no
+        # longer holds, by its id or username).
+        status_first_moved("office", ["active", "active"], "Berlin", "Berl\ninactive"),
+        # e1's name read "Person 1in" beside a row the export leaves out: e1's update waits.
+        CONTRACTOR_BESIDE,
+    ],
+)
+@pytest.mark.parametrize("key", ["id", "username"])
+def test_a_join_weighs_the_row_beside_a_status_where_the_row_filter_leaves_either_out(
+    export: tuple[list[list[str]], str], key: str
+) -> None:
+    """HR's export, its row filter on the office, joined by ``key`` with a directory that
+    says no status: a row the filter leaves out, the status's or the one beside it, is
+    weighed as HR alone weighs it."""
+    check_moved_break(*export, STATUSES, mapping=RULES, joined=key)
 
 
 @pytest.mark.parametrize(

@@ -335,6 +335,8 @@ class _EmployeeReader:
             settings.positions_separator,
             mapping.rules,
         )
+        if self.status_notes is not None:
+            self.status_notes.names = self.names
         self._positions_separator = settings.positions_separator
         self._department_of = department_of.department_of
         # (department, title) -> the positions of one placed there alone: most people.
@@ -352,6 +354,11 @@ class _EmployeeReader:
             return None if name in ruled else trusted(cells, own.get(name))
 
         return row_identifiers(read, [(a, read(a)) for a, _ in self._extras])
+
+    def names(self, cells: list[str]) -> tuple[tuple[str, str], ...]:
+        """What names a row's person besides its id: its username, then its identifiers."""
+        username, found = self._columns.trusted(cells, self.username), self.identifiers(cells)
+        return (("username", username), *found) if username else found
 
     def employee(self, cells: list[str], where: str) -> Employee | str | None:
         """The row's Employee, or why it is rejected; None when the row filter leaves it out."""

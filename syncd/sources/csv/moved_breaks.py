@@ -76,7 +76,8 @@ class StatusNotes:
     compared by the department's id); ``split``: the separator of the departments joined
     in the positions column, when it is there (its item at the edge is weighed);
     ``ruled``: when a mapping rule makes what syncd writes of the field at the edge, that
-    value of a row (its cells)."""
+    value of a row (its cells); ``names``: what names a row's person besides its id (its
+    cells: MovedStatus.names)."""
 
     moves: dict[str, list[Move]]
     status: int  # the status's column: the first, or the last (of those named, when the
@@ -87,6 +88,7 @@ class StatusNotes:
     path_id: Callable[[str], str] | None
     split: str | None  # the separator, when the field at the edge is a list (positions)
     ruled: Callable[[list[str]], str] | None
+    names: Callable[[list[str]], tuple[tuple[str, str], ...]] | None = None
     found: dict[str, MovedStatus] = field(default_factory=dict)
 
     @property
@@ -124,7 +126,8 @@ class StatusNotes:
         if not (named or active or gained):
             return None  # nothing to tell a lost text by: the departure goes ahead
         beside = other[self.id].strip()
-        return MovedStatus(beside, named, read, was, moved, gained, after, same)
+        names = () if self.names is None else self.names(other)
+        return MovedStatus(beside, named, read, was, moved, gained, after, same, names)
 
     def _value(self, cells: list[str], after: bool) -> str:
         """The row beside's field at the edge as syncd writes it: a rule's value; of a
