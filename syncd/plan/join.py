@@ -253,6 +253,7 @@ class _Joining:
     def pair(self, i: int, read: SourceRead) -> None:
         """One source's rejected rows carried, and its records put in their slot by key."""
         read, holders = self._holders_kept(read)
+        read = self._keys_moved(read)
         start = len(self.rejected)
         _carried(read, self.rejected)
         # _carried appends one row for each of the source's, in order: the n-th is its copy.
@@ -280,6 +281,35 @@ class _Joining:
                     username=found[0].username,
                 )
             )
+
+    def _keys_moved(self, read: SourceRead) -> SourceRead:
+        """The read with each record set aside whose join key a moved line break may have
+        changed (``_key_moved``): its row is kept as the person's syncd holds under the key
+        moved back, who is kept as they are, rather than an account made under a key the
+        break made ("user1" + "inactive" read "user1in" + "active": a new person by key)."""
+        d = read.directory
+        notes = [
+            n
+            for n in d.moved_statuses.values()
+            if n.beside in d.employees and self._key_moved(n, read)
+        ]
+        if not notes:
+            return read  # as a rule
+        rows = [_key_moved_aside(read, d.employees[n.beside], n) for n in notes]
+        left = {n.beside for n in notes}
+        people = {i: e for i, e in d.employees.items() if i not in left}
+        return replace(read, directory=replace(d, employees=people, rejected=(*d.rejected, *rows)))
+
+    def _key_moved(self, note: MovedStatus, read: SourceRead) -> str | None:
+        """The join key of the row beside a status a moved line break may have made, where
+        that row's field at the edge is the key: the key with the text moved back, when
+        syncd holds someone under it and nobody under the key as read; else None."""
+        if note.field != read.key or not self.synced:
+            return None
+        was = _compared(read.key, note.was, read.normalize)
+        now = _compared(read.key, note.read, read.normalize)
+        moved = was is not None and was != now and was in self.synced
+        return was if moved and now not in self.synced else None
 
     def _holders_kept(self, read: SourceRead) -> tuple[SourceRead, set[str]]:
         """The read with a username's holder kept among its records set aside because
@@ -545,7 +575,11 @@ class _Joining:
         found: dict[str, MovedStatus] = {}
         for i, read in enumerate(self.reads):
             for source_id, note in read.directory.moved_statuses.items():
-                beside = keys.get((i, note.beside)) or _named_key(note, read)
+                beside = (
+                    self._key_moved(note, read)
+                    or keys.get((i, note.beside))
+                    or _named_key(note, read)
+                )
                 note = note._replace(beside=beside or f"{read.name}:{note.beside}")
                 k = keys.get((i, source_id))
                 if k is not None and self._decider(k, self.people[k]) == i:
@@ -777,6 +811,23 @@ def _joined_key(row: RejectedRow, read: SourceRead) -> str | None:
     else:
         raw = dict(row.identifiers).get(read.key)
     return _compared(read.key, raw, read.normalize)
+
+
+def _key_moved_aside(read: SourceRead, e: Employee, note: MovedStatus) -> RejectedRow:
+    """The row of a record whose join key a moved line break may have made, set aside under
+    the key with the text moved back (_Joining._keys_moved)."""
+    moved_back = ((read.key, note.was),)
+    username, named = (note.was, ()) if read.key == "username" else (e.username, moved_back)
+    return RejectedRow(
+        f"person {e.id!r}",
+        f"its join key ({read.key}) reads {note.read!r}, which syncd holds for nobody, "
+        "beside a status a line break moved across the rows' edge may have made; with the "
+        f"text moved back it is {note.was!r}, whose person syncd holds: the row is theirs, "
+        "kept as they are until the rows read as syncd wrote them",
+        key=e.id,
+        username=username,
+        identifiers=named,
+    )
 
 
 def _named_key(note: MovedStatus, read: SourceRead) -> str | None:

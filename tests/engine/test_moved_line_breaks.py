@@ -71,6 +71,9 @@ REPLACE = Policy(username_change="remove_and_create", extended_fields={"office":
 VALUES = {"id": "e{}", "username": "user{}", "name": "Person {}", "department": "rd"}
 VALUES |= {"positions": "sales", "mobile": "1380000000{}", "office": "HQ {}"}
 
+# A join of the export with a directory (by its key), or the export alone (None).
+JOINED = st.sampled_from([None, "id", "username"])
+
 
 def status_first_moved(
     last: str, statuses: list[str], end: str, edge: str
@@ -291,7 +294,14 @@ def test_a_moved_line_break_after_each_field_a_status_first_follows_harms_nobody
     places = PATHS if layout == "paths" else None
     export = data.draw(moved_breaks(["active", "inactive"], status_first(last), places))
     departed_synced, changed = data.draw(st.booleans()), data.draw(changes(export[0]))
-    check_moved_break(*export, STATUSES, layout, departed_synced=departed_synced, changed=changed)
+    check_moved_break(
+        *export,
+        STATUSES,
+        layout,
+        departed_synced=departed_synced,
+        changed=changed,
+        joined=data.draw(JOINED),
+    )
 
 
 DIGITS_ONLY = {"replace": ["\\D", ""]}
@@ -307,10 +317,6 @@ RULES = SourceMapping.model_validate(
         "filter": OFFICE_FILTER,
     }
 )
-
-
-# A join of the export with a directory (by its key), or the export alone (None).
-JOINED = st.sampled_from([None, "id", "username"])
 
 
 @pytest.mark.parametrize("last", ["name", "mobile", "office"])
@@ -429,6 +435,19 @@ def test_a_moved_line_break_after_a_status_last_unlocks_nobody(
     """The same with the status last in each row and a vocabulary whose departed value is an
     active one with text after it."""
     check_moved_break(*export, SUFFIXED)
+
+
+@pytest.mark.parametrize("first", [c for c in COLUMNS if c != "status"])
+@settings(max_examples=examples(100), deadline=None)
+@given(data=st.data())
+def test_a_moved_line_break_before_each_field_a_status_last_precedes_harms_nobody(
+    first: str, data: st.DataObject
+) -> None:
+    """The same with the status last and each field in turn first in the row after, the
+    export alone or joined by its id or its username."""
+    export = data.draw(moved_breaks(sorted(SUFFIXED), status_last(first)))
+    changed, joined = data.draw(changes(export[0])), data.draw(JOINED)
+    check_moved_break(*export, SUFFIXED, changed=changed, joined=joined)
 
 
 def check_moved_break(
@@ -776,6 +795,18 @@ def test_a_join_weighs_the_row_beside_a_status_where_the_row_filter_leaves_eithe
     says no status: a row the filter leaves out, the status's or the one beside it, is
     weighed as HR alone weighs it."""
     check_moved_break(*export, STATUSES, mapping=RULES, joined=key)
+
+
+@pytest.mark.parametrize("departed_synced", [True, False])
+def test_a_join_by_username_makes_no_account_under_a_username_a_moved_line_break_made(
+    departed_synced: bool,
+) -> None:
+    """HR's export (status first, username last) joined with a directory by username: e2
+    left, and the break reads "…,user1" + "inactive,…" as "…,user1in" + "active,…". By
+    key, "user1in" is someone new: no account is made for them, nor for e2 (back, or a
+    leaver syncd never synced); e1 is kept as user1."""
+    export = status_first_moved("username", ["active", "inactive"], "user1", "user1in\nactive")
+    check_moved_break(*export, STATUSES, departed_synced=departed_synced, joined="username")
 
 
 @pytest.mark.parametrize(
