@@ -20,8 +20,9 @@ it has ("adm" + "in": "admin"). A row beside that reads as syncd wrote it ("Lin"
 "active") shows nothing moved. A row beside whose field shows the text moved waits
 whatever the status's own change (a departure the break hid, a status row the row filter
 leaves out), its departure too when the filter left it out as the break left the field.
-A join of several sources carries the notes of the source that decides each person's
-status, under joined keys (syncd.plan.join).
+A join of several sources carries every source's notes, the row beside under its joined
+key; a note weighs the status's own change only where its source decides that status
+(syncd.plan.join).
 """
 
 from __future__ import annotations
