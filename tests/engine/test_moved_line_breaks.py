@@ -18,7 +18,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from hypothesis import example, given, settings
@@ -28,7 +28,8 @@ from syncd.config import CsvSource
 from syncd.mapping import SourceMapping
 from syncd.model import Department, Directory, Employee, Kind, Position, State
 from syncd.plan import Action, Change, Plan, PlatformView, Policy, Snapshot
-from syncd.plan.join import JoinRules, SourceRead, join
+from syncd.plan.join import FIELDS, JoinRules, SourceRead, join
+from syncd.plan.values import DEPARTED
 from syncd.sources.csv import read_csv
 from tests.engine.plan_world import (
     COMPANY,
@@ -71,8 +72,19 @@ REPLACE = Policy(username_change="remove_and_create", extended_fields={"office":
 VALUES = {"id": "e{}", "username": "user{}", "name": "Person {}", "department": "rd"}
 VALUES |= {"positions": "sales", "mobile": "1380000000{}", "office": "HQ {}"}
 
-# A join of the export with a directory (by its key), or the export alone (None).
-JOINED = st.sampled_from([None, "id", "username"])
+
+class Joined(NamedTuple):
+    """The export joined with a directory of the people syncd holds that says no status:
+    by ``key``; the export required and first for every field, or (``directory_first``)
+    the directory required and first for every field but the status, the export optional
+    (joined_with_a_directory)."""
+
+    key: str
+    directory_first: bool = False
+
+
+# A join of the export with a directory, or the export alone (None).
+JOINED = st.none() | st.builds(Joined, st.sampled_from(["id", "username"]), st.booleans())
 
 
 def status_first_moved(
@@ -458,7 +470,7 @@ def check_moved_break(
     mapping: SourceMapping | None = None,
     departed_synced: bool = True,
     changed: frozenset[str] = frozenset(),
-    joined: str | None = None,
+    joined: Joined | None = None,
 ) -> None:
     """Nobody active locked or removed, nobody departed unlocked, no account made, nobody
     updated (syncd holds each row as written); each username changed is a conflict
@@ -470,14 +482,14 @@ def check_moved_break(
     syncd first ran (no account of theirs: none may be made; beside a row syncd holds
     nobody under, nothing tells, and an account made goes ahead by design, as a lock
     does). ``changed``: the ids whose status this export changes (syncd holds the other:
-    they left, or came back, since the last run). ``joined``: the key the export is joined
-    by with a directory of the people syncd holds that says no status
-    (joined_with_a_directory): the people are held by that key."""
+    they left, or came back, since the last run). ``joined``: the export joined with a
+    directory of the people syncd holds that says no status (joined_with_a_directory),
+    the people held under the join key."""
     people = held_people(rows, vocabulary, layout, mapping, departed_synced)
     departments = DEPARTMENTS if layout == "two_files" else path_departments(PATHS)
     active, departed = truly(rows, people)
     people = [e._replace(state=OTHER[e.state]) if e.id in changed else e for e in people]
-    if joined == "username":  # a person's joined id is the key
+    if joined is not None and joined.key == "username":  # a person's joined id is the key
         people = [e._replace(id=e.username) for e in people]
     locked = {e.id for e in people if e.state is State.DEPARTED}
     d = read = read_text(text, vocabulary, layout, mapping)
@@ -486,6 +498,7 @@ def check_moved_break(
     for run in (1, 2):
         held = directory(departments, people)
         snapshot, view = synced(held, locked=dict.fromkeys(locked, NOW), policy=REPLACE)
+        snapshot = left(snapshot)
         if joined is not None:
             d = joined_with_a_directory(read, directory_people, joined, snapshot)
         p = planned_as_the_runner_does(d, snapshot, view, REPLACE)
@@ -500,17 +513,28 @@ def check_moved_break(
 
 
 def joined_with_a_directory(
-    hr: Directory, people: list[Employee], key: str, snapshot: Snapshot
+    hr: Directory, people: list[Employee], joined: Joined, snapshot: Snapshot
 ) -> Directory:
-    """``hr``, the export, joined by ``key`` with a directory holding ``people`` that says
-    no status (the export decides it) and is not required (someone only the export has is
-    taken)."""
+    """``hr``, the export, joined with a directory holding ``people`` that says no status
+    (the export decides it): the export required and the directory not (someone only the
+    export has is taken), or, ``directory_first``, the other way round."""
+    key, first = joined
     ad = Directory({}, {e.id: e for e in people}, status_read=False)
     reads = [
-        SourceRead("hr", hr, key=key),
-        SourceRead("ad", ad, key=key, required=False, expects_status=False),
+        SourceRead("hr", hr, key=key, required=not first),
+        SourceRead("ad", ad, key=key, required=first, expects_status=False),
     ]
-    return join(reads, JoinRules({"state": ("hr",)}), synced=snapshot.employees).directory
+    order = ("ad", "hr") if first else ("hr", "ad")
+    rules = JoinRules({**dict.fromkeys(FIELDS, order), "state": ("hr",)})
+    return join(reads, rules, synced=snapshot.employees).directory
+
+
+def left(snapshot: Snapshot) -> Snapshot:
+    """``snapshot`` with each person locked there locked as departed (a read called them
+    so), as syncd writes it."""
+    people = snapshot.employees
+    gone = {k: e._replace(lock_reason=DEPARTED) for k, e in people.items() if e.locked}
+    return replace(snapshot, employees={**people, **gone})
 
 
 def held_people(
@@ -794,7 +818,7 @@ def test_a_join_weighs_the_row_beside_a_status_where_the_row_filter_leaves_eithe
     """HR's export, its row filter on the office, joined by ``key`` with a directory that
     says no status: a row the filter leaves out, the status's or the one beside it, is
     weighed as HR alone weighs it."""
-    check_moved_break(*export, STATUSES, mapping=RULES, joined=key)
+    check_moved_break(*export, STATUSES, mapping=RULES, joined=Joined(key))
 
 
 @pytest.mark.parametrize("departed_synced", [True, False])
@@ -806,7 +830,7 @@ def test_a_join_by_username_makes_no_account_under_a_username_a_moved_line_break
     key, "user1in" is someone new: no account is made for them, nor for e2 (back, or a
     leaver syncd never synced); e1 is kept as user1."""
     export = status_first_moved("username", ["active", "inactive"], "user1", "user1in\nactive")
-    check_moved_break(*export, STATUSES, departed_synced=departed_synced, joined="username")
+    check_moved_break(*export, STATUSES, departed_synced=departed_synced, joined=Joined("username"))
 
 
 @pytest.mark.parametrize(
