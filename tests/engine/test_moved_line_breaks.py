@@ -498,7 +498,7 @@ def check_moved_break(
     for run in (1, 2):
         held = directory(departments, people)
         snapshot, view = synced(held, locked=dict.fromkeys(locked, NOW), policy=REPLACE)
-        snapshot = left(snapshot)
+        snapshot = locked_as_departed(snapshot)
         if joined is not None:
             d = joined_with_a_directory(read, directory_people, joined, snapshot)
         p = planned_as_the_runner_does(d, snapshot, view, REPLACE)
@@ -529,7 +529,7 @@ def joined_with_a_directory(
     return join(reads, rules, synced=snapshot.employees).directory
 
 
-def left(snapshot: Snapshot) -> Snapshot:
+def locked_as_departed(snapshot: Snapshot) -> Snapshot:
     """``snapshot`` with each person locked there locked as departed (a read called them
     so), as syncd writes it."""
     people = snapshot.employees
