@@ -804,12 +804,20 @@ def _joined_key(row: RejectedRow, read: SourceRead) -> str | None:
     (its id, username, name, mobile, work number, e-mail or extra attribute) and compared
     as the source's keys are. None when the row does not keep that field (an unreadable
     cell): then the row names nobody and keeps whoever's username it gives as they are."""
+    return _key_of(read, row.key, row.username, row.identifiers)
+
+
+def _key_of(
+    read: SourceRead, key: str | None, username: str | None, named: Iterable[tuple[str, str]]
+) -> str | None:
+    """The joined id a row names by its id, username or identifiers, as its source's keys
+    are compared."""
     if read.key == "id":
-        raw = row.key
+        raw = key
     elif read.key == "username":
-        raw = row.username
+        raw = username
     else:
-        raw = dict(row.identifiers).get(read.key)
+        raw = dict(named).get(read.key)
     return _compared(read.key, raw, read.normalize)
 
 
@@ -832,8 +840,7 @@ def _key_moved_aside(read: SourceRead, e: Employee, note: MovedStatus) -> Reject
 
 def _named_key(note: MovedStatus, read: SourceRead) -> str | None:
     """The joined id of the row beside a status, by its cells (MovedStatus.names)."""
-    raw = note.beside if read.key == "id" else dict(note.names).get(read.key)
-    return _compared(read.key, raw, read.normalize)
+    return _key_of(read, note.beside, dict(note.names).get("username"), note.names)
 
 
 def _origins(slots: Slots, precedence: Precedence, names: tuple[str, ...]) -> dict[str, str]:
