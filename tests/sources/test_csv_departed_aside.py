@@ -54,16 +54,17 @@ class Row:
     # person under its id, with the same status) or "username copied"
     fault: str
     spelling: str = "plain"  # a key of SPELLINGS
+    number: int = 0  # the row's person's: "E14" (one's id may start another's: "E1")
 
-    def keys(self, n: int) -> tuple[str, str]:
+    def keys(self) -> tuple[str, str]:
         key, username = SPELLINGS[self.spelling]
-        return key.format(n=n), username.format(n=n)
+        return key.format(n=self.number), username.format(n=self.number)
 
 
 def lines(rows: list[Row]) -> list[str]:
     out = []
-    for n, row in enumerate(rows):
-        key, username = row.keys(n)
+    for row in rows:
+        n, (key, username) = row.number, row.keys()
         cells = {"id": key, "username": username, "name": f"Person {n}", "department": "D2"}
         cells |= GOOD | {"status": row.status}
         if row.fault in FAULTS:
@@ -91,8 +92,8 @@ def recycled(rows: list[Row], cut: tuple[str | None, ...]) -> tuple[dict[str, st
     that is not one: theirs to lose, as syncd holds that very pair for them; and the ids
     of those a short record may have cut (their row or the new hire's): either way."""
     leavers = {
-        n: row.keys(n)
-        for n, row in enumerate(rows)
+        row.number: row.keys()
+        for row in rows
         if row.fault == "login recycled" and row.status == "departed" and row.spelling == "plain"
     }
     near = {key for n, (key, _) in leavers.items() if {key, f"X{n}"} & set(cut)}
@@ -107,16 +108,28 @@ def recycled(rows: list[Row], cut: tuple[str | None, ...]) -> tuple[dict[str, st
             status=st.sampled_from(STATUSES),
             fault=st.sampled_from([*COPIES, "login recycled", *FAULTS]),
             spelling=st.sampled_from(["plain", "plain", *SPELLINGS]),
+            number=st.integers(1, 40),
         ),
         min_size=1,
         max_size=8,
+        unique_by=lambda row: row.number,
     ),
     cut_after=st.none() | st.integers(0, 7),
+    split=st.none() | st.tuples(st.integers(0, 7), st.integers(1, 80)),
 )
 def test_a_row_set_aside_for_another_field_still_says_who_left(
-    rows: list[Row], cut_after: int | None
+    rows: list[Row], cut_after: int | None, split: tuple[int, int] | None
 ) -> None:
     text = lines(rows)
+    split_ids: tuple[str | None, ...] = ()
+    if split is not None and split[0] < len(text):
+        # A stray line break in a line (in its id: "E1" then "4,…" of "E14,…"): its row is
+        # nobody's alone, and its head names nobody either; the row before a short head may
+        # be cut short, the row after a short tail the tail's end.
+        at, line = split[0], text[split[0]]
+        cut = min(split[1], len(line) - 1)
+        split_ids = tuple(t.split(",")[0] for t in text[max(at - 1, 0) : at + 2])
+        text[at : at + 1] = [line[:cut], line[cut:]]
     before = after = None
     if cut_after is not None and cut_after < len(text):
         # A short record after a row: its end, maybe (a line break in its last field). The
@@ -135,33 +148,74 @@ def test_a_row_set_aside_for_another_field_still_says_who_left(
 
     # A status in neither list stays loud on a row set aside for another field too.
     loud = {r.key for r in directory.rejected if r.status == "on a boat"}
-    for n, row in enumerate(rows):
-        key = row.keys(n)[0]
+    for row in rows:
+        key = row.keys()[0]
         if row.status == "on a boat" and row.fault in FAULTS and row.spelling == "plain":
-            assert key in loud or key in (before, after), (key, directory.rejected)
+            assert key in loud or key in (before, after, *split_ids), (key, directory.rejected)
     expected = departures(rows, before)
-    leavers, unsure = recycled(rows, (before, after))
-    unsure.add(after or "")
+    leavers, unsure = recycled(rows, (before, after, *split_ids))
+    unsure.update((after or "", *(k or "" for k in split_ids)))
     found = directory.departed_aside()
     assert drop(found, unsure) == drop(expected, unsure)
     assert found.items() <= (expected | leavers).items()
     assert not set(found) & set(directory.employees)
     # As the runner asks: syncd holds each person's id and username as the rows give them.
-    holds = dict(row.keys(n) for n, row in enumerate(rows))
+    holds = dict(row.keys() for row in rows)
     found = directory.as_held(holds.get, joined=False).departed_aside()
     assert drop(found, unsure) == drop(expected | leavers, unsure)
+
+
+@settings(max_examples=examples(100))
+@given(
+    key=st.text("E0123456789", min_size=1, max_size=5),
+    more=st.text("0123456789", min_size=1, max_size=3),
+    fault=st.sampled_from(sorted(FAULTS)),
+    between=st.integers(1, 3),
+    cut_first=st.booleans(),
+)
+def test_a_row_cut_in_its_id_holds_no_other_departure(
+    key: str, more: str, fault: str, between: int, cut_first: bool
+) -> None:
+    """A stray line break in a row's id ("E1" then "4,…" of "E14,…"): the short row before
+    it names nobody, so the departure of the person whose id it reads as ("E1", their row
+    set aside for another field, rows away) is not held up by it."""
+
+    def row(ident: str, username: str, status: str, fault: str = "none") -> str:
+        cells = {"id": ident, "username": username, "name": f"Person {username}"}
+        cells |= {"department": "D2"} | GOOD | {"status": status}
+        if fault in FAULTS:
+            cells[FAULTS[fault][0]] = FAULTS[fault][1]
+        return ",".join(cells[c] for c in HEADER.strip().split(","))
+
+    cut = row(key + more, "cut", "active")
+    rows = [
+        f"{cut[: len(key)]}\n{cut[len(key) :]}",
+        *(row(f"F{n}", f"f{n}", "active") for n in range(between)),
+        row(key, "left", "departed", fault),
+    ]
+    if not cut_first:
+        rows.reverse()
+    with TemporaryDirectory() as folder:
+        directory = read(
+            Path(folder),
+            HEADER + "\n".join(rows) + "\n",
+            active_values=["active"],
+            departed_values=["departed"],
+            columns=CsvEmployeeColumns(end_date="end_date"),
+        )
+    assert directory.departed_aside() == {key: "left"}, directory.rejected
 
 
 def departures(rows: list[Row], cut: str | None) -> dict[str, str]:
     """The departures rows set aside for another field say, alone or copied alike, plainly
     (the row a short record may have cut, ``cut``, aside)."""
     return dict(
-        row.keys(n)
-        for n, row in enumerate(rows)
+        row.keys()
+        for row in rows
         if row.status == "departed"
         and row.fault in (*FAULTS, "copied alike")
         and row.spelling == "plain"
-        and row.keys(n)[0] != cut
+        and row.keys()[0] != cut
     )
 
 

@@ -128,8 +128,9 @@ class _Columns:
             return None
         if self.misfit(cells) is None:
             return _clean(_cell(cells, index))
-        # A stray or missing delimiter shifts every cell after it: only the first cell is sure.
-        return _clean(cells[0]) if index == 0 and cells else None
+        # A stray or missing delimiter shifts every cell after it: only the first cell is sure,
+        # but for a row's last, which a stray line break may have cut ("E1" of "E14").
+        return _clean(cells[0]) if index == 0 and len(cells) > 1 else None
 
     def reason(self, broken: _Broken) -> str:
         """Why a broken record is rejected, naming the column where that can be known."""
