@@ -29,7 +29,7 @@ PRECEDENCE_FIELDS = (
 # or an extra attribute (extra.<name>: an LDAP attribute or CSV column the source maps).
 KEY_FIELDS = ("id", "username", "email", "mobile", "sn")
 # How a source's keys are made comparable (join.normalize.<source>); applied in this order,
-# whatever order the list names them in. See syncd.plan.join.key_value.
+# whatever order the list names them in. See syncd.plan.join_keys.key_value.
 NormalizeStep = Literal["strip", "nfkc", "casefold", "leading_zeros"]
 NORMALIZE_STEPS: tuple[NormalizeStep, ...] = ("strip", "nfkc", "casefold", "leading_zeros")
 # What [join] clear may name: a field a person may be without. Never username or name (a

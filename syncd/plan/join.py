@@ -43,15 +43,12 @@ gives it (a login recycled for a new hire): the account is locked, and the other
 
 from __future__ import annotations
 
-import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from operator import itemgetter
 from typing import Literal
 
 from syncd.model import (
-    EXTRA,
     Directory,
     Employee,
     Kind,
@@ -60,10 +57,18 @@ from syncd.model import (
     State,
     build_directory,
     departures_alike,
-    match_value,
     row_identifiers,
 )
 from syncd.plan.guards import cannot_tell_departed
+from syncd.plan.join_keys import (
+    STRIP,
+    joined_key,
+    key_moved,
+    key_value,
+    keys_moved,
+    named_key,
+    record_keys,
+)
 from syncd.plan.precedence import Precedence
 from syncd.plan.values import DEPARTED, SyncedEmployee
 from syncd.spelling import look_alike, nfc
@@ -71,9 +76,7 @@ from syncd.spelling import look_alike, nfc
 # The fields taken by precedence: every field but the id (the key is the joined id).
 FIELDS = tuple(f for f in Employee._fields if f != "id")
 _INDEX = {name: i for i, name in enumerate(Employee._fields)}
-_MATCHED = frozenset({"username", "email", "mobile", "sn"})
 _STATE, _USERNAME = _INDEX["state"], FIELDS.index("username")
-_STRIP: tuple[str, ...] = ("strip",)
 
 Slots = list[Employee | None]  # one record per source, None where the source lacks them
 
@@ -88,7 +91,7 @@ class SourceRead:
     required: bool = True
     # How its keys are compared, steps applied in this order: strip, nfkc (full-width
     # characters as ASCII), casefold, leading_zeros (a key of digits alone: 00123 is 123).
-    normalize: tuple[str, ...] = _STRIP
+    normalize: tuple[str, ...] = STRIP
     # Whether its settings have it say who is departed (a status column named, an LDAP
     # departed_filter, AD's flags): one that then reads no status, or calls nobody
     # departed, leaves the join blind (Directory.blind).
@@ -123,40 +126,6 @@ class KeyNotHeld(ValueError):
     def __init__(self, source: str, key: str, records: int) -> None:
         super().__init__(f"source {source!r}: none of its {records} records holds {key}")
         self.source, self.key, self.records = source, key, records
-
-
-def key_value(e: Employee, key: str, normalize: Sequence[str] = _STRIP) -> str | None:
-    """The join key of one record, normalized (None: the record has none)."""
-    extra = key.startswith(EXTRA)
-    raw = dict(e.extra).get(key[len(EXTRA) :]) if extra else getattr(e, key)
-    return _compared(key, raw, normalize)
-
-
-def _compared(key: str, raw: object, normalize: Sequence[str]) -> str | None:
-    """A raw key value as a join compares it: matched as accounts are, then normalized."""
-    if raw is None:
-        return None
-    text = match_value(key, raw) if key in _MATCHED else str(raw)  # type: ignore[arg-type]
-    return normalizer(normalize)(text) if text is not None else None
-
-
-def normalizer(steps: Sequence[str]) -> Callable[[str], str | None]:
-    """A key's text as compared after these steps (see SourceRead.normalize); None: empty."""
-    strip, nfkc = "strip" in steps, "nfkc" in steps
-    casefold, zeros = "casefold" in steps, "leading_zeros" in steps
-
-    def normalized(text: str) -> str | None:
-        if strip:
-            text = text.strip()
-        if nfkc:
-            text = unicodedata.normalize("NFKC", text)
-        if casefold:
-            text = text.casefold()
-        if zeros and text.isascii() and text.isdigit():
-            text = text.lstrip("0") or "0"
-        return text or None
-
-    return normalized
 
 
 def join(
@@ -253,7 +222,7 @@ class _Joining:
     def pair(self, i: int, read: SourceRead) -> None:
         """One source's rejected rows carried, and its records put in their slot by key."""
         read, holders = self._holders_kept(read)
-        read = self._keys_moved(read)
+        read = keys_moved(read, self.synced)
         start = len(self.rejected)
         _carried(read, self.rejected)
         # _carried appends one row for each of the source's, in order: the n-th is its copy.
@@ -281,35 +250,6 @@ class _Joining:
                     username=found[0].username,
                 )
             )
-
-    def _keys_moved(self, read: SourceRead) -> SourceRead:
-        """The read with each record set aside whose join key a moved line break may have
-        changed (``_key_moved``): its row is kept as the person's syncd holds under the key
-        moved back, who is kept as they are, rather than an account made under a key the
-        break made ("user1" + "inactive" read "user1in" + "active": a new person by key)."""
-        d = read.directory
-        notes = [
-            n
-            for n in d.moved_statuses.values()
-            if n.beside in d.employees and self._key_moved(n, read)
-        ]
-        if not notes:
-            return read  # as a rule
-        rows = [_key_moved_aside(read, d.employees[n.beside], n) for n in notes]
-        left = {n.beside for n in notes}
-        people = {i: e for i, e in d.employees.items() if i not in left}
-        return replace(read, directory=replace(d, employees=people, rejected=(*d.rejected, *rows)))
-
-    def _key_moved(self, note: MovedStatus, read: SourceRead) -> str | None:
-        """The join key of the row beside a status a moved line break may have made, where
-        that row's field at the edge is the key: the key with the text moved back, when
-        syncd holds someone under it and nobody under the key as read; else None."""
-        if note.field != read.key or not self.synced:
-            return None
-        was = _compared(read.key, note.was, read.normalize)
-        now = _compared(read.key, note.read, read.normalize)
-        moved = was is not None and was != now and was in self.synced
-        return was if moved and now not in self.synced else None
 
     def _holders_kept(self, read: SourceRead) -> tuple[SourceRead, set[str]]:
         """The read with a username's holder kept among its records set aside because
@@ -576,9 +516,9 @@ class _Joining:
         for i, read in enumerate(self.reads):
             for source_id, note in read.directory.moved_statuses.items():
                 beside = (
-                    self._key_moved(note, read)
+                    key_moved(note, read, self.synced)
                     or keys.get((i, note.beside))
-                    or _named_key(note, read)
+                    or named_key(note, read)
                 )
                 note = note._replace(beside=beside or f"{read.name}:{note.beside}")
                 k = keys.get((i, source_id))
@@ -710,7 +650,7 @@ def _indexed(
 ) -> dict[str, list[Employee]]:
     """One source's records put in their slot by key; returns the keys held twice or more."""
     records = list(read.directory.employees.values())
-    keys = _keys(records, read.key, read.normalize)
+    keys = record_keys(records, read.key, read.normalize)
     twice: dict[str, list[Employee]] = {}
     for e, k in zip(records, keys, strict=True):
         if k is None:
@@ -738,18 +678,6 @@ def _keyless(read: SourceRead, e: Employee) -> RejectedRow:
     )
 
 
-def _keys(records: list[Employee], key: str, normalize: tuple[str, ...]) -> list[str | None]:
-    """key_value of each record, the plain text fields (id, username, sn, email) read by
-    index in one comprehension."""
-    index = _INDEX.get(key)
-    if index is None or key == "mobile" or normalize != _STRIP:
-        return [key_value(e, key, normalize) for e in records]
-    texts: list[str | None] = list(map(itemgetter(index), records))
-    if key == "email":
-        return [(v.strip().casefold() or None) if v else None for v in texts]
-    return [(v.strip() or None) if v else None for v in texts]
-
-
 def _plainly_valid(merged: list[tuple[str, Employee]]) -> bool:
     """Whether every joined person has a username and a name, and no username (in any
     spelling, syncd.spelling) is held twice: then build_directory would reject nobody."""
@@ -772,7 +700,7 @@ def _carried(read: SourceRead, rejected: list[RejectedRow]) -> None:
     for row in d.rejected:
         # A department's id is the tree's; a person's row names the joined id its join key
         # gives (rekeys.weigh_rejected tells a leaver from the new hire given their username).
-        key = row.key if row.kind is not Kind.EMPLOYEE else _joined_key(row, read)
+        key = row.key if row.kind is not Kind.EMPLOYEE else joined_key(row, read)
         hides = row.may_hide_rows or (row.kind is Kind.EMPLOYEE and not (key or row.username))
         rejected.append(
             RejectedRow(
@@ -797,50 +725,6 @@ def _carried(read: SourceRead, rejected: list[RejectedRow]) -> None:
                 may_hide_rows=True,
             )
         )
-
-
-def _joined_key(row: RejectedRow, read: SourceRead) -> str | None:
-    """The joined id a rejected person row names: its join key, read from what the row kept
-    (its id, username, name, mobile, work number, e-mail or extra attribute) and compared
-    as the source's keys are. None when the row does not keep that field (an unreadable
-    cell): then the row names nobody and keeps whoever's username it gives as they are."""
-    return _key_of(read, row.key, row.username, row.identifiers)
-
-
-def _key_of(
-    read: SourceRead, key: str | None, username: str | None, named: Iterable[tuple[str, str]]
-) -> str | None:
-    """The joined id a row names by its id, username or identifiers, as its source's keys
-    are compared."""
-    if read.key == "id":
-        raw = key
-    elif read.key == "username":
-        raw = username
-    else:
-        raw = dict(named).get(read.key)
-    return _compared(read.key, raw, read.normalize)
-
-
-def _key_moved_aside(read: SourceRead, e: Employee, note: MovedStatus) -> RejectedRow:
-    """The row of a record whose join key a moved line break may have made, set aside under
-    the key with the text moved back (_Joining._keys_moved)."""
-    moved_back = ((read.key, note.was),)
-    username, named = (note.was, ()) if read.key == "username" else (e.username, moved_back)
-    return RejectedRow(
-        f"person {e.id!r}",
-        f"its join key ({read.key}) reads {note.read!r}, which syncd holds for nobody, "
-        "beside a status a line break moved across the rows' edge may have made; with the "
-        f"text moved back it is {note.was!r}, whose person syncd holds: the row is theirs, "
-        "kept as they are until the rows read as syncd wrote them",
-        key=e.id,
-        username=username,
-        identifiers=named,
-    )
-
-
-def _named_key(note: MovedStatus, read: SourceRead) -> str | None:
-    """The joined id of the row beside a status, by its cells (MovedStatus.names)."""
-    return _key_of(read, note.beside, dict(note.names).get("username"), note.names)
 
 
 def _origins(slots: Slots, precedence: Precedence, names: tuple[str, ...]) -> dict[str, str]:

@@ -21,7 +21,8 @@ from syncd.model import (
     State,
     build_directory,
 )
-from syncd.plan.join import Joined, JoinRules, KeyNotHeld, SourceRead, join, key_value
+from syncd.plan.join import Joined, JoinRules, KeyNotHeld, SourceRead, join
+from syncd.plan.join_keys import key_value
 from tests.support.examples import examples
 
 TREE = [("deps.csv:2", Department("D1", "Head Office")), ("deps.csv:3", Department("D2", "R&D"))]
