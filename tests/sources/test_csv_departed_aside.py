@@ -121,22 +121,7 @@ def test_a_row_set_aside_for_another_field_still_says_who_left(
     rows: list[Row], cut_after: int | None, split: tuple[int, int] | None
 ) -> None:
     text = lines(rows)
-    split_ids: tuple[str | None, ...] = ()
-    if split is not None and split[0] < len(text):
-        # A stray line break in a line (in its id: "E1" then "4,…" of "E14,…"): its row is
-        # nobody's alone, and its head names nobody either; the row before a short head may
-        # be cut short, the row after a short tail the tail's end.
-        at, line = split[0], text[split[0]]
-        cut = min(split[1], len(line) - 1)
-        split_ids = tuple(t.split(",")[0] for t in text[max(at - 1, 0) : at + 2])
-        text[at : at + 1] = [line[:cut], line[cut:]]
-    before = after = None
-    if cut_after is not None and cut_after < len(text):
-        # A short record after a row: its end, maybe (a line break in its last field). The
-        # row before may be cut short; the row after may be the short record's own end.
-        before = text[cut_after].split(",")[0]
-        after = text[cut_after + 1].split(",")[0] if cut_after + 1 < len(text) else None
-        text.insert(cut_after + 1, "ed")
+    before, near = damage(text, cut_after, split)
     with TemporaryDirectory() as folder:
         directory = read(
             Path(folder),
@@ -151,10 +136,10 @@ def test_a_row_set_aside_for_another_field_still_says_who_left(
     for row in rows:
         key = row.keys()[0]
         if row.status == "on a boat" and row.fault in FAULTS and row.spelling == "plain":
-            assert key in loud or key in (before, after, *split_ids), (key, directory.rejected)
+            assert key in loud or key in (before, *near), (key, directory.rejected)
     expected = departures(rows, before)
-    leavers, unsure = recycled(rows, (before, after, *split_ids))
-    unsure.update((after or "", *(k or "" for k in split_ids)))
+    leavers, unsure = recycled(rows, (before, *near))
+    unsure.update(k or "" for k in near)
     found = directory.departed_aside()
     assert drop(found, unsure) == drop(expected, unsure)
     assert found.items() <= (expected | leavers).items()
@@ -163,6 +148,30 @@ def test_a_row_set_aside_for_another_field_still_says_who_left(
     holds = dict(row.keys() for row in rows)
     found = directory.as_held(holds.get, joined=False).departed_aside()
     assert drop(found, unsure) == drop(expected | leavers, unsure)
+
+
+def damage(
+    text: list[str], cut_after: int | None, split: tuple[int, int] | None
+) -> tuple[str | None, tuple[str | None, ...]]:
+    """The lines damaged in place; the id of the row a short record may have cut, and the
+    ids of the rows near the damage that are nobody's alone or may be another's end."""
+    near: list[str | None] = []
+    if split is not None and split[0] < len(text):
+        # A stray line break in a line (in its id: "E1" then "4,…" of "E14,…"): its row is
+        # nobody's alone, and its head names nobody either; the row before a short head may
+        # be cut short, the row after a short tail the tail's end.
+        at, line = split[0], text[split[0]]
+        cut = min(split[1], len(line) - 1)
+        near += [t.split(",")[0] for t in text[max(at - 1, 0) : at + 2]]
+        text[at : at + 1] = [line[:cut], line[cut:]]
+    before = None
+    if cut_after is not None and cut_after < len(text):
+        # A short record after a row: its end, maybe (a line break in its last field). The
+        # row before may be cut short; the row after may be the short record's own end.
+        before = text[cut_after].split(",")[0]
+        near.append(text[cut_after + 1].split(",")[0] if cut_after + 1 < len(text) else None)
+        text.insert(cut_after + 1, "ed")
+    return before, tuple(near)
 
 
 @settings(max_examples=examples(100))
