@@ -251,6 +251,10 @@ class Directory:
     # Rows whose status, first in the row, a line break moved across the edge with the row
     # before may have made another of the other meaning, by source id (a CSV file's).
     moved_statuses: Mapping[str, MovedStatus] = field(default_factory=dict)
+    # Whether the departments are the paths people carry (a CSV file's layout "paths",
+    # LDAP's departments_from = "attribute"), not a tree of their own: one only people who
+    # are not changed this run name is not made (syncd.plan.departments).
+    departments_from_people: bool = False
     _paths: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -494,6 +498,7 @@ def build_directory(
     synced_names: Mapping[str, str] | None = None,
     username_edges: frozenset[str] = frozenset(),
     moved_statuses: Mapping[str, MovedStatus] | None = None,
+    departments_from_people: bool = False,
 ) -> Directory:
     """Validate what a source read: each item comes with where it was read (file:line or DN).
 
@@ -541,6 +546,7 @@ def build_directory(
         status_read=status_read,
         username_edges=username_edges,
         moved_statuses=moved_statuses or {},
+        departments_from_people=departments_from_people,
     )
 
 

@@ -260,6 +260,7 @@ def draft(
     creates, updates = departments.run()
     staff = EmployeePlanner(directory, snapshot, view, policy, notes, now_ms, holds)
     replaced, upserts, unlocks, locks, removes, forgets = staff.run()
+    creates = departments.placed_in(creates, upserts, staff.untouched)
     upserts = [*upserts, *_retried(staff, snapshot, view, upserts)]
     photos = plan_photos(directory, snapshot, upserts, policy.exclude_usernames, staff.untouched)
     # Last: a department is deleted only once nobody stays in it after the people's changes.

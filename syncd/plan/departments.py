@@ -300,6 +300,44 @@ class DepartmentPlanner:
             paths.setdefault(nfc(path), []).append(node_id)
         return paths
 
+    def placed_in(
+        self, creates: list[Change], upserts: Sequence[Change], untouched: set[str]
+    ) -> list[Change]:
+        """``creates``, but where the departments are the paths people carry, those that
+        place nobody in them or below but people the plan leaves ``untouched`` (a row that
+        waits, a conflict), does not make (``upserts``: creates and updates; someone
+        departed never synced) or cannot read (a row rejected): made, they would stand
+        empty, a path a damaged row gives ("Co/Admin" read "Co/Adm") until the export is
+        fixed. Each is said; it is made once someone it places is."""
+        if not self.directory.departments_from_people or not creates:
+            return creates
+        placed = {c.key for c in upserts if c.kind is Kind.EMPLOYEE}
+        placed.update(k for k in self.snapshot.employees if k not in untouched)
+        named = self._placing(placed)
+        for c in creates:
+            if c.key not in named:
+                self.notes.append(
+                    Note(
+                        "skipped",
+                        c.key,
+                        f"department {c.display}: not created: nobody planned this run is "
+                        "placed in it (the rows that name it wait, or are rejected)",
+                    )
+                )
+        return [c for c in creates if c.key in named]
+
+    def _placing(self, people: set[str]) -> set[str]:
+        """The departments that place ``people`` (source ids) as read, and those above them."""
+        departments, employees = self.directory.departments, self.directory.employees
+        found: set[str] = set()
+        positions = (p for k in people if (e := employees.get(k)) is not None for p in e.positions)
+        for p in positions:
+            at = p.department_id
+            while at is not None and at not in found and at in departments:
+                found.add(at)
+                at = departments[at].parent_id
+        return found
+
     def deletes(self, people: Sequence[Change]) -> list[Change]:
         """Departments gone from the source, children first, once nothing stays in them.
 

@@ -187,7 +187,8 @@ class _Joining:
             tuple(names.index(s) for s in rules.precedence.get(f, names)) for f in FIELDS
         )
         self.departments_from = rules.precedence.get("positions", names)[0]
-        self.tree = reads[names.index(self.departments_from)].directory.departments
+        tree = reads[names.index(self.departments_from)].directory
+        self.tree, self.from_people = tree.departments, tree.departments_from_people
         self.statuses = [r.directory.status_read for r in reads]
         self.precedence = Precedence(
             self.orders,
@@ -498,6 +499,8 @@ class _Joining:
         moved = self._moved_statuses()
         if edges or moved:
             directory = replace(directory, username_edges=edges, moved_statuses=moved)
+        if self.from_people:
+            directory = replace(directory, departments_from_people=True)
         return self._named(directory)
 
     def _moved_statuses(self) -> dict[str, MovedStatus]:

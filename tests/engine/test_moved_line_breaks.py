@@ -473,7 +473,8 @@ def check_moved_break(
     joined: Joined | None = None,
 ) -> None:
     """Nobody active locked or removed, nobody departed unlocked, no account made, nobody
-    updated (syncd holds each row as written); each username changed is a conflict
+    updated and no department made (syncd holds each row and department as written); each
+    username changed is a conflict
     (check_changed_usernames). The same on the next run of the same export, once the first
     run's changes are made. With ``mapping``, the people syncd wrote are the rows as
     written read by its rules (those its filter leaves out are nobody's: a lock beside
@@ -504,12 +505,20 @@ def check_moved_break(
         p = planned_as_the_runner_does(d, snapshot, view, REPLACE)
         harm = [c for c in p.changes if harmful(c, active, departed)]
         assert harm == [], (run, text, harm, p.notes)
-        # Syncd holds the rows as written: an update writes a field as the break left it.
-        updated = [c.key for c in p.changes if c.action is Action.UPDATE]
-        assert not (at_edge and updated), (run, text, updated, p.notes)
+        if at_edge:
+            check_held_as_written(p, text, run)
         check_changed_usernames(d, snapshot, view, p, text)
         people, locked = applied(people, locked, d, p)
         departments = [*departments, *(x for x in d.departments.values() if x not in departments)]
+
+
+def check_held_as_written(p: Plan, text: str, run: int) -> None:
+    """Syncd holds every row and department as written: an update would write a field as
+    the break left it, and a department made is a path as the break left it, made empty."""
+    updated = [c.key for c in p.changes if c.action is Action.UPDATE]
+    assert updated == [], (run, text, updated, p.notes)
+    made = [c.key for c in p.changes if c.kind is Kind.DEPARTMENT and c.action is Action.CREATE]
+    assert made == [], (run, text, made, p.notes)
 
 
 def joined_with_a_directory(

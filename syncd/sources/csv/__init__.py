@@ -105,4 +105,5 @@ def _read(
         synced_names=synced_names,
         username_edges=people.username_edges,
         moved_statuses=people.moved_statuses,
+        departments_from_people=settings.layout != "two_files",
     )

@@ -168,6 +168,7 @@ def _read(
         unread=forest.unread,
         status_read=_reads_status(settings, shape),
         synced_names=read.synced_names,
+        departments_from_people=settings.departments_from != "ou_tree",
     )
     log.info(
         "read %s from %s: %d departments, %d people, %d rejected, %d left out, mark %s",
