@@ -311,9 +311,11 @@ class DepartmentPlanner:
         fixed. Each is said; it is made once someone it places is."""
         if not self.directory.departments_from_people or not creates:
             return creates
-        placed = {c.key for c in upserts if c.kind is Kind.EMPLOYEE}
-        placed.update(k for k in self.snapshot.employees if k not in untouched)
-        named = self._placing(placed)
+        employees = self.directory.employees
+        held = (employees.get(k) for k in self.snapshot.employees if k not in untouched)
+        made = (c.record for c in upserts if isinstance(c.record, Employee))
+        records = (e for e in chain(made, held) if e is not None)
+        named = self._above({p.department_id for e in records for p in e.positions})
         for c in creates:
             if c.key not in named:
                 self.notes.append(
@@ -326,13 +328,11 @@ class DepartmentPlanner:
                 )
         return [c for c in creates if c.key in named]
 
-    def _placing(self, people: set[str]) -> set[str]:
-        """The departments that place ``people`` (source ids) as read, and those above them."""
-        departments, employees = self.directory.departments, self.directory.employees
+    def _above(self, ids: set[str | None]) -> set[str]:
+        """The departments of ``ids`` in the read, and those above them."""
+        departments = self.directory.departments
         found: set[str] = set()
-        positions = (p for k in people if (e := employees.get(k)) is not None for p in e.positions)
-        for p in positions:
-            at = p.department_id
+        for at in ids:
             while at is not None and at not in found and at in departments:
                 found.add(at)
                 at = departments[at].parent_id
