@@ -252,8 +252,8 @@ class Directory:
     # before may have made another of the other meaning, by source id (a CSV file's).
     moved_statuses: Mapping[str, MovedStatus] = field(default_factory=dict)
     # Whether the departments are the paths people carry (a CSV file's layout "paths",
-    # LDAP's departments_from = "attribute"), not a tree of their own: one only people who
-    # are not changed this run name is not made (syncd.plan.departments).
+    # LDAP's departments_from = "attribute"), not a tree of their own: one that places
+    # nobody the plan makes, updates or holds is not made (syncd.plan.departments).
     departments_from_people: bool = False
     _paths: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
 

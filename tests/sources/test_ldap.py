@@ -224,6 +224,8 @@ def test_department_paths_get_the_ids_the_csv_source_gives(
     from_csv = read_csv(CsvSource(layout="paths", employees=employees))
 
     assert dict(from_ldap.departments) == dict(from_csv.departments)
+    # And the plan makes them alike: only for someone they place (syncd.plan.departments).
+    assert from_ldap.departments_from_people and from_csv.departments_from_people
 
 
 def test_extra_attributes_and_attribute_overrides(
