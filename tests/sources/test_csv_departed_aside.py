@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from syncd.config.source import CsvEmployeeColumns
+from syncd.model import Directory
 from tests.sources.csv_support import read
 from tests.support.examples import examples
 
@@ -122,14 +123,7 @@ def test_a_row_set_aside_for_another_field_still_says_who_left(
 ) -> None:
     text = lines(rows)
     before, near = damage(text, cut_after, split)
-    with TemporaryDirectory() as folder:
-        directory = read(
-            Path(folder),
-            HEADER + "\n".join(text) + "\n",
-            active_values=["active"],
-            departed_values=["departed"],
-            columns=CsvEmployeeColumns(end_date="end_date"),
-        )
+    directory = read_lines(text)
 
     # A status in neither list stays loud on a row set aside for another field too.
     loud = {r.key for r in directory.rejected if r.status == "on a boat"}
@@ -148,6 +142,18 @@ def test_a_row_set_aside_for_another_field_still_says_who_left(
     holds = dict(row.keys() for row in rows)
     found = directory.as_held(holds.get, joined=False).departed_aside()
     assert drop(found, unsure) == drop(expected | leavers, unsure)
+
+
+def read_lines(text: list[str]) -> Directory:
+    """The lines under HEADER, read as the CSV source reads its employees file."""
+    with TemporaryDirectory() as folder:
+        return read(
+            Path(folder),
+            HEADER + "\n".join(text) + "\n",
+            active_values=["active"],
+            departed_values=["departed"],
+            columns=CsvEmployeeColumns(end_date="end_date"),
+        )
 
 
 def damage(
@@ -204,14 +210,7 @@ def test_a_row_cut_in_its_id_holds_no_other_departure(
     ]
     if not cut_first:
         rows.reverse()
-    with TemporaryDirectory() as folder:
-        directory = read(
-            Path(folder),
-            HEADER + "\n".join(rows) + "\n",
-            active_values=["active"],
-            departed_values=["departed"],
-            columns=CsvEmployeeColumns(end_date="end_date"),
-        )
+    directory = read_lines(rows)
     assert directory.departed_aside() == {key: "left"}, directory.rejected
 
 
