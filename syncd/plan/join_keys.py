@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from syncd.plan.join import SourceRead
 
 STRIP: tuple[str, ...] = ("strip",)
-_INDEX = {name: i for i, name in enumerate(Employee._fields)}
 _MATCHED = frozenset({"username", "email", "mobile", "sn"})
 
 
@@ -66,7 +65,7 @@ def normalizer(steps: Sequence[str]) -> Callable[[str], str | None]:
 def record_keys(records: list[Employee], key: str, normalize: tuple[str, ...]) -> list[str | None]:
     """key_value of each record, the plain text fields (id, username, sn, email) read by
     index in one comprehension."""
-    index = _INDEX.get(key)
+    index = Employee._fields.index(key) if key in Employee._fields else None
     if index is None or key == "mobile" or normalize != STRIP:
         return [key_value(e, key, normalize) for e in records]
     texts: list[str | None] = list(map(itemgetter(index), records))

@@ -62,23 +62,33 @@ class Row:
         return key.format(n=self.number), username.format(n=self.number)
 
 
+def cells_of(key: str, username: str, name: str, status: str, fault: str) -> dict[str, str]:
+    """A row's cells by column, good but for ``fault``'s field (a key of FAULTS, if one)."""
+    cells = {"id": key, "username": username, "name": name, "department": "D2"}
+    cells |= GOOD | {"status": status}
+    if fault in FAULTS:
+        column, value = FAULTS[fault]
+        cells[column] = value
+    return cells
+
+
+def line(cells: dict[str, str]) -> str:
+    return ",".join(cells[c] for c in HEADER.strip().split(","))
+
+
 def lines(rows: list[Row]) -> list[str]:
     out = []
     for row in rows:
         n, (key, username) = row.number, row.keys()
-        cells = {"id": key, "username": username, "name": f"Person {n}", "department": "D2"}
-        cells |= GOOD | {"status": row.status}
-        if row.fault in FAULTS:
-            column, value = FAULTS[row.fault]
-            cells[column] = value
+        cells = cells_of(key, username, f"Person {n}", row.status, row.fault)
         if row.fault == "login recycled":
             cells["end_date"] = FAULTS["end date"][1]
-        out.append(",".join(cells[c] for c in HEADER.strip().split(",")))
+        out.append(line(cells))
         if row.fault.startswith("copied"):  # alike, or with another status
             again = cells | {"department": "D1"}
             if row.fault == "copied unlike":
                 again["status"] = "active" if row.status == "departed" else "departed"
-            out.append(",".join(again[c] for c in HEADER.strip().split(",")))
+            out.append(line(again))
         if row.fault == "id copied":
             out.append(f"{key},other{n},Other {n},D2,,,,,{row.status}")  # departed too, maybe
         elif row.fault == "username copied":
@@ -196,11 +206,7 @@ def test_a_row_cut_in_its_id_holds_no_other_departure(
     set aside for another field, rows away) is not held up by it."""
 
     def row(ident: str, username: str, status: str, fault: str = "none") -> str:
-        cells = {"id": ident, "username": username, "name": f"Person {username}"}
-        cells |= {"department": "D2"} | GOOD | {"status": status}
-        if fault in FAULTS:
-            cells[FAULTS[fault][0]] = FAULTS[fault][1]
-        return ",".join(cells[c] for c in HEADER.strip().split(","))
+        return line(cells_of(ident, username, f"Person {username}", status, fault))
 
     cut = row(key + more, "cut", "active")
     rows = [
